@@ -1,0 +1,70 @@
+// `tandem generate` as a user runs it: on a make-model file, and with bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/common/test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+std::string make_tiny(const ScratchDir& dir) {
+  auto path = dir.file("tiny.gguf").string();
+  auto r = run_tandem({"make-model", "--shape", "tiny", "--dtype", "f32", "--out", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return path;
+}
+
+TEST(GenerateCli, GreedyRunsAreRepeatableAndReportSpeed) {
+  ScratchDir dir;
+  auto model = make_tiny(dir);
+  std::vector<std::string> args = {"generate",      "--model",   model, "--prompt", "Hello",
+                                   "--max-tokens",  "12",        "--temperature", "0",
+                                   "--ignore-eos",  "--threads", "2"};
+  auto a = run_tandem(args);
+  auto b = run_tandem(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_GT(a.out.size(), 1u);
+  EXPECT_NE(a.err.find("tok/s"), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("generated 12 tokens"), std::string::npos) << a.err;
+}
+
+TEST(GenerateCli, SeededSamplingIsRepeatable) {
+  ScratchDir dir;
+  auto model = make_tiny(dir);
+  std::vector<std::string> args = {"generate", "--model", model, "--prompt", "abc",
+                                   "--max-tokens", "16", "--temperature", "1.0",
+                                   "--top-p", "0.9", "--seed", "1234", "--ignore-eos"};
+  auto a = run_tandem(args);
+  auto b = run_tandem(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("seed 1234"), std::string::npos) << a.err;
+}
+
+TEST(GenerateCli, AFileThatIsNotAModelExitsTwoWithOneLine) {
+  ScratchDir dir;
+  auto path = dir.file("junk.gguf");
+  std::ofstream(path) << "this is not a gguf file at all";
+  auto r = run_tandem({"generate", "--model", path.string(), "--prompt", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("magic"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+TEST(GenerateCli, BadFlagValuesExitTwoNamingTheFlag) {
+  ScratchDir dir;
+  auto model = make_tiny(dir);
+  for (auto [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-tokens", "0"}, {"--temperature", "-1"}, {"--top-p", "0"},
+           {"--threads", "abc"}, {"--max-tokens", "100000"}}) {
+    auto r = run_tandem({"generate", "--model", model, "--prompt", "x", flag, value});
+    EXPECT_EQ(r.exit_code, 2) << flag << " " << value;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace tandem::testing

@@ -1,0 +1,20 @@
+// Small random-weight models written on the fly for runner tests: make-model's shapes,
+// plus a qwen2 variant (QKV bias, NeoX RoPE) that make-model does not offer.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "runner/gguf.h"
+
+namespace tandem::testing {
+
+// make-model's "tiny" shape in the given dtype.
+std::filesystem::path write_tiny_llama(const std::filesystem::path& dir, gguf::TensorType dtype,
+                                       uint64_t seed = 1);
+
+// A tiny qwen2 model: tiny's shape plus Q/K/V biases, NeoX RoPE, tied embeddings.
+std::filesystem::path write_tiny_qwen2(const std::filesystem::path& dir, gguf::TensorType dtype,
+                                       uint64_t seed = 2);
+
+}  // namespace tandem::testing
