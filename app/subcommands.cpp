@@ -3,8 +3,12 @@
 
 namespace tandem::app {
 
+Subcommand make_model_subcommand(CLI::App& app);
+
 const std::vector<SubcommandFactory>& subcommand_factories() {
-  static const std::vector<SubcommandFactory> factories = {};
+  static const std::vector<SubcommandFactory> factories = {
+      make_model_subcommand,
+  };
   return factories;
 }
 
