@@ -1,4 +1,5 @@
 // `tandem make-model`: writes a deterministic random-weight llama GGUF of a named shape.
+#include <charconv>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -29,7 +30,17 @@ Subcommand make_model_subcommand(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cli->add_option("--seed", flags->seed, "Weight seed: same seed, byte-identical file")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            // CLI11 alone would read "-1" as 2^64 - 1 and saturate past it.
+            uint64_t seed = 0;
+            const char* end = value.data() + value.size();
+            const auto [ptr, ec] = std::from_chars(value.data(), end, seed);
+            if (value.empty() || ec != std::errc() || ptr != end)
+              return "'" + value + "' is not an integer from 0 to 18446744073709551615";
+            return std::string();
+          },
+          "UINT64"));
   cli->add_option("--out", flags->out, "Output GGUF file")->required();
 
   return {cli, [flags] {
