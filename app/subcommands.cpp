@@ -3,10 +3,12 @@
 
 namespace tandem::app {
 
+Subcommand make_model_subcommand(CLI::App& app);
 Subcommand make_generate_command(CLI::App& app);
 
 const std::vector<SubcommandFactory>& subcommand_factories() {
   static const std::vector<SubcommandFactory> factories = {
+      make_model_subcommand,
       make_generate_command,
   };
   return factories;

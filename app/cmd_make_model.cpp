@@ -1,0 +1,64 @@
+// `tandem make-model`: writes a deterministic random-weight llama GGUF of a named shape.
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "app/command.h"
+#include "runner/make_model.h"
+
+namespace tandem::app {
+
+Subcommand make_model_subcommand(CLI::App& app) {
+  struct Flags {
+    std::string shape;
+    std::string dtype = "f16";
+    std::string vocab;
+    uint64_t seed = 0;
+    std::string out;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cli = app.add_subcommand(
+      "make-model", "Write a deterministic random-weight llama model (GGUF) of a named shape");
+  cli->add_option("--shape", flags->shape, "Model shape")
+      ->required()
+      ->check(CLI::IsMember(make_model::model_shape_names()));
+  cli->add_option("--dtype", flags->dtype, "Weight type (norms are always f32)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(make_model::dtype_names()));
+  cli->add_option("--vocab", flags->vocab, "GGUF file whose tokenizer.* keys to copy")
+      ->check(CLI::ExistingFile);
+  cli->add_option("--seed", flags->seed, "Weight seed: same seed, byte-identical file")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            // CLI11 alone would read "-1" as 2^64 - 1 and saturate past it.
+            uint64_t seed = 0;
+            const char* end = value.data() + value.size();
+            const auto [ptr, ec] = std::from_chars(value.data(), end, seed);
+            if (value.empty() || ec != std::errc() || ptr != end)
+              return "'" + value + "' is not an integer from 0 to 18446744073709551615";
+            return std::string();
+          },
+          "UINT64"));
+  cli->add_option("--out", flags->out, "Output GGUF file")->required();
+
+  return {cli, [flags] {
+            make_model::MakeModelOptions options;
+            options.shape = flags->shape;
+            options.dtype = *make_model::dtype_from_name(flags->dtype);
+            if (!flags->vocab.empty()) options.vocab = flags->vocab;
+            options.seed = flags->seed;
+            options.out = flags->out;
+            try {
+              make_model::write_random_model(options);
+            } catch (const make_model::VocabError& e) {
+              throw UsageError(std::string("--vocab: ") + e.what());
+            }
+            std::cout << "wrote " << flags->out << " (shape " << flags->shape << ", "
+                      << flags->dtype << ", seed " << flags->seed << ")\n";
+            return 0;
+          }};
+}
+
+}  // namespace tandem::app
