@@ -20,6 +20,10 @@ namespace tandem::kernels {
 enum class Isa { kAvx2, kAvx512, kAvx512Bf16 };
 Isa detected_isa();  // cached; TANDEM_ISA=avx2|avx512|avx512bf16 can lower it for tests
 const char* isa_name(Isa isa);
+// Test hook, not for production code: makes the kernels (and detected_isa) use `isa`
+// from now on. Returns false, changing nothing, if this CPU cannot run it.
+// PackedWeights do not depend on the ISA, so weights packed before remain valid.
+bool set_isa_for_testing(Isa isa);
 
 // One source matrix W[n_out][n_in] in GGUF layout (row o is n_in contiguous elements).
 struct WeightSource {

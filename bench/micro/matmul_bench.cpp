@@ -1,0 +1,172 @@
+// Matmul speed on the smollm2-135m shape (hidden 576, 30 layers, QKV 576->960,
+// O 576->576, gate+up 576->3072, down 1536->576, head 576->32000).
+//
+// BM_DecodeStep runs every matmul of one decode step over the whole model's weights
+// (about 125M parameters, far beyond the last-level cache, so batch 1 measures weight
+// streaming) for M rows, and reports tok/s = M / step time, GB/s of packed weights
+// streamed and GFLOP/s. BM_Matmul runs one shape repeatedly (its weights may stay
+// in cache). Run with --benchmark_repetitions=5 --benchmark_report_aggregates_only
+// for medians; TANDEM_ISA=avx512|avx2 lowers the instruction set.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "runner/kernels.h"
+
+namespace {
+
+using tandem::gguf::TensorType;
+using tandem::kernels::PackedWeights;
+using tandem::kernels::WeightSource;
+
+constexpr int64_t kHidden = 576, kQkv = 960, kFfn = 1536, kVocab = 32000, kLayers = 30;
+
+// Fast deterministic fill: the values only need to be ordinary numbers.
+struct Xorshift {
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  float next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) * 0x1p-25f;
+  }
+};
+
+PackedWeights make_weights(TensorType type, int64_t n_out, int64_t n_in, Xorshift& rng) {
+  std::vector<uint8_t> bytes;
+  const int64_t n = n_out * n_in;
+  switch (type) {
+    case TensorType::kF32:
+      bytes.resize(n * 4);
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = rng.next();
+        std::memcpy(&bytes[i * 4], &v, 4);
+      }
+      break;
+    case TensorType::kF16:
+    case TensorType::kBF16:
+      bytes.resize(n * 2);
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = rng.next();
+        const uint16_t h = type == TensorType::kF16 ? tandem::kernels::f32_to_f16(v)
+                                                    : tandem::kernels::f32_to_bf16(v);
+        std::memcpy(&bytes[i * 2], &h, 2);
+      }
+      break;
+    case TensorType::kQ8_0: {
+      std::vector<tandem::gguf::BlockQ8_0> blocks(n / 32);
+      for (auto& b : blocks) {
+        b.scale_f16 = tandem::kernels::f32_to_f16(0.01f);
+        for (auto& q : b.qs) q = static_cast<int8_t>(rng.next() * 200);
+      }
+      bytes.resize(blocks.size() * sizeof(blocks[0]));
+      std::memcpy(bytes.data(), blocks.data(), bytes.size());
+      break;
+    }
+  }
+  return PackedWeights::pack(WeightSource{type, bytes.data(), n_out, n_in});
+}
+
+struct Model {
+  struct Layer {
+    PackedWeights qkv, o, gate_up, down;
+  };
+  std::vector<Layer> layers;
+  PackedWeights head;
+  size_t bytes = 0;
+  double params = 0;
+};
+
+// One model at a time (the F32 one alone is 0.5 GB).
+const Model& model_of(TensorType type) {
+  static std::unique_ptr<Model> model;
+  static TensorType model_type;
+  if (!model || model_type != type) {
+    model.reset();
+    model = std::make_unique<Model>();
+    model_type = type;
+    Xorshift rng;
+    for (int64_t l = 0; l < kLayers; ++l) {
+      Model::Layer layer{
+          make_weights(type, kQkv, kHidden, rng), make_weights(type, kHidden, kHidden, rng),
+          make_weights(type, 2 * kFfn, kHidden, rng), make_weights(type, kHidden, kFfn, rng)};
+      for (const PackedWeights* w : {&layer.qkv, &layer.o, &layer.gate_up, &layer.down}) {
+        model->bytes += w->bytes();
+        model->params += static_cast<double>(w->n_out()) * w->n_in();
+      }
+      model->layers.push_back(std::move(layer));
+    }
+    model->head = make_weights(type, kVocab, kHidden, rng);
+    model->bytes += model->head.bytes();
+    model->params += static_cast<double>(kVocab) * kHidden;
+  }
+  return *model;
+}
+
+void report(benchmark::State& state, double bytes, double flops, int64_t rows) {
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(bytes * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(rows) * iters, benchmark::Counter::kIsRate);
+}
+
+// Every matmul of one decode step of smollm2-135m (attention and norms excluded).
+template <TensorType kType>
+void BM_DecodeStep(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  tandem::ThreadPool pool(static_cast<int>(state.range(1)));
+  const Model& model = model_of(kType);
+  std::vector<float> x(rows * kFfn, 0.5f), y(rows * kVocab);
+  for (auto _ : state) {
+    for (const Model::Layer& layer : model.layers) {
+      tandem::kernels::matmul(pool, layer.qkv, x.data(), rows, y.data());
+      tandem::kernels::matmul(pool, layer.o, x.data(), rows, y.data());
+      tandem::kernels::matmul(pool, layer.gate_up, x.data(), rows, y.data());
+      tandem::kernels::matmul(pool, layer.down, x.data(), rows, y.data());
+    }
+    tandem::kernels::matmul(pool, model.head, x.data(), rows, y.data());
+    benchmark::ClobberMemory();
+  }
+  report(state, static_cast<double>(model.bytes), 2.0 * model.params * rows, rows);
+  state.SetLabel(tandem::kernels::isa_name(tandem::kernels::detected_isa()));
+}
+
+void decode_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int64_t m : {1, 8, 32}) b->Args({m, 2});
+  b->Args({1, 1});
+}
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kBF16)->Apply(decode_args);
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kF16)->Apply(decode_args);
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ8_0)->Apply(decode_args);
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kF32)->Apply(decode_args);
+
+// One shape, weights possibly cache-resident: the kernel's compute rate.
+template <TensorType kType>
+void BM_Matmul(benchmark::State& state) {
+  const int64_t n_out = state.range(0), n_in = state.range(1), rows = state.range(2);
+  tandem::ThreadPool pool(2);
+  Xorshift rng;
+  const PackedWeights w = make_weights(kType, n_out, n_in, rng);
+  std::vector<float> x(rows * n_in, 0.5f), y(rows * n_out);
+  for (auto _ : state) {
+    tandem::kernels::matmul(pool, w, x.data(), rows, y.data());
+    benchmark::ClobberMemory();
+  }
+  report(state, static_cast<double>(w.bytes()), 2.0 * n_out * n_in * rows, rows);
+}
+
+void shape_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n_out", "n_in", "M"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  for (int64_t m : {1, 32}) b->Args({3072, 576, m})->Args({576, 1536, m});
+}
+BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kBF16)->Apply(shape_args);
+BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kF16)->Apply(shape_args);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,58 @@
+// Internal to the kernels: the packed weight layout shared by every instruction set,
+// and the entry points each per-ISA file (kernels_avx2.cpp, kernels_avx512.cpp)
+// exports. Not for use outside runner/kernels*.cpp and their tests.
+//
+// Layout: outputs are grouped in panels of kPanel (64) consecutive features; a panel
+// stores its weights k-major, so a panel is one contiguous stream and each step over
+// k loads the weights of all 64 outputs at once. Per type, one panel is:
+//   F32  : float    w[n_in][64]
+//   F16  : uint16_t w[n_in][64]                      (IEEE half)
+//   BF16 : uint16_t w[ceil(n_in/2)][64][2]           (pairs of k, zero-padded)
+//   Q8_0 : { float scale[64]; int8_t q[32][64]; }[n_in/32]
+// The last panel is zero-padded past n_out. The layout does not depend on the ISA,
+// so the same PackedWeights run under every ISA (the tests switch between them).
+//
+// Every kernel computes each output with one accumulator lane, adding x[k]*w[k] for
+// k = 0, 1, ... in order (pairs of k for vdpbf16ps), whatever the number of rows
+// processed together: that is what makes rows bit-identical across batch sizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tandem::kernels::detail {
+
+inline constexpr int kPanel = 64;
+
+enum class PackedType { kF32, kF16, kBf16Pairs, kQ8_0 };
+inline constexpr int kPackedTypeCount = 4;
+
+// One matmul call, as the per-ISA panel loops see it.
+struct MatmulArgs {
+  const uint8_t* panels = nullptr;
+  size_t panel_bytes = 0;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  const float* x = nullptr;           // n_rows x n_in (F32 activations)
+  const uint32_t* x_pairs = nullptr;  // n_rows x ceil(n_in/2) BF16 pairs (BF16 dot path only)
+  int64_t n_rows = 0;
+  float* y = nullptr;  // n_rows x n_out
+};
+
+// Computes the outputs of panels [panel_begin, panel_end) for every row.
+using PanelLoop = void (*)(const MatmulArgs& args, int64_t panel_begin, int64_t panel_end);
+
+struct IsaKernels {
+  PanelLoop matmul[kPackedTypeCount] = {};
+  // Rounds x (n_rows x n_in) to BF16 pairs (n_rows x ceil(n_in/2), odd tail zeroed)
+  // for the vdpbf16ps path; null where BF16 weights are widened to F32 instead.
+  void (*to_bf16_pairs)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) = nullptr;
+  float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
+  void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
+};
+
+const IsaKernels& avx2_kernels();
+const IsaKernels& avx512_kernels();
+const IsaKernels& avx512bf16_kernels();
+
+}  // namespace tandem::kernels::detail
