@@ -1,0 +1,91 @@
+// The fused sampler: one row of logits and its request's SamplingParams in, one token out
+// (DESIGN.md, "The fused sampler"). A Sampler is per-thread scratch: not thread-safe, reused
+// across rows and steps, and it allocates nothing per call once warm (after the first call
+// with the longest logit_bias list). A row's token depends only on its logits, its
+// parameters, its seed and its position: never on other rows, the thread or the CPU's ISA.
+//
+// Order of operations, all per row:
+//  1. logit_bias: the bias is added to the logit; a bias <= -100 bans the token. Ids outside
+//     the vocabulary are ignored. ignore_eos then bans every id in SamplerConfig::eog_ids.
+//     Banned tokens, -inf logits and NaN logits are never sampled.
+//  2. temperature <= 0 (or NaN): greedy. The token is the argmax of the biased logits, ties to
+//     the lowest id; nothing else applies and no noise is drawn.
+//  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
+//     the logits as they are. The filters below are computed on softmax(z) over the whole
+//     vocabulary and compose as an intersection. Rank order is z descending, ties to the
+//     lower id; each active filter keeps a prefix of that order, so the kept set is the first
+//     n tokens in rank order, n the smallest of the filters' prefix lengths:
+//     - top_k (off when <= 0 or >= vocab): the first k ranks. Exactly k tokens are kept (fewer
+//       if fewer are finite); ties at the k-th place go to the lowest ids.
+//     - top_p (off when >= 1): the shortest rank prefix whose mass reaches p: walk the ranks
+//       accumulating e_i = exp(z_i - z_max) in float and stop at the first token where the sum
+//       is >= p * Z, Z = sum of e_i over the vocabulary (that token is kept). Exact boundary
+//       equality is subject to float rounding. Tied tokens beyond the cut go to the lowest ids.
+//     - min_p (off when <= 0): keeps z_i - z_max >= log(min_p) (p_i >= min_p * p_max); tied
+//       tokens are kept or dropped together. The top token always survives.
+//  4. Gumbel-max over the kept set: token = argmax_i (z_i + g_i), ties to the lowest id, with
+//     g_i = -log(-log(u_i)) and u_i = uniform_open01(philox word) defined as follows.
+//     Key = {seed & 0xffffffff, seed >> 32}. For vocabulary id i, counter =
+//     {i / 4, 0, position & 0xffffffff, (uint64)position >> 32}, and u_i comes from word i % 4
+//     of philox4x32_10(counter, key). Both logs are the sampler's own float log (a fixed
+//     sequence of IEEE multiplies and adds, accurate to ~1 ulp), so the AVX-512 and portable
+//     paths give bit-identical noise and hence identical tokens.
+//     When the kept set is a single token, it is returned without drawing noise.
+// Edge cases: a +inf z beats everything (the lowest id among the +inf ones is returned). If
+// every token is banned, -inf or NaN, the sampler falls back to the argmax of the raw
+// (unbiased, unbanned) logits, ignoring NaN; if those are all -inf or NaN, it returns 0.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "protocol/sampling_params.h"
+
+namespace tandem {
+
+namespace sampler_kernels {
+struct Kernels;
+}
+
+struct SamplerConfig {
+  int32_t vocab_size = 0;
+  std::vector<int32_t> eog_ids;  // end-of-generation ids; banned by ignore_eos
+};
+
+class Sampler {
+ public:
+  explicit Sampler(SamplerConfig config);
+
+  // Samples one token from a row of logits (vocab_size floats; overwritten as scratch).
+  // position: the sequence position of the token being sampled (the counter's upper words).
+  int32_t sample(std::span<float> logits, const SamplingParams& params, int64_t position);
+
+  // True when this Sampler runs the AVX-512 kernels: the CPU has them and TANDEM_ISA, read at
+  // construction, names no lower ISA (avx2, portable). Both give identical tokens.
+  bool uses_avx512() const;
+
+ private:
+  struct RankedToken {
+    float z;
+    int32_t id;
+    float e;  // exp(z - z_max), filled only when top_p needs it
+  };
+  int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
+                          float z_max);
+  int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
+  int32_t fallback(std::span<float> logits);
+
+  SamplerConfig config_;
+  const sampler_kernels::Kernels* kernels_;
+  std::vector<std::pair<int32_t, float>> saved_;  // raw logits of the biased and banned ids
+  std::vector<float> cand_z_;                     // candidates' z, in id order
+  std::vector<int32_t> cand_id_;                  // candidates' ids
+  std::vector<float> cand_e_;                     // candidates' exp(z - z_max)
+  std::vector<RankedToken> ranked_;               // candidates, partly ordered by rank
+  std::vector<int32_t> kept_ids_;                 // the kept ids
+  std::vector<float> noise_;                      // their Gumbel noise
+};
+
+}  // namespace tandem

@@ -1,0 +1,204 @@
+// Portable sampler kernels and the scalar definitions the AVX-512 path must reproduce.
+// Compiled with -ffp-contract=off (runner/CMakeLists.txt) so that no multiply-add is fused:
+// the vector path rounds every multiply and add separately, and so must this one.
+#include "runner/sampler_kernels.h"
+
+#include <array>
+#include <bit>
+#include <cfloat>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
+#include "runner/philox.h"
+
+namespace tandem::sampler_kernels {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+// Cephes' logf polynomial: x = 2^e * m with m in (sqrt(1/2), sqrt(2)], f = m - 1,
+// log x = f - f^2/2 + f^3 P(f) + e log 2, log 2 split in two parts for accuracy.
+float log_approx(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  int32_t e = static_cast<int32_t>(bits >> 23) - 127;
+  float m = std::bit_cast<float>((bits & 0x7fffffu) | 0x3f800000u);
+  if (m > 1.41421356f) {
+    m = m * 0.5f;
+    e = e + 1;
+  }
+  const float fe = static_cast<float>(e);
+  const float f = m - 1.0f;
+  const float f2 = f * f;
+  float y = 7.0376836292e-2f;
+  y = y * f + -1.1514610310e-1f;
+  y = y * f + 1.1676998740e-1f;
+  y = y * f + -1.2420140846e-1f;
+  y = y * f + 1.4249322787e-1f;
+  y = y * f + -1.6668057665e-1f;
+  y = y * f + 2.0000714765e-1f;
+  y = y * f + -2.4999993993e-1f;
+  y = y * f + 3.3333331174e-1f;
+  y = y * f;
+  y = y * f2;
+  y = y + fe * -2.12194440e-4f;
+  y = y + f2 * -0.5f;
+  float r = f + y;
+  r = r + fe * 0.693359375f;
+  return r;
+}
+
+// Cephes' expf: d = n log 2 + r with n = round(d / log 2), e^r by a degree-7 polynomial,
+// then scaled by 2^n built from its bits. Rounding uses the 1.5 * 2^23 trick (exact, and
+// the same in every path). The cut at -86 keeps every result a normal float.
+float exp_shifted(float d) {
+  if (!(d >= -86.0f)) return 0.0f;
+  const float t = d * 1.44269504088896341f;
+  const float n = (t + 12582912.0f) - 12582912.0f;
+  float x = d - n * 0.693359375f;
+  x = x - n * -2.12194440e-4f;
+  const float x2 = x * x;
+  float y = 1.9875691500e-4f;
+  y = y * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * x2;
+  y = y + x;
+  y = y + 1.0f;
+  const uint32_t scale_bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  return y * std::bit_cast<float>(scale_bits);
+}
+
+namespace {
+
+float gumbel_from_bits(uint32_t bits) {
+  const float u = uniform_open01(bits);
+  return -log_approx(-log_approx(u));
+}
+
+std::array<uint32_t, 4> noise_block(uint64_t seed, int64_t position, uint32_t group) {
+  const auto pos = static_cast<uint64_t>(position);
+  return philox4x32_10({group, 0u, static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32)},
+                       {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+}
+
+// The vector path's summation order: lane i % 16 sums elements i, i + 16, ...; then the
+// lanes fold in halves (lane l += lane l + 8, then + 4, + 2, + 1).
+float fold_lanes(std::array<float, 16> lanes) {
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
+  }
+  return lanes[0];
+}
+
+float scale_max(float* z, int32_t n, float inv_t) {
+  if (inv_t != 1.0f) {
+    for (int32_t i = 0; i < n; ++i) z[i] = z[i] * inv_t;
+  }
+  float best = kNegInf;
+  for (int32_t i = 0; i < n; ++i) best = z[i] > best ? z[i] : best;
+  return best + 0.0f;  // -0 becomes +0, whichever zero the vector path's max kept
+}
+
+int32_t argmax(const float* x, int32_t n) {
+  float best = kNegInf;
+  int32_t at = -1;
+  for (int32_t i = 0; i < n; ++i) {
+    if (x[i] > best) {
+      best = x[i];
+      at = i;
+    }
+  }
+  return at;
+}
+
+void ladder(const float* z, int32_t n, float z_max, bool with_mass, Ladder* out) {
+  *out = Ladder{};
+  std::array<float, 16> lanes{};
+  for (int32_t i = 0; i < n; ++i) {
+    const float d = z[i] - z_max;
+    const float e = with_mass ? exp_shifted(d) : 0.0f;
+    if (with_mass) lanes[i & 15] = lanes[i & 15] + e;
+    for (int r = 0; r < kRungs; ++r) {
+      if (d >= -kRungDepth[r]) {
+        out->count[r] += 1;
+        out->mass[r] += e;
+      }
+    }
+  }
+  if (with_mass) out->z_sum = fold_lanes(lanes);
+}
+
+int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
+                int32_t* out_id) {
+  int32_t count = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (z[i] - z_max >= threshold) {
+      out_z[count] = z[i];
+      out_id[count] = i;
+      ++count;
+    }
+  }
+  return count;
+}
+
+void exp_shifted_row(const float* z, int32_t n, float z_max, float* out) {
+  for (int32_t i = 0; i < n; ++i) out[i] = exp_shifted(z[i] - z_max);
+}
+
+void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float* out) {
+  for (int32_t j = 0; j < n; ++j) out[j] = gumbel_noise(seed, position, ids[j]);
+}
+
+int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
+  float best = kNegInf;
+  int32_t at = -1;
+  for (int32_t base = 0; base < n; base += 4) {
+    const auto block = noise_block(seed, position, static_cast<uint32_t>(base) >> 2);
+    for (int32_t w = 0; w < 4 && base + w < n; ++w) {
+      const float v = z[base + w] + gumbel_from_bits(block[w]);
+      if (v > best) {
+        best = v;
+        at = base + w;
+      }
+    }
+  }
+  return at;
+}
+
+constexpr Kernels kPortable = {scale_max,       argmax, ladder,       collect,
+                               exp_shifted_row, noise,  gumbel_argmax};
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+}  // namespace
+
+float gumbel_noise(uint64_t seed, int64_t position, int32_t id) {
+  const auto block = noise_block(seed, position, static_cast<uint32_t>(id) >> 2);
+  return gumbel_from_bits(block[static_cast<uint32_t>(id) & 3u]);
+}
+
+const Kernels& portable() { return kPortable; }
+
+const Kernels* avx512() {
+  static const bool has = cpu_has_avx512();
+  return has ? &avx512_impl::kKernels : nullptr;
+}
+
+const Kernels& detected() {
+  const char* isa = std::getenv("TANDEM_ISA");
+  const bool lowered =
+      isa != nullptr && *isa != '\0' && !std::string_view(isa).starts_with("avx512");
+  const Kernels* vector = avx512();
+  return vector != nullptr && !lowered ? *vector : kPortable;
+}
+
+}  // namespace tandem::sampler_kernels

@@ -1,0 +1,58 @@
+// The sampler's row kernels, once portable and once with AVX-512, chosen at run time.
+// Both implementations return bit-identical results for every kernel except the ladder's
+// hint masses: the float math is a fixed sequence of IEEE multiplies and adds (no FMA, no
+// libm), and sums run in the same order: lane i % 16 sums elements i, i + 16, ... in turn,
+// then the 16 lanes fold in halves (8, 4, 2, 1 wide). Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace tandem::sampler_kernels {
+
+// Distances below z_max at which the ladder counts tokens and sums their mass. The
+// sampler collects candidates above the nearest rung that holds its top-k or top-p prefix.
+inline constexpr int kRungs = 8;
+inline constexpr float kRungDepth[kRungs] = {1.0f, 2.0f, 3.0f, 4.5f, 6.5f, 9.0f, 13.0f, 20.0f};
+
+// Plain arrays: the AVX-512 file instantiates no standard-library template.
+struct Ladder {
+  float z_sum = 0;             // Z = sum of exp(z - z_max); bit-identical across paths
+  int32_t count[kRungs] = {};  // tokens with z - z_max >= -kRungDepth[r]
+  float mass[kRungs] = {};     // their summed exp(z - z_max): a hint, not exact
+};
+
+struct Kernels {
+  // z[i] *= inv_t in place (skipped when inv_t == 1); returns max z, NaN ignored (-inf if none).
+  float (*scale_max)(float* z, int32_t n, float inv_t);
+  // The lowest index of the largest value, NaN ignored; -1 when every value is -inf or NaN.
+  int32_t (*argmax)(const float* x, int32_t n);
+  // Counts per rung always; z_sum and masses only when with_mass.
+  void (*ladder)(const float* z, int32_t n, float z_max, bool with_mass, Ladder* out);
+  // Writes (z[i], i) for every i with z[i] - z_max >= threshold, in id order; returns the
+  // count. out_z and out_id need room for n + 16 entries.
+  int32_t (*collect)(const float* z, int32_t n, float z_max, float threshold, float* out_z,
+                     int32_t* out_id);
+  // out[i] = exp_shifted(z[i] - z_max) for i < n.
+  void (*exp_shifted)(const float* z, int32_t n, float z_max, float* out);
+  // out[j] = gumbel_noise(seed, position, ids[j]) for j < n.
+  void (*noise)(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float* out);
+  // The lowest i maximizing z[i] + gumbel_noise(seed, position, i); -1 if none is finite.
+  int32_t (*gumbel_argmax)(const float* z, int32_t n, uint64_t seed, int64_t position);
+};
+
+const Kernels& portable();
+const Kernels* avx512();  // nullptr when the CPU lacks AVX-512 (F, BW, DQ, VL)
+// AVX-512 when the CPU has it and TANDEM_ISA (read on each call) names no lower ISA.
+const Kernels& detected();
+
+// Scalar definitions that the vector paths reproduce bit for bit.
+float log_approx(float x);   // natural log of a positive normal float, ~1 ulp
+float exp_shifted(float d);  // e^d for d <= 0; 0 when d < -86 (also -inf and NaN)
+float gumbel_noise(uint64_t seed, int64_t position, int32_t id);  // as in sampler.h
+
+// The vector path's definitions, declared here so the portable file can dispatch to them.
+namespace avx512_impl {
+extern const Kernels kKernels;
+}
+
+}  // namespace tandem::sampler_kernels
