@@ -50,6 +50,10 @@ class Tokenizer {
   virtual const std::string& token_text(int32_t id) const = 0;
   // Looks up a token by its exact vocabulary text; -1 when absent.
   virtual int32_t find_token(std::string_view text) const = 0;
+
+ protected:
+  // Whether decode() drops one leading space (SentencePiece's add_space_prefix).
+  virtual bool decode_drops_leading_space() const { return false; }
 };
 
 // Incremental detokenization for streaming: push tokens as they are sampled and get
