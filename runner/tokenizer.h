@@ -25,9 +25,10 @@ class Tokenizer {
 
   // Encodes text. With add_special, BOS is prepended when the model's metadata asks for it
   // (tokenizer.ggml.add_bos_token, default per model type) and EOS appended when
-  // tokenizer.ggml.add_eos_token says so. With parse_special, the text of control and
-  // user-defined tokens (e.g. "<|im_start|>") is matched and emitted as those tokens;
-  // without it, such text is encoded as plain text.
+  // tokenizer.ggml.add_eos_token says so. With parse_special, the text of control tokens
+  // (e.g. "<|im_start|>") is matched and emitted as those tokens; without it, such text is
+  // encoded as plain text. User-defined tokens (added tokens that are not special) are
+  // always matched, as llama.cpp and Hugging Face tokenizers do.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
 

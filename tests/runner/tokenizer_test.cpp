@@ -4,6 +4,8 @@
 
 #include "runner/tokenizer.h"
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "runner/gguf.h"
@@ -54,6 +56,24 @@ TEST(Tokenizer, ByteLevelBpeRoundTripsVariedText) {
   const auto tokenizer = shared_vocab("gpt-2");
   for (const std::string& text : round_trip_texts())
     EXPECT_EQ(tokenizer->decode(tokenizer->encode(text, false, false)), text);
+}
+
+TEST(Tokenizer, OneTokenizerEncodesFromManyThreadsAtOnce) {
+  TANDEM_REQUIRE_SHARED();
+  for (const std::string name : {"gpt-2", "llama-spm"}) {
+    const auto tokenizer = shared_vocab(name);
+    std::string text;
+    for (const std::string& t : round_trip_texts()) text += t;
+    const std::vector<int32_t> expected = tokenizer->encode(text, true, true);
+    std::vector<std::vector<int32_t>> results(4);
+    std::vector<std::thread> threads;
+    for (auto& result : results)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 20; ++i) result = tokenizer->encode(text, true, true);
+      });
+    for (auto& thread : threads) thread.join();
+    for (const auto& result : results) EXPECT_EQ(result, expected) << name;
+  }
 }
 
 TEST(Tokenizer, SentencePieceFallsBackToByteTokensForUnknownCharacters) {
