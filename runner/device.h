@@ -1,0 +1,138 @@
+// The device: a worker thread that runs steps on a StepExecutor (the model half), and
+// the lazy step API the scheduler drives (launch, launch_chained, finalize).
+// Steps run on the worker in launch order. launch/launch_chained/finalize must be called
+// from one thread (the scheduler's); counters() and set_active() may be called from any.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "protocol/sampling_params.h"
+
+namespace tandem {
+
+struct StepRow {
+  uint64_t request_id = 0;
+  std::vector<int32_t> tokens;  // a prompt chunk (prefill) or one token (decode)
+  int32_t position = 0;         // position of tokens[0] in the sequence
+  // The request's block table (ids into the device's KV pool), covering at least
+  // position + tokens.size() positions.
+  std::vector<int32_t> kv_blocks;
+  SamplingParams sampling;
+  bool sample = true;  // false for a prefill chunk that does not end the prompt: no token drawn
+};
+
+struct StepPlan {
+  std::vector<StepRow> rows;
+};
+
+inline constexpr int32_t kNoToken = -1;
+
+struct StepResult {
+  std::vector<int32_t> tokens;  // tokens[i] for rows[i]; kNoToken where !sample
+};
+
+struct DeviceInfo {
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  int32_t kv_block_size = 16;
+  int32_t kv_blocks = 0;  // size of the device's KV pool, in blocks
+  std::vector<int32_t> eog_ids;
+};
+
+// The model half of a device: runs one step synchronously, on the device worker thread.
+// execute() writes one token per row into `tokens` (kNoToken where !sample); it may throw,
+// and the step's finalize() then rethrows.
+class StepExecutor {
+ public:
+  virtual ~StepExecutor() = default;
+  virtual DeviceInfo info() const = 0;
+  virtual void execute(const StepPlan& plan, std::span<int32_t> tokens) = 0;
+};
+
+struct DeviceOptions {
+  // How long a waiting thread (the worker waiting for a launch, the scheduler waiting in
+  // finalize) spins before it blocks on a condition variable. Spinning hands off in
+  // ~0.5 us, a condition-variable wake costs ~13 us on these VMs; bench/micro/handoff_bench
+  // measures it. Blocking afterwards keeps an idle server off the cores.
+  std::chrono::microseconds spin{50};
+};
+
+// What the device has done. Idle time counts only while the scheduler has said it is
+// active (has requests): the worker waited for a launch that the host had not made yet.
+struct DeviceCounters {
+  double busy_seconds = 0;  // inside StepExecutor::execute
+  double idle_seconds = 0;  // waiting for a launch while active
+  uint64_t steps = 0;       // steps executed, chained ones included
+  uint64_t chained_steps = 0;
+};
+
+// A launched step. Move-only; valid until destroyed (finalize does not invalidate it, so a
+// chained step may still be launched from it).
+class PendingStep {
+ public:
+  PendingStep();
+  PendingStep(PendingStep&&) noexcept;
+  PendingStep& operator=(PendingStep&&) noexcept;
+  ~PendingStep();
+  explicit operator bool() const { return slot_ != nullptr; }
+  uint64_t sequence() const;  // launch order, from 1
+  bool chained() const;
+  size_t row_count() const;
+
+ private:
+  friend class Device;
+  struct Slot;
+  std::shared_ptr<Slot> slot_;
+};
+
+// One event of the scheduler thread's calls, for tests that check the launch order.
+struct DeviceEvent {
+  enum class Kind { kLaunch, kFinalize };
+  Kind kind;
+  uint64_t sequence;
+  bool chained;
+};
+
+class Device {
+ public:
+  explicit Device(std::unique_ptr<StepExecutor> executor, DeviceOptions options = {});
+  ~Device();  // runs the steps still queued, then stops the worker
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+
+  // Enqueues a step; returns at once.
+  PendingStep launch(StepPlan plan);
+  // Enqueues a decode step for prev's rows: each row's input is the token prev sampled for
+  // it, read on the worker when the step runs (the caller never reads it), at the position
+  // after prev's tokens. Every row of prev must sample. At most one chained step per prev.
+  PendingStep launch_chained(const PendingStep& prev);
+  // Blocks until the step has run; returns its tokens, or rethrows what execute threw.
+  StepResult finalize(PendingStep& step);
+
+  // The scheduler says whether it has requests; idle time counts only while it has.
+  void set_active(bool active);
+  DeviceCounters counters() const;
+
+  // Called on the calling thread at every launch and finalize (tests record the order).
+  // Set before the first launch.
+  void set_event_observer(std::function<void(const DeviceEvent&)> observer);
+
+ private:
+  struct Worker;
+  PendingStep enqueue(std::shared_ptr<PendingStep::Slot> slot);
+
+  DeviceInfo info_;
+  DeviceOptions options_;
+  std::function<void(const DeviceEvent&)> observer_;
+  uint64_t next_sequence_ = 1;
+  std::unique_ptr<Worker> worker_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,488 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "scheduler/stop_matcher.h"
+
+namespace tandem {
+
+const char* chain_break_name(ChainBreak reason) {
+  switch (reason) {
+    case ChainBreak::kFinish:
+      return "finish";
+    case ChainBreak::kPrefill:
+      return "prefill";
+    case ChainBreak::kBatchChange:
+      return "batch_change";
+    case ChainBreak::kCancel:
+      return "cancel";
+  }
+  return "unknown";
+}
+
+struct Scheduler::Request {
+  Request(const Tokenizer& tokenizer, GenerationRequest&& request)
+      : in(std::move(request)), detok(tokenizer), stop(in.stop) {}
+
+  uint64_t id = 0;
+  GenerationRequest in;
+  Detokenizer detok;
+  StopMatcher stop;
+  int32_t prompt_len = 0;
+  int32_t max_new = 0;         // max_tokens, capped by the context length
+  int64_t reserve_tokens = 0;  // KV positions reserved at admission: prompt + max_new
+  std::vector<int32_t> blocks;
+
+  int32_t prefill_launched = 0;   // prompt tokens handed to launched steps
+  int32_t sampled_launched = 0;   // tokens that launched steps sample for this request
+  int32_t completion_tokens = 0;  // tokens accepted (processed while not finished)
+  int32_t last_token = kNoToken;
+  int32_t in_flight = 0;  // launched steps holding this row whose tokens are unprocessed
+  bool decoding = false;  // the prompt is done and its first token accepted
+  bool finished = false;  // its finish or error event is sent; later tokens are discarded
+  bool cancelled = false;
+};
+
+// A launched step as the scheduler remembers it: which request each row belongs to.
+// Pointers stay valid: a request is retired only once no launched step holds it.
+struct Scheduler::Launched {
+  PendingStep step;
+  std::vector<Request*> rows;
+  std::vector<uint8_t> sample;
+  bool decode_only = true;
+};
+
+Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOptions options)
+    : device_(device),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      info_(device.info()),
+      pool_(info_.kv_blocks, info_.kv_block_size) {
+  if (options_.max_batch < 1 || options_.max_step_tokens < 1 || options_.max_queue < 0) {
+    throw std::invalid_argument(
+        "scheduler: max_batch and max_step_tokens must be >= 1, max_queue >= 0");
+  }
+  counters_.kv_blocks_total = pool_.total();
+  published_ = counters_;
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+SubmitResult Scheduler::submit(GenerationRequest request) {
+  auto invalid = [](std::string message) {
+    return SubmitResult{SubmitStatus::kInvalid, 0, std::move(message)};
+  };
+  if (!request.sink) return invalid("the request has no event sink");
+  if (request.prompt.empty()) return invalid("the prompt is empty");
+  if (request.max_tokens < 1) return invalid("max_tokens must be at least 1");
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
+  if (prompt_len >= info_.context_length) {
+    return invalid("the prompt has " + std::to_string(prompt_len) +
+                   " tokens; the model's context holds " + std::to_string(info_.context_length) +
+                   " with room for at least one generated token");
+  }
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= info_.vocab_size) {
+      return invalid("prompt token " + std::to_string(id) + " is outside the vocabulary");
+    }
+  }
+  auto r = std::make_unique<Request>(tokenizer_, std::move(request));
+  r->prompt_len = static_cast<int32_t>(prompt_len);
+  r->max_new = std::min<int32_t>(r->in.max_tokens, info_.context_length - r->prompt_len);
+  r->reserve_tokens = int64_t{r->prompt_len} + r->max_new;
+  if (pool_.blocks_for(r->reserve_tokens) > pool_.total()) {
+    return invalid("the request needs " + std::to_string(r->reserve_tokens) +
+                   " KV positions; the pool holds " +
+                   std::to_string(int64_t{pool_.total()} * pool_.block_size()));
+  }
+  uint64_t id;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    if (stopping_) return SubmitResult{SubmitStatus::kShuttingDown, 0, "the server is stopping"};
+    if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue) {
+      return SubmitResult{SubmitStatus::kQueueFull, 0, "the waiting queue is full"};
+    }
+    id = r->id = next_id_++;
+    waiting_.push_back(std::move(r));
+  }
+  inbox_cv_.notify_one();
+  return SubmitResult{SubmitStatus::kAccepted, id, {}};
+}
+
+void Scheduler::cancel(uint64_t id) {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    cancels_.push_back(id);
+  }
+  inbox_cv_.notify_one();
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+  SchedulerMetrics out;
+  {
+    std::lock_guard lock(metrics_mutex_);
+    out = published_;
+  }
+  const DeviceCounters device = device_.counters();
+  out.device_busy_seconds = device.busy_seconds;
+  out.device_idle_seconds = device.idle_seconds;
+  return out;
+}
+
+void Scheduler::start() {
+  if (thread_.joinable()) throw std::logic_error("scheduler: already started");
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_one();
+  if (thread_.joinable()) {
+    thread_.join();  // the thread shuts down on its way out
+  } else {
+    shutdown();
+  }
+}
+
+void Scheduler::thread_main() {
+  for (;;) {
+    {
+      std::lock_guard lock(inbox_mutex_);
+      if (stopping_) break;
+    }
+    if (run_once()) continue;
+    std::unique_lock lock(inbox_mutex_);
+    inbox_cv_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !cancels_.empty(); });
+  }
+  shutdown();
+}
+
+bool Scheduler::drained() const {
+  std::lock_guard lock(inbox_mutex_);
+  return waiting_.empty() && live_.empty() && !curr_ && !next_;
+}
+
+// The loop of DESIGN.md, one turn: process curr (the device runs next meanwhile), adopt
+// next or launch a fresh batch, chain its successor when allowed, then block on it.
+bool Scheduler::run_once() {
+  apply_cancels();
+  bool worked = false;
+  if (curr_) {
+    process(*curr_, *curr_result_);
+    curr_.reset();
+    curr_result_.reset();
+    if (options_.after_process) options_.after_process();
+    worked = true;
+  }
+  if (next_) {
+    curr_ = std::move(next_);
+  } else {
+    curr_ = schedule();
+    if (!curr_) {
+      publish();
+      return worked;
+    }
+  }
+  if (options_.overlap) {
+    if (auto reason = chain_break(*curr_)) {
+      ++counters_.chain_breaks[static_cast<int>(*reason)];
+    } else {
+      launch_chained_from(*curr_);
+    }
+  }
+  try {
+    curr_result_ = device_.finalize(curr_->step);
+  } catch (const std::exception& e) {
+    fail_in_flight(std::string("the device failed: ") + e.what());
+  }
+  publish();
+  return true;
+}
+
+void Scheduler::apply_cancels() {
+  std::vector<uint64_t> ids;
+  std::vector<std::unique_ptr<Request>> dropped;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    if (cancels_.empty()) return;
+    ids.swap(cancels_);
+    for (uint64_t id : ids) {
+      auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                             [&](const auto& r) { return r->id == id; });
+      if (it != waiting_.end()) {
+        dropped.push_back(std::move(*it));
+        waiting_.erase(it);
+      }
+    }
+  }
+  for (auto& r : dropped) {
+    ++counters_.requests_finished;
+    r->in.sink->on_finish("cancelled", Usage{r->prompt_len, 0});
+  }
+  for (uint64_t id : ids) {
+    auto it = live_.find(id);
+    if (it == live_.end() || it->second->finished) continue;
+    Request& r = *it->second;
+    r.cancelled = true;
+    finish(r, "cancelled", false);
+    retire_if_done(r);
+  }
+}
+
+void Scheduler::process(Launched& step, const StepResult& result) {
+  for (size_t i = 0; i < step.rows.size(); ++i) {
+    Request& r = *step.rows[i];
+    --r.in_flight;
+    if (r.finished) {
+      if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
+    } else if (step.sample[i]) {
+      accept(r, result.tokens[i]);
+    }
+  }
+  // Blocks go back only now: this step was the last one that could write them.
+  for (Request* r : step.rows) retire_if_done(*r);
+}
+
+void Scheduler::accept(Request& r, int32_t token) {
+  ++r.completion_tokens;
+  ++counters_.completion_tokens;
+  r.last_token = token;
+  r.decoding = true;
+  if (!r.in.sampling.ignore_eos &&
+      std::find(info_.eog_ids.begin(), info_.eog_ids.end(), token) != info_.eog_ids.end()) {
+    finish(r, "stop", true);
+    return;
+  }
+  StopMatcher::Output out = r.stop.push(r.detok.push(token));
+  if (!out.text.empty()) r.in.sink->on_text(out.text);
+  if (out.stopped) {
+    finish(r, "stop", false);
+  } else if (r.completion_tokens >= r.max_new) {
+    finish(r, "length", true);
+  }
+}
+
+void Scheduler::finish(Request& r, const char* reason, bool flush) {
+  if (flush) {
+    // An incomplete UTF-8 tail becomes U+FFFD, which may itself complete a stop string.
+    StopMatcher::Output out = r.stop.push(r.detok.flush());
+    std::string text = std::move(out.text);
+    if (out.stopped) {
+      reason = "stop";
+    } else {
+      text += r.stop.flush();
+    }
+    if (!text.empty()) r.in.sink->on_text(text);
+  }
+  r.finished = true;
+  std::erase(running_, &r);
+  ++counters_.requests_finished;
+  r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens});
+}
+
+void Scheduler::fail(Request& r, std::string_view message) {
+  r.finished = true;
+  std::erase(running_, &r);
+  ++counters_.requests_finished;
+  r.in.sink->on_error(message);
+}
+
+void Scheduler::retire_if_done(Request& r) {
+  if (!r.finished || r.in_flight > 0) return;
+  pool_.release(r.blocks);
+  live_.erase(r.id);  // r is gone
+}
+
+void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget) {
+  const int32_t n = std::min(r.prompt_len - r.prefill_launched, budget);
+  StepRow row;
+  row.request_id = r.id;
+  row.tokens.assign(r.in.prompt.begin() + r.prefill_launched,
+                    r.in.prompt.begin() + r.prefill_launched + n);
+  row.position = r.prefill_launched;
+  row.kv_blocks = r.blocks;
+  row.sampling = r.in.sampling;
+  row.sample = r.prefill_launched + n == r.prompt_len;
+  plan.rows.push_back(std::move(row));
+  step.rows.push_back(&r);
+  step.sample.push_back(plan.rows.back().sample);
+  step.decode_only = false;
+  r.prefill_launched += n;
+  if (plan.rows.back().sample) ++r.sampled_launched;
+  ++r.in_flight;
+  budget -= n;
+  counters_.prompt_tokens += n;
+}
+
+// A fresh batch, built when nothing is in flight: every decoding request (one token
+// each), then prompt chunks of requests part-way through prefill, then new admissions,
+// while the step's token budget and the batch cap allow.
+std::unique_ptr<Scheduler::Launched> Scheduler::schedule() {
+  auto step = std::make_unique<Launched>();
+  StepPlan plan;
+  int32_t budget = options_.max_step_tokens;
+  for (Request* r : running_) {
+    if (!r->decoding) continue;
+    StepRow row;
+    row.request_id = r->id;
+    row.tokens.assign(1, r->last_token);
+    row.position = r->prompt_len + r->completion_tokens - 1;
+    row.kv_blocks = r->blocks;
+    row.sampling = r->in.sampling;
+    plan.rows.push_back(std::move(row));
+    step->rows.push_back(r);
+    step->sample.push_back(1);
+    ++r->sampled_launched;
+    ++r->in_flight;
+    --budget;
+  }
+  for (Request* r : running_) {
+    if (budget <= 0) break;
+    if (!r->decoding) add_prefill_row(plan, *step, *r, budget);
+  }
+  while (budget > 0 && static_cast<int32_t>(running_.size()) < options_.max_batch) {
+    std::unique_ptr<Request> admitted;
+    {
+      std::lock_guard lock(inbox_mutex_);
+      if (waiting_.empty() || !pool_.can_reserve(waiting_.front()->reserve_tokens)) break;
+      admitted = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+    pool_.reserve(admitted->reserve_tokens, admitted->blocks);
+    Request* r = admitted.get();
+    live_.emplace(r->id, std::move(admitted));
+    running_.push_back(r);
+    add_prefill_row(plan, *step, *r, budget);
+  }
+  if (plan.rows.empty()) return nullptr;
+  ++counters_.steps;
+  counters_.last_step_rows = static_cast<int32_t>(plan.rows.size());
+  step->step = device_.launch(std::move(plan));
+  return step;
+}
+
+std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
+  bool cancel_pending;
+  bool admissible;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    cancel_pending = !cancels_.empty();
+    admissible = !waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_batch &&
+                 pool_.can_reserve(waiting_.front()->reserve_tokens);
+  }
+  if (cancel_pending) return ChainBreak::kCancel;
+  for (const Request* r : curr.rows) {
+    if (r->cancelled) return ChainBreak::kCancel;
+  }
+  for (const Request* r : curr.rows) {
+    // Found finished while processing the step before, or this step samples its last
+    // token (max_tokens or the context limit).
+    if (r->finished || r->sampled_launched >= r->max_new) return ChainBreak::kFinish;
+  }
+  if (!curr.decode_only) return ChainBreak::kPrefill;
+  if (running_.size() != curr.rows.size()) {
+    for (const Request* r : running_) {
+      if (!r->decoding) return ChainBreak::kPrefill;
+    }
+    return ChainBreak::kBatchChange;
+  }
+  if (admissible) return ChainBreak::kBatchChange;
+  return std::nullopt;
+}
+
+void Scheduler::launch_chained_from(Launched& curr) {
+  next_ = std::make_unique<Launched>();
+  next_->rows = curr.rows;
+  next_->sample.assign(curr.rows.size(), 1);
+  for (Request* r : curr.rows) {
+    ++r->sampled_launched;
+    ++r->in_flight;
+  }
+  ++counters_.steps;
+  ++counters_.chained_steps;
+  counters_.last_step_rows = static_cast<int32_t>(curr.rows.size());
+  next_->step = device_.launch_chained(curr.step);
+}
+
+// curr's finalize threw: its rows, and next's (chained from it, so failed too), end with
+// an error; everything they hold is given back.
+void Scheduler::fail_in_flight(std::string_view message) {
+  std::vector<uint64_t> ids;
+  for (Launched* step : {curr_.get(), next_.get()}) {
+    if (!step) continue;
+    if (step == next_.get()) {
+      try {
+        device_.finalize(step->step);
+      } catch (const std::exception&) {
+        // Expected: it continues the failed step.
+      }
+    }
+    for (Request* r : step->rows) {
+      --r->in_flight;
+      if (!r->finished) fail(*r, message);
+      ids.push_back(r->id);
+    }
+  }
+  curr_.reset();
+  curr_result_.reset();
+  next_.reset();
+  for (uint64_t id : ids) {
+    auto it = live_.find(id);
+    if (it != live_.end()) retire_if_done(*it->second);
+  }
+}
+
+void Scheduler::shutdown() {
+  if (next_) {
+    try {
+      device_.finalize(next_->step);
+    } catch (const std::exception&) {
+      // Its tokens are dropped either way.
+    }
+  }
+  curr_.reset();
+  curr_result_.reset();
+  next_.reset();
+  for (auto& [id, r] : live_) {
+    if (!r->finished) fail(*r, "the server is shutting down");
+    r->in_flight = 0;
+    pool_.release(r->blocks);
+  }
+  live_.clear();
+  std::deque<std::unique_ptr<Request>> waiting;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    waiting.swap(waiting_);
+    cancels_.clear();
+  }
+  for (auto& r : waiting) {
+    ++counters_.requests_finished;
+    r->in.sink->on_error("the server is shutting down");
+  }
+  publish();
+}
+
+void Scheduler::publish() {
+  bool active = !live_.empty();
+  {
+    std::lock_guard lock(inbox_mutex_);
+    counters_.waiting = static_cast<int32_t>(waiting_.size());
+    active = active || !waiting_.empty();
+  }
+  counters_.running = static_cast<int32_t>(running_.size());
+  counters_.kv_blocks_used = pool_.used();
+  if (active != device_active_) {
+    device_.set_active(active);
+    device_active_ = active;
+  }
+  std::lock_guard lock(metrics_mutex_);
+  published_ = counters_;
+}
+
+}  // namespace tandem

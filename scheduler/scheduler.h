@@ -1,0 +1,132 @@
+// The overlap event loop (DESIGN.md): admits requests against the KV pool, batches them
+// continuously with chunked prefill, keeps up to two steps in flight by chaining pure
+// decode steps, and finalizes each step (detokenize, stops, stream, cancel, free KV).
+// submit(), cancel() and metrics() are thread-safe; the loop runs on one thread, either
+// its own (start/stop) or the caller's (run_once, for deterministic tests).
+#pragma once
+
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runner/device.h"
+#include "runner/tokenizer.h"
+#include "scheduler/kv_block_pool.h"
+#include "scheduler/request.h"
+
+namespace tandem {
+
+struct SchedulerOptions {
+  bool overlap = true;            // --overlap on|off
+  int32_t max_batch = 64;         // --max-batch: requests running at once
+  int32_t max_step_tokens = 512;  // --max-step-tokens: tokens fed per step (decode rows count 1)
+  int32_t max_queue = 256;        // --max-queue: requests waiting for admission
+  // Runs on the scheduler thread after each step is processed. Benchmarks put synthetic
+  // host work here; tests may observe the loop. Leave empty in production.
+  std::function<void()> after_process;
+};
+
+// Why a step's successor was not chained (counted once per unchained step, overlap on).
+enum class ChainBreak { kFinish = 0, kPrefill, kBatchChange, kCancel };
+inline constexpr int kChainBreakReasons = 4;
+const char* chain_break_name(ChainBreak reason);  // "finish", "prefill", ...
+
+struct SchedulerMetrics {
+  uint64_t steps = 0;
+  uint64_t chained_steps = 0;
+  std::array<uint64_t, kChainBreakReasons> chain_breaks{};  // indexed by ChainBreak
+  uint64_t discarded_tokens = 0;   // sampled for rows already finished: never streamed
+  uint64_t prompt_tokens = 0;      // prefilled
+  uint64_t completion_tokens = 0;  // accepted
+  uint64_t requests_finished = 0;  // on_finish or on_error sent
+  double device_busy_seconds = 0;
+  double device_idle_seconds = 0;
+  int32_t waiting = 0;  // queue size
+  int32_t running = 0;  // batch size: admitted, not finished
+  int32_t last_step_rows = 0;
+  int32_t kv_blocks_used = 0;
+  int32_t kv_blocks_total = 0;
+};
+
+class Scheduler {
+ public:
+  // device and tokenizer must outlive the scheduler.
+  Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOptions options = {});
+  ~Scheduler();  // stop(); requests still live get on_error
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  SubmitResult submit(GenerationRequest request);
+  // Cancels a request wherever it is (waiting, prefilling, decoding, in flight); it then
+  // gets on_finish("cancelled"). Unknown or finished ids are ignored.
+  void cancel(uint64_t id);
+  SchedulerMetrics metrics() const;
+
+  // Runs the loop on a thread of its own until stop().
+  void start();
+  // Stops the loop: steps in flight are finalized, live and waiting requests get on_error.
+  void stop();
+
+  // One turn of the loop on the calling thread (when not start()ed). Returns false when
+  // there was nothing to do; it never blocks waiting for work.
+  bool run_once();
+  // No request waiting or live and no step in flight (scheduler thread).
+  bool drained() const;
+
+ private:
+  struct Request;
+  struct Launched;
+
+  void apply_cancels();
+  void process(Launched& step, const StepResult& result);
+  void accept(Request& r, int32_t token);
+  void finish(Request& r, const char* reason, bool flush);
+  void fail(Request& r, std::string_view message);
+  void retire_if_done(Request& r);
+  std::unique_ptr<Launched> schedule();
+  void add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
+  std::optional<ChainBreak> chain_break(const Launched& curr);
+  void launch_chained_from(Launched& curr);
+  void fail_in_flight(std::string_view message);
+  void shutdown();
+  void publish();
+  void thread_main();
+
+  Device& device_;
+  const Tokenizer& tokenizer_;
+  SchedulerOptions options_;
+  DeviceInfo info_;
+  KvBlockPool pool_;
+
+  // Shared with submitters.
+  mutable std::mutex inbox_mutex_;
+  std::condition_variable inbox_cv_;
+  std::deque<std::unique_ptr<Request>> waiting_;
+  std::vector<uint64_t> cancels_;
+  bool stopping_ = false;
+  uint64_t next_id_ = 1;
+
+  // Scheduler thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> live_;  // admitted, holding KV
+  std::vector<Request*> running_;   // admitted and not finished, in admission order
+  std::unique_ptr<Launched> curr_;  // finalized, its tokens not yet processed
+  std::optional<StepResult> curr_result_;
+  std::unique_ptr<Launched> next_;  // chained from curr_, in flight
+  bool device_active_ = false;
+  SchedulerMetrics counters_;
+
+  mutable std::mutex metrics_mutex_;
+  SchedulerMetrics published_;
+
+  std::thread thread_;
+};
+
+}  // namespace tandem

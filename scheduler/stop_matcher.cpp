@@ -1,0 +1,56 @@
+#include "scheduler/stop_matcher.h"
+
+#include <algorithm>
+
+namespace tandem {
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) {
+  for (auto& s : stops) {
+    if (!s.empty()) stops_.push_back(std::move(s));
+  }
+}
+
+StopMatcher::Output StopMatcher::push(std::string_view text) {
+  Output out;
+  if (stopped_) {
+    out.stopped = true;
+    return out;
+  }
+  if (stops_.empty()) {
+    out.text.assign(text);
+    return out;
+  }
+  held_.append(text);
+  // The earliest complete stop wins. No stop can start in text already emitted: any
+  // suffix of it that begins a stop was held back.
+  size_t first = std::string::npos;
+  for (const std::string& stop : stops_) first = std::min(first, held_.find(stop));
+  if (first != std::string::npos) {
+    out.text = held_.substr(0, first);
+    out.stopped = stopped_ = true;
+    held_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is a proper prefix of some stop string.
+  size_t keep = 0;
+  for (const std::string& stop : stops_) {
+    const size_t longest = std::min(stop.size() - 1, held_.size());
+    for (size_t n = longest; n > keep; --n) {
+      if (std::string_view(held_).substr(held_.size() - n) == std::string_view(stop).substr(0, n)) {
+        keep = n;
+        break;
+      }
+    }
+  }
+  out.text = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+std::string StopMatcher::flush() {
+  std::string out;
+  out.swap(held_);
+  return out;
+}
+
+}  // namespace tandem

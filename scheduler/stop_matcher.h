@@ -1,0 +1,35 @@
+// Stop strings matched across token boundaries, for one request's output text. Text
+// goes in as it becomes final; what comes out is safe to stream: never anything at or
+// past a stop string, and a tail that could still grow into one is held back until it
+// is resolved. The stop string itself is not emitted (as OpenAI does). Not thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tandem {
+
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops = {});
+
+  struct Output {
+    std::string text;      // safe to emit now
+    bool stopped = false;  // a stop string completed; nothing more will come out
+  };
+  // Appends text; once stopped, further input is ignored.
+  Output push(std::string_view text);
+  // End of output without a stop: releases the held-back tail.
+  std::string flush();
+
+  bool stopped() const { return stopped_; }
+  size_t held() const { return held_.size(); }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;  // not yet emitted: a suffix that is a proper prefix of some stop
+  bool stopped_ = false;
+};
+
+}  // namespace tandem

@@ -1,0 +1,377 @@
+// The scheduler's rules, one at a time, on a scripted device driven turn by turn.
+#include "scheduler/scheduler.h"
+
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/scheduler/scheduler_test_support.h"
+
+namespace tandem {
+namespace {
+
+using testing::ByteTokenizer;
+using testing::fake_device_info;
+using testing::kFakeEos;
+using testing::RecordingSink;
+using testing::ScriptedExecutor;
+
+// Every token is 'x', except EOS at the positions a test names.
+struct Harness {
+  explicit Harness(SchedulerOptions options = {}, ScriptedExecutor::Script script = nullptr,
+                   DeviceInfo info = fake_device_info())
+      : device(std::make_unique<ScriptedExecutor>(
+            script ? script : [](uint64_t, int32_t) { return int32_t{'x'}; }, info)) {
+    device.set_event_observer([this](const DeviceEvent& e) { events.push_back(e); });
+    scheduler = std::make_unique<Scheduler>(device, tokenizer, std::move(options));
+  }
+  std::shared_ptr<RecordingSink> submit(int prompt_len, int max_tokens,
+                                        std::vector<std::string> stop = {}) {
+    auto sink = std::make_shared<RecordingSink>();
+    GenerationRequest r;
+    r.prompt.assign(prompt_len, 'p');
+    r.max_tokens = max_tokens;
+    r.stop = std::move(stop);
+    r.sink = sink;
+    EXPECT_TRUE(scheduler->submit(std::move(r)).accepted());
+    return sink;
+  }
+  void run_turns(int n) {
+    for (int i = 0; i < n; ++i) scheduler->run_once();
+  }
+  void drain() {
+    for (int i = 0; i < 10000 && !scheduler->drained(); ++i) scheduler->run_once();
+    ASSERT_TRUE(scheduler->drained());
+  }
+  uint64_t breaks(ChainBreak reason) const {
+    return scheduler->metrics().chain_breaks[static_cast<int>(reason)];
+  }
+
+  ByteTokenizer tokenizer;
+  Device device;
+  std::vector<DeviceEvent> events;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+uint64_t total_breaks(const SchedulerMetrics& m) {
+  uint64_t n = 0;
+  for (uint64_t b : m.chain_breaks) n += b;
+  return n;
+}
+
+TEST(Scheduler, ASingleRequestStreamsItsTokensAndFinishesOnLength) {
+  Harness h;
+  auto sink = h.submit(5, 10);
+  h.drain();
+  EXPECT_EQ(sink->text(), std::string(10, 'x'));
+  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->usage().prompt_tokens, 5);
+  EXPECT_EQ(sink->usage().completion_tokens, 10);
+  const SchedulerMetrics m = h.scheduler->metrics();
+  // Prefill (samples token 1), a fresh decode step, then chained steps up to token 10.
+  EXPECT_EQ(m.steps, 10u);
+  EXPECT_EQ(m.chained_steps, 8u);
+  EXPECT_EQ(h.breaks(ChainBreak::kPrefill), 1u);
+  EXPECT_EQ(h.breaks(ChainBreak::kFinish), 1u);  // the step that samples token 10
+  EXPECT_EQ(m.discarded_tokens, 0u);  // max_tokens is foreseen: nothing was sampled past it
+  EXPECT_EQ(m.kv_blocks_used, 0);
+}
+
+TEST(Scheduler, ChainedStepsAreLaunchedBeforeThePreviousStepIsFinalized) {
+  Harness h;
+  h.submit(3, 20);
+  h.drain();
+  int overlapped = 0;
+  for (size_t i = 0; i < h.events.size(); ++i) {
+    const DeviceEvent& e = h.events[i];
+    if (e.kind != DeviceEvent::Kind::kLaunch || !e.chained) continue;
+    // The step this one chains from (sequence - 1) must not be finalized yet.
+    bool prev_finalized = false;
+    for (size_t j = 0; j < i; ++j) {
+      prev_finalized |= h.events[j].kind == DeviceEvent::Kind::kFinalize &&
+                        h.events[j].sequence == e.sequence - 1;
+    }
+    EXPECT_FALSE(prev_finalized) << "chained step " << e.sequence;
+    ++overlapped;
+  }
+  EXPECT_GE(overlapped, 17);
+}
+
+TEST(Scheduler, OverlapOffNeverHasTwoStepsInFlight) {
+  SchedulerOptions options;
+  options.overlap = false;
+  Harness h(options);
+  h.submit(3, 20);
+  h.drain();
+  int in_flight = 0;
+  for (const DeviceEvent& e : h.events) {
+    in_flight += e.kind == DeviceEvent::Kind::kLaunch ? 1 : -1;
+    EXPECT_LE(in_flight, 1);
+    EXPECT_FALSE(e.chained);
+  }
+  EXPECT_EQ(h.scheduler->metrics().chained_steps, 0u);
+  EXPECT_EQ(total_breaks(h.scheduler->metrics()), 0u);
+}
+
+TEST(Scheduler, AnEosFoundWhileProcessingBreaksTheChainAndItsNextTokenIsDiscarded) {
+  // Request 1 emits EOS as its 6th token (position 4 + 5 = 9); request 2 runs on.
+  Harness h({},
+            [](uint64_t id, int32_t pos) { return id == 1 && pos == 9 ? kFakeEos : int32_t{'x'}; });
+  auto a = h.submit(4, 30);
+  auto b = h.submit(4, 12);
+  h.drain();
+  EXPECT_EQ(a->reason(), "stop");
+  EXPECT_EQ(a->text(), "xxxxx");
+  EXPECT_EQ(a->usage().completion_tokens, 6);  // EOS counts, its text is empty
+  EXPECT_EQ(b->text(), std::string(12, 'x'));
+  const SchedulerMetrics m = h.scheduler->metrics();
+  EXPECT_EQ(m.discarded_tokens, 1u);
+  EXPECT_EQ(h.breaks(ChainBreak::kFinish), 2u);  // the EOS, then b's last token
+  EXPECT_EQ(m.steps, m.chained_steps + total_breaks(m));
+  EXPECT_EQ(m.kv_blocks_used, 0);
+}
+
+TEST(Scheduler, AStopStringFinishesTheRequestWithoutEmittingIt) {
+  Harness h({}, [](uint64_t, int32_t pos) { return int32_t{pos % 3 == 0 ? 'S' : 'a'}; });
+  auto sink = h.submit(2, 40, {"aS"});
+  h.drain();
+  EXPECT_EQ(sink->reason(), "stop");
+  EXPECT_EQ(sink->text(), "");  // positions 2 'a'... "a" then "S": stopped at once
+  EXPECT_EQ(sink->usage().completion_tokens, 2);
+  EXPECT_EQ(h.scheduler->metrics().discarded_tokens, 1u);
+}
+
+TEST(Scheduler, AnAdmissionBreaksTheChainAsABatchChange) {
+  Harness h;
+  h.submit(4, 40);
+  h.run_turns(6);  // steady chained decode
+  const uint64_t before = h.breaks(ChainBreak::kBatchChange);
+  h.submit(4, 5);
+  h.run_turns(1);
+  EXPECT_EQ(h.breaks(ChainBreak::kBatchChange), before + 1);
+  h.drain();
+  EXPECT_EQ(h.breaks(ChainBreak::kBatchChange), 1u);
+}
+
+TEST(Scheduler, ChunkedPrefillBreaksTheChainForEachChunkBesideDecodeRows) {
+  SchedulerOptions options;
+  options.max_step_tokens = 5;  // one decode row + 4 prompt tokens per step
+  Harness h(options);
+  auto a = h.submit(3, 40);
+  h.run_turns(6);
+  const uint64_t before = h.breaks(ChainBreak::kPrefill);
+  auto b = h.submit(12, 3);
+  h.drain();
+  EXPECT_EQ(h.breaks(ChainBreak::kPrefill), before + 3);  // 12 prompt tokens, 4 per step
+  EXPECT_EQ(a->text(), std::string(40, 'x'));
+  EXPECT_EQ(b->text(), "xxx");
+  EXPECT_EQ(h.scheduler->metrics().prompt_tokens, 15u);
+}
+
+TEST(Scheduler, ACancelDuringChainedDecodeBreaksTheChainAndDiscardsBothTokensInFlight) {
+  Harness h;
+  auto a = h.submit(4, 40);
+  auto b = h.submit(4, 40);
+  h.run_turns(6);
+  const std::string streamed = b->text();
+  h.scheduler->cancel(2);  // curr is finalized but unprocessed, next is in flight
+  h.run_turns(1);
+  EXPECT_EQ(b->reason(), "cancelled");
+  EXPECT_EQ(b->text(), streamed);
+  EXPECT_EQ(b->usage().completion_tokens, static_cast<int32_t>(streamed.size()));
+  h.drain();
+  EXPECT_EQ(h.breaks(ChainBreak::kCancel), 1u);
+  EXPECT_EQ(h.scheduler->metrics().discarded_tokens, 2u);
+  EXPECT_EQ(a->text(), std::string(40, 'x'));
+  EXPECT_EQ(b->events_after_end(), 0);
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 0);
+}
+
+TEST(Scheduler, ACancelReachesARequestWhereverItIs) {
+  SchedulerOptions options;
+  options.max_batch = 1;
+  options.max_step_tokens = 4;
+  Harness h(options);
+  auto running = h.submit(4, 30);
+  auto prefilling = h.submit(12, 4);
+  auto waiting = h.submit(4, 4);
+  h.run_turns(3);
+  h.scheduler->cancel(3);  // still waiting: max_batch is 1
+  h.run_turns(1);
+  EXPECT_EQ(waiting->reason(), "cancelled");
+  EXPECT_EQ(waiting->usage().completion_tokens, 0);
+  h.scheduler->cancel(1);
+  h.run_turns(3);  // request 2 is admitted and part-way through its 12-token prompt
+  EXPECT_EQ(running->reason(), "cancelled");
+  EXPECT_FALSE(prefilling->ended());
+  h.scheduler->cancel(2);
+  h.scheduler->cancel(2);  // twice, and an unknown id: ignored
+  h.scheduler->cancel(99);
+  h.drain();
+  EXPECT_EQ(prefilling->reason(), "cancelled");
+  EXPECT_EQ(prefilling->usage().completion_tokens, 0);
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 0);
+  EXPECT_EQ(h.scheduler->metrics().requests_finished, 3u);
+}
+
+TEST(Scheduler, AFullQueueRefusesAndAnImpossibleRequestIsInvalid) {
+  SchedulerOptions options;
+  options.max_queue = 2;
+  Harness h(options, nullptr, fake_device_info(/*context=*/64, /*kv_blocks=*/4));
+  h.submit(4, 4);
+  h.submit(4, 4);
+  GenerationRequest r;
+  r.prompt = {'a'};
+  r.sink = std::make_shared<RecordingSink>();
+  EXPECT_EQ(h.scheduler->submit(r).status, SubmitStatus::kQueueFull);
+  h.run_turns(1);  // both admitted: the queue has room again
+  EXPECT_TRUE(h.scheduler->submit(r).accepted());
+
+  GenerationRequest too_long = r;
+  too_long.prompt.assign(64, 'a');
+  EXPECT_EQ(h.scheduler->submit(too_long).status, SubmitStatus::kInvalid);
+  GenerationRequest empty = r;
+  empty.prompt.clear();
+  EXPECT_EQ(h.scheduler->submit(empty).status, SubmitStatus::kInvalid);
+  GenerationRequest bad_token = r;
+  bad_token.prompt = {999};
+  EXPECT_EQ(h.scheduler->submit(bad_token).status, SubmitStatus::kInvalid);
+  GenerationRequest no_tokens = r;
+  no_tokens.max_tokens = 0;
+  EXPECT_EQ(h.scheduler->submit(no_tokens).status, SubmitStatus::kInvalid);
+  h.drain();
+}
+
+TEST(Scheduler, AdmissionWaitsForKvBlocksAndReservesPromptPlusMaxTokens) {
+  // 4 blocks of 16: each request reserves 20 + 12 = 32 positions = 2 blocks.
+  Harness h({}, nullptr, fake_device_info(/*context=*/256, /*kv_blocks=*/4));
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 3; ++i) sinks.push_back(h.submit(20, 12));
+  h.run_turns(1);
+  SchedulerMetrics m = h.scheduler->metrics();
+  EXPECT_EQ(m.running, 2);
+  EXPECT_EQ(m.waiting, 1);
+  EXPECT_EQ(m.kv_blocks_used, 4);
+  h.drain();
+  for (auto& s : sinks) EXPECT_EQ(s->text(), std::string(12, 'x'));
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 0);
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_total, 4);
+}
+
+TEST(Scheduler, GenerationStopsAtTheContextLength) {
+  Harness h({}, nullptr, fake_device_info(/*context=*/32));
+  auto sink = h.submit(28, 100);
+  h.drain();
+  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->usage().completion_tokens, 4);
+}
+
+TEST(Scheduler, IgnoreEosKeepsGoingPastEos) {
+  Harness h({}, [](uint64_t, int32_t pos) { return pos == 5 ? kFakeEos : int32_t{'y'}; });
+  auto sink = std::make_shared<RecordingSink>();
+  GenerationRequest r;
+  r.prompt = {'a', 'b'};
+  r.max_tokens = 6;
+  r.sampling.ignore_eos = true;
+  r.sink = sink;
+  ASSERT_TRUE(h.scheduler->submit(r).accepted());
+  h.drain();
+  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->text(), "yyyyy");  // EOS's text is empty
+  EXPECT_EQ(sink->usage().completion_tokens, 6);
+}
+
+class FailingExecutor : public StepExecutor {
+ public:
+  DeviceInfo info() const override { return fake_device_info(); }
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
+    if (++steps_ == 4) throw std::runtime_error("out of memory");
+    for (size_t i = 0; i < plan.rows.size(); ++i) tokens[i] = 'z';
+  }
+
+ private:
+  int steps_ = 0;
+};
+
+TEST(Scheduler, ADeviceFailureEndsTheRequestsInTheStepWithAnErrorAndFreesTheirBlocks) {
+  ByteTokenizer tokenizer;
+  Device device(std::make_unique<FailingExecutor>());
+  Scheduler scheduler(device, tokenizer);
+  auto sink = std::make_shared<RecordingSink>();
+  GenerationRequest r;
+  r.prompt = {'a'};
+  r.max_tokens = 50;
+  r.sink = sink;
+  ASSERT_TRUE(scheduler.submit(r).accepted());
+  for (int i = 0; i < 100 && !scheduler.drained(); ++i) scheduler.run_once();
+  ASSERT_TRUE(scheduler.drained());
+  EXPECT_NE(sink->error().find("out of memory"), std::string::npos);
+  EXPECT_EQ(sink->events_after_end(), 0);
+  EXPECT_EQ(scheduler.metrics().kv_blocks_used, 0);
+}
+
+TEST(Scheduler, OnItsOwnThreadItServesConcurrentSubmittersAndCancellers) {
+  ByteTokenizer tokenizer;
+  Device device(std::make_unique<ScriptedExecutor>(
+      [](uint64_t id, int32_t pos) { return int32_t('a' + (id + pos) % 26); },
+      fake_device_info(256, 256)));
+  SchedulerOptions options;
+  options.max_batch = 8;
+  Scheduler scheduler(device, tokenizer, options);
+  scheduler.start();
+  constexpr int kThreads = 4, kPerThread = 8;
+  std::vector<std::vector<std::shared_ptr<RecordingSink>>> sinks(kThreads);
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kThreads; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        auto sink = std::make_shared<RecordingSink>();
+        GenerationRequest r;
+        r.prompt.assign(3 + i, 'p');
+        r.max_tokens = 20;
+        r.sink = sink;
+        SubmitResult result = scheduler.submit(r);
+        ASSERT_TRUE(result.accepted());
+        if (i % 3 == 0) scheduler.cancel(result.id);
+        sinks[t].push_back(sink);
+      }
+      for (auto& s : sinks[t]) s->wait();
+    });
+  }
+  for (auto& c : clients) c.join();
+  scheduler.stop();
+  for (auto& per_thread : sinks) {
+    for (auto& s : per_thread) {
+      EXPECT_TRUE(s->reason() == "length" || s->reason() == "cancelled") << s->reason();
+      if (s->reason() == "length") {
+        EXPECT_EQ(s->usage().completion_tokens, 20);
+      }
+      EXPECT_EQ(s->events_after_end(), 0);
+    }
+  }
+  const SchedulerMetrics m = scheduler.metrics();
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.requests_finished, uint64_t{kThreads * kPerThread});
+}
+
+TEST(Scheduler, StoppingEndsLiveAndWaitingRequestsWithAnError) {
+  SchedulerOptions options;
+  options.max_batch = 1;
+  Harness h(options);
+  auto live = h.submit(4, 100);
+  auto waiting = h.submit(4, 100);
+  h.run_turns(4);
+  h.scheduler->stop();
+  EXPECT_FALSE(live->error().empty());
+  EXPECT_FALSE(waiting->error().empty());
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 0);
+  GenerationRequest r;
+  r.prompt = {'a'};
+  r.sink = std::make_shared<RecordingSink>();
+  EXPECT_EQ(h.scheduler->submit(r).status, SubmitStatus::kShuttingDown);
+}
+
+}  // namespace
+}  // namespace tandem

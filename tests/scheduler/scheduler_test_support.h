@@ -1,0 +1,134 @@
+// Test doubles for the scheduler suites: a byte-level tokenizer (id b < 256 is byte b,
+// 256 is EOS), a sink that records every event and flags any event after the last one,
+// and a scripted executor whose tokens are a function of (request id, position).
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runner/device.h"
+#include "runner/tokenizer.h"
+#include "scheduler/request.h"
+
+namespace tandem::testing {
+
+inline constexpr int32_t kFakeEos = 256;
+
+class ByteTokenizer : public Tokenizer {
+ public:
+  ByteTokenizer() {
+    for (int i = 0; i < 256; ++i) texts_.push_back(std::string(1, static_cast<char>(i)));
+    texts_.push_back("</s>");
+    for (int i = 257; i < 260; ++i) texts_.push_back("<unused>");
+  }
+  std::vector<int32_t> encode(std::string_view text, bool, bool) const override {
+    std::vector<int32_t> ids;
+    for (unsigned char c : text) ids.push_back(c);
+    return ids;
+  }
+  std::string token_bytes(int32_t id, bool render_special = false) const override {
+    if (id >= 0 && id < 256) return texts_[id];
+    if (render_special && id >= 256 && id < vocab_size()) return texts_[id];
+    return "";
+  }
+  int32_t vocab_size() const override { return static_cast<int32_t>(texts_.size()); }
+  int32_t bos_id() const override { return -1; }
+  int32_t eos_id() const override { return kFakeEos; }
+  const std::vector<int32_t>& eog_ids() const override { return eog_; }
+  bool add_bos() const override { return false; }
+  const std::string& token_text(int32_t id) const override { return texts_.at(id); }
+  int32_t find_token(std::string_view text) const override {
+    for (size_t i = 0; i < texts_.size(); ++i) {
+      if (texts_[i] == text) return static_cast<int32_t>(i);
+    }
+    return -1;
+  }
+
+ private:
+  std::vector<std::string> texts_;
+  std::vector<int32_t> eog_{kFakeEos};
+};
+
+// Records a request's events. Thread-safe, so threaded tests can read it while it fills;
+// done() waits for the final event (an event, not a sleep).
+class RecordingSink : public RequestSink {
+ public:
+  void on_text(std::string_view delta) override {
+    std::lock_guard lock(mutex_);
+    if (ended_) ++events_after_end_;
+    if (delta.empty()) ++empty_deltas_;
+    text_ += delta;
+    ++deltas_;
+  }
+  void on_finish(std::string_view reason, const Usage& usage) override {
+    std::lock_guard lock(mutex_);
+    if (ended_) ++events_after_end_;
+    ended_ = true;
+    reason_ = reason;
+    usage_ = usage;
+    cv_.notify_all();
+  }
+  void on_error(std::string_view message) override {
+    std::lock_guard lock(mutex_);
+    if (ended_) ++events_after_end_;
+    ended_ = true;
+    error_ = message;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return ended_; });
+  }
+
+  std::string text() const { return locked(text_); }
+  std::string reason() const { return locked(reason_); }
+  std::string error() const { return locked(error_); }
+  Usage usage() const { return locked(usage_); }
+  bool ended() const { return locked(ended_); }
+  int events_after_end() const { return locked(events_after_end_); }
+  int empty_deltas() const { return locked(empty_deltas_); }
+
+ private:
+  template <typename T>
+  T locked(const T& value) const {
+    std::lock_guard lock(mutex_);
+    return value;
+  }
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string text_, reason_, error_;
+  Usage usage_;
+  bool ended_ = false;
+  int deltas_ = 0;
+  int events_after_end_ = 0;
+  int empty_deltas_ = 0;
+};
+
+// Tokens from a script: script(request_id, position of the new token).
+class ScriptedExecutor : public StepExecutor {
+ public:
+  using Script = std::function<int32_t(uint64_t request_id, int32_t position)>;
+  ScriptedExecutor(Script script, DeviceInfo info) : script_(std::move(script)), info_(info) {}
+  DeviceInfo info() const override { return info_; }
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
+    for (size_t i = 0; i < plan.rows.size(); ++i) {
+      const StepRow& row = plan.rows[i];
+      if (row.sample) {
+        tokens[i] = script_(row.request_id, row.position + static_cast<int32_t>(row.tokens.size()));
+      }
+    }
+  }
+
+ private:
+  Script script_;
+  DeviceInfo info_;
+};
+
+inline DeviceInfo fake_device_info(int32_t context = 256, int32_t kv_blocks = 64) {
+  return DeviceInfo{260, context, 16, kv_blocks, {kFakeEos}};
+}
+
+}  // namespace tandem::testing
