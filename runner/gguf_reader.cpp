@@ -426,6 +426,10 @@ const Value& require(const File& file, std::string_view key) {
   return *v;
 }
 
+bool is_string_type(ValueType t) { return t == ValueType::kString; }
+bool is_integer_type(ValueType t) { return Value{t, {}}.is_integer(); }
+bool is_number_type(ValueType t) { return Value{t, {}}.is_integer() || Value{t, {}}.is_float(); }
+
 const Array& typed_array(const File& file, std::string_view key, bool (*accepts)(ValueType),
                          const char* expected) {
   const std::string what = key_what(file.name(), key);
@@ -472,8 +476,7 @@ bool File::get_bool_or(std::string_view key, bool fallback) const {
 }
 
 std::vector<std::string> File::get_string_array(std::string_view key) const {
-  const Array& array = typed_array(
-      *this, key, [](ValueType t) { return t == ValueType::kString; }, "string");
+  const Array& array = typed_array(*this, key, is_string_type, "string");
   std::vector<std::string> out;
   out.reserve(array.items.size());
   for (const auto& item : array.items) out.push_back(std::get<std::string>(item.data));
@@ -481,26 +484,16 @@ std::vector<std::string> File::get_string_array(std::string_view key) const {
 }
 
 std::vector<float> File::get_float_array(std::string_view key) const {
-  const Array& array = typed_array(
-      *this, key,
-      [](ValueType t) {
-        return Value{t, {}}.is_float() || Value{t, {}}.is_integer();
-      },
-      "numbers");
+  const Array& array = typed_array(*this, key, is_number_type, "numbers");
+  const std::string what = key_what(name_, key);
   std::vector<float> out;
   out.reserve(array.items.size());
-  for (const auto& item : array.items)
-    out.push_back(static_cast<float>(item.to_float(key_what(name_, key))));
+  for (const auto& item : array.items) out.push_back(static_cast<float>(item.to_float(what)));
   return out;
 }
 
 std::vector<int32_t> File::get_int_array(std::string_view key) const {
-  const Array& array = typed_array(
-      *this, key,
-      [](ValueType t) {
-        return Value{t, {}}.is_integer();
-      },
-      "integers");
+  const Array& array = typed_array(*this, key, is_integer_type, "integers");
   std::vector<int32_t> out;
   out.reserve(array.items.size());
   const std::string what = key_what(name_, key);
