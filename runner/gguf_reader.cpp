@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -230,15 +231,16 @@ class Parser {
   void parse_header(File& file) {
     if (bytes_.empty()) fail("empty file (0 bytes): not a GGUF file");
     context_ = "header";
-    need(4);
-    if (std::memcmp(bytes_.data(), "GGUF", 4) != 0) {
-      std::string_view magic(reinterpret_cast<const char*>(bytes_.data()), 4);
+    const size_t magic_size = std::min<size_t>(4, bytes_.size());
+    if (std::memcmp(bytes_.data(), "GGUF", magic_size) != 0) {
+      std::string_view magic(reinterpret_cast<const char*>(bytes_.data()), magic_size);
       fail("bad magic \"" + printable(magic) + "\" (expected \"GGUF\"): not a GGUF file");
     }
+    need(4);
     pos_ = 4;
     const auto version = read<uint32_t>();
     if (version != 2 && version != 3) {
-      std::string hint = (version & 0xffffu) == 0 ? " (a big-endian file?)" : "";
+      std::string hint = version != 0 && (version & 0xffffu) == 0 ? " (a big-endian file?)" : "";
       fail("unsupported GGUF version " + std::to_string(version) + hint +
            "; tandem reads versions 2 and 3");
     }
