@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -230,15 +231,16 @@ class Parser {
   void parse_header(File& file) {
     if (bytes_.empty()) fail("empty file (0 bytes): not a GGUF file");
     context_ = "header";
-    need(4);
-    if (std::memcmp(bytes_.data(), "GGUF", 4) != 0) {
-      std::string_view magic(reinterpret_cast<const char*>(bytes_.data()), 4);
+    const size_t magic_size = std::min<size_t>(4, bytes_.size());
+    if (std::memcmp(bytes_.data(), "GGUF", magic_size) != 0) {
+      std::string_view magic(reinterpret_cast<const char*>(bytes_.data()), magic_size);
       fail("bad magic \"" + printable(magic) + "\" (expected \"GGUF\"): not a GGUF file");
     }
+    need(4);
     pos_ = 4;
     const auto version = read<uint32_t>();
     if (version != 2 && version != 3) {
-      std::string hint = (version & 0xffffu) == 0 ? " (a big-endian file?)" : "";
+      std::string hint = version != 0 && (version & 0xffffu) == 0 ? " (a big-endian file?)" : "";
       fail("unsupported GGUF version " + std::to_string(version) + hint +
            "; tandem reads versions 2 and 3");
     }
@@ -426,6 +428,10 @@ const Value& require(const File& file, std::string_view key) {
   return *v;
 }
 
+bool is_string_type(ValueType t) { return t == ValueType::kString; }
+bool is_integer_type(ValueType t) { return Value{t, {}}.is_integer(); }
+bool is_number_type(ValueType t) { return Value{t, {}}.is_integer() || Value{t, {}}.is_float(); }
+
 const Array& typed_array(const File& file, std::string_view key, bool (*accepts)(ValueType),
                          const char* expected) {
   const std::string what = key_what(file.name(), key);
@@ -472,8 +478,7 @@ bool File::get_bool_or(std::string_view key, bool fallback) const {
 }
 
 std::vector<std::string> File::get_string_array(std::string_view key) const {
-  const Array& array = typed_array(
-      *this, key, [](ValueType t) { return t == ValueType::kString; }, "string");
+  const Array& array = typed_array(*this, key, is_string_type, "string");
   std::vector<std::string> out;
   out.reserve(array.items.size());
   for (const auto& item : array.items) out.push_back(std::get<std::string>(item.data));
@@ -481,26 +486,16 @@ std::vector<std::string> File::get_string_array(std::string_view key) const {
 }
 
 std::vector<float> File::get_float_array(std::string_view key) const {
-  const Array& array = typed_array(
-      *this, key,
-      [](ValueType t) {
-        return Value{t, {}}.is_float() || Value{t, {}}.is_integer();
-      },
-      "numbers");
+  const Array& array = typed_array(*this, key, is_number_type, "numbers");
+  const std::string what = key_what(name_, key);
   std::vector<float> out;
   out.reserve(array.items.size());
-  for (const auto& item : array.items)
-    out.push_back(static_cast<float>(item.to_float(key_what(name_, key))));
+  for (const auto& item : array.items) out.push_back(static_cast<float>(item.to_float(what)));
   return out;
 }
 
 std::vector<int32_t> File::get_int_array(std::string_view key) const {
-  const Array& array = typed_array(
-      *this, key,
-      [](ValueType t) {
-        return Value{t, {}}.is_integer();
-      },
-      "integers");
+  const Array& array = typed_array(*this, key, is_integer_type, "integers");
   std::vector<int32_t> out;
   out.reserve(array.items.size());
   const std::string what = key_what(name_, key);

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <system_error>
+
+#include <unistd.h>
 
 #include "runner/gguf.h"
 
@@ -117,6 +120,9 @@ Value array_of(ValueType element_type, std::vector<Value> items) {
 }  // namespace
 
 void Writer::add(std::string key, Value value) {
+  for (const auto& [existing, _] : metadata_) {
+    if (existing == key) throw GgufError("duplicate metadata key '" + key + "'");
+  }
   metadata_.emplace_back(std::move(key), std::move(value));
 }
 
@@ -168,6 +174,9 @@ void Writer::add_tensor(std::string name, TensorType type, std::vector<uint64_t>
     throw GgufError("tensor '" + name + "': " + std::to_string(data.size()) +
                     " bytes given, its dims and type need " + std::to_string(expected));
   }
+  for (const auto& t : tensors_) {
+    if (t.name == name) throw GgufError("duplicate tensor name '" + name + "'");
+  }
   tensors_.push_back({std::move(name), type, std::move(dims), {data.begin(), data.end()}});
 }
 
@@ -203,10 +212,16 @@ void Writer::write(const std::filesystem::path& path) const {
   struct Closer {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
-  std::unique_ptr<std::FILE, Closer> out(std::fopen(path.c_str(), "wb"));
+  // Written beside the target and renamed over it, so no reader ever sees half a file.
+  const std::filesystem::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
+  std::unique_ptr<std::FILE, Closer> out(std::fopen(temp.c_str(), "wb"));
   auto io_error = [&](const char* doing) {
+    const int err = errno;
+    out.reset();
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
     return std::runtime_error("cannot " + std::string(doing) + " " + path.string() + ": " +
-                              std::strerror(errno));
+                              std::strerror(err));
   };
   if (!out) throw io_error("create");
   auto write_bytes = [&](const void* data, size_t n) {
@@ -223,7 +238,15 @@ void Writer::write(const std::filesystem::path& path) const {
       pad -= n;
     }
   }
+  if (std::fflush(out.get()) != 0) throw io_error("write");
   if (std::fclose(out.release()) != 0) throw io_error("close");
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) {
+    const std::string reason = ec.message();
+    std::filesystem::remove(temp, ec);
+    throw std::runtime_error("cannot write " + path.string() + ": " + reason);
+  }
 }
 
 }  // namespace tandem::gguf

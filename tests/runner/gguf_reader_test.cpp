@@ -100,6 +100,8 @@ TEST(GgufReader, RefusesBadMagic) {
   Bytes b = good_file();
   b.data[0] = 'X';
   EXPECT_REFUSED(b.data, "bad magic \"XGUF\"");
+  EXPECT_REFUSED((std::vector<uint8_t>{'h', 'i', '\n'}), "bad magic \"hi\\x0a\"");
+  EXPECT_REFUSED((std::vector<uint8_t>{'G', 'G'}), "truncated in header");
 }
 
 TEST(GgufReader, RefusesVersionOneAndNinetyNine) {

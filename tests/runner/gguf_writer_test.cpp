@@ -186,6 +186,29 @@ TEST(GgufWriter, RejectsTensorDataOfTheWrongSize) {
   EXPECT_THROW(writer.add_tensor("q", TensorType::kQ8_0, {16}, data), GgufError);
 }
 
+TEST(GgufWriter, RefusesDuplicateKeysAndTensorNames) {
+  Writer writer;
+  writer.add_uint32("k", 1);
+  EXPECT_THROW(writer.add_string("k", "again"), GgufError);
+  const std::vector<uint8_t> data(4);
+  writer.add_tensor("t", TensorType::kF32, {1}, data);
+  EXPECT_THROW(writer.add_tensor("t", TensorType::kF32, {1}, data), GgufError);
+}
+
+TEST(GgufWriter, ReplacesAnExistingFileWholeAndLeavesNoTemporary) {
+  ScratchDir dir;
+  Writer first;
+  first.add_string("which", "first");
+  first.write(dir.file("m.gguf"));
+  Writer second;
+  second.add_string("which", "second");
+  second.write(dir.file("m.gguf"));
+  EXPECT_EQ(File::open(dir.file("m.gguf")).get_string("which"), "second");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
 TEST(GgufWriter, ReportsAnUnwritablePath) {
   Writer writer;
   writer.add_bool("b", true);
