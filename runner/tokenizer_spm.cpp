@@ -60,9 +60,14 @@ class SentencePieceTokenizer final : public VocabularyTokenizer {
   void encode_text(std::string_view raw, bool after_special,
                    std::vector<int32_t>& out) const override {
     std::string text;
-    if (add_space_prefix_ && after_special) text = " ";
-    text += raw;
-    text = replace_all(text, " ", kSpaceMark);
+    text.reserve(raw.size() + raw.size() / 2 + kSpaceMark.size());
+    if (add_space_prefix_ && after_special) text.append(kSpaceMark);
+    for (char c : raw) {
+      if (c == ' ')
+        text.append(kSpaceMark);
+      else
+        text.push_back(c);
+    }
 
     // One symbol per UTF-8 character, linked into a list that merges shorten.
     struct Symbol {
