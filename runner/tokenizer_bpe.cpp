@@ -2,8 +2,8 @@
 // it: the pre-tokenizer splits the text, each piece's bytes are spelled in GPT-2's
 // byte-to-unicode alphabet, and merges apply by rank, best first, within the piece.
 
+#include <algorithm>
 #include <array>
-#include <queue>
 
 #include "runner/pretokenizer.h"
 #include "runner/utf8.h"
@@ -74,6 +74,9 @@ class ByteLevelBpeTokenizer final : public VocabularyTokenizer {
         pre_tokenizer_(std::move(pre_tokenizer)),
         // llama.cpp: Llama 3's vocabulary takes a whole piece that is a token as is.
         ignore_merges_(pre_tokenizer_.kind() == PreTokenizerKind::kLlama3) {
+    for (int byte = 0; byte < 256; ++byte)
+      byte_ids_[static_cast<size_t>(byte)] =
+          find_token(byte_alphabet().spelling[static_cast<size_t>(byte)]);
     merges_.reserve(vocab.merges.size());
     for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
       const std::string& merge = vocab.merges[rank];
@@ -91,12 +94,8 @@ class ByteLevelBpeTokenizer final : public VocabularyTokenizer {
  protected:
   void encode_text(std::string_view text, bool /*after_special*/,
                    std::vector<int32_t>& out) const override {
-    std::string spelled;
-    for (std::string_view piece : pre_tokenizer_.split(text)) {
-      spelled.clear();
-      for (char byte : piece) spelled += byte_alphabet().spelling[static_cast<uint8_t>(byte)];
-      encode_piece(spelled, out);
-    }
+    Scratch scratch;  // reused across the pieces of one call
+    for (std::string_view piece : pre_tokenizer_.split(text)) encode_piece(piece, scratch, out);
   }
 
  private:
@@ -104,60 +103,66 @@ class ByteLevelBpeTokenizer final : public VocabularyTokenizer {
     int32_t rank;
     int32_t merged;
   };
+  // One symbol per byte of the piece (each byte is one character once spelled), linked
+  // into a list that merges shorten.
+  struct Symbol {
+    int prev, next;
+    int32_t id;  // -1: this byte's character is not a token
+    bool alive;
+  };
+  struct Bigram {
+    int left, right;
+    int32_t rank, left_id, right_id, merged;
+  };
+  struct Scratch {
+    std::vector<Symbol> symbols;
+    std::vector<Bigram> heap;
+    std::string spelled;
+  };
 
-  void encode_piece(const std::string& piece, std::vector<int32_t>& out) const {
+  void encode_piece(std::string_view piece, Scratch& scratch, std::vector<int32_t>& out) const {
+    const ByteAlphabet& alphabet = byte_alphabet();
     if (ignore_merges_) {
-      if (const int32_t id = find_token(piece); id >= 0) {
+      scratch.spelled.clear();
+      for (char byte : piece) scratch.spelled += alphabet.spelling[static_cast<uint8_t>(byte)];
+      if (const int32_t id = find_token(scratch.spelled); id >= 0) {
         out.push_back(id);
         return;
       }
     }
-    // One symbol per character of the spelled piece (every byte's spelling is one
-    // character), linked into a list that merges shorten.
-    struct Symbol {
-      int prev, next;
-      int32_t id;  // -1: this character is not a token
-      uint32_t start, length;
-      bool alive;
-    };
-    std::vector<Symbol> symbols;
-    for (size_t offset = 0; offset < piece.size();) {
-      const size_t length = utf8::scan_sequence(std::string_view(piece).substr(offset)).length;
-      const int index = static_cast<int>(symbols.size());
-      symbols.push_back({index - 1, offset + length == piece.size() ? -1 : index + 1,
-                         find_token(std::string_view(piece).substr(offset, length)),
-                         static_cast<uint32_t>(offset), static_cast<uint32_t>(length), true});
-      offset += length;
-    }
+    std::vector<Symbol>& symbols = scratch.symbols;
+    symbols.clear();
+    const int n = static_cast<int>(piece.size());
+    for (int i = 0; i < n; ++i)
+      symbols.push_back({i - 1, i + 1 == n ? -1 : i + 1,
+                         byte_ids_[static_cast<uint8_t>(piece[static_cast<size_t>(i)])], true});
 
-    struct Bigram {
-      int left, right;
-      int32_t rank, left_id, right_id, merged;
-    };
-    // Lowest rank first; on a tie the leftmost pair.
+    // A binary heap of candidate merges: lowest rank first, on a tie the leftmost pair.
+    std::vector<Bigram>& heap = scratch.heap;
+    heap.clear();
     const auto worse = [](const Bigram& a, const Bigram& b) {
       return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
     };
-    std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
     const auto try_add = [&](int left, int right) {
       if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0) return;
       const auto it = merges_.find(pair_key(symbols[left].id, symbols[right].id));
       if (it == merges_.end()) return;
-      queue.push(
+      heap.push_back(
           {left, right, it->second.rank, symbols[left].id, symbols[right].id, it->second.merged});
+      std::push_heap(heap.begin(), heap.end(), worse);
     };
-    for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
+    for (int i = 1; i < n; ++i) try_add(i - 1, i);
 
-    while (!queue.empty()) {
-      const Bigram bigram = queue.top();
-      queue.pop();
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), worse);
+      const Bigram bigram = heap.back();
+      heap.pop_back();
       Symbol& left = symbols[bigram.left];
       Symbol& right = symbols[bigram.right];
       // Stale when either side has merged since the pair was queued.
       if (!left.alive || !right.alive || left.id != bigram.left_id || right.id != bigram.right_id)
         continue;
       left.id = bigram.merged;
-      left.length += right.length;
       right.alive = false;
       left.next = right.next;
       if (right.next >= 0) symbols[right.next].prev = bigram.left;
@@ -165,20 +170,22 @@ class ByteLevelBpeTokenizer final : public VocabularyTokenizer {
       try_add(bigram.left, left.next);
     }
 
-    for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
+    for (int i = n == 0 ? -1 : 0; i >= 0; i = symbols[i].next) {
       if (symbols[i].id >= 0) {
         out.push_back(symbols[i].id);
         continue;
       }
-      // Not a token (a vocabulary without some byte): llama.cpp tries each byte alone.
-      for (char byte : std::string_view(piece).substr(symbols[i].start, symbols[i].length))
-        if (const int32_t id = find_token(std::string_view(&byte, 1)); id >= 0) out.push_back(id);
+      // Not a token (a vocabulary without this byte): as llama.cpp does, try each byte of
+      // the character's spelling alone.
+      for (char c : alphabet.spelling[static_cast<uint8_t>(piece[static_cast<size_t>(i)])])
+        if (const int32_t id = find_token(std::string_view(&c, 1)); id >= 0) out.push_back(id);
     }
   }
 
   PreTokenizer pre_tokenizer_;
   bool ignore_merges_;
   std::unordered_map<uint64_t, Merge> merges_;  // (left id, right id) -> rank and result
+  std::array<int32_t, 256> byte_ids_{};         // byte -> token of its spelling, or -1
 };
 
 }  // namespace

@@ -2,11 +2,11 @@
 // llm_tokenizer_spm does it: spaces become U+2581, then adjacent pieces are merged
 // greedily, best vocabulary score first, and what no token covers falls back to bytes.
 
-#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <queue>
 
+#include "runner/utf8.h"
 #include "runner/vocabulary_tokenizer.h"
 
 namespace tandem {
@@ -28,11 +28,12 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   return out;
 }
 
-// Bytes in the UTF-8 sequence a lead byte announces (1 for continuation bytes, so
-// invalid input still advances and falls back to byte tokens).
-size_t sequence_length(char lead) {
-  static constexpr uint8_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[static_cast<uint8_t>(lead) >> 4];
+// Bytes in the character at the start of `text`. llama.cpp trusts the lead byte; here an
+// invalid byte is a character of its own, so it cannot swallow part of a following U+2581
+// (on valid UTF-8 the two agree). Such bytes fall back to byte tokens.
+size_t character_length(std::string_view text) {
+  const utf8::SequenceScan scan = utf8::scan_sequence(text);
+  return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
 }
 
 class SentencePieceTokenizer final : public VocabularyTokenizer {
@@ -59,9 +60,14 @@ class SentencePieceTokenizer final : public VocabularyTokenizer {
   void encode_text(std::string_view raw, bool after_special,
                    std::vector<int32_t>& out) const override {
     std::string text;
-    if (add_space_prefix_ && after_special) text = " ";
-    text += raw;
-    text = replace_all(text, " ", kSpaceMark);
+    text.reserve(raw.size() + raw.size() / 2 + kSpaceMark.size());
+    if (add_space_prefix_ && after_special) text.append(kSpaceMark);
+    for (char c : raw) {
+      if (c == ' ')
+        text.append(kSpaceMark);
+      else
+        text.push_back(c);
+    }
 
     // One symbol per UTF-8 character, linked into a list that merges shorten.
     struct Symbol {
@@ -71,7 +77,7 @@ class SentencePieceTokenizer final : public VocabularyTokenizer {
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());
     for (size_t offset = 0; offset < text.size();) {
-      const size_t length = std::min(sequence_length(text[offset]), text.size() - offset);
+      const size_t length = character_length(std::string_view(text).substr(offset));
       const int index = static_cast<int>(symbols.size());
       symbols.push_back({index - 1, offset + length == text.size() ? -1 : index + 1,
                          static_cast<uint32_t>(offset), static_cast<uint32_t>(length)});

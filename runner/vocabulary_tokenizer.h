@@ -3,7 +3,6 @@
 // encoding, and the bytes each token decodes to. Immutable after construction.
 #pragma once
 
-#include <array>
 #include <functional>
 #include <string>
 #include <string_view>

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "runner/gguf.h"
+#include "runner/pretokenizer.h"
 #include "runner/tokenizer.h"
 #include "runner/tokenizer_vocab.h"
 #include "runner/utf8.h"
@@ -92,6 +93,12 @@ void decode(benchmark::State& state, const Tokenizer* tokenizer, const std::stri
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
 }
 
+void pre_tokenize(benchmark::State& state, const char* pre, const std::string& text) {
+  const tandem::PreTokenizer pre_tokenizer(pre);
+  for (auto _ : state) benchmark::DoNotOptimize(pre_tokenizer.split(text));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+
 // Building a tokenizer from an already-open file: index, decoded pieces, merge table.
 void load(benchmark::State& state, const std::string& name) {
   const auto path = vocab_dir() / ("ggml-vocab-" + name + ".gguf");
@@ -138,6 +145,14 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("detokenize_mixed_100KB/" + name).c_str(), decode,
                                  vocab.tokenizer, text)
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (const char* pre : {"gpt2", "llama3", "qwen2", "smollm"}) {
+    benchmark::RegisterBenchmark(("pre_tokenize_mixed_100KB/" + std::string(pre)).c_str(),
+                                 pre_tokenize, pre, text)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("pre_tokenize_spaces_100KB/" + std::string(pre)).c_str(),
+                                 pre_tokenize, pre, spaces)
         ->Unit(benchmark::kMillisecond);
   }
   for (const std::string name : {"llama-spm", "gpt-2"})

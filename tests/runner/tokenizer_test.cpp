@@ -4,6 +4,7 @@
 
 #include "runner/tokenizer.h"
 
+#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -56,6 +57,24 @@ TEST(Tokenizer, ByteLevelBpeRoundTripsVariedText) {
   const auto tokenizer = shared_vocab("gpt-2");
   for (const std::string& text : round_trip_texts())
     EXPECT_EQ(tokenizer->decode(tokenizer->encode(text, false, false)), text);
+}
+
+TEST(Tokenizer, ArbitraryBytesEncodeAndDecodeToTheirSanitizedSelves) {
+  TANDEM_REQUIRE_SHARED();
+  // Invalid UTF-8 is not an error: SentencePiece falls back to byte tokens and byte-level
+  // BPE spells every byte, so decoding gives the bytes back, sanitized.
+  std::mt19937 rng(5);
+  for (const std::string name : {"gpt-2", "llama-spm"}) {
+    const auto tokenizer = shared_vocab(name);
+    for (int round = 0; round < 200; ++round) {
+      std::string bytes;
+      for (int i = static_cast<int>(rng() % 24); i > 0; --i)
+        bytes += static_cast<char>(rng() % 2 ? 'a' + rng() % 4 : rng() % 256);
+      std::string expected;
+      append_sanitized_utf8(expected, bytes);
+      ASSERT_EQ(tokenizer->decode(tokenizer->encode(bytes, true, true)), expected) << name;
+    }
+  }
 }
 
 TEST(Tokenizer, OneTokenizerEncodesFromManyThreadsAtOnce) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "runner/gguf.h"
 #include "runner/tokenizer.h"
@@ -86,6 +87,23 @@ TEST(TokenizerVectors, Gpt2EncodesEveryVectorExactly) {
 TEST(TokenizerVectors, LlamaSpmEncodesEveryVectorExactly) {
   TANDEM_REQUIRE_SHARED();
   expect_all_vectors_pass("llama-spm");
+}
+
+// The golden models' prompts, tokenized by llama-server (BOS added, special tokens parsed).
+TEST(TokenizerVectors, GoldenModelPromptsTokenizeAsLlamaServerDid) {
+  TANDEM_REQUIRE_SHARED();
+  const auto models = *testing::shared_dir() / "models";
+  const auto tokenizer =
+      Tokenizer::from_gguf(gguf::File::open(models / "rand-tiny-llama-spm-f32.gguf"));
+  const auto golden =
+      nlohmann::json::parse(read_all(models / "rand-tiny-llama-spm-f32.golden.json"));
+  ASSERT_FALSE(golden.at("cases").empty());
+  for (const auto& golden_case : golden.at("cases")) {
+    const std::string prompt = golden_case.at("prompt");
+    EXPECT_EQ(tokenizer->encode(prompt, true, true),
+              golden_case.at("prompt_tokens").get<std::vector<int32_t>>())
+        << "prompt: \"" << escaped(prompt) << "\"";
+  }
 }
 
 }  // namespace
