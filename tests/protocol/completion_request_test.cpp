@@ -184,7 +184,8 @@ TEST(CompletionRequest, StreamOptionsAreReadOnlyWhenStreaming) {
 TEST(CompletionRequest, ChatReadsRolesAndTextParts) {
   CompletionRequest r = parse_chat_ok(R"({"messages": [
       {"role": "developer", "content": "be brief"},
-      {"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]},
+      {"role": "user", "content": [{"type": "text", "text": "one"},
+                                   {"type": "text", "text": "two"}]},
       {"role": "assistant", "content": null},
       {"role": "assistant", "content": "ok", "name": "bot"},
       {"role": "user", "content": ""}]})");
