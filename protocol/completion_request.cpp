@@ -1,0 +1,398 @@
+#include "protocol/completion_request.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "protocol/request_fields.h"
+
+namespace tandem {
+namespace {
+
+using request_fields::find_field;
+using request_fields::Json;
+using request_fields::read_bool;
+using request_fields::read_float;
+using request_fields::read_integer;
+using request_fields::read_string;
+using request_fields::reject;
+
+std::string element_param(const std::string& array, size_t index) {
+  return array + "[" + std::to_string(index) + "]";
+}
+
+// "Not supported" is a 400 with the field named, so a client learns at once that the
+// option would have been ignored rather than getting output it did not ask for.
+[[noreturn]] void reject_unsupported(const std::string& param, const std::string& what) {
+  reject("'" + param + "' " + what + " is not supported by this server.", param);
+}
+
+void read_prompt(const Json& body, CompletionRequest& request) {
+  const Json* prompt = find_field(body, "prompt");
+  if (prompt == nullptr) reject("'prompt' is required.", "prompt");
+  if (prompt->is_string()) {
+    request.prompt_text = prompt->get<std::string>();
+    if (request.prompt_text.empty()) reject("'prompt' must not be empty.", "prompt");
+    return;
+  }
+  if (!prompt->is_array()) {
+    reject("Invalid type for 'prompt': expected a string or an array of token ids, but got " +
+               request_fields::describe_type(*prompt) + ".",
+           "prompt");
+  }
+  if (prompt->empty()) reject("'prompt' must not be empty.", "prompt");
+  const Json& first = prompt->front();
+  if (first.is_string() || first.is_array()) {
+    // A batch of prompts: OpenAI's API allows several; this server serves one per request.
+    if (prompt->size() > 1) {
+      reject("Only one prompt per request is supported; send one request per prompt.", "prompt");
+    }
+    if (first.is_string()) {
+      request.prompt_text = first.get<std::string>();
+      if (request.prompt_text.empty()) reject("'prompt' must not be empty.", "prompt[0]");
+    } else {
+      request.prompt_tokens = request_fields::read_token_ids(first, "prompt[0]");
+      if (request.prompt_tokens.empty()) reject("'prompt' must not be empty.", "prompt[0]");
+    }
+    return;
+  }
+  request.prompt_tokens = request_fields::read_token_ids(*prompt, "prompt");
+}
+
+std::string read_message_content(const Json& message, const std::string& param,
+                                 const std::string& role) {
+  const Json* content = find_field(message, "content");
+  if (content == nullptr) {
+    // An assistant turn may carry no content (OpenAI allows null there); others must.
+    if (role == "assistant") return "";
+    reject("'" + param + "' is required.", param);
+  }
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array()) {
+    reject("Invalid type for '" + param + "': expected a string or an array of text parts, " +
+               "but got " + request_fields::describe_type(*content) + ".",
+           param);
+  }
+  // Text parts are joined with newlines, as vLLM does.
+  std::string text;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const std::string part_param = element_param(param, i);
+    const Json& part = (*content)[i];
+    if (!part.is_object()) {
+      reject("Invalid type for '" + part_param + "': expected an object, but got " +
+                 request_fields::describe_type(part) + ".",
+             part_param);
+    }
+    const Json* type = find_field(part, "type");
+    if (type == nullptr) reject("'" + part_param + ".type' is required.", part_param + ".type");
+    const std::string& type_name = read_string(*type, part_param + ".type");
+    if (type_name != "text") {
+      reject("Content parts of type '" + type_name + "' are not supported; only 'text' is.",
+             part_param + ".type");
+    }
+    const Json* part_text = find_field(part, "text");
+    if (part_text == nullptr)
+      reject("'" + part_param + ".text' is required.", part_param + ".text");
+    if (i > 0) text += '\n';
+    text += read_string(*part_text, part_param + ".text");
+  }
+  return text;
+}
+
+void read_messages(const Json& body, CompletionRequest& request) {
+  const Json* messages = find_field(body, "messages");
+  if (messages == nullptr) reject("'messages' is required.", "messages");
+  if (!messages->is_array()) {
+    reject("Invalid type for 'messages': expected an array, but got " +
+               request_fields::describe_type(*messages) + ".",
+           "messages");
+  }
+  if (messages->empty()) reject("'messages' must not be empty.", "messages");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const std::string param = element_param("messages", i);
+    const Json& message = (*messages)[i];
+    if (!message.is_object()) {
+      reject("Invalid type for '" + param + "': expected an object, but got " +
+                 request_fields::describe_type(message) + ".",
+             param);
+    }
+    const Json* role_field = find_field(message, "role");
+    if (role_field == nullptr) reject("'" + param + ".role' is required.", param + ".role");
+    std::string role = read_string(*role_field, param + ".role");
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system turn
+    if (role != "system" && role != "user" && role != "assistant") {
+      reject("Invalid value for '" + param + ".role': '" + role +
+                 "' is not supported; expected 'system', 'user', 'assistant' or 'developer'.",
+             param + ".role");
+    }
+    std::string content = read_message_content(message, param + ".content", role);
+    request.messages.push_back(ChatMessage{std::move(role), std::move(content)});
+  }
+}
+
+void read_max_tokens(const Json& body, CompletionRequest& request) {
+  // max_completion_tokens is OpenAI's newer name; when both are given it wins (as in vLLM).
+  for (const char* name : {"max_completion_tokens", "max_tokens"}) {
+    if (const Json* value = find_field(body, name)) {
+      request.max_tokens = static_cast<int32_t>(read_integer(*value, name, 1, kMaxTokensLimit));
+      return;
+    }
+  }
+  if (request.endpoint == Endpoint::kCompletions) {
+    request.max_tokens = kDefaultCompletionMaxTokens;
+  }
+}
+
+float read_float_in(const Json& body, const char* name, float fallback, float low, bool low_open,
+                    float high, const char* range_text) {
+  const Json* value = find_field(body, name);
+  if (value == nullptr) return fallback;
+  float v = read_float(*value, name);
+  bool above_low = low_open ? v > low : v >= low;
+  if (!above_low || v > high) {
+    reject("Invalid value for '" + std::string(name) + "': expected a number " + range_text +
+               ", got " + value->dump() + ".",
+           name);
+  }
+  return v;
+}
+
+void read_logit_bias(const Json& body, SamplingParams& sampling) {
+  const Json* bias = find_field(body, "logit_bias");
+  if (bias == nullptr) return;
+  if (!bias->is_object()) {
+    reject("Invalid type for 'logit_bias': expected an object mapping token ids to biases, " +
+               std::string("but got ") + request_fields::describe_type(*bias) + ".",
+           "logit_bias");
+  }
+  std::map<int32_t, float> by_id;  // sorted, so equal requests give equal params
+  for (const auto& [key, value] : bias->items()) {
+    bool digits = !key.empty() && key.size() <= 10;
+    for (char c : key) digits = digits && c >= '0' && c <= '9';
+    int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      reject("Invalid key in 'logit_bias': '" + key.substr(0, 32) +
+                 "' is not a token id (a non-negative integer).",
+             "logit_bias");
+    }
+    float v = read_float(value, "logit_bias");
+    if (v < -100.0f || v > 100.0f) {
+      reject("Invalid value in 'logit_bias' for token " + key + ": expected a number in " +
+                 "[-100, 100], got " + value.dump() + ".",
+             "logit_bias");
+    }
+    by_id[static_cast<int32_t>(id)] = v;
+  }
+  sampling.logit_bias.assign(by_id.begin(), by_id.end());
+}
+
+std::optional<uint64_t> read_seed(const Json& body) {
+  const Json* seed = find_field(body, "seed");
+  if (seed == nullptr) return std::nullopt;
+  if (seed->is_number_unsigned()) return seed->get<uint64_t>();
+  if (seed->is_number_integer()) return static_cast<uint64_t>(seed->get<int64_t>());
+  if (seed->is_number_float()) {
+    double v = seed->get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && v >= -0x1p63 && v < 0x1p64) {
+      return v < 0 ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
+    }
+  }
+  reject(
+      "Invalid value for 'seed': expected an integer in [-2^63, 2^64), got " + seed->dump() + ".",
+      "seed");
+}
+
+void read_stop(const Json& body, CompletionRequest& request) {
+  const Json* stop = find_field(body, "stop");
+  if (stop == nullptr) return;
+  if (stop->is_string()) {
+    if (!stop->get_ref<const std::string&>().empty())
+      request.stop.push_back(stop->get<std::string>());
+    return;
+  }
+  if (!stop->is_array()) {
+    reject("Invalid type for 'stop': expected a string or an array of strings, but got " +
+               request_fields::describe_type(*stop) + ".",
+           "stop");
+  }
+  if (stop->size() > kMaxStopSequences) {
+    reject("'stop' may hold at most " + std::to_string(kMaxStopSequences) + " sequences, got " +
+               std::to_string(stop->size()) + ".",
+           "stop");
+  }
+  for (size_t i = 0; i < stop->size(); ++i) {
+    const std::string& sequence = read_string((*stop)[i], element_param("stop", i));
+    if (!sequence.empty()) request.stop.push_back(sequence);
+  }
+}
+
+void read_streaming(const Json& body, CompletionRequest& request) {
+  if (const Json* stream = find_field(body, "stream"))
+    request.stream = read_bool(*stream, "stream");
+  const Json* options = find_field(body, "stream_options");
+  if (options == nullptr) return;
+  if (!request.stream) {
+    reject("'stream_options' is only allowed when 'stream' is true.", "stream_options");
+  }
+  if (!options->is_object()) {
+    reject("Invalid type for 'stream_options': expected an object, but got " +
+               request_fields::describe_type(*options) + ".",
+           "stream_options");
+  }
+  if (const Json* usage = find_field(*options, "include_usage")) {
+    request.include_usage = read_bool(*usage, "stream_options.include_usage");
+  }
+}
+
+// Options this server does not implement are refused when they would change the output,
+// and accepted at their neutral value (clients often send those explicitly).
+void read_unsupported_options(const Json& body, Endpoint endpoint) {
+  if (const Json* n = find_field(body, "n")) {
+    if (read_integer(*n, "n", std::numeric_limits<int64_t>::min(),
+                     std::numeric_limits<int64_t>::max()) != 1) {
+      reject("Only n=1 is supported; got n=" + n->dump() + ". Send n requests instead.", "n");
+    }
+  }
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    if (const Json* value = find_field(body, name)) {
+      if (read_float(*value, name) != 0.0f) reject_unsupported(name, "other than 0");
+    }
+  }
+  if (const Json* value = find_field(body, "repetition_penalty")) {
+    if (read_float(*value, "repetition_penalty") != 1.0f) {
+      reject_unsupported("repetition_penalty", "other than 1");
+    }
+  }
+  if (endpoint == Endpoint::kCompletions) {
+    if (const Json* best_of = find_field(body, "best_of")) {
+      if (read_integer(*best_of, "best_of", std::numeric_limits<int64_t>::min(),
+                       std::numeric_limits<int64_t>::max()) != 1) {
+        reject_unsupported("best_of", "other than 1");
+      }
+    }
+    if (const Json* logprobs = find_field(body, "logprobs")) {
+      // false is how some clients say "none"; 0 is OpenAI's.
+      if (logprobs->is_boolean()) {
+        if (logprobs->get<bool>()) reject_unsupported("logprobs", "set to true");
+      } else if (read_integer(*logprobs, "logprobs", 0, std::numeric_limits<int64_t>::max()) != 0) {
+        reject_unsupported("logprobs", "greater than 0");
+      }
+    }
+    if (const Json* echo = find_field(body, "echo")) {
+      if (read_bool(*echo, "echo")) reject_unsupported("echo", "set to true");
+    }
+    if (const Json* suffix = find_field(body, "suffix")) {
+      if (!read_string(*suffix, "suffix").empty()) reject_unsupported("suffix", "(non-empty)");
+    }
+    return;
+  }
+  if (const Json* logprobs = find_field(body, "logprobs")) {
+    if (read_bool(*logprobs, "logprobs")) reject_unsupported("logprobs", "set to true");
+  }
+  if (const Json* top = find_field(body, "top_logprobs")) {
+    if (read_integer(*top, "top_logprobs", 0, std::numeric_limits<int64_t>::max()) != 0) {
+      reject_unsupported("top_logprobs", "greater than 0");
+    }
+  }
+  if (const Json* tools = find_field(body, "tools")) {
+    if (!tools->is_array()) {
+      reject("Invalid type for 'tools': expected an array, but got " +
+                 request_fields::describe_type(*tools) + ".",
+             "tools");
+    }
+    if (!tools->empty()) reject_unsupported("tools", "(tool calling)");
+  }
+  if (const Json* format = find_field(body, "response_format")) {
+    if (!format->is_object()) {
+      reject("Invalid type for 'response_format': expected an object, but got " +
+                 request_fields::describe_type(*format) + ".",
+             "response_format");
+    }
+    const Json* type = find_field(*format, "type");
+    if (type == nullptr) reject("'response_format.type' is required.", "response_format.type");
+    const std::string& type_name = read_string(*type, "response_format.type");
+    if (type_name != "text") {
+      reject("'response_format' of type '" + type_name +
+                 "' is not supported by this server; only 'text' is.",
+             "response_format.type");
+    }
+  }
+}
+
+CompletionRequest read_request(const Json& body, Endpoint endpoint) {
+  CompletionRequest request;
+  request.endpoint = endpoint;
+  if (const Json* model = find_field(body, "model")) request.model = read_string(*model, "model");
+  if (endpoint == Endpoint::kCompletions) {
+    read_prompt(body, request);
+  } else {
+    read_messages(body, request);
+  }
+  read_max_tokens(body, request);
+
+  SamplingParams& sampling = request.sampling;
+  sampling.temperature = read_float_in(body, "temperature", 1.0f, 0.0f, false,
+                                       std::numeric_limits<float>::max(), ">= 0");
+  sampling.top_p = read_float_in(body, "top_p", 1.0f, 0.0f, true, 1.0f, "in (0, 1]");
+  sampling.min_p = read_float_in(body, "min_p", 0.0f, 0.0f, false, 1.0f, "in [0, 1]");
+  if (const Json* top_k = find_field(body, "top_k")) {
+    int64_t k = read_integer(*top_k, "top_k", -1, std::numeric_limits<int32_t>::max());
+    sampling.top_k = k < 0 ? 0 : static_cast<int32_t>(k);  // -1 is vLLM's "off"
+  }
+  read_logit_bias(body, sampling);
+  if (const Json* ignore_eos = find_field(body, "ignore_eos")) {
+    sampling.ignore_eos = read_bool(*ignore_eos, "ignore_eos");
+  }
+  request.seed = read_seed(body);
+  read_stop(body, request);
+  read_streaming(body, request);
+  if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
+  read_unsupported_options(body, endpoint);
+  return request;
+}
+
+}  // namespace
+
+std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_view body,
+                                                                   Endpoint endpoint) {
+  try {
+    return read_request(request_fields::parse_body_object(body), endpoint);
+  } catch (const request_fields::RequestRejected& rejected) {
+    return rejected.error;
+  }
+}
+
+std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_t vocab_size) {
+  const std::string range = " is outside the vocabulary [0, " + std::to_string(vocab_size) + ").";
+  for (size_t i = 0; i < request.prompt_tokens.size(); ++i) {
+    if (request.prompt_tokens[i] >= vocab_size) {
+      return bad_request("Token id " + std::to_string(request.prompt_tokens[i]) + " at prompt[" +
+                             std::to_string(i) + "]" + range,
+                         "prompt");
+    }
+  }
+  for (const auto& [id, bias] : request.sampling.logit_bias) {
+    if (id >= vocab_size) {
+      return bad_request("Token id " + std::to_string(id) + " in 'logit_bias'" + range,
+                         "logit_bias");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_prompt_length(size_t prompt_tokens, int32_t context_length,
+                                            Endpoint endpoint) {
+  const char* param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+  if (prompt_tokens == 0) return bad_request("The prompt encodes to no tokens.", param);
+  if (prompt_tokens >= static_cast<size_t>(context_length)) {
+    return context_length_exceeded(
+        "This model's maximum context length is " + std::to_string(context_length) +
+            " tokens, but the prompt is " + std::to_string(prompt_tokens) +
+            " tokens, which leaves no room to generate.",
+        param);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tandem

@@ -1,0 +1,76 @@
+// A validated /v1/completions or /v1/chat/completions request, parsed from the body.
+// Everything that can be checked without the model is checked here (types, ranges,
+// unsupported options); the server adds the model-dependent checks with the helpers below.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "protocol/api_error.h"
+#include "protocol/sampling_params.h"
+
+namespace tandem {
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant" ("developer" is read as "system")
+  std::string content;
+};
+
+// The largest max_tokens accepted; beyond it a value is surely a mistake.
+inline constexpr int32_t kMaxTokensLimit = 1 << 24;
+// OpenAI's limit on stop sequences.
+inline constexpr size_t kMaxStopSequences = 4;
+// The completions endpoint's max_tokens when the request has none (OpenAI's default).
+inline constexpr int32_t kDefaultCompletionMaxTokens = 16;
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;  // empty: the request named none (the served model is meant)
+
+  // The prompt. Completions: exactly one of prompt_text and prompt_tokens is non-empty.
+  // Chat: messages is non-empty and both prompt fields are empty (the server renders
+  // messages with the model's chat template).
+  std::string prompt_text;
+  std::vector<int32_t> prompt_tokens;
+  std::vector<ChatMessage> messages;
+
+  // max_completion_tokens, else max_tokens, in [1, kMaxTokensLimit]. Completions
+  // default to 16; chat's nullopt means "until the context ends".
+  std::optional<int32_t> max_tokens;
+  // temperature, top_k (-1 is stored as 0, off), top_p, min_p, logit_bias (sorted by
+  // token id, values in [-100, 100]), ignore_eos. sampling.seed is left 0: see seed.
+  SamplingParams sampling;
+  // The request's seed; nullopt: the server draws one, puts it into sampling.seed and
+  // reports it in the response. Negative seeds are kept as their two's complement.
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;  // at most 4, none empty
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::string user;
+
+  bool has_prompt_tokens() const { return !prompt_tokens.empty(); }
+};
+
+// Parses and validates a request body for the given endpoint. Unknown fields are
+// ignored; null means "the default". Errors are 400s whose param names the field.
+std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_view body,
+                                                                   Endpoint endpoint);
+
+// --- Checks that need the model; the server calls them after parsing. ---
+
+// Every prompt token id and logit_bias id must be below vocab_size.
+std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_t vocab_size);
+
+// The prompt must leave room for at least one generated token. Generation that would
+// run past the context ends there with finish_reason "length"; it is not an error.
+// The error's param is "prompt" or, for chat, "messages".
+std::optional<ApiError> check_prompt_length(size_t prompt_tokens, int32_t context_length,
+                                            Endpoint endpoint);
+
+}  // namespace tandem

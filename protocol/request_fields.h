@@ -1,0 +1,48 @@
+// Typed, range-checked reads of JSON request fields, shared by the request parsers.
+// A mismatch throws RequestRejected carrying a 400 ApiError that names the field; the
+// public parse_* functions catch it at their boundary, so it never escapes protocol/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/api_error.h"
+
+namespace tandem::request_fields {
+
+using Json = nlohmann::json;
+
+// Thrown, not returned: a parser reads a dozen fields and each read may fail, and
+// unwinding to the one catch keeps every read a single line.
+struct RequestRejected {
+  ApiError error;
+};
+
+[[noreturn]] void reject(std::string message, std::string param);
+
+// The body as a JSON object; malformed JSON (with its line and column), a number
+// beyond double's range, invalid UTF-8 or a non-object body are rejected.
+Json parse_body_object(std::string_view body);
+
+// The field's value, or nullptr when it is absent or null (null means "the default",
+// as in OpenAI's API).
+const Json* find_field(const Json& object, const char* name);
+
+// "a string", "an integer", "a decimal number", "an array", ...: for error messages.
+std::string describe_type(const Json& value);
+
+bool read_bool(const Json& value, const std::string& param);
+const std::string& read_string(const Json& value, const std::string& param);
+// An integer in [min, max]. A float with no fractional part (16.0) counts as an integer,
+// as in vLLM's validation; 16.5 does not.
+int64_t read_integer(const Json& value, const std::string& param, int64_t min, int64_t max);
+// A finite number that stays finite as a float (1e39 does not).
+float read_float(const Json& value, const std::string& param);
+// An array of token ids, each an integer in [0, INT32_MAX]; may be empty.
+std::vector<int32_t> read_token_ids(const Json& value, const std::string& param);
+
+}  // namespace tandem::request_fields

@@ -1,0 +1,120 @@
+#include "protocol/responses.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace tandem {
+namespace {
+
+using Json = nlohmann::json;
+
+// Generated text is valid UTF-8 by the detokenizer's contract; replace is the last line
+// of defence, so that a broken token can never turn into a throw or invalid JSON.
+std::string dump(const Json& body) {
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json finish_json(std::optional<FinishReason> finish) {
+  return finish ? Json(finish_reason_name(*finish)) : Json(nullptr);
+}
+
+Json usage_json(const Usage& usage) {
+  return Json{{"prompt_tokens", usage.prompt_tokens},
+              {"completion_tokens", usage.completion_tokens},
+              {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+Json envelope(const ResponseHeader& header, const char* object) {
+  return Json{{"id", header.id},
+              {"object", object},
+              {"created", header.created},
+              {"model", header.model},
+              {"seed", header.seed}};
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kStop ? "stop" : "length";
+}
+
+std::string make_response_id(Endpoint endpoint, uint64_t unique) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(unique));
+  return std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") + hex;
+}
+
+std::string completion_response_json(const ResponseHeader& header, std::string_view text,
+                                     FinishReason finish, const Usage& usage) {
+  Json body = envelope(header, "text_completion");
+  body["choices"] = Json::array({Json{{"index", 0},
+                                      {"text", text},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", finish_reason_name(finish)}}});
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string chat_completion_response_json(const ResponseHeader& header, std::string_view text,
+                                          FinishReason finish, const Usage& usage) {
+  Json body = envelope(header, "chat.completion");
+  body["choices"] = Json::array({Json{{"index", 0},
+                                      {"message", Json{{"role", "assistant"}, {"content", text}}},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", finish_reason_name(finish)}}});
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
+                                  std::optional<FinishReason> finish) {
+  Json body = envelope(header, "text_completion");
+  body["choices"] = Json::array({Json{{"index", 0},
+                                      {"text", text},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", finish_json(finish)}}});
+  return dump(body);
+}
+
+std::string chat_role_chunk_json(const ResponseHeader& header) {
+  Json body = envelope(header, "chat.completion.chunk");
+  body["choices"] = Json::array({Json{{"index", 0},
+                                      {"delta", Json{{"role", "assistant"}, {"content", ""}}},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", nullptr}}});
+  return dump(body);
+}
+
+std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
+                            std::optional<FinishReason> finish) {
+  Json body = envelope(header, "chat.completion.chunk");
+  // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
+  Json delta = Json::object();
+  if (!text.empty() || !finish) delta["content"] = text;
+  body["choices"] = Json::array({Json{{"index", 0},
+                                      {"delta", std::move(delta)},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", finish_json(finish)}}});
+  return dump(body);
+}
+
+std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, const Usage& usage) {
+  Json body = envelope(
+      header, endpoint == Endpoint::kChatCompletions ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = Json::array();
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string models_list_json(const ServedModel& model) {
+  Json entry = {{"id", model.id},
+                {"object", "model"},
+                {"created", model.created},
+                {"owned_by", "tandem"},
+                {"max_model_len", model.context_length},
+                {"chat_template", model.chat_template}};
+  return dump(Json{{"object", "list"}, {"data", Json::array({std::move(entry)})}});
+}
+
+}  // namespace tandem

@@ -1,0 +1,67 @@
+// JSON bodies of successful OpenAI-compatible responses: completions and chat
+// completions, whole or as stream chunks, the usage chunk, and /v1/models. Pure
+// functions; their output is valid JSON for any input bytes (invalid UTF-8 becomes U+FFFD).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "protocol/completion_request.h"
+
+namespace tandem {
+
+enum class FinishReason { kStop, kLength };
+
+// "stop" or "length".
+const char* finish_reason_name(FinishReason reason);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// What every body and chunk of one response shares. The seed is the one actually used
+// (the request's, or the one the server drew), so that the output can be replayed.
+struct ResponseHeader {
+  std::string id;       // make_response_id(...)
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+  uint64_t seed = 0;
+};
+
+// "cmpl-<16 hex digits>" or "chatcmpl-<16 hex digits>"; the server supplies a unique number.
+std::string make_response_id(Endpoint endpoint, uint64_t unique);
+
+// Non-streamed: object "text_completion" with choices [{index, text, logprobs, finish_reason}],
+// or "chat.completion" with choices [{index, message {role, content}, logprobs, finish_reason}];
+// both with usage {prompt_tokens, completion_tokens, total_tokens} and seed.
+std::string completion_response_json(const ResponseHeader& header, std::string_view text,
+                                     FinishReason finish, const Usage& usage);
+std::string chat_completion_response_json(const ResponseHeader& header, std::string_view text,
+                                          FinishReason finish, const Usage& usage);
+
+// Stream chunks. A completion chunk carries choices [{index, text, logprobs, finish_reason}]
+// with finish_reason null until the last. Chat chunks ("chat.completion.chunk") carry a delta:
+// the first is {role: "assistant", content: ""}, then {content}; the last has the finish
+// reason and, when its text is empty, an empty delta.
+std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
+                                  std::optional<FinishReason> finish);
+std::string chat_role_chunk_json(const ResponseHeader& header);
+std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
+                            std::optional<FinishReason> finish);
+// The chunk sent after the last one when stream_options.include_usage: choices [] and usage.
+std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, const Usage& usage);
+
+// GET /v1/models: a list with the one served model. Besides OpenAI's fields it says what
+// vLLM and llama-server clients look for: max_model_len and the chat template in use.
+struct ServedModel {
+  std::string id;
+  int64_t created = 0;
+  int32_t context_length = 0;
+  std::string chat_template;  // chat_template_name(...)
+};
+std::string models_list_json(const ServedModel& model);
+
+}  // namespace tandem

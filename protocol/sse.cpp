@@ -1,0 +1,16 @@
+#include "protocol/sse.h"
+
+namespace tandem {
+
+std::string sse_data(std::string_view json) {
+  std::string event;
+  event.reserve(json.size() + 8);
+  event += "data: ";
+  event += json;
+  event += "\n\n";
+  return event;
+}
+
+std::string sse_done() { return "data: [DONE]\n\n"; }
+
+}  // namespace tandem

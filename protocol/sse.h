@@ -1,0 +1,17 @@
+// Server-Sent Events framing for streamed responses: one event per JSON chunk, then the
+// [DONE] sentinel that OpenAI clients wait for. Pure string functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace tandem {
+
+// "data: <json>\n\n". The JSON must be on one line (nlohmann's compact dump is): a raw
+// newline inside it would end the SSE field early.
+std::string sse_data(std::string_view json);
+
+// "data: [DONE]\n\n", the last event of every stream.
+std::string sse_done();
+
+}  // namespace tandem

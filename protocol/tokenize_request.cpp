@@ -1,0 +1,52 @@
+#include "protocol/tokenize_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/request_fields.h"
+
+namespace tandem {
+
+using request_fields::find_field;
+using request_fields::Json;
+
+std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body) {
+  try {
+    const Json object = request_fields::parse_body_object(body);
+    TokenizeRequest request;
+    const Json* content = find_field(object, "content");
+    if (content == nullptr) request_fields::reject("'content' is required.", "content");
+    request.content = request_fields::read_string(*content, "content");
+    if (const Json* add = find_field(object, "add_special")) {
+      request.add_special = request_fields::read_bool(*add, "add_special");
+    }
+    if (const Json* parse = find_field(object, "parse_special")) {
+      request.parse_special = request_fields::read_bool(*parse, "parse_special");
+    }
+    return request;
+  } catch (const request_fields::RequestRejected& rejected) {
+    return rejected.error;
+  }
+}
+
+std::variant<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_view body) {
+  try {
+    const Json object = request_fields::parse_body_object(body);
+    const Json* tokens = find_field(object, "tokens");
+    if (tokens == nullptr) request_fields::reject("'tokens' is required.", "tokens");
+    return DetokenizeRequest{request_fields::read_token_ids(*tokens, "tokens")};
+  } catch (const request_fields::RequestRejected& rejected) {
+    return rejected.error;
+  }
+}
+
+std::string tokenize_response_json(std::span<const int32_t> tokens) {
+  Json ids = Json::array();
+  for (int32_t id : tokens) ids.push_back(id);
+  return Json{{"tokens", std::move(ids)}}.dump();
+}
+
+std::string detokenize_response_json(std::string_view content) {
+  return Json{{"content", content}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace tandem

@@ -1,0 +1,209 @@
+// The catalogue of malformed and out-of-range request bodies: each must be refused with a
+// 400 invalid_request_error whose param names the field at fault (empty for body-level
+// problems). The hardening tests replay this list against the running server.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+#include "protocol/api_error.h"
+#include "protocol/completion_request.h"
+
+namespace tandem {
+namespace {
+
+struct BadRequest {
+  const char* name;
+  Endpoint endpoint;
+  std::string body;
+  const char* param;
+  const char* message_part = "";  // a substring the message must contain
+};
+
+constexpr Endpoint kCmpl = Endpoint::kCompletions;
+constexpr Endpoint kChat = Endpoint::kChatCompletions;
+
+std::string with_prompt(const std::string& extra) {
+  return std::string(R"({"prompt": "hi", )") + extra + "}";
+}
+std::string with_messages(const std::string& extra) {
+  return std::string(R"({"messages": [{"role": "user", "content": "hi"}], )") + extra + "}";
+}
+std::string messages(const std::string& list) { return R"({"messages": )" + list + "}"; }
+
+const BadRequest kCatalogue[] = {
+    // The body itself.
+    {"TruncatedJson", kCmpl, R"({"prompt": "hi",)", "", "line 1"},
+    {"TrailingGarbage", kCmpl, R"({"prompt": "hi"} x)", "", "Malformed JSON"},
+    {"EmptyBody", kCmpl, "", "", "Malformed JSON"},
+    {"BodyIsArray", kCmpl, "[1, 2]", "", "JSON object"},
+    {"BodyIsString", kCmpl, R"("hi")", "", "JSON object"},
+    {"NumberBeyondDouble", kCmpl, with_prompt(R"("temperature": 1e400)"), "", "overflow"},
+    {"InvalidUtf8InString", kCmpl, "{\"prompt\": \"a\xff\"}", "", "UTF-8"},
+    {"TruncatedUtf8Sequence", kCmpl, "{\"prompt\": \"\xe2\x82\"}", "", "UTF-8"},
+    {"LoneSurrogateEscape", kCmpl, R"({"prompt": "\ud800"})", "", "surrogate"},
+    {"NanLiteral", kCmpl, with_prompt(R"("temperature": NaN)"), "", "Malformed JSON"},
+    {"InfinityLiteral", kCmpl, with_prompt(R"("temperature": Infinity)"), "", "Malformed JSON"},
+    {"SingleQuotes", kCmpl, "{'prompt': 'hi'}", "", "Malformed JSON"},
+    // prompt.
+    {"PromptMissing", kCmpl, "{}", "prompt", "required"},
+    {"PromptNull", kCmpl, R"({"prompt": null})", "prompt", "required"},
+    {"PromptEmptyString", kCmpl, R"({"prompt": ""})", "prompt", "empty"},
+    {"PromptEmptyArray", kCmpl, R"({"prompt": []})", "prompt", "empty"},
+    {"PromptNumber", kCmpl, R"({"prompt": 5})", "prompt", "an integer"},
+    {"PromptObject", kCmpl, R"({"prompt": {"text": "hi"}})", "prompt", "an object"},
+    {"PromptTwoStrings", kCmpl, R"({"prompt": ["a", "b"]})", "prompt", "one prompt"},
+    {"PromptTwoTokenLists", kCmpl, R"({"prompt": [[1], [2]]})", "prompt", "one prompt"},
+    {"PromptSingleEmptyString", kCmpl, R"({"prompt": [""]})", "prompt[0]", "empty"},
+    {"PromptSingleEmptyTokenList", kCmpl, R"({"prompt": [[]]})", "prompt[0]", "empty"},
+    {"PromptNegativeTokenId", kCmpl, R"({"prompt": [1, -2]})", "prompt[1]", "[0, 2147483647]"},
+    {"PromptTokenIdBeyondInt32", kCmpl, R"({"prompt": [3000000000]})", "prompt[0]", ""},
+    {"PromptFractionalTokenId", kCmpl, R"({"prompt": [1.5]})", "prompt[0]", "decimal"},
+    {"PromptTokenIdAsString", kCmpl, R"({"prompt": [1, "2"]})", "prompt[1]", "a string"},
+    {"PromptTokenIdBoolean", kCmpl, R"({"prompt": [true]})", "prompt[0]", "a boolean"},
+    {"PromptNestedTooDeep", kCmpl, R"({"prompt": [[[1]]]})", "prompt[0][0]", ""},
+    // Sampling parameters.
+    {"TemperatureNegative", kCmpl, with_prompt(R"("temperature": -0.5)"), "temperature", ">= 0"},
+    {"TemperatureString", kCmpl, with_prompt(R"("temperature": "1")"), "temperature", "string"},
+    {"TemperatureBeyondFloat", kCmpl, with_prompt(R"("temperature": 1e39)"), "temperature",
+     "finite"},
+    {"TopPZero", kCmpl, with_prompt(R"("top_p": 0)"), "top_p", "(0, 1]"},
+    {"TopPAboveOne", kCmpl, with_prompt(R"("top_p": 1.5)"), "top_p", "(0, 1]"},
+    {"TopPNegative", kCmpl, with_prompt(R"("top_p": -1)"), "top_p", ""},
+    {"MinPNegative", kCmpl, with_prompt(R"("min_p": -0.1)"), "min_p", "[0, 1]"},
+    {"MinPAboveOne", kCmpl, with_prompt(R"("min_p": 1.01)"), "min_p", "[0, 1]"},
+    {"TopKBelowMinusOne", kCmpl, with_prompt(R"("top_k": -2)"), "top_k", ""},
+    {"TopKFractional", kCmpl, with_prompt(R"("top_k": 2.5)"), "top_k", "an integer"},
+    {"TopKBeyondInt32", kCmpl, with_prompt(R"("top_k": 4294967296)"), "top_k", ""},
+    {"IgnoreEosNumber", kCmpl, with_prompt(R"("ignore_eos": 1)"), "ignore_eos", "a boolean"},
+    {"LogitBiasArray", kCmpl, with_prompt(R"("logit_bias": [1, 2])"), "logit_bias", "object"},
+    {"LogitBiasKeyNotAnId", kCmpl, with_prompt(R"("logit_bias": {"hello": 1})"), "logit_bias",
+     "token id"},
+    {"LogitBiasNegativeKey", kCmpl, with_prompt(R"("logit_bias": {"-5": 1})"), "logit_bias",
+     "token id"},
+    {"LogitBiasKeyBeyondInt32", kCmpl, with_prompt(R"("logit_bias": {"99999999999": 1})"),
+     "logit_bias", "token id"},
+    {"LogitBiasEmptyKey", kCmpl, with_prompt(R"("logit_bias": {"": 1})"), "logit_bias", ""},
+    {"LogitBiasAbove100", kCmpl, with_prompt(R"("logit_bias": {"5": 100.5})"), "logit_bias",
+     "[-100, 100]"},
+    {"LogitBiasBelowMinus100", kCmpl, with_prompt(R"("logit_bias": {"5": -101})"), "logit_bias",
+     "[-100, 100]"},
+    {"LogitBiasValueString", kCmpl, with_prompt(R"("logit_bias": {"5": "1"})"), "logit_bias",
+     "a number"},
+    {"SeedFractional", kCmpl, with_prompt(R"("seed": 1.5)"), "seed", ""},
+    {"SeedString", kCmpl, with_prompt(R"("seed": "42")"), "seed", ""},
+    {"SeedBeyondUint64", kCmpl, with_prompt(R"("seed": 1e30)"), "seed", ""},
+    // Lengths.
+    {"MaxTokensZero", kCmpl, with_prompt(R"("max_tokens": 0)"), "max_tokens", "[1, 16777216]"},
+    {"MaxTokensNegative", kCmpl, with_prompt(R"("max_tokens": -1)"), "max_tokens", ""},
+    {"MaxTokensFractional", kCmpl, with_prompt(R"("max_tokens": 16.5)"), "max_tokens",
+     "an integer"},
+    {"MaxTokensAbsurd", kCmpl, with_prompt(R"("max_tokens": 16777217)"), "max_tokens", ""},
+    {"MaxTokensHugeFloat", kCmpl, with_prompt(R"("max_tokens": 1e30)"), "max_tokens", ""},
+    {"MaxTokensBeyondUint64", kCmpl, with_prompt(R"("max_tokens": 99999999999999999999999)"),
+     "max_tokens", ""},
+    {"MaxTokensString", kCmpl, with_prompt(R"("max_tokens": "16")"), "max_tokens", "a string"},
+    {"MaxTokensBoolean", kCmpl, with_prompt(R"("max_tokens": true)"), "max_tokens", "boolean"},
+    {"MaxCompletionTokensZero", kChat, with_messages(R"("max_completion_tokens": 0)"),
+     "max_completion_tokens", ""},
+    // stop.
+    {"StopFiveSequences", kCmpl, with_prompt(R"("stop": ["a", "b", "c", "d", "e"])"), "stop",
+     "at most 4"},
+    {"StopNumber", kCmpl, with_prompt(R"("stop": 5)"), "stop", ""},
+    {"StopArrayWithNumber", kCmpl, with_prompt(R"("stop": ["a", 5])"), "stop[1]", "a string"},
+    // Streaming.
+    {"StreamString", kCmpl, with_prompt(R"("stream": "true")"), "stream", "a boolean"},
+    {"StreamOptionsWithoutStream", kCmpl, with_prompt(R"("stream_options": {})"), "stream_options",
+     "stream"},
+    {"StreamOptionsNotObject", kCmpl, with_prompt(R"("stream": true, "stream_options": true)"),
+     "stream_options", ""},
+    {"IncludeUsageString", kChat,
+     with_messages(R"("stream": true, "stream_options": {"include_usage": "yes"})"),
+     "stream_options.include_usage", ""},
+    // Plain string fields.
+    {"ModelNumber", kCmpl, with_prompt(R"("model": 7)"), "model", "a string"},
+    {"UserObject", kCmpl, with_prompt(R"("user": {})"), "user", "a string"},
+    // Options this server does not implement.
+    {"NTwo", kCmpl, with_prompt(R"("n": 2)"), "n", "n=1"},
+    {"NZero", kCmpl, with_prompt(R"("n": 0)"), "n", "n=1"},
+    {"NString", kCmpl, with_prompt(R"("n": "1")"), "n", ""},
+    {"ChatNThree", kChat, with_messages(R"("n": 3)"), "n", "n=1"},
+    {"BestOfTwo", kCmpl, with_prompt(R"("best_of": 2)"), "best_of", "not supported"},
+    {"LogprobsFive", kCmpl, with_prompt(R"("logprobs": 5)"), "logprobs", "not supported"},
+    {"LogprobsTrue", kCmpl, with_prompt(R"("logprobs": true)"), "logprobs", "not supported"},
+    {"EchoTrue", kCmpl, with_prompt(R"("echo": true)"), "echo", "not supported"},
+    {"EchoString", kCmpl, with_prompt(R"("echo": "no")"), "echo", "a boolean"},
+    {"SuffixNonEmpty", kCmpl, with_prompt(R"("suffix": "end")"), "suffix", "not supported"},
+    {"PresencePenalty", kCmpl, with_prompt(R"("presence_penalty": 0.5)"), "presence_penalty",
+     "not supported"},
+    {"FrequencyPenalty", kChat, with_messages(R"("frequency_penalty": -1)"), "frequency_penalty",
+     "not supported"},
+    {"RepetitionPenalty", kCmpl, with_prompt(R"("repetition_penalty": 1.2)"), "repetition_penalty",
+     "not supported"},
+    {"ChatLogprobsTrue", kChat, with_messages(R"("logprobs": true)"), "logprobs", "not supported"},
+    {"ChatTopLogprobs", kChat, with_messages(R"("top_logprobs": 3)"), "top_logprobs",
+     "not supported"},
+    {"ChatTools", kChat, with_messages(R"("tools": [{"type": "function"}])"), "tools",
+     "not supported"},
+    {"ChatResponseFormatJson", kChat,
+     with_messages(R"("response_format": {"type": "json_object"})"), "response_format.type",
+     "not supported"},
+    // messages.
+    {"MessagesMissing", kChat, R"({"prompt": "hi"})", "messages", "required"},
+    {"MessagesEmpty", kChat, messages("[]"), "messages", "empty"},
+    {"MessagesObject", kChat, messages(R"({"role": "user", "content": "hi"})"), "messages",
+     "an array"},
+    {"MessageNotObject", kChat, messages(R"(["hi"])"), "messages[0]", "an object"},
+    {"MessageRoleMissing", kChat, messages(R"([{"content": "hi"}])"), "messages[0].role",
+     "required"},
+    {"MessageRoleUnknown", kChat,
+     messages(R"([{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}])"),
+     "messages[1].role", "wizard"},
+    {"MessageRoleTool", kChat, messages(R"([{"role": "tool", "content": "{}"}])"),
+     "messages[0].role", ""},
+    {"MessageRoleNumber", kChat, messages(R"([{"role": 1, "content": "hi"}])"), "messages[0].role",
+     "a string"},
+    {"MessageUserContentMissing", kChat, messages(R"([{"role": "user"}])"), "messages[0].content",
+     "required"},
+    {"MessageContentNumber", kChat, messages(R"([{"role": "user", "content": 3}])"),
+     "messages[0].content", ""},
+    {"MessageContentImagePart", kChat,
+     messages(R"([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])"),
+     "messages[0].content[0].type", "image_url"},
+    {"MessageContentPartWithoutText", kChat,
+     messages(R"([{"role": "user", "content": [{"type": "text"}]}])"),
+     "messages[0].content[0].text", "required"},
+    {"MessageContentPartNotObject", kChat, messages(R"([{"role": "user", "content": ["hi"]}])"),
+     "messages[0].content[0]", "an object"},
+    {"MessageContentPartTextNumber", kChat,
+     messages(R"([{"role": "user", "content": [{"type": "text", "text": 1}]}])"),
+     "messages[0].content[0].text", "a string"},
+    {"ChatTemperatureNegative", kChat, with_messages(R"("temperature": -1)"), "temperature", ""},
+};
+
+class BadRequestCatalogue : public testing::TestWithParam<BadRequest> {};
+
+TEST_P(BadRequestCatalogue, IsRefusedWith400NamingTheField) {
+  const BadRequest& c = GetParam();
+  auto parsed = parse_completion_request(c.body, c.endpoint);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << "accepted: " << c.body;
+  const ApiError& error = std::get<ApiError>(parsed);
+  EXPECT_EQ(error.status, 400);
+  EXPECT_EQ(error.type, "invalid_request_error");
+  EXPECT_EQ(error.param, c.param) << error.message;
+  EXPECT_NE(error.message.find(c.message_part), std::string::npos) << error.message;
+  // The error body is valid JSON even when the message quotes invalid bytes.
+  auto body = nlohmann::json::parse(to_json_body(error));
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocol, BadRequestCatalogue, testing::ValuesIn(kCatalogue),
+                         [](const testing::TestParamInfo<BadRequest>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(BadRequestCatalogue, HoldsAtLeastFortyCases) { EXPECT_GE(std::size(kCatalogue), 40u); }
+
+}  // namespace
+}  // namespace tandem

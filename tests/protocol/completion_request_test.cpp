@@ -1,0 +1,264 @@
+// Accepted request bodies: defaults, the several shapes of prompt, stop and messages, the
+// neutral values of unsupported options, and the model-dependent checks.
+#include "protocol/completion_request.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace tandem {
+namespace {
+
+using namespace std::string_literals;
+
+CompletionRequest parse_ok(const std::string& body, Endpoint endpoint = Endpoint::kCompletions) {
+  auto parsed = parse_completion_request(body, endpoint);
+  if (auto* error = std::get_if<ApiError>(&parsed)) {
+    ADD_FAILURE() << "rejected " << body << ": " << error->message << " (" << error->param << ")";
+    return {};
+  }
+  return std::get<CompletionRequest>(parsed);
+}
+
+CompletionRequest parse_chat_ok(const std::string& body) {
+  return parse_ok(body, Endpoint::kChatCompletions);
+}
+
+TEST(CompletionRequest, MinimalCompletionGetsOpenAiDefaults) {
+  CompletionRequest r = parse_ok(R"({"prompt": "Hello"})");
+  EXPECT_EQ(r.endpoint, Endpoint::kCompletions);
+  EXPECT_EQ(r.prompt_text, "Hello");
+  EXPECT_FALSE(r.has_prompt_tokens());
+  EXPECT_TRUE(r.model.empty());
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_EQ(r.sampling.min_p, 0.0f);
+  EXPECT_TRUE(r.sampling.logit_bias.empty());
+  EXPECT_FALSE(r.sampling.ignore_eos);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_TRUE(r.user.empty());
+}
+
+TEST(CompletionRequest, ChatWithoutMaxTokensRunsUntilTheContextEnds) {
+  CompletionRequest r = parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_EQ(r.endpoint, Endpoint::kChatCompletions);
+  EXPECT_FALSE(r.max_tokens.has_value());
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, "user");
+  EXPECT_EQ(r.messages[0].content, "hi");
+  EXPECT_TRUE(r.prompt_text.empty());
+}
+
+TEST(CompletionRequest, EveryFieldIsRead) {
+  CompletionRequest r = parse_ok(R"({
+      "model": "tiny", "prompt": "x", "max_tokens": 7, "temperature": 0.5, "top_p": 0.9,
+      "top_k": 40, "min_p": 0.05, "seed": 1234, "stop": ["\n", "END"], "stream": true,
+      "stream_options": {"include_usage": true}, "logit_bias": {"15": -100, "3": 2.5},
+      "ignore_eos": true, "user": "alice"})");
+  EXPECT_EQ(r.model, "tiny");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_EQ(r.sampling.min_p, 0.05f);
+  EXPECT_EQ(r.seed, 1234u);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  // Sorted by token id, whatever the JSON order.
+  ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(r.sampling.logit_bias[0], (std::pair<int32_t, float>{3, 2.5f}));
+  EXPECT_EQ(r.sampling.logit_bias[1], (std::pair<int32_t, float>{15, -100.0f}));
+  EXPECT_TRUE(r.sampling.ignore_eos);
+  EXPECT_EQ(r.user, "alice");
+  EXPECT_EQ(r.sampling.seed, 0u);  // the server copies the seed in once it is settled
+}
+
+TEST(CompletionRequest, MaxCompletionTokensWinsOverMaxTokens) {
+  CompletionRequest r = parse_chat_ok(
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5,
+          "max_completion_tokens": 9})");
+  EXPECT_EQ(r.max_tokens, 9);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "max_completion_tokens": 3})").max_tokens, 3);
+}
+
+TEST(CompletionRequest, IntegralFloatsCountAsIntegers) {
+  CompletionRequest r = parse_ok(R"({"prompt": "x", "max_tokens": 16.0, "top_k": 2e1, "n": 1.0})");
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_EQ(r.sampling.top_k, 20);
+}
+
+TEST(CompletionRequest, BoundaryValuesAreAccepted) {
+  CompletionRequest r = parse_ok(
+      R"({"prompt": "x", "max_tokens": 16777216, "temperature": 0, "top_p": 1, "min_p": 1,
+          "logit_bias": {"0": 100, "2147483647": -100}})");
+  EXPECT_EQ(r.max_tokens, kMaxTokensLimit);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.min_p, 1.0f);
+  EXPECT_EQ(r.sampling.logit_bias.back().first, 2147483647);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "max_tokens": 1})").max_tokens, 1);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "top_p": 1e-9})").sampling.top_p, 1e-9f);
+}
+
+TEST(CompletionRequest, TopKMinusOneMeansOffAsInVllm) {
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "top_k": -1})").sampling.top_k, 0);
+}
+
+TEST(CompletionRequest, NullMeansTheDefault) {
+  CompletionRequest r = parse_ok(
+      R"({"prompt": "x", "max_tokens": null, "temperature": null, "top_p": null, "seed": null,
+          "stop": null, "stream": null, "stream_options": null, "logit_bias": null, "n": null,
+          "user": null, "model": null, "logprobs": null, "echo": null, "best_of": null})");
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_FALSE(r.stream);
+}
+
+TEST(CompletionRequest, UnknownFieldsAreIgnored) {
+  CompletionRequest r = parse_ok(
+      R"({"prompt": "x", "frobnicate": [1, {"a": null}], "metadata": {"k": "v"},
+          "top_a": "weird", "": 0})");
+  EXPECT_EQ(r.prompt_text, "x");
+}
+
+TEST(CompletionRequest, NeutralValuesOfUnsupportedOptionsAreAccepted) {
+  parse_ok(R"({"prompt": "x", "n": 1, "best_of": 1, "logprobs": 0, "echo": false, "suffix": "",
+               "presence_penalty": 0, "frequency_penalty": 0.0, "repetition_penalty": 1})");
+  parse_ok(R"({"prompt": "x", "logprobs": false})");
+  parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": false,
+                    "top_logprobs": 0, "tools": [], "tool_choice": "none",
+                    "response_format": {"type": "text"}})");
+}
+
+TEST(CompletionRequest, PromptMayBeTokenIds) {
+  CompletionRequest r = parse_ok(R"({"prompt": [1, 2, 2147483647, 0]})");
+  EXPECT_TRUE(r.has_prompt_tokens());
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 2, 2147483647, 0}));
+  EXPECT_TRUE(r.prompt_text.empty());
+}
+
+TEST(CompletionRequest, PromptMayBeABatchOfOne) {
+  EXPECT_EQ(parse_ok(R"({"prompt": ["only"]})").prompt_text, "only");
+  EXPECT_EQ(parse_ok(R"({"prompt": [[5, 6]]})").prompt_tokens, (std::vector<int32_t>{5, 6}));
+}
+
+TEST(CompletionRequest, PromptTextKeepsEveryByte) {
+  // Control characters, quotes, backslashes, NUL, emoji and CJK survive the round trip.
+  CompletionRequest r =
+      parse_ok(R"({"prompt": "a\"b\\c\n\t\u0000\u0001 \ud83d\ude00 \u4e2d <|im_start|>"})");
+  EXPECT_EQ(r.prompt_text, "a\"b\\c\n\t\0\x01 \xf0\x9f\x98\x80 \xe4\xb8\xad <|im_start|>"s);
+}
+
+TEST(CompletionRequest, StopMayBeAStringOrAnArrayAndEmptiesAreDropped) {
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "stop": "###"})").stop, (std::vector<std::string>{"###"}));
+  EXPECT_TRUE(parse_ok(R"({"prompt": "x", "stop": ""})").stop.empty());
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "stop": ["a", "", "b", ""]})").stop,
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(parse_ok(R"({"prompt": "x", "stop": []})").stop.empty());
+}
+
+TEST(CompletionRequest, SeedCoversTheWholeUint64RangeAndNegativesWrap) {
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "seed": 0})").seed, 0u);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "seed": 18446744073709551615})").seed, UINT64_MAX);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "seed": -1})").seed, UINT64_MAX);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "seed": 42.0})").seed, 42u);
+}
+
+TEST(CompletionRequest, StreamOptionsAreReadOnlyWhenStreaming) {
+  CompletionRequest r = parse_ok(R"({"prompt": "x", "stream": true, "stream_options": {}})");
+  EXPECT_TRUE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  r = parse_ok(R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": false}})");
+  EXPECT_FALSE(r.include_usage);
+}
+
+TEST(CompletionRequest, ChatReadsRolesAndTextParts) {
+  CompletionRequest r = parse_chat_ok(R"({"messages": [
+      {"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "one"},
+                                   {"type": "text", "text": "two"}]},
+      {"role": "assistant", "content": null},
+      {"role": "assistant", "content": "ok", "name": "bot"},
+      {"role": "user", "content": ""}]})");
+  ASSERT_EQ(r.messages.size(), 5u);
+  EXPECT_EQ(r.messages[0].role, "system");  // developer is OpenAI's newer name for system
+  EXPECT_EQ(r.messages[0].content, "be brief");
+  EXPECT_EQ(r.messages[1].content, "one\ntwo");
+  EXPECT_EQ(r.messages[2].role, "assistant");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.messages[3].content, "ok");
+  EXPECT_EQ(r.messages[4].content, "");
+}
+
+TEST(CompletionRequest, ChatIgnoresPromptAndCompletionsIgnoresMessages) {
+  CompletionRequest chat =
+      parse_chat_ok(R"({"prompt": 12, "messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_TRUE(chat.prompt_text.empty());
+  CompletionRequest cmpl = parse_ok(R"({"prompt": "p", "messages": 12})");
+  EXPECT_TRUE(cmpl.messages.empty());
+}
+
+TEST(CompletionRequest, ParseErrorsSayWhere) {
+  auto parsed = parse_completion_request("{\n  \"prompt\": \"x\",\n  \"max_tokens\": 1x\n}",
+                                         Endpoint::kCompletions);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(parsed));
+  EXPECT_NE(std::get<ApiError>(parsed).message.find("line 3"), std::string::npos)
+      << std::get<ApiError>(parsed).message;
+}
+
+TEST(CompletionRequest, DeeplyNestedJsonIsRefusedNotCrashed) {
+  std::string body =
+      R"({"prompt": )" + std::string(100000, '[') + "1" + std::string(100000, ']') + "}";
+  auto parsed = parse_completion_request(body, Endpoint::kCompletions);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(parsed));
+  EXPECT_EQ(std::get<ApiError>(parsed).param, "prompt[0][0]");
+}
+
+TEST(CompletionRequest, ErrorMessagesQuoteAtMostABoundedPartOfTheRequest) {
+  std::string body = R"({"prompt": "x", "max_tokens": )" + std::string(5000, '9') + "}";
+  auto parsed = parse_completion_request(body, Endpoint::kCompletions);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(parsed));
+  EXPECT_LT(std::get<ApiError>(parsed).message.size(), 600u);
+}
+
+TEST(CompletionRequest, TokenIdsAreCheckedAgainstTheVocabulary) {
+  CompletionRequest r = parse_ok(R"({"prompt": [0, 99], "logit_bias": {"5": 1}})");
+  EXPECT_FALSE(check_token_ids(r, 100).has_value());
+  auto error = check_token_ids(r, 99);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->status, 400);
+  EXPECT_EQ(error->param, "prompt");
+  EXPECT_NE(error->message.find("99"), std::string::npos);
+
+  CompletionRequest bias = parse_ok(R"({"prompt": "x", "logit_bias": {"1000": 1}})");
+  error = check_token_ids(bias, 1000);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->param, "logit_bias");
+}
+
+TEST(CompletionRequest, PromptMustLeaveRoomForOneToken) {
+  EXPECT_FALSE(check_prompt_length(2047, 2048, Endpoint::kCompletions).has_value());
+  auto full = check_prompt_length(2048, 2048, Endpoint::kCompletions);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->status, 400);
+  EXPECT_EQ(full->code, "context_length_exceeded");
+  EXPECT_EQ(full->param, "prompt");
+  auto chat = check_prompt_length(5000, 2048, Endpoint::kChatCompletions);
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_EQ(chat->param, "messages");
+  auto empty = check_prompt_length(0, 2048, Endpoint::kCompletions);
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(empty->status, 400);
+}
+
+}  // namespace
+}  // namespace tandem

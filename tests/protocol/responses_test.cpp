@@ -1,0 +1,149 @@
+// Response bodies and stream chunks: the OpenAI shapes, parsed back field by field, and
+// valid JSON whatever bytes the generated text holds.
+#include "protocol/responses.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tandem {
+namespace {
+
+using Json = nlohmann::json;
+using namespace std::string_literals;
+
+ResponseHeader header(Endpoint endpoint = Endpoint::kCompletions) {
+  return ResponseHeader{make_response_id(endpoint, 0xabc), 1700000000, "tiny",
+                        18446744073709551615ull};
+}
+
+void expect_envelope(const Json& body, const char* object, const char* id_prefix) {
+  EXPECT_EQ(body["object"], object);
+  EXPECT_EQ(body["id"].get<std::string>().rfind(id_prefix, 0), 0u) << body["id"];
+  EXPECT_EQ(body["created"], 1700000000);
+  EXPECT_EQ(body["model"], "tiny");
+  EXPECT_EQ(body["seed"].get<uint64_t>(), 18446744073709551615ull);
+}
+
+TEST(Responses, IdsNameTheEndpointAndAreUniquePerNumber) {
+  EXPECT_EQ(make_response_id(Endpoint::kCompletions, 255), "cmpl-00000000000000ff");
+  EXPECT_EQ(make_response_id(Endpoint::kChatCompletions, 1), "chatcmpl-0000000000000001");
+  EXPECT_NE(make_response_id(Endpoint::kCompletions, 1),
+            make_response_id(Endpoint::kCompletions, 2));
+}
+
+TEST(Responses, CompletionHasTextFinishReasonUsageAndSeed) {
+  Json body = Json::parse(
+      completion_response_json(header(), "Hello world", FinishReason::kLength, Usage{5, 16}));
+  expect_envelope(body, "text_completion", "cmpl-");
+  ASSERT_EQ(body["choices"].size(), 1u);
+  const Json& choice = body["choices"][0];
+  EXPECT_EQ(choice["index"], 0);
+  EXPECT_EQ(choice["text"], "Hello world");
+  EXPECT_EQ(choice["finish_reason"], "length");
+  EXPECT_TRUE(choice["logprobs"].is_null());
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 16);
+  EXPECT_EQ(body["usage"]["total_tokens"], 21);
+}
+
+TEST(Responses, ChatCompletionHasAnAssistantMessage) {
+  Json body = Json::parse(chat_completion_response_json(header(Endpoint::kChatCompletions), "Hi!",
+                                                        FinishReason::kStop, Usage{9, 2}));
+  expect_envelope(body, "chat.completion", "chatcmpl-");
+  const Json& choice = body["choices"][0];
+  EXPECT_EQ(choice["message"]["role"], "assistant");
+  EXPECT_EQ(choice["message"]["content"], "Hi!");
+  EXPECT_EQ(choice["finish_reason"], "stop");
+  EXPECT_EQ(body["usage"]["total_tokens"], 11);
+}
+
+TEST(Responses, CompletionChunksCarryTextAndFinishOnlyAtTheEnd) {
+  Json middle = Json::parse(completion_chunk_json(header(), "Hel", std::nullopt));
+  expect_envelope(middle, "text_completion", "cmpl-");
+  EXPECT_EQ(middle["choices"][0]["text"], "Hel");
+  EXPECT_TRUE(middle["choices"][0]["finish_reason"].is_null());
+  EXPECT_FALSE(middle.contains("usage"));
+  Json last = Json::parse(completion_chunk_json(header(), "", FinishReason::kStop));
+  EXPECT_EQ(last["choices"][0]["text"], "");
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(Responses, ChatStreamStartsWithARoleDeltaAndEndsWithAnEmptyDelta) {
+  ResponseHeader h = header(Endpoint::kChatCompletions);
+  Json first = Json::parse(chat_role_chunk_json(h));
+  expect_envelope(first, "chat.completion.chunk", "chatcmpl-");
+  EXPECT_EQ(first["choices"][0]["delta"], (Json{{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+
+  Json middle = Json::parse(chat_chunk_json(h, "lo", std::nullopt));
+  EXPECT_EQ(middle["choices"][0]["delta"], (Json{{"content", "lo"}}));
+  EXPECT_TRUE(middle["choices"][0]["finish_reason"].is_null());
+
+  Json last = Json::parse(chat_chunk_json(h, "", FinishReason::kLength));
+  EXPECT_EQ(last["choices"][0]["delta"], Json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+
+  Json last_with_text = Json::parse(chat_chunk_json(h, "!", FinishReason::kStop));
+  EXPECT_EQ(last_with_text["choices"][0]["delta"], (Json{{"content", "!"}}));
+}
+
+TEST(Responses, UsageChunkHasNoChoices) {
+  for (Endpoint endpoint : {Endpoint::kCompletions, Endpoint::kChatCompletions}) {
+    Json body = Json::parse(usage_chunk_json(header(endpoint), endpoint, Usage{3, 4}));
+    EXPECT_EQ(body["object"],
+              endpoint == Endpoint::kCompletions ? "text_completion" : "chat.completion.chunk");
+    EXPECT_TRUE(body["choices"].is_array());
+    EXPECT_TRUE(body["choices"].empty());
+    EXPECT_EQ(body["usage"]["total_tokens"], 7);
+    EXPECT_EQ(body["seed"].get<uint64_t>(), 18446744073709551615ull);
+  }
+}
+
+TEST(Responses, AnyValidTextRoundTripsExactly) {
+  const std::vector<std::string> texts = {
+      "quote \" backslash \\ slash /",
+      "newline \n return \r tab \t",
+      "NUL \0 and \x01\x1f\x7f"s,
+      "emoji \xf0\x9f\x98\x80 CJK \xe4\xb8\xad accent \xc3\xa9",
+      "</script><|im_end|>data: [DONE]\n\n",
+      "\xe2\x80\xa8 line separator",
+  };
+  for (const std::string& text : texts) {
+    std::string chunk = chat_chunk_json(header(), text, std::nullopt);
+    EXPECT_EQ(chunk.find('\n'), std::string::npos) << "a raw newline would break SSE framing";
+    EXPECT_EQ(Json::parse(chunk)["choices"][0]["delta"]["content"], text);
+    EXPECT_EQ(Json::parse(completion_response_json(header(), text, FinishReason::kStop,
+                                                   Usage{}))["choices"][0]["text"],
+              text);
+  }
+}
+
+TEST(Responses, InvalidUtf8BecomesReplacementCharactersNotAThrow) {
+  const std::string broken = "ok \xff\xfe mid \xe2\x82 end \xc0";
+  std::string body;
+  ASSERT_NO_THROW(body = completion_chunk_json(header(), broken, std::nullopt));
+  std::string text = Json::parse(body)["choices"][0]["text"];
+  EXPECT_EQ(text.rfind("ok ", 0), 0u);
+  EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+  EXPECT_NO_THROW(
+      Json::parse(chat_completion_response_json(header(), broken, FinishReason::kStop, Usage{})));
+}
+
+TEST(Responses, ModelsListNamesTheModelItsContextAndChatTemplate) {
+  Json body = Json::parse(models_list_json(ServedModel{"tiny", 1700000000, 2048, "llama3"}));
+  EXPECT_EQ(body["object"], "list");
+  ASSERT_EQ(body["data"].size(), 1u);
+  const Json& model = body["data"][0];
+  EXPECT_EQ(model["id"], "tiny");
+  EXPECT_EQ(model["object"], "model");
+  EXPECT_EQ(model["created"], 1700000000);
+  EXPECT_EQ(model["owned_by"], "tandem");
+  EXPECT_EQ(model["max_model_len"], 2048);
+  EXPECT_EQ(model["chat_template"], "llama3");
+}
+
+}  // namespace
+}  // namespace tandem

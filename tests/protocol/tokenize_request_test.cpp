@@ -1,0 +1,101 @@
+// llama-server's /tokenize and /detokenize bodies: defaults, errors naming the field, and
+// response shapes.
+#include "protocol/tokenize_request.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace tandem {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(TokenizeRequest, AddSpecialAndParseSpecialDefaultToTrue) {
+  auto parsed = parse_tokenize_request(R"({"content": "Hello <|im_start|>"})");
+  ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
+  const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
+  EXPECT_EQ(r.content, "Hello <|im_start|>");
+  EXPECT_TRUE(r.add_special);
+  EXPECT_TRUE(r.parse_special);
+}
+
+TEST(TokenizeRequest, FlagsAreRead) {
+  auto parsed = parse_tokenize_request(
+      R"({"content": "", "add_special": false, "parse_special": false, "with_pieces": true})");
+  ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
+  EXPECT_FALSE(std::get<TokenizeRequest>(parsed).add_special);
+  EXPECT_FALSE(std::get<TokenizeRequest>(parsed).parse_special);
+  EXPECT_TRUE(std::get<TokenizeRequest>(parsed).content.empty());
+}
+
+TEST(TokenizeRequest, BadBodiesNameTheField) {
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  const Case cases[] = {
+      {R"({})", "content"},
+      {R"({"content": null})", "content"},
+      {R"({"content": 5})", "content"},
+      {R"({"content": ["a"]})", "content"},
+      {R"({"content": "a", "add_special": "yes"})", "add_special"},
+      {R"({"content": "a", "parse_special": 0})", "parse_special"},
+      {R"({"content": "a")", ""},
+      {R"([])", ""},
+  };
+  for (const Case& c : cases) {
+    auto parsed = parse_tokenize_request(c.body);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << c.body;
+    EXPECT_EQ(std::get<ApiError>(parsed).status, 400);
+    EXPECT_EQ(std::get<ApiError>(parsed).param, c.param) << c.body;
+  }
+}
+
+TEST(DetokenizeRequest, ReadsTokenIds) {
+  auto parsed = parse_detokenize_request(R"({"tokens": [1, 15043, 0]})");
+  ASSERT_TRUE(std::holds_alternative<DetokenizeRequest>(parsed));
+  EXPECT_EQ(std::get<DetokenizeRequest>(parsed).tokens, (std::vector<int32_t>{1, 15043, 0}));
+  auto empty = parse_detokenize_request(R"({"tokens": []})");
+  ASSERT_TRUE(std::holds_alternative<DetokenizeRequest>(empty));
+  EXPECT_TRUE(std::get<DetokenizeRequest>(empty).tokens.empty());
+}
+
+TEST(DetokenizeRequest, BadBodiesNameTheField) {
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  const Case cases[] = {
+      {R"({})", "tokens"},
+      {R"({"tokens": "1 2"})", "tokens"},
+      {R"({"tokens": [1, -1]})", "tokens[1]"},
+      {R"({"tokens": [1.5]})", "tokens[0]"},
+      {R"({"tokens": [4294967296]})", "tokens[0]"},
+      {R"({"tokens": [[1]]})", "tokens[0]"},
+      {"not json", ""},
+  };
+  for (const Case& c : cases) {
+    auto parsed = parse_detokenize_request(c.body);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << c.body;
+    EXPECT_EQ(std::get<ApiError>(parsed).status, 400);
+    EXPECT_EQ(std::get<ApiError>(parsed).param, c.param) << c.body;
+  }
+}
+
+TEST(TokenizeResponses, HaveLlamaServersShapes) {
+  const std::vector<int32_t> ids = {1, 2, 3};
+  EXPECT_EQ(Json::parse(tokenize_response_json(ids)), (Json{{"tokens", {1, 2, 3}}}));
+  EXPECT_EQ(Json::parse(tokenize_response_json({})), (Json{{"tokens", Json::array()}}));
+  EXPECT_EQ(Json::parse(detokenize_response_json("a\n\"b\"")), (Json{{"content", "a\n\"b\""}}));
+}
+
+TEST(TokenizeResponses, DetokenizedPartialCharacterStillGivesValidJson) {
+  // Token ids cut inside a multi-byte character decode to invalid UTF-8.
+  Json body = Json::parse(detokenize_response_json("ab\xe4\xb8"));
+  EXPECT_EQ(body["content"].get<std::string>().rfind("ab", 0), 0u);
+}
+
+}  // namespace
+}  // namespace tandem
