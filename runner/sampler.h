@@ -74,6 +74,10 @@ class Sampler {
   };
   int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
                           float z_max);
+  // The top k tokens (fewer if fewer are above the floor) among those with
+  // z - z_max >= floor, in ranked_, in no particular order.
+  std::span<RankedToken> top_k_candidates(std::span<const float> z, float z_max, size_t k,
+                                          float floor);
   int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
   int32_t fallback(std::span<float> logits);
 

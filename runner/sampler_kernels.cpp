@@ -3,6 +3,7 @@
 // the vector path rounds every multiply and add separately, and so must this one.
 #include "runner/sampler_kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cfloat>
@@ -116,21 +117,25 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
-void ladder(const float* z, int32_t n, float z_max, bool with_mass, Ladder* out) {
-  *out = Ladder{};
+float z_sum(const float* z, int32_t n, float z_max) {
   std::array<float, 16> lanes{};
+  for (int32_t i = 0; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_shifted(z[i] - z_max);
+  return fold_lanes(lanes);
+}
+
+void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
+  *out = Ladder{};
+  const int32_t stride = n > kLadderFullRows ? 8 : 1;
   for (int32_t i = 0; i < n; ++i) {
     const float d = z[i] - z_max;
-    const float e = with_mass ? exp_shifted(d) : 0.0f;
-    if (with_mass) lanes[i & 15] = lanes[i & 15] + e;
+    const bool head = d >= -kLadderHead;
+    const bool sampled = (i / 16) % stride == 0;
+    if (!head && !sampled) continue;
+    const float weighed = exp_shifted(d) * (head ? 1.0f : static_cast<float>(stride));
     for (int r = 0; r < kRungs; ++r) {
-      if (d >= -kRungDepth[r]) {
-        out->count[r] += 1;
-        out->mass[r] += e;
-      }
+      if (d >= -kRungDepth[r]) out->mass[r] += weighed;
     }
   }
-  if (with_mass) out->z_sum = fold_lanes(lanes);
 }
 
 int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
@@ -170,8 +175,8 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
   return at;
 }
 
-constexpr Kernels kPortable = {scale_max,       argmax, ladder,       collect,
-                               exp_shifted_row, noise,  gumbel_argmax};
+constexpr Kernels kPortable = {scale_max, argmax,          z_sum, ladder,
+                               collect,   exp_shifted_row, noise, gumbel_argmax};
 
 bool cpu_has_avx512() {
   __builtin_cpu_init();

@@ -185,43 +185,35 @@ int32_t argmax(const float* x, int32_t n) {
   return -1;  // unreachable: top came from x
 }
 
-template <bool kWithMass>
-void ladder_pass(const float* z, int32_t n, float z_max, Ladder* out) {
+float z_sum(const float* z, int32_t n, float z_max) {
   const __m512 top = set(z_max);
-  const __m512i one = _mm512_set1_epi32(1);
   __m512 lanes = _mm512_setzero_ps();
-  __m512 mass[kRungs];
-  __m512i count[kRungs];
-  for (int r = 0; r < kRungs; ++r) {
-    mass[r] = _mm512_setzero_ps();
-    count[r] = _mm512_setzero_si512();
-  }
   for (int32_t i = 0; i < n; i += 16) {
-    const __m512 d = sub(load_or_neg_inf(z + i, tail_mask(n - i)), top);
-    __m512 e = _mm512_setzero_ps();
-    if constexpr (kWithMass) {
-      e = exp_shifted16(d);
-      lanes = add(lanes, e);
-    }
-    for (int r = 0; r < kRungs; ++r) {
-      const __mmask16 in = _mm512_cmp_ps_mask(d, set(-kRungDepth[r]), _CMP_GE_OQ);
-      count[r] = _mm512_mask_add_epi32(count[r], in, count[r], one);
-      if constexpr (kWithMass) mass[r] = _mm512_mask_add_ps(mass[r], in, mass[r], e);
-    }
+    lanes = add(lanes, exp_shifted16(sub(load_or_neg_inf(z + i, tail_mask(n - i)), top)));
   }
-  for (int r = 0; r < kRungs; ++r) {
-    out->count[r] = _mm512_reduce_add_epi32(count[r]);
-    out->mass[r] = kWithMass ? _mm512_reduce_add_ps(mass[r]) : 0.0f;
-  }
-  out->z_sum = kWithMass ? fold_lanes(lanes) : 0.0f;
+  return fold_lanes(lanes);
 }
 
-void ladder(const float* z, int32_t n, float z_max, bool with_mass, Ladder* out) {
-  if (with_mass) {
-    ladder_pass<true>(z, n, z_max, out);
-  } else {
-    ladder_pass<false>(z, n, z_max, out);
+void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
+  const __m512 top = set(z_max);
+  const int32_t stride = n > kLadderFullRows ? 8 : 1;
+  const __m512 tail_weight = set(static_cast<float>(stride));
+  __m512 mass[kRungs];
+  for (auto& m : mass) m = _mm512_setzero_ps();
+  for (int32_t i = 0, group = 0; i < n; i += 16, ++group) {
+    const __m512 d = sub(load_or_neg_inf(z + i, tail_mask(n - i)), top);
+    const __mmask16 head = _mm512_cmp_ps_mask(d, set(-kLadderHead), _CMP_GE_OQ);
+    const bool sampled = group % stride == 0;
+    if (!sampled && head == 0) continue;
+    const __m512 weight = sampled ? _mm512_mask_blend_ps(head, tail_weight, set(1.0f))
+                                  : _mm512_maskz_mov_ps(head, set(1.0f));
+    const __m512 weighed = mul(exp_shifted16(d), weight);
+    for (int r = 0; r < kRungs; ++r) {
+      const __mmask16 in = _mm512_cmp_ps_mask(d, set(-kRungDepth[r]), _CMP_GE_OQ);
+      mass[r] = _mm512_mask_add_ps(mass[r], in, mass[r], weighed);
+    }
   }
+  for (int r = 0; r < kRungs; ++r) out->mass[r] = _mm512_reduce_add_ps(mass[r]);
 }
 
 int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
@@ -349,7 +341,7 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
 
 }  // namespace
 
-extern const Kernels kKernels = {scale_max,       argmax, ladder,       collect,
-                                 exp_shifted_row, noise,  gumbel_argmax};
+extern const Kernels kKernels = {scale_max, argmax,          z_sum, ladder,
+                                 collect,   exp_shifted_row, noise, gumbel_argmax};
 
 }  // namespace tandem::sampler_kernels::avx512_impl

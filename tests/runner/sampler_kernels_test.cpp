@@ -124,13 +124,18 @@ TEST(SamplerKernels, VectorRowKernelsMatchThePortableOnes) {
       ASSERT_EQ(0, std::memcmp(za.data(), zb.data(), sizeof(float) * n)) << n;
       ASSERT_EQ(port.argmax(za.data(), n), vec.argmax(za.data(), n)) << n;
 
+      const float sum_a = port.z_sum(za.data(), n, max_a);
+      ASSERT_EQ(std::bit_cast<uint32_t>(sum_a),
+                std::bit_cast<uint32_t>(vec.z_sum(za.data(), n, max_a)))
+          << n;
       Ladder la, lb;
-      port.ladder(za.data(), n, max_a, true, &la);
-      vec.ladder(za.data(), n, max_a, true, &lb);
-      ASSERT_EQ(std::bit_cast<uint32_t>(la.z_sum), std::bit_cast<uint32_t>(lb.z_sum)) << n;
+      port.ladder(za.data(), n, max_a, &la);
+      vec.ladder(za.data(), n, max_a, &lb);
       for (int r = 0; r < kRungs; ++r) {
-        ASSERT_EQ(la.count[r], lb.count[r]) << n << " rung " << r;
-        ASSERT_NEAR(la.mass[r], lb.mass[r], 1e-3f * la.z_sum) << n << " rung " << r;
+        ASSERT_NEAR(la.mass[r], lb.mass[r], 1e-3f * sum_a) << n << " rung " << r;
+        if (n <= kLadderFullRows) {
+          ASSERT_LE(la.mass[r], sum_a * 1.0001f);
+        }
       }
 
       for (float threshold : {0.0f, -3.0f, -20.0f, -std::numeric_limits<float>::max()}) {
