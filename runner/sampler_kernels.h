@@ -56,6 +56,11 @@ const Kernels& detected();
 float log_approx(float x);   // natural log of a positive normal float, ~1 ulp
 float exp_shifted(float d);  // e^d for d <= 0; 0 when d < -86 (also -inf and NaN)
 float gumbel_noise(uint64_t seed, int64_t position, int32_t id);  // as in sampler.h
+float gumbel_from_bits(uint32_t bits);  // -log(-log(uniform_open01(bits)))
+// An upper bound of gumbel_from_bits(bits), cheap enough to decide whether a token's logs are
+// worth computing; kNoiseCeiling bounds every noise value.
+float noise_ceiling(uint32_t bits);
+inline constexpr float kNoiseCeiling = 16.7f;  // the largest noise is about 16.636
 
 // The vector path's definitions, declared here so the portable file can dispatch to them.
 namespace avx512_impl {

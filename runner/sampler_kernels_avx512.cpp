@@ -263,14 +263,7 @@ void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float
   }
 }
 
-// A float no smaller than any noise gumbel_from_bits16 returns (its largest is about 16.636).
-constexpr float kNoiseCeiling = 16.7f;
-
-// A cheap upper bound, lane by lane, of the noise that these bits give. With k = bits >> 9,
-// 1 - u = x * 2^-24 for the integer x = 2^24 - 1 - 2k, and since -log u >= 1 - u,
-// g = -log(-log u) <= -log(1 - u) = 24 log 2 - log x <= (24 - floor(log2 x)) log 2. x < 2^24
-// converts to float exactly, so floor(log2 x) is its exponent. The 1e-3 margin covers the
-// float error of the computed g (a few ulp of at most 16.7), since the two may be ~0 apart.
+// noise_ceiling, lane by lane.
 __m512 noise_ceiling16(__m512i bits) {
   const __m512i x = _mm512_sub_epi32(_mm512_set1_epi32(0xffffff),
                                      _mm512_slli_epi32(_mm512_srli_epi32(bits, 9), 1));
