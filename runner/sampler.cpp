@@ -81,7 +81,7 @@ Sampler::Sampler(SamplerConfig config)
   cand_e_.resize(n);
   ranked_.resize(n);
   kept_ids_.resize(n);
-  noise_.resize(n);
+  kept_z_.resize(n);
 }
 
 bool Sampler::uses_avx512() const { return kernels_ != &sampler_kernels::portable(); }
@@ -220,18 +220,13 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
 int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position) {
   if (kept.size() == 1) return kept[0].id;
   const auto count = static_cast<int32_t>(kept.size());
-  for (int32_t i = 0; i < count; ++i) kept_ids_[i] = kept[i].id;
-  kernels_->noise(seed, position, kept_ids_.data(), count, noise_.data());
-  float best = kNegInf;
-  int32_t token = -1;
   for (int32_t i = 0; i < count; ++i) {
-    const float v = kept[i].z + noise_[i];
-    if (v > best || (v == best && kept[i].id < token)) {
-      best = v;
-      token = kept[i].id;
-    }
+    kept_z_[i] = kept[i].z;
+    kept_ids_[i] = kept[i].id;
   }
-  return token;
+  const int32_t at =
+      kernels_->gumbel_argmax_at(kept_z_.data(), kept_ids_.data(), count, seed, position);
+  return at >= 0 ? kept_ids_[at] : -1;
 }
 
 }  // namespace tandem

@@ -89,8 +89,8 @@ class Sampler {
   std::vector<int32_t> cand_id_;                  // candidates' ids
   std::vector<float> cand_e_;                     // candidates' exp(z - z_max)
   std::vector<RankedToken> ranked_;               // candidates, partly ordered by rank
-  std::vector<int32_t> kept_ids_;                 // the kept ids
-  std::vector<float> noise_;                      // their Gumbel noise
+  std::vector<float> kept_z_;                     // the kept tokens' z
+  std::vector<int32_t> kept_ids_;                 // and their ids
 };
 
 }  // namespace tandem

@@ -211,8 +211,27 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
   return best_id;
 }
 
-constexpr Kernels kPortable = {scale_max, argmax,          z_sum, ladder,
-                               collect,   exp_shifted_row, noise, gumbel_argmax};
+int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
+                         int64_t position) {
+  const int32_t top = argmax(z, n);
+  if (top < 0) return -1;
+  float best = z[top] + gumbel_noise(seed, position, ids[top]);
+  int32_t best_j = top;
+  for (int32_t j = 0; j < n; ++j) {
+    const auto id = static_cast<uint32_t>(ids[j]);
+    const uint32_t bits = noise_block(seed, position, id >> 2)[id & 3u];
+    if (!(z[j] + noise_ceiling(bits) >= best)) continue;
+    const float v = z[j] + gumbel_from_bits(bits);
+    if (v > best || (v == best && ids[j] < ids[best_j])) {
+      best = v;
+      best_j = j;
+    }
+  }
+  return best_j;
+}
+
+constexpr Kernels kPortable = {scale_max,       argmax, z_sum,         ladder,          collect,
+                               exp_shifted_row, noise,  gumbel_argmax, gumbel_argmax_at};
 
 bool cpu_has_avx512() {
   __builtin_cpu_init();

@@ -45,6 +45,10 @@ struct Kernels {
   void (*noise)(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float* out);
   // The lowest i maximizing z[i] + gumbel_noise(seed, position, i); -1 if none is finite.
   int32_t (*gumbel_argmax)(const float* z, int32_t n, uint64_t seed, int64_t position);
+  // The same over a set of tokens: the index j maximizing z[j] + gumbel_noise(seed, position,
+  // ids[j]), ties to the lowest ids[j]; -1 if none is finite. ids are distinct.
+  int32_t (*gumbel_argmax_at)(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
+                              int64_t position);
 };
 
 const Kernels& portable();

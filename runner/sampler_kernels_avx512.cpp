@@ -244,21 +244,25 @@ void exp_shifted_row(const float* z, int32_t n, float z_max, float* out) {
   }
 }
 
+// The Philox word behind each lane's id: word id % 4 of block id / 4.
+__m512i noise_bits16(__m512i id, uint64_t seed, int64_t position) {
+  __m512i c[4];
+  c[0] = _mm512_srli_epi32(id, 2);
+  c[1] = _mm512_setzero_si512();
+  position_words(position, &c[2], &c[3]);
+  philox16(c, seed);
+  const __m512i word = _mm512_and_si512(id, _mm512_set1_epi32(3));
+  __m512i bits = c[0];
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(1)), c[1]);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(2)), c[2]);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(3)), c[3]);
+  return bits;
+}
+
 void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float* out) {
-  const __m512i three = _mm512_set1_epi32(3);
   for (int32_t j = 0; j < n; j += 16) {
     const __mmask16 mask = tail_mask(n - j);
-    const __m512i id = _mm512_maskz_loadu_epi32(mask, ids + j);
-    __m512i c[4];
-    c[0] = _mm512_srli_epi32(id, 2);
-    c[1] = _mm512_setzero_si512();
-    position_words(position, &c[2], &c[3]);
-    philox16(c, seed);
-    const __m512i word = _mm512_and_si512(id, three);
-    __m512i bits = c[0];
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(1)), c[1]);
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(2)), c[2]);
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, three), c[3]);
+    const __m512i bits = noise_bits16(_mm512_maskz_loadu_epi32(mask, ids + j), seed, position);
     _mm512_mask_storeu_ps(out + j, mask, gumbel_from_bits16(bits));
   }
 }
@@ -332,9 +336,40 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
   return best_id;
 }
 
+// As gumbel_argmax, over a set of tokens in any order: ties compare ids, not positions.
+int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
+                         int64_t position) {
+  const int32_t top = argmax(z, n);
+  if (top < 0) return -1;
+  float best = z[top] + gumbel_noise(seed, position, ids[top]);
+  int32_t best_j = top;
+  for (int32_t j = 0; j < n; j += 16) {
+    const __mmask16 mask = tail_mask(n - j);
+    const __m512 zv = load_or_neg_inf(z + j, mask);
+    const __m512i id = _mm512_maskz_loadu_epi32(mask, ids + j);
+    const __m512i bits = noise_bits16(id, seed, position);
+    const __m512 now = set(best);
+    const __mmask16 open = _mm512_cmp_ps_mask(add(zv, noise_ceiling16(bits)), now, _CMP_GE_OQ);
+    if (open == 0) continue;
+    const __m512 value = add(zv, gumbel_from_bits16(bits));
+    const __mmask16 above = _mm512_mask_cmp_ps_mask(open, value, now, _CMP_GT_OQ);
+    const __mmask16 tie_lower = _mm512_mask_cmplt_epi32_mask(
+        _mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), id, _mm512_set1_epi32(ids[best_j]));
+    const __mmask16 better = above | tie_lower;
+    if (better == 0) continue;
+    const float top_value = _mm512_mask_reduce_max_ps(better, value);
+    const __mmask16 at_top = _mm512_mask_cmp_ps_mask(better, value, set(top_value), _CMP_EQ_OQ);
+    const int32_t top_id = _mm512_mask_reduce_min_epi32(at_top, id);
+    const __mmask16 at = _mm512_mask_cmpeq_epi32_mask(at_top, id, _mm512_set1_epi32(top_id));
+    best = top_value;
+    best_j = j + static_cast<int32_t>(__builtin_ctz(at));
+  }
+  return best_j;
+}
+
 }  // namespace
 
-extern const Kernels kKernels = {scale_max, argmax,          z_sum, ladder,
-                                 collect,   exp_shifted_row, noise, gumbel_argmax};
+extern const Kernels kKernels = {scale_max,       argmax, z_sum,         ladder,          collect,
+                                 exp_shifted_row, noise,  gumbel_argmax, gumbel_argmax_at};
 
 }  // namespace tandem::sampler_kernels::avx512_impl

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -196,6 +197,40 @@ TEST(SamplerKernels, PrunedDenseGumbelPicksWhatTheFullPassPicks) {
         }
       }
       row[2345] = row[17] = 0.0f;
+    }
+  }
+}
+
+// The same over a candidate set in no particular order: ties go to the lowest id, not the
+// lowest position.
+TEST(SamplerKernels, PrunedGumbelOverASetPicksWhatTheFullPassPicks) {
+  std::vector<const Kernels*> paths = {&portable()};
+  if (avx512() != nullptr) paths.push_back(avx512());
+  std::mt19937 rng(3);
+  for (float sd : {0.3f, 3.0f, 12.0f}) {
+    std::vector<int32_t> ids(1500);
+    for (size_t j = 0; j < ids.size(); ++j) ids[j] = static_cast<int32_t>(j * 37 + 11);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::vector<float> z = messy_row(1500, 4);
+    for (float& v : z) v *= sd / 4.0f;
+    z[900] = z[20] = 40.0f;  // two equal tops: the lower id must win their ties
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint64_t seed = 0; seed < 100; ++seed) {
+        float best = -kInf;
+        int32_t full = -1;
+        for (size_t j = 0; j < ids.size(); ++j) {
+          const float v = z[j] + gumbel_noise(seed, 8, ids[j]);
+          if (v > best || (v == best && ids[j] < ids[full])) {
+            best = v;
+            full = static_cast<int32_t>(j);
+          }
+        }
+        for (const Kernels* k : paths) {
+          ASSERT_EQ(k->gumbel_argmax_at(z.data(), ids.data(), 1500, seed, 8), full)
+              << "sd " << sd << " seed " << seed << " avx512 " << (k != &portable());
+        }
+      }
+      z[900] = z[20] = 0.0f;
     }
   }
 }
