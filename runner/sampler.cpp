@@ -1,6 +1,12 @@
 // The fused sampler's row logic (see sampler.h for the contract). The passes over the whole
 // vocabulary are the kernels in sampler_kernels.h; what is here works on a candidate set
-// that the kernels have already cut down to the tokens near the top.
+// that the kernels have already cut down to the tokens near the top:
+// - greedy: one argmax pass;
+// - no filter: one pruned Gumbel pass (Philox and logs only where a token could still win);
+// - top_k: a running-threshold pass and nth_element, then top_p (if on) within those k;
+// - top_p alone: the exact Z pass, a ladder estimate of where the prefix ends, one collect
+//   pass above it, and a quickselect on mass over the candidates (no full sort);
+// - min_p: its cut is a threshold, so it bounds every candidate pass.
 #include "runner/sampler.h"
 
 #include <algorithm>
