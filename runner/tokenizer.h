@@ -25,9 +25,10 @@ class Tokenizer {
 
   // Encodes text. With add_special, BOS is prepended when the model's metadata asks for it
   // (tokenizer.ggml.add_bos_token, default per model type) and EOS appended when
-  // tokenizer.ggml.add_eos_token says so. With parse_special, the text of control and
-  // user-defined tokens (e.g. "<|im_start|>") is matched and emitted as those tokens;
-  // without it, such text is encoded as plain text.
+  // tokenizer.ggml.add_eos_token says so. With parse_special, the text of control tokens
+  // (e.g. "<|im_start|>") is matched and emitted as those tokens; without it, such text is
+  // encoded as plain text. User-defined tokens (added tokens that are not special) are
+  // always matched, as llama.cpp and Hugging Face tokenizers do.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
 
@@ -50,6 +51,10 @@ class Tokenizer {
   virtual const std::string& token_text(int32_t id) const = 0;
   // Looks up a token by its exact vocabulary text; -1 when absent.
   virtual int32_t find_token(std::string_view text) const = 0;
+
+ protected:
+  // Whether decode() drops one leading space (SentencePiece's add_space_prefix).
+  virtual bool decode_drops_leading_space() const { return false; }
 };
 
 // Incremental detokenization for streaming: push tokens as they are sampled and get
