@@ -181,6 +181,11 @@ TEST(Scheduler, ACancelDuringChainedDecodeBreaksTheChainAndDiscardsBothTokensInF
   EXPECT_EQ(b->reason(), "cancelled");
   EXPECT_EQ(b->text(), streamed);
   EXPECT_EQ(b->usage().completion_tokens, static_cast<int32_t>(streamed.size()));
+  // b's blocks (44 positions: 3 blocks, like a's) stay reserved while the chained step
+  // that may still write them is in flight, and come back once it is finalized.
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 6);
+  h.run_turns(1);
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 3);
   h.drain();
   EXPECT_EQ(h.breaks(ChainBreak::kCancel), 1u);
   EXPECT_EQ(h.scheduler->metrics().discarded_tokens, 2u);
