@@ -169,6 +169,24 @@ void shape_args(benchmark::internal::Benchmark* b) {
 BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kBF16)->Apply(shape_args);
 BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kF16)->Apply(shape_args);
 
+// Packing cost at load: GB/s of source weights repacked (one thread).
+template <TensorType kType>
+void BM_Pack(benchmark::State& state) {
+  const int64_t n_out = 3072, n_in = 576;
+  Xorshift rng;
+  std::vector<uint8_t> bytes(n_out * n_in * 4);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng.next() * 64);  // finite values only
+  const size_t source_bytes = kType == TensorType::kF32 ? n_out * n_in * 4 : n_out * n_in * 2;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(PackedWeights::pack(WeightSource{kType, bytes.data(), n_out, n_in}));
+  }
+  state.counters["GB/s"] = benchmark::Counter(
+      static_cast<double>(source_bytes) * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK_TEMPLATE(BM_Pack, TensorType::kBF16)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_Pack, TensorType::kF32)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();
