@@ -44,14 +44,15 @@ struct ThreadPool::State {
   int n_threads = 1;
   std::vector<std::thread> workers;
 
+  // Written once per job by the submitter, read by every worker: one cache line.
+  alignas(64) std::atomic<uint32_t> generation{0};  // 32 bits: atomic::wait is a bare futex
   std::atomic<const std::function<void(int64_t)>*> task_fn{nullptr};
   std::atomic<const std::function<void(int, int)>*> thread_fn{nullptr};  // run_on_all
   std::atomic<int64_t> n_tasks{0};
-
-  std::atomic<uint64_t> claim{kClosed};  // generation << 32 | next task index
-  std::atomic<int64_t> tasks_done{0};
-  std::atomic<uint32_t> generation{0};  // 32 bits: std::atomic::wait is a bare futex
-  std::atomic<int> sleepers{0};
+  // Read-modify-written by every thread: each on its own line, away from the above.
+  alignas(64) std::atomic<uint64_t> claim{kClosed};  // generation << 32 | next task index
+  alignas(64) std::atomic<int64_t> tasks_done{0};
+  alignas(64) std::atomic<int> sleepers{0};
   std::atomic<bool> stopping{false};
 
   std::mutex error_mutex;
