@@ -1,7 +1,7 @@
-// ThreadPool dispatch cost: the round trip of a parallel_for whose tasks do nothing
-// (what each of the ~200 jobs of a forward pass pays on top of its work), while the
-// workers spin between jobs, and after they went to sleep (the first job of a step
-// that follows an idle spell).
+// ThreadPool dispatch cost: a parallel_for whose tasks do nothing (what each of the
+// ~200 jobs of a forward pass pays on top of its work; the caller may finish both tasks
+// itself), a run_on_all (every worker must take part: the full handoff round trip),
+// and the first job after the workers went to sleep (a step after an idle spell).
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -22,6 +22,18 @@ void BM_ParallelForRoundTrip(benchmark::State& state) {
   benchmark::DoNotOptimize(sink.load());
 }
 BENCHMARK(BM_ParallelForRoundTrip)->Arg(1)->Arg(2)->UseRealTime();
+
+// run_on_all waits for every worker, so this is the full handoff round trip: publish,
+// the spinning worker sees it, runs, and reports back.
+void BM_RunOnAllRoundTrip(benchmark::State& state) {
+  tandem::ThreadPool pool(static_cast<int>(state.range(0)));
+  std::atomic<int64_t> sink{0};
+  for (auto _ : state) {
+    pool.run_on_all([&](int t, int) { sink.fetch_add(t, std::memory_order_relaxed); });
+  }
+  benchmark::DoNotOptimize(sink.load());
+}
+BENCHMARK(BM_RunOnAllRoundTrip)->Arg(2)->UseRealTime();
 
 // The first job after an idle spell long enough for the workers to block on the futex.
 void BM_ParallelForAfterIdle(benchmark::State& state) {
