@@ -3,6 +3,9 @@
 // spinning atomic, and through Device itself at several spin budgets. DeviceOptions::spin
 // is chosen from these figures.
 //   build-test/bench/bench_handoff --benchmark_min_time=0.3
+// On the shared 2-vCPU VM with other builds running (load 3-11), a pure spin round trip
+// took 4-17 ms (the peer is descheduled), a condition variable 12-40 us, and Device with a
+// 20 us yielding spin 9-14 us: a short spin that yields, then blocks, is never the worst.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
