@@ -76,6 +76,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void wait_for_request();
   void read_request();
+  void read_body();
   void on_request(beast::error_code ec);
   void answer(HttpAnswer answer, bool keep_alive);
   void start_generation(GenerationPlan plan, bool keep_alive);

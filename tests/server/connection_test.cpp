@@ -33,6 +33,20 @@ TEST(Connections, TwoRequestsShareOneKeptAliveConnection) {
   EXPECT_EQ(client.send("GET", "/v1/models").status, 200);
 }
 
+TEST(Connections, ExpectContinueGetsAnInterimResponseBeforeTheBody) {
+  HttpClient client(shared_server().port());
+  const std::string body = R"({"prompt": "e", "max_tokens": 2})";
+  client.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+      "Expect: 100-continue\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  EXPECT_EQ(client.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  client.write_raw(body);
+  const std::string response = client.read_until_closed();
+  EXPECT_EQ(response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << response;
+  EXPECT_NE(response.find("\"completion_tokens\":2"), std::string::npos) << response;
+}
+
 TEST(Connections, SilentAndHalfSentRequestsAreClosedByTheTimeouts) {
   ServerProcess server(tiny_model(),
                        {"--idle-timeout", "0.2", "--read-timeout", "0.2", "--kv-tokens", "4096"});

@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -181,6 +182,22 @@ HttpResult HttpClient::stream(const std::string& target, const std::string& body
 
 void HttpClient::write_raw(std::string_view bytes) {
   net::write(socket_, net::buffer(bytes.data(), bytes.size()));
+}
+
+std::string HttpClient::read_until(std::string_view marker) {
+  std::string out(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  buffer_.consume(buffer_.size());
+  while (out.find(marker) == std::string::npos) {
+    char chunk[4096];
+    const size_t n = socket_.read_some(net::buffer(chunk));
+    out.append(chunk, n);
+  }
+  const size_t end = out.find(marker) + marker.size();
+  auto rest = buffer_.prepare(out.size() - end);  // keep what came after for later reads
+  std::memcpy(rest.data(), out.data() + end, out.size() - end);
+  buffer_.commit(out.size() - end);
+  out.resize(end);
+  return out;
 }
 
 std::string HttpClient::read_until_closed() {

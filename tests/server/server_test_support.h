@@ -77,6 +77,8 @@ class HttpClient {
   HttpResult stream(const std::string& target, const std::string& body,
                     const std::function<bool(const std::string&)>& on_progress);
   void write_raw(std::string_view bytes);
+  // Reads raw bytes until `marker` has arrived; returns them all (the buffer is emptied).
+  std::string read_until(std::string_view marker);
   // Reads until the server closes the connection; returns what arrived.
   std::string read_until_closed();
   void close();
