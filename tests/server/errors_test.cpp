@@ -80,6 +80,12 @@ TEST(HttpErrors, ABodyOverTheLimitGets413) {
   EXPECT_EQ(fetch(shared_server().port(), "GET", "/health").status, 200);
 }
 
+TEST(HttpErrors, OversizedHeadersGet431) {
+  const HttpResult result = fetch(shared_server().port(), "GET", "/health", "",
+                                  {{"X-Padding", std::string(20000, 'p')}});
+  expect_error(result, 431);
+}
+
 TEST(HttpErrors, AWrongOrMissingApiKeyGets401AndTheRightOneServes) {
   ServerProcess server(tiny_model(), {"--api-key", "sesame-0123", "--kv-tokens", "4096"});
   const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
