@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +17,9 @@
 #include "bench/progress.h"
 #include "bench/report.h"
 #include "bench/workload.h"
+#include "protocol/chat_template.h"
 #include "scheduler/engine.h"
+#include "server/http_server.h"
 
 namespace tandem::bench {
 namespace {
@@ -117,15 +120,50 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
 
   ProgressBar progress(label, static_cast<int64_t>(workload.size()),
                        o.progress && ProgressBar::stderr_is_terminal());
-  const SchedulerMetrics before = engine.scheduler().metrics();
-  LoadResult result = run_offline(engine.scheduler(), workload, load_options(o, progress));
-  const SchedulerMetrics after = engine.scheduler().metrics();
+  const LoadOptions load = load_options(o, progress);
+  SchedulerMetrics before, after;
+  LoadResult result;
+  if (o.offline) {
+    before = engine.scheduler().metrics();
+    result = run_offline(engine.scheduler(), workload, load);
+    after = engine.scheduler().metrics();
+  } else {
+    // tandem serve's HTTP server in front of the engine, on a port of the system's choice.
+    server::ServedModelInfo served;
+    served.id = engine.model_name();
+    served.context_length = engine.config().context_length;
+    served.vocab_size = engine.tokenizer().vocab_size();
+    served.kv_capacity_tokens =
+        int64_t{engine.device_info().kv_blocks} * int64_t{engine.device_info().kv_block_size};
+    served.chat_template =
+        detect_chat_template(engine.model().file().get_string_or("tokenizer.chat_template", ""));
+    server::ServerOptions server_options;
+    server_options.host = "127.0.0.1";
+    server_options.port = 0;
+    server_options.shutdown_grace_seconds = 1;
+    server::HttpServer http(engine.scheduler(), engine.tokenizer(), served, server_options);
+    ServerUrl url;
+    url.host = "127.0.0.1";
+    url.port = std::to_string(http.listen());
+    std::thread serving([&http] { http.run(); });
+    before = engine.scheduler().metrics();
+    try {
+      result = run_http(url, served.id, workload, load);
+    } catch (...) {
+      http.request_stop();
+      serving.join();
+      throw;
+    }
+    after = engine.scheduler().metrics();
+    http.request_stop();
+    serving.join();
+  }
   progress.finish();
   engine.stop();
 
   ModeRun run;
   run.report.label = label;
-  run.report.path = "offline";
+  run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
   run.report.summary = summarize(result.records, result.duration_seconds);
   DeviceFigures device;
@@ -189,12 +227,10 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
   } else {
     const std::vector<int32_t> pool = engine_token_pool(o);
     const std::vector<PlannedRequest> workload = plan_workload(spec, pool);
-    // The in-process HTTP server is not part of this build yet: --model drives the engine's
-    // scheduler directly, as --offline does.
-    const std::string path = "offline";
+    const std::string path = o.offline ? "offline" : "http";
     out << "tandem bench: " << o.model.string() << " in process, "
-        << (o.offline ? "offline (straight into the scheduler)"
-                      : "straight into the scheduler (no in-process HTTP server in this build)")
+        << (o.offline ? "offline (straight into the scheduler, no HTTP)"
+                      : "over HTTP (tandem serve on 127.0.0.1, an ephemeral port)")
         << "\n"
         << describe_load(o) << "\n\n";
     std::vector<bool> modes;

@@ -9,14 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/responses.h"  // Usage: completion_tokens counts EOS and stop tokens too
 #include "protocol/sampling_params.h"
 
 namespace tandem {
-
-struct Usage {
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;  // tokens generated and accepted, EOS and stop tokens included
-};
 
 class RequestSink {
  public:

@@ -1,0 +1,165 @@
+// `tandem serve`: loads a model (or the embedded default one, generated and cached on
+// first use), starts the device, the scheduler and the HTTP server, prints one line with
+// the address once it listens, and serves until SIGINT or SIGTERM.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <system_error>
+
+#include "app/command.h"
+#include "protocol/chat_template.h"
+#include "runner/cpu_executor.h"
+#include "runner/device.h"
+#include "runner/make_model.h"
+#include "runner/model.h"
+#include "runner/tokenizer.h"
+#include "scheduler/scheduler.h"
+#include "server/http_server.h"
+
+namespace tandem::app {
+namespace {
+
+struct ServeOptions {
+  std::string model;
+  std::string overlap = "on";
+  int threads = 0;
+  int32_t max_batch = 64;
+  int32_t max_step_tokens = 512;
+  int64_t kv_tokens = 0;
+  int32_t max_queue = 256;
+  server::ServerOptions server;
+};
+
+// The default model: make-model's demo shape, f16, seed 0, under the user's cache dir.
+// write_random_model writes beside the target and renames, so runs racing to create it
+// both end with the same complete file.
+std::filesystem::path default_model_path() {
+  std::filesystem::path dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    dir = std::filesystem::path(xdg) / "tandem";
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    dir = std::filesystem::path(home) / ".cache" / "tandem";
+  } else {
+    dir = std::filesystem::temp_directory_path() / "tandem";
+  }
+  const std::filesystem::path path = dir / "tandem-demo-f16-seed0.gguf";
+  if (std::filesystem::exists(path)) return path;
+  std::filesystem::create_directories(dir);
+  std::cerr << "tandem serve: generating the default model at " << path.string() << "\n";
+  make_model::MakeModelOptions options;
+  options.shape = "demo";
+  options.dtype = gguf::TensorType::kF16;
+  options.seed = 0;
+  options.out = path;
+  make_model::write_random_model(options);
+  return path;
+}
+
+int run_serve(ServeOptions o) {
+  const bool default_model = o.model.empty();
+  const std::filesystem::path path =
+      default_model ? default_model_path() : std::filesystem::path(o.model);
+
+  std::shared_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  try {
+    model = Model::load(path);
+    tokenizer = Tokenizer::from_gguf(model->file());
+  } catch (const gguf::GgufError& e) {
+    throw UsageError(std::string("--model: ") + e.what());
+  }
+  const ModelConfig& config = model->config();
+
+  CpuExecutorOptions executor_options;
+  executor_options.threads = o.threads;
+  executor_options.kv_tokens = o.kv_tokens;
+  executor_options.eog_ids = tokenizer->eog_ids();
+  auto executor = std::make_unique<CpuExecutor>(model, executor_options);
+  const int compute_threads = executor->threads();
+  Device device(std::move(executor));
+
+  SchedulerOptions scheduler_options;
+  scheduler_options.overlap = o.overlap == "on";
+  scheduler_options.max_batch = o.max_batch;
+  scheduler_options.max_step_tokens = o.max_step_tokens;
+  scheduler_options.max_queue = o.max_queue;
+  Scheduler scheduler(device, *tokenizer, scheduler_options);
+
+  server::ServedModelInfo served;
+  served.id = default_model ? "tandem-demo" : path.stem().string();
+  served.context_length = config.context_length;
+  served.vocab_size = tokenizer->vocab_size();
+  served.kv_capacity_tokens =
+      int64_t{device.info().kv_blocks} * int64_t{device.info().kv_block_size};
+  served.chat_template =
+      detect_chat_template(model->file().get_string_or("tokenizer.chat_template", ""));
+
+  server::HttpServer http(scheduler, *tokenizer, served, o.server);
+  uint16_t port = 0;
+  try {
+    port = http.listen();
+  } catch (const std::system_error& e) {
+    throw UsageError("--host/--port: cannot listen on " + o.server.host + ":" +
+                     std::to_string(o.server.port) + ": " + e.what());
+  }
+  scheduler.start();
+  std::printf(
+      "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s, "
+      "KV %lld tokens, %d compute threads, overlap %s)\n",
+      o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
+      config.context_length, served.vocab_size, chat_template_name(served.chat_template),
+      static_cast<long long>(served.kv_capacity_tokens), compute_threads, o.overlap.c_str());
+  std::fflush(stdout);
+  http.run();
+  std::fprintf(stderr, "tandem serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+Subcommand make_serve_command(CLI::App& app) {
+  auto opts = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over OpenAI-compatible HTTP");
+  cmd->add_option("--model", opts->model,
+                  "GGUF model file (default: the embedded demo model, generated on first use)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--host", opts->server.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", opts->server.port, "Port (0: pick a free one)")->capture_default_str();
+  cmd->add_option("--overlap", opts->overlap, "Overlap host work with device steps")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--threads", opts->threads, "Compute threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-batch", opts->max_batch, "Requests running at once")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--max-step-tokens", opts->max_step_tokens, "Tokens fed per step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
+  cmd->add_option("--max-queue", opts->max_queue, "Requests waiting before 503")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--api-key", opts->server.api_key, "Require 'Authorization: Bearer KEY'");
+  cmd->add_option("--max-body", opts->server.max_body, "Largest request body in bytes")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
+      ->capture_default_str();
+  cmd->add_option("--shutdown-grace", opts->server.shutdown_grace_seconds,
+                  "Seconds running requests get to finish on SIGINT/SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", opts->server.idle_timeout_seconds,
+                  "Seconds a keep-alive connection may wait for its next request")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--read-timeout", opts->server.read_timeout_seconds,
+                  "Seconds a request may take to arrive once begun")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  return {cmd, [opts] { return run_serve(*opts); }};
+}
+
+}  // namespace tandem::app

@@ -1,0 +1,215 @@
+#include "server/endpoints.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <ctime>
+#include <mutex>
+#include <random>
+
+#include "protocol/tokenize_request.h"
+
+namespace tandem::server {
+namespace {
+
+struct Route {
+  std::string_view path;
+  std::string_view method;
+  bool public_route;  // answered without the API key (probes and scrapers)
+};
+
+constexpr std::array<Route, 7> kRoutes = {{
+    {"/v1/completions", "POST", false},
+    {"/v1/chat/completions", "POST", false},
+    {"/v1/models", "GET", false},
+    {"/tokenize", "POST", false},
+    {"/detokenize", "POST", false},
+    {"/health", "GET", true},
+    {"/metrics", "GET", true},
+}};
+
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+const Route* find_route(std::string_view path) {
+  for (const auto& route : kRoutes) {
+    if (route.path == path) return &route;
+  }
+  return nullptr;
+}
+
+HttpAnswer json_answer(std::string body) {
+  HttpAnswer answer;
+  answer.body = std::move(body);
+  return answer;
+}
+
+bool authorized(std::string_view authorization, const std::string& api_key) {
+  constexpr std::string_view kScheme = "bearer ";  // the scheme is case-insensitive
+  if (authorization.size() < kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
+  }
+  return constant_time_equal(authorization.substr(kScheme.size()), api_key);
+}
+
+}  // namespace
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  // Every byte of the longer string is visited whatever the contents, so the time says
+  // nothing about how much of a guessed key was right.
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+HttpAnswer error_answer(const ApiError& error, std::string_view allow) {
+  HttpAnswer answer;
+  answer.status = error.status;
+  answer.body = to_json_body(error);
+  if (error.status == 405 && !allow.empty()) answer.headers.emplace_back("Allow", allow);
+  if (error.status == 401) answer.headers.emplace_back("WWW-Authenticate", "Bearer");
+  if (error.status == 503) answer.headers.emplace_back("Retry-After", "1");
+  return answer;
+}
+
+Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
+                     std::string api_key, ServerMetrics& metrics)
+    : scheduler_(scheduler),
+      tokenizer_(tokenizer),
+      model_(std::move(model)),
+      api_key_(std::move(api_key)),
+      metrics_(metrics),
+      created_(static_cast<int64_t>(std::time(nullptr))) {
+  if (tokenizer_.bos_id() >= 0) bos_text_ = tokenizer_.token_text(tokenizer_.bos_id());
+  if (tokenizer_.eos_id() >= 0) eos_text_ = tokenizer_.token_text(tokenizer_.eos_id());
+}
+
+std::string Endpoints::route_name(std::string_view target) {
+  const Route* route = find_route(path_of(target));
+  return route ? std::string(route->path) : "other";
+}
+
+std::variant<HttpAnswer, GenerationPlan> Endpoints::handle(const ApiRequest& request) {
+  const std::string_view path = path_of(request.target);
+  const Route* route = find_route(path);
+  if (route == nullptr) {
+    return error_answer(not_found("Unknown route " + std::string(path) + "."));
+  }
+  if (request.method != route->method) {
+    return error_answer(
+        method_not_allowed(std::string(path) + " accepts " + std::string(route->method) + ", not " +
+                           std::string(request.method) + "."),
+        route->method);
+  }
+  if (!route->public_route && !api_key_.empty() && !authorized(request.authorization, api_key_)) {
+    return error_answer(unauthorized());
+  }
+  if (path == "/v1/completions") return completion(request.body, Endpoint::kCompletions);
+  if (path == "/v1/chat/completions") return completion(request.body, Endpoint::kChatCompletions);
+  if (path == "/v1/models") return models();
+  if (path == "/tokenize") return tokenize(request.body);
+  if (path == "/detokenize") return detokenize(request.body);
+  if (path == "/health") return health();
+  return metrics_page();
+}
+
+std::variant<HttpAnswer, GenerationPlan> Endpoints::completion(std::string_view body,
+                                                               Endpoint endpoint) {
+  auto parsed = parse_completion_request(body, endpoint);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
+  CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+
+  std::vector<int32_t> prompt;
+  if (endpoint == Endpoint::kChatCompletions) {
+    const std::string text =
+        render_chat(model_.chat_template, request.messages, bos_text_, eos_text_);
+    prompt = tokenizer_.encode(text, /*add_special=*/true, /*parse_special=*/true);
+  } else if (request.has_prompt_tokens()) {
+    prompt = std::move(request.prompt_tokens);
+  } else {
+    prompt = tokenizer_.encode(request.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  const char* prompt_param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+  if (prompt.empty()) return error_answer(bad_request("The prompt is empty.", prompt_param));
+  if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint)) {
+    return error_answer(*error);
+  }
+  // Without max_tokens, chat generates until the context (or the KV pool) ends.
+  const int64_t limit = std::min<int64_t>(model_.context_length, model_.kv_capacity_tokens);
+  const int64_t room = std::max<int64_t>(1, limit - static_cast<int64_t>(prompt.size()));
+  const int64_t max_tokens =
+      request.max_tokens
+          ? *request.max_tokens
+          : (endpoint == Endpoint::kCompletions ? int64_t{kDefaultCompletionMaxTokens} : room);
+
+  GenerationPlan plan;
+  plan.endpoint = endpoint;
+  plan.stream = request.stream;
+  plan.include_usage = request.include_usage;
+  plan.request.prompt = std::move(prompt);
+  plan.request.sampling = std::move(request.sampling);
+  plan.request.sampling.seed = request.seed ? *request.seed : draw_seed();
+  plan.request.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, room));
+  plan.request.stop = std::move(request.stop);
+  plan.header.id = make_response_id(endpoint, next_response_.fetch_add(1));
+  plan.header.created = static_cast<int64_t>(std::time(nullptr));
+  plan.header.model = model_.id;
+  plan.header.seed = plan.request.sampling.seed;
+  return plan;
+}
+
+HttpAnswer Endpoints::tokenize(std::string_view body) const {
+  auto parsed = parse_tokenize_request(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
+  const auto& request = std::get<TokenizeRequest>(parsed);
+  const std::vector<int32_t> tokens =
+      tokenizer_.encode(request.content, request.add_special, request.parse_special);
+  return json_answer(tokenize_response_json(tokens));
+}
+
+HttpAnswer Endpoints::detokenize(std::string_view body) const {
+  auto parsed = parse_detokenize_request(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
+  const auto& request = std::get<DetokenizeRequest>(parsed);
+  for (size_t i = 0; i < request.tokens.size(); ++i) {
+    if (request.tokens[i] >= model_.vocab_size) {
+      return error_answer(bad_request("Token id " + std::to_string(request.tokens[i]) +
+                                          " is outside the vocabulary (size " +
+                                          std::to_string(model_.vocab_size) + ").",
+                                      "tokens[" + std::to_string(i) + "]"));
+    }
+  }
+  return json_answer(detokenize_response_json(tokenizer_.decode(request.tokens)));
+}
+
+HttpAnswer Endpoints::models() const {
+  return json_answer(models_list_json(ServedModel{model_.id, created_, model_.context_length,
+                                                  chat_template_name(model_.chat_template)}));
+}
+
+HttpAnswer Endpoints::health() const {
+  if (!serving()) return error_answer(service_unavailable("The server is not serving."));
+  return json_answer(R"({"status":"ok"})");
+}
+
+HttpAnswer Endpoints::metrics_page() const {
+  HttpAnswer answer;
+  answer.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  answer.body = metrics_.render(scheduler_.metrics());
+  return answer;
+}
+
+uint64_t Endpoints::draw_seed() {
+  static std::mutex mutex;
+  static std::mt19937_64 engine{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return engine();
+}
+
+}  // namespace tandem::server

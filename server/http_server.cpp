@@ -1,0 +1,141 @@
+#include "server/http_server.h"
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+namespace tandem::server {
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+SessionLimits limits_of(const ServerOptions& options) {
+  SessionLimits limits;
+  limits.max_body = options.max_body;
+  limits.idle_timeout = millis(options.idle_timeout_seconds);
+  limits.read_timeout = millis(options.read_timeout_seconds);
+  limits.write_timeout = millis(options.write_timeout_seconds);
+  return limits;
+}
+
+}  // namespace
+
+struct HttpServer::Io {
+  // First member: destroyed last, after the objects that use it.
+  net::io_context ioc{1};
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
+  tcp::acceptor acceptor{net::make_strand(ioc)};
+  net::steady_timer accept_retry{acceptor.get_executor()};
+  net::signal_set signals{ioc, SIGINT, SIGTERM};
+  std::vector<std::thread> threads;
+};
+
+HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
+                       ServerOptions options)
+    : scheduler_(scheduler),
+      options_(std::move(options)),
+      endpoints_(scheduler, tokenizer, std::move(model), options_.api_key, metrics_),
+      context_{endpoints_, limits_of(options_), active_, draining_},
+      io_(std::make_unique<Io>()) {}
+
+HttpServer::~HttpServer() {
+  if (io_) {
+    io_->work.reset();
+    io_->ioc.stop();
+    for (auto& thread : io_->threads) thread.join();
+  }
+}
+
+uint16_t HttpServer::listen() {
+  tcp::resolver resolver(io_->ioc);
+  const auto results = resolver.resolve(options_.host, std::to_string(options_.port),
+                                        tcp::resolver::passive | tcp::resolver::numeric_service);
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  tcp::acceptor& acceptor = io_->acceptor;
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(net::socket_base::reuse_address(true));
+  acceptor.bind(endpoint);
+  acceptor.listen(net::socket_base::max_listen_connections);
+  return acceptor.local_endpoint().port();
+}
+
+void HttpServer::accept() {
+  io_->acceptor.async_accept(
+      net::make_strand(io_->ioc), [this](beast::error_code ec, tcp::socket socket) {
+        if (!io_->acceptor.is_open() || draining_.load()) return;
+        if (ec) {
+          // Out of descriptors, say: try again shortly rather than spin.
+          io_->accept_retry.expires_after(std::chrono::milliseconds(50));
+          io_->accept_retry.async_wait([this](beast::error_code) { accept(); });
+          return;
+        }
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks are small
+        std::make_shared<Session>(std::move(socket), context_)->start();
+        accept();
+      });
+}
+
+void HttpServer::request_stop() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
+}
+
+void HttpServer::run() {
+  io_->signals.async_wait([this](beast::error_code ec, int) {
+    if (!ec) request_stop();
+  });
+  endpoints_.set_serving(true);
+  net::post(io_->acceptor.get_executor(), [this] { accept(); });
+  int threads = options_.io_threads;
+  if (threads <= 0) threads = std::thread::hardware_concurrency() >= 8 ? 2 : 1;
+  for (int i = 0; i < threads; ++i) {
+    io_->threads.emplace_back([this] {
+      for (;;) {
+        try {
+          io_->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "tandem serve: an I/O handler failed: %s\n", e.what());
+        }
+      }
+    });
+  }
+  {
+    std::unique_lock lock(stop_mutex_);
+    stop_cv_.wait(lock, [&] { return stop_requested_; });
+  }
+
+  // Drain: refuse new work, give running generations the grace period, then cut them.
+  endpoints_.set_serving(false);
+  draining_.store(true);
+  net::post(io_->acceptor.get_executor(), [this] {
+    beast::error_code ignored;
+    io_->acceptor.close(ignored);
+    io_->accept_retry.cancel();
+  });
+  const auto grace = millis(options_.shutdown_grace_seconds);
+  if (!active_.wait_for_zero(Clock::now() + grace)) {
+    scheduler_.stop();  // what still runs gets on_error: its clients hear a 503
+    active_.wait_for_zero(Clock::now() + std::chrono::seconds(2));
+  }
+  scheduler_.stop();
+  io_->work.reset();
+  io_->ioc.stop();
+  for (auto& thread : io_->threads) thread.join();
+  io_->threads.clear();
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,69 @@
+// The HTTP server: binds the listener, accepts connections onto strands (one Session
+// each) and runs a few Asio I/O threads. run() serves until SIGINT/SIGTERM or
+// request_stop(), then drains: no new connections or requests, running generations get
+// up to the shutdown grace to finish, the rest are cut by stopping the scheduler.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "scheduler/scheduler.h"
+#include "server/endpoints.h"
+#include "server/server_metrics.h"
+#include "server/session.h"
+
+namespace tandem::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;                // 0: the system picks a free port
+  std::string api_key;                 // empty: no authentication
+  uint64_t max_body = 1 << 20;         // bytes
+  double shutdown_grace_seconds = 10;  // running requests' time to finish on shutdown
+  double idle_timeout_seconds = 60;    // a keep-alive connection's wait for a request
+  double read_timeout_seconds = 30;    // a request's arrival, once begun
+  double write_timeout_seconds = 30;   // each write to a client
+  int io_threads = 0;                  // 0: 1, or 2 on machines with 8 cores or more
+};
+
+class HttpServer {
+ public:
+  // The scheduler must be started and, like the tokenizer, outlive the server.
+  HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
+             ServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens; returns the port. Throws std::system_error (address in use, ...).
+  uint16_t listen();
+  // Serves until a signal or request_stop(), then drains and stops the scheduler.
+  void run();
+  // Thread-safe; also what SIGINT and SIGTERM do.
+  void request_stop();
+
+ private:
+  struct Io;
+  void accept();
+
+  Scheduler& scheduler_;
+  ServerOptions options_;
+  ServerMetrics metrics_;
+  Endpoints endpoints_;
+  // Declared before io_: sessions, destroyed with the io_context, still use them.
+  ActiveGenerations active_;
+  std::atomic<bool> draining_{false};
+  SessionContext context_;
+  std::unique_ptr<Io> io_;
+
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_requested_ = false;
+};
+
+}  // namespace tandem::server

@@ -1,0 +1,143 @@
+#include "server/server_metrics.h"
+
+#include <cstdio>
+
+namespace tandem::server {
+namespace {
+
+std::string number(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, double value) {
+  out += name + " " + number(value) + "\n";
+}
+
+void metric(std::string& out, const std::string& name, const char* type, const std::string& help,
+            double value) {
+  header(out, name, type, help);
+  sample(out, name, value);
+}
+
+// Vectors of bounds, seconds: TTFT and end-to-end spans are long, inter-token gaps short.
+std::vector<double> ttft_bounds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+std::vector<double> itl_bounds() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+}
+std::vector<double> e2e_bounds() {
+  return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+}
+
+}  // namespace
+
+LatencyHistogram::LatencyHistogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void LatencyHistogram::observe(double seconds) {
+  size_t i = 0;
+  while (i < bounds_.size() && seconds > bounds_[i]) ++i;
+  std::lock_guard lock(mutex_);
+  ++counts_[i];
+  sum_ += seconds;
+  ++count_;
+}
+
+void LatencyHistogram::render(std::string& out, const std::string& name,
+                              const std::string& help) const {
+  std::vector<uint64_t> counts;
+  double sum;
+  uint64_t count;
+  {
+    std::lock_guard lock(mutex_);
+    counts = counts_;
+    sum = sum_;
+    count = count_;
+  }
+  header(out, name, "histogram", help);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts[i];
+    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count) + "\n";
+  sample(out, name + "_sum", sum);
+  out += name + "_count " + std::to_string(count) + "\n";
+}
+
+ServerMetrics::ServerMetrics() : ttft_(ttft_bounds()), itl_(itl_bounds()), e2e_(e2e_bounds()) {}
+
+void ServerMetrics::count_response(const std::string& endpoint, int status) {
+  std::lock_guard lock(mutex_);
+  ++responses_[{endpoint, status}];
+}
+
+void ServerMetrics::count_finish(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  ++finishes_[reason];
+}
+
+std::string ServerMetrics::render(const SchedulerMetrics& s) const {
+  std::string out;
+  out.reserve(8192);
+  {
+    std::lock_guard lock(mutex_);
+    header(out, "tandem_http_requests_total", "counter",
+           "HTTP requests answered, by endpoint and status code.");
+    for (const auto& [key, count] : responses_) {
+      out += "tandem_http_requests_total{endpoint=\"" + key.first + "\",status=\"" +
+             std::to_string(key.second) + "\"} " + std::to_string(count) + "\n";
+    }
+    header(out, "tandem_generations_finished_total", "counter",
+           "Generations ended, by reason (stop, length, cancelled, error).");
+    for (const auto& [reason, count] : finishes_) {
+      out += "tandem_generations_finished_total{reason=\"" + reason + "\"} " +
+             std::to_string(count) + "\n";
+    }
+  }
+  metric(out, "tandem_prompt_tokens_total", "counter", "Prompt tokens prefilled.",
+         static_cast<double>(s.prompt_tokens));
+  metric(out, "tandem_generation_tokens_total", "counter",
+         "Tokens generated and accepted (discarded ones excluded).",
+         static_cast<double>(s.completion_tokens));
+  ttft_.render(out, "tandem_time_to_first_token_seconds",
+               "Time from a request's arrival to its first generated text.");
+  itl_.render(out, "tandem_inter_token_latency_seconds",
+              "Time between consecutive pieces of generated text of a request.");
+  e2e_.render(out, "tandem_e2e_request_latency_seconds",
+              "Time from a generation request's arrival to its end.");
+  metric(out, "tandem_requests_running", "gauge", "Requests admitted and generating.", s.running);
+  metric(out, "tandem_requests_waiting", "gauge", "Requests waiting for admission.", s.waiting);
+  metric(out, "tandem_kv_blocks_used", "gauge", "KV cache blocks reserved by requests.",
+         s.kv_blocks_used);
+  metric(out, "tandem_kv_blocks_capacity", "gauge", "KV cache blocks in the pool (used plus free).",
+         s.kv_blocks_total);
+  metric(out, "tandem_device_busy_seconds_total", "counter",
+         "Seconds the device spent executing steps.", s.device_busy_seconds);
+  metric(out, "tandem_device_idle_seconds_total", "counter",
+         "Seconds the device waited for a launch while requests were live.", s.device_idle_seconds);
+  metric(out, "tandem_steps_total", "counter", "Steps executed.", static_cast<double>(s.steps));
+  metric(out, "tandem_chained_steps_total", "counter",
+         "Decode steps launched chained to their predecessor (overlap).",
+         static_cast<double>(s.chained_steps));
+  header(out, "tandem_chain_breaks_total", "counter",
+         "Steps whose successor could not be chained, by reason.");
+  for (int i = 0; i < kChainBreakReasons; ++i) {
+    out += std::string("tandem_chain_breaks_total{reason=\"") +
+           chain_break_name(static_cast<ChainBreak>(i)) + "\"} " +
+           std::to_string(s.chain_breaks[i]) + "\n";
+  }
+  metric(out, "tandem_discarded_tokens_total", "counter",
+         "Tokens sampled for rows already finished: never streamed or counted.",
+         static_cast<double>(s.discarded_tokens));
+  return out;
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,58 @@
+// The server's own counters and latency histograms, and the Prometheus text of /metrics
+// (these plus the scheduler's counters). Thread-safe: sessions record from any I/O
+// thread; render() may run concurrently with them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scheduler/scheduler.h"
+
+namespace tandem::server {
+
+// A Prometheus histogram with fixed upper bounds (seconds).
+class LatencyHistogram {
+ public:
+  explicit LatencyHistogram(std::vector<double> bounds);
+  void observe(double seconds);
+  // Appends the _bucket, _sum and _count lines for `name` (HELP and TYPE included).
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mutex_;
+  std::vector<uint64_t> counts_;  // per bound, not cumulative; one more for +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  // One answered HTTP request; endpoint is the route ("/v1/completions") or "other".
+  void count_response(const std::string& endpoint, int status);
+  // A generation that ended: how (stop, length, cancelled, error) and its latencies.
+  void count_finish(const std::string& reason);
+  void observe_time_to_first_token(double seconds) { ttft_.observe(seconds); }
+  void observe_inter_token_latency(double seconds) { itl_.observe(seconds); }
+  void observe_request_latency(double seconds) { e2e_.observe(seconds); }
+
+  // The whole /metrics page, in Prometheus text exposition format 0.0.4.
+  std::string render(const SchedulerMetrics& scheduler) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> responses_;
+  std::map<std::string, uint64_t> finishes_;
+  LatencyHistogram ttft_;
+  LatencyHistogram itl_;
+  LatencyHistogram e2e_;
+};
+
+}  // namespace tandem::server

@@ -1,0 +1,460 @@
+#include "server/session.h"
+
+#include <string_view>
+#include <utility>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include "protocol/sse.h"
+
+namespace tandem::server {
+namespace {
+
+std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
+
+// How much a client may pipeline behind a running request; past it the session stops
+// reading (and so stops noticing a disconnect) until the request is answered.
+constexpr size_t kMaxPipelinedBytes = 64 * 1024;
+
+// The scheduler's events, posted onto the session's strand: the scheduler thread never
+// blocks here and never touches the session's state.
+class StrandSink final : public RequestSink {
+ public:
+  StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial)
+      : session_(std::move(session)), strand_(std::move(strand)), serial_(serial) {}
+
+  void on_text(std::string_view delta) override {
+    net::post(strand_, [s = session_, serial = serial_, text = std::string(delta),
+                        at = Clock::now()]() mutable {
+      s->on_generation_text(serial, std::move(text), at);
+    });
+  }
+  void on_finish(std::string_view reason, const Usage& usage) override {
+    net::post(strand_, [s = session_, serial = serial_, reason = std::string(reason), usage,
+                        at = Clock::now()]() mutable {
+      s->on_generation_finish(serial, std::move(reason), usage, at);
+    });
+  }
+  void on_error(std::string_view message) override {
+    net::post(strand_, [s = session_, serial = serial_, message = std::string(message)]() mutable {
+      s->on_generation_error(serial, std::move(message));
+    });
+  }
+
+ private:
+  std::shared_ptr<Session> session_;
+  net::any_io_executor strand_;
+  uint64_t serial_;
+};
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace
+
+void ActiveGenerations::begin() {
+  std::lock_guard lock(mutex_);
+  ++count_;
+}
+
+void ActiveGenerations::end() {
+  {
+    std::lock_guard lock(mutex_);
+    --count_;
+  }
+  cv_.notify_all();
+}
+
+bool ActiveGenerations::wait_for_zero(Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return cv_.wait_until(lock, deadline, [&] { return count_ == 0; });
+}
+
+struct Session::Generation {
+  uint64_t serial = 0;
+  uint64_t request_id = 0;
+  ResponseHeader header;
+  Endpoint endpoint = Endpoint::kCompletions;
+  bool stream = false;
+  bool include_usage = false;
+  bool keep_alive = true;
+  bool done = false;  // its last event (finish or error) has arrived
+  bool seen_text = false;
+  Clock::time_point last_text;
+  std::string text;  // non-streamed: the whole text so far
+};
+
+Session::Session(tcp::socket socket, SessionContext& context)
+    : stream_(std::move(socket)), context_(context) {}
+
+Session::~Session() { end_generation(); }
+
+void Session::start() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
+}
+
+// Between requests a connection may idle up to idle_timeout; once a request's first byte
+// arrives, the whole request must arrive within read_timeout.
+void Session::wait_for_request() {
+  if (closed_) return;
+  if (context_.draining.load()) {
+    close();
+    return;
+  }
+  if (buffer_.size() > 0) {
+    read_request();
+    return;
+  }
+  stream_.expires_after(context_.limits.idle_timeout);
+  stream_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            if (ec) {
+                              self->closed_ = true;
+                              self->stream_.close();
+                              return;
+                            }
+                            self->buffer_.commit(n);
+                            self->read_request();
+                          });
+}
+
+void Session::read_request() {
+  received_ = Clock::now();
+  parser_.emplace();
+  parser_->body_limit(context_.limits.max_body);
+  parser_->header_limit(context_.limits.max_header);
+  stream_.expires_after(context_.limits.read_timeout);
+  http::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); });
+}
+
+void Session::on_request(beast::error_code ec) {
+  route_ = parser_->is_header_done() ? Endpoints::route_name(view(parser_->get().target()))
+                                     : std::string("other");
+  if (ec == http::error::body_limit) {
+    answer(error_answer(payload_too_large("The request body is over the limit of " +
+                                          std::to_string(context_.limits.max_body) + " bytes.")),
+           false);
+    return;
+  }
+  if (ec == http::error::header_limit) {
+    answer(error_answer(ApiError{431, "invalid_request_error",
+                                 "The request's headers are over the limit of " +
+                                     std::to_string(context_.limits.max_header) + " bytes.",
+                                 "", "request_header_fields_too_large"}),
+           false);
+    return;
+  }
+  if (ec && ec.category() == make_error_code(http::error::bad_target).category() &&
+      ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    answer(error_answer(bad_request("Malformed HTTP request: " + ec.message() + ".")), false);
+    return;
+  }
+  if (ec) {  // EOF, reset, timeout: nobody to answer
+    closed_ = true;
+    stream_.close();
+    return;
+  }
+  auto& request = parser_->get();
+  if (context_.draining.load()) {
+    answer(error_answer(service_unavailable("The server is shutting down.")), false);
+    return;
+  }
+  const bool keep_alive = request.keep_alive();
+  const ApiRequest api{view(request.method_string()), view(request.target()),
+                       view(request[http::field::authorization]), request.body()};
+  auto result = context_.endpoints.handle(api);
+  if (auto* plan = std::get_if<GenerationPlan>(&result)) {
+    start_generation(std::move(*plan), keep_alive);
+  } else {
+    answer(std::move(std::get<HttpAnswer>(result)), keep_alive);
+  }
+}
+
+void Session::answer(HttpAnswer answer, bool keep_alive) {
+  if (closed_) return;
+  keep_alive = keep_alive && !context_.draining.load();
+  response_.emplace(static_cast<http::status>(answer.status), 11);
+  response_->set(http::field::server, "tandem");
+  response_->set(http::field::content_type, answer.content_type);
+  for (auto& [name, value] : answer.headers) response_->set(name, value);
+  response_->body() = std::move(answer.body);
+  response_->keep_alive(keep_alive);
+  response_->prepare_payload();
+  context_.endpoints.metrics().count_response(route_, answer.status);
+  writing_ = true;
+  stream_.expires_after(context_.limits.write_timeout);
+  http::async_write(stream_, *response_,
+                    [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
+                      self->writing_ = false;
+                      self->response_.reset();
+                      if (ec) {
+                        self->client_gone();
+                        return;
+                      }
+                      self->finish_response(keep_alive);
+                    });
+}
+
+void Session::start_generation(GenerationPlan plan, bool keep_alive) {
+  auto generation = std::make_unique<Generation>();
+  generation->serial = next_serial_++;
+  generation->header = std::move(plan.header);
+  generation->endpoint = plan.endpoint;
+  generation->stream = plan.stream;
+  generation->include_usage = plan.include_usage;
+  generation->keep_alive = keep_alive;
+  plan.request.sink =
+      std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), generation->serial);
+  const SubmitResult submitted = context_.endpoints.scheduler().submit(std::move(plan.request));
+  switch (submitted.status) {
+    case SubmitStatus::kAccepted:
+      break;
+    case SubmitStatus::kQueueFull:
+      answer(error_answer(overloaded()), keep_alive);
+      return;
+    case SubmitStatus::kShuttingDown:
+      answer(error_answer(service_unavailable("The server is shutting down.")), false);
+      return;
+    case SubmitStatus::kInvalid:
+      answer(error_answer(bad_request(submitted.message)), keep_alive);
+      return;
+  }
+  generation->request_id = submitted.id;
+  context_.active.begin();
+  generation_ = std::move(generation);
+  if (generation_->stream) start_stream();
+  watch_for_disconnect();
+}
+
+void Session::start_stream() {
+  const Generation& g = *generation_;
+  stream_header_.emplace(http::status::ok, 11);
+  stream_header_->set(http::field::server, "tandem");
+  stream_header_->set(http::field::content_type, "text/event-stream");
+  stream_header_->set(http::field::cache_control, "no-cache");
+  stream_header_->keep_alive(g.keep_alive && !context_.draining.load());
+  stream_header_->chunked(true);
+  stream_serializer_.emplace(*stream_header_);
+  context_.endpoints.metrics().count_response(route_, 200);
+  if (g.endpoint == Endpoint::kChatCompletions) queue_event(chat_role_chunk_json(g.header));
+  writing_ = true;
+  stream_.expires_after(context_.limits.write_timeout);
+  http::async_write_header(stream_, *stream_serializer_,
+                           [self = shared_from_this()](beast::error_code ec, size_t) {
+                             self->writing_ = false;
+                             if (ec) {
+                               self->client_gone();
+                               return;
+                             }
+                             self->flush_stream();
+                           });
+}
+
+void Session::queue_event(const std::string& json) { stream_pending_ += sse_data(json); }
+
+// Writes what is queued as one chunk; events that arrive meanwhile go into the next.
+void Session::flush_stream() {
+  if (writing_ || closed_) return;
+  auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->writing_ = false;
+    if (ec) {
+      self->client_gone();
+      return;
+    }
+    self->flush_stream();
+  };
+  if (!stream_pending_.empty()) {
+    stream_writing_.swap(stream_pending_);
+    stream_pending_.clear();
+    writing_ = true;
+    stream_.expires_after(context_.limits.write_timeout);
+    net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
+    return;
+  }
+  if (stream_ending_) {
+    stream_ending_ = false;
+    writing_ = true;
+    stream_.expires_after(context_.limits.write_timeout);
+    net::async_write(stream_, http::make_chunk_last(),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->writing_ = false;
+                       if (ec) {
+                         self->client_gone();
+                         return;
+                       }
+                       self->finish_response(self->stream_header_->keep_alive());
+                     });
+  }
+}
+
+void Session::on_generation_text(uint64_t serial, std::string text, Clock::time_point at) {
+  if (!generation_ || generation_->serial != serial || closed_) return;
+  Generation& g = *generation_;
+  ServerMetrics& metrics = context_.endpoints.metrics();
+  if (!g.seen_text) {
+    metrics.observe_time_to_first_token(seconds_between(received_, at));
+  } else {
+    metrics.observe_inter_token_latency(seconds_between(g.last_text, at));
+  }
+  g.seen_text = true;
+  g.last_text = at;
+  if (!g.stream) {
+    g.text += text;
+    return;
+  }
+  queue_event(g.endpoint == Endpoint::kChatCompletions
+                  ? chat_chunk_json(g.header, text, std::nullopt)
+                  : completion_chunk_json(g.header, text, std::nullopt));
+  flush_stream();
+}
+
+void Session::on_generation_finish(uint64_t serial, std::string reason, Usage usage,
+                                   Clock::time_point at) {
+  if (!generation_ || generation_->serial != serial || closed_) return;
+  Generation& g = *generation_;
+  g.done = true;
+  ServerMetrics& metrics = context_.endpoints.metrics();
+  if (!g.seen_text) metrics.observe_time_to_first_token(seconds_between(received_, at));
+  metrics.observe_request_latency(seconds_between(received_, at));
+  metrics.count_finish(reason);
+  if (reason == "cancelled") {  // only a vanished client is cancelled: nobody to answer
+    close();
+    return;
+  }
+  const FinishReason finish = reason == "length" ? FinishReason::kLength : FinishReason::kStop;
+  const bool chat = g.endpoint == Endpoint::kChatCompletions;
+  if (!g.stream) {
+    HttpAnswer whole;
+    whole.body = chat ? chat_completion_response_json(g.header, g.text, finish, usage)
+                      : completion_response_json(g.header, g.text, finish, usage);
+    answer(std::move(whole), g.keep_alive);
+    return;
+  }
+  queue_event(chat ? chat_chunk_json(g.header, "", finish)
+                   : completion_chunk_json(g.header, "", finish));
+  if (g.include_usage) queue_event(usage_chunk_json(g.header, g.endpoint, usage));
+  stream_pending_ += sse_done();
+  stream_ending_ = true;
+  flush_stream();
+}
+
+void Session::on_generation_error(uint64_t serial, std::string message) {
+  if (!generation_ || generation_->serial != serial || closed_) return;
+  Generation& g = *generation_;
+  g.done = true;
+  context_.endpoints.metrics().count_finish("error");
+  const ApiError error = message.find("shutting down") != std::string::npos
+                             ? service_unavailable("The server is shutting down.")
+                             : internal_error();
+  if (!g.stream) {
+    answer(error_answer(error), false);
+    return;
+  }
+  stream_pending_ += sse_data(to_json_body(error));
+  stream_pending_ += sse_done();
+  stream_ending_ = true;
+  flush_stream();
+}
+
+void Session::finish_response(bool keep_alive) {
+  end_generation();
+  stream_serializer_.reset();
+  stream_header_.reset();
+  stream_pending_.clear();
+  stream_writing_.clear();
+  if (closed_) return;
+  if (!keep_alive || context_.draining.load()) {
+    close();
+    return;
+  }
+  if (watching_) {  // the watch read must end before the next request's read begins
+    read_after_watch_ = true;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
+    return;
+  }
+  wait_for_request();
+}
+
+// A read kept pending while a generation runs: its only job is to notice the client
+// going away (EOF or reset). Bytes that do arrive are a pipelined request, kept for later.
+void Session::watch_for_disconnect() {
+  if (watching_ || closed_ || buffer_.size() >= kMaxPipelinedBytes) return;
+  watching_ = true;
+  stream_.expires_never();  // a generation may take long; the writes keep their timeouts
+  stream_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->watching_ = false;
+                            if (!ec) self->buffer_.commit(n);
+                            if (self->closed_) return;
+                            if (self->read_after_watch_) {
+                              self->read_after_watch_ = false;
+                              if (ec && ec != net::error::operation_aborted) {
+                                self->close();
+                              } else {
+                                self->wait_for_request();
+                              }
+                              return;
+                            }
+                            if (ec) {
+                              self->client_gone();
+                              return;
+                            }
+                            if (self->generation_) self->watch_for_disconnect();
+                          });
+}
+
+void Session::client_gone() {
+  if (generation_ && !generation_->done) {
+    context_.endpoints.scheduler().cancel(generation_->request_id);
+    context_.endpoints.metrics().count_finish("cancelled");
+  }
+  end_generation();
+  closed_ = true;
+  stream_.close();
+}
+
+void Session::end_generation() {
+  if (!generation_) return;
+  if (!generation_->done) context_.endpoints.scheduler().cancel(generation_->request_id);
+  generation_.reset();
+  context_.active.end();
+}
+
+// After the last response: stop sending, then read and drop what the client still sends
+// for a moment, so that closing with unread bytes does not reset the connection before
+// the client has read the answer (a 413 leaves its body unread).
+void Session::close() {
+  if (closed_) return;
+  if (generation_ && !generation_->done) {
+    client_gone();
+    return;
+  }
+  closed_ = true;
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (watching_ || writing_) {
+    stream_.close();
+    return;
+  }
+  stream_.expires_after(std::chrono::seconds(1));
+  struct Drain {
+    std::shared_ptr<Session> self;
+    void operator()(beast::error_code ec, size_t) {
+      if (ec) {
+        self->stream_.close();
+        return;
+      }
+      self->stream_.async_read_some(self->buffer_.prepare(4096), std::move(*this));
+    }
+  };
+  buffer_.consume(buffer_.size());
+  stream_.async_read_some(buffer_.prepare(4096), Drain{shared_from_this()});
+}
+
+}  // namespace tandem::server

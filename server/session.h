@@ -1,0 +1,115 @@
+// One HTTP/1.1 connection: reads requests (keep-alive, timeouts, size limits), answers
+// them through Endpoints, and runs generations: submits to the scheduler with a sink that
+// posts the events onto this session's strand, then writes the body or the SSE stream.
+// Every handler runs on the strand, so a session needs no locks. A read error or EOF
+// while a generation runs, or a failed write, cancels it at once.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "server/endpoints.h"
+
+namespace tandem::server {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct SessionLimits {
+  uint64_t max_body = 1 << 20;      // bytes; larger bodies get 413
+  uint32_t max_header = 16 * 1024;  // bytes of request line and headers; larger get 431
+  std::chrono::milliseconds idle_timeout{60'000};   // waiting for a request's first byte
+  std::chrono::milliseconds read_timeout{30'000};   // the rest of a request, once begun
+  std::chrono::milliseconds write_timeout{30'000};  // each write of a response or chunk
+};
+
+// Generations whose response is not yet complete; the server waits on it to drain.
+class ActiveGenerations {
+ public:
+  void begin();
+  void end();
+  // True when the count reached zero before the deadline.
+  bool wait_for_zero(Clock::time_point deadline);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int64_t count_ = 0;
+};
+
+// What every session shares; owned by the HttpServer, which outlives its sessions' use.
+struct SessionContext {
+  Endpoints& endpoints;
+  SessionLimits limits;
+  ActiveGenerations& active;
+  std::atomic<bool>& draining;  // stopping: answer 503 and close after each response
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // The socket's executor must be a strand.
+  Session(tcp::socket socket, SessionContext& context);
+  ~Session();
+  void start();
+
+  // Generation events, each run on the strand; `serial` names the generation they
+  // belong to, so late events of an abandoned one are ignored.
+  void on_generation_text(uint64_t serial, std::string text, Clock::time_point at);
+  void on_generation_finish(uint64_t serial, std::string reason, Usage usage, Clock::time_point at);
+  void on_generation_error(uint64_t serial, std::string message);
+  net::any_io_executor executor() { return stream_.get_executor(); }
+
+ private:
+  struct Generation;
+
+  void wait_for_request();
+  void read_request();
+  void on_request(beast::error_code ec);
+  void answer(HttpAnswer answer, bool keep_alive);
+  void start_generation(GenerationPlan plan, bool keep_alive);
+  void start_stream();
+  void queue_event(const std::string& json);
+  void flush_stream();
+  void finish_response(bool keep_alive);
+  void watch_for_disconnect();
+  void client_gone();
+  void end_generation();
+  void close();
+
+  beast::tcp_stream stream_;
+  SessionContext& context_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::string route_;  // of the request being answered, for metrics
+  Clock::time_point received_;
+
+  // The whole response being written (answers and non-streamed completions).
+  std::optional<http::response<http::string_body>> response_;
+  // A streamed response: its header, then chunks.
+  std::optional<http::response<http::empty_body>> stream_header_;
+  std::optional<http::response_serializer<http::empty_body>> stream_serializer_;
+  std::string stream_pending_;  // SSE events not yet written
+  std::string stream_writing_;  // the chunk being written
+  bool writing_ = false;
+  bool stream_ending_ = false;  // [DONE] is queued: write the last chunk after it
+
+  std::unique_ptr<Generation> generation_;
+  uint64_t next_serial_ = 1;
+  bool watching_ = false;          // a read that notices a disconnect is pending
+  bool read_after_watch_ = false;  // the watch was cancelled to read the next request
+  bool closed_ = false;
+};
+
+}  // namespace tandem::server
