@@ -166,6 +166,7 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
   run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
   run.report.summary = summarize(result.records, result.duration_seconds);
+  run.report.outputs_digest = outputs_digest(result.records);
   DeviceFigures device;
   device.busy_seconds = after.device_busy_seconds - before.device_busy_seconds;
   device.idle_seconds = after.device_idle_seconds - before.device_idle_seconds;
@@ -221,6 +222,7 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
     report.label = "http";
     report.path = "http";
     report.summary = summarize(result.records, result.duration_seconds);
+    report.outputs_digest = outputs_digest(result.records);
     reports.push_back(report);
     document["settings"] = settings_json(o, o.url, "http");
     document["settings"]["model_name"] = info.model;

@@ -123,8 +123,23 @@ nlohmann::json summary_json(const RunSummary& s) {
   return j;
 }
 
+std::string outputs_digest(const std::vector<RequestRecord>& records) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto add = [&h](std::string_view bytes) {
+    for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  };
+  for (const RequestRecord& r : records) {
+    add(r.ok ? r.text : "error: " + r.error);
+    add(std::string_view("\0", 1));  // keeps ["ab", "c"] apart from ["a", "bc"]
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 nlohmann::json run_json(const RunReport& run) {
   nlohmann::json j = summary_json(run.summary);
+  if (!run.outputs_digest.empty()) j["outputs_digest"] = run.outputs_digest;
   j["label"] = run.label;
   j["path"] = run.path;
   if (!run.overlap.empty()) j["overlap"] = run.overlap;

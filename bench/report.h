@@ -28,7 +28,13 @@ struct RunReport {
   std::string overlap;  // "on", "off", or "" when unknown (--url)
   RunSummary summary;
   std::optional<DeviceFigures> device;
+  // outputs_digest(records): equal digests mean the runs generated the same texts.
+  std::string outputs_digest;
 };
+
+// A hex FNV-1a 64 digest of every request's generated text, in request order (failed
+// requests count as their error), so that runs can be compared from their JSON files.
+std::string outputs_digest(const std::vector<RequestRecord>& records);
 
 std::string format_table(const std::vector<RunReport>& runs);
 

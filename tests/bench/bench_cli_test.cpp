@@ -65,6 +65,7 @@ TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
     for (const char* key : {"busy_s", "idle_s", "idle_fraction", "steps"})
       EXPECT_TRUE(run["device"].contains(key)) << key;
   }
+  EXPECT_EQ(doc["runs"][0]["outputs_digest"], doc["runs"][1]["outputs_digest"]);
   EXPECT_EQ(doc["runs"][0]["device"]["chained_steps"], 0);
   EXPECT_GT(doc["runs"][1]["device"]["chained_steps"].get<int>(), 0);
   EXPECT_EQ(doc["settings"]["requests"], 12);
