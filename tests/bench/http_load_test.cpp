@@ -123,8 +123,11 @@ TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
     for (size_t i = 0; i < result.records.size(); ++i) {
       const bench::RequestRecord& r = result.records[i];
       EXPECT_EQ(r.finish_reason, "length");
-      if (!stream) whole_texts.push_back(r.text);
-      if (stream) EXPECT_EQ(r.text, whole_texts[i]) << "request " << i;  // streamed == whole
+      if (stream) {
+        EXPECT_EQ(r.text, whole_texts[i]) << "request " << i;  // streamed == whole
+      } else {
+        whole_texts.push_back(r.text);
+      }
     }
   }
 }
