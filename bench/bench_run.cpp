@@ -226,6 +226,8 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
     reports.push_back(report);
     document["settings"] = settings_json(o, o.url, "http");
     document["settings"]["model_name"] = info.model;
+    document["settings"]["prompt_token_pool"] = {{"source", info.pool_source},
+                                                 {"distinct_ids", info.token_pool.size()}};
   } else {
     const std::vector<int32_t> pool = engine_token_pool(o);
     const std::vector<PlannedRequest> workload = plan_workload(spec, pool);
@@ -246,6 +248,8 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
       reports.push_back(runs.back().report);
     }
     document["settings"] = settings_json(o, o.model.string(), path);
+    document["settings"]["prompt_token_pool"] = {
+        {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
     if (runs.size() == 2) {
       const RunSummary& off = runs[0].report.summary;
       const RunSummary& on = runs[1].report.summary;
