@@ -28,7 +28,7 @@ void ProgressBar::finish() {
   if (finished_) return;
   finished_ = true;
   if (!enabled_) return;
-  draw(true);
+  if (drawn_ != done_) draw(true);
   std::fputc('\n', stderr);
 }
 
@@ -37,6 +37,7 @@ void ProgressBar::draw(bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
+  drawn_ = done_;
   constexpr int kWidth = 30;
   const int filled = total_ > 0 ? static_cast<int>(kWidth * done_ / total_) : kWidth;
   const double seconds = std::chrono::duration<double>(now - start_).count();

@@ -26,6 +26,7 @@ class ProgressBar {
   std::mutex mutex_;
   std::string label_;
   int64_t total_ = 0, done_ = 0, failed_ = 0;
+  int64_t drawn_ = -1;  // done_ when last drawn
   bool enabled_ = false, finished_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
