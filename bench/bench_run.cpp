@@ -89,6 +89,14 @@ std::string describe_load(const BenchOptions& o) {
   return s.str();
 }
 
+// The first request of the workload, cut to a few tokens and sent at once.
+PlannedRequest warmup_request(const std::vector<PlannedRequest>& workload) {
+  PlannedRequest warm = workload.front();
+  warm.max_tokens = std::min(warm.max_tokens, 4);
+  warm.arrival_seconds = 0;
+  return warm;
+}
+
 struct ModeRun {
   RunReport report;
   std::vector<RequestRecord> records;
@@ -110,13 +118,7 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
 
   // One short request first, so that neither mode pays for first-touch costs (page faults
   // on the mapped weights, packing) inside its measured run.
-  {
-    PlannedRequest warm = workload.front();
-    warm.max_tokens = std::min(warm.max_tokens, 4);
-    warm.arrival_seconds = 0;
-    LoadOptions quiet;
-    run_offline(engine.scheduler(), {warm}, quiet);
-  }
+  run_offline(engine.scheduler(), {warmup_request(workload)}, LoadOptions{});
 
   ProgressBar progress(label, static_cast<int64_t>(workload.size()),
                        o.progress && ProgressBar::stderr_is_terminal());
@@ -215,6 +217,11 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
         << "), " << describe_load(o) << "\n";
     out << "prompt tokens from " << info.pool_source << " (" << info.token_pool.size()
         << " distinct ids)\n\n";
+    // One short request first, as vllm bench serve does: it checks the server answers and
+    // keeps first-touch costs (cold weights, first allocations) out of the measured run.
+    const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, LoadOptions{});
+    if (!warm.records.front().ok)
+      throw std::runtime_error("the first request failed: " + warm.records.front().error);
     ProgressBar progress("http", o.requests, o.progress && ProgressBar::stderr_is_terminal());
     const LoadResult result = run_http(url, info.model, workload, load_options(o, progress));
     progress.finish();
