@@ -81,8 +81,8 @@ TEST(HttpErrors, ABodyOverTheLimitGets413) {
 }
 
 TEST(HttpErrors, OversizedHeadersGet431) {
-  const HttpResult result = fetch(shared_server().port(), "GET", "/health", "",
-                                  {{"X-Padding", std::string(20000, 'p')}});
+  const HttpResult result =
+      fetch(shared_server().port(), "GET", "/health", "", {{"X-Padding", std::string(20000, 'p')}});
   expect_error(result, 431);
 }
 
