@@ -193,9 +193,11 @@ std::string HttpClient::read_until(std::string_view marker) {
     out.append(chunk, n);
   }
   const size_t end = out.find(marker) + marker.size();
-  auto rest = buffer_.prepare(out.size() - end);  // keep what came after for later reads
-  std::memcpy(rest.data(), out.data() + end, out.size() - end);
-  buffer_.commit(out.size() - end);
+  if (end < out.size()) {  // keep what came after for later reads
+    auto rest = buffer_.prepare(out.size() - end);
+    std::memcpy(rest.data(), out.data() + end, out.size() - end);
+    buffer_.commit(out.size() - end);
+  }
   out.resize(end);
   return out;
 }
