@@ -6,12 +6,14 @@ namespace tandem::app {
 Subcommand make_model_subcommand(CLI::App& app);
 Subcommand make_generate_command(CLI::App& app);
 Subcommand make_serve_command(CLI::App& app);
+Subcommand make_bench_command(CLI::App& app);
 
 const std::vector<SubcommandFactory>& subcommand_factories() {
   static const std::vector<SubcommandFactory> factories = {
       make_model_subcommand,
       make_generate_command,
       make_serve_command,
+      make_bench_command,
   };
   return factories;
 }

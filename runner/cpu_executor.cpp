@@ -62,8 +62,8 @@ void CpuExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
       }
       const StepRow& r = plan.rows[i];
       const int64_t position = r.position + static_cast<int64_t>(r.tokens.size());
-      tokens[i] = samplers_[thread].sample(logits.subspan(logit_row_[i] * vocab, vocab),
-                                           r.sampling, position);
+      tokens[i] = samplers_[thread].sample(logits.subspan(logit_row_[i] * vocab, vocab), r.sampling,
+                                           position);
     }
   });
 }

@@ -40,7 +40,9 @@ namespace {
 
 inline void cpu_relax() { __builtin_ia32_pause(); }
 
-// Spins until done() or `budget` has passed; returns done()'s last value.
+// Spins until done() or `budget` has passed; returns done()'s last value. Between bursts
+// of pause it yields: when the machine is oversubscribed (2 vCPUs shared with the compute
+// pool and the I/O thread), the thread being waited for may need this very core.
 template <typename Done>
 bool spin_until(Done done, std::chrono::microseconds budget) {
   if (budget.count() <= 0) return done();
@@ -51,6 +53,7 @@ bool spin_until(Done done, std::chrono::microseconds budget) {
       cpu_relax();
     }
     if (Clock::now() >= deadline) return done();
+    std::this_thread::yield();
   }
 }
 

@@ -56,10 +56,12 @@ class StepExecutor {
 
 struct DeviceOptions {
   // How long a waiting thread (the worker waiting for a launch, the scheduler waiting in
-  // finalize) spins before it blocks on a condition variable. Spinning hands off in
-  // ~0.5 us, a condition-variable wake costs ~13 us on these VMs; bench/micro/handoff_bench
-  // measures it. Blocking afterwards keeps an idle server off the cores.
-  std::chrono::microseconds spin{50};
+  // finalize) spins, yielding between bursts, before it blocks on a condition variable.
+  // On a quiet VM a spin hands off in ~0.5 us and a condition-variable wake costs ~13 us;
+  // once the 2 vCPUs are oversubscribed (compute pool, I/O, other processes) a pure spin
+  // waits for the descheduled peer (milliseconds in bench/micro/handoff_bench), so the spin
+  // yields and is short. Blocking afterwards keeps an idle server off the cores.
+  std::chrono::microseconds spin{20};
 };
 
 // What the device has done. Idle time counts only while the scheduler has said it is

@@ -44,8 +44,8 @@ class ForwardPass {
   ThreadPool& pool_;
 
   // Per-token bookkeeping for the current batch.
-  std::vector<int32_t> token_row_;       // which row a token belongs to
-  std::vector<int32_t> token_position_;  // its position in its sequence
+  std::vector<int32_t> token_row_;          // which row a token belongs to
+  std::vector<int32_t> token_position_;     // its position in its sequence
   std::vector<float> rope_cos_, rope_sin_;  // [token][n_rot / 2]
 
   // Activations, [token][width].

@@ -26,6 +26,8 @@ using detail::PackedType;
 
 namespace {
 
+constexpr int64_t kTasksPerThread = 4;
+
 Isa hardware_isa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
@@ -283,10 +285,11 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     job.args.x_pairs = pairs.data();
   }
 
-  // One contiguous range of panels per thread keeps each thread's weight stream
-  // sequential (what the prefetchers and the DRAM pages like best).
+  // A few contiguous ranges of panels per thread: each task's weight stream stays long
+  // and sequential (what the prefetchers like), and a thread the hypervisor delays
+  // leaves its unclaimed ranges to the others.
   job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
-  job.n_tasks = std::min<int64_t>(job.n_panels, pool.size());
+  job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
   if (job.n_tasks <= 1) {
     job.loop(job.args, 0, job.n_panels);
     return;

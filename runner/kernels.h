@@ -60,7 +60,8 @@ class PackedWeights {
 };
 
 // y[m][o] = sum_i x[m][i] * W[o][i] for m < n_rows, o < n_out.
-// x is n_rows x n_in, y is n_rows x n_out, both row-major and contiguous.
+// x is n_rows x n_in, y is n_rows x n_out, both row-major and contiguous; they must
+// not overlap. Called from one thread at a time per pool (the pool's submitter).
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y);
 
 // Widens n elements of a row of a GGUF tensor to F32 (n a multiple of 32 for Q8_0).

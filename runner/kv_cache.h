@@ -36,7 +36,8 @@ class KvCache {
   // Layout: [layer][block][K|V][slot][kv_dim], so one head's keys for consecutive
   // positions of a block sit kv_dim floats apart in one contiguous run.
   float* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) {
-    size_t index = ((static_cast<size_t>(layer) * n_blocks_ + block) * 2 + which) * block_size_ + slot;
+    size_t index =
+        ((static_cast<size_t>(layer) * n_blocks_ + block) * 2 + which) * block_size_ + slot;
     return data_.get() + index * kv_dim_;
   }
 

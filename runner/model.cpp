@@ -53,8 +53,8 @@ std::unique_ptr<Model> Model::load(gguf::File file) {
   const ModelConfig& c = m->config_;
   const int64_t e = c.n_embd, kv = c.kv_dim(), ff = c.n_ff;
 
-  m->token_embd_ = &require(f, "token_embd.weight", {static_cast<uint64_t>(e),
-                                                     static_cast<uint64_t>(c.n_vocab)});
+  m->token_embd_ = &require(f, "token_embd.weight",
+                            {static_cast<uint64_t>(e), static_cast<uint64_t>(c.n_vocab)});
   m->layers_.resize(c.n_layer);
   for (int32_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -65,7 +65,8 @@ std::unique_ptr<Model> Model::load(gguf::File file) {
                                          matrix(f, p + "attn_v.weight", e, kv)};
     w.qkv = kernels::PackedWeights::pack(qkv);
     if (c.qkv_bias) {
-      for (auto [name, n] : {std::pair{"attn_q.bias", e}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
+      for (auto [name, n] :
+           {std::pair{"attn_q.bias", e}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
         std::vector<float> b = load_vector(f, p + name, n);
         w.qkv_bias.insert(w.qkv_bias.end(), b.begin(), b.end());
       }

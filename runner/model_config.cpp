@@ -47,11 +47,9 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
   c.n_rot = file.has(a + "rope.dimension_count")
                 ? positive_int(file, a + "rope.dimension_count", c.head_dim)
                 : c.head_dim;
-  if (c.n_rot % 2 != 0)
-    throw gguf::GgufError(file.name() + ": rope.dimension_count must be even");
+  if (c.n_rot % 2 != 0) throw gguf::GgufError(file.name() + ": rope.dimension_count must be even");
   c.rope_base = static_cast<float>(file.get_float_or(a + "rope.freq_base", 10000.0));
-  c.rms_eps =
-      static_cast<float>(file.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  c.rms_eps = static_cast<float>(file.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   if (!(c.rope_base > 0) || !(c.rms_eps > 0))
     throw gguf::GgufError(file.name() + ": rope.freq_base and layer_norm_rms_epsilon must be > 0");
 

@@ -1,6 +1,12 @@
 // The fused sampler's row logic (see sampler.h for the contract). The passes over the whole
 // vocabulary are the kernels in sampler_kernels.h; what is here works on a candidate set
-// that the kernels have already cut down to the tokens near the top.
+// that the kernels have already cut down to the tokens near the top:
+// - greedy: one argmax pass;
+// - no filter: one pruned Gumbel pass (Philox and logs only where a token could still win);
+// - top_k: a running-threshold pass and nth_element, then top_p (if on) within those k;
+// - top_p alone: the exact Z pass, a ladder estimate of where the prefix ends, one collect
+//   pass above it, and a quickselect on mass over the candidates (no full sort);
+// - min_p: its cut is a threshold, so it bounds every candidate pass.
 #include "runner/sampler.h"
 
 #include <algorithm>
@@ -81,7 +87,7 @@ Sampler::Sampler(SamplerConfig config)
   cand_e_.resize(n);
   ranked_.resize(n);
   kept_ids_.resize(n);
-  noise_.resize(n);
+  kept_z_.resize(n);
 }
 
 bool Sampler::uses_avx512() const { return kernels_ != &sampler_kernels::portable(); }
@@ -140,22 +146,32 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   if (!k_on && !p_on && !m_on) {
     return kernels_->gumbel_argmax(z.data(), n, params.seed, position);
   }
-  const auto k = static_cast<size_t>(params.top_k);
-
-  // Candidates are the tokens with z - z_max >= threshold. The floor is min_p's cut (or every
-  // finite token); a ladder rung above it is tried first when it holds the top-k prefix or,
-  // by its hint mass, the top-p prefix. A rung that turns out too shallow is widened.
+  // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
+  // the floor: min_p's cut, or every finite token.
   const float floor = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
-  sampler_kernels::Ladder ladder;
-  float target = 0.0f;  // top_p's mass, in units of exp(z - z_max)
+  const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
+
+  if (k_on) {
+    std::span<RankedToken> kept =
+        top_k_candidates(z, z_max, static_cast<size_t>(params.top_k), floor);
+    if (p_on) {
+      for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
+      const size_t cut = top_p_cut(kept, target);
+      if (cut > 0) kept = kept.first(cut);
+    }
+    return gumbel_over(kept, params.seed, position);
+  }
+
+  // top_p without top_k: collect above the shallowest ladder rung whose estimated mass holds
+  // the prefix (with 4% to spare for the estimate's error), and go one rung deeper whenever
+  // the candidates fall short.
   int rung = sampler_kernels::kRungs;
-  if (k_on || p_on) {
-    kernels_->ladder(z.data(), n, z_max, p_on, &ladder);
-    target = params.top_p * ladder.z_sum;
+  if (p_on) {
+    sampler_kernels::Ladder ladder;
+    kernels_->ladder(z.data(), n, z_max, &ladder);
     for (rung = 0; rung < sampler_kernels::kRungs; ++rung) {
       if (-sampler_kernels::kRungDepth[rung] <= floor) break;
-      if (k_on && static_cast<size_t>(ladder.count[rung]) >= k) break;
-      if (p_on && ladder.mass[rung] >= target) break;
+      if (ladder.mass[rung] >= 1.04f * target) break;
     }
   }
   for (;; ++rung) {
@@ -171,39 +187,52 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
       ranked_[i] = {cand_z_[i], cand_id_[i], p_on ? cand_e_[i] : 0.0f};
     }
     std::span<RankedToken> kept(ranked_.data(), count);
-    bool complete = whole;
-    if (k_on && count >= k) {
-      if (count > k)
-        std::nth_element(kept.begin(), kept.begin() + k, kept.end(), precedes<RankedToken>);
-      kept = kept.first(k);
-      complete = true;
-    }
     if (p_on) {
       const size_t cut = top_p_cut(kept, target);
-      if (cut > 0) {
-        kept = kept.first(cut);
-        complete = true;
-      }
+      if (cut > 0) return gumbel_over(kept.first(cut), params.seed, position);
     }
-    if (complete) return gumbel_over(kept, params.seed, position);
+    if (whole) return gumbel_over(kept, params.seed, position);
   }
+}
+
+std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float> z, float z_max,
+                                                          size_t k, float floor) {
+  // One pass in chunks: each chunk's tokens above the threshold join the pool; when the pool
+  // passes `cap`, nth_element keeps its best k and the threshold rises to the k-th one (a
+  // later token that ties it has a higher id, so it cannot enter). The threshold only rises,
+  // so the pool always holds the top k of what has been read.
+  constexpr int32_t kChunk = 2048;
+  const size_t cap = std::max<size_t>(2 * k, 2048);
+  const auto n = static_cast<int32_t>(z.size());
+  float threshold = floor;
+  size_t pool = 0;
+  auto keep_best_k = [&] {
+    std::nth_element(ranked_.begin(), ranked_.begin() + static_cast<ptrdiff_t>(k - 1),
+                     ranked_.begin() + static_cast<ptrdiff_t>(pool), precedes<RankedToken>);
+    pool = k;
+    threshold = std::max(threshold, ranked_[k - 1].z - z_max);
+  };
+  for (int32_t start = 0; start < n; start += kChunk) {
+    const int32_t len = std::min(kChunk, n - start);
+    const int32_t got =
+        kernels_->collect(z.data() + start, len, z_max, threshold, cand_z_.data(), cand_id_.data());
+    for (int32_t i = 0; i < got; ++i) ranked_[pool++] = {cand_z_[i], cand_id_[i] + start, 0.0f};
+    if (pool >= cap) keep_best_k();
+  }
+  if (pool > k) keep_best_k();
+  return {ranked_.data(), pool};
 }
 
 int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position) {
   if (kept.size() == 1) return kept[0].id;
   const auto count = static_cast<int32_t>(kept.size());
-  for (int32_t i = 0; i < count; ++i) kept_ids_[i] = kept[i].id;
-  kernels_->noise(seed, position, kept_ids_.data(), count, noise_.data());
-  float best = kNegInf;
-  int32_t token = -1;
   for (int32_t i = 0; i < count; ++i) {
-    const float v = kept[i].z + noise_[i];
-    if (v > best || (v == best && kept[i].id < token)) {
-      best = v;
-      token = kept[i].id;
-    }
+    kept_z_[i] = kept[i].z;
+    kept_ids_[i] = kept[i].id;
   }
-  return token;
+  const int32_t at =
+      kernels_->gumbel_argmax_at(kept_z_.data(), kept_ids_.data(), count, seed, position);
+  return at >= 0 ? kept_ids_[at] : -1;
 }
 
 }  // namespace tandem

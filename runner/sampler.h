@@ -17,10 +17,11 @@
 //     n tokens in rank order, n the smallest of the filters' prefix lengths:
 //     - top_k (off when <= 0 or >= vocab): the first k ranks. Exactly k tokens are kept (fewer
 //       if fewer are finite); ties at the k-th place go to the lowest ids.
-//     - top_p (off when >= 1): the shortest rank prefix whose mass reaches p: walk the ranks
-//       accumulating e_i = exp(z_i - z_max) in float and stop at the first token where the sum
-//       is >= p * Z, Z = sum of e_i over the vocabulary (that token is kept). Exact boundary
-//       equality is subject to float rounding. Tied tokens beyond the cut go to the lowest ids.
+//     - top_p (off when >= 1): the shortest rank prefix whose mass reaches p, i.e. whose sum
+//       of e_i = exp(z_i - z_max) is >= p * Z, Z = sum of e_i over the vocabulary (the token
+//       that crosses p is kept). e_i is the sampler's own float exp (0 below z_max - 86); the
+//       sums are float sums in a fixed order, so a cut within rounding of p is decided by
+//       rounding (the same way on every run and CPU). Ties beyond the cut go to the lowest ids.
 //     - min_p (off when <= 0): keeps z_i - z_max >= log(min_p) (p_i >= min_p * p_max); tied
 //       tokens are kept or dropped together. The top token always survives.
 //  4. Gumbel-max over the kept set: token = argmax_i (z_i + g_i), ties to the lowest id, with
@@ -74,6 +75,10 @@ class Sampler {
   };
   int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
                           float z_max);
+  // The top k tokens (fewer if fewer are above the floor) among those with
+  // z - z_max >= floor, in ranked_, in no particular order.
+  std::span<RankedToken> top_k_candidates(std::span<const float> z, float z_max, size_t k,
+                                          float floor);
   int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
   int32_t fallback(std::span<float> logits);
 
@@ -84,8 +89,8 @@ class Sampler {
   std::vector<int32_t> cand_id_;                  // candidates' ids
   std::vector<float> cand_e_;                     // candidates' exp(z - z_max)
   std::vector<RankedToken> ranked_;               // candidates, partly ordered by rank
-  std::vector<int32_t> kept_ids_;                 // the kept ids
-  std::vector<float> noise_;                      // their Gumbel noise
+  std::vector<float> kept_z_;                     // the kept tokens' z
+  std::vector<int32_t> kept_ids_;                 // and their ids
 };
 
 }  // namespace tandem

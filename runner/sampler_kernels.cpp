@@ -3,6 +3,7 @@
 // the vector path rounds every multiply and add separately, and so must this one.
 #include "runner/sampler_kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cfloat>
@@ -54,10 +55,12 @@ float log_approx(float x) {
 // then scaled by 2^n built from its bits. Rounding uses the 1.5 * 2^23 trick (exact, and
 // the same in every path). The cut at -86 keeps every result a normal float.
 float exp_shifted(float d) {
-  if (!(d >= -86.0f)) return 0.0f;
-  const float t = d * 1.44269504088896341f;
+  // Branch-free, so that loops over it vectorize: out-of-range lanes compute e^0 and are zeroed.
+  const bool valid = d >= -86.0f;
+  const float dc = valid ? d : 0.0f;
+  const float t = dc * 1.44269504088896341f;
   const float n = (t + 12582912.0f) - 12582912.0f;
-  float x = d - n * 0.693359375f;
+  float x = dc - n * 0.693359375f;
   x = x - n * -2.12194440e-4f;
   const float x2 = x * x;
   float y = 1.9875691500e-4f;
@@ -70,15 +73,26 @@ float exp_shifted(float d) {
   y = y + x;
   y = y + 1.0f;
   const uint32_t scale_bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
-  return y * std::bit_cast<float>(scale_bits);
+  const float e = y * std::bit_cast<float>(scale_bits);
+  return valid ? e : 0.0f;
 }
-
-namespace {
 
 float gumbel_from_bits(uint32_t bits) {
   const float u = uniform_open01(bits);
   return -log_approx(-log_approx(u));
 }
+
+// With k = bits >> 9, 1 - u = x * 2^-24 for the integer x = 2^24 - 1 - 2k; since -log u >= 1 - u,
+// g = -log(-log u) <= -log(1 - u) = 24 log 2 - log x <= (24 - floor(log2 x)) log 2. x < 2^24
+// converts to float exactly, so floor(log2 x) is its exponent. The 1e-3 margin covers the float
+// error of the computed g (a few ulp of at most 16.7): the two bounds may be ~0 apart.
+float noise_ceiling(uint32_t bits) {
+  const uint32_t x = 0xffffffu - ((bits >> 9) << 1);
+  const auto exponent = static_cast<int32_t>(std::bit_cast<uint32_t>(static_cast<float>(x)) >> 23);
+  return static_cast<float>(151 - exponent) * 0.693147182f + 1e-3f;
+}
+
+namespace {
 
 std::array<uint32_t, 4> noise_block(uint64_t seed, int64_t position, uint32_t group) {
   const auto pos = static_cast<uint64_t>(position);
@@ -116,21 +130,37 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
-void ladder(const float* z, int32_t n, float z_max, bool with_mass, Ladder* out) {
-  *out = Ladder{};
+float z_sum(const float* z, int32_t n, float z_max) {
   std::array<float, 16> lanes{};
-  for (int32_t i = 0; i < n; ++i) {
-    const float d = z[i] - z_max;
-    const float e = with_mass ? exp_shifted(d) : 0.0f;
-    if (with_mass) lanes[i & 15] = lanes[i & 15] + e;
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + exp_shifted(z[i + l] - z_max);
+  }
+  for (; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_shifted(z[i] - z_max);
+  return fold_lanes(lanes);
+}
+
+void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
+  *out = Ladder{};
+  const int32_t stride = n > kLadderFullRows ? 8 : 1;
+  auto add = [&](float d, float weight) {
+    const float weighed = exp_shifted(d) * weight;
     for (int r = 0; r < kRungs; ++r) {
-      if (d >= -kRungDepth[r]) {
-        out->count[r] += 1;
-        out->mass[r] += e;
+      if (d >= -kRungDepth[r]) out->mass[r] += weighed;
+    }
+  };
+  for (int32_t group = 0; group * 16 < n; ++group) {
+    const int32_t end = std::min(n, group * 16 + 16);
+    const bool sampled = group % stride == 0;
+    for (int32_t i = group * 16; i < end; ++i) {
+      const float d = z[i] - z_max;
+      if (d >= -kLadderHead) {
+        add(d, 1.0f);
+      } else if (sampled) {
+        add(d, static_cast<float>(stride));
       }
     }
   }
-  if (with_mass) out->z_sum = fold_lanes(lanes);
 }
 
 int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
@@ -154,24 +184,54 @@ void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float
   for (int32_t j = 0; j < n; ++j) out[j] = gumbel_noise(seed, position, ids[j]);
 }
 
+// Exact pruning as in the vector path: a running best, seeded with the top token's value, only
+// rises; a group of 4 whose largest z cannot reach it skips Philox, a token whose noise ceiling
+// cannot reach it skips the logs.
 int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
-  float best = kNegInf;
-  int32_t at = -1;
+  const int32_t top = argmax(z, n);
+  if (top < 0) return -1;
+  float best = z[top] + gumbel_noise(seed, position, top);
+  int32_t best_id = top;
   for (int32_t base = 0; base < n; base += 4) {
+    const int32_t end = std::min(n, base + 4);
+    float group_max = kNegInf;
+    for (int32_t i = base; i < end; ++i) group_max = z[i] > group_max ? z[i] : group_max;
+    if (!(group_max + kNoiseCeiling >= best)) continue;
     const auto block = noise_block(seed, position, static_cast<uint32_t>(base) >> 2);
-    for (int32_t w = 0; w < 4 && base + w < n; ++w) {
-      const float v = z[base + w] + gumbel_from_bits(block[w]);
-      if (v > best) {
+    for (int32_t i = base; i < end; ++i) {
+      const uint32_t bits = block[i - base];
+      if (!(z[i] + noise_ceiling(bits) >= best)) continue;
+      const float v = z[i] + gumbel_from_bits(bits);
+      if (v > best || (v == best && i < best_id)) {
         best = v;
-        at = base + w;
+        best_id = i;
       }
     }
   }
-  return at;
+  return best_id;
 }
 
-constexpr Kernels kPortable = {scale_max,       argmax, ladder,       collect,
-                               exp_shifted_row, noise,  gumbel_argmax};
+int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
+                         int64_t position) {
+  const int32_t top = argmax(z, n);
+  if (top < 0) return -1;
+  float best = z[top] + gumbel_noise(seed, position, ids[top]);
+  int32_t best_j = top;
+  for (int32_t j = 0; j < n; ++j) {
+    const auto id = static_cast<uint32_t>(ids[j]);
+    const uint32_t bits = noise_block(seed, position, id >> 2)[id & 3u];
+    if (!(z[j] + noise_ceiling(bits) >= best)) continue;
+    const float v = z[j] + gumbel_from_bits(bits);
+    if (v > best || (v == best && ids[j] < ids[best_j])) {
+      best = v;
+      best_j = j;
+    }
+  }
+  return best_j;
+}
+
+constexpr Kernels kPortable = {scale_max,       argmax, z_sum,         ladder,          collect,
+                               exp_shifted_row, noise,  gumbel_argmax, gumbel_argmax_at};
 
 bool cpu_has_avx512() {
   __builtin_cpu_init();

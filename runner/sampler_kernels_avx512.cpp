@@ -137,24 +137,6 @@ float fold_lanes(__m512 lanes) {
   return _mm_cvtss_f32(_mm_add_ss(eighth, _mm_shuffle_ps(eighth, eighth, 1)));
 }
 
-// Running argmax per lane; strict > keeps each lane's earliest maximum.
-struct LaneArgmax {
-  __m512 best = _mm512_set1_ps(kNegInf);
-  __m512i at = _mm512_set1_epi32(-1);
-  void update(__m512 v, __m512i ids) {
-    const __mmask16 gt = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
-    best = _mm512_mask_mov_ps(best, gt, v);
-    at = _mm512_mask_mov_epi32(at, gt, ids);
-  }
-  // The lowest id among the lanes holding the largest value; -1 if every value was -inf.
-  int32_t result() const {
-    const float top = _mm512_reduce_max_ps(best);
-    if (top == kNegInf) return -1;
-    const __mmask16 tied = _mm512_cmp_ps_mask(best, set(top), _CMP_EQ_OQ);
-    return _mm512_mask_reduce_min_epi32(tied, at);
-  }
-};
-
 float scale_max(float* z, int32_t n, float inv_t) {
   // vmaxps returns its second operand when either is NaN, so max(v, acc) skips NaN.
   __m512 acc[4] = {set(kNegInf), set(kNegInf), set(kNegInf), set(kNegInf)};
@@ -203,26 +185,35 @@ int32_t argmax(const float* x, int32_t n) {
   return -1;  // unreachable: top came from x
 }
 
-void ladder(const float* z, int32_t n, float z_max, bool with_mass, Ladder* out) {
-  *out = Ladder{};
+float z_sum(const float* z, int32_t n, float z_max) {
   const __m512 top = set(z_max);
   __m512 lanes = _mm512_setzero_ps();
+  for (int32_t i = 0; i < n; i += 16) {
+    lanes = add(lanes, exp_shifted16(sub(load_or_neg_inf(z + i, tail_mask(n - i)), top)));
+  }
+  return fold_lanes(lanes);
+}
+
+void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
+  const __m512 top = set(z_max);
+  const int32_t stride = n > kLadderFullRows ? 8 : 1;
+  const __m512 tail_weight = set(static_cast<float>(stride));
   __m512 mass[kRungs];
   for (auto& m : mass) m = _mm512_setzero_ps();
-  for (int32_t i = 0; i < n; i += 16) {
+  for (int32_t i = 0, group = 0; i < n; i += 16, ++group) {
     const __m512 d = sub(load_or_neg_inf(z + i, tail_mask(n - i)), top);
-    const __m512 e = with_mass ? exp_shifted16(d) : _mm512_setzero_ps();
-    lanes = add(lanes, e);
+    const __mmask16 head = _mm512_cmp_ps_mask(d, set(-kLadderHead), _CMP_GE_OQ);
+    const bool sampled = group % stride == 0;
+    if (!sampled && head == 0) continue;
+    const __m512 weight = sampled ? _mm512_mask_blend_ps(head, tail_weight, set(1.0f))
+                                  : _mm512_maskz_mov_ps(head, set(1.0f));
+    const __m512 weighed = mul(exp_shifted16(d), weight);
     for (int r = 0; r < kRungs; ++r) {
       const __mmask16 in = _mm512_cmp_ps_mask(d, set(-kRungDepth[r]), _CMP_GE_OQ);
-      out->count[r] += __builtin_popcount(in);
-      mass[r] = _mm512_mask_add_ps(mass[r], in, mass[r], e);
+      mass[r] = _mm512_mask_add_ps(mass[r], in, mass[r], weighed);
     }
   }
-  if (with_mass) {
-    out->z_sum = fold_lanes(lanes);
-    for (int r = 0; r < kRungs; ++r) out->mass[r] = _mm512_reduce_add_ps(mass[r]);
-  }
+  for (int r = 0; r < kRungs; ++r) out->mass[r] = _mm512_reduce_add_ps(mass[r]);
 }
 
 int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
@@ -253,26 +244,50 @@ void exp_shifted_row(const float* z, int32_t n, float z_max, float* out) {
   }
 }
 
+// The Philox word behind each lane's id: word id % 4 of block id / 4.
+__m512i noise_bits16(__m512i id, uint64_t seed, int64_t position) {
+  __m512i c[4];
+  c[0] = _mm512_srli_epi32(id, 2);
+  c[1] = _mm512_setzero_si512();
+  position_words(position, &c[2], &c[3]);
+  philox16(c, seed);
+  const __m512i word = _mm512_and_si512(id, _mm512_set1_epi32(3));
+  __m512i bits = c[0];
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(1)), c[1]);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(2)), c[2]);
+  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(3)), c[3]);
+  return bits;
+}
+
 void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float* out) {
-  const __m512i three = _mm512_set1_epi32(3);
   for (int32_t j = 0; j < n; j += 16) {
     const __mmask16 mask = tail_mask(n - j);
-    const __m512i id = _mm512_maskz_loadu_epi32(mask, ids + j);
-    __m512i c[4];
-    c[0] = _mm512_srli_epi32(id, 2);
-    c[1] = _mm512_setzero_si512();
-    position_words(position, &c[2], &c[3]);
-    philox16(c, seed);
-    const __m512i word = _mm512_and_si512(id, three);
-    __m512i bits = c[0];
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(1)), c[1]);
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, _mm512_set1_epi32(2)), c[2]);
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(word, three), c[3]);
+    const __m512i bits = noise_bits16(_mm512_maskz_loadu_epi32(mask, ids + j), seed, position);
     _mm512_mask_storeu_ps(out + j, mask, gumbel_from_bits16(bits));
   }
 }
 
+// noise_ceiling, lane by lane.
+__m512 noise_ceiling16(__m512i bits) {
+  const __m512i x = _mm512_sub_epi32(_mm512_set1_epi32(0xffffff),
+                                     _mm512_slli_epi32(_mm512_srli_epi32(bits, 9), 1));
+  const __m512i exponent =
+      _mm512_srli_epi32(_mm512_castps_si512(_mm512_cvtepi32_ps(x)), 23);  // floor(log2 x) + 127
+  const __m512 octaves = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(151), exponent));
+  return add(mul(octaves, set(0.693147182f)), set(1e-3f));
+}
+
+// The dense pass is exact but prunes: a running best B (seeded with the top token's value)
+// only rises, and a token whose value cannot reach B cannot win or tie (ties go to the lower
+// id, and the tokens come in id order after the seed is settled below). A block of 64 whose
+// largest z + kNoiseCeiling falls short of B skips Philox; a lane whose z + noise_ceiling16
+// falls short skips the two logs. Real logits' long low tail skips whole blocks.
 int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
+  const int32_t top = argmax(z, n);
+  if (top < 0) return -1;
+  float best = z[top] + gumbel_noise(seed, position, top);
+  int32_t best_id = top;
+
   // 64 ids per iteration: 16 Philox blocks (4 words each), transposed into id order.
   // Output vector v holds ids base + 16v + j, whose bits are word j % 4 of block 4v + j / 4.
   __m512i pick[4];
@@ -282,29 +297,79 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
     pick[v] = _mm512_load_si512(idx);
   }
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  LaneArgmax best;
   for (int32_t base = 0; base < n; base += 64) {
+    __m512 zv[4];
+    __m512 block_max = set(kNegInf);  // never NaN: vmaxps returns its second operand on NaN
+    for (int v = 0; v < 4; ++v) {
+      const int32_t first = base + 16 * v;
+      zv[v] = first < n ? load_or_neg_inf(z + first, tail_mask(n - first)) : set(kNegInf);
+      block_max = _mm512_max_ps(zv[v], block_max);
+    }
+    const __m512 bound = set(best);
+    if (_mm512_cmp_ps_mask(add(block_max, set(kNoiseCeiling)), bound, _CMP_GE_OQ) == 0) continue;
     __m512i c[4];
     c[0] = _mm512_add_epi32(_mm512_set1_epi32(base >> 2), lane);
     c[1] = _mm512_setzero_si512();
     position_words(position, &c[2], &c[3]);
     philox16(c, seed);
-    for (int v = 0; v < 4 && base + 16 * v < n; ++v) {
+    for (int v = 0; v < 4; ++v) {
       const __m512i w01 = _mm512_permutex2var_epi32(c[0], pick[v], c[1]);
       const __m512i w23 = _mm512_permutex2var_epi32(c[2], pick[v], c[3]);
       const __m512i bits = _mm512_mask_blend_epi32(0xCCCC, w01, w23);
-      const int32_t first = base + 16 * v;
-      const __m512 zv = load_or_neg_inf(z + first, tail_mask(n - first));
-      best.update(add(zv, gumbel_from_bits16(bits)),
-                  _mm512_add_epi32(_mm512_set1_epi32(first), lane));
+      const __m512 now = set(best);
+      const __mmask16 open = _mm512_cmp_ps_mask(add(zv[v], noise_ceiling16(bits)), now, _CMP_GE_OQ);
+      if (open == 0) continue;
+      const __m512 value = add(zv[v], gumbel_from_bits16(bits));
+      const __m512i ids = _mm512_add_epi32(_mm512_set1_epi32(base + 16 * v), lane);
+      const __mmask16 above = _mm512_mask_cmp_ps_mask(open, value, now, _CMP_GT_OQ);
+      const __mmask16 tie_lower = _mm512_mask_cmplt_epi32_mask(
+          _mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), ids, _mm512_set1_epi32(best_id));
+      const __mmask16 better = above | tie_lower;
+      if (better == 0) continue;
+      // The best of the lanes that beat B: the largest value, then the lowest id.
+      const float top_value = _mm512_mask_reduce_max_ps(better, value);
+      const __mmask16 at_top = _mm512_mask_cmp_ps_mask(better, value, set(top_value), _CMP_EQ_OQ);
+      best = top_value;
+      best_id = _mm512_mask_reduce_min_epi32(at_top, ids);
     }
   }
-  return best.result();
+  return best_id;
+}
+
+// As gumbel_argmax, over a set of tokens in any order: ties compare ids, not positions.
+int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
+                         int64_t position) {
+  const int32_t top = argmax(z, n);
+  if (top < 0) return -1;
+  float best = z[top] + gumbel_noise(seed, position, ids[top]);
+  int32_t best_j = top;
+  for (int32_t j = 0; j < n; j += 16) {
+    const __mmask16 mask = tail_mask(n - j);
+    const __m512 zv = load_or_neg_inf(z + j, mask);
+    const __m512i id = _mm512_maskz_loadu_epi32(mask, ids + j);
+    const __m512i bits = noise_bits16(id, seed, position);
+    const __m512 now = set(best);
+    const __mmask16 open = _mm512_cmp_ps_mask(add(zv, noise_ceiling16(bits)), now, _CMP_GE_OQ);
+    if (open == 0) continue;
+    const __m512 value = add(zv, gumbel_from_bits16(bits));
+    const __mmask16 above = _mm512_mask_cmp_ps_mask(open, value, now, _CMP_GT_OQ);
+    const __mmask16 tie_lower = _mm512_mask_cmplt_epi32_mask(
+        _mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), id, _mm512_set1_epi32(ids[best_j]));
+    const __mmask16 better = above | tie_lower;
+    if (better == 0) continue;
+    const float top_value = _mm512_mask_reduce_max_ps(better, value);
+    const __mmask16 at_top = _mm512_mask_cmp_ps_mask(better, value, set(top_value), _CMP_EQ_OQ);
+    const int32_t top_id = _mm512_mask_reduce_min_epi32(at_top, id);
+    const __mmask16 at = _mm512_mask_cmpeq_epi32_mask(at_top, id, _mm512_set1_epi32(top_id));
+    best = top_value;
+    best_j = j + static_cast<int32_t>(__builtin_ctz(at));
+  }
+  return best_j;
 }
 
 }  // namespace
 
-extern const Kernels kKernels = {scale_max,       argmax, ladder,       collect,
-                                 exp_shifted_row, noise,  gumbel_argmax};
+extern const Kernels kKernels = {scale_max,       argmax, z_sum,         ladder,          collect,
+                                 exp_shifted_row, noise,  gumbel_argmax, gumbel_argmax_at};
 
 }  // namespace tandem::sampler_kernels::avx512_impl

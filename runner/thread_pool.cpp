@@ -31,45 +31,68 @@ thread_local const void* tls_running_pool = nullptr;
 
 }  // namespace
 
+// A job is over when all its tasks are done, not when every worker has looked at it:
+// a worker the hypervisor has descheduled must not hold up a job the others finished.
+// So a worker claims a task by compare-and-swap on `claim`, a word that holds the job's
+// generation next to the next task index; a worker still holding an older generation
+// fails the swap and claims nothing. The job's fields are atomics read before that
+// swap and validated by it (the submitter closes the claim word before it rewrites
+// them, and its release stores of them pair with the workers' acquire loads).
 struct ThreadPool::State {
+  static constexpr uint64_t kClosed = 0xffffffffu;  // task index meaning "no claims"
+
   int n_threads = 1;
   std::vector<std::thread> workers;
 
-  // The published job. Written by the submitter before it bumps `generation`
-  // (release) and read by workers after they observe the bump (acquire).
-  const std::function<void(int64_t)>* task_fn = nullptr;
-  const std::function<void(int, int)>* thread_fn = nullptr;
-  int64_t n_tasks = 0;
-
-  std::atomic<int64_t> next_task{0};
-  std::atomic<uint32_t> generation{0};  // 32 bits: std::atomic::wait is a bare futex
-  std::atomic<int> workers_done{0};     // workers that finished the current job
-  std::atomic<int> sleepers{0};
+  // Written once per job by the submitter, read by every worker: one cache line.
+  alignas(64) std::atomic<uint32_t> generation{0};  // 32 bits: atomic::wait is a bare futex
+  std::atomic<const std::function<void(int64_t)>*> task_fn{nullptr};
+  std::atomic<const std::function<void(int, int)>*> thread_fn{nullptr};  // run_on_all
+  std::atomic<int64_t> n_tasks{0};
+  // Read-modify-written by every thread: each on its own line, away from the above.
+  alignas(64) std::atomic<uint64_t> claim{kClosed};  // generation << 32 | next task index
+  alignas(64) std::atomic<int64_t> tasks_done{0};
+  alignas(64) std::atomic<int> sleepers{0};
   std::atomic<bool> stopping{false};
 
   std::mutex error_mutex;
   std::exception_ptr error;
 
-  void run_tasks(int thread_index) {
+  // Claims and runs tasks of job `gen` until none are left (one at most in run_on_all
+  // mode, where each thread runs fn once).
+  void run_tasks(uint32_t gen) {
+    // Acquire: if any of these is already the next job's, the claim load below sees
+    // that job's closed claim word (stored before them) and we claim nothing.
+    const auto* fn = task_fn.load(std::memory_order_acquire);
+    const auto* per_thread = thread_fn.load(std::memory_order_acquire);
+    const int64_t n = n_tasks.load(std::memory_order_acquire);
     const void* outer = tls_running_pool;
     tls_running_pool = this;
-    try {
-      if (thread_fn != nullptr) {
-        (*thread_fn)(thread_index, n_threads);
-      } else {
-        for (int64_t t = next_task.fetch_add(1, std::memory_order_relaxed); t < n_tasks;
-             t = next_task.fetch_add(1, std::memory_order_relaxed)) {
-          (*task_fn)(t);
-        }
+    uint64_t word = claim.load(std::memory_order_acquire);
+    while ((word >> 32) == gen && static_cast<int64_t>(word & 0xffffffffu) < n) {
+      if (!claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+        continue;
       }
-    } catch (...) {
-      std::lock_guard lock(error_mutex);
-      if (!error) error = std::current_exception();
+      const int64_t task = static_cast<int64_t>(word & 0xffffffffu);
+      try {
+        if (per_thread != nullptr) {
+          (*per_thread)(static_cast<int>(task), n_threads);
+        } else {
+          (*fn)(task);
+        }
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      tasks_done.fetch_add(1, std::memory_order_release);
+      if (per_thread != nullptr) break;
+      word = claim.load(std::memory_order_acquire);
     }
     tls_running_pool = outer;
   }
 
-  void worker_loop(int thread_index) {
+  void worker_loop() {
     uint32_t seen = 0;
     for (;;) {
       uint32_t gen = generation.load(std::memory_order_acquire);
@@ -88,28 +111,31 @@ struct ThreadPool::State {
       }
       seen = gen;
       if (stopping.load(std::memory_order_acquire)) return;
-      run_tasks(thread_index);
-      workers_done.fetch_add(1, std::memory_order_release);
+      run_tasks(gen);
     }
   }
 
-  // Publishes a job, takes part in it, and returns once every worker is done with it
-  // (so the job's fields may be overwritten by the next one).
-  void run_job() {
-    next_task.store(0, std::memory_order_relaxed);
-    workers_done.store(0, std::memory_order_relaxed);
-    generation.fetch_add(1, std::memory_order_seq_cst);
+  // Publishes a job, takes part in it, and returns once all its tasks are done.
+  void run_job(const std::function<void(int64_t)>* fn,
+               const std::function<void(int, int)>* per_thread, int64_t n) {
+    const uint32_t gen = generation.load(std::memory_order_relaxed) + 1;
+    // Close claims first, so that a worker still on an older job cannot validate the
+    // fields written next (their release stores publish the close along with them).
+    claim.store(static_cast<uint64_t>(gen) << 32 | kClosed, std::memory_order_relaxed);
+    task_fn.store(fn, std::memory_order_release);
+    thread_fn.store(per_thread, std::memory_order_release);
+    n_tasks.store(n, std::memory_order_release);
+    tasks_done.store(0, std::memory_order_relaxed);
+    claim.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+    generation.store(gen, std::memory_order_seq_cst);
     if (sleepers.load(std::memory_order_seq_cst) > 0) generation.notify_all();
-    run_tasks(0);
-    const int n_workers = static_cast<int>(workers.size());
-    // Spin: the workers finish within microseconds of us. Yield now and then in case
-    // one was preempted (more threads than free cores), so it gets the core back.
-    for (int spins = 1; workers_done.load(std::memory_order_acquire) != n_workers; ++spins) {
+    run_tasks(gen);
+    // Spin: the others finish within microseconds. Yield now and then in case one of
+    // them was preempted mid-task (more threads than free cores).
+    for (int spins = 1; tasks_done.load(std::memory_order_acquire) != n; ++spins) {
       cpu_relax();
       if (spins % 1024 == 0) std::this_thread::yield();
     }
-    task_fn = nullptr;
-    thread_fn = nullptr;
     if (error) {
       std::exception_ptr e = std::exchange(error, nullptr);
       std::rethrow_exception(e);
@@ -122,13 +148,13 @@ ThreadPool::ThreadPool(int n_threads) : state_(std::make_unique<State>()) {
   state_->n_threads = n_threads;
   state_->workers.reserve(n_threads - 1);
   for (int i = 1; i < n_threads; ++i) {
-    state_->workers.emplace_back([s = state_.get(), i] { s->worker_loop(i); });
+    state_->workers.emplace_back([s = state_.get()] { s->worker_loop(); });
   }
 }
 
 ThreadPool::~ThreadPool() {
   state_->stopping.store(true, std::memory_order_release);
-  state_->generation.fetch_add(1, std::memory_order_seq_cst);
+  state_->generation.fetch_add(1, std::memory_order_seq_cst);  // no claims open: nothing runs
   state_->generation.notify_all();
   for (auto& t : state_->workers) t.join();
 }
@@ -143,9 +169,9 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t 
     for (int64_t t = 0; t < n_tasks; ++t) fn(t);
     return;
   }
-  state_->task_fn = &fn;
-  state_->n_tasks = n_tasks;
-  state_->run_job();
+  if (static_cast<uint64_t>(n_tasks) >= State::kClosed)
+    throw std::length_error("ThreadPool::parallel_for: too many tasks");
+  state_->run_job(&fn, nullptr, n_tasks);
 }
 
 void ThreadPool::run_on_all(const std::function<void(int thread, int n_threads)>& fn) {
@@ -156,8 +182,7 @@ void ThreadPool::run_on_all(const std::function<void(int thread, int n_threads)>
   if (tls_running_pool == state_.get()) {
     throw std::logic_error("ThreadPool::run_on_all called from inside one of its own jobs");
   }
-  state_->thread_fn = &fn;
-  state_->run_job();
+  state_->run_job(nullptr, &fn, state_->n_threads);
 }
 
 int default_thread_count() {

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -171,6 +172,8 @@ bool Scheduler::drained() const {
 // The loop of DESIGN.md, one turn: process curr (the device runs next meanwhile), adopt
 // next or launch a fresh batch, chain its successor when allowed, then block on it.
 bool Scheduler::run_once() {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   apply_cancels();
   bool worked = false;
   if (curr_) {
@@ -185,6 +188,7 @@ bool Scheduler::run_once() {
   } else {
     curr_ = schedule();
     if (!curr_) {
+      counters_.host_seconds += std::chrono::duration<double>(Clock::now() - start).count();
       publish();
       return worked;
     }
@@ -196,12 +200,16 @@ bool Scheduler::run_once() {
       launch_chained_from(*curr_);
     }
   }
+  const auto wait_start = Clock::now();
   try {
     curr_result_ = device_.finalize(curr_->step);
   } catch (const std::exception& e) {
     fail_in_flight(std::string("the device failed: ") + e.what());
   }
-  publish();
+  const auto end = Clock::now();
+  counters_.host_seconds += std::chrono::duration<double>(wait_start - start).count();
+  publish();  // the time it takes is counted at the next publish
+  counters_.host_seconds += std::chrono::duration<double>(Clock::now() - end).count();
   return true;
 }
 

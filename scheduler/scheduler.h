@@ -47,6 +47,7 @@ struct SchedulerMetrics {
   uint64_t prompt_tokens = 0;      // prefilled
   uint64_t completion_tokens = 0;  // accepted
   uint64_t requests_finished = 0;  // on_finish or on_error sent
+  double host_seconds = 0;         // the loop's own time, outside waits for the device
   double device_busy_seconds = 0;
   double device_idle_seconds = 0;
   int32_t waiting = 0;  // queue size

@@ -18,9 +18,9 @@ std::string make_tiny(const ScratchDir& dir) {
 TEST(GenerateCli, GreedyRunsAreRepeatableAndReportSpeed) {
   ScratchDir dir;
   auto model = make_tiny(dir);
-  std::vector<std::string> args = {"generate",      "--model",   model, "--prompt", "Hello",
-                                   "--max-tokens",  "12",        "--temperature", "0",
-                                   "--ignore-eos",  "--threads", "2"};
+  std::vector<std::string> args = {"generate", "--model",      model,       "--prompt",
+                                   "Hello",    "--max-tokens", "12",        "--temperature",
+                                   "0",        "--ignore-eos", "--threads", "2"};
   auto a = run_tandem(args);
   auto b = run_tandem(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
@@ -33,9 +33,9 @@ TEST(GenerateCli, GreedyRunsAreRepeatableAndReportSpeed) {
 TEST(GenerateCli, SeededSamplingIsRepeatable) {
   ScratchDir dir;
   auto model = make_tiny(dir);
-  std::vector<std::string> args = {"generate", "--model", model, "--prompt", "abc",
-                                   "--max-tokens", "16", "--temperature", "1.0",
-                                   "--top-p", "0.9", "--seed", "1234", "--ignore-eos"};
+  std::vector<std::string> args = {
+      "generate",      "--model", model,     "--prompt", "abc",    "--max-tokens", "16",
+      "--temperature", "1.0",     "--top-p", "0.9",      "--seed", "1234",         "--ignore-eos"};
   auto a = run_tandem(args);
   auto b = run_tandem(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
@@ -56,9 +56,12 @@ TEST(GenerateCli, AFileThatIsNotAModelExitsTwoWithOneLine) {
 TEST(GenerateCli, BadFlagValuesExitTwoNamingTheFlag) {
   ScratchDir dir;
   auto model = make_tiny(dir);
-  for (auto [flag, value] : std::vector<std::pair<std::string, std::string>>{
-           {"--max-tokens", "0"}, {"--temperature", "-1"}, {"--top-p", "0"},
-           {"--threads", "abc"}, {"--max-tokens", "100000"}}) {
+  for (auto [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--max-tokens", "0"},
+                                                        {"--temperature", "-1"},
+                                                        {"--top-p", "0"},
+                                                        {"--threads", "abc"},
+                                                        {"--max-tokens", "100000"}}) {
     auto r = run_tandem({"generate", "--model", model, "--prompt", "x", flag, value});
     EXPECT_EQ(r.exit_code, 2) << flag << " " << value;
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;

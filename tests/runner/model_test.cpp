@@ -20,6 +20,18 @@ std::string load_error(const std::filesystem::path& path) {
   return "";
 }
 
+// The metadata of a llama model with tiny's widths (hidden 64, FFN 128, context 512).
+gguf::Writer llama_header(uint32_t layers, uint32_t heads) {
+  gguf::Writer w;
+  w.add_string("general.architecture", "llama");
+  w.add_uint32("llama.context_length", 512);
+  w.add_uint32("llama.embedding_length", 64);
+  w.add_uint32("llama.block_count", layers);
+  w.add_uint32("llama.feed_forward_length", 128);
+  w.add_uint32("llama.attention.head_count", heads);
+  return w;
+}
+
 TEST(Model, ReadsTheConfigurationFromMetadata) {
   ScratchDir dir;
   auto model = Model::load(write_tiny_llama(dir.path(), gguf::TensorType::kF16));
@@ -59,13 +71,7 @@ TEST(Model, RejectsAnUnsupportedArchitectureByName) {
 TEST(Model, NamesAMissingTensor) {
   ScratchDir dir;
   auto shape = *make_model::find_model_shape("tiny");
-  gguf::Writer w;
-  w.add_string("general.architecture", "llama");
-  w.add_uint32("llama.context_length", 512);
-  w.add_uint32("llama.embedding_length", 64);
-  w.add_uint32("llama.block_count", 2);
-  w.add_uint32("llama.feed_forward_length", 128);
-  w.add_uint32("llama.attention.head_count", 4);
+  gguf::Writer w = llama_header(/*layers=*/2, /*heads=*/4);
   w.add_uint32("llama.attention.head_count_kv", 2);
   for (const auto& t : make_model::plan_tensors(shape, 258)) {
     if (t.name == "blk.1.ffn_up.weight") continue;
@@ -82,13 +88,7 @@ TEST(Model, NamesAMissingTensor) {
 
 TEST(Model, NamesAMisshapenTensor) {
   ScratchDir dir;
-  gguf::Writer w;
-  w.add_string("general.architecture", "llama");
-  w.add_uint32("llama.context_length", 512);
-  w.add_uint32("llama.embedding_length", 64);
-  w.add_uint32("llama.block_count", 1);
-  w.add_uint32("llama.feed_forward_length", 128);
-  w.add_uint32("llama.attention.head_count", 4);
+  gguf::Writer w = llama_header(/*layers=*/1, /*heads=*/4);
   std::vector<float> embd(64 * 10, 0.1f), norm(64, 1.0f), q(64 * 63, 0.1f);
   w.add_tensor("token_embd.weight", gguf::TensorType::kF32, {64, 10},
                make_model::encode_weights(gguf::TensorType::kF32, embd));
@@ -106,13 +106,7 @@ TEST(Model, NamesAMisshapenTensor) {
 
 TEST(Model, RejectsHeadCountsThatDoNotDivide) {
   ScratchDir dir;
-  gguf::Writer w;
-  w.add_string("general.architecture", "llama");
-  w.add_uint32("llama.context_length", 512);
-  w.add_uint32("llama.embedding_length", 64);
-  w.add_uint32("llama.block_count", 1);
-  w.add_uint32("llama.feed_forward_length", 128);
-  w.add_uint32("llama.attention.head_count", 5);
+  gguf::Writer w = llama_header(/*layers=*/1, /*heads=*/5);
   auto path = dir.file("heads.gguf");
   w.write(path);
   std::string err = load_error(path);

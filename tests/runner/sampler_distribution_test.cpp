@@ -57,17 +57,19 @@ TEST_P(SamplerDistribution, MatchesTheRenormalizedSoftmaxOfTheKeptSet) {
   EXPECT_LE(total_variation(logits, GetParam()), 0.01);
 }
 
-INSTANTIATE_TEST_SUITE_P(Settings, SamplerDistribution,
-                         ::testing::Values(Setting{1.0f, 0, 1.0f,
-                                                   0.0f},  // plain: the dense Gumbel pass
-                                           Setting{0.5f, 0, 1.0f, 0.0f},    // sharper
-                                           Setting{2.0f, 0, 1.0f, 0.0f},    // flatter
-                                           Setting{0.7f, 5, 1.0f, 0.0f},    // top_k
-                                           Setting{1.3f, 0, 0.8f, 0.0f},    // top_p
-                                           Setting{1.0f, 0, 1.0f, 0.1f},    // min_p
-                                           Setting{0.9f, 10, 0.9f, 0.05f},  // all three
-                                           Setting{2.0f, 8, 0.95f, 0.0f}),  // top_k and top_p
-                         [](const auto& info) { return "Setting" + std::to_string(info.index); });
+INSTANTIATE_TEST_SUITE_P(
+    Settings, SamplerDistribution,
+    ::testing::Values(Setting{1.0f, 0, 1.0f, 0.0f},     // plain: the dense Gumbel pass
+                      Setting{0.5f, 0, 1.0f, 0.0f},     // sharper
+                      Setting{2.0f, 0, 1.0f, 0.0f},     // flatter
+                      Setting{0.7f, 5, 1.0f, 0.0f},     // top_k (5 kept)
+                      Setting{1.3f, 0, 0.8f, 0.0f},     // top_p (8 kept)
+                      Setting{1.5f, 0, 1.0f, 0.05f},    // min_p (8 kept)
+                      Setting{1.5f, 12, 0.95f, 0.02f},  // all three; top_k binds (12 kept)
+                      Setting{1.5f, 20, 0.7f, 0.01f},   // all three; top_p binds
+                      Setting{1.2f, 6, 1.0f, 0.05f},    // top_k and min_p; min_p binds (4)
+                      Setting{2.0f, 8, 0.95f, 0.0f}),   // top_k and top_p
+    [](const auto& info) { return "Setting" + std::to_string(info.index); });
 
 // A vocabulary past one 64-id block of the vector path, with a ragged tail.
 TEST(SamplerDistributionLargerVocabulary, MatchesTheSoftmaxWithAndWithoutTopP) {

@@ -83,22 +83,27 @@ inline std::vector<double> reference_probs(std::span<const float> logits,
   return p;
 }
 
-// The token the contract prescribes for temperature > 0.
-inline int32_t reference_token(std::span<const float> logits, const SamplingParams& params,
-                               int64_t position) {
-  const std::vector<float> z = tempered(logits, params.temperature);
-  const std::vector<int32_t> kept = reference_kept(logits, params);
+// The Gumbel-max token over a kept set (reference_kept's result) of tempered logits z.
+inline int32_t gumbel_token(std::span<const float> z, std::span<const int32_t> kept, uint64_t seed,
+                            int64_t position) {
   if (kept.size() == 1) return kept[0];
   float best = -std::numeric_limits<float>::infinity();
   int32_t token = -1;
   for (int32_t id : kept) {
-    const float v = z[id] + sampler_kernels::gumbel_noise(params.seed, position, id);
+    const float v = z[id] + sampler_kernels::gumbel_noise(seed, position, id);
     if (v > best || (v == best && id < token)) {
       best = v;
       token = id;
     }
   }
   return token;
+}
+
+// The token the contract prescribes for temperature > 0.
+inline int32_t reference_token(std::span<const float> logits, const SamplingParams& params,
+                               int64_t position) {
+  return gumbel_token(tempered(logits, params.temperature), reference_kept(logits, params),
+                      params.seed, position);
 }
 
 }  // namespace tandem::testing

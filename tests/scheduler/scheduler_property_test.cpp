@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -108,6 +109,30 @@ struct Outcome {
   SchedulerMetrics metrics;
 };
 
+// A random load: arrivals, prompts, lengths, sampling, stops and cancellations.
+std::vector<Planned> random_plan(uint32_t seed, SchedulerOptions& options) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<>(lo, hi)(rng); };
+  std::vector<Planned> plan(uniform(1, 14));
+  for (auto& p : plan) {
+    p.arrival_turn = uniform(0, 40);
+    if (uniform(0, 4) == 0) p.cancel_turn = p.arrival_turn + uniform(0, 30);
+    const int prompt_len = uniform(1, 40);
+    for (int i = 0; i < prompt_len; ++i) {
+      p.request.prompt.push_back(device_config().alphabet[uniform(0, 8)]);
+    }
+    p.request.max_tokens = uniform(1, 70);
+    p.request.sampling.temperature = uniform(0, 1) ? 0.8f : 0.0f;
+    p.request.sampling.seed = rng();
+    p.request.sampling.ignore_eos = uniform(0, 5) == 0;
+    for (int n = uniform(0, 2); n > 0; --n) p.request.stop.push_back(kStopPool[uniform(0, 7)]);
+  }
+  options.max_batch = uniform(1, 8);
+  options.max_step_tokens = uniform(4, 48);
+  options.max_queue = 64;
+  return plan;
+}
+
 Outcome run(const std::vector<Planned>& plan, SchedulerOptions options) {
   ByteTokenizer tokenizer;
   Device device(std::make_unique<SimulatedExecutor>(device_config()));
@@ -144,26 +169,8 @@ TEST(SchedulerProperties, OutputsMatchTheReferenceAndAreIdenticalWithOverlapOnAn
   int cancelled_mid_stream = 0;
   uint64_t discarded = 0, chained = 0;
   for (uint32_t seed = 1; seed <= 60; ++seed) {
-    std::mt19937 rng(seed);
-    auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<>(lo, hi)(rng); };
-    std::vector<Planned> plan(uniform(1, 14));
-    for (auto& p : plan) {
-      p.arrival_turn = uniform(0, 40);
-      if (uniform(0, 4) == 0) p.cancel_turn = p.arrival_turn + uniform(0, 30);
-      const int prompt_len = uniform(1, 40);
-      for (int i = 0; i < prompt_len; ++i) {
-        p.request.prompt.push_back(device_config().alphabet[uniform(0, 8)]);
-      }
-      p.request.max_tokens = uniform(1, 70);
-      p.request.sampling.temperature = uniform(0, 1) ? 0.8f : 0.0f;
-      p.request.sampling.seed = rng();
-      p.request.sampling.ignore_eos = uniform(0, 5) == 0;
-      for (int n = uniform(0, 2); n > 0; --n) p.request.stop.push_back(kStopPool[uniform(0, 7)]);
-    }
     SchedulerOptions options;
-    options.max_batch = uniform(1, 8);
-    options.max_step_tokens = uniform(4, 48);
-    options.max_queue = 64;
+    const std::vector<Planned> plan = random_plan(seed, options);
     options.overlap = true;
     const Outcome on = run(plan, options);
     options.overlap = false;
@@ -222,6 +229,55 @@ TEST(SchedulerProperties, OutputsMatchTheReferenceAndAreIdenticalWithOverlapOnAn
   EXPECT_GT(cancelled_mid_stream, 3);
   EXPECT_GT(discarded, 10u);
   EXPECT_GT(chained, 500u);
+}
+
+TEST(SchedulerProperties, OnItsOwnThreadWithConcurrentClientsOutputsMatchTheReference) {
+  ByteTokenizer tokenizer;
+  const SimulatedExecutor sim(device_config());
+  for (uint32_t seed = 100; seed < 112; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    SchedulerOptions options;
+    const std::vector<Planned> plan = random_plan(seed, options);
+    options.overlap = seed % 2 == 0;
+    Device device(std::make_unique<SimulatedExecutor>(device_config()));
+    Scheduler scheduler(device, tokenizer, options);
+    scheduler.start();
+    std::vector<std::shared_ptr<RecordingSink>> sinks(plan.size());
+    std::vector<uint64_t> ids(plan.size());
+    // Two clients submit half the requests each while the loop runs; the first also
+    // cancels the requests the plan cancels, as soon as it has their ids.
+    auto client = [&](size_t first) {
+      for (size_t i = first; i < plan.size(); i += 2) {
+        sinks[i] = std::make_shared<RecordingSink>();
+        GenerationRequest r = plan[i].request;
+        r.sink = sinks[i];
+        SubmitResult result = scheduler.submit(std::move(r));
+        ASSERT_TRUE(result.accepted());
+        ids[i] = result.id;
+        if (plan[i].cancel_turn >= 0) scheduler.cancel(ids[i]);
+      }
+    };
+    std::thread a(client, 0), b(client, 1);
+    a.join();
+    b.join();
+    for (auto& sink : sinks) sink->wait();
+    scheduler.stop();
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Expected want =
+          reference(sim, tokenizer, device_config().context_length, plan[i].request);
+      const RecordingSink& got = *sinks[i];
+      EXPECT_EQ(got.events_after_end(), 0);
+      if (got.reason() == "cancelled") {
+        ASSERT_LT(got.usage().completion_tokens, want.completion_tokens);
+        EXPECT_EQ(got.text(), want.streamed_after.at(got.usage().completion_tokens));
+      } else {
+        EXPECT_EQ(got.text(), want.text);
+        EXPECT_EQ(got.reason(), want.reason);
+        EXPECT_EQ(got.usage().completion_tokens, want.completion_tokens);
+      }
+    }
+    EXPECT_EQ(scheduler.metrics().kv_blocks_used, 0);
+  }
 }
 
 }  // namespace

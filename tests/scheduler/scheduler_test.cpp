@@ -155,6 +155,20 @@ TEST(Scheduler, AnAdmissionBreaksTheChainAsABatchChange) {
   EXPECT_EQ(h.breaks(ChainBreak::kBatchChange), 1u);
 }
 
+TEST(Scheduler, ARequestWaitingForKvBlocksDoesNotBreakTheChain) {
+  // Request 1 takes all 4 blocks (20 + 44 positions); request 2 cannot be admitted until
+  // it finishes, so it is no reason to stop chaining.
+  Harness h({}, nullptr, fake_device_info(/*context=*/256, /*kv_blocks=*/4));
+  auto a = h.submit(20, 44);
+  h.run_turns(3);
+  auto b = h.submit(4, 4);
+  h.drain();
+  EXPECT_EQ(a->text(), std::string(44, 'x'));
+  EXPECT_EQ(b->text(), "xxxx");
+  EXPECT_EQ(h.breaks(ChainBreak::kBatchChange), 0u);
+  EXPECT_GE(h.scheduler->metrics().chained_steps, 42u);
+}
+
 TEST(Scheduler, ChunkedPrefillBreaksTheChainForEachChunkBesideDecodeRows) {
   SchedulerOptions options;
   options.max_step_tokens = 5;  // one decode row + 4 prompt tokens per step
@@ -181,6 +195,11 @@ TEST(Scheduler, ACancelDuringChainedDecodeBreaksTheChainAndDiscardsBothTokensInF
   EXPECT_EQ(b->reason(), "cancelled");
   EXPECT_EQ(b->text(), streamed);
   EXPECT_EQ(b->usage().completion_tokens, static_cast<int32_t>(streamed.size()));
+  // b's blocks (44 positions: 3 blocks, like a's) stay reserved while the chained step
+  // that may still write them is in flight, and come back once it is finalized.
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 6);
+  h.run_turns(1);
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 3);
   h.drain();
   EXPECT_EQ(h.breaks(ChainBreak::kCancel), 1u);
   EXPECT_EQ(h.scheduler->metrics().discarded_tokens, 2u);

@@ -1,0 +1,109 @@
+// `tandem bench`: the load generator. Parses and checks the flags (a bad combination is a
+// usage error naming the flag), then hands the run to bench::run_bench.
+#include <charconv>
+#include <iostream>
+#include <memory>
+
+#include "app/command.h"
+#include "bench/bench_run.h"
+#include "runner/gguf.h"
+
+namespace tandem::app {
+namespace {
+
+// "N" or "LO:HI" into [lo, hi]; false when malformed.
+bool parse_token_range(const std::string& text, int32_t& lo, int32_t& hi) {
+  auto number = [](std::string_view s, int32_t& v) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size() && v >= 1;
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    if (!number(text, lo)) return false;
+    hi = lo;
+    return true;
+  }
+  return number(std::string_view(text).substr(0, colon), lo) &&
+         number(std::string_view(text).substr(colon + 1), hi) && lo <= hi;
+}
+
+struct BenchFlags {
+  bench::BenchOptions options;
+  std::string prompt_tokens = "32";
+};
+
+}  // namespace
+
+Subcommand make_bench_command(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  bench::BenchOptions& o = flags->options;
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Measure serving throughput and latency (like vllm bench serve)");
+  auto* url = cmd->add_option("--url", o.url, "An OpenAI-compatible server, http://HOST:PORT");
+  auto* model = cmd->add_option("--model", o.model, "Start tandem in-process on this GGUF file")
+                    ->check(CLI::ExistingFile);
+  url->excludes(model);
+  auto* overlap = cmd->add_option("--overlap", o.overlap,
+                                  "on, off, or compare: off then on, outputs checked (--model)")
+                      ->check(CLI::IsMember({"on", "off", "compare"}));
+  cmd->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight at most")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--request-rate", o.request_rate,
+                  "Open loop: Poisson arrivals, requests per second (default inf: all at once)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--burstiness", o.burstiness,
+                  "Gamma shape of the arrival gaps: 1 Poisson, <1 burstier, >1 steadier")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--requests", o.requests, "Requests to send (default 64)")
+      ->check(CLI::Range(1, 10000000));
+  cmd->add_option("--prompt-tokens", flags->prompt_tokens,
+                  "Prompt length in tokens: N, or LO:HI drawn uniformly (default 32)")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            int32_t lo = 0, hi = 0;
+            return parse_token_range(s, lo, hi) ? std::string()
+                                                : "expects N or LO:HI with 1 <= LO <= HI";
+          },
+          "N|LO:HI"));
+  cmd->add_option("--max-tokens", o.max_tokens, "Tokens to generate per request (ignore_eos)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--temperature", o.temperature, "Sampling temperature (default 1)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  cmd->add_flag("--stream", o.stream, "Stream responses (SSE): TTFT, TPOT and ITL need it");
+  auto* offline = cmd->add_flag("--offline", o.offline,
+                                "With --model: submit straight to the scheduler, no HTTP");
+  offline->needs(model);
+  cmd->add_option("--seed", o.seed, "Workload seed: prompts, request seeds, arrivals (default 0)");
+  cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
+  auto* threads = cmd->add_option("--threads", o.threads, "With --model: compute threads")
+                      ->check(CLI::Range(1, 1024));
+  auto* max_batch = cmd->add_option("--max-batch", o.max_batch, "With --model: requests at once")
+                        ->check(CLI::Range(1, 4096));
+  auto* max_step =
+      cmd->add_option("--max-step-tokens", o.max_step_tokens, "With --model: tokens fed per step")
+          ->check(CLI::Range(1, 1 << 20));
+  auto* kv = cmd->add_option("--kv-tokens", o.kv_tokens, "With --model: KV cache capacity")
+                 ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
+  auto* max_queue =
+      cmd->add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
+          ->check(CLI::Range(1, 1 << 24));
+  for (CLI::Option* opt : {threads, max_batch, max_step, kv, max_queue}) opt->needs(model);
+
+  return {cmd, [flags, url, model, overlap] {
+            bench::BenchOptions& o = flags->options;
+            if (url->count() == 0 && model->count() == 0)
+              throw UsageError("--url or --model is required");
+            if (overlap->count() > 0 && model->count() == 0)
+              throw UsageError("--overlap needs --model (it sets the in-process engine)");
+            parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
+            try {
+              return bench::run_bench(o, std::cout);
+            } catch (const std::invalid_argument& e) {
+              throw UsageError(e.what());
+            } catch (const gguf::GgufError& e) {
+              throw UsageError(std::string("--model: ") + e.what());
+            }
+          }};
+}
+
+}  // namespace tandem::app

@@ -1,0 +1,314 @@
+#include "bench/bench_run.h"
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/http_load.h"
+#include "bench/offline_load.h"
+#include "bench/progress.h"
+#include "bench/report.h"
+#include "bench/workload.h"
+#include "protocol/chat_template.h"
+#include "scheduler/engine.h"
+#include "server/http_server.h"
+
+namespace tandem::bench {
+namespace {
+
+using nlohmann::json;
+
+WorkloadSpec workload_spec(const BenchOptions& o) {
+  WorkloadSpec spec;
+  spec.requests = o.requests;
+  spec.prompt_tokens_min = o.prompt_tokens_min;
+  spec.prompt_tokens_max = o.prompt_tokens_max;
+  spec.max_tokens = o.max_tokens;
+  spec.seed = o.seed;
+  spec.request_rate = o.request_rate;
+  spec.burstiness = o.burstiness;
+  return spec;
+}
+
+json settings_json(const BenchOptions& o, const std::string& target, const std::string& path) {
+  json s = {{"target", target},
+            {"path", path},
+            {"overlap", o.url.empty() ? json(o.overlap) : json(nullptr)},
+            {"concurrency", o.concurrency > 0 ? json(o.concurrency) : json(nullptr)},
+            {"request_rate", std::isfinite(o.request_rate) ? json(o.request_rate) : json("inf")},
+            {"burstiness", o.burstiness},
+            {"requests", o.requests},
+            {"prompt_tokens_min", o.prompt_tokens_min},
+            {"prompt_tokens_max", o.prompt_tokens_max},
+            {"max_tokens", o.max_tokens},
+            {"temperature", o.temperature},
+            {"stream", o.stream},
+            {"seed", o.seed},
+            {"ignore_eos", true}};
+  if (!o.model.empty()) {
+    s["threads"] = o.threads;
+    s["max_batch"] = o.max_batch;
+    s["max_step_tokens"] = o.max_step_tokens;
+    s["kv_tokens"] = o.kv_tokens;
+    s["max_queue"] = o.max_queue;
+  }
+  return s;
+}
+
+LoadOptions load_options(const BenchOptions& o, ProgressBar& progress) {
+  LoadOptions load;
+  load.concurrency = o.concurrency;
+  load.stream = o.stream;
+  load.temperature = o.temperature;
+  load.on_done = [&progress](const RequestRecord& r) { progress.advance(r.ok); };
+  return load;
+}
+
+std::string describe_load(const BenchOptions& o) {
+  std::ostringstream s;
+  s << o.requests << " requests, prompt ";
+  if (o.prompt_tokens_min == o.prompt_tokens_max)
+    s << o.prompt_tokens_min;
+  else
+    s << o.prompt_tokens_min << ".." << o.prompt_tokens_max;
+  s << " tokens, max " << o.max_tokens << " tokens (ignore_eos), ";
+  if (o.concurrency > 0) s << "concurrency " << o.concurrency << ", ";
+  if (std::isfinite(o.request_rate))
+    s << "rate " << o.request_rate << "/s (burstiness " << o.burstiness << "), ";
+  else if (o.concurrency <= 0)
+    s << "all at once, ";
+  s << (o.stream ? "streamed" : "not streamed") << ", seed " << o.seed;
+  return s.str();
+}
+
+// The first request of the workload, cut to a few tokens and sent at once.
+PlannedRequest warmup_request(const std::vector<PlannedRequest>& workload) {
+  PlannedRequest warm = workload.front();
+  warm.max_tokens = std::min(warm.max_tokens, 4);
+  warm.arrival_seconds = 0;
+  return warm;
+}
+
+struct ModeRun {
+  RunReport report;
+  std::vector<RequestRecord> records;
+};
+
+// One pass of the workload against a fresh engine with the given overlap setting.
+ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
+                        const std::vector<PlannedRequest>& workload, const std::string& label) {
+  EngineOptions eo;
+  eo.model = o.model;
+  eo.threads = o.threads;
+  eo.kv_tokens = o.kv_tokens;
+  eo.scheduler.overlap = overlap;
+  eo.scheduler.max_batch = o.max_batch;
+  eo.scheduler.max_step_tokens = o.max_step_tokens;
+  eo.scheduler.max_queue = o.max_queue;
+  Engine engine(eo);
+  engine.start();
+
+  // One short request first, so that neither mode pays for first-touch costs (page faults
+  // on the mapped weights, packing) inside its measured run.
+  run_offline(engine.scheduler(), {warmup_request(workload)}, LoadOptions{});
+
+  ProgressBar progress(label, static_cast<int64_t>(workload.size()),
+                       o.progress && ProgressBar::stderr_is_terminal());
+  const LoadOptions load = load_options(o, progress);
+  SchedulerMetrics before, after;
+  LoadResult result;
+  if (o.offline) {
+    before = engine.scheduler().metrics();
+    result = run_offline(engine.scheduler(), workload, load);
+    after = engine.scheduler().metrics();
+  } else {
+    // tandem serve's HTTP server in front of the engine, on a port of the system's choice.
+    server::ServedModelInfo served;
+    served.id = engine.model_name();
+    served.context_length = engine.config().context_length;
+    served.vocab_size = engine.tokenizer().vocab_size();
+    served.kv_capacity_tokens =
+        int64_t{engine.device_info().kv_blocks} * int64_t{engine.device_info().kv_block_size};
+    served.chat_template =
+        detect_chat_template(engine.model().file().get_string_or("tokenizer.chat_template", ""));
+    server::ServerOptions server_options;
+    server_options.host = "127.0.0.1";
+    server_options.port = 0;
+    server_options.shutdown_grace_seconds = 1;
+    server::HttpServer http(engine.scheduler(), engine.tokenizer(), served, server_options);
+    ServerUrl url;
+    url.host = "127.0.0.1";
+    url.port = std::to_string(http.listen());
+    std::thread serving([&http] { http.run(); });
+    before = engine.scheduler().metrics();
+    try {
+      result = run_http(url, served.id, workload, load);
+    } catch (...) {
+      http.request_stop();
+      serving.join();
+      throw;
+    }
+    after = engine.scheduler().metrics();
+    http.request_stop();
+    serving.join();
+  }
+  progress.finish();
+  engine.stop();
+
+  ModeRun run;
+  run.report.label = label;
+  run.report.path = o.offline ? "offline" : "http";
+  run.report.overlap = overlap ? "on" : "off";
+  run.report.summary = summarize(result.records, result.duration_seconds);
+  run.report.outputs_digest = outputs_digest(result.records);
+  DeviceFigures device;
+  device.busy_seconds = after.device_busy_seconds - before.device_busy_seconds;
+  device.idle_seconds = after.device_idle_seconds - before.device_idle_seconds;
+  device.idle_fraction =
+      result.duration_seconds > 0 ? device.idle_seconds / result.duration_seconds : 0;
+  device.steps = after.steps - before.steps;
+  device.chained_steps = after.chained_steps - before.chained_steps;
+  run.report.device = device;
+  run.records = std::move(result.records);
+  return run;
+}
+
+std::vector<int32_t> engine_token_pool(const BenchOptions& o) {
+  // The same pool a server's /tokenize gives for the passage, so --url against `tandem
+  // serve` on this model sends the very same prompts.
+  const std::unique_ptr<Model> model = Model::load(o.model);
+  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->file());
+  return distinct_ids(tokenizer->encode(pool_passage(), /*add_special=*/false,
+                                        /*parse_special=*/false));
+}
+
+void write_json(const std::string& path, const json& document) {
+  std::ofstream file(path);
+  if (!file) throw std::runtime_error("--json: cannot write " + path);
+  file << document.dump(2) << "\n";
+  if (!file) throw std::runtime_error("--json: cannot write " + path);
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o, std::ostream& out) {
+  if (o.url.empty() == o.model.empty())
+    throw std::invalid_argument("exactly one of --url and --model is required");
+  if (o.prompt_tokens_min < 1 || o.prompt_tokens_max < o.prompt_tokens_min)
+    throw std::invalid_argument("--prompt-tokens: needs 1 <= LO <= HI");
+  const WorkloadSpec spec = workload_spec(o);
+  json document;
+  std::vector<RunReport> reports;
+  int status = 0;
+
+  if (!o.url.empty()) {
+    const ServerUrl url = parse_server_url(o.url);
+    const ServerInfo info = discover_server(url);
+    const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
+    out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model)
+        << "), " << describe_load(o) << "\n";
+    out << "prompt tokens from " << info.pool_source << " (" << info.token_pool.size()
+        << " distinct ids)\n\n";
+    // One short request first, as vllm bench serve does: it checks the server answers and
+    // keeps first-touch costs (cold weights, first allocations) out of the measured run.
+    const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, LoadOptions{});
+    if (!warm.records.front().ok)
+      throw std::runtime_error("the first request failed: " + warm.records.front().error);
+    ProgressBar progress("http", o.requests, o.progress && ProgressBar::stderr_is_terminal());
+    const LoadResult result = run_http(url, info.model, workload, load_options(o, progress));
+    progress.finish();
+    RunReport report;
+    report.label = "http";
+    report.path = "http";
+    report.summary = summarize(result.records, result.duration_seconds);
+    report.outputs_digest = outputs_digest(result.records);
+    reports.push_back(report);
+    document["settings"] = settings_json(o, o.url, "http");
+    document["settings"]["model_name"] = info.model;
+    document["settings"]["prompt_token_pool"] = {{"source", info.pool_source},
+                                                 {"distinct_ids", info.token_pool.size()}};
+  } else {
+    const std::vector<int32_t> pool = engine_token_pool(o);
+    const std::vector<PlannedRequest> workload = plan_workload(spec, pool);
+    const std::string path = o.offline ? "offline" : "http";
+    out << "tandem bench: " << o.model.string() << " in process, "
+        << (o.offline ? "offline (straight into the scheduler, no HTTP)"
+                      : "over HTTP (tandem serve on 127.0.0.1, an ephemeral port)")
+        << "\n"
+        << describe_load(o) << "\n\n";
+    std::vector<bool> modes;
+    if (o.overlap == "compare")
+      modes = {false, true};
+    else
+      modes = {o.overlap == "on"};
+    std::vector<ModeRun> runs;
+    for (bool overlap : modes) {
+      runs.push_back(run_engine_mode(o, overlap, workload, overlap ? "overlap on" : "overlap off"));
+      reports.push_back(runs.back().report);
+    }
+    document["settings"] = settings_json(o, o.model.string(), path);
+    document["settings"]["prompt_token_pool"] = {
+        {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
+    if (runs.size() == 2) {
+      const RunSummary& off = runs[0].report.summary;
+      const RunSummary& on = runs[1].report.summary;
+      int64_t mismatches = 0;
+      int64_t first_mismatch = -1;
+      for (size_t i = 0; i < workload.size(); ++i) {
+        const RequestRecord& a = runs[0].records[i];
+        const RequestRecord& b = runs[1].records[i];
+        if (a.ok && b.ok && a.text == b.text && a.output_tokens == b.output_tokens) continue;
+        if (first_mismatch < 0) first_mismatch = static_cast<int64_t>(i);
+        ++mismatches;
+      }
+      const double ratio = off.output_tokens_per_second > 0
+                               ? on.output_tokens_per_second / off.output_tokens_per_second
+                               : 0;
+      document["comparison"] = {{"throughput_ratio_on_over_off", ratio},
+                                {"identical_outputs", mismatches == 0},
+                                {"mismatched_requests", mismatches}};
+      out << format_table(reports) << "\n";
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "Overlap on/off output throughput: %.3fx (%.1f vs %.1f tok/s)\n", ratio,
+                    on.output_tokens_per_second, off.output_tokens_per_second);
+      out << line;
+      out << "Outputs identical: " << (mismatches == 0 ? "yes" : "NO") << " ("
+          << workload.size() - mismatches << "/" << workload.size() << " requests)\n";
+      if (off.failed + on.failed > 0) {
+        std::cerr << "tandem bench: " << off.failed + on.failed
+                  << " requests failed; first: " << (off.failed ? off.first_error : on.first_error)
+                  << "\n";
+        status = 1;
+      } else if (mismatches > 0) {
+        std::cerr << "tandem bench: overlap on and off gave different outputs for " << mismatches
+                  << " of " << workload.size() << " requests (first: request " << first_mismatch
+                  << ")\n";
+        status = 1;
+      }
+    }
+  }
+
+  document["runs"] = json::array();
+  for (const RunReport& r : reports) document["runs"].push_back(run_json(r));
+  if (reports.size() == 1) out << format_table(reports);
+  for (const RunReport& r : reports) {
+    if (r.summary.failed > 0 && status == 0)
+      std::cerr << "tandem bench: " << r.summary.failed << " of "
+                << r.summary.failed + r.summary.completed
+                << " requests failed; first: " << r.summary.first_error << "\n";
+    if (r.summary.completed == 0) status = 1;
+  }
+  if (!o.json_path.empty()) write_json(o.json_path, document);
+  return status;
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,45 @@
+// `tandem bench` as a whole: plans the workload, drives a server (--url) or an in-process
+// engine (--model; --offline straight into its scheduler), with overlap on, off or both
+// compared, then prints the table and writes the JSON report. Not thread-safe; one run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <limits>
+#include <string>
+
+namespace tandem::bench {
+
+struct BenchOptions {
+  std::string url;              // exclusive with model
+  std::filesystem::path model;  // a GGUF file
+  std::string overlap = "on";   // on, off or compare (--model only)
+  int32_t concurrency = 0;      // 0: no bound
+  double request_rate = std::numeric_limits<double>::infinity();
+  double burstiness = 1.0;
+  int32_t requests = 64;
+  int32_t prompt_tokens_min = 32;
+  int32_t prompt_tokens_max = 32;
+  int32_t max_tokens = 128;
+  float temperature = 1.0f;
+  bool stream = false;
+  bool offline = false;
+  uint64_t seed = 0;
+  std::string json_path;  // empty: no JSON file
+  bool progress = true;   // shown only when stderr is a terminal
+  // Passed to the engine with --model (as `tandem serve` takes them).
+  int threads = 0;
+  int32_t max_batch = 64;
+  int32_t max_step_tokens = 512;
+  int64_t kv_tokens = 0;
+  int32_t max_queue = 256;
+};
+
+// Returns the exit status: 0, or 1 when no request completed or --overlap compare found
+// failed requests or differing outputs (the message goes to stderr). Throws
+// std::invalid_argument for settings that cannot work (the caller's usage error) and
+// std::runtime_error for the rest.
+int run_bench(const BenchOptions& options, std::ostream& out);
+
+}  // namespace tandem::bench

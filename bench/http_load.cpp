@@ -1,0 +1,394 @@
+#include "bench/http_load.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/sse_reader.h"
+
+namespace tandem::bench {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// Generous: a whole (non-streamed) response under heavy load can take minutes.
+constexpr auto kReadTimeout = std::chrono::seconds(900);
+constexpr auto kConnectTimeout = std::chrono::seconds(30);
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Reply {
+  int status = 0;
+  std::string body;
+};
+
+// One request on a fresh connection, for the few set-up calls. Throws on network errors.
+Reply fetch(const ServerUrl& url, http::verb verb, const std::string& path,
+            const std::string& body) {
+  net::io_context ioc;
+  tcp::resolver resolver(ioc);
+  beast::tcp_stream stream(ioc);
+  stream.expires_after(kConnectTimeout);
+  stream.connect(resolver.resolve(url.host, url.port));
+  http::request<http::string_body> req(verb, url.prefix + path, 11);
+  req.set(http::field::host, url.host);
+  req.set(http::field::user_agent, "tandem-bench");
+  if (verb == http::verb::post) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+  }
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  http::read(stream, buffer, parser);
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  return {static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+std::string request_body(const std::string& model, const PlannedRequest& planned,
+                         const LoadOptions& options) {
+  json body = {{"prompt", planned.prompt},
+               {"max_tokens", planned.max_tokens},
+               {"temperature", options.temperature},
+               {"seed", planned.seed},
+               {"ignore_eos", true},
+               {"stream", options.stream}};
+  if (!model.empty()) body["model"] = model;
+  if (options.stream) body["stream_options"] = {{"include_usage", true}};
+  return body.dump();
+}
+
+// The state of one run, shared by its slots (one thread: no locks).
+struct Run {
+  net::io_context ioc;
+  tcp::resolver::results_type endpoints;
+  ServerUrl url;
+  std::string model;
+  const std::vector<PlannedRequest>* workload = nullptr;
+  const LoadOptions* options = nullptr;
+  std::vector<RequestRecord> records;
+  size_t next = 0;
+  Clock::time_point start, last_end;
+};
+
+// One concurrency slot: a keep-alive connection that sends the next request when the last
+// one has ended and its arrival time has come.
+class Slot : public std::enable_shared_from_this<Slot> {
+ public:
+  explicit Slot(Run& run) : run_(run), stream_(run.ioc), timer_(run.ioc) {}
+
+  void take_next() {
+    if (run_.next >= run_.workload->size()) {
+      close();
+      return;
+    }
+    index_ = run_.next++;
+    const double arrival = (*run_.workload)[index_].arrival_seconds;
+    timer_.expires_at(run_.start + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(arrival)));
+    timer_.async_wait([self = shared_from_this()](beast::error_code) { self->send(false); });
+  }
+
+ private:
+  RequestRecord& record() { return run_.records[index_]; }
+
+  void send(bool retry) {
+    const PlannedRequest& planned = (*run_.workload)[index_];
+    if (!retry) {
+      record() = RequestRecord{};
+      record().prompt_tokens = static_cast<int64_t>(planned.prompt.size());
+      record().start_seconds = seconds_between(run_.start, Clock::now());
+      req_ = {http::verb::post, run_.url.prefix + "/v1/completions", 11};
+      req_.set(http::field::host, run_.url.host);
+      req_.set(http::field::user_agent, "tandem-bench");
+      req_.set(http::field::content_type, "application/json");
+      req_.keep_alive(true);
+      req_.body() = request_body(run_.model, planned, *run_.options);
+      req_.prepare_payload();
+    }
+    retried_ = retry;
+    parser_.reset();
+    sent_ = Clock::now();
+    sse_ = SseReader{};
+    seen_text_ = false;
+    usage_seen_ = false;
+    chunks_ = 0;
+    reused_ = connected_;
+    if (connected_) return write();
+    stream_.expires_after(kConnectTimeout);
+    stream_.async_connect(run_.endpoints,
+                          [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+                            if (ec) return self->fail("connect: " + ec.message());
+                            self->connected_ = true;
+                            self->write();
+                          });
+  }
+
+  void write() {
+    stream_.expires_after(kReadTimeout);
+    http::async_write(stream_, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->retry_or_fail("write: " + ec.message());
+      self->parser_.emplace();
+      self->parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+      self->read();
+    });
+  }
+
+  void read() {
+    stream_.expires_after(kReadTimeout);
+    http::async_read_some(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  // A keep-alive connection the server closed while idle fails the first write or read;
+  // that is no failure of the request, which is sent once more on a new connection.
+  void retry_or_fail(const std::string& what) {
+    if (reused_ && !retried_ && !(parser_ && parser_->is_header_done())) {
+      reset_connection();
+      return send(true);
+    }
+    fail(what);
+  }
+
+  void on_read(beast::error_code ec) {
+    const auto now = Clock::now();
+    if (ec) return retry_or_fail("read: " + ec.message());
+    auto& response = parser_->get();
+    if (parser_->is_header_done() && response.result() == http::status::ok &&
+        run_.options->stream) {
+      for (std::string& data : sse_.feed(response.body())) on_event(data, now);
+      response.body().clear();
+    }
+    if (!parser_->is_done()) return read();
+    if (response.result() != http::status::ok) {
+      std::string body = response.body().substr(0, 300);
+      return fail("HTTP " + std::to_string(response.result_int()) + ": " + body);
+    }
+    RequestRecord& r = record();
+    r.e2e = seconds_between(sent_, now);
+    if (run_.options->stream) {
+      r.streamed = true;
+      if (!seen_text_) r.ttft = r.e2e;
+      if (!usage_seen_) r.output_tokens = chunks_;  // a server without usage: one per chunk
+      if (!r.error.empty()) return fail(r.error);
+    } else {
+      const json body = json::parse(response.body(), nullptr, false);
+      if (body.is_discarded() || !body.contains("choices") || body["choices"].empty())
+        return fail("unexpected response: " + response.body().substr(0, 300));
+      const json& choice = body["choices"][0];
+      r.text = choice.value("text", "");
+      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+        r.finish_reason = choice["finish_reason"];
+      read_usage(body);
+    }
+    r.ok = true;
+    const bool keep = parser_->keep_alive();
+    end(now);
+    if (!keep) reset_connection();
+    take_next();
+  }
+
+  void on_event(const std::string& data, Clock::time_point now) {
+    if (data == "[DONE]") return;
+    const json chunk = json::parse(data, nullptr, false);
+    RequestRecord& r = record();
+    if (chunk.is_discarded()) return;
+    if (chunk.contains("error")) {
+      r.error = "stream error: " + chunk["error"].dump().substr(0, 300);
+      return;
+    }
+    read_usage(chunk);
+    if (!chunk.contains("choices") || chunk["choices"].empty()) return;
+    const json& choice = chunk["choices"][0];
+    if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+      r.finish_reason = choice["finish_reason"];
+    const std::string text = choice.value("text", "");
+    if (text.empty()) return;
+    ++chunks_;
+    if (!seen_text_)
+      r.ttft = seconds_between(sent_, now);
+    else
+      r.itl.push_back(seconds_between(last_text_, now));
+    seen_text_ = true;
+    last_text_ = now;
+    r.text += text;
+  }
+
+  void read_usage(const json& body) {
+    if (!body.contains("usage") || !body["usage"].is_object()) return;
+    const json& usage = body["usage"];
+    RequestRecord& r = record();
+    if (usage.contains("completion_tokens")) {
+      r.output_tokens = usage["completion_tokens"].get<int64_t>();
+      usage_seen_ = true;
+    }
+    if (usage.contains("prompt_tokens")) r.prompt_tokens = usage["prompt_tokens"].get<int64_t>();
+  }
+
+  void fail(const std::string& what) {
+    const auto now = Clock::now();
+    RequestRecord& r = record();
+    r.ok = false;
+    r.error = what;
+    r.e2e = seconds_between(sent_, now);
+    end(now);
+    reset_connection();
+    take_next();
+  }
+
+  void end(Clock::time_point now) {
+    run_.last_end = std::max(run_.last_end, now);
+    if (run_.options->on_done) run_.options->on_done(record());
+  }
+
+  void reset_connection() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    buffer_.clear();
+    connected_ = false;
+  }
+
+  void close() {
+    if (connected_) reset_connection();
+  }
+
+  Run& run_;
+  beast::tcp_stream stream_;
+  net::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> req_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  SseReader sse_;
+  size_t index_ = 0;
+  bool connected_ = false, reused_ = false, retried_ = false;
+  bool seen_text_ = false, usage_seen_ = false;
+  int64_t chunks_ = 0;
+  Clock::time_point sent_, last_text_;
+};
+
+}  // namespace
+
+ServerUrl parse_server_url(std::string_view url) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.substr(0, kScheme.size()) != kScheme)
+    throw std::invalid_argument("--url: only http://HOST[:PORT] URLs are supported");
+  url.remove_prefix(kScheme.size());
+  ServerUrl out;
+  const size_t slash = url.find('/');
+  std::string_view authority = url.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : url.substr(slash);
+  const size_t colon = authority.rfind(':');
+  if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+    out.port = std::string(authority.substr(colon + 1));
+    authority = authority.substr(0, colon);
+    if (out.port.empty() || out.port.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument("--url: bad port in " + std::string(url));
+  }
+  if (authority.size() >= 2 && authority.front() == '[' && authority.back() == ']')
+    authority = authority.substr(1, authority.size() - 2);
+  if (authority.empty()) throw std::invalid_argument("--url: no host");
+  out.host = std::string(authority);
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (path.size() >= 3 && path.substr(path.size() - 3) == "/v1") path.remove_suffix(3);
+  out.prefix = std::string(path);
+  return out;
+}
+
+ServerInfo discover_server(const ServerUrl& url) {
+  ServerInfo info;
+  Reply models;
+  try {
+    models = fetch(url, http::verb::get, "/v1/models", "");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot reach http://" + url.host + ":" + url.port + ": " + e.what());
+  }
+  int64_t vocab = 0;
+  const json list = json::parse(models.body, nullptr, false);
+  if (models.status == 200 && !list.is_discarded() && list.contains("data") &&
+      list["data"].is_array() && !list["data"].empty()) {
+    const json& first = list["data"][0];
+    info.model = first.value("id", "");
+    info.context_length = first.value("max_model_len", int64_t{0});
+    if (first.contains("meta") && first["meta"].is_object())  // llama-server
+      vocab = first["meta"].value("n_vocab", int64_t{0});
+  }
+  // llama-server and tandem read "content"/"add_special", vLLM "prompt"/"add_special_tokens".
+  const std::string passage(pool_passage());
+  json tokenize = {{"content", passage},
+                   {"add_special", false},
+                   {"parse_special", false},
+                   {"prompt", passage},
+                   {"add_special_tokens", false}};
+  if (!info.model.empty()) tokenize["model"] = info.model;
+  try {
+    const Reply reply = fetch(url, http::verb::post, "/tokenize", tokenize.dump());
+    const json tokens = json::parse(reply.body, nullptr, false);
+    if (reply.status == 200 && !tokens.is_discarded() && tokens.contains("tokens") &&
+        tokens["tokens"].is_array()) {
+      std::vector<int32_t> ids;
+      for (const json& t : tokens["tokens"])
+        if (t.is_number_integer()) ids.push_back(t.get<int32_t>());
+      info.token_pool = distinct_ids(ids);
+      info.pool_source = "the server's /tokenize of the prompt passage";
+    }
+  } catch (const std::exception&) {
+    // No /tokenize: the fallback below.
+  }
+  if (info.token_pool.empty()) {
+    // Ids well inside any large vocabulary: above the byte and control tokens at the start,
+    // below the special tokens some models add at the end.
+    const int64_t lo = vocab > 0 ? std::min<int64_t>(1000, vocab / 4) : 1000;
+    const int64_t hi = vocab > 0 ? std::min<int64_t>(5000, vocab / 2) : 5000;
+    for (int64_t id = lo; id < hi; ++id) info.token_pool.push_back(static_cast<int32_t>(id));
+    info.pool_source = "ids " + std::to_string(lo) + ".." + std::to_string(hi - 1) +
+                       " (the server has no /tokenize)";
+  }
+  return info;
+}
+
+LoadResult run_http(const ServerUrl& url, const std::string& model,
+                    const std::vector<PlannedRequest>& workload, const LoadOptions& options) {
+  Run run;
+  run.url = url;
+  run.model = model;
+  run.workload = &workload;
+  run.options = &options;
+  run.records.resize(workload.size());
+  tcp::resolver resolver(run.ioc);
+  run.endpoints = resolver.resolve(url.host, url.port);
+  const size_t slots = options.concurrency > 0
+                           ? std::min<size_t>(options.concurrency, workload.size())
+                           : workload.size();
+  run.start = Clock::now();
+  run.last_end = run.start;
+  for (size_t i = 0; i < slots; ++i) std::make_shared<Slot>(run)->take_next();
+  run.ioc.run();
+  LoadResult result;
+  result.records = std::move(run.records);
+  result.duration_seconds = seconds_between(run.start, run.last_end);
+  return result;
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,40 @@
+// The HTTP side of `tandem bench`: an asynchronous Boost.Beast client that sends the
+// workload to any OpenAI-compatible server's /v1/completions, one keep-alive connection per
+// concurrency slot, streamed (SSE) or whole, and times each request. Also asks the server
+// what it serves (/v1/models) and tokenizes the prompt passage (/tokenize) to build the
+// prompt token pool. Each call runs its own io_context on the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/load.h"
+#include "bench/workload.h"
+
+namespace tandem::bench {
+
+struct ServerUrl {
+  std::string host;
+  std::string port = "80";
+  std::string prefix;  // path before /v1/..., without a trailing slash
+};
+
+// http://HOST[:PORT][/PREFIX]; a trailing /v1 is dropped. Throws std::invalid_argument.
+ServerUrl parse_server_url(std::string_view url);
+
+struct ServerInfo {
+  std::string model;           // /v1/models' first id ("" when it has none)
+  int64_t context_length = 0;  // max_model_len, when given
+  std::vector<int32_t> token_pool;
+  std::string pool_source;  // how the pool was found, for the report
+};
+
+// Throws std::runtime_error when the server cannot be reached at all.
+ServerInfo discover_server(const ServerUrl& url);
+
+LoadResult run_http(const ServerUrl& url, const std::string& model,
+                    const std::vector<PlannedRequest>& workload, const LoadOptions& options);
+
+}  // namespace tandem::bench

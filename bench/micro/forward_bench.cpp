@@ -1,0 +1,87 @@
+// The whole forward pass of one step (all layers, attention, head, sampling) on the
+// smollm2-135m shape: batch-1 decode and a 32-row decode step, as tok/s. The model is
+// written once with make-model (F16 and BF16, vocab from ../shared's llama-spm GGUF when
+// present, so the head is 32000 wide as in perf-notes), or read from TANDEM_BENCH_MODEL.
+//   build-test/bench/bench_forward --benchmark_repetitions=5 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <numeric>
+
+#include "runner/cpu_executor.h"
+#include "runner/make_model.h"
+#include "runner/model.h"
+
+namespace {
+
+using tandem::gguf::TensorType;
+
+std::shared_ptr<const tandem::Model> bench_model(TensorType dtype) {
+  static std::map<TensorType, std::shared_ptr<const tandem::Model>> cache;
+  if (auto it = cache.find(dtype); it != cache.end()) return it->second;
+  std::filesystem::path path;
+  if (const char* env = std::getenv("TANDEM_BENCH_MODEL")) {
+    path = env;
+  } else {
+    tandem::make_model::MakeModelOptions o;
+    o.shape = "smollm2-135m";
+    o.dtype = dtype;
+    const std::filesystem::path vocab =
+        std::filesystem::path(TANDEM_SOURCE_DIR) / "../shared/vocab/ggml-vocab-llama-spm.gguf";
+    if (std::filesystem::exists(vocab)) o.vocab = vocab;
+    path = std::filesystem::temp_directory_path() /
+           ("tandem-bench-smollm2-" + std::string(tandem::gguf::type_name(dtype)) + ".gguf");
+    o.out = path;
+    if (!std::filesystem::exists(path)) tandem::make_model::write_random_model(o);
+  }
+  return cache[dtype] = tandem::Model::load(path);
+}
+
+// Decode steps for `batch` rows, each with a 32-token prompt already in the cache.
+void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
+  const int batch = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  auto model = bench_model(dtype);
+  tandem::CpuExecutorOptions options;
+  options.threads = threads;
+  options.kv_tokens = 16 * 1024;
+  tandem::CpuExecutor exec(model, options);
+  constexpr int kPrompt = 32, kBlocksPerRow = 16;  // room for 256 positions
+  tandem::StepPlan prefill, decode;
+  for (int r = 0; r < batch; ++r) {
+    tandem::StepRow row;
+    row.request_id = r;
+    row.tokens.resize(kPrompt);
+    std::iota(row.tokens.begin(), row.tokens.end(), 100 + r);
+    row.kv_blocks.resize(kBlocksPerRow);
+    std::iota(row.kv_blocks.begin(), row.kv_blocks.end(), r * kBlocksPerRow);
+    row.sampling.temperature = 0;
+    prefill.rows.push_back(row);
+    row.tokens = {7};
+    row.position = kPrompt;
+    decode.rows.push_back(row);
+  }
+  std::vector<int32_t> tokens(batch);
+  exec.execute(prefill, tokens);
+  for (auto _ : state) {
+    // Re-decode the same position: the work is identical to a real decode step.
+    exec.execute(decode, tokens);
+    benchmark::DoNotOptimize(tokens.data());
+  }
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void args(benchmark::internal::Benchmark* b) {
+  for (int batch : {1, 32}) b->Args({batch, 2});
+  b->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK_CAPTURE(BM_DecodeStep, bf16, TensorType::kBF16)->Apply(args);
+BENCHMARK_CAPTURE(BM_DecodeStep, f16, TensorType::kF16)->Apply(args);
+
+}  // namespace
+
+BENCHMARK_MAIN();

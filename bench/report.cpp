@@ -1,0 +1,156 @@
+#include "bench/report.h"
+
+#include <cstdio>
+#include <functional>
+
+namespace tandem::bench {
+namespace {
+
+std::string fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+using Cell = std::function<std::string(const RunReport&)>;
+
+struct Row {
+  std::string name;  // empty: a section heading taken from `heading`
+  Cell cell;
+};
+
+void add_distribution(std::vector<Row>& rows, const std::string& name,
+                      const Distribution RunSummary::*field) {
+  const std::pair<const char*, double Distribution::*> stats[] = {{"mean", &Distribution::mean},
+                                                                  {"p50", &Distribution::p50},
+                                                                  {"p90", &Distribution::p90},
+                                                                  {"p99", &Distribution::p99}};
+  for (const auto& [stat, member] : stats)
+    rows.push_back({name + " " + stat + " (ms)", [field, member](const RunReport& r) {
+                      const Distribution& d = r.summary.*field;
+                      return d.count == 0 ? std::string("-") : fixed(d.*member, 2);
+                    }});
+}
+
+nlohmann::json distribution_json(const Distribution& d) {
+  return {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90},    {"p99", d.p99},
+          {"min", d.min},   {"max", d.max}, {"count", d.count}};
+}
+
+}  // namespace
+
+std::string format_table(const std::vector<RunReport>& runs) {
+  std::vector<Row> rows = {
+      {"Completed requests",
+       [](const RunReport& r) { return std::to_string(r.summary.completed); }},
+      {"Failed requests", [](const RunReport& r) { return std::to_string(r.summary.failed); }},
+      {"Duration (s)", [](const RunReport& r) { return fixed(r.summary.duration_seconds, 3); }},
+      {"Prompt tokens", [](const RunReport& r) { return std::to_string(r.summary.prompt_tokens); }},
+      {"Output tokens", [](const RunReport& r) { return std::to_string(r.summary.output_tokens); }},
+      {"Requests/s", [](const RunReport& r) { return fixed(r.summary.requests_per_second, 2); }},
+      {"Output tokens/s",
+       [](const RunReport& r) { return fixed(r.summary.output_tokens_per_second, 1); }},
+      {"Total tokens/s",
+       [](const RunReport& r) { return fixed(r.summary.total_tokens_per_second, 1); }},
+  };
+  add_distribution(rows, "TTFT", &RunSummary::ttft_ms);
+  add_distribution(rows, "TPOT", &RunSummary::tpot_ms);
+  add_distribution(rows, "ITL", &RunSummary::itl_ms);
+  add_distribution(rows, "E2E", &RunSummary::e2e_ms);
+  bool any_device = false;
+  for (const RunReport& r : runs) any_device |= r.device.has_value();
+  if (any_device) {
+    auto device = [](double DeviceFigures::*m, int decimals) {
+      return [m, decimals](const RunReport& r) {
+        return r.device ? fixed((*r.device).*m, decimals) : std::string("-");
+      };
+    };
+    rows.push_back({"Device busy (s)", device(&DeviceFigures::busy_seconds, 2)});
+    rows.push_back({"Device idle (s)", device(&DeviceFigures::idle_seconds, 2)});
+    rows.push_back({"Device idle fraction", device(&DeviceFigures::idle_fraction, 3)});
+    rows.push_back({"Steps (chained)", [](const RunReport& r) {
+                      return r.device ? std::to_string(r.device->steps) + " (" +
+                                            std::to_string(r.device->chained_steps) + ")"
+                                      : std::string("-");
+                    }});
+  }
+
+  size_t name_width = 0;
+  for (const Row& row : rows) name_width = std::max(name_width, row.name.size());
+  std::vector<size_t> widths;
+  for (const RunReport& r : runs) {
+    size_t w = r.label.size();
+    for (const Row& row : rows) w = std::max(w, row.cell(r).size());
+    widths.push_back(w);
+  }
+  std::string out;
+  auto line = [&](const std::string& name, const std::vector<std::string>& cells) {
+    std::string text = name + std::string(name_width - name.size(), ' ');
+    for (size_t i = 0; i < cells.size(); ++i)
+      text += "  " + std::string(widths[i] - cells[i].size(), ' ') + cells[i];
+    out += text + "\n";
+  };
+  std::vector<std::string> headers;
+  for (const RunReport& r : runs) headers.push_back(r.label);
+  line("", headers);
+  size_t total = name_width;
+  for (size_t w : widths) total += 2 + w;
+  out += std::string(total, '-') + "\n";
+  for (const Row& row : rows) {
+    std::vector<std::string> cells;
+    for (const RunReport& r : runs) cells.push_back(row.cell(r));
+    line(row.name, cells);
+  }
+  return out;
+}
+
+nlohmann::json summary_json(const RunSummary& s) {
+  nlohmann::json j = {
+      {"completed", s.completed},
+      {"failed", s.failed},
+      {"duration_s", s.duration_seconds},
+      {"prompt_tokens", s.prompt_tokens},
+      {"output_tokens", s.output_tokens},
+      {"request_throughput", s.requests_per_second},
+      {"output_throughput", s.output_tokens_per_second},
+      {"total_token_throughput", s.total_tokens_per_second},
+      {"ttft_ms", distribution_json(s.ttft_ms)},
+      {"tpot_ms", distribution_json(s.tpot_ms)},
+      {"itl_ms", distribution_json(s.itl_ms)},
+      {"e2e_ms", distribution_json(s.e2e_ms)},
+  };
+  if (!s.first_error.empty()) j["first_error"] = s.first_error;
+  return j;
+}
+
+std::string outputs_digest(const std::vector<RequestRecord>& records) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto add = [&h](std::string_view bytes) {
+    for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  };
+  for (const RequestRecord& r : records) {
+    add(r.ok ? r.text : "error: " + r.error);
+    add(std::string_view("\0", 1));  // keeps ["ab", "c"] apart from ["a", "bc"]
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+nlohmann::json run_json(const RunReport& run) {
+  nlohmann::json j = summary_json(run.summary);
+  if (!run.outputs_digest.empty()) j["outputs_digest"] = run.outputs_digest;
+  j["label"] = run.label;
+  j["path"] = run.path;
+  if (!run.overlap.empty()) j["overlap"] = run.overlap;
+  if (run.device) {
+    j["device"] = {{"busy_s", run.device->busy_seconds},
+                   {"idle_s", run.device->idle_seconds},
+                   {"idle_fraction", run.device->idle_fraction},
+                   {"steps", run.device->steps},
+                   {"chained_steps", run.device->chained_steps}};
+  }
+  return j;
+}
+
+}  // namespace tandem::bench

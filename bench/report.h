@@ -1,0 +1,44 @@
+// How `tandem bench` shows a run: a table on stdout with one column per run (overlap off
+// and on side by side for --overlap compare), and the JSON document --json writes with
+// every figure and the settings. Pure functions over summaries.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/summary.h"
+
+namespace tandem::bench {
+
+// The device's counters over one run (Scheduler::metrics() differences), --model only.
+struct DeviceFigures {
+  double busy_seconds = 0;
+  double idle_seconds = 0;   // waiting for a launch while requests were live
+  double idle_fraction = 0;  // idle_seconds / the run's wall time
+  uint64_t steps = 0;
+  uint64_t chained_steps = 0;
+};
+
+struct RunReport {
+  std::string label;    // the table's column header: "overlap off", "http", ...
+  std::string path;     // "http" or "offline"
+  std::string overlap;  // "on", "off", or "" when unknown (--url)
+  RunSummary summary;
+  std::optional<DeviceFigures> device;
+  // outputs_digest(records): equal digests mean the runs generated the same texts.
+  std::string outputs_digest;
+};
+
+// A hex FNV-1a 64 digest of every request's generated text, in request order (failed
+// requests count as their error), so that runs can be compared from their JSON files.
+std::string outputs_digest(const std::vector<RequestRecord>& records);
+
+std::string format_table(const std::vector<RunReport>& runs);
+
+nlohmann::json summary_json(const RunSummary& summary);
+nlohmann::json run_json(const RunReport& run);
+
+}  // namespace tandem::bench

@@ -1,0 +1,54 @@
+// An engine: a model, its tokenizer, the CPU device (worker thread + compute pool) and
+// the scheduler that drives it, assembled and started in the right order. `tandem serve`
+// puts the HTTP server in front of one; `tandem bench --offline` submits to it directly.
+// scheduler() is thread-safe as Scheduler is; the rest is immutable after construction.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "runner/cpu_executor.h"
+#include "runner/device.h"
+#include "runner/model.h"
+#include "runner/tokenizer.h"
+#include "scheduler/scheduler.h"
+
+namespace tandem {
+
+struct EngineOptions {
+  std::filesystem::path model;  // a GGUF file
+  int threads = 0;              // compute threads; 0: all cores
+  int64_t kv_tokens = 0;        // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
+  SchedulerOptions scheduler;
+};
+
+class Engine {
+ public:
+  // Loads the model and tokenizer and builds the device and scheduler; the scheduler
+  // loop is not running yet. Throws gguf::GgufError for a bad or unsupported model file.
+  explicit Engine(EngineOptions options);
+  ~Engine();  // stops the scheduler, then the device
+
+  void start() { scheduler_->start(); }
+  void stop() { scheduler_->stop(); }
+
+  Scheduler& scheduler() { return *scheduler_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelConfig& config() const { return model_->config(); }
+  const Model& model() const { return *model_; }
+  const DeviceInfo& device_info() const { return device_->info(); }
+  int threads() const { return threads_; }
+  // The model's name for /v1/models: general.name, else the file's stem.
+  const std::string& model_name() const { return model_name_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::string model_name_;
+  int threads_ = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,107 @@
+// `tandem bench` as a user runs it, on the tiny model: --offline and --overlap compare
+// complete with identical outputs and write the JSON report; bad flags exit 2 on one line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/make_model.h"
+#include "tests/common/test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+class BenchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    make_model::MakeModelOptions o;
+    o.shape = "tiny";
+    o.out = dir_.file("tiny.gguf");
+    make_model::write_random_model(o);
+    model_ = o.out.string();
+  }
+  nlohmann::json read_json(const std::string& name) {
+    std::ifstream in(dir_.file(name));
+    return nlohmann::json::parse(in);
+  }
+  ScratchDir dir_;
+  std::string model_;
+};
+
+void expect_one_line_usage_error(const CommandResult& r, const std::string& flag) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
+  const std::string json = dir_.file("compare.json").string();
+  const CommandResult r = run_tandem(
+      {"bench",         "--model", model_,       "--overlap", "compare",         "--offline",
+       "--concurrency", "4",       "--requests", "12",        "--prompt-tokens", "4:12",
+       "--max-tokens",  "16",      "--threads",  "1",         "--seed",          "3",
+       "--json",        json});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("Outputs identical: yes (12/12 requests)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Overlap on/off output throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Device idle fraction"), std::string::npos) << r.out;
+  const nlohmann::json doc = read_json("compare.json");
+  EXPECT_EQ(doc["comparison"]["identical_outputs"], true);
+  EXPECT_GT(doc["comparison"]["throughput_ratio_on_over_off"].get<double>(), 0);
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][0]["overlap"], "off");
+  EXPECT_EQ(doc["runs"][1]["overlap"], "on");
+  for (const auto& run : doc["runs"]) {
+    EXPECT_EQ(run["completed"], 12);
+    EXPECT_EQ(run["failed"], 0);
+    EXPECT_EQ(run["output_tokens"], 12 * 16);
+    for (const char* key : {"duration_s", "request_throughput", "output_throughput",
+                            "total_token_throughput", "prompt_tokens"})
+      EXPECT_TRUE(run.contains(key)) << key;
+    for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"})
+      for (const char* stat : {"mean", "p50", "p90", "p99"})
+        EXPECT_TRUE(run[key].contains(stat)) << key << " " << stat;
+    for (const char* key : {"busy_s", "idle_s", "idle_fraction", "steps"})
+      EXPECT_TRUE(run["device"].contains(key)) << key;
+  }
+  EXPECT_EQ(doc["runs"][0]["outputs_digest"], doc["runs"][1]["outputs_digest"]);
+  EXPECT_EQ(doc["runs"][0]["device"]["chained_steps"], 0);
+  EXPECT_GT(doc["runs"][1]["device"]["chained_steps"].get<int>(), 0);
+  EXPECT_EQ(doc["settings"]["requests"], 12);
+  EXPECT_EQ(doc["settings"]["seed"], 3);
+  EXPECT_EQ(doc["settings"]["max_tokens"], 16);
+}
+
+TEST_F(BenchCli, OfflineRunCountsExactPromptTokens) {
+  const std::string json = dir_.file("offline.json").string();
+  const CommandResult r =
+      run_tandem({"bench", "--model", model_, "--offline", "--requests", "5", "--prompt-tokens",
+                  "7", "--max-tokens", "3", "--threads", "1", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("Completed requests"), std::string::npos);
+  const nlohmann::json doc = read_json("offline.json");
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["prompt_tokens"], 5 * 7);
+  EXPECT_EQ(doc["runs"][0]["output_tokens"], 5 * 3);
+  EXPECT_EQ(doc["runs"][0]["path"], "offline");
+}
+
+TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
+  expect_one_line_usage_error(
+      run_tandem({"bench", "--url", "http://127.0.0.1:1", "--model", model_}), "--url");
+  expect_one_line_usage_error(run_tandem({"bench", "--offline"}), "--offline");
+  expect_one_line_usage_error(
+      run_tandem({"bench", "--url", "http://127.0.0.1:1", "--overlap", "compare"}), "--overlap");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--overlap", "sideways"}),
+                              "--overlap");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--prompt-tokens", "9:3"}),
+                              "--prompt-tokens");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--concurrency", "0"}),
+                              "--concurrency");
+  expect_one_line_usage_error(run_tandem({"bench", "--url", "ftp://x"}), "--url");
+  expect_one_line_usage_error(run_tandem({"bench"}), "--url");
+}
+
+}  // namespace
+}  // namespace tandem::testing

@@ -1,0 +1,163 @@
+// The HTTP client against a real `tandem serve --port 0` child process on the tiny model:
+// streamed and whole responses complete, usage counts the exact prompt lengths, and the
+// --url run generates what the in-process --model run generates for the same workload.
+#include "bench/http_load.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/make_model.h"
+#include "tests/common/test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+// `tandem serve` as a child process; the port is read from its "listening on" line.
+class ServeChild {
+ public:
+  explicit ServeChild(const std::vector<std::string>& args) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::vector<std::string> all = {tandem_binary(), "serve"};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (std::string& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    stdout_ = ::fdopen(out[0], "r");
+    char line[1024];
+    while (std::fgets(line, sizeof line, stdout_)) {
+      const std::string text = line;
+      const size_t at = text.find("listening on http://");
+      if (at == std::string::npos) continue;
+      const size_t colon = text.find(':', at + 20);
+      port_ = std::stoi(text.substr(colon + 1));
+      break;
+    }
+  }
+  ~ServeChild() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    if (stdout_) std::fclose(stdout_);
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* stdout_ = nullptr;
+  int port_ = 0;
+};
+
+class HttpLoad : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    make_model::MakeModelOptions o;
+    o.shape = "tiny";
+    o.out = dir_.file("tiny.gguf");
+    make_model::write_random_model(o);
+    model_ = o.out.string();
+  }
+  ScratchDir dir_;
+  std::string model_;
+};
+
+TEST(ServerUrl, ParsesHostPortAndPrefixAndDropsATrailingV1) {
+  const bench::ServerUrl a = bench::parse_server_url("http://127.0.0.1:8080");
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_EQ(a.port, "8080");
+  EXPECT_EQ(a.prefix, "");
+  const bench::ServerUrl b = bench::parse_server_url("http://example.org/api/v1/");
+  EXPECT_EQ(b.host, "example.org");
+  EXPECT_EQ(b.port, "80");
+  EXPECT_EQ(b.prefix, "/api");
+  EXPECT_THROW(bench::parse_server_url("https://x"), std::invalid_argument);
+  EXPECT_THROW(bench::parse_server_url("http://x:port"), std::invalid_argument);
+}
+
+TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
+  ServeChild serve({"--model", model_, "--port", "0", "--threads", "1"});
+  ASSERT_GT(serve.port(), 0);
+  bench::ServerUrl url;
+  url.host = "127.0.0.1";
+  url.port = std::to_string(serve.port());
+  const bench::ServerInfo info = bench::discover_server(url);
+  EXPECT_EQ(info.model, "tiny");
+  ASSERT_FALSE(info.token_pool.empty());
+  EXPECT_NE(info.pool_source.find("/tokenize"), std::string::npos);
+
+  bench::WorkloadSpec spec;
+  spec.requests = 6;
+  spec.prompt_tokens_min = spec.prompt_tokens_max = 9;
+  spec.max_tokens = 12;
+  const auto workload = bench::plan_workload(spec, info.token_pool);
+  std::vector<std::string> whole_texts;
+  for (bool stream : {false, true}) {
+    bench::LoadOptions options;
+    options.concurrency = 2;  // each slot reuses its keep-alive connection
+    options.stream = stream;
+    const bench::LoadResult result = bench::run_http(url, info.model, workload, options);
+    const bench::RunSummary s = bench::summarize(result.records, result.duration_seconds);
+    EXPECT_EQ(s.failed, 0) << s.first_error;
+    EXPECT_EQ(s.completed, 6);
+    EXPECT_EQ(s.prompt_tokens, 6 * 9);
+    EXPECT_EQ(s.output_tokens, 6 * 12);
+    EXPECT_EQ(s.ttft_ms.count, stream ? 6 : 0);
+    for (size_t i = 0; i < result.records.size(); ++i) {
+      const bench::RequestRecord& r = result.records[i];
+      EXPECT_EQ(r.finish_reason, "length");
+      if (stream) {
+        EXPECT_EQ(r.text, whole_texts[i]) << "request " << i;  // streamed == whole
+      } else {
+        whole_texts.push_back(r.text);
+      }
+    }
+  }
+}
+
+TEST_F(HttpLoad, UrlRunMatchesTheInProcessModelRun) {
+  ServeChild serve({"--model", model_, "--port", "0", "--threads", "1"});
+  ASSERT_GT(serve.port(), 0);
+  const std::vector<std::string> load = {"--requests",   "4", "--prompt-tokens", "5:9",
+                                         "--max-tokens", "8", "--concurrency",   "2",
+                                         "--seed",       "4"};
+  std::vector<std::string> by_url = {"bench", "--url",
+                                     "http://127.0.0.1:" + std::to_string(serve.port()), "--json",
+                                     dir_.file("url.json").string()};
+  std::vector<std::string> by_model = {
+      "bench", "--model", model_, "--threads", "1", "--json", dir_.file("model.json").string()};
+  by_url.insert(by_url.end(), load.begin(), load.end());
+  by_model.insert(by_model.end(), load.begin(), load.end());
+  const CommandResult u = run_tandem(by_url);
+  const CommandResult m = run_tandem(by_model);
+  ASSERT_EQ(u.exit_code, 0) << u.err << u.out;
+  ASSERT_EQ(m.exit_code, 0) << m.err << m.out;
+  std::ifstream uf(dir_.file("url.json")), mf(dir_.file("model.json"));
+  const nlohmann::json uj = nlohmann::json::parse(uf), mj = nlohmann::json::parse(mf);
+  EXPECT_EQ(uj["runs"][0]["prompt_tokens"], mj["runs"][0]["prompt_tokens"]);
+  EXPECT_EQ(uj["runs"][0]["output_tokens"], 4 * 8);
+  EXPECT_EQ(uj["runs"][0]["failed"], 0);
+  EXPECT_EQ(mj["runs"][0]["path"], "http");
+  ASSERT_TRUE(uj["runs"][0].contains("outputs_digest"));
+  EXPECT_EQ(uj["runs"][0]["outputs_digest"], mj["runs"][0]["outputs_digest"]);
+}
+
+}  // namespace
+}  // namespace tandem::testing
