@@ -193,6 +193,7 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   const bool keep_alive = request.keep_alive();
+  version_ = request.version() == 10 ? 10 : 11;
   const ApiRequest api{view(request.method_string()), view(request.target()),
                        view(request[http::field::authorization]), request.body()};
   std::variant<HttpAnswer, GenerationPlan> result;
@@ -213,7 +214,7 @@ void Session::on_request(beast::error_code ec) {
 void Session::answer(HttpAnswer answer, bool keep_alive) {
   if (closed_) return;
   keep_alive = keep_alive && !context_.draining.load();
-  response_.emplace(static_cast<http::status>(answer.status), 11);
+  response_.emplace(static_cast<http::status>(answer.status), version_);
   response_->set(http::field::server, "tandem");
   response_->set(http::field::content_type, answer.content_type);
   for (auto& [name, value] : answer.headers) response_->set(name, value);
@@ -268,12 +269,14 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
 
 void Session::start_stream() {
   const Generation& g = *generation_;
-  stream_header_.emplace(http::status::ok, 11);
+  // HTTP/1.0 has no chunked encoding: the stream ends when the connection closes.
+  const bool chunked = version_ == 11;
+  stream_header_.emplace(http::status::ok, version_);
   stream_header_->set(http::field::server, "tandem");
   stream_header_->set(http::field::content_type, "text/event-stream");
   stream_header_->set(http::field::cache_control, "no-cache");
-  stream_header_->keep_alive(g.keep_alive && !context_.draining.load());
-  stream_header_->chunked(true);
+  stream_header_->keep_alive(chunked && g.keep_alive && !context_.draining.load());
+  stream_header_->chunked(chunked);
   stream_serializer_.emplace(*stream_header_);
   context_.endpoints.metrics().count_response(route_, 200);
   if (g.endpoint == Endpoint::kChatCompletions) queue_event(chat_role_chunk_json(g.header));
@@ -308,7 +311,16 @@ void Session::flush_stream() {
     stream_pending_.clear();
     writing_ = true;
     stream_.expires_after(context_.limits.write_timeout);
-    net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
+    if (stream_header_->chunked()) {
+      net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
+    } else {
+      net::async_write(stream_, net::buffer(stream_writing_), std::move(done));
+    }
+    return;
+  }
+  if (stream_ending_ && !stream_header_->chunked()) {
+    stream_ending_ = false;
+    finish_response(false);
     return;
   }
   if (stream_ending_) {

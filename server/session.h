@@ -93,7 +93,8 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionContext& context_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string route_;  // of the request being answered, for metrics
+  std::string route_;      // of the request being answered, for metrics
+  unsigned version_ = 11;  // of the request being answered: 10 or 11
   Clock::time_point received_;
 
   // The whole response being written (answers and non-streamed completions).

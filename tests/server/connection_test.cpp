@@ -47,6 +47,19 @@ TEST(Connections, ExpectContinueGetsAnInterimResponseBeforeTheBody) {
   EXPECT_NE(response.find("\"completion_tokens\":2"), std::string::npos) << response;
 }
 
+TEST(Connections, AnHttp10ClientGetsItsStreamUnchunkedUntilTheConnectionCloses) {
+  HttpClient client(shared_server().port());
+  const std::string body = R"({"prompt": "s", "max_tokens": 3, "stream": true})";
+  client.write_raw("POST /v1/completions HTTP/1.0\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string response = client.read_until_closed();
+  EXPECT_EQ(response.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << response;
+  EXPECT_EQ(response.find("chunked"), std::string::npos) << response;
+  const std::string events = response.substr(response.find("\r\n\r\n") + 4);
+  EXPECT_EQ(events.rfind("data: {", 0), 0u) << response;
+  EXPECT_EQ(sse_data(events).back(), "[DONE]");
+}
+
 TEST(Connections, SilentAndHalfSentRequestsAreClosedByTheTimeouts) {
   ServerProcess server(tiny_model(),
                        {"--idle-timeout", "0.2", "--read-timeout", "0.2", "--kv-tokens", "4096"});

@@ -81,8 +81,8 @@ TEST(HttpErrors, ABodyOverTheLimitGets413) {
 }
 
 TEST(HttpErrors, OversizedHeadersGet431) {
-  const HttpResult result = fetch(shared_server().port(), "GET", "/health", "",
-                                  {{"X-Padding", std::string(20000, 'p')}});
+  const HttpResult result =
+      fetch(shared_server().port(), "GET", "/health", "", {{"X-Padding", std::string(20000, 'p')}});
   expect_error(result, 431);
 }
 
@@ -133,6 +133,22 @@ TEST(HttpErrors, AFullQueueGets503WithRetryAfter) {
   expect_error(refused, 503);
   EXPECT_EQ(refused.headers.at("retry-after"), "1");
   EXPECT_EQ(json::parse(refused.body)["error"]["code"], "overloaded");
+
+  // Both clients leave: the waiting request and the running one are cancelled, and every
+  // KV block comes back.
+  waiting.close();
+  running.close();
+  std::string metrics;
+  bool drained = false;
+  for (int i = 0; i < 2000 && !drained; ++i) {  // bounded poll of the gauges
+    metrics = fetch(server.port(), "GET", "/metrics").body;
+    drained = metric_value(metrics, "tandem_requests_waiting") == 0.0 &&
+              metric_value(metrics, "tandem_requests_running") == 0.0 &&
+              metric_value(metrics, "tandem_kv_blocks_used") == 0.0;
+  }
+  ASSERT_TRUE(drained) << metrics;
+  EXPECT_EQ(metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}"), 2.0)
+      << metrics;
 }
 
 }  // namespace

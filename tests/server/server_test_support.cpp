@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +79,7 @@ ServerProcess::ServerProcess(const std::filesystem::path& model, std::vector<std
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test process that crashes takes its server along
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int in = ::open("/dev/null", O_RDONLY);
     if (err < 0 || in < 0) ::_exit(127);
@@ -193,9 +195,11 @@ std::string HttpClient::read_until(std::string_view marker) {
     out.append(chunk, n);
   }
   const size_t end = out.find(marker) + marker.size();
-  auto rest = buffer_.prepare(out.size() - end);  // keep what came after for later reads
-  std::memcpy(rest.data(), out.data() + end, out.size() - end);
-  buffer_.commit(out.size() - end);
+  if (end < out.size()) {  // keep what came after for later reads
+    auto rest = buffer_.prepare(out.size() - end);
+    std::memcpy(rest.data(), out.data() + end, out.size() - end);
+    buffer_.commit(out.size() - end);
+  }
   out.resize(end);
   return out;
 }
