@@ -85,7 +85,11 @@ std::string describe_load(const BenchOptions& o) {
     s << "rate " << o.request_rate << "/s (burstiness " << o.burstiness << "), ";
   else if (o.concurrency <= 0)
     s << "all at once, ";
-  s << (o.stream ? "streamed" : "not streamed") << ", seed " << o.seed;
+  if (o.offline)
+    s << "every token timed";  // the sink sees each delta, stream or not
+  else
+    s << (o.stream ? "streamed" : "not streamed");
+  s << ", seed " << o.seed;
   return s.str();
 }
 
