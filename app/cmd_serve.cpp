@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <system_error>
+#include <stdexcept>
 
 #include "app/command.h"
 #include "protocol/chat_template.h"
@@ -100,9 +100,8 @@ int run_serve(ServeOptions o) {
   uint16_t port = 0;
   try {
     port = http.listen();
-  } catch (const std::system_error& e) {
-    throw UsageError("--host/--port: cannot listen on " + o.server.host + ":" +
-                     std::to_string(o.server.port) + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--host/--port: ") + e.what());
   }
   scheduler.start();
   std::printf(

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -56,16 +57,21 @@ HttpServer::~HttpServer() {
 }
 
 uint16_t HttpServer::listen() {
-  tcp::resolver resolver(io_->ioc);
-  const auto results = resolver.resolve(options_.host, std::to_string(options_.port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service);
-  const tcp::endpoint endpoint = results.begin()->endpoint();
-  tcp::acceptor& acceptor = io_->acceptor;
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(net::socket_base::reuse_address(true));
-  acceptor.bind(endpoint);
-  acceptor.listen(net::socket_base::max_listen_connections);
-  return acceptor.local_endpoint().port();
+  try {
+    tcp::resolver resolver(io_->ioc);
+    const auto results = resolver.resolve(options_.host, std::to_string(options_.port),
+                                          tcp::resolver::passive | tcp::resolver::numeric_service);
+    const tcp::endpoint endpoint = results.begin()->endpoint();
+    tcp::acceptor& acceptor = io_->acceptor;
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(net::socket_base::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen(net::socket_base::max_listen_connections);
+    return acceptor.local_endpoint().port();
+  } catch (const boost::system::system_error& e) {
+    throw std::runtime_error("cannot listen on " + options_.host + ":" +
+                             std::to_string(options_.port) + ": " + e.code().message());
+  }
 }
 
 void HttpServer::accept() {

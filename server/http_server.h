@@ -40,7 +40,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and listens; returns the port. Throws std::system_error (address in use, ...).
+  // Binds and listens; returns the port. Throws std::runtime_error naming the address and
+  // the reason (in use, not local, unknown host).
   uint16_t listen();
   // Serves until a signal or request_stop(), then drains and stops the scheduler.
   void run();

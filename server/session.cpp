@@ -1,5 +1,6 @@
 #include "server/session.h"
 
+#include <cstdio>
 #include <string_view>
 #include <utility>
 
@@ -127,9 +128,36 @@ void Session::read_request() {
   parser_->body_limit(context_.limits.max_body);
   parser_->header_limit(context_.limits.max_header);
   stream_.expires_after(context_.limits.read_timeout);
-  http::async_read(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); });
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            if (ec) {
+                              self->on_request(ec);
+                            } else {
+                              self->read_body();
+                            }
+                          });
+}
+
+// curl and others send "Expect: 100-continue" before a large body and wait (a second)
+// for the interim response; a body over the limit was refused with the header already.
+void Session::read_body() {
+  auto read = [self = shared_from_this()] {
+    http::async_read(self->stream_, self->buffer_, *self->parser_,
+                     [self](beast::error_code ec, size_t) { self->on_request(ec); });
+  };
+  if (!beast::iequals(parser_->get()[http::field::expect], "100-continue") || parser_->is_done()) {
+    read();
+    return;
+  }
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                   [self = shared_from_this(), read](beast::error_code ec, size_t) {
+                     if (ec) {
+                       self->on_request(ec);
+                       return;
+                     }
+                     read();
+                   });
 }
 
 void Session::on_request(beast::error_code ec) {
@@ -165,9 +193,17 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   const bool keep_alive = request.keep_alive();
+  version_ = request.version() == 10 ? 10 : 11;
   const ApiRequest api{view(request.method_string()), view(request.target()),
                        view(request[http::field::authorization]), request.body()};
-  auto result = context_.endpoints.handle(api);
+  std::variant<HttpAnswer, GenerationPlan> result;
+  try {
+    result = context_.endpoints.handle(api);
+  } catch (const std::exception& e) {  // a bug: answer it rather than drop the connection
+    std::fprintf(stderr, "tandem serve: %s %s failed: %s\n", std::string(api.method).c_str(),
+                 route_.c_str(), e.what());
+    result = error_answer(internal_error());
+  }
   if (auto* plan = std::get_if<GenerationPlan>(&result)) {
     start_generation(std::move(*plan), keep_alive);
   } else {
@@ -178,7 +214,7 @@ void Session::on_request(beast::error_code ec) {
 void Session::answer(HttpAnswer answer, bool keep_alive) {
   if (closed_) return;
   keep_alive = keep_alive && !context_.draining.load();
-  response_.emplace(static_cast<http::status>(answer.status), 11);
+  response_.emplace(static_cast<http::status>(answer.status), version_);
   response_->set(http::field::server, "tandem");
   response_->set(http::field::content_type, answer.content_type);
   for (auto& [name, value] : answer.headers) response_->set(name, value);
@@ -233,12 +269,14 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
 
 void Session::start_stream() {
   const Generation& g = *generation_;
-  stream_header_.emplace(http::status::ok, 11);
+  // HTTP/1.0 has no chunked encoding: the stream ends when the connection closes.
+  const bool chunked = version_ == 11;
+  stream_header_.emplace(http::status::ok, version_);
   stream_header_->set(http::field::server, "tandem");
   stream_header_->set(http::field::content_type, "text/event-stream");
   stream_header_->set(http::field::cache_control, "no-cache");
-  stream_header_->keep_alive(g.keep_alive && !context_.draining.load());
-  stream_header_->chunked(true);
+  stream_header_->keep_alive(chunked && g.keep_alive && !context_.draining.load());
+  stream_header_->chunked(chunked);
   stream_serializer_.emplace(*stream_header_);
   context_.endpoints.metrics().count_response(route_, 200);
   if (g.endpoint == Endpoint::kChatCompletions) queue_event(chat_role_chunk_json(g.header));
@@ -273,7 +311,16 @@ void Session::flush_stream() {
     stream_pending_.clear();
     writing_ = true;
     stream_.expires_after(context_.limits.write_timeout);
-    net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
+    if (stream_header_->chunked()) {
+      net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
+    } else {
+      net::async_write(stream_, net::buffer(stream_writing_), std::move(done));
+    }
+    return;
+  }
+  if (stream_ending_ && !stream_header_->chunked()) {
+    stream_ending_ = false;
+    finish_response(false);
     return;
   }
   if (stream_ending_) {
@@ -323,6 +370,7 @@ void Session::on_generation_finish(uint64_t serial, std::string reason, Usage us
   metrics.observe_request_latency(seconds_between(received_, at));
   metrics.count_finish(reason);
   if (reason == "cancelled") {  // only a vanished client is cancelled: nobody to answer
+    end_generation();
     close();
     return;
   }
@@ -410,11 +458,8 @@ void Session::watch_for_disconnect() {
 }
 
 void Session::client_gone() {
-  if (generation_ && !generation_->done) {
-    context_.endpoints.scheduler().cancel(generation_->request_id);
-    context_.endpoints.metrics().count_finish("cancelled");
-  }
-  end_generation();
+  if (generation_ && !generation_->done) context_.endpoints.metrics().count_finish("cancelled");
+  end_generation();  // cancels a generation still running
   closed_ = true;
   stream_.close();
 }

@@ -76,6 +76,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void wait_for_request();
   void read_request();
+  void read_body();
   void on_request(beast::error_code ec);
   void answer(HttpAnswer answer, bool keep_alive);
   void start_generation(GenerationPlan plan, bool keep_alive);
@@ -92,7 +93,8 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionContext& context_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string route_;  // of the request being answered, for metrics
+  std::string route_;      // of the request being answered, for metrics
+  unsigned version_ = 11;  // of the request being answered: 10 or 11
   Clock::time_point received_;
 
   // The whole response being written (answers and non-streamed completions).

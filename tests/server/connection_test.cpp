@@ -1,0 +1,142 @@
+// Connections end to end: keep-alive, timeouts for clients that send nothing, a client
+// that vanishes mid-stream (its request is cancelled and its KV blocks come back), and
+// a graceful SIGTERM that lets a running request finish before exiting 0.
+#include <signal.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+using nlohmann::json;
+
+bool has_text(const std::string& body) { return body.find("\"text\"") != std::string::npos; }
+
+TEST(Connections, TwoRequestsShareOneKeptAliveConnection) {
+  HttpClient client(shared_server().port());
+  const HttpResult first =
+      client.send("POST", "/v1/completions", R"({"prompt": "a", "max_tokens": 2})");
+  EXPECT_EQ(first.status, 200);
+  EXPECT_TRUE(first.keep_alive);
+  const HttpResult second = client.send("GET", "/health");
+  EXPECT_EQ(second.status, 200);
+  // A streamed response ends with the last chunk; the connection then serves on.
+  const HttpResult streamed =
+      client.stream("/v1/completions", R"({"prompt": "b", "max_tokens": 3, "stream": true})",
+                    [](const std::string&) { return true; });
+  EXPECT_NE(streamed.body.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(client.send("GET", "/v1/models").status, 200);
+}
+
+TEST(Connections, ExpectContinueGetsAnInterimResponseBeforeTheBody) {
+  HttpClient client(shared_server().port());
+  const std::string body = R"({"prompt": "e", "max_tokens": 2})";
+  client.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+      "Expect: 100-continue\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  EXPECT_EQ(client.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  client.write_raw(body);
+  const std::string response = client.read_until_closed();
+  EXPECT_EQ(response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << response;
+  EXPECT_NE(response.find("\"completion_tokens\":2"), std::string::npos) << response;
+}
+
+TEST(Connections, AnHttp10ClientGetsItsStreamUnchunkedUntilTheConnectionCloses) {
+  HttpClient client(shared_server().port());
+  const std::string body = R"({"prompt": "s", "max_tokens": 3, "stream": true})";
+  client.write_raw("POST /v1/completions HTTP/1.0\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string response = client.read_until_closed();
+  EXPECT_EQ(response.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << response;
+  EXPECT_EQ(response.find("chunked"), std::string::npos) << response;
+  const std::string events = response.substr(response.find("\r\n\r\n") + 4);
+  EXPECT_EQ(events.rfind("data: {", 0), 0u) << response;
+  EXPECT_EQ(sse_data(events).back(), "[DONE]");
+}
+
+TEST(Connections, SilentAndHalfSentRequestsAreClosedByTheTimeouts) {
+  ServerProcess server(tiny_model(),
+                       {"--idle-timeout", "0.2", "--read-timeout", "0.2", "--kv-tokens", "4096"});
+  HttpClient silent(server.port());
+  EXPECT_EQ(silent.read_until_closed(), "");
+  HttpClient half(server.port());
+  half.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{");
+  EXPECT_EQ(half.read_until_closed(), "");
+  EXPECT_EQ(fetch(server.port(), "GET", "/health").status, 200);
+}
+
+TEST(Connections, ADisconnectMidStreamCancelsTheRequestAndFreesItsKvBlocks) {
+  ServerProcess server(demo_model(), {"--kv-tokens", "8192"});
+  const std::string request =
+      json{{"prompt", "x"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}.dump();
+  {
+    HttpClient client(server.port());
+    client.stream("/v1/completions", request,
+                  [](const std::string& body) { return !has_text(body); });
+    const std::string metrics = fetch(server.port(), "GET", "/metrics").body;
+    EXPECT_GT(metric_value(metrics, "tandem_kv_blocks_used").value_or(0), 0);
+    client.close();
+  }
+  std::string metrics;
+  bool freed = false;
+  for (int i = 0; i < 2000 && !freed; ++i) {  // bounded poll of the KV gauge
+    metrics = fetch(server.port(), "GET", "/metrics").body;
+    freed = metric_value(metrics, "tandem_kv_blocks_used") == 0.0 &&
+            metric_value(metrics, "tandem_requests_running") == 0.0;
+  }
+  ASSERT_TRUE(freed) << metrics;
+  EXPECT_EQ(metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}"), 1.0)
+      << metrics;
+  EXPECT_LT(metric_value(metrics, "tandem_generation_tokens_total").value_or(2000), 2000);
+}
+
+TEST(Connections, SigtermLetsARunningRequestFinishThenExitsZero) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--shutdown-grace", "30"});
+  HttpClient client(server.port());
+  const std::string request =
+      json{{"prompt", "x"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}}.dump();
+  bool signalled = false;
+  const HttpResult streamed = client.stream("/v1/completions", request, [&](const std::string& b) {
+    if (!signalled && has_text(b)) {
+      ::kill(server.pid(), SIGTERM);
+      signalled = true;
+    }
+    return true;
+  });
+  EXPECT_TRUE(signalled);
+  const auto events = sse_data(streamed.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
+}
+
+TEST(Connections, SigtermWithARunningRequestPastTheGraceCutsItAndExitsZero) {
+  ServerProcess server(demo_model(), {"--kv-tokens", "8192", "--shutdown-grace", "0"});
+  HttpClient client(server.port());
+  const std::string request =
+      json{{"prompt", "x"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}.dump();
+  bool signalled = false;
+  const HttpResult streamed = client.stream("/v1/completions", request, [&](const std::string& b) {
+    if (!signalled && has_text(b)) {
+      ::kill(server.pid(), SIGTERM);
+      signalled = true;
+    }
+    return true;
+  });
+  const auto events = sse_data(streamed.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json error = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(error["error"]["code"], "unavailable") << streamed.body;
+  EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
+}
+
+}  // namespace
+}  // namespace tandem::testing

@@ -1,0 +1,100 @@
+// The non-generating endpoints end to end: /health, /v1/models, /tokenize and
+// /detokenize (llama-server's shapes), and /metrics (valid Prometheus text).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(Endpoints, HealthIsOkWhileServing) {
+  const HttpResult health = fetch(shared_server().port(), "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.json()["status"], "ok");
+}
+
+TEST(Endpoints, ModelsListsTheServedModelAndItsChatTemplate) {
+  const json models = fetch(shared_server().port(), "GET", "/v1/models").json();
+  EXPECT_EQ(models["object"], "list");
+  ASSERT_EQ(models["data"].size(), 1u);
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+  EXPECT_EQ(models["data"][0]["max_model_len"], 512);
+  EXPECT_EQ(models["data"][0]["chat_template"], "chatml");
+}
+
+TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
+  const uint16_t port = shared_server().port();
+  const std::string text = "Hello, wörld! 123";
+  const json plain =
+      fetch(port, "POST", "/tokenize", json{{"content", text}, {"add_special", false}}.dump())
+          .json();
+  ASSERT_TRUE(plain["tokens"].is_array());
+  EXPECT_FALSE(plain["tokens"].empty());
+  const json back =
+      fetch(port, "POST", "/detokenize", json{{"tokens", plain["tokens"]}}.dump()).json();
+  EXPECT_EQ(back["content"], text);
+  // add_special (the default) adds BOS as a completion prompt does: one more token.
+  const json with_bos = fetch(port, "POST", "/tokenize", json{{"content", text}}.dump()).json();
+  EXPECT_EQ(with_bos["tokens"].size(), plain["tokens"].size() + 1);
+  const json usage =
+      fetch(port, "POST", "/v1/completions", json{{"prompt", text}, {"max_tokens", 1}}.dump())
+          .json()["usage"];
+  EXPECT_EQ(usage["prompt_tokens"], with_bos["tokens"].size());
+}
+
+TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
+  const uint16_t port = shared_server().port();
+  ASSERT_EQ(fetch(port, "POST", "/v1/completions", R"({"prompt": "m", "max_tokens": 4})").status,
+            200);
+  ASSERT_EQ(fetch(port, "GET", "/no-such-route").status, 404);
+  const HttpResult page = fetch(port, "GET", "/metrics");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.headers.at("content-type").rfind("text/plain", 0), 0u);
+  const std::string& m = page.body;
+  EXPECT_GE(metric_value(m,
+                         "tandem_http_requests_total{endpoint=\"/v1/completions\",status="
+                         "\"200\"}")
+                .value_or(0),
+            1);
+  EXPECT_GE(
+      metric_value(m, "tandem_http_requests_total{endpoint=\"other\",status=\"404\"}").value_or(0),
+      1);
+  EXPECT_GE(metric_value(m, "tandem_generation_tokens_total").value_or(0), 4);
+  EXPECT_GE(metric_value(m, "tandem_prompt_tokens_total").value_or(0), 1);
+  EXPECT_GE(metric_value(m, "tandem_time_to_first_token_seconds_count").value_or(0), 1);
+  EXPECT_GE(metric_value(m, "tandem_e2e_request_latency_seconds_count").value_or(0), 1);
+  EXPECT_GE(metric_value(m, "tandem_inter_token_latency_seconds_count").value_or(0), 1);
+  EXPECT_GT(metric_value(m, "tandem_kv_blocks_capacity").value_or(0), 0);
+  EXPECT_TRUE(metric_value(m, "tandem_kv_blocks_used").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_requests_running").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_requests_waiting").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_device_busy_seconds_total").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_device_idle_seconds_total").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_chain_breaks_total{reason=\"finish\"}").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_discarded_tokens_total").has_value());
+
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool is absent (Debian's prometheus package): not linted";
+  }
+  ScratchDir dir;
+  const auto path = dir.file("metrics.txt");
+  std::ofstream(path) << m;
+  const std::string command = "promtool check metrics < " + path.string() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  EXPECT_EQ(::pclose(pipe), 0) << output;
+}
+
+}  // namespace
+}  // namespace tandem::testing
