@@ -60,6 +60,8 @@ Subcommand make_bench_command(CLI::App& app) {
   auto* model = cmd->add_option("--model", o.model, "Start tandem in-process on this GGUF file")
                     ->check(CLI::ExistingFile);
   url->excludes(model);
+  cmd->add_option("--api-key", o.api_key, "With --url: sent as 'Authorization: Bearer KEY'")
+      ->needs(url);
   auto* overlap = cmd->add_option("--overlap", o.overlap,
                                   "on, off, or compare: off then on, outputs checked (--model)")
                       ->check(CLI::IsMember({"on", "off", "compare"}));

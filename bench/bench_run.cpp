@@ -214,7 +214,8 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
   int status = 0;
 
   if (!o.url.empty()) {
-    const ServerUrl url = parse_server_url(o.url);
+    ServerUrl url = parse_server_url(o.url);
+    url.api_key = o.api_key;
     const ServerInfo info = discover_server(url);
     const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
     out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model)
