@@ -1,6 +1,8 @@
 // `tandem bench`: the load generator. Parses and checks the flags (a bad combination is a
 // usage error naming the flag), then hands the run to bench::run_bench.
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -27,6 +29,21 @@ bool parse_token_range(const std::string& text, int32_t& lo, int32_t& hi) {
          number(std::string_view(text).substr(colon + 1), hi) && lo <= hi;
 }
 
+// > 0; "inf" allowed where infinite makes sense. CLI11's PositiveNumber prints DBL_MAX.
+CLI::Validator positive(bool allow_infinite) {
+  return CLI::Validator(
+      [allow_infinite](std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        const bool ok =
+            end != s.c_str() && *end == '\0' && v > 0 && (allow_infinite || std::isfinite(v));
+        return ok ? std::string()
+                  : std::string(allow_infinite ? "expects a number > 0 or inf"
+                                               : "expects a finite number > 0");
+      },
+      allow_infinite ? "POSITIVE|inf" : "POSITIVE");
+}
+
 struct BenchFlags {
   bench::BenchOptions options;
   std::string prompt_tokens = "32";
@@ -43,6 +60,8 @@ Subcommand make_bench_command(CLI::App& app) {
   auto* model = cmd->add_option("--model", o.model, "Start tandem in-process on this GGUF file")
                     ->check(CLI::ExistingFile);
   url->excludes(model);
+  cmd->add_option("--api-key", o.api_key, "With --url: sent as 'Authorization: Bearer KEY'")
+      ->needs(url);
   auto* overlap = cmd->add_option("--overlap", o.overlap,
                                   "on, off, or compare: off then on, outputs checked (--model)")
                       ->check(CLI::IsMember({"on", "off", "compare"}));
@@ -50,10 +69,10 @@ Subcommand make_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--request-rate", o.request_rate,
                   "Open loop: Poisson arrivals, requests per second (default inf: all at once)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(true));
   cmd->add_option("--burstiness", o.burstiness,
                   "Gamma shape of the arrival gaps: 1 Poisson, <1 burstier, >1 steadier")
-      ->check(CLI::PositiveNumber);
+      ->check(positive(false));
   cmd->add_option("--requests", o.requests, "Requests to send (default 64)")
       ->check(CLI::Range(1, 10000000));
   cmd->add_option("--prompt-tokens", flags->prompt_tokens,

@@ -85,7 +85,11 @@ std::string describe_load(const BenchOptions& o) {
     s << "rate " << o.request_rate << "/s (burstiness " << o.burstiness << "), ";
   else if (o.concurrency <= 0)
     s << "all at once, ";
-  s << (o.stream ? "streamed" : "not streamed") << ", seed " << o.seed;
+  if (o.offline)
+    s << "every token timed";  // the sink sees each delta, stream or not
+  else
+    s << (o.stream ? "streamed" : "not streamed");
+  s << ", seed " << o.seed;
   return s.str();
 }
 
@@ -210,7 +214,8 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
   int status = 0;
 
   if (!o.url.empty()) {
-    const ServerUrl url = parse_server_url(o.url);
+    ServerUrl url = parse_server_url(o.url);
+    url.api_key = o.api_key;
     const ServerInfo info = discover_server(url);
     const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
     out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model)

@@ -13,6 +13,7 @@ namespace tandem::bench {
 
 struct BenchOptions {
   std::string url;              // exclusive with model
+  std::string api_key;          // --url only: sent as a bearer token
   std::filesystem::path model;  // a GGUF file
   std::string overlap = "on";   // on, off or compare (--model only)
   int32_t concurrency = 0;      // 0: no bound

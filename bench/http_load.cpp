@@ -50,6 +50,7 @@ Reply fetch(const ServerUrl& url, http::verb verb, const std::string& path,
   http::request<http::string_body> req(verb, url.prefix + path, 11);
   req.set(http::field::host, url.host);
   req.set(http::field::user_agent, "tandem-bench");
+  if (!url.api_key.empty()) req.set(http::field::authorization, "Bearer " + url.api_key);
   if (verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");
     req.body() = body;
@@ -122,6 +123,8 @@ class Slot : public std::enable_shared_from_this<Slot> {
       req_.set(http::field::host, run_.url.host);
       req_.set(http::field::user_agent, "tandem-bench");
       req_.set(http::field::content_type, "application/json");
+      if (!run_.url.api_key.empty())
+        req_.set(http::field::authorization, "Bearer " + run_.url.api_key);
       req_.keep_alive(true);
       req_.body() = request_body(run_.model, planned, *run_.options);
       req_.prepare_payload();

@@ -18,7 +18,8 @@ namespace tandem::bench {
 struct ServerUrl {
   std::string host;
   std::string port = "80";
-  std::string prefix;  // path before /v1/..., without a trailing slash
+  std::string prefix;   // path before /v1/..., without a trailing slash
+  std::string api_key;  // sent as "Authorization: Bearer KEY" when not empty
 };
 
 // http://HOST[:PORT][/PREFIX]; a trailing /v1 is dropped. Throws std::invalid_argument.

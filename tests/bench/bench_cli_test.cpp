@@ -99,6 +99,10 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
                               "--prompt-tokens");
   expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--concurrency", "0"}),
                               "--concurrency");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--request-rate", "0"}),
+                              "--request-rate");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--burstiness", "inf"}),
+                              "--burstiness");
   expect_one_line_usage_error(run_tandem({"bench", "--url", "ftp://x"}), "--url");
   expect_one_line_usage_error(run_tandem({"bench"}), "--url");
 }

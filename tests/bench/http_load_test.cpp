@@ -132,6 +132,25 @@ TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
   }
 }
 
+TEST_F(HttpLoad, ApiKeyGoesAsABearerTokenAndItsAbsenceFailsTheRequests) {
+  ServeChild serve({"--model", model_, "--port", "0", "--threads", "1", "--api-key", "sesame"});
+  ASSERT_GT(serve.port(), 0);
+  bench::ServerUrl url;
+  url.host = "127.0.0.1";
+  url.port = std::to_string(serve.port());
+  bench::WorkloadSpec spec;
+  spec.requests = 2;
+  spec.max_tokens = 4;
+  const auto workload = bench::plan_workload(spec, {5, 6, 7});
+  const bench::LoadResult refused = bench::run_http(url, "", workload, {});
+  EXPECT_EQ(bench::summarize(refused.records, 1).failed, 2);
+  EXPECT_NE(refused.records[0].error.find("HTTP 401"), std::string::npos)
+      << refused.records[0].error;
+  url.api_key = "sesame";
+  const bench::LoadResult accepted = bench::run_http(url, "", workload, {});
+  EXPECT_EQ(bench::summarize(accepted.records, 1).completed, 2);
+}
+
 TEST_F(HttpLoad, UrlRunMatchesTheInProcessModelRun) {
   ServeChild serve({"--model", model_, "--port", "0", "--threads", "1"});
   ASSERT_GT(serve.port(), 0);
