@@ -10,12 +10,8 @@
 
 #include "app/command.h"
 #include "protocol/chat_template.h"
-#include "runner/cpu_executor.h"
-#include "runner/device.h"
 #include "runner/make_model.h"
-#include "runner/model.h"
-#include "runner/tokenizer.h"
-#include "scheduler/scheduler.h"
+#include "scheduler/engine.h"
 #include "server/http_server.h"
 
 namespace tandem::app {
@@ -62,54 +58,46 @@ int run_serve(ServeOptions o) {
   const std::filesystem::path path =
       default_model ? default_model_path() : std::filesystem::path(o.model);
 
-  std::shared_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
+  EngineOptions engine_options;
+  engine_options.model = path;
+  engine_options.threads = o.threads;
+  engine_options.kv_tokens = o.kv_tokens;
+  engine_options.scheduler.overlap = o.overlap == "on";
+  engine_options.scheduler.max_batch = o.max_batch;
+  engine_options.scheduler.max_step_tokens = o.max_step_tokens;
+  engine_options.scheduler.max_queue = o.max_queue;
+  std::unique_ptr<Engine> engine;
   try {
-    model = Model::load(path);
-    tokenizer = Tokenizer::from_gguf(model->file());
+    engine = std::make_unique<Engine>(engine_options);
   } catch (const gguf::GgufError& e) {
     throw UsageError(std::string("--model: ") + e.what());
   }
-  const ModelConfig& config = model->config();
-
-  CpuExecutorOptions executor_options;
-  executor_options.threads = o.threads;
-  executor_options.kv_tokens = o.kv_tokens;
-  executor_options.eog_ids = tokenizer->eog_ids();
-  auto executor = std::make_unique<CpuExecutor>(model, executor_options);
-  const int compute_threads = executor->threads();
-  Device device(std::move(executor));
-
-  SchedulerOptions scheduler_options;
-  scheduler_options.overlap = o.overlap == "on";
-  scheduler_options.max_batch = o.max_batch;
-  scheduler_options.max_step_tokens = o.max_step_tokens;
-  scheduler_options.max_queue = o.max_queue;
-  Scheduler scheduler(device, *tokenizer, scheduler_options);
+  const ModelConfig& config = engine->config();
+  const Tokenizer& tokenizer = engine->tokenizer();
+  const DeviceInfo& device = engine->device_info();
 
   server::ServedModelInfo served;
   served.id = default_model ? "tandem-demo" : path.stem().string();
   served.context_length = config.context_length;
-  served.vocab_size = tokenizer->vocab_size();
-  served.kv_capacity_tokens =
-      int64_t{device.info().kv_blocks} * int64_t{device.info().kv_block_size};
+  served.vocab_size = tokenizer.vocab_size();
+  served.kv_capacity_tokens = int64_t{device.kv_blocks} * int64_t{device.kv_block_size};
   served.chat_template =
-      detect_chat_template(model->file().get_string_or("tokenizer.chat_template", ""));
+      detect_chat_template(engine->model().file().get_string_or("tokenizer.chat_template", ""));
 
-  server::HttpServer http(scheduler, *tokenizer, served, o.server);
+  server::HttpServer http(engine->scheduler(), tokenizer, served, o.server);
   uint16_t port = 0;
   try {
     port = http.listen();
   } catch (const std::runtime_error& e) {
     throw UsageError(std::string("--host/--port: ") + e.what());
   }
-  scheduler.start();
+  engine->start();
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s, "
       "KV %lld tokens, %d compute threads, overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
       config.context_length, served.vocab_size, chat_template_name(served.chat_template),
-      static_cast<long long>(served.kv_capacity_tokens), compute_threads, o.overlap.c_str());
+      static_cast<long long>(served.kv_capacity_tokens), engine->threads(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
