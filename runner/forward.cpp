@@ -150,9 +150,7 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
     kernels::matmul(pool_, w.gate_up, xn_.data(), n_tokens, gate_up_.data());
     pool_.parallel_for(n_tokens, [&](int64_t t) {
       const float* g = &gate_up_[t * 2 * ff];
-      const float* u = g + ff;
-      float* out = &ffn_[t * ff];
-      for (int64_t i = 0; i < ff; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      kernels::silu_mul(g, g + ff, &ffn_[t * ff], ff);
     });
     kernels::matmul(pool_, w.down, ffn_.data(), n_tokens, proj_.data());
     pool_.parallel_for(n_tokens, [&](int64_t t) {
@@ -196,10 +194,16 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
       if (static_cast<int32_t>(scores.size()) < n_ctx) scores.resize(n_ctx);
 
       const float* q = &qkv_[t * qkv_width + static_cast<int64_t>(h) * hd];
+      const int64_t stride = cfg_.kv_dim();
+      // Scores block by block: a block's slots sit kv_dim floats apart.
+      for (int32_t j0 = 0; j0 < n_ctx; j0 += bs) {
+        const int32_t count = std::min(bs, n_ctx - j0);
+        const float* k = kv_.k(layer, r.kv_blocks[j0 / bs], 0) + kv_head * hd;
+        kernels::dot_rows(q, k, stride, count, hd, &scores[j0]);
+      }
       float max_score = -INFINITY;
       for (int32_t j = 0; j < n_ctx; ++j) {
-        const float* k = kv_.k(layer, r.kv_blocks[j / bs], j % bs) + kv_head * hd;
-        scores[j] = kernels::dot(q, k, hd) * scale;
+        scores[j] *= scale;
         max_score = std::max(max_score, scores[j]);
       }
       float sum = 0;
@@ -207,12 +211,14 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
         scores[j] = std::exp(scores[j] - max_score);
         sum += scores[j];
       }
+      const float inv = 1.0f / sum;
+      for (int32_t j = 0; j < n_ctx; ++j) scores[j] *= inv;
       float* out = &attn_[t * e + static_cast<int64_t>(h) * hd];
       std::fill(out, out + hd, 0.0f);
-      const float inv = 1.0f / sum;
-      for (int32_t j = 0; j < n_ctx; ++j) {
-        const float* v = kv_.v(layer, r.kv_blocks[j / bs], j % bs) + kv_head * hd;
-        kernels::axpy(scores[j] * inv, v, out, hd);
+      for (int32_t j0 = 0; j0 < n_ctx; j0 += bs) {
+        const int32_t count = std::min(bs, n_ctx - j0);
+        const float* v = kv_.v(layer, r.kv_blocks[j0 / bs], 0) + kv_head * hd;
+        kernels::axpy_rows(&scores[j0], v, stride, count, hd, out);
       }
     }
   });

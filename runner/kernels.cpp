@@ -341,6 +341,19 @@ float dot(const float* a, const float* b, int64_t n) { return active_kernels().d
 
 void axpy(float a, const float* x, float* y, int64_t n) { active_kernels().axpy(a, x, y, n); }
 
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+              float* out) {
+  active_kernels().dot_rows(q, k, stride, count, n, out);
+}
+
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  active_kernels().axpy_rows(w, v, stride, count, n, y);
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  active_kernels().silu_mul(gate, up, out, n);
+}
+
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exponent = (h >> 10) & 0x1f;

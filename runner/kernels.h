@@ -70,6 +70,13 @@ void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t 
 // Small vector kernels for attention and norms, dispatched like matmul.
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
+// Attention over one KV block: out[j] = dot(q, k + j * stride, n) for j < count, and
+// y += sum over j < count of w[j] * (v + j * stride), accumulated in increasing j.
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float* out);
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
+// out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
+// An element's result depends only on its two inputs (and the ISA), never on n.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
 // Conversions (scalar, exact IEEE rounding: round-to-nearest-even).
 float f16_to_f32(uint16_t h);

@@ -212,11 +212,73 @@ void axpy(float alpha, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = __builtin_fmaf(alpha, x[i], y[i]);
 }
 
+// e^x for x in about [-87, 88] (inputs are clamped there): Cephes' expf, a degree-5
+// polynomial on x - n ln2, scaled by 2^n built in the exponent bits.
+__m256 exp_ps(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i scale =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
+}
+
+// out = silu(gate) * up. The tail is copied through a padded buffer so every element
+// takes the same vector path.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  auto block = [&](__m256 g, __m256 u) {
+    const __m256 sig =
+        _mm256_div_ps(one, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    return _mm256_mul_ps(_mm256_mul_ps(g, sig), u);
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, block(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    alignas(32) float g[8] = {}, u[8] = {}, o[8];
+    for (int64_t j = i; j < n; ++j) g[j - i] = gate[j], u[j - i] = up[j];
+    _mm256_store_ps(o, block(_mm256_load_ps(g), _mm256_load_ps(u)));
+    for (int64_t j = i; j < n; ++j) out[j] = o[j - i];
+  }
+}
+
+// out[j] = dot(q, k + j * stride) for j < count: one call per KV block in attention.
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+              float* out) {
+  for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, n);
+}
+
+// y += sum_j w[j] * v[j * stride], accumulated in j order, 8 outputs at a time in a register.
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 acc = _mm256_loadu_ps(y + i);
+    for (int64_t j = 0; j < count; ++j)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(w[j]), _mm256_loadu_ps(v + j * stride + i), acc);
+    _mm256_storeu_ps(y + i, acc);
+  }
+  for (; i < n; ++i)
+    for (int64_t j = 0; j < count; ++j) y[i] = __builtin_fmaf(w[j], v[j * stride + i], y[i]);
+}
+
 constexpr IsaKernels kAvx2 = {
     {&panel_loop<F32Tile>, &panel_loop<F16Tile>, &panel_loop<Bf16WidenTile>, &panel_loop<Q8_0Tile>},
     nullptr,
     &dot,
     &axpy,
+    &silu_mul,
+    &dot_rows,
+    &axpy_rows,
 };
 
 }  // namespace

@@ -49,6 +49,11 @@ struct IsaKernels {
   void (*to_bf16_pairs)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) = nullptr;
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
+  void (*dot_rows)(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+                   float* out) = nullptr;
+  void (*axpy_rows)(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,
+                    float* y) = nullptr;
 };
 
 const IsaKernels& avx2_kernels();

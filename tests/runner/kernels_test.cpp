@@ -318,6 +318,50 @@ TEST(Kernels, DotAndAxpyMatchFloat64OnEveryIsaAndLength) {
   }
 }
 
+TEST(Kernels, BlockAttentionKernelsEqualTheirOneRowForms) {
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (int64_t n : {7, 16, 64, 70}) {
+      const int64_t stride = n + 5, count = 13;
+      const auto q = random_activations(n, 3);
+      const auto k = random_activations(stride * count, 4);
+      const auto w = random_activations(count, 5);
+      std::vector<float> scores(count);
+      dot_rows(q.data(), k.data(), stride, count, n, scores.data());
+      for (int64_t j = 0; j < count; ++j)
+        ASSERT_EQ(scores[j], dot(q.data(), k.data() + j * stride, n)) << isa_name(isa);
+      std::vector<float> y = random_activations(n, 6), expected = y;
+      axpy_rows(w.data(), k.data(), stride, count, n, y.data());
+      for (int64_t j = 0; j < count; ++j) axpy(w[j], k.data() + j * stride, expected.data(), n);
+      ASSERT_EQ(y, expected) << isa_name(isa) << " n=" << n;
+    }
+  }
+}
+
+TEST(Kernels, SiluMulMatchesFloat64AndIgnoresTheLength) {
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    // Gates across the whole range the forward pass meets, saturated ends included.
+    std::vector<float> gate, up;
+    for (float g = -120.0f; g <= 120.0f; g += 0.0625f) gate.push_back(g);
+    for (size_t i = 0; i < gate.size(); ++i) up.push_back(0.5f + static_cast<float>(i % 7));
+    const int64_t n = static_cast<int64_t>(gate.size());
+    std::vector<float> out(n);
+    silu_mul(gate.data(), up.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double g = gate[i];
+      const double ref = g / (1.0 + std::exp(-g)) * up[i];
+      EXPECT_NEAR(out[i], ref, 4e-7 * std::abs(ref) + 1e-30) << isa_name(isa) << " g=" << g;
+    }
+    // An element's result does not depend on how long the row is (vector tails included).
+    for (int64_t len : {1, 5, 8, 15, 16, 17, 33}) {
+      std::vector<float> part(len);
+      silu_mul(gate.data() + 1000, up.data() + 1000, part.data(), len);
+      for (int64_t i = 0; i < len; ++i) ASSERT_EQ(part[i], out[1000 + i]) << isa_name(isa);
+    }
+  }
+}
+
 TEST(Kernels, HalfConversionsRoundTripEveryHalf) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float f = f16_to_f32(static_cast<uint16_t>(h));
