@@ -298,9 +298,35 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 // out[j] = dot(q, k + j * stride) for j < count: one call per KV block in attention.
+// Rows go four at a time: each row's 16 lanes fold to 4 (two adds), then two rounds of
+// hadd finish the four sums together, a third of the shuffles of four full reductions.
+// A row's sum is the same whichever group of four it falls in.
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
               float* out) {
-  for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, n);
+  if (n % 16 != 0 || n > 256) {
+    for (int64_t j = 0; j < count; ++j) out[j] = dot(q, k + j * stride, n);
+    return;
+  }
+  auto fold = [&](int64_t j) {
+    __m512 acc = _mm512_setzero_ps();
+    if (j < count)
+      for (int64_t i = 0; i < n; i += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(k + j * stride + i), acc);
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  };
+  for (int64_t j = 0; j < count; j += 4) {
+    const __m128 a = fold(j), b = fold(j + 1), c = fold(j + 2), d = fold(j + 3);
+    const __m128 sums = _mm_hadd_ps(_mm_hadd_ps(a, b), _mm_hadd_ps(c, d));
+    const int64_t left = count - j;
+    if (left >= 4) {
+      _mm_storeu_ps(out + j, sums);
+    } else {
+      alignas(16) float tmp[4];
+      _mm_store_ps(tmp, sums);
+      for (int64_t r = 0; r < left; ++r) out[j + r] = tmp[r];
+    }
+  }
 }
 
 // y += sum_j w[j] * v[j * stride], accumulated in j order, 16 outputs at a time in a register.
