@@ -291,6 +291,8 @@ void Scheduler::finish(Request& r, const char* reason, bool flush) {
   r.finished = true;
   std::erase(running_, &r);
   ++counters_.requests_finished;
+  // Publish first, so a client that reads the metrics after its answer sees its tokens.
+  publish();
   r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens});
 }
 
@@ -298,6 +300,7 @@ void Scheduler::fail(Request& r, std::string_view message) {
   r.finished = true;
   std::erase(running_, &r);
   ++counters_.requests_finished;
+  publish();
   r.in.sink->on_error(message);
 }
 

@@ -52,7 +52,9 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
 
 TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
   const uint16_t port = shared_server().port();
-  ASSERT_EQ(fetch(port, "POST", "/v1/completions", R"({"prompt": "m", "max_tokens": 4})").status,
+  ASSERT_EQ(fetch(port, "POST", "/v1/completions",
+                  R"({"prompt": "m", "max_tokens": 16, "seed": 3, "temperature": 0.5})")
+                .status,
             200);
   ASSERT_EQ(fetch(port, "GET", "/no-such-route").status, 404);
   const HttpResult page = fetch(port, "GET", "/metrics");
