@@ -4,44 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <fstream>
-#include <mutex>
 
 #include "runner/make_model.h"
 #include "tests/common/test_support.h"
+#include "tests/scheduler/scheduler_test_support.h"
 
 namespace tandem::testing {
 namespace {
-
-struct CollectingSink : RequestSink {
-  void on_text(std::string_view delta) override {
-    std::lock_guard lock(mutex);
-    text += delta;
-  }
-  void on_finish(std::string_view r, const Usage& u) override {
-    std::lock_guard lock(mutex);
-    reason = r;
-    usage = u;
-    done = true;
-    cv.notify_all();
-  }
-  void on_error(std::string_view message) override {
-    std::lock_guard lock(mutex);
-    reason = "error: " + std::string(message);
-    done = true;
-    cv.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(mutex);
-    cv.wait(lock, [&] { return done; });
-  }
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::string text, reason;
-  Usage usage;
-  bool done = false;
-};
 
 std::filesystem::path tiny_model(const ScratchDir& dir) {
   make_model::MakeModelOptions o;
@@ -52,7 +22,7 @@ std::filesystem::path tiny_model(const ScratchDir& dir) {
 }
 
 std::string generate(Engine& engine, uint64_t seed, int32_t max_tokens) {
-  auto sink = std::make_shared<CollectingSink>();
+  auto sink = std::make_shared<RecordingSink>();
   GenerationRequest req;
   req.prompt = engine.tokenizer().encode("Hello there", true, false);
   req.sampling.seed = seed;
@@ -61,9 +31,9 @@ std::string generate(Engine& engine, uint64_t seed, int32_t max_tokens) {
   req.sink = sink;
   EXPECT_TRUE(engine.scheduler().submit(std::move(req)).accepted());
   sink->wait();
-  EXPECT_EQ(sink->reason, "length");
-  EXPECT_EQ(sink->usage.completion_tokens, max_tokens);
-  return sink->text;
+  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->usage().completion_tokens, max_tokens);
+  return sink->text();
 }
 
 TEST(Engine, RunsARequestEndToEndAndRepeatsItBySeed) {
