@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/make_model.h"
+#include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::testing {
@@ -15,11 +15,7 @@ namespace {
 class BenchCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    make_model::MakeModelOptions o;
-    o.shape = "tiny";
-    o.out = dir_.file("tiny.gguf");
-    make_model::write_random_model(o);
-    model_ = o.out.string();
+    model_ = write_tiny_llama(dir_.path(), gguf::TensorType::kF16, /*seed=*/0).string();
   }
   nlohmann::json read_json(const std::string& name) {
     std::ifstream in(dir_.file(name));

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/make_model.h"
+#include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::testing {
@@ -69,11 +69,7 @@ class ServeChild {
 class HttpLoad : public ::testing::Test {
  protected:
   void SetUp() override {
-    make_model::MakeModelOptions o;
-    o.shape = "tiny";
-    o.out = dir_.file("tiny.gguf");
-    make_model::write_random_model(o);
-    model_ = o.out.string();
+    model_ = write_tiny_llama(dir_.path(), gguf::TensorType::kF16, /*seed=*/0).string();
   }
   ScratchDir dir_;
   std::string model_;
@@ -99,7 +95,7 @@ TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
   url.host = "127.0.0.1";
   url.port = std::to_string(serve.port());
   const bench::ServerInfo info = bench::discover_server(url);
-  EXPECT_EQ(info.model, "tiny");
+  EXPECT_EQ(info.model, std::filesystem::path(model_).stem().string());  // the served id
   ASSERT_FALSE(info.token_pool.empty());
   EXPECT_NE(info.pool_source.find("/tokenize"), std::string::npos);
 

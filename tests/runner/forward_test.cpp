@@ -11,7 +11,7 @@
 
 #include "tests/common/test_support.h"
 #include "tests/runner/reference_model.h"
-#include "tests/runner/test_models.h"
+#include "tests/common/test_models.h"
 
 namespace tandem::testing {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "runner/make_model.h"
 #include "tests/common/test_support.h"
-#include "tests/runner/test_models.h"
+#include "tests/common/test_models.h"
 
 namespace tandem::testing {
 namespace {

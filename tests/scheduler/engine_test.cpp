@@ -6,20 +6,12 @@
 
 #include <fstream>
 
-#include "runner/make_model.h"
+#include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
 namespace tandem::testing {
 namespace {
-
-std::filesystem::path tiny_model(const ScratchDir& dir) {
-  make_model::MakeModelOptions o;
-  o.shape = "tiny";
-  o.out = dir.file("tiny.gguf");
-  make_model::write_random_model(o);
-  return o.out;
-}
 
 std::string generate(Engine& engine, uint64_t seed, int32_t max_tokens) {
   auto sink = std::make_shared<RecordingSink>();
@@ -39,7 +31,7 @@ std::string generate(Engine& engine, uint64_t seed, int32_t max_tokens) {
 TEST(Engine, RunsARequestEndToEndAndRepeatsItBySeed) {
   ScratchDir dir;
   EngineOptions options;
-  options.model = tiny_model(dir);
+  options.model = write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/0);
   options.threads = 2;
   options.kv_tokens = 2048;
   Engine engine(options);

@@ -96,19 +96,32 @@ TEST(Connections, ADisconnectMidStreamCancelsTheRequestAndFreesItsKvBlocks) {
   EXPECT_LT(metric_value(metrics, "tandem_generation_tokens_total").value_or(2000), 2000);
 }
 
-TEST(Connections, SigtermLetsARunningRequestFinishThenExitsZero) {
-  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--shutdown-grace", "30"});
-  HttpClient client(server.port());
-  const std::string request =
-      json{{"prompt", "x"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}}.dump();
+// Streams a long completion and sends the server SIGTERM as soon as the first text arrives.
+struct SignalledStream {
+  HttpResult result;
   bool signalled = false;
-  const HttpResult streamed = client.stream("/v1/completions", request, [&](const std::string& b) {
-    if (!signalled && has_text(b)) {
+};
+SignalledStream stream_then_sigterm(ServerProcess& server, int max_tokens) {
+  HttpClient client(server.port());
+  const std::string request = json{
+      {"prompt", "x"},
+      {"max_tokens", max_tokens},
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
+  SignalledStream out;
+  out.result = client.stream("/v1/completions", request, [&](const std::string& b) {
+    if (!out.signalled && has_text(b)) {
       ::kill(server.pid(), SIGTERM);
-      signalled = true;
+      out.signalled = true;
     }
     return true;
   });
+  return out;
+}
+
+TEST(Connections, SigtermLetsARunningRequestFinishThenExitsZero) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--shutdown-grace", "30"});
+  const auto [streamed, signalled] = stream_then_sigterm(server, 400);
   EXPECT_TRUE(signalled);
   const auto events = sse_data(streamed.body);
   ASSERT_GE(events.size(), 2u);
@@ -119,17 +132,8 @@ TEST(Connections, SigtermLetsARunningRequestFinishThenExitsZero) {
 
 TEST(Connections, SigtermWithARunningRequestPastTheGraceCutsItAndExitsZero) {
   ServerProcess server(demo_model(), {"--kv-tokens", "8192", "--shutdown-grace", "0"});
-  HttpClient client(server.port());
-  const std::string request =
-      json{{"prompt", "x"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}.dump();
-  bool signalled = false;
-  const HttpResult streamed = client.stream("/v1/completions", request, [&](const std::string& b) {
-    if (!signalled && has_text(b)) {
-      ::kill(server.pid(), SIGTERM);
-      signalled = true;
-    }
-    return true;
-  });
+  const auto [streamed, signalled] = stream_then_sigterm(server, 2000);
+  EXPECT_TRUE(signalled);
   const auto events = sse_data(streamed.body);
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events.back(), "[DONE]");

@@ -1,4 +1,4 @@
-// Small random-weight models written on the fly for runner tests: make-model's shapes,
+// Small random-weight models written on the fly for the test suites: make-model's shapes,
 // plus a qwen2 variant (QKV bias, NeoX RoPE) that make-model does not offer.
 #pragma once
 

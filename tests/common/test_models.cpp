@@ -1,4 +1,4 @@
-#include "tests/runner/test_models.h"
+#include "tests/common/test_models.h"
 
 #include "runner/make_model.h"
 
