@@ -131,6 +131,8 @@ void expect_error_object(const HttpResult& answer, const std::string& param,
   const json& error = body["error"];
   ASSERT_TRUE(error.is_object()) << answer.body;
   EXPECT_EQ(error.size(), 4u) << answer.body;
+  // A message may quote the request, but never much of it.
+  EXPECT_LT(answer.body.size(), 2048u) << answer.body.substr(0, 300);
   EXPECT_TRUE(error["message"].is_string() && !error["message"].get<std::string>().empty());
   EXPECT_TRUE(error["type"].is_string()) << answer.body;
   EXPECT_TRUE(error.contains("param") && (error["param"].is_string() || error["param"].is_null()));
@@ -238,7 +240,7 @@ std::string hex(size_t n) {
 const std::string kSmallBody = R"({"prompt": "hi", "max_tokens": 2})";
 constexpr size_t kTenMegabytes = 10 << 20;  // ten times the default --max-body
 
-std::vector<Case> framing_cases() {
+std::vector<Case> make_framing_cases() {
   std::string many_headers;
   for (int i = 0; i < 2000; ++i) many_headers += "X-Flood-" + std::to_string(i) + ": x\r\n";
   const std::string big_chunks =
@@ -266,6 +268,7 @@ std::vector<Case> framing_cases() {
        "request_header_fields_too_large"},
       {"AbsoluteFormTarget", get("GET http://127.0.0.1/v1/models HTTP/1.1"), 200},
       {"UnknownRoute", get("GET /v2/everything HTTP/1.1"), 404},
+      {"TargetWithAControlByte", get("GET /hea\x01lth HTTP/1.1"), 400},
       {"CompletionsByGet", get("GET /v1/completions HTTP/1.1"), 405, "", "method_not_allowed"},
       {"CorsPreflight", get("OPTIONS /v1/chat/completions HTTP/1.1"), 405},
       {"HeadOfHealth", get("HEAD /health HTTP/1.1"), 200},
@@ -343,7 +346,7 @@ std::vector<Case> framing_cases() {
   };
 }
 
-std::vector<Case> body_cases() {
+std::vector<Case> make_body_cases() {
   const std::string deep_open = repeat("[", 100'000);
   const std::string deep_closed = deep_open + repeat("]", 100'000);
   const std::string deep_objects = repeat(R"({"a":)", 50'000) + "1" + repeat("}", 50'000);
@@ -420,6 +423,8 @@ std::vector<Case> body_cases() {
       {"LoneHighSurrogate", completion(R"({"prompt": "\ud800"})"), 400, ""},
       {"LoneLowSurrogate", completion(R"({"prompt": "\udc00"})"), 400, ""},
       {"HighSurrogateThenLetter", completion(R"({"prompt": "\ud800\u0041"})"), 400, ""},
+      {"InvalidByteAfterAHalfMegabyteString",
+       completion("{\"prompt\": \"" + std::string(512 << 10, 'a') + "\xff\"}"), 400, ""},
       {"SurrogatePairIsFine", completion(R"({"prompt": "\ud83d\ude00", "max_tokens": 2})"), 200},
       // NUL bytes.
       {"RawNulInString", completion(std::string("{\"prompt\": \"a\0b\"}", 17)), 400, ""},
@@ -430,6 +435,11 @@ std::vector<Case> body_cases() {
       // What needs the model, and the options this server refuses.
       {"UnknownModel", with_prompt(R"("model": "gpt-9")"), 404, "model", "model_not_found"},
       {"UnknownModelOnChat", with_messages(R"("model": "gpt-9")"), 404, "model", "model_not_found"},
+      {"UnknownModelOfHalfAMegabyte",
+       completion(json{{"prompt", "hi"}, {"model", std::string(512 << 10, 'm')}}.dump()), 404,
+       "model", "model_not_found"},
+      {"StreamedWithAnUnknownModel", with_prompt(R"("stream": true, "model": "gpt-9")"), 404,
+       "model", "model_not_found"},
       {"ServedModelByName", with_prompt(R"("model": "tiny", "max_tokens": 2)"), 200},
       {"EmptyMessages", chat(R"({"messages": []})"), 400, "messages"},
       {"UnknownRole", chat(R"({"messages": [{"role": "wizard", "content": "hi"}]})"), 400,
@@ -441,6 +451,11 @@ std::vector<Case> body_cases() {
       {"PromptLongerThanTheContext", completion(long_prompt), 400, "prompt",
        "context_length_exceeded"},
       {"ChatLongerThanTheContext", chat(long_chat), 400, "messages", "context_length_exceeded"},
+      {"StreamedChatLongerThanTheContext",
+       chat(json{{"messages", {{{"role", "user"}, {"content", std::string(700, 'a')}}}},
+                 {"stream", true}}
+                .dump()),
+       400, "messages", "context_length_exceeded"},
       {"EmptyPrompt", completion(R"({"prompt": ""})"), 400, "prompt"},
       {"LogprobsOnChat", with_messages(R"("logprobs": true)"), 400, "logprobs"},
       {"LogprobsOnCompletions", with_prompt(R"("logprobs": 5)"), 400, "logprobs"},
@@ -460,6 +475,16 @@ std::vector<Case> body_cases() {
        "tokens[0]"},
       {"DetokenizeNegative", post("/detokenize", R"({"tokens": [-3]})"), 400, "tokens[0]"},
   };
+}
+
+// Made once: the tables hold ten-megabyte requests.
+const std::vector<Case>& framing_cases() {
+  static const std::vector<Case> cases = make_framing_cases();
+  return cases;
+}
+const std::vector<Case>& body_cases() {
+  static const std::vector<Case> cases = make_body_cases();
+  return cases;
 }
 
 class BadInputCatalogue : public ::testing::TestWithParam<Case> {};
@@ -539,6 +564,34 @@ TEST(BadInputConnections, ACrowdOfHalfSentRequestsDoesNotStarveOthers) {
   }
   expect_serves_on(server.port());
   for (auto& connection : crowd) EXPECT_FALSE(connection->readable(Millis(0)));
+}
+
+// Refusals that leave the request's framing intact keep the connection: the pipelined
+// requests behind them are answered in order.
+TEST(BadInputConnections, PipelinedRequestsBehindRefusalsAreAnsweredInOrder) {
+  good_text_before_the_catalogue();
+  RawConnection connection(shared_server().port());
+  auto keep_alive = [](const std::string& target, const std::string& body) {
+    return "POST " + target +
+           " HTTP/1.1\r\nHost: tandem\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  };
+  ASSERT_TRUE(connection.send(keep_alive("/v1/completions", R"({"prompt": "hi)") +
+                              keep_alive("/v1/completions", R"({"prompt": "hi", "model": "x"})") +
+                              keep_alive("/v1/nothing", "{}") +
+                              keep_alive("/v1/completions", kGoodRequest) +
+                              get("GET /health HTTP/1.1")));
+  const std::optional<std::string> raw = connection.read_until_closed();
+  ASSERT_TRUE(raw.has_value());
+  const std::vector<HttpResult> answers = parse_responses(*raw, false);
+  ASSERT_EQ(answers.size(), 5u) << *raw;
+  EXPECT_EQ(answers[0].status, 400);
+  EXPECT_EQ(answers[1].status, 404);
+  EXPECT_EQ(answers[2].status, 404);
+  EXPECT_EQ(answers[3].status, 200);
+  EXPECT_EQ(json::parse(answers[3].body)["choices"][0]["text"], good_text_before_the_catalogue());
+  EXPECT_EQ(answers[4].status, 200);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(answers[i].keep_alive) << i;
 }
 
 TEST(BadInputCatalogueSize, HoldsOverFortyCases) {
