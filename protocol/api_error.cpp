@@ -31,9 +31,13 @@ ApiError not_found(std::string message) {
 }
 
 ApiError model_not_found(std::string_view model) {
+  // The name comes from the request: a bound keeps a megabyte of it out of the answer.
+  constexpr size_t kMaxQuoted = 160;
+  std::string quoted(model.substr(0, kMaxQuoted));
+  if (model.size() > kMaxQuoted) quoted += "...";
   return make(404, "not_found_error",
-              "The model '" + std::string(model) + "' does not exist or is not served here.",
-              "model", "model_not_found");
+              "The model '" + quoted + "' does not exist or is not served here.", "model",
+              "model_not_found");
 }
 
 ApiError method_not_allowed(std::string message) {

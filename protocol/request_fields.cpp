@@ -10,6 +10,11 @@ namespace {
 // Error messages quote parts of the request; a bound keeps a 1 MiB string out of them.
 constexpr size_t kMaxQuotedBytes = 160;
 
+// nlohmann's parser does not recurse, but every level of nesting costs a value and a
+// container on the heap: unbounded, a 1 MiB body of '[' builds a million of them.
+// No request needs more than a handful of levels.
+constexpr int kMaxNestingDepth = 64;
+
 std::string quote_value(const Json& value) {
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > kMaxQuotedBytes) {
@@ -48,8 +53,19 @@ void reject(std::string message, std::string param) {
 
 Json parse_body_object(std::string_view body) {
   Json parsed;
+  // Called as each value starts; depth counts the containers around it.
+  auto bound_depth = [](int depth, Json::parse_event_t event, Json&) {
+    const bool opens =
+        event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+    if (opens && depth >= kMaxNestingDepth) {
+      reject("The request body nests arrays and objects deeper than " +
+                 std::to_string(kMaxNestingDepth) + " levels.",
+             "");
+    }
+    return true;
+  };
   try {
-    parsed = Json::parse(body.begin(), body.end());
+    parsed = Json::parse(body.begin(), body.end(), bound_depth);
   } catch (const Json::exception& e) {
     // parse_error says where (line, column); out_of_range is a number beyond double.
     reject("Malformed JSON in the request body: " + strip_exception_prefix(e.what()), "");

@@ -25,7 +25,8 @@ struct RequestRejected {
 [[noreturn]] void reject(std::string message, std::string param);
 
 // The body as a JSON object; malformed JSON (with its line and column), a number
-// beyond double's range, invalid UTF-8 or a non-object body are rejected.
+// beyond double's range, invalid UTF-8, nesting deeper than 64 levels or a non-object
+// body are rejected. Duplicate keys: the last one wins (as in Python's json, vLLM's).
 Json parse_body_object(std::string_view body);
 
 // The field's value, or nullptr when it is absent or null (null means "the default",

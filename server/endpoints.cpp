@@ -28,7 +28,27 @@ constexpr std::array<Route, 7> kRoutes = {{
     {"/metrics", "GET", true},
 }};
 
-std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+// Whether text begins with prefix, ignoring ASCII case; prefix is lowercase.
+bool starts_with_lowercase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+// The path of an origin-form target ("/v1/models?x=1") or of an absolute-form one
+// ("http://host/v1/models"), which proxies send and RFC 9112 says servers must accept.
+std::string_view path_of(std::string_view target) {
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (starts_with_lowercase(target, scheme)) {
+      const size_t slash = target.find('/', scheme.size());
+      target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+      break;
+    }
+  }
+  return target.substr(0, target.find('?'));
+}
 
 const Route* find_route(std::string_view path) {
   for (const auto& route : kRoutes) {
@@ -45,10 +65,7 @@ HttpAnswer json_answer(std::string body) {
 
 bool authorized(std::string_view authorization, const std::string& api_key) {
   constexpr std::string_view kScheme = "bearer ";  // the scheme is case-insensitive
-  if (authorization.size() < kScheme.size()) return false;
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
-  }
+  if (!starts_with_lowercase(authorization, kScheme)) return false;
   return constant_time_equal(authorization.substr(kScheme.size()), api_key);
 }
 
@@ -100,7 +117,9 @@ std::variant<HttpAnswer, GenerationPlan> Endpoints::handle(const ApiRequest& req
   if (route == nullptr) {
     return error_answer(not_found("Unknown route " + std::string(path) + "."));
   }
-  if (request.method != route->method) {
+  // HEAD is GET without the body (the session leaves the body out), as RFC 9110 asks.
+  const bool head_of_get = request.method == "HEAD" && route->method == "GET";
+  if (request.method != route->method && !head_of_get) {
     return error_answer(
         method_not_allowed(std::string(path) + " accepts " + std::string(route->method) + ", not " +
                            std::string(request.method) + "."),
@@ -123,6 +142,10 @@ std::variant<HttpAnswer, GenerationPlan> Endpoints::completion(std::string_view 
   auto parsed = parse_completion_request(body, endpoint);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  // As vLLM: naming another model is a 404, not a silent answer from this one.
+  if (!request.model.empty() && request.model != model_.id) {
+    return error_answer(model_not_found(request.model));
+  }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
 
   std::vector<int32_t> prompt;

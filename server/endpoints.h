@@ -24,9 +24,12 @@
 namespace tandem::server {
 
 // What the endpoints need from an HTTP request (views into the session's parsed message).
+// The body is read as JSON whatever the Content-Type says: OpenAI's clients send
+// application/json, and `curl -d` sends a form type with a JSON body.
 struct ApiRequest {
-  std::string_view method;         // "GET", "POST", ...
-  std::string_view target;         // "/v1/completions?x=y": the query is ignored
+  std::string_view method;         // "GET", "POST", ...; HEAD is answered as GET
+  std::string_view target;         // "/v1/completions?x=y" or "http://host/v1/...": the
+                                   // query and the scheme and host are ignored
   std::string_view authorization;  // the Authorization header, or empty
   std::string_view body;
 };

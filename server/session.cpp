@@ -163,6 +163,7 @@ void Session::read_body() {
 void Session::on_request(beast::error_code ec) {
   route_ = parser_->is_header_done() ? Endpoints::route_name(view(parser_->get().target()))
                                      : std::string("other");
+  head_ = parser_->is_header_done() && parser_->get().method() == http::verb::head;
   if (ec == http::error::body_limit) {
     answer(error_answer(payload_too_large("The request body is over the limit of " +
                                           std::to_string(context_.limits.max_body) + " bytes.")),
@@ -188,6 +189,13 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   auto& request = parser_->get();
+  // Without chunked last, Beast reads no body at all, and the body's bytes would be taken
+  // for the next request: the request smuggling RFC 9112 (6.3) says to refuse and close.
+  if (request.count(http::field::transfer_encoding) > 0 && !request.chunked()) {
+    answer(error_answer(bad_request("A request's Transfer-Encoding must end with chunked.")),
+           false);
+    return;
+  }
   if (context_.draining.load()) {
     answer(error_answer(service_unavailable("The server is shutting down.")), false);
     return;
@@ -221,6 +229,9 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
   response_->body() = std::move(answer.body);
   response_->keep_alive(keep_alive);
   response_->prepare_payload();
+  // A HEAD answer says what GET's would be (Content-Length included) but sends no body:
+  // a client reads none, and bytes after the header would be taken for the next response.
+  if (head_) response_->body().clear();
   context_.endpoints.metrics().count_response(route_, answer.status);
   writing_ = true;
   stream_.expires_after(context_.limits.write_timeout);

@@ -95,6 +95,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string route_;      // of the request being answered, for metrics
   unsigned version_ = 11;  // of the request being answered: 10 or 11
+  bool head_ = false;      // the request being answered is a HEAD: answer without a body
   Clock::time_point received_;
 
   // The whole response being written (answers and non-streamed completions).

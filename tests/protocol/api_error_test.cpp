@@ -58,6 +58,12 @@ TEST(ApiError, MakersFixStatusTypeAndCode) {
   EXPECT_NE(model_not_found("gpt-9").message.find("gpt-9"), std::string::npos);
 }
 
+TEST(ApiError, ModelNotFoundQuotesALongNameOnlyInPart) {
+  const ApiError error = model_not_found(std::string(1 << 20, 'm'));
+  EXPECT_LT(error.message.size(), 300u);
+  EXPECT_NE(error.message.find(std::string(100, 'm') + "..."), std::string::npos);
+}
+
 TEST(ApiError, BodyStaysValidJsonForAnyMessageBytes) {
   const std::string message = "quote \" backslash \\ newline \n ctrl \x01 bad \xff\xc0 end";
   std::string body;

@@ -46,6 +46,9 @@ const BadRequest kCatalogue[] = {
     {"NanLiteral", kCmpl, with_prompt(R"("temperature": NaN)"), "", "Malformed JSON"},
     {"InfinityLiteral", kCmpl, with_prompt(R"("temperature": Infinity)"), "", "Malformed JSON"},
     {"SingleQuotes", kCmpl, "{'prompt': 'hi'}", "", "Malformed JSON"},
+    {"NestedDeeperThan64", kCmpl,
+     with_prompt(R"("x": )" + std::string(65, '[') + std::string(65, ']')), "", "deeper than 64"},
+    {"UnclosedNestingOfAMillion", kCmpl, std::string(1 << 20, '['), "", "deeper than 64"},
     // prompt.
     {"PromptMissing", kCmpl, "{}", "prompt", "required"},
     {"PromptNull", kCmpl, R"({"prompt": null})", "prompt", "required"},

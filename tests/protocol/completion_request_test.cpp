@@ -220,7 +220,9 @@ TEST(CompletionRequest, DeeplyNestedJsonIsRefusedNotCrashed) {
       R"({"prompt": )" + std::string(100000, '[') + "1" + std::string(100000, ']') + "}";
   auto parsed = parse_completion_request(body, Endpoint::kCompletions);
   ASSERT_TRUE(std::holds_alternative<ApiError>(parsed));
-  EXPECT_EQ(std::get<ApiError>(parsed).param, "prompt[0][0]");
+  // Refused while parsing, at the depth limit, before a tree 100000 levels deep is built.
+  EXPECT_EQ(std::get<ApiError>(parsed).param, "");
+  EXPECT_NE(std::get<ApiError>(parsed).message.find("deeper than 64"), std::string::npos);
 }
 
 TEST(CompletionRequest, ErrorMessagesQuoteAtMostABoundedPartOfTheRequest) {
@@ -243,6 +245,14 @@ TEST(CompletionRequest, TokenIdsAreCheckedAgainstTheVocabulary) {
   error = check_token_ids(bias, 1000);
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->param, "logit_bias");
+}
+
+TEST(CompletionRequest, NestingUpToSixtyFourLevelsIsAcceptedAndTheLastDuplicateKeyWins) {
+  // The body object and 63 arrays inside it: 64 levels, the most a body may nest.
+  const std::string nested = std::string(63, '[') + std::string(63, ']');
+  CompletionRequest r =
+      parse_ok(R"({"prompt": "hi", "max_tokens": 0, "x": )" + nested + R"(, "max_tokens": 3})");
+  EXPECT_EQ(r.max_tokens, 3);
 }
 
 TEST(CompletionRequest, PromptMustLeaveRoomForOneToken) {
