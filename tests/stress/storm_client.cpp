@@ -409,7 +409,17 @@ void Slot::hang_up() {
   storm_.record(index_, std::move(hung));
   ++serial_;
   hanging_up_ = true;
-  close_socket();
+  if (planned_->reset) {
+    beast::error_code ignored;
+    socket_.set_option(net::socket_base::linger(true, 0), ignored);
+    if (open_) {
+      open_ = false;
+      storm_.closed();
+    }
+    socket_.close(ignored);  // no shutdown first: the close sends RST
+  } else {
+    close_socket();
+  }
   timer_.cancel();
   settle();
 }

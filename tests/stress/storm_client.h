@@ -21,6 +21,7 @@ struct PlannedRequest {
   enum class HangUp { kNever, kAfterEvents, kAfterDelay } hang_up = HangUp::kNever;
   int hang_up_events = 0;
   std::chrono::microseconds hang_up_delay{0};
+  bool reset = false;  // hang up with a TCP reset (SO_LINGER 0), as a crashed client does
 };
 
 struct Outcome {
