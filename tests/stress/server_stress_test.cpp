@@ -63,9 +63,10 @@ constexpr rlim_t kNeededDescriptors = 2200;
 
 // The server under stress: a batch of 32 and a queue of 640 behind it, so that a storm
 // of 1000 requests overflows it; a KV pool of 2048 tokens (128 blocks), so that admission
-// also waits for blocks.
-const std::vector<std::string> kServerArgs = {"--max-batch", "32",          "--max-queue",
-                                              "640",         "--kv-tokens", "2048"};
+// also waits for blocks; two I/O threads, as on a production machine (sessions then run
+// on strands of a shared pool; with one thread, the default here, they could not race).
+const std::vector<std::string> kServerArgs = {"--max-batch", "32",   "--max-queue",  "640",
+                                              "--kv-tokens", "2048", "--io-threads", "2"};
 
 struct StressConfig {
   bool full = false;
@@ -453,7 +454,19 @@ TEST(ServerStress, StormsLeaveNoStuckRequestsLeakedBlocksOrChangedAnswers) {
   std::mt19937_64 rng(seed);
   const auto started = std::chrono::steady_clock::now();
 
+  // One malloc arena in the server (glibc reads MALLOC_ARENA_MAX at start; the child
+  // inherits it): with an arena per thread, each of the I/O, scheduler and device threads
+  // keeps its own freed high-water mark and RSS wanders by 2-6 MiB from round to round,
+  // which would hide a leak; with one, ten full rounds stay within 1 MiB.
+  const char* arenas = std::getenv("MALLOC_ARENA_MAX");
+  const std::string saved_arenas = arenas ? arenas : "";
+  ::setenv("MALLOC_ARENA_MAX", "1", 1);
   ServerProcess server(tiny_model(), kServerArgs);
+  if (arenas) {
+    ::setenv("MALLOC_ARENA_MAX", saved_arenas.c_str(), 1);
+  } else {
+    ::unsetenv("MALLOC_ARENA_MAX");
+  }
   const uint16_t port = server.port();
   const Gauges initial = read_gauges(port);
   ASSERT_GT(initial.kv_capacity, 0);
@@ -467,13 +480,13 @@ TEST(ServerStress, StormsLeaveNoStuckRequestsLeakedBlocksOrChangedAnswers) {
   storm_round(server, rng, c, sources, read_gauges(port), &plan, &outcomes);
   if (::testing::Test::HasFailure()) return;
   const int64_t rss_warm = rss_kib(server.pid());
-  // The bound: 10% of the warm RSS plus 4 MiB. After the warm-up round glibc's arenas
-  // (one per thread that allocated) already hold a round's high-water mark, and what later
-  // rounds add is fragmentation: at most 0.6 MiB over ten full rounds here (RSS ~19 MiB).
-  // A leak of 2 KiB per request (a response body, a session's buffers) passes the bound
-  // within the short form's 2000 requests; 200 bytes per request within the full form's
-  // 30000. Sanitizer builds keep freed memory in quarantine and shadow, so there RSS is
-  // only printed (LeakSanitizer checks the ASan build at the server's exit instead).
+  // The bound: 10% of the warm RSS plus 4 MiB. After the warm-up round the (single) malloc
+  // arena already holds a round's high-water mark, and what later rounds add is
+  // fragmentation: at most 1 MiB over ten full rounds here (RSS ~19 MiB). A leak of 4 KiB
+  // per request (a response body, a session's buffers) goes past the bound within the
+  // short form's 2000 requests; 256 bytes per request within the full form's 30000.
+  // Sanitizer builds keep freed memory in quarantine and shadow, so there RSS is only
+  // printed (LeakSanitizer checks the ASan build at the server's exit instead).
   const int64_t bound_kib = rss_warm / 10 + 4 * 1024;
 
   RoundTally total;
