@@ -23,6 +23,7 @@ TEST(ServeCli, BadFlagsExit2NamingTheFlag) {
   expect_usage_error(run_tandem({"serve", "--model", model, "--overlap", "maybe"}), "--overlap");
   expect_usage_error(run_tandem({"serve", "--model", model, "--max-batch", "0"}), "--max-batch");
   expect_usage_error(run_tandem({"serve", "--model", model, "--max-body", "-5"}), "--max-body");
+  expect_usage_error(run_tandem({"serve", "--model", model, "--io-threads", "0"}), "--io-threads");
   expect_usage_error(run_tandem({"serve", "--model", model, "--frobnicate"}), "--frobnicate");
 }
 
