@@ -25,11 +25,14 @@ void add_distribution(std::vector<Row>& rows, const std::string& name,
                                                                   {"p50", &Distribution::p50},
                                                                   {"p90", &Distribution::p90},
                                                                   {"p99", &Distribution::p99}};
-  for (const auto& [stat, member] : stats)
-    rows.push_back({name + " " + stat + " (ms)", [field, member](const RunReport& r) {
+  for (const auto& entry : stats) {
+    // A plain copy: clang 14 cannot capture a structured binding.
+    const double Distribution::*member = entry.second;
+    rows.push_back({name + " " + entry.first + " (ms)", [field, member](const RunReport& r) {
                       const Distribution& d = r.summary.*field;
                       return d.count == 0 ? std::string("-") : fixed(d.*member, 2);
                     }});
+  }
 }
 
 nlohmann::json distribution_json(const Distribution& d) {

@@ -3,6 +3,7 @@
 // conversions. The arithmetic itself lives in kernels_avx2.cpp and kernels_avx512.cpp.
 #include "runner/kernels.h"
 
+#include <cpuid.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -31,8 +32,10 @@ constexpr int64_t kTasksPerThread = 4;
 Isa hardware_isa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no "f16c".
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     if (!avx2) {
       std::fputs("tandem: this CPU lacks AVX2+FMA+F16C, which the kernels need\n", stderr);
       std::abort();

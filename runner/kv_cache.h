@@ -18,6 +18,7 @@ class KvCache {
   KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks,
           int32_t block_size = kDefaultBlockSize);
 
+  int32_t n_layer() const { return n_layer_; }
   int32_t n_blocks() const { return n_blocks_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }

@@ -128,8 +128,8 @@ TEST(Responses, InvalidUtf8BecomesReplacementCharactersNotAThrow) {
   std::string text = Json::parse(body)["choices"][0]["text"];
   EXPECT_EQ(text.rfind("ok ", 0), 0u);
   EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
-  EXPECT_NO_THROW(
-      Json::parse(chat_completion_response_json(header(), broken, FinishReason::kStop, Usage{})));
+  EXPECT_TRUE(
+      Json::accept(chat_completion_response_json(header(), broken, FinishReason::kStop, Usage{})));
 }
 
 TEST(Responses, ModelsListNamesTheModelItsContextAndChatTemplate) {

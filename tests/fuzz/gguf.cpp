@@ -1,0 +1,169 @@
+// Fuzzes the GGUF reader (gguf::File::parse) with arbitrary bytes. A bad file must be a
+// GgufError; a file that parses must keep gguf.h's promises: every value's tag matches its
+// payload, lookups find what the listing holds, every tensor lies whole and aligned inside
+// the input. Then the model config, the tokenizer and the model itself are built from it;
+// they too may only throw GgufError, and what they accept must be self-consistent.
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "runner/gguf.h"
+#include "runner/model.h"
+#include "runner/model_config.h"
+#include "runner/tokenizer.h"
+
+namespace {
+
+using tandem::gguf::GgufError;
+using tandem::gguf::Value;
+using tandem::gguf::ValueType;
+
+void require(bool condition) {
+  if (!condition) std::abort();
+}
+
+template <typename Read>
+void try_read(Read read) {
+  try {
+    read();
+  } catch (const GgufError&) {
+  }
+}
+
+// Reads a value the way its type allows; only integer overflow may throw. (Each throw costs
+// a stack unpoisoning under ASan, so mismatched reads are tried once per input, below.)
+void visit(const Value& value, int depth) {
+  require(depth < 64);
+  switch (value.type) {
+    case ValueType::kString:
+      require(std::holds_alternative<std::string>(value.data));
+      value.to_string("v");
+      break;
+    case ValueType::kArray:
+      require(std::holds_alternative<tandem::gguf::Array>(value.data));
+      for (const Value& item : value.to_array("v").items) {
+        require(item.type == value.to_array("v").element_type);
+        visit(item, depth + 1);
+      }
+      break;
+    case ValueType::kBool:
+      require(std::holds_alternative<bool>(value.data));
+      value.to_bool("v");
+      break;
+    case ValueType::kFloat32:
+    case ValueType::kFloat64:
+      require(value.is_float() && !value.is_integer());
+      value.to_float("v");
+      break;
+    default:
+      require(value.is_integer() && !value.is_float());
+      value.to_float("v");
+      try_read([&] { value.to_int("v"); });
+  }
+}
+
+// Every read of a value of the wrong type must be a GgufError.
+void read_every_way(const Value& value) {
+  try_read([&] { value.to_int("v"); });
+  try_read([&] { value.to_float("v"); });
+  try_read([&] { value.to_bool("v"); });
+  try_read([&] { value.to_string("v"); });
+  try_read([&] { value.to_array("v"); });
+}
+
+void check_file(const tandem::gguf::File& file, const uint8_t* data, size_t size) {
+  require(file.version() == 2 || file.version() == 3);
+  require(file.alignment() > 0);
+  for (const auto& entry : file.metadata()) {
+    const std::string& key = entry.first;  // a plain name: lambdas cannot capture bindings
+    const Value& value = entry.second;
+    require(file.find(key) != nullptr);
+    visit(value, 0);
+    if (&entry == &file.metadata().front()) {
+      read_every_way(value);
+      try_read([&] { file.get_string(key); });
+      try_read([&] { file.get_int(key); });
+      try_read([&] { file.get_float(key); });
+      try_read([&] { file.get_bool_or(key, false); });
+      try_read([&] { file.get_string_array(key); });
+      try_read([&] { file.get_float_array(key); });
+      try_read([&] { file.get_int_array(key); });
+    } else if (value.type == ValueType::kString) {
+      require(file.get_string(key) == value.to_string("v"));
+    } else if (value.type == ValueType::kArray) {
+      const ValueType element = value.to_array("v").element_type;
+      if (element == ValueType::kString) file.get_string_array(key);
+      if (element == ValueType::kFloat32) file.get_float_array(key);
+      if (element == ValueType::kInt32) try_read([&] { file.get_int_array(key); });
+    }
+  }
+  for (const auto& tensor : file.tensors()) {
+    require(file.find_tensor(tensor.name) == &tensor);
+    uint64_t n = 1;
+    for (uint64_t d : tensor.dims) {
+      require(d == 0 || n <= UINT64_MAX / d);
+      n *= d;
+    }
+    require(n == tensor.n_elements);
+    require(tensor.n_bytes == tandem::gguf::tensor_bytes(tensor.type, n));
+    require(tensor.n_bytes == 0 || (tensor.data >= data && tensor.n_bytes <= size &&
+                                    tensor.data <= data + size - tensor.n_bytes));
+    require(tensor.n_bytes == 0 ||
+            static_cast<uint64_t>(tensor.data - data) % file.alignment() == 0);
+  }
+}
+
+void check_config(const tandem::gguf::File& file) {
+  try {
+    const auto c = tandem::ModelConfig::from_gguf(file);
+    require(c.n_embd > 0 && c.n_layer > 0 && c.n_head > 0 && c.n_head_kv > 0 && c.n_ff > 0);
+    require(c.head_dim * c.n_head == c.n_embd && c.n_head % c.n_head_kv == 0);
+    require(c.n_rot > 0 && c.n_rot <= c.head_dim && c.n_rot % 2 == 0);
+    require(c.n_vocab > 0 && c.context_length > 0 && c.rope_base > 0 && c.rms_eps > 0);
+  } catch (const GgufError&) {
+  }
+}
+
+void check_tokenizer(const tandem::gguf::File& file) {
+  std::unique_ptr<tandem::Tokenizer> tokenizer;
+  try {
+    tokenizer = tandem::Tokenizer::from_gguf(file);
+  } catch (const GgufError&) {
+    return;
+  }
+  const int32_t n = tokenizer->vocab_size();
+  require(tokenizer->bos_id() < n && tokenizer->eos_id() < n);
+  for (int32_t id : tokenizer->eog_ids()) require(id >= 0 && id < n);
+  for (bool special : {false, true}) {
+    const auto ids = tokenizer->encode("Hi <s> w\xC3\xB6rld \xF0\x9F\xA6\x99\n", special, special);
+    for (int32_t id : ids) require(id >= 0 && id < n);
+    tokenizer->decode(ids, special);
+  }
+  for (int32_t id = 0; id < n && id < 4096; ++id) {
+    tokenizer->token_bytes(id, true);
+    require(tokenizer->find_token(tokenizer->token_text(id)) >= 0);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::optional<tandem::gguf::File> file;
+  try {
+    file.emplace(tandem::gguf::File::parse({data, size}, "fuzz.gguf"));
+  } catch (const GgufError&) {
+    return 0;
+  }
+  check_file(*file, data, size);
+  check_config(*file);
+  check_tokenizer(*file);
+  try {
+    tandem::Model::load(std::move(*file));
+  } catch (const GgufError&) {
+  }
+  return 0;
+}

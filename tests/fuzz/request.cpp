@@ -1,0 +1,153 @@
+// Fuzzes protocol/'s request parsers with the request body as input: completions, chat,
+// tokenize and detokenize. No exception may escape them (they return ApiError), every
+// error is a 4xx whose JSON body parses, and every accepted request holds the ranges
+// completion_request.h promises. Chat requests are also rendered with every template and
+// checked against a vocabulary size and a context length. Each parser sees the bodies that
+// name its key field ("prompt", "messages", "content", "tokens"); bodies naming none go to
+// the completions parser.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/api_error.h"
+#include "protocol/chat_template.h"
+#include "protocol/completion_request.h"
+#include "protocol/tokenize_request.h"
+
+namespace {
+
+using tandem::ApiError;
+using tandem::CompletionRequest;
+using tandem::Endpoint;
+
+// A broken invariant is a crash, so libFuzzer saves the input.
+void require(bool condition) {
+  if (!condition) std::abort();
+}
+
+void check_error(const ApiError& error) {
+  require(error.status >= 400 && error.status < 500);
+  require(!error.message.empty() && !error.type.empty());
+  const auto body = nlohmann::json::parse(tandem::to_json_body(error), nullptr, false);
+  require(body.is_object() && body.contains("error") && body["error"]["message"].is_string());
+}
+
+void check_sampling(const CompletionRequest& request) {
+  const tandem::SamplingParams& s = request.sampling;
+  require(std::isfinite(s.temperature) && s.temperature >= 0.0f);
+  require(s.top_p > 0.0f && s.top_p <= 1.0f);
+  require(s.min_p >= 0.0f && s.min_p <= 1.0f);
+  require(s.top_k >= 0);
+  require(s.seed == 0);
+  for (size_t i = 0; i < s.logit_bias.size(); ++i) {
+    const auto& [id, bias] = s.logit_bias[i];
+    require(id >= 0 && bias >= -100.0f && bias <= 100.0f);
+    require(i == 0 || s.logit_bias[i - 1].first < id);  // sorted, one entry per id
+  }
+}
+
+// The model-dependent checks agree with the request: a vocabulary one past the largest
+// id accepts it, one at the largest id rejects it.
+void check_model_checks(const CompletionRequest& request) {
+  int32_t max_id = -1;
+  for (int32_t id : request.prompt_tokens) max_id = std::max(max_id, id);
+  for (const auto& entry : request.sampling.logit_bias) max_id = std::max(max_id, entry.first);
+  if (max_id >= 0) {
+    if (max_id < INT32_MAX) require(!tandem::check_token_ids(request, max_id + 1).has_value());
+    const auto error = tandem::check_token_ids(request, max_id);
+    require(error.has_value());
+    check_error(*error);
+  } else {
+    require(!tandem::check_token_ids(request, 1).has_value());
+  }
+  const size_t n = request.prompt_tokens.size();
+  const auto length_error = tandem::check_prompt_length(n, 64, request.endpoint);
+  require(length_error.has_value() == (n == 0 || n >= 64));
+  if (length_error) check_error(*length_error);
+}
+
+void check_completion(std::string_view body, Endpoint endpoint) {
+  auto parsed = tandem::parse_completion_request(body, endpoint);
+  if (const auto* error = std::get_if<ApiError>(&parsed)) return check_error(*error);
+  const auto& request = std::get<CompletionRequest>(parsed);
+  require(request.endpoint == endpoint);
+  if (endpoint == Endpoint::kCompletions) {
+    require(request.prompt_text.empty() != request.prompt_tokens.empty());
+    require(request.messages.empty());
+    require(request.max_tokens.has_value());
+  } else {
+    require(!request.messages.empty());
+    require(request.prompt_text.empty() && request.prompt_tokens.empty());
+    for (const auto& m : request.messages)
+      require(m.role == "system" || m.role == "user" || m.role == "assistant");
+    for (auto t : {tandem::ChatTemplate::kChatml, tandem::ChatTemplate::kLlama2,
+                   tandem::ChatTemplate::kLlama3, tandem::ChatTemplate::kMistral,
+                   tandem::ChatTemplate::kZephyr}) {
+      const std::string prompt = tandem::render_chat(t, request.messages, "<s>", "</s>");
+      require(!prompt.empty());
+      if (t == tandem::ChatTemplate::kChatml) {
+        for (const auto& m : request.messages) require(prompt.find(m.content) != prompt.npos);
+      }
+    }
+  }
+  for (int32_t id : request.prompt_tokens) require(id >= 0);
+  if (request.max_tokens)
+    require(*request.max_tokens >= 1 && *request.max_tokens <= tandem::kMaxTokensLimit);
+  require(request.stop.size() <= tandem::kMaxStopSequences);
+  for (const auto& stop : request.stop) require(!stop.empty());
+  require(!request.include_usage || request.stream);
+  check_sampling(request);
+  check_model_checks(request);
+}
+
+void check_tokenize(std::string_view body, bool tokenize, bool detokenize) {
+  if (tokenize) {
+    auto parsed = tandem::parse_tokenize_request(body);
+    if (const auto* error = std::get_if<ApiError>(&parsed)) check_error(*error);
+  }
+  if (!detokenize) return;
+  auto parsed = tandem::parse_detokenize_request(body);
+  if (const auto* error = std::get_if<ApiError>(&parsed)) {
+    check_error(*error);
+  } else {
+    const auto& tokens = std::get<tandem::DetokenizeRequest>(parsed).tokens;
+    for (int32_t id : tokens) require(id >= 0);
+    const auto echoed = nlohmann::json::parse(tandem::tokenize_response_json(tokens));
+    require(echoed["tokens"].get<std::vector<int32_t>>() == tokens);
+  }
+  // Any bytes make valid JSON content (invalid UTF-8 becomes U+FFFD).
+  const auto content =
+      nlohmann::json::parse(tandem::detokenize_response_json(body), nullptr, false);
+  require(content.is_object() && content["content"].is_string());
+}
+
+void check_template_names(std::string_view body) {
+  tandem::detect_chat_template(body);
+  if (const auto named = tandem::chat_template_from_name(body))
+    require(tandem::chat_template_name(*named) == body);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  // Each parser runs only on bodies that name its key field: without it every parser stops
+  // at the same "'x' is required" after the shared JSON parse, so running all four on
+  // every input would cost four parses for one parse's coverage.
+  const auto names = [&](std::string_view key) { return body.find(key) != body.npos; };
+  const bool chat = names("messages"), tokenize = names("content"), detokenize = names("tokens");
+  if (names("prompt") || !(chat || tokenize || detokenize))
+    check_completion(body, Endpoint::kCompletions);
+  if (chat) check_completion(body, Endpoint::kChatCompletions);
+  if (tokenize || detokenize) check_tokenize(body, tokenize, detokenize);
+  if (size < 32) check_template_names(body);
+  return 0;
+}
