@@ -9,9 +9,12 @@
 #include "runner/tokenizer.h"
 #include "runner/tokenizer_vocab.h"
 #include "runner/utf8.h"
+#include "tests/common/utf8_oracle.h"
 
 namespace tandem {
 namespace {
+
+using ::tandem::testing::valid_utf8;
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
@@ -39,30 +42,6 @@ std::unique_ptr<Tokenizer> byte_fallback_tokenizer(bool add_space_prefix = true)
 
 int32_t byte_token(uint8_t byte) { return 3 + byte; }
 constexpr int32_t kHello = 259;  // "▁Hello"
-
-// An independent validator: decodes code points arithmetically and rejects overlong
-// forms, surrogates and values past U+10FFFF.
-bool valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    const int n = b < 0x80           ? 1
-                  : (b >> 5) == 0x6  ? 2
-                  : (b >> 4) == 0xE  ? 3
-                  : (b >> 3) == 0x1E ? 4
-                                     : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? b : b & (0x7F >> n);
-    for (int k = 1; k < n; ++k) {
-      const auto c = static_cast<uint8_t>(s[i + k]);
-      if ((c & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 std::string stream(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
                    std::vector<std::string>* chunks = nullptr) {
