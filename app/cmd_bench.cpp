@@ -8,7 +8,7 @@
 
 #include "app/command.h"
 #include "bench/bench_run.h"
-#include "runner/gguf.h"
+#include "runner/gguf/gguf.h"
 
 namespace tandem::app {
 namespace {

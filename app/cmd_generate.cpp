@@ -8,12 +8,12 @@
 #include <random>
 
 #include "app/command.h"
-#include "runner/forward.h"
-#include "runner/kv_cache.h"
-#include "runner/model.h"
-#include "runner/sampler.h"
-#include "runner/thread_pool.h"
-#include "runner/tokenizer.h"
+#include "runner/device/kv_cache.h"
+#include "runner/model/forward.h"
+#include "runner/model/model.h"
+#include "runner/sampler/sampler.h"
+#include "runner/tokenizer/tokenizer.h"
+#include "runner/util/thread_pool.h"
 
 namespace tandem::app {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "app/command.h"
-#include "runner/make_model.h"
+#include "runner/model/make_model.h"
 
 namespace tandem::app {
 

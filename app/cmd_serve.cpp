@@ -10,7 +10,7 @@
 
 #include "app/command.h"
 #include "protocol/chat_template.h"
-#include "runner/make_model.h"
+#include "runner/model/make_model.h"
 #include "scheduler/engine.h"
 #include "server/http_server.h"
 

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "runner/cpu_executor.h"
-#include "runner/device.h"
-#include "runner/model.h"
-#include "runner/tokenizer.h"
+#include "runner/device/cpu_executor.h"
+#include "runner/device/device.h"
+#include "runner/model/model.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "scheduler/scheduler.h"
 
 namespace tandem {

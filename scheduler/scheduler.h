@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runner/device.h"
-#include "runner/tokenizer.h"
+#include "runner/device/device.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "scheduler/kv_block_pool.h"
 #include "scheduler/request.h"
 

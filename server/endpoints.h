@@ -16,7 +16,7 @@
 #include "protocol/chat_template.h"
 #include "protocol/completion_request.h"
 #include "protocol/responses.h"
-#include "runner/tokenizer.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
 #include "server/server_metrics.h"

@@ -10,9 +10,9 @@
 #include <map>
 #include <numeric>
 
-#include "runner/cpu_executor.h"
-#include "runner/make_model.h"
-#include "runner/model.h"
+#include "runner/device/cpu_executor.h"
+#include "runner/model/make_model.h"
+#include "runner/model/model.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "runner/device.h"
+#include "runner/device/device.h"
 
 namespace tandem {
 namespace {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "runner/kernels.h"
+#include "runner/kernels/kernels.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "runner/sampler.h"
+#include "runner/sampler/sampler.h"
 
 namespace {
 

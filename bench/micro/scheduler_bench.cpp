@@ -11,8 +11,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "runner/simulated_executor.h"
-#include "runner/tokenizer.h"
+#include "runner/device/simulated_executor.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "scheduler/scheduler.h"
 
 namespace tandem {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runner/thread_pool.h"
+#include "runner/util/thread_pool.h"
 
 namespace {
 

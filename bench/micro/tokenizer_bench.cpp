@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "runner/gguf.h"
-#include "runner/pretokenizer.h"
-#include "runner/tokenizer.h"
-#include "runner/tokenizer_vocab.h"
-#include "runner/utf8.h"
+#include "runner/gguf/gguf.h"
+#include "runner/tokenizer/pretokenizer.h"
+#include "runner/tokenizer/tokenizer.h"
+#include "runner/tokenizer/utf8.h"
+#include "runner/tokenizer/vocab.h"
 
 namespace {
 

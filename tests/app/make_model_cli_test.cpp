@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/gguf.h"
+#include "runner/gguf/gguf.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::testing {

@@ -1,6 +1,6 @@
 #include "tests/common/test_models.h"
 
-#include "runner/make_model.h"
+#include "runner/model/make_model.h"
 
 namespace tandem::testing {
 

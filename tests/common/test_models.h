@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "runner/gguf.h"
+#include "runner/gguf/gguf.h"
 
 namespace tandem::testing {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/tokenizer.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "tests/common/utf8_oracle.h"
 #include "tests/fuzz/fuzz_vocabularies.h"
 

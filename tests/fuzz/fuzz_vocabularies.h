@@ -11,9 +11,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "runner/make_model.h"
-#include "runner/tokenizer.h"
-#include "runner/tokenizer_vocab.h"
+#include "runner/model/make_model.h"
+#include "runner/tokenizer/tokenizer.h"
+#include "runner/tokenizer/vocab.h"
 
 namespace tandem::fuzzing {
 

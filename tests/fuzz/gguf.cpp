@@ -11,10 +11,10 @@
 #include <string>
 #include <variant>
 
-#include "runner/gguf.h"
-#include "runner/model.h"
-#include "runner/model_config.h"
-#include "runner/tokenizer.h"
+#include "runner/gguf/gguf.h"
+#include "runner/model/config.h"
+#include "runner/model/model.h"
+#include "runner/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/tokenizer.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_vocabularies.h"
 
 namespace {

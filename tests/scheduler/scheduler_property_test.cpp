@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/simulated_executor.h"
+#include "runner/device/simulated_executor.h"
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 

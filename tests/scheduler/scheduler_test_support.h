@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/device.h"
-#include "runner/tokenizer.h"
+#include "runner/device/device.h"
+#include "runner/tokenizer/tokenizer.h"
 #include "scheduler/request.h"
 
 namespace tandem::testing {

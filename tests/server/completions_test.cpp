@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runner/utf8.h"
+#include "runner/tokenizer/utf8.h"
 #include "tests/server/server_test_support.h"
 
 namespace tandem::testing {

@@ -1,0 +1,294 @@
+#include "runner/device/device.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+namespace tandem {
+
+using Clock = std::chrono::steady_clock;
+
+struct PendingStep::Slot {
+  uint64_t sequence = 0;
+  bool chained = false;
+  bool all_sample = true;  // every row samples, so a step may be chained from this one
+  size_t rows = 0;
+  bool has_successor = false;  // scheduler thread only
+  // Worker-side from launch on: a chained step's plan is built on the worker from prev's.
+  StepPlan plan;
+  std::shared_ptr<Slot> prev;  // chained: whose tokens feed this step; dropped once used
+  // Written by the worker before `done` is released; read-only afterwards.
+  std::vector<int32_t> tokens;
+  std::exception_ptr error;
+  std::atomic<bool> done{false};
+};
+
+PendingStep::PendingStep() = default;
+PendingStep::PendingStep(PendingStep&&) noexcept = default;
+PendingStep& PendingStep::operator=(PendingStep&&) noexcept = default;
+PendingStep::~PendingStep() = default;
+uint64_t PendingStep::sequence() const { return slot_ ? slot_->sequence : 0; }
+bool PendingStep::chained() const { return slot_ && slot_->chained; }
+size_t PendingStep::row_count() const { return slot_ ? slot_->rows : 0; }
+
+namespace {
+
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
+// Spins until done() or `budget` has passed; returns done()'s last value. Between bursts
+// of pause it yields: when the machine is oversubscribed (2 vCPUs shared with the compute
+// pool and the I/O thread), the thread being waited for may need this very core.
+template <typename Done>
+bool spin_until(Done done, std::chrono::microseconds budget) {
+  if (budget.count() <= 0) return done();
+  const auto deadline = Clock::now() + budget;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (Clock::now() >= deadline) return done();
+    std::this_thread::yield();
+  }
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+struct Device::Worker {
+  using Slot = PendingStep::Slot;
+
+  Worker(std::unique_ptr<StepExecutor> exec, DeviceOptions opts)
+      : executor(std::move(exec)), options(opts) {
+    thread = std::thread([this] { loop(); });
+  }
+
+  ~Worker() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    stop_requested.store(true, std::memory_order_release);
+    work_cv.notify_one();
+    thread.join();
+  }
+
+  void push(std::shared_ptr<Slot> slot) {
+    bool wake;
+    {
+      std::lock_guard lock(mutex);
+      queue.push_back(std::move(slot));
+      queued.fetch_add(1, std::memory_order_release);
+      wake = worker_sleeping;
+    }
+    if (wake) work_cv.notify_one();
+  }
+
+  void wait_done(Slot& slot) {
+    auto done = [&] { return slot.done.load(std::memory_order_acquire); };
+    if (spin_until(done, options.spin)) return;
+    std::unique_lock lock(mutex);
+    while (!done()) {
+      finalizer_sleeping = true;
+      done_cv.wait(lock);
+      finalizer_sleeping = false;
+    }
+  }
+
+  // --- worker thread ---
+
+  std::shared_ptr<Slot> take() {
+    if (queued.load(std::memory_order_acquire) == taken) {
+      begin_wait();
+      spin_until(
+          [&] {
+            return queued.load(std::memory_order_acquire) != taken ||
+                   stop_requested.load(std::memory_order_acquire);
+          },
+          options.spin);
+    }
+    std::shared_ptr<Slot> slot;
+    {
+      std::unique_lock lock(mutex);
+      while (queue.empty() && !stopping) {
+        worker_sleeping = true;
+        work_cv.wait(lock);
+        worker_sleeping = false;
+      }
+      if (queue.empty()) return nullptr;
+      slot = std::move(queue.front());
+      queue.pop_front();
+    }
+    ++taken;
+    end_wait();
+    return slot;
+  }
+
+  void run(Slot& slot) {
+    if (slot.chained) {
+      Slot& prev = *slot.prev;  // ran before this one: steps run in launch order
+      if (prev.error) {
+        slot.error = std::make_exception_ptr(
+            std::runtime_error("the step this chained step continues failed"));
+      } else {
+        // The plan moves along the chain: prev's plan is the worker's alone.
+        slot.plan = std::move(prev.plan);
+        for (size_t i = 0; i < slot.plan.rows.size(); ++i) {
+          StepRow& row = slot.plan.rows[i];
+          row.position += static_cast<int32_t>(row.tokens.size());
+          row.tokens.assign(1, prev.tokens[i]);
+          row.sample = true;
+        }
+      }
+      slot.prev.reset();
+    }
+    const auto start = Clock::now();
+    if (!slot.error) {
+      slot.tokens.assign(slot.plan.rows.size(), kNoToken);
+      try {
+        executor->execute(slot.plan, slot.tokens);
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
+    }
+    const auto end = Clock::now();
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.busy_seconds += seconds(end - start);
+      ++stats.steps;
+      if (slot.chained) ++stats.chained_steps;
+    }
+    slot.done.store(true, std::memory_order_release);
+    bool wake;
+    {
+      std::lock_guard lock(mutex);
+      wake = finalizer_sleeping;
+    }
+    if (wake) done_cv.notify_one();
+  }
+
+  void loop() {
+    while (auto slot = take()) run(*slot);
+  }
+
+  void begin_wait() {
+    std::lock_guard lock(stats_mutex);
+    waiting = true;
+    idle_since = Clock::now();
+  }
+
+  void end_wait() {
+    std::lock_guard lock(stats_mutex);
+    if (waiting && active) stats.idle_seconds += seconds(Clock::now() - idle_since);
+    waiting = false;
+  }
+
+  void set_active(bool value) {
+    std::lock_guard lock(stats_mutex);
+    if (value == active) return;
+    const auto now = Clock::now();
+    if (waiting) {
+      if (value) {
+        idle_since = now;
+      } else {
+        stats.idle_seconds += seconds(now - idle_since);
+      }
+    }
+    active = value;
+  }
+
+  std::unique_ptr<StepExecutor> executor;
+  DeviceOptions options;
+
+  std::mutex mutex;
+  std::condition_variable work_cv;  // the worker waits here for a launch
+  std::condition_variable done_cv;  // finalize waits here for a step
+  std::deque<std::shared_ptr<Slot>> queue;
+  bool worker_sleeping = false;
+  bool finalizer_sleeping = false;
+  bool stopping = false;
+  std::atomic<uint64_t> queued{0};  // launches so far; the worker spins on it
+  std::atomic<bool> stop_requested{false};
+  uint64_t taken = 0;  // worker thread only
+
+  mutable std::mutex stats_mutex;
+  DeviceCounters stats;
+  bool active = false;
+  bool waiting = false;
+  Clock::time_point idle_since;
+
+  std::thread thread;  // last: started once everything above exists
+};
+
+Device::Device(std::unique_ptr<StepExecutor> executor, DeviceOptions options)
+    : info_(executor->info()), options_(options) {
+  worker_ = std::make_unique<Worker>(std::move(executor), options_);
+}
+
+Device::~Device() = default;
+
+PendingStep Device::enqueue(std::shared_ptr<PendingStep::Slot> slot) {
+  slot->sequence = next_sequence_++;
+  PendingStep step;
+  step.slot_ = slot;
+  if (observer_) observer_({DeviceEvent::Kind::kLaunch, slot->sequence, slot->chained});
+  worker_->push(std::move(slot));
+  return step;
+}
+
+PendingStep Device::launch(StepPlan plan) {
+  auto slot = std::make_shared<PendingStep::Slot>();
+  slot->rows = plan.rows.size();
+  for (const StepRow& row : plan.rows) slot->all_sample = slot->all_sample && row.sample;
+  slot->plan = std::move(plan);
+  return enqueue(std::move(slot));
+}
+
+PendingStep Device::launch_chained(const PendingStep& prev) {
+  if (!prev.slot_) throw std::logic_error("launch_chained: no step to chain from");
+  if (!prev.slot_->all_sample) {
+    throw std::logic_error("launch_chained: every row of the previous step must sample");
+  }
+  if (prev.slot_->has_successor) {
+    throw std::logic_error("launch_chained: that step already has a chained successor");
+  }
+  prev.slot_->has_successor = true;
+  auto slot = std::make_shared<PendingStep::Slot>();
+  slot->chained = true;
+  slot->rows = prev.slot_->rows;
+  slot->prev = prev.slot_;
+  return enqueue(std::move(slot));
+}
+
+StepResult Device::finalize(PendingStep& step) {
+  if (!step.slot_) throw std::logic_error("finalize: no step");
+  PendingStep::Slot& slot = *step.slot_;
+  worker_->wait_done(slot);
+  if (observer_) observer_({DeviceEvent::Kind::kFinalize, slot.sequence, slot.chained});
+  if (slot.error) std::rethrow_exception(slot.error);
+  // A copy: a chained successor may be reading these tokens on the worker right now.
+  return StepResult{slot.tokens};
+}
+
+void Device::set_active(bool active) { worker_->set_active(active); }
+
+DeviceCounters Device::counters() const {
+  std::lock_guard lock(worker_->stats_mutex);
+  DeviceCounters out = worker_->stats;
+  if (worker_->waiting && worker_->active) {
+    out.idle_seconds += seconds(Clock::now() - worker_->idle_since);
+  }
+  return out;
+}
+
+void Device::set_event_observer(std::function<void(const DeviceEvent&)> observer) {
+  observer_ = std::move(observer);
+}
+
+}  // namespace tandem

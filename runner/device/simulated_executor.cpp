@@ -1,0 +1,112 @@
+#include "runner/device/simulated_executor.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace tandem {
+
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+[[noreturn]] void fail(const StepRow& row, const std::string& what) {
+  throw std::runtime_error("simulated device: request " + std::to_string(row.request_id) + ": " +
+                           what);
+}
+
+}  // namespace
+
+SimulatedExecutor::SimulatedExecutor(SimulatedDeviceConfig config) : config_(std::move(config)) {
+  if (config_.vocab_size <= 0 || config_.kv_block_size <= 0 || config_.kv_blocks <= 0 ||
+      config_.context_length <= 0) {
+    throw std::invalid_argument("simulated device: sizes must be positive");
+  }
+  alphabet_ = config_.alphabet;
+  if (alphabet_.empty()) {
+    for (int32_t id = 0; id < config_.vocab_size; ++id) {
+      if (std::find(config_.eog_ids.begin(), config_.eog_ids.end(), id) == config_.eog_ids.end()) {
+        alphabet_.push_back(id);
+      }
+    }
+  }
+  if (config_.verify_kv) {
+    kv_.resize(static_cast<size_t>(config_.kv_blocks) * config_.kv_block_size);
+  }
+}
+
+DeviceInfo SimulatedExecutor::info() const {
+  return DeviceInfo{config_.vocab_size, config_.context_length, config_.kv_block_size,
+                    config_.kv_blocks, config_.eog_ids};
+}
+
+int32_t SimulatedExecutor::next_token(int32_t last, int32_t position,
+                                      const SamplingParams& sampling) const {
+  uint64_t h = mix((static_cast<uint64_t>(static_cast<uint32_t>(last)) << 32) |
+                   static_cast<uint32_t>(position));
+  if (sampling.temperature > 0) h = mix(h ^ mix(sampling.seed));
+  const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+  if (!config_.eog_ids.empty() && !sampling.ignore_eos && u < config_.eos_probability) {
+    return config_.eog_ids.front();
+  }
+  return alphabet_[mix(h) % alphabet_.size()];
+}
+
+void SimulatedExecutor::verify_and_write_kv(const StepRow& row) {
+  const int64_t end = static_cast<int64_t>(row.position) + static_cast<int64_t>(row.tokens.size());
+  const int64_t bs = config_.kv_block_size;
+  if (row.position < 0 || end > config_.context_length) fail(row, "position past the context");
+  if (static_cast<int64_t>(row.kv_blocks.size()) * bs < end) {
+    fail(row, "block table does not cover position " + std::to_string(end - 1));
+  }
+  // The blocks this step writes (checking the whole table every step would cost the
+  // benchmarks O(context) per row).
+  for (int64_t b = row.position / bs; b < (end + bs - 1) / bs; ++b) {
+    if (row.kv_blocks[b] < 0 || row.kv_blocks[b] >= config_.kv_blocks) {
+      fail(row, "block id out of range");
+    }
+  }
+  if (!config_.verify_kv) return;
+  auto slot = [&](int64_t p) -> KvSlot& { return kv_[row.kv_blocks[p / bs] * bs + p % bs]; };
+  for (int64_t p = 0; p < row.position; ++p) {
+    const KvSlot& s = slot(p);
+    if (s.request_id != row.request_id || s.position != p) {
+      fail(row, "KV at position " + std::to_string(p) + " was overwritten by request " +
+                    std::to_string(s.request_id));
+    }
+  }
+  for (int64_t p = row.position; p < end; ++p) {
+    slot(p) = KvSlot{row.request_id, static_cast<int32_t>(p)};
+  }
+}
+
+void SimulatedExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    const StepRow& row = plan.rows[i];
+    if (row.tokens.empty()) fail(row, "a row with no tokens");
+    verify_and_write_kv(row);
+    tokens[i] = row.sample ? next_token(row.tokens.back(),
+                                        row.position + static_cast<int32_t>(row.tokens.size()) - 1,
+                                        row.sampling)
+                           : kNoToken;
+  }
+  const auto latency =
+      config_.step_latency + config_.row_latency * static_cast<int64_t>(plan.rows.size());
+  if (latency.count() > 0) {
+    const auto until = start + latency;
+    if (config_.spin_latency) {
+      while (std::chrono::steady_clock::now() < until) __builtin_ia32_pause();
+    } else {
+      std::this_thread::sleep_until(until);
+    }
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,59 @@
+// A stand-in model for tests and for measuring the scheduler alone: deterministic fake
+// logits, a configurable latency per step and a configurable KV geometry. A row's token is
+// a pure function of (its last input token, its position) and, when temperature > 0, its
+// seed: it never depends on the batch, so the laws hold for it as for the real model.
+// It also checks the KV bookkeeping it is given (block tables in range and covering the
+// row, and every earlier position of the row still holding what this request wrote).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runner/device/device.h"
+
+namespace tandem {
+
+struct SimulatedDeviceConfig {
+  int32_t vocab_size = 512;
+  int32_t context_length = 2048;
+  int32_t kv_block_size = 16;
+  int32_t kv_blocks = 4096;
+  std::vector<int32_t> eog_ids = {1};
+  // Chance that a sampled token is the first EOG id (unless the row's ignore_eos bans it).
+  double eos_probability = 0.01;
+  // Tokens drawn besides EOG; empty: every id in [0, vocab_size) that is not an EOG id.
+  std::vector<int32_t> alphabet;
+  // Time each step takes: fixed plus per row. The worker sleeps until the step's end
+  // (or spins, when spin_latency: more exact for short steps, but it holds a core).
+  std::chrono::nanoseconds step_latency{0};
+  std::chrono::nanoseconds row_latency{0};
+  bool spin_latency = false;
+  // Track which (request, position) wrote every KV slot and verify reads; costs a little.
+  bool verify_kv = true;
+};
+
+class SimulatedExecutor : public StepExecutor {
+ public:
+  explicit SimulatedExecutor(SimulatedDeviceConfig config);
+  DeviceInfo info() const override;
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override;
+
+  // The token drawn for a row whose last input token is `last` at position `position`
+  // (the position of `last`). Tests use it to compute expected outputs.
+  int32_t next_token(int32_t last, int32_t position, const SamplingParams& sampling) const;
+
+ private:
+  void verify_and_write_kv(const StepRow& row);
+
+  SimulatedDeviceConfig config_;
+  std::vector<int32_t> alphabet_;
+  struct KvSlot {
+    uint64_t request_id = 0;
+    int32_t position = -1;
+  };
+  std::vector<KvSlot> kv_;
+};
+
+}  // namespace tandem

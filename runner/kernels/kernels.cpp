@@ -1,0 +1,404 @@
+// Kernel dispatch (which ISA runs), weight packing into the panel layout described in
+// kernels_isa.h, the parallel split of a matmul over output panels, and the scalar
+// conversions. The arithmetic itself lives in kernels_avx2.cpp and kernels_avx512.cpp.
+#include "runner/kernels/kernels.h"
+
+#include <cpuid.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runner/kernels/isa.h"
+
+namespace tandem::kernels {
+
+using detail::kPanel;
+using detail::PackedType;
+
+namespace {
+
+constexpr int64_t kTasksPerThread = 4;
+
+Isa hardware_isa() {
+  static const Isa isa = [] {
+    __builtin_cpu_init();
+    // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no "f16c".
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+    if (!avx2) {
+      std::fputs("tandem: this CPU lacks AVX2+FMA+F16C, which the kernels need\n", stderr);
+      std::abort();
+    }
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    if (!avx512) return Isa::kAvx2;
+    return __builtin_cpu_supports("avx512bf16") ? Isa::kAvx512Bf16 : Isa::kAvx512;
+  }();
+  return isa;
+}
+
+// The hardware's ISA, lowered by TANDEM_ISA when that names a lower one.
+Isa default_isa() {
+  static const Isa isa = [] {
+    const Isa hw = hardware_isa();
+    const char* env = std::getenv("TANDEM_ISA");
+    if (env == nullptr || *env == '\0') return hw;
+    for (Isa candidate : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+      if (std::string_view(env) == isa_name(candidate)) return std::min(candidate, hw);
+    }
+    std::fprintf(stderr, "tandem: ignoring TANDEM_ISA=%s (expected avx2, avx512 or avx512bf16)\n",
+                 env);
+    return hw;
+  }();
+  return isa;
+}
+
+std::atomic<int> g_isa_override{-1};
+
+const detail::IsaKernels& active_kernels() {
+  switch (detected_isa()) {
+    case Isa::kAvx512Bf16:
+      return detail::avx512bf16_kernels();
+    case Isa::kAvx512:
+      return detail::avx512_kernels();
+    case Isa::kAvx2:
+      break;
+  }
+  return detail::avx2_kernels();
+}
+
+// Page-aligned storage that asks for huge pages: the weights are streamed end to end
+// every step and 4 KiB pages would cost a TLB miss every 4 KiB.
+struct AlignedBuffer {
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  uint8_t* data = nullptr;
+  size_t size = 0;
+
+  explicit AlignedBuffer(size_t n) : size(n) {
+    const size_t align = n >= kHugePage ? kHugePage : 64;
+    const size_t rounded = (std::max<size_t>(n, 1) + align - 1) / align * align;
+    data = static_cast<uint8_t*>(std::aligned_alloc(align, rounded));
+    if (data == nullptr) throw std::bad_alloc();
+    if (align == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);
+    std::memset(data, 0, rounded);
+  }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { std::free(data); }
+};
+
+size_t panel_bytes_for(PackedType type, int64_t n_in) {
+  switch (type) {
+    case PackedType::kF32:
+      return static_cast<size_t>(n_in) * kPanel * 4;
+    case PackedType::kF16:
+      return static_cast<size_t>(n_in) * kPanel * 2;
+    case PackedType::kBf16Pairs:
+      return static_cast<size_t>((n_in + 1) / 2) * kPanel * 4;
+    case PackedType::kQ8_0:
+      return static_cast<size_t>(n_in / gguf::kQ8_0BlockSize) * (kPanel * 4 + 32 * kPanel);
+  }
+  return 0;
+}
+
+size_t row_bytes(gguf::TensorType type, int64_t n_in) {
+  switch (type) {
+    case gguf::TensorType::kF32:
+      return static_cast<size_t>(n_in) * 4;
+    case gguf::TensorType::kF16:
+    case gguf::TensorType::kBF16:
+      return static_cast<size_t>(n_in) * 2;
+    case gguf::TensorType::kQ8_0:
+      return static_cast<size_t>(n_in / gguf::kQ8_0BlockSize) * sizeof(gguf::BlockQ8_0);
+  }
+  throw std::invalid_argument("unsupported weight type");
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx512Bf16:
+      return "avx512bf16";
+  }
+  return "unknown";
+}
+
+Isa detected_isa() {
+  const int forced = g_isa_override.load(std::memory_order_relaxed);
+  return forced >= 0 ? static_cast<Isa>(forced) : default_isa();
+}
+
+bool set_isa_for_testing(Isa isa) {
+  if (isa > hardware_isa()) return false;
+  g_isa_override.store(static_cast<int>(isa), std::memory_order_relaxed);
+  return true;
+}
+
+struct PackedWeights::Impl {
+  PackedType type = PackedType::kF32;
+  int64_t n_out = 0;
+  int64_t n_in = 0;
+  size_t panel_bytes = 0;
+  std::unique_ptr<AlignedBuffer> buffer;
+};
+
+PackedWeights::PackedWeights() : impl_(std::make_unique<Impl>()) {}
+PackedWeights::PackedWeights(PackedWeights&&) noexcept = default;
+PackedWeights& PackedWeights::operator=(PackedWeights&&) noexcept = default;
+PackedWeights::~PackedWeights() = default;
+int64_t PackedWeights::n_out() const { return impl_->n_out; }
+int64_t PackedWeights::n_in() const { return impl_->n_in; }
+size_t PackedWeights::bytes() const { return impl_->buffer ? impl_->buffer->size : 0; }
+
+PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
+  if (sources.empty()) throw std::invalid_argument("PackedWeights::pack: no sources");
+  const int64_t n_in = sources[0].n_in;
+  int64_t n_out = 0;
+  bool same_type = true;
+  for (const WeightSource& s : sources) {
+    if (s.n_in != n_in || s.n_in <= 0 || s.n_out <= 0 || s.data == nullptr) {
+      throw std::invalid_argument("PackedWeights::pack: sources need the same n_in, data and rows");
+    }
+    same_type = same_type && s.type == sources[0].type;
+    n_out += s.n_out;
+  }
+  // Mixed types (rare: all of a layer's projections usually share one) are widened to F32.
+  PackedType type = PackedType::kF32;
+  if (same_type) {
+    switch (sources[0].type) {
+      case gguf::TensorType::kF32:
+        type = PackedType::kF32;
+        break;
+      case gguf::TensorType::kF16:
+        type = PackedType::kF16;
+        break;
+      case gguf::TensorType::kBF16:
+        type = PackedType::kBf16Pairs;
+        break;
+      case gguf::TensorType::kQ8_0:
+        type = PackedType::kQ8_0;
+        break;
+    }
+  }
+  for (const WeightSource& s : sources) {
+    if (s.type == gguf::TensorType::kQ8_0 && n_in % gguf::kQ8_0BlockSize != 0) {
+      throw std::invalid_argument("PackedWeights::pack: Q8_0 rows must be whole blocks of 32");
+    }
+  }
+
+  PackedWeights packed;
+  Impl& impl = *packed.impl_;
+  impl.type = type;
+  impl.n_out = n_out;
+  impl.n_in = n_in;
+  impl.panel_bytes = panel_bytes_for(type, n_in);
+  const int64_t n_panels = (n_out + kPanel - 1) / kPanel;
+  impl.buffer = std::make_unique<AlignedBuffer>(impl.panel_bytes * n_panels);
+
+  std::vector<float> widened(type == PackedType::kF32 ? n_in : 0);
+  int64_t o = 0;
+  for (const WeightSource& s : sources) {
+    const size_t stride = row_bytes(s.type, n_in);
+    for (int64_t r = 0; r < s.n_out; ++r, ++o) {
+      const uint8_t* src = static_cast<const uint8_t*>(s.data) + r * stride;
+      uint8_t* panel = impl.buffer->data + (o / kPanel) * impl.panel_bytes;
+      const int64_t lane = o % kPanel;
+      switch (type) {
+        case PackedType::kF32: {
+          dequantize_row(s.type, src, widened.data(), n_in);
+          float* dst = reinterpret_cast<float*>(panel);
+          for (int64_t k = 0; k < n_in; ++k) dst[k * kPanel + lane] = widened[k];
+          break;
+        }
+        case PackedType::kF16: {
+          uint16_t* dst = reinterpret_cast<uint16_t*>(panel);
+          for (int64_t k = 0; k < n_in; ++k) std::memcpy(&dst[k * kPanel + lane], src + 2 * k, 2);
+          break;
+        }
+        case PackedType::kBf16Pairs: {
+          uint16_t* dst = reinterpret_cast<uint16_t*>(panel);
+          for (int64_t k = 0; k < n_in; ++k) {
+            std::memcpy(&dst[(k / 2) * 2 * kPanel + lane * 2 + (k & 1)], src + 2 * k, 2);
+          }
+          break;
+        }
+        case PackedType::kQ8_0: {
+          constexpr size_t kBlockBytes = kPanel * 4 + 32 * kPanel;
+          for (int64_t b = 0; b < n_in / gguf::kQ8_0BlockSize; ++b) {
+            gguf::BlockQ8_0 block;
+            std::memcpy(&block, src + b * sizeof(gguf::BlockQ8_0), sizeof(block));
+            uint8_t* dst = panel + b * kBlockBytes;
+            const float scale = f16_to_f32(block.scale_f16);
+            std::memcpy(dst + lane * 4, &scale, 4);
+            for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) {
+              dst[kPanel * 4 + j * kPanel + lane] = static_cast<uint8_t>(block.qs[j]);
+            }
+          }
+          break;
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
+  const PackedWeights::Impl& impl = w.impl();
+  if (n_rows <= 0 || impl.n_out == 0) return;
+  const detail::IsaKernels& isa = active_kernels();
+
+  struct Job {
+    detail::MatmulArgs args;
+    detail::PanelLoop loop;
+    int64_t n_panels;
+    int64_t n_tasks;
+  } job;
+  job.args.panels = impl.buffer->data;
+  job.args.panel_bytes = impl.panel_bytes;
+  job.args.n_in = impl.n_in;
+  job.args.n_out = impl.n_out;
+  job.args.x = x;
+  job.args.n_rows = n_rows;
+  job.args.y = y;
+  job.loop = isa.matmul[static_cast<int>(impl.type)];
+
+  if (impl.type == PackedType::kBf16Pairs && isa.to_bf16_pairs != nullptr) {
+    // Activations rounded to BF16 once per call, on the submitting thread (cheap next
+    // to the matmul); the buffer lives as long as the thread, so steps allocate nothing.
+    thread_local std::vector<uint32_t> pairs;
+    const size_t needed = static_cast<size_t>(n_rows) * ((impl.n_in + 1) / 2);
+    if (pairs.size() < needed) pairs.resize(needed);
+    isa.to_bf16_pairs(x, n_rows, impl.n_in, pairs.data());
+    job.args.x_pairs = pairs.data();
+  }
+
+  // A few contiguous ranges of panels per thread: each task's weight stream stays long
+  // and sequential (what the prefetchers like), and a thread the hypervisor delays
+  // leaves its unclaimed ranges to the others.
+  job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
+  job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
+  if (job.n_tasks <= 1) {
+    job.loop(job.args, 0, job.n_panels);
+    return;
+  }
+  const Job* j = &job;  // one pointer: std::function keeps it without allocating
+  pool.parallel_for(job.n_tasks, [j](int64_t t) {
+    j->loop(j->args, t * j->n_panels / j->n_tasks, (t + 1) * j->n_panels / j->n_tasks);
+  });
+}
+
+void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t n) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(src);
+  switch (type) {
+    case gguf::TensorType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    case gguf::TensorType::kF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        dst[i] = f16_to_f32(h);
+      }
+      return;
+    case gguf::TensorType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        dst[i] = bf16_to_f32(h);
+      }
+      return;
+    case gguf::TensorType::kQ8_0:
+      if (n % gguf::kQ8_0BlockSize != 0) {
+        throw std::invalid_argument("dequantize_row: Q8_0 needs whole blocks of 32");
+      }
+      for (int64_t b = 0; b < n / gguf::kQ8_0BlockSize; ++b) {
+        gguf::BlockQ8_0 block;
+        std::memcpy(&block, bytes + b * sizeof(gguf::BlockQ8_0), sizeof(block));
+        const float scale = f16_to_f32(block.scale_f16);
+        for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) {
+          dst[b * gguf::kQ8_0BlockSize + j] = scale * static_cast<float>(block.qs[j]);
+        }
+      }
+      return;
+  }
+  throw std::invalid_argument("dequantize_row: unsupported type");
+}
+
+float dot(const float* a, const float* b, int64_t n) { return active_kernels().dot(a, b, n); }
+
+void axpy(float a, const float* x, float* y, int64_t n) { active_kernels().axpy(a, x, y, n); }
+
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+              float* out) {
+  active_kernels().dot_rows(q, k, stride, count, n, out);
+}
+
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  active_kernels().axpy_rows(w, v, stride, count, n, y);
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  active_kernels().silu_mul(gate, up, out, n);
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f;
+  const uint32_t mantissa = h & 0x3ff;
+  if (exponent == 0x1f) {  // Inf or NaN (payload kept, so quiet stays quiet)
+    return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  }
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in F32
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t f32_to_f16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) {  // NaN: keep the top payload bits, make it quiet
+    return static_cast<uint16_t>(sign | 0x7e00 | ((magnitude >> 13) & 0x3ff));
+  }
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00;  // >= 65520 rounds to Inf
+  if (magnitude >= 0x38800000u) {                      // normal half (>= 2^-14)
+    const uint32_t odd = (magnitude >> 13) & 1;
+    magnitude += 0xc8000fffu + odd;  // rebias 127 -> 15, add half an ulp minus one (ties to even)
+    return static_cast<uint16_t>(sign | (magnitude >> 13));
+  }
+  // Subnormal or zero: adding 0.5 lines the half's last mantissa bit up with the
+  // float's, and the FPU's round-to-nearest-even does the rounding.
+  const float shifted = std::bit_cast<float>(magnitude) + 0.5f;
+  return static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(shifted) - 0x3f000000u));
+}
+
+float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+uint16_t f32_to_bf16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // NaN: truncate, make it quiet
+    return static_cast<uint16_t>((bits >> 16) | 0x0040);
+  }
+  const uint32_t odd = (bits >> 16) & 1;
+  return static_cast<uint16_t>((bits + 0x7fffu + odd) >> 16);
+}
+
+}  // namespace tandem::kernels

@@ -1,0 +1,87 @@
+// Compute kernels for the CPU forward pass, chosen at run time for the CPU at hand
+// (AVX-512 with AVX512-BF16 where present, AVX2+FMA+F16C otherwise).
+//
+// The contract that the scheduler's laws rest on: a row's result is bit-identical
+// whatever else is in the batch (n_rows, the other rows' values) and whatever the
+// thread count. Kernels therefore split work over output features only and always
+// reduce a row's dot products in the same order with the same instruction sequence.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "runner/gguf/gguf.h"
+#include "runner/util/thread_pool.h"
+
+namespace tandem::kernels {
+
+enum class Isa { kAvx2, kAvx512, kAvx512Bf16 };
+Isa detected_isa();  // cached; TANDEM_ISA=avx2|avx512|avx512bf16 can lower it for tests
+const char* isa_name(Isa isa);
+// Test hook, not for production code: makes the kernels (and detected_isa) use `isa`
+// from now on. Returns false, changing nothing, if this CPU cannot run it.
+// PackedWeights do not depend on the ISA, so weights packed before remain valid.
+bool set_isa_for_testing(Isa isa);
+
+// One source matrix W[n_out][n_in] in GGUF layout (row o is n_in contiguous elements).
+struct WeightSource {
+  gguf::TensorType type = gguf::TensorType::kF32;
+  const void* data = nullptr;
+  int64_t n_out = 0;
+  int64_t n_in = 0;
+};
+
+// Weights repacked once at load into the layout this CPU's kernels stream fastest.
+// Several sources with the same n_in may be packed into one matrix (their outputs
+// concatenated in order), so Q/K/V or gate/up run as a single matmul.
+// Precision: F32, F16 and Q8_0 weights multiply F32 activations exactly as F32 FMAs
+// would (F16 and Q8_0 are widened in registers). BF16 weights may round activations
+// to BF16 and use the CPU's BF16 dot products (AVX512-BF16), accumulating in F32.
+class PackedWeights {
+ public:
+  static PackedWeights pack(std::span<const WeightSource> sources);
+  static PackedWeights pack(const WeightSource& source) { return pack({&source, 1}); }
+
+  PackedWeights();
+  PackedWeights(PackedWeights&&) noexcept;
+  PackedWeights& operator=(PackedWeights&&) noexcept;
+  ~PackedWeights();
+
+  int64_t n_out() const;
+  int64_t n_in() const;
+  size_t bytes() const;  // memory the packed form takes
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// y[m][o] = sum_i x[m][i] * W[o][i] for m < n_rows, o < n_out.
+// x is n_rows x n_in, y is n_rows x n_out, both row-major and contiguous; they must
+// not overlap. Called from one thread at a time per pool (the pool's submitter).
+void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y);
+
+// Widens n elements of a row of a GGUF tensor to F32 (n a multiple of 32 for Q8_0).
+void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t n);
+
+// Small vector kernels for attention and norms, dispatched like matmul.
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
+// Attention over one KV block: out[j] = dot(q, k + j * stride, n) for j < count, and
+// y += sum over j < count of w[j] * (v + j * stride), accumulated in increasing j.
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float* out);
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
+// out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
+// An element's result depends only on its two inputs (and the ISA), never on n.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
+// Conversions (scalar, exact IEEE rounding: round-to-nearest-even).
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+}  // namespace tandem::kernels

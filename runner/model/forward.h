@@ -1,0 +1,57 @@
+// The forward pass of a Llama-family model over one mixed batch: rows that prefill a
+// chunk of prompt and rows that decode one token, each at its own position, reading
+// and writing the paged KV cache through the row's block table. Every row's result is
+// independent of the other rows and of the thread count (the kernels promise it; the
+// norms, RoPE and attention here work row by row in a fixed order).
+// Scratch is allocated once and grown only when a larger batch arrives. Not thread-safe:
+// one ForwardPass per device worker.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runner/device/kv_cache.h"
+#include "runner/model/model.h"
+#include "runner/util/thread_pool.h"
+
+namespace tandem {
+
+struct ForwardRow {
+  std::span<const int32_t> tokens;     // at least one
+  int32_t position = 0;                // position of tokens[0]
+  std::span<const int32_t> kv_blocks;  // covers positions [0, position + tokens.size())
+  bool want_logits = true;             // logits of the row's last token
+};
+
+class ForwardPass {
+ public:
+  ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool);
+
+  // Runs the batch and returns the logits of the rows that want them, in row order,
+  // n_vocab floats each; valid until the next run. Throws std::invalid_argument for a
+  // token out of the vocabulary, a position past the context, or a short block table.
+  std::span<float> run(std::span<const ForwardRow> rows);
+
+ private:
+  void validate(std::span<const ForwardRow> rows) const;
+  void reserve(int64_t n_tokens, int64_t n_logits);
+  void attention(int32_t layer, std::span<const ForwardRow> rows);
+
+  const Model& model_;
+  const ModelConfig& cfg_;
+  KvCache& kv_;
+  ThreadPool& pool_;
+
+  // Per-token bookkeeping for the current batch.
+  std::vector<int32_t> token_row_;          // which row a token belongs to
+  std::vector<int32_t> token_position_;     // its position in its sequence
+  std::vector<float> rope_cos_, rope_sin_;  // [token][n_rot / 2]
+
+  // Activations, [token][width].
+  std::vector<float> x_, xn_, qkv_, attn_, proj_, gate_up_, ffn_;
+  std::vector<float> last_, logits_;               // [logit row][n_embd | n_vocab]
+  std::vector<std::vector<float>> thread_scores_;  // per pool thread: attention scores
+};
+
+}  // namespace tandem

@@ -1,0 +1,273 @@
+// Random-weight llama models: the shape table, the portable weight stream, the
+// built-in byte-level vocabulary and the GGUF they are written to.
+#include "runner/model/make_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "runner/util/float16.h"
+
+namespace tandem::make_model {
+
+namespace {
+
+constexpr ModelShape kShapes[] = {
+    // name, hidden, layers, heads, kv_heads, ffn, context, rope_base, tied
+    {"tiny", 64, 2, 4, 2, 128, 512, 10000.0, false},
+    {"demo", 256, 4, 4, 2, 768, 2048, 10000.0, false},
+    {"smollm2-135m", 576, 30, 9, 3, 1536, 2048, 100000.0, true},
+};
+
+constexpr uint64_t kAlignment = 32;
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a64(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// Unicode code point -> UTF-8.
+std::string utf8(uint32_t code_point) {
+  std::string s;
+  if (code_point < 0x80) {
+    s += static_cast<char>(code_point);
+  } else if (code_point < 0x800) {
+    s += static_cast<char>(0xc0 | (code_point >> 6));
+    s += static_cast<char>(0x80 | (code_point & 0x3f));
+  } else {
+    s += static_cast<char>(0xe0 | (code_point >> 12));
+    s += static_cast<char>(0x80 | ((code_point >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (code_point & 0x3f));
+  }
+  return s;
+}
+
+std::span<const uint8_t> as_bytes(const std::vector<float>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
+}
+
+// The tokenizer.* keys of a --vocab file, in file order, and its vocabulary size.
+struct CopiedVocab {
+  std::vector<std::pair<std::string, gguf::Value>> keys;
+  uint64_t size = 0;
+};
+
+CopiedVocab read_vocab(const std::filesystem::path& path) {
+  CopiedVocab vocab;
+  try {
+    const gguf::File file = gguf::File::open(path);
+    for (const auto& [key, value] : file.metadata()) {
+      if (key.starts_with("tokenizer.")) vocab.keys.emplace_back(key, value);
+    }
+    if (vocab.keys.empty())
+      throw VocabError(path.string() + ": has no tokenizer.* metadata: not a vocabulary file");
+    vocab.size = file.get_string_array("tokenizer.ggml.tokens").size();
+  } catch (const gguf::GgufError& e) {
+    throw VocabError(e.what());
+  }
+  if (vocab.size == 0) throw VocabError(path.string() + ": tokenizer.ggml.tokens is empty");
+  return vocab;
+}
+
+void add_byte_level_tokenizer(gguf::Writer& writer) {
+  std::vector<std::string> tokens = byte_level_tokens();
+  std::vector<int32_t> types(tokens.size(), 1);  // 1: normal
+  const auto bos = static_cast<uint32_t>(tokens.size() - 2);
+  const auto eos = static_cast<uint32_t>(tokens.size() - 1);
+  types[bos] = types[eos] = 3;  // 3: control
+  writer.add_string("tokenizer.ggml.model", "gpt2");
+  writer.add_string("tokenizer.ggml.pre", "default");
+  writer.add_string_array("tokenizer.ggml.tokens", tokens);
+  writer.add_int32_array("tokenizer.ggml.token_type", types);
+  writer.add_string_array("tokenizer.ggml.merges", {});
+  writer.add_uint32("tokenizer.ggml.bos_token_id", bos);
+  writer.add_uint32("tokenizer.ggml.eos_token_id", eos);
+  writer.add_bool("tokenizer.ggml.add_bos_token", true);
+}
+
+}  // namespace
+
+std::span<const ModelShape> model_shapes() { return kShapes; }
+
+const ModelShape* find_model_shape(std::string_view name) {
+  for (const auto& shape : kShapes) {
+    if (shape.name == name) return &shape;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> model_shape_names() {
+  std::vector<std::string> names;
+  for (const auto& shape : kShapes) names.emplace_back(shape.name);
+  return names;
+}
+
+std::optional<gguf::TensorType> dtype_from_name(std::string_view name) {
+  if (name == "f32") return gguf::TensorType::kF32;
+  if (name == "f16") return gguf::TensorType::kF16;
+  if (name == "bf16") return gguf::TensorType::kBF16;
+  if (name == "q8_0") return gguf::TensorType::kQ8_0;
+  return std::nullopt;
+}
+
+std::vector<std::string> dtype_names() { return {"f32", "f16", "bf16", "q8_0"}; }
+
+uint32_t file_type(gguf::TensorType dtype) {
+  switch (dtype) {
+    case gguf::TensorType::kF32:
+      return 0;
+    case gguf::TensorType::kF16:
+      return 1;
+    case gguf::TensorType::kQ8_0:
+      return 7;
+    case gguf::TensorType::kBF16:
+      return 32;
+  }
+  return 0;
+}
+
+std::vector<PlannedTensor> plan_tensors(const ModelShape& shape, uint64_t vocab_size) {
+  const auto hidden = static_cast<uint64_t>(shape.hidden);
+  const auto ffn = static_cast<uint64_t>(shape.ffn);
+  const auto kv = static_cast<uint64_t>(shape.kv_heads * shape.head_dim());
+  std::vector<PlannedTensor> plan;
+  plan.push_back({"token_embd.weight", {hidden, vocab_size}, false});
+  plan.push_back({"output_norm.weight", {hidden}, true});
+  if (!shape.tied_embeddings) plan.push_back({"output.weight", {hidden, vocab_size}, false});
+  for (int64_t layer = 0; layer < shape.layers; ++layer) {
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    plan.push_back({blk + "attn_norm.weight", {hidden}, true});
+    plan.push_back({blk + "attn_q.weight", {hidden, hidden}, false});
+    plan.push_back({blk + "attn_k.weight", {hidden, kv}, false});
+    plan.push_back({blk + "attn_v.weight", {hidden, kv}, false});
+    plan.push_back({blk + "attn_output.weight", {hidden, hidden}, false});
+    plan.push_back({blk + "ffn_norm.weight", {hidden}, true});
+    plan.push_back({blk + "ffn_gate.weight", {hidden, ffn}, false});
+    plan.push_back({blk + "ffn_up.weight", {hidden, ffn}, false});
+    plan.push_back({blk + "ffn_down.weight", {ffn, hidden}, false});
+  }
+  return plan;
+}
+
+std::vector<float> random_weights(uint64_t seed, std::string_view tensor_name, uint64_t n) {
+  // The stream depends only on (seed, name), so a tensor does not depend on the others.
+  uint64_t mix = seed;
+  uint64_t state = splitmix64(mix) ^ fnv1a64(tensor_name);
+  std::vector<float> out(n);
+  constexpr double kTwoPi = 2.0 * std::numbers::pi;
+  constexpr double kUnit = 1.0 / 9007199254740992.0;  // 2^-53
+  for (uint64_t i = 0; i < n; i += 2) {
+    // Box-Muller: u1 in (0, 1] keeps the log finite.
+    const double u1 = static_cast<double>((splitmix64(state) >> 11) + 1) * kUnit;
+    const double u2 = static_cast<double>(splitmix64(state) >> 11) * kUnit;
+    const double radius = std::sqrt(-2.0 * std::log(u1)) * kWeightStddev;
+    out[i] = static_cast<float>(radius * std::cos(kTwoPi * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(radius * std::sin(kTwoPi * u2));
+  }
+  return out;
+}
+
+std::vector<uint8_t> encode_weights(gguf::TensorType type, std::span<const float> values) {
+  std::vector<uint8_t> bytes(gguf::tensor_bytes(type, values.size()));
+  switch (type) {
+    case gguf::TensorType::kF32:
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      break;
+    case gguf::TensorType::kF16:
+    case gguf::TensorType::kBF16:
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t h = type == gguf::TensorType::kF16 ? half_from_float(values[i])
+                                                          : bfloat_from_float(values[i]);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+      break;
+    case gguf::TensorType::kQ8_0:
+      // ggml's quantize_row_q8_0_ref: d = amax / 127, q = round(x / d) (as x * (1/d)).
+      for (size_t b = 0; b < values.size() / gguf::kQ8_0BlockSize; ++b) {
+        const float* x = values.data() + b * gguf::kQ8_0BlockSize;
+        float amax = 0.0f;
+        for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) amax = std::max(amax, std::fabs(x[j]));
+        const float d = amax / 127.0f;
+        const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+        gguf::BlockQ8_0 block{};
+        block.scale_f16 = half_from_float(d);
+        for (int j = 0; j < gguf::kQ8_0BlockSize; ++j)
+          block.qs[j] = static_cast<int8_t>(std::round(x[j] * inverse));
+        std::memcpy(bytes.data() + b * sizeof(block), &block, sizeof(block));
+      }
+      break;
+  }
+  return bytes;
+}
+
+std::vector<std::string> byte_level_tokens() {
+  // GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the rest
+  // map in order to code points from 256 up.
+  std::vector<std::string> tokens(256);
+  uint32_t next_code_point = 256;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const bool printable =
+        (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    tokens[b] = utf8(printable ? b : next_code_point++);
+  }
+  tokens.push_back("<|bos|>");
+  tokens.push_back("<|eos|>");
+  return tokens;
+}
+
+void write_random_model(const MakeModelOptions& options) {
+  const ModelShape* shape = find_model_shape(options.shape);
+  if (shape == nullptr) throw std::invalid_argument("unknown model shape '" + options.shape + "'");
+  std::optional<CopiedVocab> vocab;
+  if (options.vocab) vocab = read_vocab(*options.vocab);
+  const uint64_t vocab_size = vocab ? vocab->size : byte_level_tokens().size();
+
+  gguf::Writer writer;
+  writer.add_string("general.architecture", "llama");
+  writer.add_string("general.name", "tandem-random-" + std::string(shape->name));
+  writer.add_uint32("general.alignment", kAlignment);
+  writer.add_uint32("general.file_type", file_type(options.dtype));
+  writer.add_uint32("llama.context_length", static_cast<uint32_t>(shape->context));
+  writer.add_uint32("llama.embedding_length", static_cast<uint32_t>(shape->hidden));
+  writer.add_uint32("llama.block_count", static_cast<uint32_t>(shape->layers));
+  writer.add_uint32("llama.feed_forward_length", static_cast<uint32_t>(shape->ffn));
+  writer.add_uint32("llama.attention.head_count", static_cast<uint32_t>(shape->heads));
+  writer.add_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(shape->kv_heads));
+  writer.add_float32("llama.rope.freq_base", static_cast<float>(shape->rope_base));
+  writer.add_uint32("llama.rope.dimension_count", static_cast<uint32_t>(shape->head_dim()));
+  writer.add_float32("llama.attention.layer_norm_rms_epsilon", kRmsEps);
+  writer.add_uint32("llama.vocab_size", static_cast<uint32_t>(vocab_size));
+  if (vocab) {
+    for (auto& [key, value] : vocab->keys) writer.add(key, value);
+  } else {
+    add_byte_level_tokenizer(writer);
+  }
+
+  for (const auto& tensor : plan_tensors(*shape, vocab_size)) {
+    uint64_t n = 1;
+    for (auto d : tensor.dims) n *= d;
+    if (tensor.is_norm) {
+      const std::vector<float> ones(n, 1.0f);
+      writer.add_tensor(tensor.name, gguf::TensorType::kF32, tensor.dims, as_bytes(ones));
+    } else {
+      const std::vector<float> weights = random_weights(options.seed, tensor.name, n);
+      writer.add_tensor(tensor.name, options.dtype, tensor.dims,
+                        encode_weights(options.dtype, weights));
+    }
+  }
+  writer.write(options.out);
+}
+
+}  // namespace tandem::make_model

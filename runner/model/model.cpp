@@ -1,0 +1,101 @@
+#include "runner/model/model.h"
+
+#include <string>
+#include <utility>
+
+namespace tandem {
+namespace {
+
+std::string shape_string(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// Finds a tensor and checks its ggml shape (dims[0] innermost).
+const gguf::TensorInfo& require(const gguf::File& file, const std::string& name,
+                                std::vector<uint64_t> dims) {
+  const gguf::TensorInfo* t = file.find_tensor(name);
+  if (!t) throw gguf::GgufError(file.name() + ": missing tensor '" + name + "'");
+  if (t->dims != dims)
+    throw gguf::GgufError(file.name() + ": tensor '" + name + "' has shape " +
+                          shape_string(t->dims) + ", expected " + shape_string(dims));
+  if (t->type == gguf::TensorType::kQ8_0 && dims[0] % gguf::kQ8_0BlockSize != 0)
+    throw gguf::GgufError(file.name() + ": tensor '" + name + "' is Q8_0 with rows of " +
+                          std::to_string(dims[0]) + " (not a multiple of 32)");
+  return *t;
+}
+
+std::vector<float> load_vector(const gguf::File& file, const std::string& name, int64_t n) {
+  const gguf::TensorInfo& t = require(file, name, {static_cast<uint64_t>(n)});
+  std::vector<float> out(n);
+  kernels::dequantize_row(t.type, t.data, out.data(), n);
+  return out;
+}
+
+kernels::WeightSource matrix(const gguf::File& file, const std::string& name, int64_t n_in,
+                             int64_t n_out) {
+  const gguf::TensorInfo& t =
+      require(file, name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)});
+  return {t.type, t.data, n_out, n_in};
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::filesystem::path& path) {
+  return load(gguf::File::open(path));
+}
+
+std::unique_ptr<Model> Model::load(gguf::File file) {
+  std::unique_ptr<Model> m(new Model(std::move(file)));
+  const gguf::File& f = m->file_;
+  m->config_ = ModelConfig::from_gguf(f);
+  const ModelConfig& c = m->config_;
+  const int64_t e = c.n_embd, kv = c.kv_dim(), ff = c.n_ff;
+
+  m->token_embd_ = &require(f, "token_embd.weight",
+                            {static_cast<uint64_t>(e), static_cast<uint64_t>(c.n_vocab)});
+  m->layers_.resize(c.n_layer);
+  for (int32_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& w = m->layers_[l];
+    w.attn_norm = load_vector(f, p + "attn_norm.weight", e);
+    const kernels::WeightSource qkv[] = {matrix(f, p + "attn_q.weight", e, e),
+                                         matrix(f, p + "attn_k.weight", e, kv),
+                                         matrix(f, p + "attn_v.weight", e, kv)};
+    w.qkv = kernels::PackedWeights::pack(qkv);
+    if (c.qkv_bias) {
+      for (auto [name, n] :
+           {std::pair{"attn_q.bias", e}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
+        std::vector<float> b = load_vector(f, p + name, n);
+        w.qkv_bias.insert(w.qkv_bias.end(), b.begin(), b.end());
+      }
+    }
+    w.attn_out = kernels::PackedWeights::pack(matrix(f, p + "attn_output.weight", e, e));
+    w.ffn_norm = load_vector(f, p + "ffn_norm.weight", e);
+    const kernels::WeightSource gate_up[] = {matrix(f, p + "ffn_gate.weight", e, ff),
+                                             matrix(f, p + "ffn_up.weight", e, ff)};
+    w.gate_up = kernels::PackedWeights::pack(gate_up);
+    w.down = kernels::PackedWeights::pack(matrix(f, p + "ffn_down.weight", ff, e));
+  }
+  m->output_norm_ = load_vector(f, "output_norm.weight", e);
+  m->tied_ = f.find_tensor("output.weight") == nullptr;
+  m->output_ = kernels::PackedWeights::pack(
+      matrix(f, m->tied_ ? "token_embd.weight" : "output.weight", e, c.n_vocab));
+  return m;
+}
+
+void Model::embed(int32_t id, float* out) const {
+  const int64_t e = config_.n_embd;
+  const uint64_t row_bytes = gguf::tensor_bytes(token_embd_->type, e);
+  kernels::dequantize_row(token_embd_->type, token_embd_->data + row_bytes * id, out, e);
+}
+
+size_t Model::packed_bytes() const {
+  size_t total = output_.bytes();
+  for (const auto& w : layers_)
+    total += w.qkv.bytes() + w.attn_out.bytes() + w.gate_up.bytes() + w.down.bytes();
+  return total;
+}
+
+}  // namespace tandem

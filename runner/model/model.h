@@ -1,0 +1,57 @@
+// A Llama-family model loaded from GGUF: the configuration, and the weights repacked
+// for this CPU's kernels (Q/K/V fused into one matrix, gate/up into another). The
+// GGUF file stays mapped for the token embedding, which is read one row at a time.
+// Immutable after load; safe to share between threads.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "runner/gguf/gguf.h"
+#include "runner/kernels/kernels.h"
+#include "runner/model/config.h"
+
+namespace tandem {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;     // n_embd
+  kernels::PackedWeights qkv;       // n_embd -> [q (n_embd) | k (kv_dim) | v (kv_dim)]
+  std::vector<float> qkv_bias;      // qwen2: the three biases concatenated; else empty
+  kernels::PackedWeights attn_out;  // n_embd -> n_embd
+  std::vector<float> ffn_norm;      // n_embd
+  kernels::PackedWeights gate_up;   // n_embd -> [gate (n_ff) | up (n_ff)]
+  kernels::PackedWeights down;      // n_ff -> n_embd
+};
+
+class Model {
+ public:
+  // Maps, validates and repacks; throws gguf::GgufError with a one-line message naming
+  // the problem (bad file, unsupported architecture, missing or misshapen tensor).
+  static std::unique_ptr<Model> load(const std::filesystem::path& path);
+  static std::unique_ptr<Model> load(gguf::File file);
+
+  const ModelConfig& config() const { return config_; }
+  const gguf::File& file() const { return file_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const kernels::PackedWeights& output() const { return output_; }
+  bool tied_embeddings() const { return tied_; }
+
+  // Writes token `id`'s embedding (n_embd floats) to out. id must be in [0, n_vocab).
+  void embed(int32_t id, float* out) const;
+
+  size_t packed_bytes() const;  // memory taken by the repacked weights
+
+ private:
+  explicit Model(gguf::File file) : file_(std::move(file)) {}
+  gguf::File file_;
+  ModelConfig config_;
+  std::vector<LayerWeights> layers_;
+  std::vector<float> output_norm_;
+  kernels::PackedWeights output_;  // output.weight, or token_embd.weight when tied
+  bool tied_ = false;
+  const gguf::TensorInfo* token_embd_ = nullptr;
+};
+
+}  // namespace tandem

@@ -1,0 +1,238 @@
+// The fused sampler's row logic (see sampler.h for the contract). The passes over the whole
+// vocabulary are the kernels in sampler_kernels.h; what is here works on a candidate set
+// that the kernels have already cut down to the tokens near the top:
+// - greedy: one argmax pass;
+// - no filter: one pruned Gumbel pass (Philox and logs only where a token could still win);
+// - top_k: a running-threshold pass and nth_element, then top_p (if on) within those k;
+// - top_p alone: the exact Z pass, a ladder estimate of where the prefix ends, one collect
+//   pass above it, and a quickselect on mass over the candidates (no full sort);
+// - min_p: its cut is a threshold, so it bounds every candidate pass.
+#include "runner/sampler/sampler.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "runner/sampler/kernels.h"
+
+namespace tandem {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kPosInf = std::numeric_limits<float>::infinity();
+
+// Rank order: z descending, ties to the lower id. A strict total order (ids are distinct).
+template <typename T>
+bool precedes(const T& a, const T& b) {
+  return a.z > b.z || (a.z == b.z && a.id < b.id);
+}
+
+// Reorders `ranked` so that its first c entries are the c first in rank order, c the length of
+// the shortest rank prefix whose mass reaches `target`, and returns c; 0 if all of `ranked`
+// falls short. A quickselect on mass: expected linear time, where a full sort would cost
+// n log n on the thousands of candidates a flat distribution leaves.
+template <typename T>
+size_t top_p_cut(std::span<T> ranked, float target) {
+  if (ranked.empty()) return 0;
+  if (!(target > 0.0f)) {  // p so small that the top token alone reaches it
+    std::iter_swap(ranked.begin(), std::min_element(ranked.begin(), ranked.end(), precedes<T>));
+    return 1;
+  }
+  size_t lo = 0, hi = ranked.size();
+  float acc = 0.0f;  // mass of ranked[0, lo), all kept; acc < target
+  for (int rounds = 0; hi - lo > 32 && rounds < 64; ++rounds) {
+    T* first = ranked.data() + lo;
+    T* last = ranked.data() + hi;
+    T* middle = first + (hi - lo) / 2;
+    // Median of three as the pivot, moved to the end while partitioning.
+    if (precedes(*middle, *first)) std::swap(*middle, *first);
+    if (precedes(*(last - 1), *first)) std::swap(*(last - 1), *first);
+    if (precedes(*middle, *(last - 1))) std::swap(*middle, *(last - 1));
+    const T pivot = *(last - 1);
+    T* split = std::partition(first, last - 1, [&](const T& t) { return precedes(t, pivot); });
+    std::swap(*split, *(last - 1));
+    float above = 0.0f;
+    for (T* t = first; t != split; ++t) above += t->e;
+    const size_t mid = static_cast<size_t>(split - ranked.data());
+    if (acc + above >= target) {
+      hi = mid;
+      continue;
+    }
+    acc += above;
+    acc += ranked[mid].e;
+    if (acc >= target) return mid + 1;
+    lo = mid + 1;
+  }
+  std::sort(ranked.begin() + static_cast<ptrdiff_t>(lo),
+            ranked.begin() + static_cast<ptrdiff_t>(hi), precedes<T>);
+  for (size_t i = lo; i < hi; ++i) {
+    acc += ranked[i].e;
+    if (acc >= target) return i + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Sampler::Sampler(SamplerConfig config)
+    : config_(std::move(config)), kernels_(&sampler_kernels::detected()) {
+  if (config_.vocab_size <= 0) throw std::invalid_argument("Sampler: vocab_size must be > 0");
+  const auto n = static_cast<size_t>(config_.vocab_size);
+  saved_.reserve(config_.eog_ids.size() + 16);
+  cand_z_.resize(n + 16);  // collect may write up to 16 entries past the count
+  cand_id_.resize(n + 16);
+  cand_e_.resize(n);
+  ranked_.resize(n);
+  kept_ids_.resize(n);
+  kept_z_.resize(n);
+}
+
+bool Sampler::uses_avx512() const { return kernels_ != &sampler_kernels::portable(); }
+
+int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, int64_t position) {
+  const int32_t n = config_.vocab_size;
+  if (logits.size() != static_cast<size_t>(n)) {
+    throw std::invalid_argument("Sampler: row of " + std::to_string(logits.size()) +
+                                " logits for a vocabulary of " + std::to_string(n));
+  }
+  saved_.clear();
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id < 0 || id >= n) continue;
+    saved_.emplace_back(id, logits[id]);
+    logits[id] = bias <= -100.0f ? kNegInf : logits[id] + bias;
+  }
+  if (params.ignore_eos) {
+    for (int32_t id : config_.eog_ids) {
+      if (id < 0 || id >= n) continue;
+      saved_.emplace_back(id, logits[id]);
+      logits[id] = kNegInf;
+    }
+  }
+
+  const float inv_t = 1.0f / params.temperature;
+  int32_t token;
+  if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) {
+    token = kernels_->argmax(logits.data(), n);
+  } else {
+    const float z_max = kernels_->scale_max(logits.data(), n, inv_t);
+    if (z_max == kPosInf) {
+      token = kernels_->argmax(logits.data(), n);  // the lowest id among the +inf ones
+    } else if (z_max == kNegInf) {
+      token = -1;
+    } else {
+      token = sample_filtered(logits, params, position, z_max);
+    }
+  }
+  return token >= 0 ? token : fallback(logits);
+}
+
+int32_t Sampler::fallback(std::span<float> logits) {
+  // Everything was banned, -inf or NaN. The unbanned tokens are all -inf or NaN now, so
+  // restoring the raw values of the biased and banned ones recovers the raw argmax.
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) logits[it->first] = it->second;
+  const int32_t token = kernels_->argmax(logits.data(), config_.vocab_size);
+  return token >= 0 ? token : 0;
+}
+
+int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
+                                 float z_max) {
+  const int32_t n = config_.vocab_size;
+  const bool k_on = params.top_k > 0 && params.top_k < n;
+  const bool p_on = params.top_p < 1.0f;
+  const bool m_on = params.min_p > 0.0f;
+  if (!k_on && !p_on && !m_on) {
+    return kernels_->gumbel_argmax(z.data(), n, params.seed, position);
+  }
+  // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
+  // the floor: min_p's cut, or every finite token.
+  const float floor = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
+  const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
+
+  if (k_on) {
+    std::span<RankedToken> kept =
+        top_k_candidates(z, z_max, static_cast<size_t>(params.top_k), floor);
+    if (p_on) {
+      for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
+      const size_t cut = top_p_cut(kept, target);
+      if (cut > 0) kept = kept.first(cut);
+    }
+    return gumbel_over(kept, params.seed, position);
+  }
+
+  // top_p without top_k: collect above the shallowest ladder rung whose estimated mass holds
+  // the prefix (with 4% to spare for the estimate's error), and go one rung deeper whenever
+  // the candidates fall short.
+  int rung = sampler_kernels::kRungs;
+  if (p_on) {
+    sampler_kernels::Ladder ladder;
+    kernels_->ladder(z.data(), n, z_max, &ladder);
+    for (rung = 0; rung < sampler_kernels::kRungs; ++rung) {
+      if (-sampler_kernels::kRungDepth[rung] <= floor) break;
+      if (ladder.mass[rung] >= 1.04f * target) break;
+    }
+  }
+  for (;; ++rung) {
+    const bool whole =
+        rung >= sampler_kernels::kRungs || -sampler_kernels::kRungDepth[rung] <= floor;
+    const float threshold = whole ? floor : -sampler_kernels::kRungDepth[rung];
+    const auto count = static_cast<size_t>(
+        kernels_->collect(z.data(), n, z_max, threshold, cand_z_.data(), cand_id_.data()));
+    if (p_on) {
+      kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());
+    }
+    for (size_t i = 0; i < count; ++i) {
+      ranked_[i] = {cand_z_[i], cand_id_[i], p_on ? cand_e_[i] : 0.0f};
+    }
+    std::span<RankedToken> kept(ranked_.data(), count);
+    if (p_on) {
+      const size_t cut = top_p_cut(kept, target);
+      if (cut > 0) return gumbel_over(kept.first(cut), params.seed, position);
+    }
+    if (whole) return gumbel_over(kept, params.seed, position);
+  }
+}
+
+std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float> z, float z_max,
+                                                          size_t k, float floor) {
+  // One pass in chunks: each chunk's tokens above the threshold join the pool; when the pool
+  // passes `cap`, nth_element keeps its best k and the threshold rises to the k-th one (a
+  // later token that ties it has a higher id, so it cannot enter). The threshold only rises,
+  // so the pool always holds the top k of what has been read.
+  constexpr int32_t kChunk = 2048;
+  const size_t cap = std::max<size_t>(2 * k, 2048);
+  const auto n = static_cast<int32_t>(z.size());
+  float threshold = floor;
+  size_t pool = 0;
+  auto keep_best_k = [&] {
+    std::nth_element(ranked_.begin(), ranked_.begin() + static_cast<ptrdiff_t>(k - 1),
+                     ranked_.begin() + static_cast<ptrdiff_t>(pool), precedes<RankedToken>);
+    pool = k;
+    threshold = std::max(threshold, ranked_[k - 1].z - z_max);
+  };
+  for (int32_t start = 0; start < n; start += kChunk) {
+    const int32_t len = std::min(kChunk, n - start);
+    const int32_t got =
+        kernels_->collect(z.data() + start, len, z_max, threshold, cand_z_.data(), cand_id_.data());
+    for (int32_t i = 0; i < got; ++i) ranked_[pool++] = {cand_z_[i], cand_id_[i] + start, 0.0f};
+    if (pool >= cap) keep_best_k();
+  }
+  if (pool > k) keep_best_k();
+  return {ranked_.data(), pool};
+}
+
+int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position) {
+  if (kept.size() == 1) return kept[0].id;
+  const auto count = static_cast<int32_t>(kept.size());
+  for (int32_t i = 0; i < count; ++i) {
+    kept_z_[i] = kept[i].z;
+    kept_ids_[i] = kept[i].id;
+  }
+  const int32_t at =
+      kernels_->gumbel_argmax_at(kept_z_.data(), kept_ids_.data(), count, seed, position);
+  return at >= 0 ? kept_ids_[at] : -1;
+}
+
+}  // namespace tandem

@@ -1,0 +1,61 @@
+// Tokenizer::from_gguf: reads the tokenizer.* metadata into a TokenizerVocab.
+
+#include "runner/tokenizer/tokenizer.h"
+#include "runner/tokenizer/vocab.h"
+
+namespace tandem {
+
+namespace {
+
+int32_t optional_id(const gguf::File& file, std::string_view key) {
+  const int64_t id = file.get_int_or(key, -1);
+  if (id < -1 || id > INT32_MAX)
+    throw gguf::GgufError(file.name() + ": " + std::string(key) + " = " + std::to_string(id) +
+                          " is not a token id");
+  return static_cast<int32_t>(id);
+}
+
+std::optional<bool> optional_flag(const gguf::File& file, std::string_view key) {
+  if (!file.has(key)) return std::nullopt;
+  return file.get_bool_or(key, false);
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
+  TokenizerVocab vocab;
+  const std::string model = file.get_string("tokenizer.ggml.model");
+  if (model == "llama") {
+    vocab.model = TokenizerModel::kSentencePiece;
+  } else if (model == "gpt2") {
+    vocab.model = TokenizerModel::kByteLevelBpe;
+  } else {
+    throw gguf::GgufError(file.name() + ": tokenizer.ggml.model '" + model +
+                          "' is not supported (llama or gpt2)");
+  }
+  vocab.pre = file.get_string_or("tokenizer.ggml.pre", "");
+  vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
+  if (file.has("tokenizer.ggml.scores"))
+    vocab.scores = file.get_float_array("tokenizer.ggml.scores");
+  if (file.has("tokenizer.ggml.token_type"))
+    for (int32_t type : file.get_int_array("tokenizer.ggml.token_type"))
+      vocab.types.push_back(static_cast<TokenType>(type));
+  if (file.has("tokenizer.ggml.merges"))
+    vocab.merges = file.get_string_array("tokenizer.ggml.merges");
+  vocab.bos_id = optional_id(file, "tokenizer.ggml.bos_token_id");
+  vocab.eos_id = optional_id(file, "tokenizer.ggml.eos_token_id");
+  vocab.eot_id = optional_id(file, "tokenizer.ggml.eot_token_id");
+  vocab.eom_id = optional_id(file, "tokenizer.ggml.eom_token_id");
+  vocab.pad_id = optional_id(file, "tokenizer.ggml.padding_token_id");
+  vocab.unk_id = optional_id(file, "tokenizer.ggml.unknown_token_id");
+  vocab.add_bos = optional_flag(file, "tokenizer.ggml.add_bos_token");
+  vocab.add_eos = optional_flag(file, "tokenizer.ggml.add_eos_token");
+  vocab.add_space_prefix = optional_flag(file, "tokenizer.ggml.add_space_prefix");
+  try {
+    return make_tokenizer(std::move(vocab));
+  } catch (const gguf::GgufError& e) {
+    throw gguf::GgufError(file.name() + ": " + e.what());
+  }
+}
+
+}  // namespace tandem

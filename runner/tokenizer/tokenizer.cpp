@@ -1,0 +1,42 @@
+// Decoding, shared by every Tokenizer: whole sequences and the streaming Detokenizer.
+
+#include "runner/tokenizer/tokenizer.h"
+
+#include "runner/tokenizer/utf8.h"
+
+namespace tandem {
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_special) const {
+  std::string bytes;
+  bool first_text = true;
+  for (int32_t id : ids) {
+    std::string piece = token_bytes(id, render_special);
+    if (piece.empty()) continue;  // BOS and friends do not count as the first text
+    if (first_text && decode_drops_leading_space() && piece.front() == ' ') piece.erase(0, 1);
+    first_text = false;
+    bytes += piece;
+  }
+  std::string out;
+  out.reserve(bytes.size());
+  append_sanitized_utf8(out, bytes);
+  return out;
+}
+
+Detokenizer::Detokenizer(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+
+std::string Detokenizer::push(int32_t id) {
+  pending_ += tokenizer_->token_bytes(id);
+  std::string out;
+  const size_t consumed = utf8::append_sanitized(out, pending_, /*final=*/false);
+  pending_.erase(0, consumed);
+  return out;
+}
+
+std::string Detokenizer::flush() {
+  std::string out;
+  append_sanitized_utf8(out, pending_);
+  pending_.clear();
+  return out;
+}
+
+}  // namespace tandem

@@ -1,0 +1,177 @@
+#include "runner/tokenizer/vocabulary_tokenizer.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace tandem {
+
+namespace {
+
+// Token texts that end a turn in the chat templates of the families tandem serves
+// (llama.cpp keeps the same list). They count as end-of-generation only when the
+// vocabulary marks them special, so an ordinary word never stops generation.
+constexpr std::string_view kEndOfGenerationTexts[] = {
+    "<|eot_id|>",    "<|eom_id|>",      "<|im_end|>", "<|end|>",    "<end_of_turn>",
+    "<|endoftext|>", "<|end_of_text|>", "<EOT>",      "<|return|>", "<end_of_utterance>",
+};
+
+bool is_special_type(TokenType type) {
+  return type == TokenType::kControl || type == TokenType::kUserDefined ||
+         type == TokenType::kUnknown;
+}
+
+}  // namespace
+
+VocabularyTokenizer::VocabularyTokenizer(
+    const TokenizerVocab& vocab, bool add_bos_default,
+    const std::function<std::string(const std::string&)>& decoded_piece)
+    : tokens_(vocab.tokens),
+      types_(vocab.types),
+      bos_id_(vocab.bos_id),
+      eos_id_(vocab.eos_id),
+      unk_id_(vocab.unk_id),
+      add_bos_(vocab.add_bos.value_or(add_bos_default)),
+      add_eos_(vocab.add_eos.value_or(false)) {
+  if (types_.empty()) types_.assign(tokens_.size(), TokenType::kNormal);
+  index_.reserve(tokens_.size());
+  pieces_.resize(tokens_.size());
+  for (int32_t id = 0; id < vocab_size(); ++id) {
+    const std::string& text = tokens_[static_cast<size_t>(id)];
+    index_.insert_or_assign(text, id);  // a duplicate text resolves to the last id
+    switch (type(id)) {
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+        break;  // rendered only on request (token_bytes' render_special)
+      case TokenType::kUserDefined:
+        pieces_[static_cast<size_t>(id)] = text;
+        break;
+      case TokenType::kByte:
+        if (unsigned byte = 0;
+            text.size() == 6 && text.starts_with("<0x") && text.ends_with(">") &&
+            std::from_chars(text.data() + 3, text.data() + 5, byte, 16).ptr == text.data() + 5) {
+          pieces_[static_cast<size_t>(id)] = std::string(1, static_cast<char>(byte));
+          break;
+        }
+        [[fallthrough]];
+      default:
+        pieces_[static_cast<size_t>(id)] = decoded_piece(text);
+    }
+    if (is_special_type(type(id)) && !text.empty()) special_ids_.push_back(id);
+  }
+  std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
+    return tokens_[static_cast<size_t>(a)].size() > tokens_[static_cast<size_t>(b)].size();
+  });
+
+  for (int32_t id : {eos_id_, vocab.eot_id, vocab.eom_id})
+    if (id >= 0) eog_ids_.push_back(id);
+  for (std::string_view text : kEndOfGenerationTexts) {
+    const int32_t id = find_token(text);
+    if (id >= 0 && (type(id) == TokenType::kControl || type(id) == TokenType::kUserDefined))
+      eog_ids_.push_back(id);
+  }
+  std::sort(eog_ids_.begin(), eog_ids_.end());
+  eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+}
+
+const std::string& VocabularyTokenizer::token_text(int32_t id) const {
+  static const std::string kNone;
+  if (id < 0 || id >= vocab_size()) return kNone;
+  return tokens_[static_cast<size_t>(id)];
+}
+
+int32_t VocabularyTokenizer::find_token(std::string_view text) const {
+  const auto it = index_.find(text);
+  return it == index_.end() ? -1 : it->second;
+}
+
+std::string VocabularyTokenizer::token_bytes(int32_t id, bool render_special) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  if (render_special && (type(id) == TokenType::kControl || type(id) == TokenType::kUnknown))
+    return tokens_[static_cast<size_t>(id)];
+  return pieces_[static_cast<size_t>(id)];
+}
+
+// As llama.cpp (and Hugging Face tokenizers) do: user-defined tokens are always split
+// out; control and unknown ones only when the caller parses special tokens. Longer
+// tokens are split out first, so "<|im_start|>" wins over a shorter "<|im".
+std::vector<VocabularyTokenizer::Fragment> VocabularyTokenizer::split_special(
+    std::string_view text, bool parse_special) const {
+  std::vector<Fragment> fragments{{-1, text}};
+  std::vector<Fragment> next;
+  for (int32_t id : special_ids_) {
+    if (!parse_special && type(id) != TokenType::kUserDefined) continue;
+    const std::string& special = tokens_[static_cast<size_t>(id)];
+    if (text.find(special) == std::string_view::npos) continue;  // the common case
+    next.clear();
+    for (const Fragment& fragment : fragments) {
+      if (fragment.token >= 0) {
+        next.push_back(fragment);
+        continue;
+      }
+      std::string_view raw = fragment.text;
+      size_t pos = 0;
+      for (size_t hit; (hit = raw.find(special, pos)) != std::string_view::npos;
+           pos = hit + special.size()) {
+        if (hit > pos) next.push_back({-1, raw.substr(pos, hit - pos)});
+        next.push_back({id, special});
+      }
+      if (pos < raw.size()) next.push_back({-1, raw.substr(pos)});
+    }
+    fragments.swap(next);
+  }
+  return fragments;
+}
+
+std::vector<int32_t> VocabularyTokenizer::encode(std::string_view text, bool add_special,
+                                                 bool parse_special) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  if (add_special && add_bos_ && bos_id_ >= 0) out.push_back(bos_id_);
+  bool after_special = true;
+  if (!text.empty()) {
+    for (const Fragment& fragment : split_special(text, parse_special)) {
+      if (fragment.token >= 0) {
+        out.push_back(fragment.token);
+        after_special = true;
+      } else {
+        encode_text(fragment.text, after_special, out);
+        after_special = false;
+      }
+    }
+  }
+  if (add_special && add_eos_ && eos_id_ >= 0) out.push_back(eos_id_);
+  return out;
+}
+
+std::unique_ptr<Tokenizer> make_tokenizer(TokenizerVocab vocab) {
+  const size_t n = vocab.tokens.size();
+  if (n == 0) throw gguf::GgufError("tokenizer.ggml.tokens is empty");
+  if (!vocab.scores.empty() && vocab.scores.size() != n)
+    throw gguf::GgufError("tokenizer.ggml.scores has " + std::to_string(vocab.scores.size()) +
+                          " entries for " + std::to_string(n) + " tokens");
+  if (!vocab.types.empty() && vocab.types.size() != n)
+    throw gguf::GgufError("tokenizer.ggml.token_type has " + std::to_string(vocab.types.size()) +
+                          " entries for " + std::to_string(n) + " tokens");
+  for (TokenType& type : vocab.types)
+    if (static_cast<int32_t>(type) < 0 || static_cast<int32_t>(type) > 6) type = TokenType::kNormal;
+
+  if (vocab.model == TokenizerModel::kSentencePiece) {
+    // llama.cpp's defaults for SentencePiece vocabularies without the keys.
+    if (vocab.bos_id < 0 && n > 2) vocab.bos_id = 1;
+    if (vocab.eos_id < 0 && n > 2) vocab.eos_id = 2;
+    if (vocab.unk_id < 0) vocab.unk_id = 0;
+  }
+  const auto in_range = [n](int32_t id) { return id >= 0 && static_cast<size_t>(id) < n; };
+  for (auto [id, key] : {std::pair{vocab.bos_id, "bos_token_id"}, {vocab.eos_id, "eos_token_id"}})
+    if (id >= 0 && !in_range(id))
+      throw gguf::GgufError("tokenizer.ggml." + std::string(key) + " = " + std::to_string(id) +
+                            " is outside the vocabulary of " + std::to_string(n) + " tokens");
+  // Optional ids some converters get wrong: ignored when out of range, as llama.cpp does.
+  for (int32_t* id : {&vocab.eot_id, &vocab.eom_id, &vocab.pad_id, &vocab.unk_id})
+    if (!in_range(*id)) *id = -1;
+
+  if (vocab.model == TokenizerModel::kSentencePiece) return make_sentencepiece_tokenizer(vocab);
+  return make_byte_level_bpe_tokenizer(vocab);
+}
+
+}  // namespace tandem

@@ -1,0 +1,451 @@
+#include "runner/kernels/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tandem::kernels {
+namespace {
+
+using gguf::TensorType;
+
+constexpr TensorType kAllTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                                    TensorType::kQ8_0};
+
+// Every ISA this machine can run, for loops that check each kernel path.
+std::vector<Isa> runnable_isas() {
+  const Isa saved = detected_isa();
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    if (set_isa_for_testing(isa)) isas.push_back(isa);
+  }
+  set_isa_for_testing(saved);
+  return isas;
+}
+
+// Sets an ISA for the scope of a test section and restores the previous one.
+class IsaScope {
+ public:
+  explicit IsaScope(Isa isa) : saved_(detected_isa()) { EXPECT_TRUE(set_isa_for_testing(isa)); }
+  ~IsaScope() { set_isa_for_testing(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+// A weight matrix in GGUF bytes, random, with its dequantized F32 values.
+struct Matrix {
+  TensorType type;
+  int64_t n_out, n_in;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // n_out x n_in, what dequantize_row gives
+  WeightSource source() const { return {type, bytes.data(), n_out, n_in}; }
+};
+
+Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  Matrix m{type, n_out, n_in, {}, std::vector<float>(n_out * n_in)};
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (int64_t k = 0; k < n_in; ++k) {
+      const float v = normal(rng);
+      switch (type) {
+        case TensorType::kF32:
+          m.bytes.resize(m.bytes.size() + 4);
+          std::memcpy(m.bytes.data() + m.bytes.size() - 4, &v, 4);
+          break;
+        case TensorType::kF16:
+        case TensorType::kBF16: {
+          const uint16_t h = type == TensorType::kF16 ? f32_to_f16(v) : f32_to_bf16(v);
+          m.bytes.resize(m.bytes.size() + 2);
+          std::memcpy(m.bytes.data() + m.bytes.size() - 2, &h, 2);
+          break;
+        }
+        case TensorType::kQ8_0:
+          if (k % 32 == 0) {
+            gguf::BlockQ8_0 block;
+            block.scale_f16 = f32_to_f16(0.01f + 0.02f * std::abs(normal(rng)));
+            for (auto& q : block.qs) q = static_cast<int8_t>(rng() % 255 - 127);
+            m.bytes.resize(m.bytes.size() + sizeof(block));
+            std::memcpy(m.bytes.data() + m.bytes.size() - sizeof(block), &block, sizeof(block));
+          }
+          break;
+      }
+    }
+  }
+  const size_t row_bytes = m.bytes.size() / n_out;
+  for (int64_t o = 0; o < n_out; ++o) {
+    dequantize_row(type, m.bytes.data() + o * row_bytes, m.values.data() + o * n_in, n_in);
+  }
+  return m;
+}
+
+std::vector<float> random_activations(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = normal(rng);
+  return x;
+}
+
+// Checks y against a float64 product of the dequantized weights. The bound is the
+// textbook one for an n-term F32 FMA chain, n_in * 2^-24 * sum|x*w|, plus (where
+// activations are rounded to BF16) 2^-8 * sum|x*w| for that rounding.
+void expect_close_to_reference(const Matrix& w, const std::vector<float>& x, int64_t n_rows,
+                               const std::vector<float>& y, bool bf16_activations,
+                               const std::string& what) {
+  const double rel = static_cast<double>(w.n_in) * 0x1p-24 + (bf16_activations ? 0x1p-8 : 0.0);
+  for (int64_t m = 0; m < n_rows; ++m) {
+    for (int64_t o = 0; o < w.n_out; ++o) {
+      double ref = 0, magnitude = 0;
+      for (int64_t k = 0; k < w.n_in; ++k) {
+        const double term = static_cast<double>(x[m * w.n_in + k]) * w.values[o * w.n_in + k];
+        ref += term;
+        magnitude += std::abs(term);
+      }
+      ASSERT_NEAR(y[m * w.n_out + o], ref, rel * magnitude + 1e-30)
+          << what << " row " << m << " output " << o;
+    }
+  }
+}
+
+bool uses_bf16_activations(TensorType type) {
+  return type == TensorType::kBF16 && detected_isa() == Isa::kAvx512Bf16;
+}
+
+const char* short_type_name(TensorType t) {
+  switch (t) {
+    case TensorType::kF32:
+      return "F32";
+    case TensorType::kF16:
+      return "F16";
+    case TensorType::kBF16:
+      return "BF16";
+    case TensorType::kQ8_0:
+      return "Q8_0";
+  }
+  return "?";
+}
+
+// A label for failure messages (gguf::type_name lives in the GGUF reader, not here).
+std::string label_of(Isa isa, TensorType type, int64_t n_out, int64_t n_in, int64_t n_rows) {
+  return std::string(isa_name(isa)) + " " + short_type_name(type) + " " + std::to_string(n_out) +
+         "x" + std::to_string(n_in) + " rows " + std::to_string(n_rows);
+}
+
+TEST(Kernels, MatmulMatchesFloat64ReferenceForEveryTypeAndOddShape) {
+  ThreadPool pool(2);
+  struct Shape {
+    int64_t n_out, n_in;
+  };
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (TensorType type : kAllTypes) {
+      const bool q8 = type == TensorType::kQ8_0;
+      const Shape shapes[] = {{1, q8 ? 32 : 1},   {5, q8 ? 64 : 3},     {63, q8 ? 96 : 17},
+                              {64, q8 ? 32 : 63}, {65, q8 ? 160 : 100}, {130, 576}};
+      for (const Shape& s : shapes) {
+        const Matrix w = random_matrix(type, s.n_out, s.n_in, 7 * s.n_out + s.n_in);
+        const PackedWeights packed = PackedWeights::pack(w.source());
+        EXPECT_EQ(packed.n_out(), s.n_out);
+        EXPECT_EQ(packed.n_in(), s.n_in);
+        for (int64_t n_rows : {1, 2, 7, 13}) {
+          const auto x = random_activations(n_rows * s.n_in, 99 + n_rows);
+          std::vector<float> y(n_rows * s.n_out, std::nanf(""));
+          matmul(pool, packed, x.data(), n_rows, y.data());
+          expect_close_to_reference(w, x, n_rows, y, uses_bf16_activations(type),
+                                    label_of(isa, type, s.n_out, s.n_in, n_rows));
+        }
+      }
+    }
+  }
+}
+
+TEST(Kernels, MatmulWritesOnlyItsOutputs) {
+  ThreadPool pool(2);
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    const Matrix w = random_matrix(TensorType::kF32, 70, 40, 3);
+    const PackedWeights packed = PackedWeights::pack(w.source());
+    const auto x = random_activations(3 * 40, 4);
+    std::vector<float> y(3 * 70 + 64, 123.f);
+    matmul(pool, packed, x.data(), 3, y.data());
+    for (size_t i = 3 * 70; i < y.size(); ++i) ASSERT_EQ(y[i], 123.f) << isa_name(isa);
+  }
+}
+
+TEST(Kernels, ConcatenatedSourcesGiveEachSourcesOutputsBitForBit) {
+  ThreadPool pool(2);
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (TensorType type : kAllTypes) {
+      const int64_t n_in = 64;
+      const Matrix a = random_matrix(type, 5, n_in, 1);
+      const Matrix b = random_matrix(type, 70, n_in, 2);
+      const Matrix c = random_matrix(type, 30, n_in, 3);
+      const WeightSource sources[] = {a.source(), b.source(), c.source()};
+      const PackedWeights fused = PackedWeights::pack(sources);
+      ASSERT_EQ(fused.n_out(), 105);
+      const int64_t n_rows = 9;
+      const auto x = random_activations(n_rows * n_in, 5);
+      std::vector<float> y(n_rows * 105);
+      matmul(pool, fused, x.data(), n_rows, y.data());
+      int64_t offset = 0;
+      for (const Matrix* m : {&a, &b, &c}) {
+        std::vector<float> alone(n_rows * m->n_out);
+        matmul(pool, PackedWeights::pack(m->source()), x.data(), n_rows, alone.data());
+        for (int64_t r = 0; r < n_rows; ++r) {
+          ASSERT_EQ(0, std::memcmp(&y[r * 105 + offset], &alone[r * m->n_out], m->n_out * 4))
+              << label_of(isa, type, m->n_out, n_in, n_rows) << " row " << r;
+        }
+        offset += m->n_out;
+      }
+    }
+  }
+}
+
+TEST(Kernels, MixedTypeSourcesAreWidenedAndStayExact) {
+  ThreadPool pool(1);
+  const Matrix a = random_matrix(TensorType::kQ8_0, 20, 64, 1);
+  const Matrix b = random_matrix(TensorType::kBF16, 50, 64, 2);
+  const WeightSource sources[] = {a.source(), b.source()};
+  const PackedWeights fused = PackedWeights::pack(sources);
+  Matrix joined{TensorType::kF32, 70, 64, {}, a.values};
+  joined.values.insert(joined.values.end(), b.values.begin(), b.values.end());
+  const auto x = random_activations(3 * 64, 8);
+  std::vector<float> y(3 * 70);
+  matmul(pool, fused, x.data(), 3, y.data());
+  expect_close_to_reference(joined, x, 3, y, false, "mixed Q8_0 + BF16");
+}
+
+// THE LAW: a row's result does not depend on n_rows, on the other rows' contents,
+// or on the thread count.
+TEST(Kernels, RowsAreBitIdenticalWhateverTheBatchAndThreadCount) {
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  ThreadPool* pools[] = {&pool1, &pool2, &pool3};
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (TensorType type : kAllTypes) {
+      const int64_t n_in = type == TensorType::kQ8_0 ? 96 : 90;
+      const int64_t n_out = 200;
+      const Matrix w = random_matrix(type, n_out, n_in, 11);
+      const PackedWeights packed = PackedWeights::pack(w.source());
+      const int64_t max_rows = 37;
+      const auto x = random_activations(max_rows * n_in, 12);
+      // Reference: each row alone, one thread.
+      std::vector<float> alone(max_rows * n_out);
+      for (int64_t r = 0; r < max_rows; ++r) {
+        matmul(pool1, packed, &x[r * n_in], 1, &alone[r * n_out]);
+      }
+      const auto noise = random_activations(max_rows * n_in, 13);
+      for (ThreadPool* pool : pools) {
+        for (int64_t n_rows = 1; n_rows <= max_rows; ++n_rows) {
+          std::vector<float> y(n_rows * n_out);
+          matmul(*pool, packed, x.data(), n_rows, y.data());
+          ASSERT_EQ(0, std::memcmp(y.data(), alone.data(), y.size() * 4))
+              << label_of(isa, type, n_out, n_in, n_rows) << ", " << pool->size() << " threads";
+          // The same rows moved to the end of a batch of other activations.
+          const int64_t shift = max_rows - n_rows;
+          std::vector<float> mixed(noise.begin(), noise.end());
+          std::copy(x.begin(), x.begin() + n_rows * n_in, mixed.begin() + shift * n_in);
+          std::vector<float> ym(max_rows * n_out);
+          matmul(*pool, packed, mixed.data(), max_rows, ym.data());
+          ASSERT_EQ(0, std::memcmp(&ym[shift * n_out], alone.data(), n_rows * n_out * 4))
+              << label_of(isa, type, n_out, n_in, n_rows) << " after " << shift << " other rows, "
+              << pool->size() << " threads";
+        }
+      }
+    }
+  }
+}
+
+TEST(Kernels, PackedWeightsRejectMismatchedSources) {
+  const Matrix a = random_matrix(TensorType::kF32, 4, 32, 1);
+  const Matrix b = random_matrix(TensorType::kF32, 4, 64, 1);
+  const WeightSource sources[] = {a.source(), b.source()};
+  EXPECT_THROW(PackedWeights::pack(sources), std::invalid_argument);
+  EXPECT_THROW(PackedWeights::pack(std::span<const WeightSource>()), std::invalid_argument);
+  const WeightSource q8_partial{TensorType::kQ8_0, a.bytes.data(), 1, 48};
+  EXPECT_THROW(PackedWeights::pack(q8_partial), std::invalid_argument);
+}
+
+TEST(Kernels, DequantizeRowWidensEachType) {
+  const float f32[3] = {1.5f, -2.f, 0.25f};
+  float out[32];
+  dequantize_row(TensorType::kF32, f32, out, 3);
+  EXPECT_EQ(out[2], 0.25f);
+  const uint16_t f16[2] = {0x3c00, 0xc000};  // 1, -2
+  dequantize_row(TensorType::kF16, f16, out, 2);
+  EXPECT_EQ(out[0], 1.f);
+  EXPECT_EQ(out[1], -2.f);
+  const uint16_t bf16[2] = {0x3f80, 0xbfc0};  // 1, -1.5
+  dequantize_row(TensorType::kBF16, bf16, out, 2);
+  EXPECT_EQ(out[0], 1.f);
+  EXPECT_EQ(out[1], -1.5f);
+  gguf::BlockQ8_0 block{};
+  block.scale_f16 = 0x3800;  // 0.5
+  for (int j = 0; j < 32; ++j) block.qs[j] = static_cast<int8_t>(j - 16);
+  dequantize_row(TensorType::kQ8_0, &block, out, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(out[j], 0.5f * (j - 16));
+}
+
+TEST(Kernels, DotAndAxpyMatchFloat64OnEveryIsaAndLength) {
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (int64_t n = 0; n <= 70; ++n) {
+      const auto a = random_activations(n, 1 + n);
+      const auto b = random_activations(n, 100 + n);
+      double ref = 0, magnitude = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ref += static_cast<double>(a[i]) * b[i];
+        magnitude += std::abs(static_cast<double>(a[i]) * b[i]);
+      }
+      EXPECT_NEAR(dot(a.data(), b.data(), n), ref, n * 0x1p-24 * magnitude + 1e-30)
+          << isa_name(isa) << " n=" << n;
+      std::vector<float> y(b);
+      axpy(0.75f, a.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(y[i], std::fma(0.75f, a[i], b[i])) << isa_name(isa) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(Kernels, BlockAttentionKernelsEqualTheirOneRowForms) {
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (int64_t n : {7, 16, 64, 70}) {
+      const int64_t stride = n + 5, count = 13;
+      const auto q = random_activations(n, 3);
+      const auto k = random_activations(stride * count, 4);
+      const auto w = random_activations(count, 5);
+      std::vector<float> scores(count);
+      dot_rows(q.data(), k.data(), stride, count, n, scores.data());
+      for (int64_t j = 0; j < count; ++j) {
+        double ref = 0, magnitude = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          ref += static_cast<double>(q[i]) * k[j * stride + i];
+          magnitude += std::abs(static_cast<double>(q[i]) * k[j * stride + i]);
+        }
+        ASSERT_NEAR(scores[j], ref, n * 0x1p-24 * magnitude) << isa_name(isa);
+        // A row's score does not depend on which rows share its call.
+        float alone = 0;
+        dot_rows(q.data(), k.data() + j * stride, stride, 1, n, &alone);
+        ASSERT_EQ(scores[j], alone) << isa_name(isa) << " j=" << j;
+      }
+      std::vector<float> y = random_activations(n, 6), expected = y;
+      axpy_rows(w.data(), k.data(), stride, count, n, y.data());
+      for (int64_t j = 0; j < count; ++j) axpy(w[j], k.data() + j * stride, expected.data(), n);
+      ASSERT_EQ(y, expected) << isa_name(isa) << " n=" << n;
+    }
+  }
+}
+
+TEST(Kernels, SiluMulMatchesFloat64AndIgnoresTheLength) {
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    // Gates across the whole range the forward pass meets, saturated ends included.
+    std::vector<float> gate, up;
+    for (float g = -120.0f; g <= 120.0f; g += 0.0625f) gate.push_back(g);
+    for (size_t i = 0; i < gate.size(); ++i) up.push_back(0.5f + static_cast<float>(i % 7));
+    const int64_t n = static_cast<int64_t>(gate.size());
+    std::vector<float> out(n);
+    silu_mul(gate.data(), up.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double g = gate[i];
+      const double ref = g / (1.0 + std::exp(-g)) * up[i];
+      EXPECT_NEAR(out[i], ref, 4e-7 * std::abs(ref) + 1e-30) << isa_name(isa) << " g=" << g;
+    }
+    // An element's result does not depend on how long the row is (vector tails included).
+    for (int64_t len : {1, 5, 8, 15, 16, 17, 33}) {
+      std::vector<float> part(len);
+      silu_mul(gate.data() + 1000, up.data() + 1000, part.data(), len);
+      for (int64_t i = 0; i < len; ++i) ASSERT_EQ(part[i], out[1000 + i]) << isa_name(isa);
+    }
+  }
+}
+
+TEST(Kernels, HalfConversionsRoundTripEveryHalf) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+    if (nan) {
+      ASSERT_TRUE(std::isnan(f)) << std::hex << h;
+      ASSERT_TRUE(std::isnan(f16_to_f32(f32_to_f16(f)))) << std::hex << h;
+      ASSERT_EQ(f32_to_f16(f) & 0x8000, h & 0x8000);
+    } else {
+      ASSERT_EQ(f32_to_f16(f), h) << std::hex << h;
+    }
+  }
+  EXPECT_EQ(f16_to_f32(0x0001), 0x1p-24f);  // smallest subnormal
+  EXPECT_EQ(f16_to_f32(0x7bff), 65504.f);
+  EXPECT_EQ(f16_to_f32(0x7c00), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(f16_to_f32(0x8000), -0.f);
+  EXPECT_TRUE(std::signbit(f16_to_f32(0x8000)));
+}
+
+// For every pair of neighbouring finite halves: the midpoint rounds to the even one,
+// and anything a hair off the midpoint rounds to the nearer one.
+TEST(Kernels, FloatToHalfRoundsToNearestEven) {
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const float lo = f16_to_f32(static_cast<uint16_t>(h));
+    const float hi = f16_to_f32(static_cast<uint16_t>(h + 1));    // 0x7c00 is +Inf
+    const float mid = h + 1 == 0x7c00 ? 65520.f : (lo + hi) / 2;  // exact in F32
+    const uint16_t even = (h & 1) == 0 ? h : h + 1;
+    ASSERT_EQ(f32_to_f16(mid), even) << std::hex << h;
+    ASSERT_EQ(f32_to_f16(-mid), even | 0x8000) << std::hex << h;
+    ASSERT_EQ(f32_to_f16(std::nextafter(mid, 0.f)), h) << std::hex << h;
+    ASSERT_EQ(f32_to_f16(std::nextafter(mid, 1e30f)), h + 1) << std::hex << h;
+  }
+  EXPECT_EQ(f32_to_f16(1e10f), 0x7c00);
+  EXPECT_EQ(f32_to_f16(-std::numeric_limits<float>::infinity()), 0xfc00);
+  EXPECT_EQ(f32_to_f16(1e-10f), 0x0000);  // below half the smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::numeric_limits<float>::denorm_min()), 0x0000);
+  const uint16_t nan = f32_to_f16(std::bit_cast<float>(0x7f800001u));  // payload in low bits
+  EXPECT_EQ(nan & 0x7c00, 0x7c00);
+  EXPECT_NE(nan & 0x3ff, 0);
+}
+
+TEST(Kernels, BFloatConversionsRoundToNearestEven) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = bf16_to_f32(static_cast<uint16_t>(h));
+    ASSERT_EQ(std::bit_cast<uint32_t>(f), h << 16);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(f)))) << std::hex << h;
+      continue;
+    }
+    ASSERT_EQ(f32_to_bf16(f), h) << std::hex << h;
+    if ((h & 0x7fff) >= 0x7f80) continue;  // Inf: no finite neighbour above
+    // The midpoint to the next value up in magnitude, and a hair either side of it.
+    const uint32_t mid_bits = (h << 16) | 0x8000;
+    const uint16_t even = (h & 1) == 0 ? h : h + 1;
+    ASSERT_EQ(f32_to_bf16(std::bit_cast<float>(mid_bits)), even) << std::hex << h;
+    ASSERT_EQ(f32_to_bf16(std::bit_cast<float>(mid_bits - 1)), h) << std::hex << h;
+    ASSERT_EQ(f32_to_bf16(std::bit_cast<float>(mid_bits + 1)), h + 1) << std::hex << h;
+  }
+  // Payload only in the low 16 bits must stay a NaN, not become Inf.
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::bit_cast<float>(0x7f800001u)))));
+  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x7f7fffffu)), 0x7f80);  // FLT_MAX rounds to Inf
+}
+
+TEST(Kernels, TestHookRefusesAnIsaThisCpuLacksAndNamesEveryIsa) {
+  const auto isas = runnable_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), Isa::kAvx2);  // the floor always runs
+  EXPECT_STREQ(isa_name(Isa::kAvx512Bf16), "avx512bf16");
+  const Isa saved = detected_isa();
+  if (isas.back() != Isa::kAvx512Bf16) {
+    EXPECT_FALSE(set_isa_for_testing(Isa::kAvx512Bf16));
+    EXPECT_EQ(detected_isa(), saved);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::kernels

@@ -1,0 +1,207 @@
+// The CPU forward pass against the double-precision reference (law 7), and the
+// batching guarantees the scheduler builds on (law 2): a row's logits do not depend on
+// the other rows in its step, on how its prompt was chunked, or on the thread count.
+#include "runner/model/forward.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "tests/common/test_models.h"
+#include "tests/common/test_support.h"
+#include "tests/runner/model/reference_model.h"
+
+namespace tandem::testing {
+namespace {
+
+using gguf::TensorType;
+
+// A model with its own pool and a KV cache whose blocks are handed out in order.
+struct Harness {
+  explicit Harness(const std::filesystem::path& path, int threads = 2, int32_t n_blocks = 64)
+      : model(Model::load(path)),
+        pool(threads),
+        kv(model->config().n_layer, model->config().kv_dim(), n_blocks),
+        forward(*model, kv, pool) {}
+
+  std::vector<int32_t> take_blocks(int32_t n) {
+    std::vector<int32_t> b(n);
+    std::iota(b.begin(), b.end(), next_block);
+    next_block += n;
+    return b;
+  }
+
+  std::unique_ptr<Model> model;
+  ThreadPool pool;
+  KvCache kv;
+  ForwardPass forward;
+  int32_t next_block = 0;
+};
+
+std::vector<float> copy(std::span<float> s) { return {s.begin(), s.end()}; }
+
+int32_t argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// Largest |fast - reference| over the vocabulary.
+double max_error(const std::vector<float>& fast, const std::vector<double>& ref) {
+  double err = 0;
+  for (size_t i = 0; i < ref.size(); ++i) err = std::max(err, std::abs(fast[i] - ref[i]));
+  return err;
+}
+
+struct WeightCase {
+  TensorType type;
+  // Bound on |logit - reference logit|. Logits of these models are O(1). F32, F16 and
+  // Q8_0 weights are widened and multiplied in F32, so only F32 rounding remains. BF16
+  // weights multiply BF16-rounded activations (2^-9 relative), hence the looser bound.
+  double tolerance;
+};
+
+class ForwardMatchesReference : public ::testing::TestWithParam<WeightCase> {};
+
+void check_against_reference(const std::filesystem::path& path, double tolerance) {
+  ReferenceModel reference(path);
+  Harness h(path);
+  std::vector<int32_t> tokens = {1, 17, 42, 99, 3, 250, 7};
+  auto blocks = h.take_blocks(2);
+  // Prefill, then four decode steps feeding back the argmax, each checked.
+  ForwardRow row{tokens, 0, blocks, true};
+  std::vector<float> logits = copy(h.forward.run({&row, 1}));
+  std::vector<int32_t> seq = tokens;
+  for (int step = 0; step < 5; ++step) {
+    std::vector<double> ref = reference.logits(seq);
+    ASSERT_EQ(logits.size(), ref.size());
+    EXPECT_LE(max_error(logits, ref), tolerance) << "step " << step;
+    const int32_t next = argmax(logits);
+    seq.push_back(next);
+    ForwardRow decode{{&seq.back(), 1}, static_cast<int32_t>(seq.size() - 1), blocks, true};
+    logits = copy(h.forward.run({&decode, 1}));
+  }
+}
+
+TEST_P(ForwardMatchesReference, LlamaLogitsMatchTheDoublePrecisionReference) {
+  ScratchDir dir;
+  check_against_reference(write_tiny_llama(dir.path(), GetParam().type), GetParam().tolerance);
+}
+
+TEST_P(ForwardMatchesReference, Qwen2LogitsMatchTheDoublePrecisionReference) {
+  ScratchDir dir;
+  check_against_reference(write_tiny_qwen2(dir.path(), GetParam().type), GetParam().tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, ForwardMatchesReference,
+                         ::testing::Values(WeightCase{TensorType::kF32, 2e-5},
+                                           WeightCase{TensorType::kF16, 2e-5},
+                                           WeightCase{TensorType::kQ8_0, 2e-5},
+                                           WeightCase{TensorType::kBF16, 2e-2}),
+                         [](const auto& info) { return gguf::type_name(info.param.type); });
+
+class ForwardBatching : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(ForwardBatching, MixedBatchRowsEqualSoloRunsBitForBit) {
+  ScratchDir dir;
+  auto path = write_tiny_llama(dir.path(), GetParam());
+  std::vector<int32_t> a = {5, 6, 7, 8, 9}, b = {100, 101, 102, 103, 104, 105, 106, 107, 108};
+  int32_t decode_token = 33;
+
+  // Solo: A's prefill, then B's prefill and one decode step, each in its own step.
+  Harness solo(path);
+  auto sa = solo.take_blocks(1), sb = solo.take_blocks(1);
+  ForwardRow ra{a, 0, sa, true};
+  auto solo_a = copy(solo.forward.run({&ra, 1}));
+  ForwardRow rb{b, 0, sb, true};
+  solo.forward.run({&rb, 1});
+  ForwardRow rb2{{&decode_token, 1}, static_cast<int32_t>(b.size()), sb, true};
+  auto solo_b = copy(solo.forward.run({&rb2, 1}));
+
+  // Together: B's prefill alone, then B decoding beside A prefilling in one step,
+  // with a third row that wants no logits. B's blocks come first this time.
+  Harness mixed(path, /*threads=*/3);
+  auto mb = mixed.take_blocks(1), ma = mixed.take_blocks(1), mc = mixed.take_blocks(1);
+  ForwardRow pb{b, 0, mb, false};
+  mixed.forward.run({&pb, 1});
+  std::vector<int32_t> c = {1, 2, 3};
+  ForwardRow rows[] = {{c, 0, mc, false},
+                       {{&decode_token, 1}, static_cast<int32_t>(b.size()), mb, true},
+                       {a, 0, ma, true}};
+  auto both = copy(mixed.forward.run(rows));
+  const size_t v = solo_a.size();
+  ASSERT_EQ(both.size(), 2 * v);
+  EXPECT_TRUE(std::equal(solo_b.begin(), solo_b.end(), both.begin()));
+  EXPECT_TRUE(std::equal(solo_a.begin(), solo_a.end(), both.begin() + v));
+}
+
+TEST_P(ForwardBatching, ChunkedPrefillEqualsOneShotPrefill) {
+  ScratchDir dir;
+  auto path = write_tiny_llama(dir.path(), GetParam());
+  std::vector<int32_t> prompt(37);
+  std::iota(prompt.begin(), prompt.end(), 10);
+
+  Harness one(path);
+  auto b1 = one.take_blocks(3);
+  ForwardRow whole{prompt, 0, b1, true};
+  auto expected = copy(one.forward.run({&whole, 1}));
+
+  Harness chunked(path, /*threads=*/1);
+  auto b2 = chunked.take_blocks(3);
+  std::span<const int32_t> p(prompt);
+  ForwardRow c1{p.subspan(0, 16), 0, b2, false};
+  ForwardRow c2{p.subspan(16, 5), 16, b2, false};
+  ForwardRow c3{p.subspan(21), 21, b2, true};
+  chunked.forward.run({&c1, 1});
+  chunked.forward.run({&c2, 1});
+  auto got = copy(chunked.forward.run({&c3, 1}));
+  EXPECT_EQ(got, expected);
+}
+
+TEST_P(ForwardBatching, ThreadCountDoesNotChangeLogits) {
+  ScratchDir dir;
+  auto path = write_tiny_llama(dir.path(), GetParam());
+  std::vector<int32_t> prompt = {4, 8, 15, 16, 23, 42};
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 3}) {
+    Harness h(path, threads);
+    auto blocks = h.take_blocks(1);
+    ForwardRow row{prompt, 0, blocks, true};
+    results.push_back(copy(h.forward.run({&row, 1})));
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, ForwardBatching,
+                         ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                                           TensorType::kQ8_0),
+                         [](const auto& info) { return gguf::type_name(info.param); });
+
+TEST(ForwardPass, RejectsTokensOutsideTheVocabulary) {
+  ScratchDir dir;
+  Harness h(write_tiny_llama(dir.path(), TensorType::kF32));
+  auto blocks = h.take_blocks(1);
+  std::vector<int32_t> bad = {1, h.model->config().n_vocab};
+  ForwardRow row{bad, 0, blocks, true};
+  EXPECT_THROW(h.forward.run({&row, 1}), std::invalid_argument);
+  std::vector<int32_t> negative = {-1};
+  ForwardRow row2{negative, 0, blocks, true};
+  EXPECT_THROW(h.forward.run({&row2, 1}), std::invalid_argument);
+}
+
+TEST(ForwardPass, RejectsPositionsPastTheContextOrTheBlockTable) {
+  ScratchDir dir;
+  Harness h(write_tiny_llama(dir.path(), TensorType::kF32));
+  auto blocks = h.take_blocks(1);
+  std::vector<int32_t> one = {1};
+  ForwardRow past_table{one, 16, blocks, true};  // needs a second block
+  EXPECT_THROW(h.forward.run({&past_table, 1}), std::invalid_argument);
+  const int32_t ctx = h.model->config().context_length;
+  std::vector<int32_t> all_blocks(ctx / 16 + 1, 0);
+  ForwardRow past_context{one, ctx, all_blocks, true};
+  EXPECT_THROW(h.forward.run({&past_context, 1}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tandem::testing

@@ -1,0 +1,117 @@
+// Loading models: configuration from metadata, tied heads, and clear one-line errors
+// for files that are valid GGUF but not a model tandem can run.
+#include "runner/model/model.h"
+
+#include <gtest/gtest.h>
+
+#include "runner/model/make_model.h"
+#include "tests/common/test_models.h"
+#include "tests/common/test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+std::string load_error(const std::filesystem::path& path) {
+  try {
+    Model::load(path);
+  } catch (const gguf::GgufError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The metadata of a llama model with tiny's widths (hidden 64, FFN 128, context 512).
+gguf::Writer llama_header(uint32_t layers, uint32_t heads) {
+  gguf::Writer w;
+  w.add_string("general.architecture", "llama");
+  w.add_uint32("llama.context_length", 512);
+  w.add_uint32("llama.embedding_length", 64);
+  w.add_uint32("llama.block_count", layers);
+  w.add_uint32("llama.feed_forward_length", 128);
+  w.add_uint32("llama.attention.head_count", heads);
+  return w;
+}
+
+TEST(Model, ReadsTheConfigurationFromMetadata) {
+  ScratchDir dir;
+  auto model = Model::load(write_tiny_llama(dir.path(), gguf::TensorType::kF16));
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.n_embd, 64);
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.n_ff, 128);
+  EXPECT_EQ(c.n_vocab, 258);
+  EXPECT_EQ(c.rope_style, RopeStyle::kAdjacentPairs);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(model->tied_embeddings());
+}
+
+TEST(Model, Qwen2UsesNeoxRopeQkvBiasAndTiedEmbeddings) {
+  ScratchDir dir;
+  auto model = Model::load(write_tiny_qwen2(dir.path(), gguf::TensorType::kF32));
+  EXPECT_EQ(model->config().rope_style, RopeStyle::kNeox);
+  EXPECT_TRUE(model->config().qkv_bias);
+  EXPECT_TRUE(model->tied_embeddings());
+  EXPECT_EQ(model->layers()[0].qkv_bias.size(), 64u + 2 * 32u);
+}
+
+TEST(Model, RejectsAnUnsupportedArchitectureByName) {
+  ScratchDir dir;
+  gguf::Writer w;
+  w.add_string("general.architecture", "gptj");
+  auto path = dir.file("gptj.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("unsupported architecture 'gptj'"), std::string::npos) << err;
+}
+
+TEST(Model, NamesAMissingTensor) {
+  ScratchDir dir;
+  auto shape = *make_model::find_model_shape("tiny");
+  gguf::Writer w = llama_header(/*layers=*/2, /*heads=*/4);
+  w.add_uint32("llama.attention.head_count_kv", 2);
+  for (const auto& t : make_model::plan_tensors(shape, 258)) {
+    if (t.name == "blk.1.ffn_up.weight") continue;
+    uint64_t n = 1;
+    for (auto d : t.dims) n *= d;
+    w.add_tensor(t.name, gguf::TensorType::kF32, t.dims,
+                 make_model::encode_weights(gguf::TensorType::kF32, std::vector<float>(n, 0.5f)));
+  }
+  auto path = dir.file("missing.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("missing tensor 'blk.1.ffn_up.weight'"), std::string::npos) << err;
+}
+
+TEST(Model, NamesAMisshapenTensor) {
+  ScratchDir dir;
+  gguf::Writer w = llama_header(/*layers=*/1, /*heads=*/4);
+  std::vector<float> embd(64 * 10, 0.1f), norm(64, 1.0f), q(64 * 63, 0.1f);
+  w.add_tensor("token_embd.weight", gguf::TensorType::kF32, {64, 10},
+               make_model::encode_weights(gguf::TensorType::kF32, embd));
+  w.add_tensor("blk.0.attn_norm.weight", gguf::TensorType::kF32, {64},
+               make_model::encode_weights(gguf::TensorType::kF32, norm));
+  w.add_tensor("blk.0.attn_q.weight", gguf::TensorType::kF32, {64, 63},
+               make_model::encode_weights(gguf::TensorType::kF32, q));
+  auto path = dir.file("misshapen.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("'blk.0.attn_q.weight' has shape [64, 63], expected [64, 64]"),
+            std::string::npos)
+      << err;
+}
+
+TEST(Model, RejectsHeadCountsThatDoNotDivide) {
+  ScratchDir dir;
+  gguf::Writer w = llama_header(/*layers=*/1, /*heads=*/5);
+  auto path = dir.file("heads.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("not a multiple of head_count"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace tandem::testing

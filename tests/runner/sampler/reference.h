@@ -1,0 +1,109 @@
+// A slow, literal reading of sampler.h's contract for the sampler tests: full sort by rank,
+// filters walked one token at a time, Gumbel noise from the scalar definition. The Sampler's
+// fast paths (ladder, quickselect, vector kernels) must agree with it.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <span>
+#include <vector>
+
+#include "protocol/sampling_params.h"
+#include "runner/sampler/kernels.h"
+
+namespace tandem::testing {
+
+// The tempered logits z = logit * (1/T), as the sampler computes them.
+inline std::vector<float> tempered(std::span<const float> logits, float temperature) {
+  const float inv_t = 1.0f / temperature;
+  std::vector<float> z(logits.begin(), logits.end());
+  if (inv_t != 1.0f) {
+    for (float& v : z) v = v * inv_t;
+  }
+  return z;
+}
+
+// The kept ids, in rank order (z descending, ties to the lower id), for temperature > 0.
+inline std::vector<int32_t> reference_kept(std::span<const float> logits,
+                                           const SamplingParams& params) {
+  const std::vector<float> z = tempered(logits, params.temperature);
+  const auto n = static_cast<int32_t>(z.size());
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < n; ++i) {
+    if (std::isfinite(z[i])) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+  const float z_max = z[order.front()];
+  size_t keep = order.size();
+  if (params.top_k > 0 && params.top_k < n) keep = std::min(keep, size_t(params.top_k));
+  if (params.top_p < 1.0f) {
+    // Z in the kernels' summation order: 16 lanes by index, folded in halves.
+    std::array<float, 16> lanes{};
+    for (int32_t i = 0; i < n; ++i) {
+      lanes[i & 15] = lanes[i & 15] + sampler_kernels::exp_shifted(z[i] - z_max);
+    }
+    for (int width = 8; width >= 1; width /= 2) {
+      for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
+    }
+    const float target = params.top_p * lanes[0];
+    float acc = 0.0f;
+    for (size_t r = 0; r < order.size(); ++r) {
+      acc += sampler_kernels::exp_shifted(z[order[r]] - z_max);
+      if (acc >= target) {
+        keep = std::min(keep, r + 1);
+        break;
+      }
+    }
+  }
+  if (params.min_p > 0.0f) {
+    const float floor = std::min(std::log(params.min_p), 0.0f);
+    size_t r = 0;
+    while (r < order.size() && z[order[r]] - z_max >= floor) ++r;
+    keep = std::min(keep, r);
+  }
+  order.resize(keep);
+  return order;
+}
+
+// softmax(z) restricted to the kept set and renormalized, in double, indexed by id.
+inline std::vector<double> reference_probs(std::span<const float> logits,
+                                           const SamplingParams& params) {
+  const std::vector<float> z = tempered(logits, params.temperature);
+  const std::vector<int32_t> kept = reference_kept(logits, params);
+  std::vector<double> p(z.size(), 0.0);
+  double sum = 0.0;
+  for (int32_t id : kept) sum += p[id] = std::exp(double(z[id]) - double(z[kept.front()]));
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+// The Gumbel-max token over a kept set (reference_kept's result) of tempered logits z.
+inline int32_t gumbel_token(std::span<const float> z, std::span<const int32_t> kept, uint64_t seed,
+                            int64_t position) {
+  if (kept.size() == 1) return kept[0];
+  float best = -std::numeric_limits<float>::infinity();
+  int32_t token = -1;
+  for (int32_t id : kept) {
+    const float v = z[id] + sampler_kernels::gumbel_noise(seed, position, id);
+    if (v > best || (v == best && id < token)) {
+      best = v;
+      token = id;
+    }
+  }
+  return token;
+}
+
+// The token the contract prescribes for temperature > 0.
+inline int32_t reference_token(std::span<const float> logits, const SamplingParams& params,
+                               int64_t position) {
+  return gumbel_token(tempered(logits, params.temperature), reference_kept(logits, params),
+                      params.seed, position);
+}
+
+}  // namespace tandem::testing

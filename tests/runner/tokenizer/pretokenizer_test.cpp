@@ -1,0 +1,107 @@
+// The byte-level BPE pre-tokenizers: each splits as its Hugging Face regex does.
+
+#include "runner/tokenizer/pretokenizer.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "runner/gguf/gguf.h"
+
+namespace tandem {
+namespace {
+
+using Pieces = std::vector<std::string>;
+
+Pieces split(std::string_view pre, std::string_view text) {
+  Pieces out;
+  for (std::string_view piece : PreTokenizer(pre).split(text)) out.emplace_back(piece);
+  return out;
+}
+
+TEST(PreTokenizer, Gpt2KeepsTheSpaceBeforeAWordAndLeavesOneSpaceBehind) {
+  EXPECT_EQ(split("gpt-2", "Hello world's  end"), (Pieces{"Hello", " world", "'s", " ", " end"}));
+}
+
+TEST(PreTokenizer, Gpt2KeepsDigitRunsWholeAndContractionsLowercaseOnly) {
+  EXPECT_EQ(split("gpt2", "abc 12345 I'M"), (Pieces{"abc", " 12345", " I", "'", "M"}));
+}
+
+TEST(PreTokenizer, DefaultAndEmptyNamesMeanGpt2) {
+  EXPECT_EQ(PreTokenizer("").kind(), PreTokenizerKind::kGpt2);
+  EXPECT_EQ(PreTokenizer("default").kind(), PreTokenizerKind::kGpt2);
+  EXPECT_EQ(split("", "a  b\n"), (Pieces{"a", " ", " b", "\n"}));
+}
+
+TEST(PreTokenizer, Llama3GroupsDigitsByThree) {
+  EXPECT_EQ(split("llama-bpe", "12345 x1234567"), (Pieces{"123", "45", " x", "123", "456", "7"}));
+}
+
+TEST(PreTokenizer, Llama3MatchesContractionsInAnyCase) {
+  EXPECT_EQ(split("llama3", "I'M you'Re"), (Pieces{"I", "'M", " you", "'Re"}));
+}
+
+TEST(PreTokenizer, Llama3AttachesOnePunctuationCharacterToTheFollowingWord) {
+  // [^\r\n\p{L}\p{N}]?\p{L}+ takes one leading non-letter, so "(hello" stays one piece;
+  // " $" is two, so the punctuation alternative takes them and "world" stands alone.
+  EXPECT_EQ(split("llama3", "(hello) $world"), (Pieces{"(hello", ")", " $", "world"}));
+}
+
+TEST(PreTokenizer, Llama3KeepsNewlinesWithPunctuationAndApartFromWords) {
+  EXPECT_EQ(split("llama3", "hi!!\n\nthere\n \n  x"),
+            (Pieces{"hi", "!!\n\n", "there", "\n \n", " ", " x"}));
+}
+
+TEST(PreTokenizer, Llama3TreatsNonLatinLettersAndNumbersByUnicodeCategory) {
+  // CJK ideographs are letters; "½" and Arabic-Indic digits are numbers.
+  EXPECT_EQ(split("llama3", "我想在apple工作 ½ ١٢٣٤"),
+            (Pieces{"我想在apple工作", " ", "½", " ", "١٢٣", "٤"}));
+}
+
+TEST(PreTokenizer, Qwen2SplitsDigitsOneByOne) {
+  EXPECT_EQ(split("qwen2", "abc 2024!\n"), (Pieces{"abc", " ", "2", "0", "2", "4", "!\n"}));
+}
+
+TEST(PreTokenizer, Qwen2SharesLlama3sRulesForWordsAndContractions) {
+  EXPECT_EQ(split("qwen2", "We'LL see\tnow"), (Pieces{"We", "'LL", " see", "\tnow"}));
+}
+
+TEST(PreTokenizer, SmollmSplitsDigitsOneByOneThenAppliesGpt2) {
+  EXPECT_EQ(split("smollm", "abc123 de"), (Pieces{"abc", "1", "2", "3", " de"}));
+}
+
+TEST(PreTokenizer, UnknownNameIsAGgufErrorNamingIt) {
+  try {
+    PreTokenizer pre("no-such-pre");
+    FAIL() << "expected GgufError";
+  } catch (const gguf::GgufError& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-pre"), std::string::npos);
+  }
+}
+
+TEST(PreTokenizer, InvalidUtf8BytesComeOutAsTheirOwnPieces) {
+  EXPECT_EQ(split("llama3", "ab\xFF\xC0 cd"), (Pieces{"ab", "\xFF\xC0", " cd"}));
+}
+
+TEST(PreTokenizer, PiecesAreNonEmptyAndConcatenateBackToTheInput) {
+  const std::vector<std::string> alphabet = {"a", "Z", " ", "  ", "\n",   "\r\n", "\t", "7",
+                                             "'", "s", "é", "中", "🦙", "!",    ".",  "\xFF"};
+  std::mt19937 rng(7);
+  for (std::string_view pre : {"gpt2", "llama3", "qwen2", "smollm"}) {
+    const PreTokenizer tokenizer(pre);
+    for (int round = 0; round < 200; ++round) {
+      std::string text;
+      const int length = static_cast<int>(rng() % 40);
+      for (int i = 0; i < length; ++i) text += alphabet[rng() % alphabet.size()];
+      std::string joined;
+      for (std::string_view piece : tokenizer.split(text)) {
+        ASSERT_FALSE(piece.empty());
+        joined += piece;
+      }
+      ASSERT_EQ(joined, text) << pre;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem
