@@ -1,22 +1,20 @@
-// `tandem generate`: runs one prompt through the CPU runner and prints the
-// continuation as it is produced, then the prompt and generation speeds.
+// `tandem generate`: runs one prompt through the same Engine and scheduler that serve
+// requests, prints the continuation as it streams (a stdout sink), then the prompt and
+// generation speeds. Only the sink differs from a server request.
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <iostream>
-#include <numeric>
 #include <optional>
 #include <random>
 
 #include "app/command.h"
-#include "runner/device/kv_cache.h"
-#include "runner/model/forward.h"
-#include "runner/model/model.h"
-#include "runner/sampler/sampler.h"
-#include "runner/tokenizer/tokenizer.h"
-#include "runner/util/thread_pool.h"
+#include "scheduler/engine.h"
 
 namespace tandem::app {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 struct GenerateOptions {
   std::string model;
@@ -31,74 +29,110 @@ struct GenerateOptions {
   bool ignore_eos = false;
 };
 
+// Prints text as the scheduler thread hands it over; the main thread waits on `done`.
+class StdoutSink final : public RequestSink {
+ public:
+  struct Outcome {
+    bool ok = false;
+    std::string error;
+    Usage usage;
+    std::optional<Clock::time_point> first_text;
+    Clock::time_point end;
+  };
+
+  std::future<Outcome> outcome() { return done_.get_future(); }
+
+  void on_text(std::string_view delta) override {
+    if (!outcome_.first_text) outcome_.first_text = Clock::now();
+    std::cout << delta << std::flush;
+  }
+  void on_finish(std::string_view, const Usage& usage) override {
+    outcome_.ok = true;
+    outcome_.usage = usage;
+    settle();
+  }
+  void on_error(std::string_view message) override {
+    outcome_.error = message;
+    settle();
+  }
+
+ private:
+  void settle() {
+    outcome_.end = Clock::now();
+    done_.set_value(std::move(outcome_));
+  }
+
+  Outcome outcome_;
+  std::promise<Outcome> done_;
+};
+
+GenerationRequest make_request(const GenerateOptions& o, std::vector<int32_t> prompt) {
+  GenerationRequest request;
+  request.prompt = std::move(prompt);
+  request.max_tokens = o.max_tokens;
+  request.sampling.temperature = o.temperature;
+  request.sampling.top_k = o.top_k;
+  request.sampling.top_p = o.top_p;
+  request.sampling.min_p = o.min_p;
+  request.sampling.ignore_eos = o.ignore_eos;
+  request.sampling.seed = o.seed ? *o.seed : std::random_device{}();
+  return request;
+}
+
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 int run_generate(const GenerateOptions& o) {
-  using Clock = std::chrono::steady_clock;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
+  EngineOptions options;
+  options.model = o.model;
+  options.threads = o.threads;
+  std::unique_ptr<Engine> engine;
   try {
-    model = Model::load(o.model);
-    tokenizer = Tokenizer::from_gguf(model->file());
+    engine = std::make_unique<Engine>(options);
   } catch (const gguf::GgufError& e) {
     throw UsageError(e.what());
   }
-  const ModelConfig& cfg = model->config();
-  std::vector<int32_t> prompt = tokenizer->encode(o.prompt, /*add_special=*/true,
-                                                  /*parse_special=*/true);
+  std::vector<int32_t> prompt = engine->tokenizer().encode(o.prompt, /*add_special=*/true,
+                                                           /*parse_special=*/true);
   if (prompt.empty()) throw UsageError("--prompt: encodes to no tokens");
-  const int64_t total = static_cast<int64_t>(prompt.size()) + o.max_tokens;
-  if (total > cfg.context_length)
+  const int32_t context = engine->config().context_length;
+  if (static_cast<int64_t>(prompt.size()) + o.max_tokens > context)
     throw UsageError("--max-tokens: prompt (" + std::to_string(prompt.size()) +
-                     " tokens) + max tokens exceed the context length " +
-                     std::to_string(cfg.context_length));
+                     " tokens) + max tokens exceed the context length " + std::to_string(context));
 
-  ThreadPool pool(o.threads > 0 ? o.threads : default_thread_count());
-  const int32_t bs = KvCache::kDefaultBlockSize;
-  KvCache kv(cfg.n_layer, cfg.kv_dim(), static_cast<int32_t>((total + bs - 1) / bs), bs);
-  std::vector<int32_t> blocks(kv.n_blocks());
-  std::iota(blocks.begin(), blocks.end(), 0);
-  ForwardPass forward(*model, kv, pool);
-  Sampler sampler(SamplerConfig{cfg.n_vocab, tokenizer->eog_ids()});
-
-  SamplingParams params;
-  params.temperature = o.temperature;
-  params.top_k = o.top_k;
-  params.top_p = o.top_p;
-  params.min_p = o.min_p;
-  params.ignore_eos = o.ignore_eos;
-  params.seed = o.seed ? *o.seed : std::random_device{}();
-
-  Detokenizer detok(*tokenizer);
-  std::vector<int32_t> input = prompt;
-  int32_t position = 0;
-  int32_t generated = 0;
-  double prompt_seconds = 0, decode_seconds = 0;
-  bool eog = false;
-  while (generated < o.max_tokens && !eog) {
-    const auto start = Clock::now();
-    ForwardRow row{input, position, blocks, true};
-    std::span<float> logits = forward.run({&row, 1});
-    position += static_cast<int32_t>(input.size());
-    const int32_t token = sampler.sample(logits, params, position);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    (generated == 0 ? prompt_seconds : decode_seconds) += seconds;
-    ++generated;
-    const auto& eogs = tokenizer->eog_ids();
-    eog = !o.ignore_eos && std::find(eogs.begin(), eogs.end(), token) != eogs.end();
-    if (!eog) std::cout << detok.push(token) << std::flush;
-    input.assign(1, token);
+  GenerationRequest request = make_request(o, std::move(prompt));
+  const uint64_t seed = request.sampling.seed;
+  const size_t prompt_tokens = request.prompt.size();
+  auto sink = std::make_shared<StdoutSink>();
+  request.sink = sink;
+  std::future<StdoutSink::Outcome> pending = sink->outcome();
+  engine->start();
+  const Clock::time_point start = Clock::now();
+  const SubmitResult submitted = engine->scheduler().submit(std::move(request));
+  if (!submitted.accepted()) throw UsageError(submitted.message);
+  const StdoutSink::Outcome outcome = pending.get();
+  std::cout << "\n";
+  if (!outcome.ok) {
+    std::fprintf(stderr, "tandem generate: %s\n", outcome.error.c_str());
+    return 1;
   }
-  std::cout << detok.flush() << "\n";
+  // The prompt's time runs to the first text; the rest is decode.
+  const Clock::time_point first = outcome.first_text.value_or(outcome.end);
+  const double prompt_seconds = seconds(start, first);
+  const double decode_seconds = seconds(first, outcome.end);
+  const int64_t generated = outcome.usage.completion_tokens;
   std::fprintf(stderr,
-               "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %d tokens, decode %.1f "
+               "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
                "tok/s (%d threads, seed %llu)\n",
-               prompt.size(), prompt_seconds, prompt.size() / prompt_seconds, generated,
-               generated > 1 ? (generated - 1) / decode_seconds : 0.0, pool.size(),
-               static_cast<unsigned long long>(params.seed));
+               prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
+               static_cast<long long>(generated),
+               generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
+               engine->threads(), static_cast<unsigned long long>(seed));
   return 0;
 }
 
 }  // namespace
-
 Subcommand make_generate_command(CLI::App& app) {
   auto opts = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt");

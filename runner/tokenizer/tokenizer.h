@@ -76,8 +76,4 @@ class Detokenizer {
   std::string pending_;  // bytes of an incomplete UTF-8 sequence
 };
 
-// Appends `bytes` to `out` as valid UTF-8, replacing each maximal invalid subpart
-// with U+FFFD (the WHATWG / Unicode "substitution of maximal subparts" rule).
-void append_sanitized_utf8(std::string& out, std::string_view bytes);
-
 }  // namespace tandem

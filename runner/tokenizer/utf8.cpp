@@ -1,7 +1,5 @@
 #include "runner/tokenizer/utf8.h"
 
-#include "runner/tokenizer/tokenizer.h"
-
 namespace tandem::utf8 {
 
 namespace {

@@ -34,3 +34,11 @@ bool is_valid(std::string_view bytes);
 std::string encode(char32_t cp);
 
 }  // namespace tandem::utf8
+
+namespace tandem {
+
+// Appends `bytes` to `out` as valid UTF-8, replacing each maximal invalid subpart
+// with U+FFFD (the WHATWG / Unicode "substitution of maximal subparts" rule).
+void append_sanitized_utf8(std::string& out, std::string_view bytes);
+
+}  // namespace tandem

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runner/tokenizer/tokenizer.h"
+#include "runner/tokenizer/utf8.h"
 #include "tests/fuzz/fuzz_vocabularies.h"
 
 namespace {
