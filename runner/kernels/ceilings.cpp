@@ -1,0 +1,98 @@
+#include "runner/kernels/ceilings.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "runner/kernels/kernels.h"
+#include "runner/kernels/peaks.h"
+
+namespace tandem::kernels {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using PeakLoop = int64_t (*)(int64_t iterations, float* sink);
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Runs `loop` on every thread of the pool at once, in rounds of a fixed size, until
+// `seconds` have passed; returns the summed rate in giga-operations per second.
+double peak_rate(ThreadPool& pool, PeakLoop loop, double seconds) {
+  constexpr int64_t kRound = 1 << 16;
+  float sink = 0;
+  loop(kRound, &sink);  // warm up: clocks and caches
+  std::atomic<int64_t> ops{0};
+  const Clock::time_point start = Clock::now();
+  pool.run_on_all([&](int, int) {
+    float local_sink = 0;
+    int64_t local_ops = 0;
+    while (since(start) < seconds) local_ops += loop(kRound, &local_sink);
+    ops += local_ops;
+    if (local_sink == 1.2345f) std::fputs("", stderr);  // keeps the results alive
+  });
+  return static_cast<double>(ops.load()) / since(start) / 1e9;
+}
+
+// Reads `bytes` of `data` split over `threads` of the pool (the others idle), repeatedly
+// until `seconds` have passed; returns GB/s.
+double read_rate(ThreadPool& pool, const uint8_t* data, int64_t bytes, int threads,
+                 double seconds) {
+  const int64_t share = bytes / threads / 64 * 64;
+  std::atomic<uint64_t> sum{0};
+  int64_t passes = 0;
+  const Clock::time_point start = Clock::now();
+  do {
+    pool.run_on_all([&](int thread, int) {
+      if (thread < threads) sum += detail::read_sum_avx2(data + thread * share, share);
+    });
+    ++passes;
+  } while (since(start) < seconds);
+  const double elapsed = since(start);
+  if (sum.load() == 12345) std::fputs("", stderr);  // keeps the reads alive
+  return static_cast<double>(share) * threads * static_cast<double>(passes) / elapsed / 1e9;
+}
+
+bool has_avx512_vnni() { return __builtin_cpu_supports("avx512vnni"); }
+
+}  // namespace
+
+MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffer_bytes) {
+  MachineCeilings c;
+  c.threads = pool.size();
+  const Isa isa = detected_isa();
+  const bool avx512 = isa != Isa::kAvx2;
+  c.f32_fma_gflops =
+      peak_rate(pool, avx512 ? detail::peak_fma_avx512 : detail::peak_fma_avx2, seconds);
+  if (isa == Isa::kAvx512Bf16)
+    c.bf16_dot_gflops = peak_rate(pool, detail::peak_bf16_dot_avx512, seconds);
+  if (avx512 && has_avx512_vnni())
+    c.int8_dot_gops = peak_rate(pool, detail::peak_int8_dot_avx512, seconds);
+
+  buffer_bytes = buffer_bytes / 64 * 64;
+  std::unique_ptr<uint8_t[], void (*)(uint8_t*)> buffer(
+      static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(buffer_bytes))),
+      [](uint8_t* p) { std::free(p); });
+  if (!buffer) throw std::bad_alloc();
+  std::memset(buffer.get(), 1, static_cast<size_t>(buffer_bytes));  // commit the pages
+  c.read_gbps_one_thread = read_rate(pool, buffer.get(), buffer_bytes, 1, seconds);
+  c.read_gbps_all_threads = read_rate(pool, buffer.get(), buffer_bytes, pool.size(), seconds);
+  return c;
+}
+
+std::string describe(const MachineCeilings& c) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "ceilings (%d threads): F32 FMA %.0f GFLOP/s, BF16 dot %.0f GFLOP/s, int8 dot "
+                "%.0f GOP/s, memory read %.1f GB/s (1 thread) %.1f GB/s (%d threads)",
+                c.threads, c.f32_fma_gflops, c.bf16_dot_gflops, c.int8_dot_gops,
+                c.read_gbps_one_thread, c.read_gbps_all_threads, c.threads);
+  return line;
+}
+
+}  // namespace tandem::kernels

@@ -1,0 +1,31 @@
+// The machine's ceilings, measured on the machine at hand: the peak rate of the
+// dot-product instructions the kernels use, and the read bandwidth from memory. Speeds
+// mean something as a fraction of these (`tandem bench` and `generate` print it).
+// Measuring takes about `seconds` per figure; call it once, from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runner/util/thread_pool.h"
+
+namespace tandem::kernels {
+
+struct MachineCeilings {
+  int threads = 0;                  // the pool's threads, all of them measured at once
+  double f32_fma_gflops = 0;        // FMA on the widest vectors (2 flops per lane)
+  double bf16_dot_gflops = 0;       // vdpbf16ps (2 products and 2 adds per lane); 0: absent
+  double int8_dot_gops = 0;         // vpdpbusd (4 products and 4 adds per lane); 0: absent
+  double read_gbps_one_thread = 0;  // streaming reads of a buffer far larger than the caches
+  double read_gbps_all_threads = 0;
+};
+
+// Measures every ceiling with the pool's threads (peaks) and with one and all threads
+// (bandwidth, over `buffer_bytes` of memory).
+MachineCeilings measure_ceilings(ThreadPool& pool, double seconds = 0.2,
+                                 int64_t buffer_bytes = int64_t{512} << 20);
+
+// One line: "ceilings (2 threads): F32 FMA 150 GFLOP/s, BF16 dot 380 GFLOP/s, ...".
+std::string describe(const MachineCeilings& c);
+
+}  // namespace tandem::kernels
