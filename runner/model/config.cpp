@@ -51,9 +51,10 @@ void read_family_keys(ModelConfig& c, const gguf::File& file, const std::string&
   const bool gemma = c.architecture == "gemma2" || c.architecture == "gemma3";
   if (c.architecture == "gemma2") {
     c.sliding_window = 4096;  // llama.cpp's default for gemma 2
-    c.attn_softcap = static_cast<float>(file.get_float_or(a + "attn_logit_softcapping", 0.0));
-    c.final_softcap = static_cast<float>(file.get_float_or(a + "final_logit_softcapping", 0.0));
-    if (c.attn_softcap < 0 || c.final_softcap < 0) fail(file, a + "*_softcapping must be >= 0");
+    if (file.has(a + "attn_logit_softcapping"))
+      c.attn_softcap = positive_float(file, a + "attn_logit_softcapping", 0.0);
+    if (file.has(a + "final_logit_softcapping"))
+      c.final_softcap = positive_float(file, a + "final_logit_softcapping", 0.0);
   }
   if (gemma) {
     c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
