@@ -1,33 +1,101 @@
 #include "runner/model/config.h"
 
+#include <cmath>
 #include <string>
 
 namespace tandem {
 namespace {
 
+[[noreturn]] void fail(const gguf::File& file, const std::string& what) {
+  throw gguf::GgufError(file.name() + ": " + what);
+}
+
 int32_t positive_int(const gguf::File& file, const std::string& key, int64_t limit) {
   int64_t v = file.get_int(key);
-  if (v <= 0 || v > limit)
-    throw gguf::GgufError(file.name() + ": " + key + " = " + std::to_string(v) +
-                          " is out of range");
+  if (v <= 0 || v > limit) fail(file, key + " = " + std::to_string(v) + " is out of range");
   return static_cast<int32_t>(v);
 }
 
-}  // namespace
+float positive_float(const gguf::File& file, const std::string& key, double fallback) {
+  const double v = file.get_float_or(key, fallback);
+  if (!(v > 0) || !std::isfinite(v)) fail(file, key + " must be a positive number");
+  return static_cast<float>(v);
+}
 
-ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
-  ModelConfig c;
-  c.architecture = file.get_string("general.architecture");
-  if (c.architecture == "llama") {
-    c.rope_style = RopeStyle::kAdjacentPairs;
-  } else if (c.architecture == "qwen2") {
-    c.rope_style = RopeStyle::kNeox;
+// The per-family choices, as llama.cpp's graph for each architecture makes them.
+void set_family(ModelConfig& c, const gguf::File& file) {
+  const std::string& arch = c.architecture;
+  c.rope_style = arch == "llama" ? RopeStyle::kAdjacentPairs : RopeStyle::kNeox;
+  if (arch == "llama") {
+  } else if (arch == "qwen2") {
     c.qkv_bias = true;
+  } else if (arch == "qwen3") {
+    c.qk_norm = true;
+  } else if (arch == "phi3") {
+    c.fused_qkv = c.fused_gate_up = true;
+  } else if (arch == "gemma2" || arch == "gemma3") {
+    c.post_norms = true;
+    c.activation = Activation::kGeluTanh;
+    c.qk_norm = arch == "gemma3";
+    c.swa_pattern = arch == "gemma2" ? 2 : 6;
   } else {
-    throw gguf::GgufError(file.name() + ": unsupported architecture '" + c.architecture +
-                          "' (supported: llama, qwen2)");
+    fail(file, "unsupported architecture '" + arch +
+                   "' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
   }
-  const std::string a = c.architecture + ".";
+}
+
+// Hyperparameters only some families have; the key names follow llama.cpp's converter.
+void read_family_keys(ModelConfig& c, const gguf::File& file, const std::string& a) {
+  if (file.get_int_or(a + "expert_count", 0) > 0)
+    fail(file, a + "expert_count: MoE is not supported");
+  const bool gemma = c.architecture == "gemma2" || c.architecture == "gemma3";
+  if (c.architecture == "gemma2") {
+    c.sliding_window = 4096;  // llama.cpp's default for gemma 2
+    if (file.has(a + "attn_logit_softcapping"))
+      c.attn_softcap = positive_float(file, a + "attn_logit_softcapping", 0.0);
+    if (file.has(a + "final_logit_softcapping"))
+      c.final_softcap = positive_float(file, a + "final_logit_softcapping", 0.0);
+  }
+  if (gemma) {
+    c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
+    if (file.has(a + "attention.sliding_window"))
+      c.sliding_window = positive_int(file, a + "attention.sliding_window", 1 << 24);
+    // gemma_pytorch: the 27B models scale queries by (n_embd / n_head)^-0.5.
+    const bool is_27b = c.n_layer == (c.architecture == "gemma2" ? 46 : 62);
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? c.n_embd / c.n_head : c.head_dim));
+  }
+  // phi3's sliding_window is ignored, as llama.cpp does (its converter writes a wrong one).
+  if (c.architecture == "phi3" && file.has(a + "rope.scaling.attn_factor"))
+    fail(file, a + "rope.scaling.attn_factor (phi3 long-context RoPE) is not supported");
+  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (file.find_tensor(t))
+      fail(file, std::string("tensor '") + t + "' (LongRoPE) is not supported");
+}
+
+// rope.freq_base, and rope.scaling.{type,factor}: none and linear are implemented;
+// anything else would change the outputs, so it is refused rather than ignored.
+void read_rope(ModelConfig& c, const gguf::File& file, const std::string& a) {
+  c.rope.base = positive_float(file, a + "rope.freq_base", 10000.0);
+  const std::string type = file.get_string_or(a + "rope.scaling.type", "none");
+  float factor = 1.0f;
+  if (type == "linear") {
+    factor = positive_float(file, a + "rope.scaling.factor", 1.0);
+  } else if (type != "none") {
+    fail(file, a + "rope.scaling.type = '" + type + "' is not supported (none, linear)");
+  }
+  if (file.has(a + "rope.scale_linear"))
+    factor = positive_float(file, a + "rope.scale_linear", 1.0);
+  if (file.has(a + "rope.scaling.attn_factor") &&
+      file.get_float(a + "rope.scaling.attn_factor") != 1.0)
+    fail(file, a + "rope.scaling.attn_factor is not supported");
+  c.rope.scale = 1.0f / factor;
+  c.rope_local = c.rope;
+  if (c.architecture == "gemma3")  // local layers: their own base, no scaling
+    c.rope_local = {positive_float(file, a + "rope.freq_base_swa", 10000.0), 1.0f};
+  c.rope_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
+}
+
+void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
   constexpr int64_t kMaxDim = 1 << 20;
   c.n_embd = positive_int(file, a + "embedding_length", kMaxDim);
   c.n_layer = positive_int(file, a + "block_count", 4096);
@@ -37,28 +105,45 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
                     : c.n_head;
   c.n_ff = positive_int(file, a + "feed_forward_length", kMaxDim);
   c.context_length = positive_int(file, a + "context_length", 1 << 24);
-  if (c.n_embd % c.n_head != 0)
-    throw gguf::GgufError(file.name() + ": embedding_length " + std::to_string(c.n_embd) +
-                          " is not a multiple of head_count " + std::to_string(c.n_head));
   if (c.n_head % c.n_head_kv != 0)
-    throw gguf::GgufError(file.name() + ": head_count " + std::to_string(c.n_head) +
-                          " is not a multiple of head_count_kv " + std::to_string(c.n_head_kv));
-  c.head_dim = c.n_embd / c.n_head;
+    fail(file, "head_count " + std::to_string(c.n_head) + " is not a multiple of head_count_kv " +
+                   std::to_string(c.n_head_kv));
+  if (file.has(a + "attention.key_length")) {
+    c.head_dim = positive_int(file, a + "attention.key_length", 1 << 16);
+  } else if (c.n_embd % c.n_head != 0) {
+    fail(file, "embedding_length " + std::to_string(c.n_embd) +
+                   " is not a multiple of head_count " + std::to_string(c.n_head));
+  } else {
+    c.head_dim = c.n_embd / c.n_head;
+  }
+  if (file.has(a + "attention.value_length") &&
+      file.get_int(a + "attention.value_length") != c.head_dim)
+    fail(file, a + "attention.value_length differs from key_length (not supported)");
   c.n_rot = file.has(a + "rope.dimension_count")
                 ? positive_int(file, a + "rope.dimension_count", c.head_dim)
                 : c.head_dim;
-  if (c.n_rot % 2 != 0) throw gguf::GgufError(file.name() + ": rope.dimension_count must be even");
-  c.rope_base = static_cast<float>(file.get_float_or(a + "rope.freq_base", 10000.0));
-  c.rms_eps = static_cast<float>(file.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
-  if (!(c.rope_base > 0) || !(c.rms_eps > 0))
-    throw gguf::GgufError(file.name() + ": rope.freq_base and layer_norm_rms_epsilon must be > 0");
+  if (c.n_rot % 2 != 0) fail(file, "rope.dimension_count must be even");
+  c.rms_eps = positive_float(file, a + "attention.layer_norm_rms_epsilon", 1e-5);
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
+  ModelConfig c;
+  c.architecture = file.get_string("general.architecture");
+  const std::string a = c.architecture + ".";
+  set_family(c, file);
+  read_shape(c, file, a);
+  read_family_keys(c, file, a);
+  read_rope(c, file, a);
+  c.attn_scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   // The vocabulary size is the embedding's outer dimension; metadata may omit it.
   const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
-  if (!embd) throw gguf::GgufError(file.name() + ": missing tensor 'token_embd.weight'");
+  if (!embd) fail(file, "missing tensor 'token_embd.weight'");
   if (embd->dims.size() != 2 || embd->dims[0] != static_cast<uint64_t>(c.n_embd) ||
       embd->dims[1] == 0 || embd->dims[1] > (1u << 24))
-    throw gguf::GgufError(file.name() + ": tensor 'token_embd.weight' has the wrong shape");
+    fail(file, "tensor 'token_embd.weight' has the wrong shape");
   c.n_vocab = static_cast<int32_t>(embd->dims[1]);
   return c;
 }

@@ -11,8 +11,8 @@
 namespace tandem {
 namespace {
 
-// out = x / rms(x) * weight, one row. The sum of squares is taken in double so the
-// result hardly depends on rounding order (and the order is fixed anyway).
+// out = x / rms(x) * weight, one row (out may be x). The sum of squares is taken in
+// double so the result hardly depends on rounding order (and the order is fixed anyway).
 void rms_norm(const float* x, const float* weight, float* out, int64_t n, float eps) {
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
@@ -30,6 +30,35 @@ void rope(float* head, const float* cos, const float* sin, int32_t n_rot, RopeSt
     head[a] = x0 * cos[i] - x1 * sin[i];
     head[b] = x0 * sin[i] + x1 * cos[i];
   }
+}
+
+// RoPE frequency i of n_rot / 2: scale * base^(-2i/n_rot) / factor_i (in double: positions
+// reach 10^5 and more, where float angles drift).
+double rope_frequency(const RopeParams& p, int32_t i, int32_t n_rot,
+                      const std::vector<float>& factors) {
+  const double f = p.scale * std::pow(static_cast<double>(p.base), -2.0 * i / n_rot);
+  return factors.empty() ? f : f / factors[i];
+}
+
+// x = cap * tanh(x / cap), elementwise (gemma2's soft-capping); cap 0 leaves x alone.
+void soft_cap(float* x, int64_t n, float cap) {
+  if (cap <= 0) return;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+// out[i] = act(gate[i]) * up[i]. GELU is the tanh approximation, as gemma and ggml use.
+void gated_activation(Activation act, const float* gate, const float* up, float* out, int64_t n) {
+  if (act == Activation::kSilu) return kernels::silu_mul(gate, up, out, n);
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+    out[i] = g * up[i];
+  }
+}
+
+void add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
 }  // namespace
@@ -68,13 +97,13 @@ void ForwardPass::reserve(int64_t n_tokens, int64_t n_logits) {
   };
   grow(x_, n_tokens * e);
   grow(xn_, n_tokens * e);
-  grow(qkv_, n_tokens * (e + 2 * cfg_.kv_dim()));
-  grow(attn_, n_tokens * e);
+  grow(qkv_, n_tokens * (cfg_.q_dim() + 2 * cfg_.kv_dim()));
+  grow(attn_, n_tokens * cfg_.q_dim());
   grow(proj_, n_tokens * e);
   grow(gate_up_, n_tokens * 2 * cfg_.n_ff);
   grow(ffn_, n_tokens * cfg_.n_ff);
-  grow(rope_cos_, n_tokens * (cfg_.n_rot / 2));
-  grow(rope_sin_, n_tokens * (cfg_.n_rot / 2));
+  grow(rope_cos_, 2 * n_tokens * (cfg_.n_rot / 2));
+  grow(rope_sin_, 2 * n_tokens * (cfg_.n_rot / 2));
   grow(last_, n_logits * e);
   grow(logits_, n_logits * cfg_.n_vocab);
 }
@@ -87,12 +116,6 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
     n_logits += r.want_logits ? 1 : 0;
   }
   reserve(n_tokens, n_logits);
-
-  const int64_t e = cfg_.n_embd, kv_dim = cfg_.kv_dim(), ff = cfg_.n_ff;
-  const int64_t qkv_width = e + 2 * kv_dim;
-  const int32_t half_rot = cfg_.n_rot / 2;
-
-  // Token bookkeeping, embeddings, and RoPE angles (once per token, shared by all layers).
   token_row_.resize(n_tokens);
   token_position_.resize(n_tokens);
   for (int64_t t = 0, r = 0; r < static_cast<int64_t>(rows.size()); ++r)
@@ -100,65 +123,107 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
       token_row_[t] = static_cast<int32_t>(r);
       token_position_[t] = rows[r].position + static_cast<int32_t>(i);
     }
+
+  embed_and_angles(rows);
+  for (int32_t l = 0; l < cfg_.n_layer; ++l) {
+    attention_block(l, rows);
+    ffn_block(l);
+  }
+  const int64_t n_out = output_logits(rows);
+  return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
+}
+
+// x = embedding * embed_scale; RoPE angles once per token, shared by all layers.
+void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
+  const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
+  const int32_t half = cfg_.n_rot / 2;
   pool_.parallel_for(n_tokens, [&](int64_t t) {
     const ForwardRow& r = rows[token_row_[t]];
-    model_.embed(r.tokens[token_position_[t] - r.position], &x_[t * e]);
-    for (int32_t i = 0; i < half_rot; ++i) {
-      // The angle in double: positions reach 10^5 and more, where float angles drift.
-      const double freq = std::pow(static_cast<double>(cfg_.rope_base), -2.0 * i / cfg_.n_rot);
-      const double angle = token_position_[t] * freq;
-      rope_cos_[t * half_rot + i] = static_cast<float>(std::cos(angle));
-      rope_sin_[t * half_rot + i] = static_cast<float>(std::sin(angle));
+    float* x = &x_[t * e];
+    model_.embed(r.tokens[token_position_[t] - r.position], x);
+    if (cfg_.embed_scale != 1.0f)
+      for (int64_t i = 0; i < e; ++i) x[i] *= cfg_.embed_scale;
+    for (int table = 0; table < 2; ++table) {
+      const RopeParams& p = table == 0 ? cfg_.rope : cfg_.rope_local;
+      const int64_t at = (table * n_tokens + t) * half;
+      for (int32_t i = 0; i < half; ++i) {
+        const double angle =
+            token_position_[t] * rope_frequency(p, i, cfg_.n_rot, model_.rope_freq_factors());
+        rope_cos_[at + i] = static_cast<float>(std::cos(angle));
+        rope_sin_[at + i] = static_cast<float>(std::sin(angle));
+      }
     }
   });
+}
 
-  for (int32_t l = 0; l < cfg_.n_layer; ++l) {
-    const LayerWeights& w = model_.layers()[l];
+// x += post_norm(Wo * attention(rope(qk_norm(Wq,k,v * norm(x)))))
+void ForwardPass::attention_block(int32_t l, std::span<const ForwardRow> rows) {
+  const LayerWeights& w = model_.layers()[l];
+  const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
+  pool_.parallel_for(n_tokens, [&](int64_t t) {
+    rms_norm(&x_[t * e], w.attn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
+  });
+  kernels::matmul(pool_, w.qkv, xn_.data(), n_tokens, qkv_.data());
+  pool_.parallel_for(n_tokens, [&](int64_t t) { qk_rope_and_store(l, t, rows); });
+  attention(l, rows);
+  kernels::matmul(pool_, w.attn_out, attn_.data(), n_tokens, proj_.data());
+  pool_.parallel_for(n_tokens, [&](int64_t t) {
+    float* p = &proj_[t * e];
+    if (cfg_.post_norms) rms_norm(p, w.post_attn_norm.data(), p, e, cfg_.rms_eps);
+    add(&x_[t * e], p, e);
+  });
+}
 
-    // Attention block: x += Wo * attention(rope(Wq,k,v * norm(x)))
-    pool_.parallel_for(n_tokens, [&](int64_t t) {
-      rms_norm(&x_[t * e], w.attn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
-    });
-    kernels::matmul(pool_, w.qkv, xn_.data(), n_tokens, qkv_.data());
-    pool_.parallel_for(n_tokens, [&](int64_t t) {
-      float* q = &qkv_[t * qkv_width];
-      if (!w.qkv_bias.empty())
-        for (int64_t i = 0; i < qkv_width; ++i) q[i] += w.qkv_bias[i];
-      const float* cs = &rope_cos_[t * half_rot];
-      const float* sn = &rope_sin_[t * half_rot];
-      for (int32_t h = 0; h < cfg_.n_head; ++h)
-        rope(q + h * cfg_.head_dim, cs, sn, cfg_.n_rot, cfg_.rope_style);
-      float* k = q + e;
-      for (int32_t h = 0; h < cfg_.n_head_kv; ++h)
-        rope(k + h * cfg_.head_dim, cs, sn, cfg_.n_rot, cfg_.rope_style);
-      // Store K and V in the token's cache slot before any token attends to it.
-      const ForwardRow& r = rows[token_row_[t]];
-      const int32_t pos = token_position_[t];
-      const int32_t block = r.kv_blocks[pos / kv_.block_size()];
-      const int32_t slot = pos % kv_.block_size();
-      std::copy(k, k + kv_dim, kv_.k(l, block, slot));
-      std::copy(k + kv_dim, k + 2 * kv_dim, kv_.v(l, block, slot));
-    });
-    attention(l, rows);
-    kernels::matmul(pool_, w.attn_out, attn_.data(), n_tokens, proj_.data());
-    pool_.parallel_for(n_tokens, [&](int64_t t) {
-      for (int64_t i = 0; i < e; ++i) x_[t * e + i] += proj_[t * e + i];
-      rms_norm(&x_[t * e], w.ffn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
-    });
+// One token's q and k: bias, per-head norm, RoPE; then K and V go to the token's cache
+// slot, before any token attends to it.
+void ForwardPass::qk_rope_and_store(int32_t l, int64_t t, std::span<const ForwardRow> rows) {
+  const LayerWeights& w = model_.layers()[l];
+  const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), kv_dim = cfg_.kv_dim();
+  const int64_t qkv_width = cfg_.q_dim() + 2 * kv_dim;
+  const int32_t hd = cfg_.head_dim, half = cfg_.n_rot / 2;
+  float* q = &qkv_[t * qkv_width];
+  float* k = q + cfg_.q_dim();
+  if (!w.qkv_bias.empty()) add(q, w.qkv_bias.data(), qkv_width);
+  const int64_t at = ((cfg_.is_local_layer(l) ? n_tokens : 0) + t) * half;
+  auto per_head = [&](float* head, const std::vector<float>& norm) {
+    if (!norm.empty()) rms_norm(head, norm.data(), head, hd, cfg_.rms_eps);
+    rope(head, &rope_cos_[at], &rope_sin_[at], cfg_.n_rot, cfg_.rope_style);
+  };
+  for (int32_t h = 0; h < cfg_.n_head; ++h) per_head(q + h * hd, w.q_norm);
+  for (int32_t h = 0; h < cfg_.n_head_kv; ++h) per_head(k + h * hd, w.k_norm);
+  const ForwardRow& r = rows[token_row_[t]];
+  const int32_t pos = token_position_[t];
+  const int32_t block = r.kv_blocks[pos / kv_.block_size()];
+  const int32_t slot = pos % kv_.block_size();
+  std::copy(k, k + kv_dim, kv_.k(l, block, slot));
+  std::copy(k + kv_dim, k + 2 * kv_dim, kv_.v(l, block, slot));
+}
 
-    // Feed-forward block: x += W_down * (silu(W_gate * xn) * (W_up * xn))
-    kernels::matmul(pool_, w.gate_up, xn_.data(), n_tokens, gate_up_.data());
-    pool_.parallel_for(n_tokens, [&](int64_t t) {
-      const float* g = &gate_up_[t * 2 * ff];
-      kernels::silu_mul(g, g + ff, &ffn_[t * ff], ff);
-    });
-    kernels::matmul(pool_, w.down, ffn_.data(), n_tokens, proj_.data());
-    pool_.parallel_for(n_tokens, [&](int64_t t) {
-      for (int64_t i = 0; i < e; ++i) x_[t * e + i] += proj_[t * e + i];
-    });
-  }
+// x += post_norm(W_down * (act(W_gate * xn) * (W_up * xn))), xn = norm(x)
+void ForwardPass::ffn_block(int32_t l) {
+  const LayerWeights& w = model_.layers()[l];
+  const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
+  const int64_t ff = cfg_.n_ff;
+  pool_.parallel_for(n_tokens, [&](int64_t t) {
+    rms_norm(&x_[t * e], w.ffn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
+  });
+  kernels::matmul(pool_, w.gate_up, xn_.data(), n_tokens, gate_up_.data());
+  pool_.parallel_for(n_tokens, [&](int64_t t) {
+    const float* g = &gate_up_[t * 2 * ff];
+    gated_activation(cfg_.activation, g, g + ff, &ffn_[t * ff], ff);
+  });
+  kernels::matmul(pool_, w.down, ffn_.data(), n_tokens, proj_.data());
+  pool_.parallel_for(n_tokens, [&](int64_t t) {
+    float* p = &proj_[t * e];
+    if (cfg_.post_norms) rms_norm(p, w.post_ffn_norm.data(), p, e, cfg_.rms_eps);
+    add(&x_[t * e], p, e);
+  });
+}
 
-  // Logits for the last token of each row that wants them.
+// Logits (soft-capped where the family does) for the last token of each row that wants
+// them; returns how many rows got logits.
+int64_t ForwardPass::output_logits(std::span<const ForwardRow> rows) {
+  const int64_t e = cfg_.n_embd;
   int64_t n_out = 0;
   for (int64_t t = 0, r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
     t += static_cast<int64_t>(rows[r].tokens.size());
@@ -167,19 +232,23 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
       ++n_out;
     }
   }
-  if (n_out > 0) kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data());
-  return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
+  if (n_out == 0) return 0;
+  kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data());
+  soft_cap(logits_.data(), n_out * cfg_.n_vocab, cfg_.final_softcap);
+  return n_out;
 }
 
 // Causal attention for every (token, head) of the batch. Each task reads the K/V
-// slots of its own sequence up to its own position; the order of the reduction is
-// fixed, so a token's output does not depend on the batch or on the thread count.
+// slots of its own sequence up to its own position (from position - window + 1 on a
+// sliding-window layer); the order of the reduction is fixed, so a token's output does
+// not depend on the batch or on the thread count.
 void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size());
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t e = cfg_.n_embd, qkv_width = e + 2 * cfg_.kv_dim();
+  const int64_t q_dim = cfg_.q_dim(), qkv_width = q_dim + 2 * cfg_.kv_dim();
+  const int64_t stride = cfg_.kv_dim();  // a block's slots sit kv_dim floats apart
   const int32_t bs = kv_.block_size();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
   const int64_t n_tasks = n_tokens * cfg_.n_head;
   std::atomic<int64_t> next{0};
 
@@ -188,40 +257,51 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
     for (int64_t task = next.fetch_add(1); task < n_tasks; task = next.fetch_add(1)) {
       const int64_t t = task / cfg_.n_head;
       const int32_t h = static_cast<int32_t>(task % cfg_.n_head);
-      const int32_t kv_head = h / group;
+      const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
       const ForwardRow& r = rows[token_row_[t]];
-      const int32_t n_ctx = token_position_[t] + 1;
-      if (static_cast<int32_t>(scores.size()) < n_ctx) scores.resize(n_ctx);
+      const int32_t end = token_position_[t] + 1;
+      const int32_t begin = window > 0 ? std::max(0, end - window) : 0;
+      const int32_t n = end - begin;
+      if (static_cast<int32_t>(scores.size()) < n) scores.resize(n);
+      // Calls fn(first cache slot, first key index, count) for each block's run of keys.
+      auto for_each_span = [&](auto fn) {
+        for (int32_t j = begin; j < end;) {
+          const int32_t slot = j % bs, count = std::min(bs - slot, end - j);
+          fn(r.kv_blocks[j / bs], slot, j - begin, count);
+          j += count;
+        }
+      };
 
       const float* q = &qkv_[t * qkv_width + static_cast<int64_t>(h) * hd];
-      const int64_t stride = cfg_.kv_dim();
-      // Scores block by block: a block's slots sit kv_dim floats apart.
-      for (int32_t j0 = 0; j0 < n_ctx; j0 += bs) {
-        const int32_t count = std::min(bs, n_ctx - j0);
-        const float* k = kv_.k(layer, r.kv_blocks[j0 / bs], 0) + kv_head * hd;
-        kernels::dot_rows(q, k, stride, count, hd, &scores[j0]);
-      }
-      float max_score = -INFINITY;
-      for (int32_t j = 0; j < n_ctx; ++j) {
-        scores[j] *= scale;
-        max_score = std::max(max_score, scores[j]);
-      }
-      float sum = 0;
-      for (int32_t j = 0; j < n_ctx; ++j) {
-        scores[j] = std::exp(scores[j] - max_score);
-        sum += scores[j];
-      }
-      const float inv = 1.0f / sum;
-      for (int32_t j = 0; j < n_ctx; ++j) scores[j] *= inv;
-      float* out = &attn_[t * e + static_cast<int64_t>(h) * hd];
+      for_each_span([&](int32_t block, int32_t slot, int32_t at, int32_t count) {
+        kernels::dot_rows(q, kv_.k(layer, block, slot) + kv_off, stride, count, hd, &scores[at]);
+      });
+      softmax(scores.data(), n);
+      float* out = &attn_[t * q_dim + static_cast<int64_t>(h) * hd];
       std::fill(out, out + hd, 0.0f);
-      for (int32_t j0 = 0; j0 < n_ctx; j0 += bs) {
-        const int32_t count = std::min(bs, n_ctx - j0);
-        const float* v = kv_.v(layer, r.kv_blocks[j0 / bs], 0) + kv_head * hd;
-        kernels::axpy_rows(&scores[j0], v, stride, count, hd, out);
-      }
+      for_each_span([&](int32_t block, int32_t slot, int32_t at, int32_t count) {
+        kernels::axpy_rows(&scores[at], kv_.v(layer, block, slot) + kv_off, stride, count, hd, out);
+      });
     }
   });
+}
+
+// Attention weights from raw scores q.k: scale, soft-cap (gemma2), softmax.
+void ForwardPass::softmax(float* scores, int32_t n) const {
+  float max_score = -INFINITY;
+  for (int32_t j = 0; j < n; ++j) {
+    scores[j] *= cfg_.attn_scale;
+    if (cfg_.attn_softcap > 0)
+      scores[j] = cfg_.attn_softcap * std::tanh(scores[j] / cfg_.attn_softcap);
+    max_score = std::max(max_score, scores[j]);
+  }
+  float sum = 0;
+  for (int32_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int32_t j = 0; j < n; ++j) scores[j] *= inv;
 }
 
 }  // namespace tandem

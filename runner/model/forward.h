@@ -1,10 +1,9 @@
-// The forward pass of a Llama-family model over one mixed batch: rows that prefill a
-// chunk of prompt and rows that decode one token, each at its own position, reading
-// and writing the paged KV cache through the row's block table. Every row's result is
-// independent of the other rows and of the thread count (the kernels promise it; the
-// norms, RoPE and attention here work row by row in a fixed order).
-// Scratch is allocated once and grown only when a larger batch arrives. Not thread-safe:
-// one ForwardPass per device worker.
+// The forward pass of a decoder-only transformer (config.h) over one mixed batch: rows that prefill
+// a chunk of prompt and rows that decode one token, each at its own position, reading and writing
+// the paged KV cache through the row's block table. Every row's result is independent of the other
+// rows and of the thread count (the kernels promise it; the norms, RoPE and attention here work row
+// by row in a fixed order). Scratch is allocated once and grown only when a larger batch arrives.
+// Not thread-safe: one ForwardPass per device worker.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +35,13 @@ class ForwardPass {
  private:
   void validate(std::span<const ForwardRow> rows) const;
   void reserve(int64_t n_tokens, int64_t n_logits);
+  void embed_and_angles(std::span<const ForwardRow> rows);
+  void attention_block(int32_t layer, std::span<const ForwardRow> rows);
+  void qk_rope_and_store(int32_t layer, int64_t token, std::span<const ForwardRow> rows);
   void attention(int32_t layer, std::span<const ForwardRow> rows);
+  void softmax(float* scores, int32_t n) const;
+  void ffn_block(int32_t layer);
+  int64_t output_logits(std::span<const ForwardRow> rows);
 
   const Model& model_;
   const ModelConfig& cfg_;
@@ -44,9 +49,10 @@ class ForwardPass {
   ThreadPool& pool_;
 
   // Per-token bookkeeping for the current batch.
-  std::vector<int32_t> token_row_;          // which row a token belongs to
-  std::vector<int32_t> token_position_;     // its position in its sequence
-  std::vector<float> rope_cos_, rope_sin_;  // [token][n_rot / 2]
+  std::vector<int32_t> token_row_;       // which row a token belongs to
+  std::vector<int32_t> token_position_;  // its position in its sequence
+  // RoPE angles, [table][token][n_rot / 2]: table 0 for global layers, 1 for local ones.
+  std::vector<float> rope_cos_, rope_sin_;
 
   // Activations, [token][width].
   std::vector<float> x_, xn_, qkv_, attn_, proj_, gate_up_, ffn_;

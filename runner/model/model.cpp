@@ -1,5 +1,6 @@
 #include "runner/model/model.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -40,6 +41,55 @@ kernels::WeightSource matrix(const gguf::File& file, const std::string& name, in
   return {t.type, t.data, n_out, n_in};
 }
 
+// Q, K and V as one packed matrix, from attn_qkv (phi3) or the three tensors.
+kernels::PackedWeights load_qkv(const gguf::File& f, const ModelConfig& c, const std::string& p) {
+  const int64_t e = c.n_embd, q = c.q_dim(), kv = c.kv_dim();
+  if (c.fused_qkv)
+    return kernels::PackedWeights::pack(matrix(f, p + "attn_qkv.weight", e, q + 2 * kv));
+  const kernels::WeightSource qkv[] = {matrix(f, p + "attn_q.weight", e, q),
+                                       matrix(f, p + "attn_k.weight", e, kv),
+                                       matrix(f, p + "attn_v.weight", e, kv)};
+  return kernels::PackedWeights::pack(qkv);
+}
+
+// Gate and up as one packed matrix, from ffn_up holding [gate; up] (phi3) or the two.
+kernels::PackedWeights load_gate_up(const gguf::File& f, const ModelConfig& c,
+                                    const std::string& p) {
+  const int64_t e = c.n_embd, ff = c.n_ff;
+  if (c.fused_gate_up)
+    return kernels::PackedWeights::pack(matrix(f, p + "ffn_up.weight", e, 2 * ff));
+  const kernels::WeightSource gate_up[] = {matrix(f, p + "ffn_gate.weight", e, ff),
+                                           matrix(f, p + "ffn_up.weight", e, ff)};
+  return kernels::PackedWeights::pack(gate_up);
+}
+
+LayerWeights load_layer(const gguf::File& f, const ModelConfig& c, int32_t l) {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const int64_t e = c.n_embd, q = c.q_dim(), kv = c.kv_dim();
+  LayerWeights w;
+  w.attn_norm = load_vector(f, p + "attn_norm.weight", e);
+  w.qkv = load_qkv(f, c, p);
+  if (c.qkv_bias) {
+    for (auto [name, n] : {std::pair{"attn_q.bias", q}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
+      std::vector<float> b = load_vector(f, p + name, n);
+      w.qkv_bias.insert(w.qkv_bias.end(), b.begin(), b.end());
+    }
+  }
+  if (c.qk_norm) {
+    w.q_norm = load_vector(f, p + "attn_q_norm.weight", c.head_dim);
+    w.k_norm = load_vector(f, p + "attn_k_norm.weight", c.head_dim);
+  }
+  w.attn_out = kernels::PackedWeights::pack(matrix(f, p + "attn_output.weight", q, e));
+  w.ffn_norm = load_vector(f, p + "ffn_norm.weight", e);
+  if (c.post_norms) {
+    w.post_attn_norm = load_vector(f, p + "post_attention_norm.weight", e);
+    w.post_ffn_norm = load_vector(f, p + "post_ffw_norm.weight", e);
+  }
+  w.gate_up = load_gate_up(f, c, p);
+  w.down = kernels::PackedWeights::pack(matrix(f, p + "ffn_down.weight", c.n_ff, e));
+  return w;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::filesystem::path& path) {
@@ -51,33 +101,18 @@ std::unique_ptr<Model> Model::load(gguf::File file) {
   const gguf::File& f = m->file_;
   m->config_ = ModelConfig::from_gguf(f);
   const ModelConfig& c = m->config_;
-  const int64_t e = c.n_embd, kv = c.kv_dim(), ff = c.n_ff;
+  const int64_t e = c.n_embd;
 
   m->token_embd_ = &require(f, "token_embd.weight",
                             {static_cast<uint64_t>(e), static_cast<uint64_t>(c.n_vocab)});
-  m->layers_.resize(c.n_layer);
-  for (int32_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights& w = m->layers_[l];
-    w.attn_norm = load_vector(f, p + "attn_norm.weight", e);
-    const kernels::WeightSource qkv[] = {matrix(f, p + "attn_q.weight", e, e),
-                                         matrix(f, p + "attn_k.weight", e, kv),
-                                         matrix(f, p + "attn_v.weight", e, kv)};
-    w.qkv = kernels::PackedWeights::pack(qkv);
-    if (c.qkv_bias) {
-      for (auto [name, n] :
-           {std::pair{"attn_q.bias", e}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
-        std::vector<float> b = load_vector(f, p + name, n);
-        w.qkv_bias.insert(w.qkv_bias.end(), b.begin(), b.end());
-      }
-    }
-    w.attn_out = kernels::PackedWeights::pack(matrix(f, p + "attn_output.weight", e, e));
-    w.ffn_norm = load_vector(f, p + "ffn_norm.weight", e);
-    const kernels::WeightSource gate_up[] = {matrix(f, p + "ffn_gate.weight", e, ff),
-                                             matrix(f, p + "ffn_up.weight", e, ff)};
-    w.gate_up = kernels::PackedWeights::pack(gate_up);
-    w.down = kernels::PackedWeights::pack(matrix(f, p + "ffn_down.weight", ff, e));
+  if (c.rope_freq_factors) {
+    m->rope_freq_factors_ = load_vector(f, "rope_freqs.weight", c.n_rot / 2);
+    for (float v : m->rope_freq_factors_)
+      if (!(v > 0) || !std::isfinite(v))
+        throw gguf::GgufError(f.name() + ": rope_freqs.weight holds a non-positive factor");
   }
+  m->layers_.reserve(c.n_layer);
+  for (int32_t l = 0; l < c.n_layer; ++l) m->layers_.push_back(load_layer(f, c, l));
   m->output_norm_ = load_vector(f, "output_norm.weight", e);
   m->tied_ = f.find_tensor("output.weight") == nullptr;
   m->output_ = kernels::PackedWeights::pack(

@@ -1,6 +1,6 @@
-// A Llama-family model loaded from GGUF: the configuration, and the weights repacked
-// for this CPU's kernels (Q/K/V fused into one matrix, gate/up into another). The
-// GGUF file stays mapped for the token embedding, which is read one row at a time.
+// A decoder-only transformer (see config.h for the families) loaded from GGUF: the configuration,
+// and the weights repacked for this CPU's kernels (Q/K/V fused into one matrix, gate/up into
+// another). The GGUF file stays mapped for the token embedding, which is read one row at a time.
 // Immutable after load; safe to share between threads.
 #pragma once
 
@@ -15,13 +15,16 @@
 namespace tandem {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;     // n_embd
-  kernels::PackedWeights qkv;       // n_embd -> [q (n_embd) | k (kv_dim) | v (kv_dim)]
-  std::vector<float> qkv_bias;      // qwen2: the three biases concatenated; else empty
-  kernels::PackedWeights attn_out;  // n_embd -> n_embd
-  std::vector<float> ffn_norm;      // n_embd
-  kernels::PackedWeights gate_up;   // n_embd -> [gate (n_ff) | up (n_ff)]
-  kernels::PackedWeights down;      // n_ff -> n_embd
+  std::vector<float> attn_norm;       // n_embd
+  kernels::PackedWeights qkv;         // n_embd -> [q (q_dim) | k (kv_dim) | v (kv_dim)]
+  std::vector<float> qkv_bias;        // qwen2: the three biases concatenated; else empty
+  std::vector<float> q_norm, k_norm;  // qk_norm: head_dim each; else empty
+  kernels::PackedWeights attn_out;    // q_dim -> n_embd
+  std::vector<float> post_attn_norm;  // post_norms: n_embd; else empty
+  std::vector<float> ffn_norm;        // n_embd
+  std::vector<float> post_ffn_norm;   // post_norms: n_embd; else empty
+  kernels::PackedWeights gate_up;     // n_embd -> [gate (n_ff) | up (n_ff)]
+  kernels::PackedWeights down;        // n_ff -> n_embd
 };
 
 class Model {
@@ -35,6 +38,8 @@ class Model {
   const gguf::File& file() const { return file_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
+  // rope_freqs.weight (n_rot / 2 divisors of the RoPE frequencies), or empty.
+  const std::vector<float>& rope_freq_factors() const { return rope_freq_factors_; }
   const kernels::PackedWeights& output() const { return output_; }
   bool tied_embeddings() const { return tied_; }
 
@@ -49,6 +54,7 @@ class Model {
   ModelConfig config_;
   std::vector<LayerWeights> layers_;
   std::vector<float> output_norm_;
+  std::vector<float> rope_freq_factors_;
   kernels::PackedWeights output_;  // output.weight, or token_embd.weight when tied
   bool tied_ = false;
   const gguf::TensorInfo* token_embd_ = nullptr;

@@ -121,9 +121,12 @@ void check_config(const tandem::gguf::File& file) {
   try {
     const auto c = tandem::ModelConfig::from_gguf(file);
     require(c.n_embd > 0 && c.n_layer > 0 && c.n_head > 0 && c.n_head_kv > 0 && c.n_ff > 0);
-    require(c.head_dim * c.n_head == c.n_embd && c.n_head % c.n_head_kv == 0);
+    require(c.head_dim > 0 && c.n_head % c.n_head_kv == 0);
     require(c.n_rot > 0 && c.n_rot <= c.head_dim && c.n_rot % 2 == 0);
-    require(c.n_vocab > 0 && c.context_length > 0 && c.rope_base > 0 && c.rms_eps > 0);
+    require(c.n_vocab > 0 && c.context_length > 0 && c.rms_eps > 0);
+    require(c.rope.base > 0 && c.rope.scale > 0 && c.rope_local.base > 0 && c.rope_local.scale > 0);
+    require(c.attn_scale > 0 && c.attn_softcap >= 0 && c.final_softcap >= 0);
+    require(c.sliding_window >= 0 && c.swa_pattern >= 0);
   } catch (const GgufError&) {
   }
 }

@@ -63,11 +63,11 @@ struct WeightCase {
 
 class ForwardMatchesReference : public ::testing::TestWithParam<WeightCase> {};
 
-void check_against_reference(const std::filesystem::path& path, double tolerance) {
+void check_against_reference(const std::filesystem::path& path, double tolerance,
+                             std::vector<int32_t> tokens = {1, 17, 42, 99, 3, 250, 7}) {
   ReferenceModel reference(path);
   Harness h(path);
-  std::vector<int32_t> tokens = {1, 17, 42, 99, 3, 250, 7};
-  auto blocks = h.take_blocks(2);
+  auto blocks = h.take_blocks(4);
   // Prefill, then four decode steps feeding back the argmax, each checked.
   ForwardRow row{tokens, 0, blocks, true};
   std::vector<float> logits = copy(h.forward.run({&row, 1}));
@@ -99,6 +99,58 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, ForwardMatchesReference,
                                            WeightCase{TensorType::kQ8_0, 2e-5},
                                            WeightCase{TensorType::kBF16, 2e-2}),
                          [](const auto& info) { return gguf::type_name(info.param.type); });
+
+// The family files in ../shared (llama 3 RoPE factors, mistral's head_dim, qwen3 and
+// gemma3 q/k norms, phi3's fused tensors, gemma2's soft-caps, gemma's sliding windows)
+// against the reference, over a prompt longer than the sliding windows.
+class FamilyFiles : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::filesystem::path path() const {
+    return *shared_dir() / "models" / "families" / (GetParam() + "-tiny-s777-f16.gguf");
+  }
+};
+
+std::vector<int32_t> long_prompt() {
+  std::vector<int32_t> p(45);
+  for (int32_t i = 0; i < 45; ++i) p[i] = 1 + (i * 7919) % 31000;
+  return p;
+}
+
+TEST_P(FamilyFiles, LogitsMatchTheDoublePrecisionReference) {
+  TANDEM_REQUIRE_SHARED();
+  check_against_reference(path(), 1e-4, long_prompt());
+}
+
+// Law 2 on the families: a row's logits do not depend on the rows beside it, on how its
+// prompt was chunked, or on the thread count.
+TEST_P(FamilyFiles, RowsEqualSoloRunsAcrossBatchesChunksAndThreads) {
+  TANDEM_REQUIRE_SHARED();
+  const std::vector<int32_t> a = long_prompt(), b = {5, 6, 7, 8, 9};
+  Harness solo(path(), 1);
+  auto sa = solo.take_blocks(3);
+  ForwardRow ra{a, 0, sa, true};
+  auto solo_a = copy(solo.forward.run({&ra, 1}));
+
+  Harness mixed(path(), 3);
+  auto mb = mixed.take_blocks(1), ma = mixed.take_blocks(3);
+  std::span<const int32_t> p(a);
+  ForwardRow first{p.subspan(0, 20), 0, ma, false};
+  mixed.forward.run({&first, 1});
+  ForwardRow rows[] = {{b, 0, mb, true}, {p.subspan(20), 20, ma, true}};
+  auto both = copy(mixed.forward.run(rows));
+  const size_t v = solo_a.size();
+  ASSERT_EQ(both.size(), 2 * v);
+  EXPECT_TRUE(std::equal(solo_a.begin(), solo_a.end(), both.begin() + v));
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, FamilyFiles,
+                         ::testing::Values("llama3", "mistral-nemo", "qwen3", "phi3", "gemma2",
+                                           "gemma3"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 class ForwardBatching : public ::testing::TestWithParam<TensorType> {};
 

@@ -113,5 +113,68 @@ TEST(Model, RejectsHeadCountsThatDoNotDivide) {
   EXPECT_NE(err.find("not a multiple of head_count"), std::string::npos) << err;
 }
 
+// Metadata that changes the outputs is implemented or refused, never ignored.
+TEST(Model, RefusesRopeScalingItDoesNotImplementNamingTheKey) {
+  ScratchDir dir;
+  gguf::Writer w = llama_header(/*layers=*/1, /*heads=*/4);
+  w.add_string("llama.rope.scaling.type", "yarn");
+  w.add_float32("llama.rope.scaling.factor", 4.0f);
+  auto path = dir.file("yarn.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("llama.rope.scaling.type = 'yarn' is not supported"), std::string::npos)
+      << err;
+}
+
+TEST(Model, ReadsLinearRopeScaling) {
+  ScratchDir dir;
+  gguf::Writer w = llama_header(/*layers=*/1, /*heads=*/4);
+  w.add_string("llama.rope.scaling.type", "linear");
+  w.add_float32("llama.rope.scaling.factor", 4.0f);
+  gguf::File file = [&] {
+    auto path = dir.file("linear.gguf");
+    w.add_tensor("token_embd.weight", gguf::TensorType::kF32, {64, 8},
+                 make_model::encode_weights(gguf::TensorType::kF32, std::vector<float>(512, 0)));
+    w.write(path);
+    return gguf::File::open(path);
+  }();
+  const ModelConfig c = ModelConfig::from_gguf(file);
+  EXPECT_FLOAT_EQ(c.rope.scale, 0.25f);
+  EXPECT_FLOAT_EQ(c.rope_local.scale, 0.25f);
+}
+
+TEST(Model, RefusesPhi3LongRopeFactors) {
+  ScratchDir dir;
+  gguf::Writer w;
+  w.add_string("general.architecture", "phi3");
+  w.add_uint32("phi3.context_length", 512);
+  w.add_uint32("phi3.embedding_length", 64);
+  w.add_uint32("phi3.block_count", 1);
+  w.add_uint32("phi3.feed_forward_length", 128);
+  w.add_uint32("phi3.attention.head_count", 4);
+  w.add_tensor("rope_factors_long.weight", gguf::TensorType::kF32, {8},
+               make_model::encode_weights(gguf::TensorType::kF32, std::vector<float>(8, 1)));
+  auto path = dir.file("phi3.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("rope_factors_long.weight"), std::string::npos) << err;
+}
+
+TEST(Model, Gemma3HasFiveLocalLayersToOneGlobalWithTheirOwnRope) {
+  TANDEM_REQUIRE_SHARED();
+  auto model = Model::load(*shared_dir() / "models/families/gemma3-tiny-s777-f16.gguf");
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.q_dim(), 256);
+  EXPECT_TRUE(c.qk_norm && c.post_norms);
+  EXPECT_EQ(c.activation, Activation::kGeluTanh);
+  EXPECT_EQ(c.sliding_window, 40);
+  for (int32_t l = 0; l < c.n_layer; ++l) EXPECT_EQ(c.is_local_layer(l), l % 6 != 5) << l;
+  EXPECT_FLOAT_EQ(c.rope_of(0).base, 10000.0f);
+  EXPECT_FLOAT_EQ(c.rope_of(0).scale, 1.0f);
+  EXPECT_FLOAT_EQ(c.rope_of(5).base, 1e6f);
+  EXPECT_FLOAT_EQ(c.rope_of(5).scale, 0.125f);
+}
+
 }  // namespace
 }  // namespace tandem::testing
