@@ -4,7 +4,7 @@
 //   node tests/cluster/node/cluster_test.mjs TANDEM_BINARY REPO_DIR WORK_DIR
 //
 // Phases (each check prints "ok" or "FAIL"; the exit status is 1 if any failed):
-//   1. load: two benches (non-streamed and streamed, 220+ requests) and the openai client
+//   1. load: two benches (non-streamed and streamed, 390 requests) and the openai client
 //      through the proxy; SSE arrives token by token; every replica served >= 20%.
 //   2. SIGKILL one replica while streams run on it: those streams fail with an error, the
 //      others finish, and every request sent after the replica is gone completes.
@@ -261,8 +261,8 @@ async function phaseLoad(c) {
   log('phase 1: load through the proxy');
   const P = c.port;
   const jsonA = path.join(work, 'bench-a.json'), jsonB = path.join(work, 'bench-b.json');
-  const benchA = bench(P, ['--requests', '160', '--concurrency', '6', '--max-tokens', '16', '--seed', '1'], jsonA);
-  const benchB = bench(P, ['--requests', '60', '--concurrency', '3', '--max-tokens', '16', '--stream', '--seed', '2'], jsonB);
+  const benchA = bench(P, ['--requests', '300', '--concurrency', '6', '--max-tokens', '16', '--seed', '1'], jsonA);
+  const benchB = bench(P, ['--requests', '90', '--concurrency', '3', '--max-tokens', '16', '--stream', '--seed', '2'], jsonB);
 
   // The official openai client through the proxy, while the benches run.
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${P}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
@@ -294,10 +294,10 @@ async function phaseLoad(c) {
   }
 
   const [resA, resB] = await Promise.all([benchA, benchB]);
-  const a = benchResult('bench (160, non-streamed)', resA, jsonA);
-  const b = benchResult('bench (60, streamed)', resB, jsonB);
-  check(a.completed === 160 && a.failed === 0 && b.completed === 60 && b.failed === 0,
-    'tandem bench --url through nginx: 220 requests (60 streamed), none failed');
+  const a = benchResult('bench A (300, non-streamed)', resA, jsonA);
+  const b = benchResult('bench B (90, streamed)', resB, jsonB);
+  check(a.completed === 300 && a.failed === 0 && b.completed === 90 && b.failed === 0,
+    'tandem bench --url through nginx: 390 requests (90 streamed), none failed');
 
   // SSE through the proxy (once the benches are done, so that the machine is not swamped),
   // read from a raw socket: the events of a long stream must arrive in many socket reads
@@ -329,7 +329,7 @@ async function phaseLoad(c) {
   }
   const total = served.reduce((x, y) => x + y, 0);
   log(`requests served by replica: ${served.join(', ')} (of ${total})`);
-  check(total >= 220 && served.every((n) => n >= 0.2 * total), 'every replica served at least 20% of the requests');
+  check(total >= 390 && served.every((n) => n >= 0.2 * total), 'every replica served at least 20% of the requests');
 }
 
 async function phaseKill(c) {
