@@ -1,8 +1,10 @@
 // Connections end to end: keep-alive, timeouts for clients that send nothing, a client
 // that vanishes mid-stream (its request is cancelled and its KV blocks come back), and
-// a graceful SIGTERM that lets a running request finish before exiting 0.
+// a graceful SIGTERM that lets a running request finish before exiting 0, and what a load
+// balancer sees of a replica that got SIGTERM (tests/cluster runs nginx in front).
 #include <signal.h>
 
+#include <chrono>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -139,6 +141,53 @@ TEST(Connections, SigtermWithARunningRequestPastTheGraceCutsItAndExitsZero) {
   EXPECT_EQ(events.back(), "[DONE]");
   const json error = json::parse(events[events.size() - 2]);
   EXPECT_EQ(error["error"]["code"], "unavailable") << streamed.body;
+  EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
+}
+
+// What a load balancer (nginx's passive checks, a Kubernetes readiness probe) sees of a
+// replica that got SIGTERM with a request running: new connections are refused at once,
+// /health on a connection it already had answers 503 (and the connection closes), and the
+// running request still streams to its end before the process exits 0.
+TEST(Connections, SigtermFailsHealthAndRefusesConnectionsWhileTheRunningRequestFinishes) {
+  ServerProcess server(demo_model(), {"--kv-tokens", "8192", "--shutdown-grace", "30"});
+  HttpClient kept(server.port());  // a balancer's kept-alive connection, idle at the signal
+  ASSERT_EQ(kept.send("GET", "/health").status, 200);
+
+  bool refused = false;
+  HttpResult health;
+  HttpClient client(server.port());
+  const std::string request = json{
+      {"prompt", "x"},
+      {"max_tokens", 1200},  // long enough to outlast the checks; 2000 takes seconds
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
+  bool signalled = false;
+  const HttpResult streamed = client.stream("/v1/completions", request, [&](const std::string& b) {
+    if (signalled || !has_text(b)) return true;
+    ::kill(server.pid(), SIGTERM);
+    signalled = true;
+    // Polled with a deadline: the signal is handled on the server's own thread.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!refused && std::chrono::steady_clock::now() < deadline) {
+      try {
+        HttpClient probe(server.port());
+      } catch (const std::exception&) {
+        refused = true;
+      }
+    }
+    if (refused) health = kept.send("GET", "/health");
+    return true;
+  });
+  EXPECT_TRUE(signalled);
+  EXPECT_TRUE(refused) << "new connections were still accepted 10 s after SIGTERM";
+  EXPECT_EQ(health.status, 503) << health.body;
+  EXPECT_FALSE(health.keep_alive);
+  EXPECT_EQ(health.headers["retry-after"], "1");
+  const auto events = sse_data(streamed.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length")
+      << "the running request was cut instead of finishing";
   EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
 }
 

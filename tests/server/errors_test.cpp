@@ -133,6 +133,10 @@ TEST(HttpErrors, AFullQueueGets503WithRetryAfter) {
   expect_error(refused, 503);
   EXPECT_EQ(refused.headers.at("retry-after"), "1");
   EXPECT_EQ(json::parse(refused.body)["error"]["code"], "overloaded");
+  // The connection stays open: deploy/nginx/tandem-proxy.conf resends a 503 that keeps it
+  // (a refusal made before any work) to another replica, and never one that closes it (a
+  // replica shutting down, which may have started the request).
+  EXPECT_TRUE(refused.keep_alive);
 
   // Both clients leave: the waiting request and the running one are cancelled, and every
   // KV block comes back.
