@@ -31,9 +31,6 @@ class ResponseEncoder {
   // A response that is not streamed: the whole body.
   std::string whole_body(std::string_view text, FinishReason finish, const Usage& usage) const;
 
-  Endpoint endpoint() const { return endpoint_; }
-  const ResponseHeader& header() const { return header_; }
-
  private:
   std::string chunk(std::string_view text, std::optional<FinishReason> finish) const;
 
