@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 
@@ -49,6 +50,25 @@ struct BenchFlags {
   std::string prompt_tokens = "32";
 };
 
+// The flags that set the in-process engine, as `tandem serve` takes them: each needs --model.
+void add_engine_flags(CLI::App& cmd, bench::BenchOptions& o, CLI::Option* model) {
+  const std::initializer_list<CLI::Option*> flags = {
+      cmd.add_option("--served-model-name", o.served_model_name,
+                     "With --model: the model's id (default: the file's stem)"),
+      cmd.add_option("--threads", o.threads, "With --model: compute threads")
+          ->check(CLI::Range(1, 1024)),
+      cmd.add_option("--max-batch", o.max_batch, "With --model: requests at once")
+          ->check(CLI::Range(1, 4096)),
+      cmd.add_option("--max-step-tokens", o.max_step_tokens, "With --model: tokens fed per step")
+          ->check(CLI::Range(1, 1 << 20)),
+      cmd.add_option("--kv-tokens", o.kv_tokens, "With --model: KV cache capacity")
+          ->check(CLI::Range(int64_t{16}, int64_t{1} << 32)),
+      cmd.add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
+          ->check(CLI::Range(1, 1 << 24)),
+  };
+  for (CLI::Option* flag : flags) flag->needs(model);
+}
+
 }  // namespace
 
 Subcommand make_bench_command(CLI::App& app) {
@@ -94,19 +114,7 @@ Subcommand make_bench_command(CLI::App& app) {
   offline->needs(model);
   cmd->add_option("--seed", o.seed, "Workload seed: prompts, request seeds, arrivals (default 0)");
   cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
-  auto* threads = cmd->add_option("--threads", o.threads, "With --model: compute threads")
-                      ->check(CLI::Range(1, 1024));
-  auto* max_batch = cmd->add_option("--max-batch", o.max_batch, "With --model: requests at once")
-                        ->check(CLI::Range(1, 4096));
-  auto* max_step =
-      cmd->add_option("--max-step-tokens", o.max_step_tokens, "With --model: tokens fed per step")
-          ->check(CLI::Range(1, 1 << 20));
-  auto* kv = cmd->add_option("--kv-tokens", o.kv_tokens, "With --model: KV cache capacity")
-                 ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
-  auto* max_queue =
-      cmd->add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
-          ->check(CLI::Range(1, 1 << 24));
-  for (CLI::Option* opt : {threads, max_batch, max_step, kv, max_queue}) opt->needs(model);
+  add_engine_flags(*cmd, o, model);
 
   return {cmd, [flags, url, model, overlap] {
             bench::BenchOptions& o = flags->options;

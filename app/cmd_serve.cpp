@@ -19,6 +19,7 @@ namespace {
 
 struct ServeOptions {
   std::string model;
+  std::string served_model_name;
   std::string overlap = "on";
   int threads = 0;
   int32_t max_batch = 64;
@@ -60,6 +61,8 @@ int run_serve(ServeOptions o) {
 
   EngineOptions engine_options;
   engine_options.model = path;
+  engine_options.served_name = o.served_model_name;
+  if (default_model && o.served_model_name.empty()) engine_options.served_name = "tandem-demo";
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
   engine_options.scheduler.overlap = o.overlap == "on";
@@ -72,19 +75,8 @@ int run_serve(ServeOptions o) {
   } catch (const gguf::GgufError& e) {
     throw UsageError(std::string("--model: ") + e.what());
   }
-  const ModelConfig& config = engine->config();
-  const Tokenizer& tokenizer = engine->tokenizer();
-  const DeviceInfo& device = engine->device_info();
-
-  server::ServedModelInfo served;
-  served.id = default_model ? "tandem-demo" : path.stem().string();
-  served.context_length = config.context_length;
-  served.vocab_size = tokenizer.vocab_size();
-  served.kv_capacity_tokens = int64_t{device.kv_blocks} * int64_t{device.kv_block_size};
-  served.chat_template =
-      detect_chat_template(engine->model().file().get_string_or("tokenizer.chat_template", ""));
-
-  server::HttpServer http(engine->scheduler(), tokenizer, served, o.server);
+  const ModelCard& card = engine->card();
+  server::HttpServer http(engine->scheduler(), engine->tokenizer(), card, o.server);
   uint16_t port = 0;
   try {
     port = http.listen();
@@ -96,8 +88,8 @@ int run_serve(ServeOptions o) {
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s, "
       "KV %lld tokens, %d compute threads, overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
-      config.context_length, served.vocab_size, chat_template_name(served.chat_template),
-      static_cast<long long>(served.kv_capacity_tokens), engine->threads(), o.overlap.c_str());
+      card.context_length, card.vocab_size, chat_template_name(card.chat_template),
+      static_cast<long long>(card.kv_capacity_tokens), engine->threads(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
@@ -112,6 +104,9 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--model", opts->model,
                   "GGUF model file (default: the embedded demo model, generated on first use)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--served-model-name", opts->served_model_name,
+                  "The model's id in /v1/models and responses (default: the file's stem, "
+                  "tandem-demo for the default model)");
   cmd->add_option("--host", opts->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", opts->server.port, "Port (0: pick a free one)")->capture_default_str();
   cmd->add_option("--overlap", opts->overlap, "Overlap host work with device steps")

@@ -17,7 +17,6 @@
 #include "bench/progress.h"
 #include "bench/report.h"
 #include "bench/workload.h"
-#include "protocol/chat_template.h"
 #include "scheduler/engine.h"
 #include "server/http_server.h"
 
@@ -104,6 +103,7 @@ PlannedRequest warmup_request(const std::vector<PlannedRequest>& workload) {
 struct ModeRun {
   RunReport report;
   std::vector<RequestRecord> records;
+  std::string model_id;  // the engine's ModelCard id, as `tandem serve` lists it
 };
 
 // One pass of the workload against a fresh engine with the given overlap setting.
@@ -111,6 +111,7 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
                         const std::vector<PlannedRequest>& workload, const std::string& label) {
   EngineOptions eo;
   eo.model = o.model;
+  eo.served_name = o.served_model_name;
   eo.threads = o.threads;
   eo.kv_tokens = o.kv_tokens;
   eo.scheduler.overlap = overlap;
@@ -135,26 +136,18 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
     after = engine.scheduler().metrics();
   } else {
     // tandem serve's HTTP server in front of the engine, on a port of the system's choice.
-    server::ServedModelInfo served;
-    served.id = engine.model_name();
-    served.context_length = engine.config().context_length;
-    served.vocab_size = engine.tokenizer().vocab_size();
-    served.kv_capacity_tokens =
-        int64_t{engine.device_info().kv_blocks} * int64_t{engine.device_info().kv_block_size};
-    served.chat_template =
-        detect_chat_template(engine.model().file().get_string_or("tokenizer.chat_template", ""));
     server::ServerOptions server_options;
     server_options.host = "127.0.0.1";
     server_options.port = 0;
     server_options.shutdown_grace_seconds = 1;
-    server::HttpServer http(engine.scheduler(), engine.tokenizer(), served, server_options);
+    server::HttpServer http(engine.scheduler(), engine.tokenizer(), engine.card(), server_options);
     ServerUrl url;
     url.host = "127.0.0.1";
     url.port = std::to_string(http.listen());
     std::thread serving([&http] { http.run(); });
     before = engine.scheduler().metrics();
     try {
-      result = run_http(url, served.id, workload, load);
+      result = run_http(url, engine.card().id, workload, load);
     } catch (...) {
       http.request_stop();
       serving.join();
@@ -168,6 +161,7 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
   engine.stop();
 
   ModeRun run;
+  run.model_id = engine.card().id;
   run.report.label = label;
   run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
@@ -201,6 +195,109 @@ void write_json(const std::string& path, const json& document) {
   if (!file) throw std::runtime_error("--json: cannot write " + path);
 }
 
+// A run against --url: its report, and the settings into the document.
+void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
+               std::vector<RunReport>& reports) {
+  ServerUrl url = parse_server_url(o.url);
+  url.api_key = o.api_key;
+  const ServerInfo info = discover_server(url);
+  const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
+  out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model) << "), "
+      << describe_load(o) << "\n";
+  out << "prompt tokens from " << info.pool_source << " (" << info.token_pool.size()
+      << " distinct ids)\n\n";
+  // One short request first, as vllm bench serve does: it checks the server answers and
+  // keeps first-touch costs (cold weights, first allocations) out of the measured run.
+  const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, LoadOptions{});
+  if (!warm.records.front().ok)
+    throw std::runtime_error("the first request failed: " + warm.records.front().error);
+  ProgressBar progress("http", o.requests, o.progress && ProgressBar::stderr_is_terminal());
+  const LoadResult result = run_http(url, info.model, workload, load_options(o, progress));
+  progress.finish();
+  RunReport report;
+  report.label = "http";
+  report.path = "http";
+  report.summary = summarize(result.records, result.duration_seconds);
+  report.outputs_digest = outputs_digest(result.records);
+  reports.push_back(report);
+  document["settings"] = settings_json(o, o.url, "http");
+  document["settings"]["model_name"] = info.model;
+  document["settings"]["prompt_token_pool"] = {{"source", info.pool_source},
+                                               {"distinct_ids", info.token_pool.size()}};
+}
+
+// Overlap off (runs[0]) against on (runs[1]): the figures into the document and out.
+// Returns 1 when a request failed or the outputs differ.
+int compare_overlap(const std::vector<ModeRun>& runs, const std::vector<RunReport>& reports,
+                    json& document, std::ostream& out) {
+  const size_t n = runs[0].records.size();
+  const RunSummary& off = runs[0].report.summary;
+  const RunSummary& on = runs[1].report.summary;
+  int64_t mismatches = 0;
+  int64_t first_mismatch = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const RequestRecord& a = runs[0].records[i];
+    const RequestRecord& b = runs[1].records[i];
+    if (a.ok && b.ok && a.text == b.text && a.output_tokens == b.output_tokens) continue;
+    if (first_mismatch < 0) first_mismatch = static_cast<int64_t>(i);
+    ++mismatches;
+  }
+  const double ratio = off.output_tokens_per_second > 0
+                           ? on.output_tokens_per_second / off.output_tokens_per_second
+                           : 0;
+  document["comparison"] = {{"throughput_ratio_on_over_off", ratio},
+                            {"identical_outputs", mismatches == 0},
+                            {"mismatched_requests", mismatches}};
+  out << format_table(reports) << "\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "Overlap on/off output throughput: %.3fx (%.1f vs %.1f tok/s)\n",
+                ratio, on.output_tokens_per_second, off.output_tokens_per_second);
+  out << line;
+  out << "Outputs identical: " << (mismatches == 0 ? "yes" : "NO") << " (" << n - mismatches << "/"
+      << n << " requests)\n";
+  if (off.failed + on.failed > 0) {
+    std::cerr << "tandem bench: " << off.failed + on.failed
+              << " requests failed; first: " << (off.failed ? off.first_error : on.first_error)
+              << "\n";
+    return 1;
+  }
+  if (mismatches > 0) {
+    std::cerr << "tandem bench: overlap on and off gave different outputs for " << mismatches
+              << " of " << n << " requests (first: request " << first_mismatch << ")\n";
+    return 1;
+  }
+  return 0;
+}
+
+// The runs of an in-process engine (--model), one per overlap mode: their reports, the
+// settings and, for --overlap compare, the comparison into the document.
+int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
+                std::vector<RunReport>& reports) {
+  const std::vector<int32_t> pool = engine_token_pool(o);
+  const std::vector<PlannedRequest> workload = plan_workload(spec, pool);
+  const std::string path = o.offline ? "offline" : "http";
+  out << "tandem bench: " << o.model.string() << " in process, "
+      << (o.offline ? "offline (straight into the scheduler, no HTTP)"
+                    : "over HTTP (tandem serve on 127.0.0.1, an ephemeral port)")
+      << "\n"
+      << describe_load(o) << "\n\n";
+  std::vector<bool> modes;
+  if (o.overlap == "compare")
+    modes = {false, true};
+  else
+    modes = {o.overlap == "on"};
+  std::vector<ModeRun> runs;
+  for (bool overlap : modes) {
+    runs.push_back(run_engine_mode(o, overlap, workload, overlap ? "overlap on" : "overlap off"));
+    reports.push_back(runs.back().report);
+  }
+  document["settings"] = settings_json(o, o.model.string(), path);
+  document["settings"]["model_name"] = runs.front().model_id;
+  document["settings"]["prompt_token_pool"] = {
+      {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
+  return runs.size() == 2 ? compare_overlap(runs, reports, document, out) : 0;
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& o, std::ostream& out) {
@@ -212,94 +309,10 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
   json document;
   std::vector<RunReport> reports;
   int status = 0;
-
   if (!o.url.empty()) {
-    ServerUrl url = parse_server_url(o.url);
-    url.api_key = o.api_key;
-    const ServerInfo info = discover_server(url);
-    const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
-    out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model)
-        << "), " << describe_load(o) << "\n";
-    out << "prompt tokens from " << info.pool_source << " (" << info.token_pool.size()
-        << " distinct ids)\n\n";
-    // One short request first, as vllm bench serve does: it checks the server answers and
-    // keeps first-touch costs (cold weights, first allocations) out of the measured run.
-    const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, LoadOptions{});
-    if (!warm.records.front().ok)
-      throw std::runtime_error("the first request failed: " + warm.records.front().error);
-    ProgressBar progress("http", o.requests, o.progress && ProgressBar::stderr_is_terminal());
-    const LoadResult result = run_http(url, info.model, workload, load_options(o, progress));
-    progress.finish();
-    RunReport report;
-    report.label = "http";
-    report.path = "http";
-    report.summary = summarize(result.records, result.duration_seconds);
-    report.outputs_digest = outputs_digest(result.records);
-    reports.push_back(report);
-    document["settings"] = settings_json(o, o.url, "http");
-    document["settings"]["model_name"] = info.model;
-    document["settings"]["prompt_token_pool"] = {{"source", info.pool_source},
-                                                 {"distinct_ids", info.token_pool.size()}};
+    bench_url(o, spec, out, document, reports);
   } else {
-    const std::vector<int32_t> pool = engine_token_pool(o);
-    const std::vector<PlannedRequest> workload = plan_workload(spec, pool);
-    const std::string path = o.offline ? "offline" : "http";
-    out << "tandem bench: " << o.model.string() << " in process, "
-        << (o.offline ? "offline (straight into the scheduler, no HTTP)"
-                      : "over HTTP (tandem serve on 127.0.0.1, an ephemeral port)")
-        << "\n"
-        << describe_load(o) << "\n\n";
-    std::vector<bool> modes;
-    if (o.overlap == "compare")
-      modes = {false, true};
-    else
-      modes = {o.overlap == "on"};
-    std::vector<ModeRun> runs;
-    for (bool overlap : modes) {
-      runs.push_back(run_engine_mode(o, overlap, workload, overlap ? "overlap on" : "overlap off"));
-      reports.push_back(runs.back().report);
-    }
-    document["settings"] = settings_json(o, o.model.string(), path);
-    document["settings"]["prompt_token_pool"] = {
-        {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
-    if (runs.size() == 2) {
-      const RunSummary& off = runs[0].report.summary;
-      const RunSummary& on = runs[1].report.summary;
-      int64_t mismatches = 0;
-      int64_t first_mismatch = -1;
-      for (size_t i = 0; i < workload.size(); ++i) {
-        const RequestRecord& a = runs[0].records[i];
-        const RequestRecord& b = runs[1].records[i];
-        if (a.ok && b.ok && a.text == b.text && a.output_tokens == b.output_tokens) continue;
-        if (first_mismatch < 0) first_mismatch = static_cast<int64_t>(i);
-        ++mismatches;
-      }
-      const double ratio = off.output_tokens_per_second > 0
-                               ? on.output_tokens_per_second / off.output_tokens_per_second
-                               : 0;
-      document["comparison"] = {{"throughput_ratio_on_over_off", ratio},
-                                {"identical_outputs", mismatches == 0},
-                                {"mismatched_requests", mismatches}};
-      out << format_table(reports) << "\n";
-      char line[160];
-      std::snprintf(line, sizeof line,
-                    "Overlap on/off output throughput: %.3fx (%.1f vs %.1f tok/s)\n", ratio,
-                    on.output_tokens_per_second, off.output_tokens_per_second);
-      out << line;
-      out << "Outputs identical: " << (mismatches == 0 ? "yes" : "NO") << " ("
-          << workload.size() - mismatches << "/" << workload.size() << " requests)\n";
-      if (off.failed + on.failed > 0) {
-        std::cerr << "tandem bench: " << off.failed + on.failed
-                  << " requests failed; first: " << (off.failed ? off.first_error : on.first_error)
-                  << "\n";
-        status = 1;
-      } else if (mismatches > 0) {
-        std::cerr << "tandem bench: overlap on and off gave different outputs for " << mismatches
-                  << " of " << workload.size() << " requests (first: request " << first_mismatch
-                  << ")\n";
-        status = 1;
-      }
-    }
+    status = bench_model(o, spec, out, document, reports);
   }
 
   document["runs"] = json::array();

@@ -12,11 +12,12 @@
 namespace tandem::bench {
 
 struct BenchOptions {
-  std::string url;              // exclusive with model
-  std::string api_key;          // --url only: sent as a bearer token
-  std::filesystem::path model;  // a GGUF file
-  std::string overlap = "on";   // on, off or compare (--model only)
-  int32_t concurrency = 0;      // 0: no bound
+  std::string url;                // exclusive with model
+  std::string api_key;            // --url only: sent as a bearer token
+  std::filesystem::path model;    // a GGUF file
+  std::string served_model_name;  // --model only: the id (default: the file's stem)
+  std::string overlap = "on";     // on, off or compare (--model only)
+  int32_t concurrency = 0;        // 0: no bound
   double request_rate = std::numeric_limits<double>::infinity();
   double burstiness = 1.0;
   int32_t requests = 64;

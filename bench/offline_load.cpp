@@ -40,16 +40,16 @@ class RecordingSink : public RequestSink {
     record_.text += delta;
   }
 
-  void on_finish(std::string_view reason, const Usage& usage) override {
-    record_.finish_reason = reason;
+  void on_finish(FinishReason reason, const Usage& usage) override {
+    record_.finish_reason = finish_reason_name(reason);
     record_.prompt_tokens = static_cast<int64_t>(usage.prompt_tokens);
     record_.output_tokens = static_cast<int64_t>(usage.completion_tokens);
-    record_.ok = reason != "cancelled";
+    record_.ok = reason != FinishReason::kCancelled;
     if (!record_.ok) record_.error = "cancelled";
     done();
   }
 
-  void on_error(std::string_view message) override {
+  void on_error(ErrorKind, std::string_view message) override {
     record_.ok = false;
     record_.error = message;
     done();

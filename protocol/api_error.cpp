@@ -60,6 +60,20 @@ ApiError internal_error(std::string message) {
   return make(500, "server_error", std::move(message), "", "");
 }
 
+ApiError api_error_for(ErrorKind kind, std::string detail) {
+  switch (kind) {
+    case ErrorKind::kInvalidRequest:
+      return bad_request(std::move(detail));
+    case ErrorKind::kOverloaded:
+      return overloaded();
+    case ErrorKind::kShuttingDown:
+      return service_unavailable("The server is shutting down.");
+    case ErrorKind::kInternal:
+      break;
+  }
+  return internal_error();
+}
+
 std::string to_json_body(const ApiError& error) {
   nlohmann::json inner = {{"message", error.message}, {"type", error.type}};
   inner["param"] = error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param);

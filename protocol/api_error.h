@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/outcomes.h"
+
 namespace tandem {
 
 struct ApiError {
@@ -36,6 +38,12 @@ ApiError overloaded(std::string message = "The server is overloaded; retry later
 ApiError service_unavailable(std::string message);
 // 500 server_error: a bug or an internal failure; the message must not leak internals.
 ApiError internal_error(std::string message = "Internal server error.");
+
+// The answer for a generation that ended in an error or was refused at submission:
+// kInvalidRequest is a 400 with `detail` as its message; kOverloaded and kShuttingDown
+// are 503s (overloaded(), "The server is shutting down."); kInternal is a 500 whose
+// message leaves the detail out.
+ApiError api_error_for(ErrorKind kind, std::string detail = {});
 
 // The response body for an error. Always valid JSON, whatever bytes message holds
 // (invalid UTF-8 is replaced by U+FFFD). param and code are null when empty.

@@ -35,10 +35,6 @@ Json envelope(const ResponseHeader& header, const char* object) {
 
 }  // namespace
 
-const char* finish_reason_name(FinishReason reason) {
-  return reason == FinishReason::kStop ? "stop" : "length";
-}
-
 std::string make_response_id(Endpoint endpoint, uint64_t unique) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(unique));

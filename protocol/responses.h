@@ -9,18 +9,9 @@
 #include <string_view>
 
 #include "protocol/completion_request.h"
+#include "protocol/outcomes.h"
 
 namespace tandem {
-
-enum class FinishReason { kStop, kLength };
-
-// "stop" or "length".
-const char* finish_reason_name(FinishReason reason);
-
-struct Usage {
-  int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
-};
 
 // What every body and chunk of one response shares. The seed is the one actually used
 // (the request's, or the one the server drew), so that the output can be replayed.

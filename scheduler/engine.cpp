@@ -5,8 +5,6 @@ namespace tandem {
 Engine::Engine(EngineOptions options) {
   model_ = Model::load(options.model);
   tokenizer_ = Tokenizer::from_gguf(model_->file());
-  model_name_ = model_->file().get_string_or("general.name", options.model.stem().string());
-  if (model_name_.empty()) model_name_ = options.model.stem().string();
 
   CpuExecutorOptions exec;
   exec.threads = options.threads;
@@ -16,6 +14,14 @@ Engine::Engine(EngineOptions options) {
   threads_ = executor->threads();
   device_ = std::make_unique<Device>(std::move(executor));
   scheduler_ = std::make_unique<Scheduler>(*device_, *tokenizer_, options.scheduler);
+
+  const DeviceInfo& info = device_->info();
+  card_.id = options.served_name.empty() ? options.model.stem().string() : options.served_name;
+  card_.context_length = model_->config().context_length;
+  card_.vocab_size = tokenizer_->vocab_size();
+  card_.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
+  card_.chat_template =
+      detect_chat_template(model_->file().get_string_or("tokenizer.chat_template", ""));
 }
 
 Engine::~Engine() {

@@ -12,12 +12,14 @@
 #include "runner/device/device.h"
 #include "runner/model/model.h"
 #include "runner/tokenizer/tokenizer.h"
+#include "scheduler/model_card.h"
 #include "scheduler/scheduler.h"
 
 namespace tandem {
 
 struct EngineOptions {
   std::filesystem::path model;  // a GGUF file
+  std::string served_name;      // the model's id (--served-model-name); empty: the file's stem
   int threads = 0;              // compute threads; 0: all cores
   int64_t kv_tokens = 0;        // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
   SchedulerOptions scheduler;
@@ -39,15 +41,15 @@ class Engine {
   const Model& model() const { return *model_; }
   const DeviceInfo& device_info() const { return device_->info(); }
   int threads() const { return threads_; }
-  // The model's name for /v1/models: general.name, else the file's stem.
-  const std::string& model_name() const { return model_name_; }
+  // The model as /v1/models and the bench describe it.
+  const ModelCard& card() const { return card_; }
 
  private:
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::string model_name_;
+  ModelCard card_;
   int threads_ = 0;
 };
 

@@ -5,11 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "protocol/responses.h"  // Usage: completion_tokens counts EOS and stop tokens too
+#include "protocol/outcomes.h"  // FinishReason, ErrorKind, Usage
 #include "protocol/sampling_params.h"
 
 namespace tandem {
@@ -18,9 +19,12 @@ class RequestSink {
  public:
   virtual ~RequestSink() = default;
   virtual void on_text(std::string_view delta) = 0;  // valid UTF-8, never empty
-  // reason: "stop" (EOS or a stop string), "length" (max_tokens or the context), "cancelled".
-  virtual void on_finish(std::string_view reason, const Usage& usage) = 0;
-  virtual void on_error(std::string_view message) = 0;
+  // kStop (EOS or a stop string), kLength (max_tokens, the context or the KV pool), or
+  // kCancelled. usage.completion_tokens counts EOS and stop tokens too.
+  virtual void on_finish(FinishReason reason, const Usage& usage) = 0;
+  // kShuttingDown (the scheduler stopped first) or kInternal (the device failed); the
+  // message is for logs, not for clients.
+  virtual void on_error(ErrorKind kind, std::string_view message) = 0;
 };
 
 struct GenerationRequest {
@@ -28,23 +32,21 @@ struct GenerationRequest {
   // Carried to the device unchanged. sampling.ignore_eos both bans EOS in the sampler and
   // stops the scheduler from finishing on it.
   SamplingParams sampling;
-  int32_t max_tokens = 16;  // >= 1; generation also stops at the context length
+  // >= 1. The scheduler clamps it (and nullopt means "until then") to what the context
+  // and the KV pool leave after the prompt: min(context, KV capacity) - prompt, at least 1.
+  std::optional<int32_t> max_tokens;
   std::vector<std::string> stop;
   std::shared_ptr<RequestSink> sink;
 };
 
-enum class SubmitStatus {
-  kAccepted,
-  kQueueFull,     // the waiting queue is at --max-queue: the server answers 503
-  kInvalid,       // the request can never run (message says why): 400
-  kShuttingDown,  // 503
-};
-
+// submit()'s answer: accepted with an id, or refused: kOverloaded (the waiting queue is at
+// --max-queue), kInvalidRequest (the request can never run; message says why), or
+// kShuttingDown.
 struct SubmitResult {
-  SubmitStatus status = SubmitStatus::kAccepted;
   uint64_t id = 0;  // for cancel(); 0 unless accepted
+  std::optional<ErrorKind> refusal;
   std::string message;
-  bool accepted() const { return status == SubmitStatus::kAccepted; }
+  bool accepted() const { return !refusal; }
 };
 
 }  // namespace tandem

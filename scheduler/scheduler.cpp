@@ -33,7 +33,7 @@ struct Scheduler::Request {
   Detokenizer detok;
   StopMatcher stop;
   int32_t prompt_len = 0;
-  int32_t max_new = 0;         // max_tokens, capped by the context length
+  int32_t max_new = 0;         // max_tokens, capped by the context and the KV pool
   int64_t reserve_tokens = 0;  // KV positions reserved at admission: prompt + max_new
   std::vector<int32_t> blocks;
 
@@ -74,11 +74,13 @@ Scheduler::~Scheduler() { stop(); }
 
 SubmitResult Scheduler::submit(GenerationRequest request) {
   auto invalid = [](std::string message) {
-    return SubmitResult{SubmitStatus::kInvalid, 0, std::move(message)};
+    return SubmitResult{0, ErrorKind::kInvalidRequest, std::move(message)};
   };
   if (!request.sink) return invalid("the request has no event sink");
   if (request.prompt.empty()) return invalid("the prompt is empty");
-  if (request.max_tokens < 1) return invalid("max_tokens must be at least 1");
+  if (request.max_tokens && *request.max_tokens < 1) {
+    return invalid("max_tokens must be at least 1");
+  }
   const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
   if (prompt_len >= info_.context_length) {
     return invalid("the prompt has " + std::to_string(prompt_len) +
@@ -92,7 +94,12 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
   }
   auto r = std::make_unique<Request>(tokenizer_, std::move(request));
   r->prompt_len = static_cast<int32_t>(prompt_len);
-  r->max_new = std::min<int32_t>(r->in.max_tokens, info_.context_length - r->prompt_len);
+  // The one place max_tokens is clamped: generation ends where the context or the KV pool
+  // does, and a request without max_tokens runs until then.
+  const int64_t capacity =
+      std::min<int64_t>(info_.context_length, int64_t{pool_.total()} * pool_.block_size());
+  const int32_t room = static_cast<int32_t>(std::max<int64_t>(1, capacity - prompt_len));
+  r->max_new = std::min(r->in.max_tokens.value_or(room), room);
   r->reserve_tokens = int64_t{r->prompt_len} + r->max_new;
   if (pool_.blocks_for(r->reserve_tokens) > pool_.total()) {
     return invalid("the request needs " + std::to_string(r->reserve_tokens) +
@@ -102,15 +109,15 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
   uint64_t id;
   {
     std::lock_guard lock(inbox_mutex_);
-    if (stopping_) return SubmitResult{SubmitStatus::kShuttingDown, 0, "the server is stopping"};
+    if (stopping_) return SubmitResult{0, ErrorKind::kShuttingDown, "the server is stopping"};
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue) {
-      return SubmitResult{SubmitStatus::kQueueFull, 0, "the waiting queue is full"};
+      return SubmitResult{0, ErrorKind::kOverloaded, "the waiting queue is full"};
     }
     id = r->id = next_id_++;
     waiting_.push_back(std::move(r));
   }
   inbox_cv_.notify_one();
-  return SubmitResult{SubmitStatus::kAccepted, id, {}};
+  return SubmitResult{id, std::nullopt, {}};
 }
 
 void Scheduler::cancel(uint64_t id) {
@@ -231,14 +238,14 @@ void Scheduler::apply_cancels() {
   }
   for (auto& r : dropped) {
     ++counters_.requests_finished;
-    r->in.sink->on_finish("cancelled", Usage{r->prompt_len, 0});
+    r->in.sink->on_finish(FinishReason::kCancelled, Usage{r->prompt_len, 0});
   }
   for (uint64_t id : ids) {
     auto it = live_.find(id);
     if (it == live_.end() || it->second->finished) continue;
     Request& r = *it->second;
     r.cancelled = true;
-    finish(r, "cancelled", false);
+    finish(r, FinishReason::kCancelled, false);
     retire_if_done(r);
   }
 }
@@ -264,25 +271,25 @@ void Scheduler::accept(Request& r, int32_t token) {
   r.decoding = true;
   if (!r.in.sampling.ignore_eos &&
       std::find(info_.eog_ids.begin(), info_.eog_ids.end(), token) != info_.eog_ids.end()) {
-    finish(r, "stop", true);
+    finish(r, FinishReason::kStop, true);
     return;
   }
   StopMatcher::Output out = r.stop.push(r.detok.push(token));
   if (!out.text.empty()) r.in.sink->on_text(out.text);
   if (out.stopped) {
-    finish(r, "stop", false);
+    finish(r, FinishReason::kStop, false);
   } else if (r.completion_tokens >= r.max_new) {
-    finish(r, "length", true);
+    finish(r, FinishReason::kLength, true);
   }
 }
 
-void Scheduler::finish(Request& r, const char* reason, bool flush) {
+void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
   if (flush) {
     // An incomplete UTF-8 tail becomes U+FFFD, which may itself complete a stop string.
     StopMatcher::Output out = r.stop.push(r.detok.flush());
     std::string text = std::move(out.text);
     if (out.stopped) {
-      reason = "stop";
+      reason = FinishReason::kStop;
     } else {
       text += r.stop.flush();
     }
@@ -296,12 +303,12 @@ void Scheduler::finish(Request& r, const char* reason, bool flush) {
   r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens});
 }
 
-void Scheduler::fail(Request& r, std::string_view message) {
+void Scheduler::fail(Request& r, ErrorKind kind, std::string_view message) {
   r.finished = true;
   std::erase(running_, &r);
   ++counters_.requests_finished;
   publish();
-  r.in.sink->on_error(message);
+  r.in.sink->on_error(kind, message);
 }
 
 void Scheduler::retire_if_done(Request& r) {
@@ -436,7 +443,7 @@ void Scheduler::fail_in_flight(std::string_view message) {
     }
     for (Request* r : step->rows) {
       --r->in_flight;
-      if (!r->finished) fail(*r, message);
+      if (!r->finished) fail(*r, ErrorKind::kInternal, message);
       ids.push_back(r->id);
     }
   }
@@ -461,7 +468,7 @@ void Scheduler::shutdown() {
   curr_result_.reset();
   next_.reset();
   for (auto& [id, r] : live_) {
-    if (!r->finished) fail(*r, "the server is shutting down");
+    if (!r->finished) fail(*r, ErrorKind::kShuttingDown, "the server is shutting down");
     r->in_flight = 0;
     pool_.release(r->blocks);
   }
@@ -474,7 +481,7 @@ void Scheduler::shutdown() {
   }
   for (auto& r : waiting) {
     ++counters_.requests_finished;
-    r->in.sink->on_error("the server is shutting down");
+    r->in.sink->on_error(ErrorKind::kShuttingDown, "the server is shutting down");
   }
   publish();
 }

@@ -61,19 +61,20 @@ class Scheduler {
  public:
   // device and tokenizer must outlive the scheduler.
   Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOptions options = {});
-  ~Scheduler();  // stop(); requests still live get on_error
+  ~Scheduler();  // stop(); requests still live get on_error(kShuttingDown)
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
   SubmitResult submit(GenerationRequest request);
   // Cancels a request wherever it is (waiting, prefilling, decoding, in flight); it then
-  // gets on_finish("cancelled"). Unknown or finished ids are ignored.
+  // gets on_finish(kCancelled). Unknown or finished ids are ignored.
   void cancel(uint64_t id);
   SchedulerMetrics metrics() const;
 
   // Runs the loop on a thread of its own until stop().
   void start();
-  // Stops the loop: steps in flight are finalized, live and waiting requests get on_error.
+  // Stops the loop: steps in flight are finalized, live and waiting requests get
+  // on_error(kShuttingDown).
   void stop();
 
   // One turn of the loop on the calling thread (when not start()ed). Returns false when
@@ -89,8 +90,8 @@ class Scheduler {
   void apply_cancels();
   void process(Launched& step, const StepResult& result);
   void accept(Request& r, int32_t token);
-  void finish(Request& r, const char* reason, bool flush);
-  void fail(Request& r, std::string_view message);
+  void finish(Request& r, FinishReason reason, bool flush);
+  void fail(Request& r, ErrorKind kind, std::string_view message);
   void retire_if_done(Request& r);
   std::unique_ptr<Launched> schedule();
   void add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);

@@ -1,7 +1,6 @@
 #include "server/endpoints.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <ctime>
 #include <mutex>
@@ -11,22 +10,6 @@
 
 namespace tandem::server {
 namespace {
-
-struct Route {
-  std::string_view path;
-  std::string_view method;
-  bool public_route;  // answered without the API key (probes and scrapers)
-};
-
-constexpr std::array<Route, 7> kRoutes = {{
-    {"/v1/completions", "POST", false},
-    {"/v1/chat/completions", "POST", false},
-    {"/v1/models", "GET", false},
-    {"/tokenize", "POST", false},
-    {"/detokenize", "POST", false},
-    {"/health", "GET", true},
-    {"/metrics", "GET", true},
-}};
 
 // Whether text begins with prefix, ignoring ASCII case; prefix is lowercase.
 bool starts_with_lowercase(std::string_view text, std::string_view prefix) {
@@ -50,13 +33,6 @@ std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
-const Route* find_route(std::string_view path) {
-  for (const auto& route : kRoutes) {
-    if (route.path == path) return &route;
-  }
-  return nullptr;
-}
-
 HttpAnswer json_answer(std::string body) {
   HttpAnswer answer;
   answer.body = std::move(body);
@@ -70,6 +46,30 @@ bool authorized(std::string_view authorization, const std::string& api_key) {
 }
 
 }  // namespace
+
+struct Endpoints::Route {
+  std::string_view path;
+  std::string_view method;
+  bool public_route;  // answered without the API key (probes and scrapers)
+  Result (Endpoints::*handler)(std::string_view body);
+};
+
+// Every route, once: adding one is a line here and its handler.
+const Endpoints::Route* Endpoints::find_route(std::string_view path) {
+  static constexpr Route kRoutes[] = {
+      {"/v1/completions", "POST", false, &Endpoints::completions},
+      {"/v1/chat/completions", "POST", false, &Endpoints::chat_completions},
+      {"/v1/models", "GET", false, &Endpoints::models},
+      {"/tokenize", "POST", false, &Endpoints::tokenize},
+      {"/detokenize", "POST", false, &Endpoints::detokenize},
+      {"/health", "GET", true, &Endpoints::health},
+      {"/metrics", "GET", true, &Endpoints::metrics_page},
+  };
+  for (const Route& route : kRoutes) {
+    if (route.path == path) return &route;
+  }
+  return nullptr;
+}
 
 bool constant_time_equal(std::string_view a, std::string_view b) {
   // Every byte of the longer string is visited whatever the contents, so the time says
@@ -94,7 +94,7 @@ HttpAnswer error_answer(const ApiError& error, std::string_view allow) {
   return answer;
 }
 
-Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
+Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,
                      std::string api_key, ServerMetrics& metrics)
     : scheduler_(scheduler),
       tokenizer_(tokenizer),
@@ -111,7 +111,7 @@ std::string Endpoints::route_name(std::string_view target) {
   return route ? std::string(route->path) : "other";
 }
 
-std::variant<HttpAnswer, GenerationPlan> Endpoints::handle(const ApiRequest& request) {
+Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   const std::string_view path = path_of(request.target);
   const Route* route = find_route(path);
   if (route == nullptr) {
@@ -128,17 +128,20 @@ std::variant<HttpAnswer, GenerationPlan> Endpoints::handle(const ApiRequest& req
   if (!route->public_route && !api_key_.empty() && !authorized(request.authorization, api_key_)) {
     return error_answer(unauthorized());
   }
-  if (path == "/v1/completions") return completion(request.body, Endpoint::kCompletions);
-  if (path == "/v1/chat/completions") return completion(request.body, Endpoint::kChatCompletions);
-  if (path == "/v1/models") return models();
-  if (path == "/tokenize") return tokenize(request.body);
-  if (path == "/detokenize") return detokenize(request.body);
-  if (path == "/health") return health();
-  return metrics_page();
+  return (this->*route->handler)(request.body);
 }
 
-std::variant<HttpAnswer, GenerationPlan> Endpoints::completion(std::string_view body,
-                                                               Endpoint endpoint) {
+std::variant<uint64_t, HttpAnswer> Endpoints::submit(GenerationPlan& plan,
+                                                     std::shared_ptr<RequestSink> sink) {
+  plan.request.sink = std::move(sink);
+  const SubmitResult submitted = scheduler_.submit(std::move(plan.request));
+  if (submitted.accepted()) return submitted.id;
+  HttpAnswer refused = error_answer(api_error_for(*submitted.refusal, submitted.message));
+  refused.close = submitted.refusal == ErrorKind::kShuttingDown;
+  return refused;
+}
+
+Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint) {
   auto parsed = parse_completion_request(body, endpoint);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   CompletionRequest& request = std::get<CompletionRequest>(parsed);
@@ -163,31 +166,25 @@ std::variant<HttpAnswer, GenerationPlan> Endpoints::completion(std::string_view 
   if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint)) {
     return error_answer(*error);
   }
-  // Without max_tokens, chat generates until the context (or the KV pool) ends.
-  const int64_t limit = std::min<int64_t>(model_.context_length, model_.kv_capacity_tokens);
-  const int64_t room = std::max<int64_t>(1, limit - static_cast<int64_t>(prompt.size()));
-  const int64_t max_tokens =
-      request.max_tokens
-          ? *request.max_tokens
-          : (endpoint == Endpoint::kCompletions ? int64_t{kDefaultCompletionMaxTokens} : room);
-
-  GenerationPlan plan;
-  plan.endpoint = endpoint;
-  plan.stream = request.stream;
-  plan.include_usage = request.include_usage;
-  plan.request.prompt = std::move(prompt);
-  plan.request.sampling = std::move(request.sampling);
-  plan.request.sampling.seed = request.seed ? *request.seed : draw_seed();
-  plan.request.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, room));
-  plan.request.stop = std::move(request.stop);
-  plan.header.id = make_response_id(endpoint, next_response_.fetch_add(1));
-  plan.header.created = static_cast<int64_t>(std::time(nullptr));
-  plan.header.model = model_.id;
-  plan.header.seed = plan.request.sampling.seed;
-  return plan;
+  GenerationRequest generation;
+  generation.prompt = std::move(prompt);
+  generation.sampling = std::move(request.sampling);
+  generation.sampling.seed = request.seed ? *request.seed : draw_seed();
+  // Completions default to 16 (the parser's); chat's nullopt runs until the context or the
+  // KV pool ends. The scheduler clamps either to what the prompt leaves.
+  generation.max_tokens = request.max_tokens;
+  generation.stop = std::move(request.stop);
+  ResponseHeader header;
+  header.id = make_response_id(endpoint, next_response_.fetch_add(1));
+  header.created = static_cast<int64_t>(std::time(nullptr));
+  header.model = model_.id;
+  header.seed = generation.sampling.seed;
+  return GenerationPlan{std::move(generation),
+                        ResponseEncoder(endpoint, std::move(header), request.include_usage),
+                        request.stream};
 }
 
-HttpAnswer Endpoints::tokenize(std::string_view body) const {
+Endpoints::Result Endpoints::tokenize(std::string_view body) {
   auto parsed = parse_tokenize_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   const auto& request = std::get<TokenizeRequest>(parsed);
@@ -196,7 +193,7 @@ HttpAnswer Endpoints::tokenize(std::string_view body) const {
   return json_answer(tokenize_response_json(tokens));
 }
 
-HttpAnswer Endpoints::detokenize(std::string_view body) const {
+Endpoints::Result Endpoints::detokenize(std::string_view body) {
   auto parsed = parse_detokenize_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   const auto& request = std::get<DetokenizeRequest>(parsed);
@@ -211,17 +208,17 @@ HttpAnswer Endpoints::detokenize(std::string_view body) const {
   return json_answer(detokenize_response_json(tokenizer_.decode(request.tokens)));
 }
 
-HttpAnswer Endpoints::models() const {
+Endpoints::Result Endpoints::models(std::string_view) {
   return json_answer(models_list_json(ServedModel{model_.id, created_, model_.context_length,
                                                   chat_template_name(model_.chat_template)}));
 }
 
-HttpAnswer Endpoints::health() const {
+Endpoints::Result Endpoints::health(std::string_view) {
   if (!serving()) return error_answer(service_unavailable("The server is not serving."));
   return json_answer(R"({"status":"ok"})");
 }
 
-HttpAnswer Endpoints::metrics_page() const {
+Endpoints::Result Endpoints::metrics_page(std::string_view) {
   HttpAnswer answer;
   answer.content_type = "text/plain; version=0.0.4; charset=utf-8";
   answer.body = metrics_.render(scheduler_.metrics());

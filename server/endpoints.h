@@ -1,11 +1,14 @@
 // The HTTP API without the sockets: routes a request to its endpoint and answers it
 // whole (models, health, metrics, tokenize, errors), or turns a completion request into
-// a GenerationPlan for the session to submit and stream. Thread-safe: any I/O thread may
-// call it at once (the tokenizer and the scheduler's submit are).
+// a GenerationPlan, which the session hands back to submit() with its sink and then
+// writes out. A generation's refusal or failure gets its HTTP status and error object
+// here (and in protocol), never in the session. Thread-safe: any I/O thread may call it at once
+// (the tokenizer and the scheduler's submit and cancel are).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,8 +18,9 @@
 #include "protocol/api_error.h"
 #include "protocol/chat_template.h"
 #include "protocol/completion_request.h"
-#include "protocol/responses.h"
+#include "protocol/response_encoder.h"
 #include "runner/tokenizer/tokenizer.h"
+#include "scheduler/model_card.h"
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
 #include "server/server_metrics.h"
@@ -40,25 +44,15 @@ struct HttpAnswer {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra: Allow, Retry-After, ...
+  bool close = false;  // close the connection after it (the server is stopping)
 };
 
-// A validated, tokenized completion request, ready for Scheduler::submit once the session
-// has attached its sink.
+// A validated, tokenized completion request, ready for Endpoints::submit, and the encoder
+// of its response (the session writes what it makes, whichever the endpoint).
 struct GenerationPlan {
-  GenerationRequest request;
-  ResponseHeader header;  // id, created, model, seed: shared by every body and chunk
-  Endpoint endpoint = Endpoint::kCompletions;
+  GenerationRequest request;  // without its sink: submit() attaches the session's
+  ResponseEncoder encoder;
   bool stream = false;
-  bool include_usage = false;
-};
-
-// The model as the API describes it.
-struct ServedModelInfo {
-  std::string id;  // what /v1/models lists and responses name
-  int32_t context_length = 0;
-  int32_t vocab_size = 0;
-  int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more
-  ChatTemplate chat_template = ChatTemplate::kChatml;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405
@@ -70,34 +64,49 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 
 class Endpoints {
  public:
+  using Result = std::variant<HttpAnswer, GenerationPlan>;
+
   // scheduler, tokenizer and metrics must outlive this object. An empty api_key: no auth.
-  Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
-            std::string api_key, ServerMetrics& metrics);
+  Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model, std::string api_key,
+            ServerMetrics& metrics);
 
   // The route's name for metrics ("/v1/completions", or "other" for unknown paths).
   static std::string route_name(std::string_view target);
 
-  std::variant<HttpAnswer, GenerationPlan> handle(const ApiRequest& request);
+  Result handle(const ApiRequest& request);
+
+  // Submits a plan's request with the sink its events go to: the accepted request's id
+  // (for cancel), or the answer that refuses it (400, 503; close set when stopping).
+  std::variant<uint64_t, HttpAnswer> submit(GenerationPlan& plan,
+                                            std::shared_ptr<RequestSink> sink);
+  // Cancels an accepted request that has not ended; its sink then hears kCancelled.
+  void cancel(uint64_t id) { scheduler_.cancel(id); }
 
   // /health answers 200 only while serving (model loaded, scheduler running).
   void set_serving(bool serving) { serving_.store(serving); }
   bool serving() const { return serving_.load(); }
 
-  Scheduler& scheduler() { return scheduler_; }
   ServerMetrics& metrics() { return metrics_; }
 
  private:
-  std::variant<HttpAnswer, GenerationPlan> completion(std::string_view body, Endpoint endpoint);
-  HttpAnswer tokenize(std::string_view body) const;
-  HttpAnswer detokenize(std::string_view body) const;
-  HttpAnswer models() const;
-  HttpAnswer health() const;
-  HttpAnswer metrics_page() const;
+  struct Route;
+  static const Route* find_route(std::string_view path);
+
+  Result completions(std::string_view body) { return completion(body, Endpoint::kCompletions); }
+  Result chat_completions(std::string_view body) {
+    return completion(body, Endpoint::kChatCompletions);
+  }
+  Result completion(std::string_view body, Endpoint endpoint);
+  Result tokenize(std::string_view body);
+  Result detokenize(std::string_view body);
+  Result models(std::string_view body);
+  Result health(std::string_view body);
+  Result metrics_page(std::string_view body);
   uint64_t draw_seed();
 
   Scheduler& scheduler_;
   const Tokenizer& tokenizer_;
-  ServedModelInfo model_;
+  ModelCard model_;
   std::string api_key_;
   ServerMetrics& metrics_;
   std::string bos_text_;

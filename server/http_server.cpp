@@ -40,7 +40,7 @@ struct HttpServer::Io {
   std::vector<std::thread> threads;
 };
 
-HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
+HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,
                        ServerOptions options)
     : scheduler_(scheduler),
       options_(std::move(options)),

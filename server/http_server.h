@@ -34,7 +34,7 @@ struct ServerOptions {
 class HttpServer {
  public:
   // The scheduler must be started and, like the tokenizer, outlive the server.
-  HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ServedModelInfo model,
+  HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,
              ServerOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

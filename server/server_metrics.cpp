@@ -36,6 +36,17 @@ std::vector<double> e2e_bounds() {
   return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 }
 
+// The finish counters under their labels, those counted at least once, sorted by label.
+std::map<std::string, uint64_t> finish_counts(const std::array<uint64_t, kFinishLabels>& counts) {
+  std::map<std::string, uint64_t> labelled;
+  for (size_t i = 0; i < kFinishLabels; ++i) {
+    if (counts[i] == 0) continue;
+    labelled[i + 1 == kFinishLabels ? "error" : finish_reason_name(static_cast<FinishReason>(i))] =
+        counts[i];
+  }
+  return labelled;
+}
+
 }  // namespace
 
 LatencyHistogram::LatencyHistogram(std::vector<double> bounds)
@@ -79,9 +90,14 @@ void ServerMetrics::count_response(const std::string& endpoint, int status) {
   ++responses_[{endpoint, status}];
 }
 
-void ServerMetrics::count_finish(const std::string& reason) {
+void ServerMetrics::count_finish(FinishReason reason) {
   std::lock_guard lock(mutex_);
-  ++finishes_[reason];
+  ++finishes_[static_cast<size_t>(reason)];
+}
+
+void ServerMetrics::count_error() {
+  std::lock_guard lock(mutex_);
+  ++finishes_[kFinishLabels - 1];
 }
 
 std::string ServerMetrics::render(const SchedulerMetrics& s) const {
@@ -97,7 +113,7 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
     }
     header(out, "tandem_generations_finished_total", "counter",
            "Generations ended, by reason (stop, length, cancelled, error).");
-    for (const auto& [reason, count] : finishes_) {
+    for (const auto& [reason, count] : finish_counts(finishes_)) {
       out += "tandem_generations_finished_total{reason=\"" + reason + "\"} " +
              std::to_string(count) + "\n";
     }

@@ -11,9 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/outcomes.h"
 #include "scheduler/scheduler.h"
 
 namespace tandem::server {
+
+// tandem_generations_finished_total's labels: one per FinishReason, then "error".
+inline constexpr size_t kFinishLabels = kFinishReasons + 1;
 
 // A Prometheus histogram with fixed upper bounds (seconds).
 class LatencyHistogram {
@@ -37,8 +41,10 @@ class ServerMetrics {
 
   // One answered HTTP request; endpoint is the route ("/v1/completions") or "other".
   void count_response(const std::string& endpoint, int status);
-  // A generation that ended: how (stop, length, cancelled, error) and its latencies.
-  void count_finish(const std::string& reason);
+  // A generation that ended, by how: its finish reason (label "stop", "length", ...), or
+  // an error of any kind (label "error").
+  void count_finish(FinishReason reason);
+  void count_error();
   void observe_time_to_first_token(double seconds) { ttft_.observe(seconds); }
   void observe_inter_token_latency(double seconds) { itl_.observe(seconds); }
   void observe_request_latency(double seconds) { e2e_.observe(seconds); }
@@ -49,7 +55,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> responses_;
-  std::map<std::string, uint64_t> finishes_;
+  std::array<uint64_t, kFinishLabels> finishes_{};  // by FinishReason, then errors
   LatencyHistogram ttft_;
   LatencyHistogram itl_;
   LatencyHistogram e2e_;

@@ -3,12 +3,11 @@
 #include <cstdio>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-
-#include "protocol/sse.h"
 
 namespace tandem::server {
 namespace {
@@ -32,16 +31,14 @@ class StrandSink final : public RequestSink {
       s->on_generation_text(serial, std::move(text), at);
     });
   }
-  void on_finish(std::string_view reason, const Usage& usage) override {
-    net::post(strand_, [s = session_, serial = serial_, reason = std::string(reason), usage,
-                        at = Clock::now()]() mutable {
-      s->on_generation_finish(serial, std::move(reason), usage, at);
+  void on_finish(FinishReason reason, const Usage& usage) override {
+    net::post(strand_, [s = session_, serial = serial_, reason, usage, at = Clock::now()] {
+      s->on_generation_finish(serial, reason, usage, at);
     });
   }
-  void on_error(std::string_view message) override {
-    net::post(strand_, [s = session_, serial = serial_, message = std::string(message)]() mutable {
-      s->on_generation_error(serial, std::move(message));
-    });
+  void on_error(ErrorKind kind, std::string_view) override {
+    net::post(strand_,
+              [s = session_, serial = serial_, kind] { s->on_generation_error(serial, kind); });
   }
 
  private:
@@ -75,18 +72,35 @@ bool ActiveGenerations::wait_for_zero(Clock::time_point deadline) {
 }
 
 struct Session::Generation {
+  Generation(uint64_t serial, ResponseEncoder encoder, bool stream, bool keep_alive)
+      : serial(serial), encoder(std::move(encoder)), stream(stream), keep_alive(keep_alive) {}
+
   uint64_t serial = 0;
   uint64_t request_id = 0;
-  ResponseHeader header;
-  Endpoint endpoint = Endpoint::kCompletions;
+  ResponseEncoder encoder;
   bool stream = false;
-  bool include_usage = false;
   bool keep_alive = true;
   bool done = false;  // its last event (finish or error) has arrived
   bool seen_text = false;
   Clock::time_point last_text;
   std::string text;  // non-streamed: the whole text so far
 };
+
+// Marks a write begun (the flag, its timeout) and returns its completion handler: once
+// the write is done `next` runs, unless it failed and the client is gone.
+template <typename Next>
+auto Session::on_written(Next next) {
+  writing_ = true;
+  stream_.expires_after(context_.limits.write_timeout);
+  return [self = shared_from_this(), next = std::move(next)](beast::error_code ec, size_t) {
+    self->writing_ = false;
+    if (ec) {
+      self->client_gone();
+      return;
+    }
+    next(*self);
+  };
+}
 
 Session::Session(tcp::socket socket, SessionContext& context)
     : stream_(std::move(socket)), context_(context) {}
@@ -197,7 +211,7 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   if (context_.draining.load()) {
-    answer(error_answer(service_unavailable("The server is shutting down.")), false);
+    answer(error_answer(api_error_for(ErrorKind::kShuttingDown)), false);
     return;
   }
   const bool keep_alive = request.keep_alive();
@@ -221,7 +235,7 @@ void Session::on_request(beast::error_code ec) {
 
 void Session::answer(HttpAnswer answer, bool keep_alive) {
   if (closed_) return;
-  keep_alive = keep_alive && !context_.draining.load();
+  keep_alive = keep_alive && !answer.close && !context_.draining.load();
   response_.emplace(static_cast<http::status>(answer.status), version_);
   response_->set(http::field::server, "tandem");
   response_->set(http::field::content_type, answer.content_type);
@@ -233,45 +247,23 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
   // a client reads none, and bytes after the header would be taken for the next response.
   if (head_) response_->body().clear();
   context_.endpoints.metrics().count_response(route_, answer.status);
-  writing_ = true;
-  stream_.expires_after(context_.limits.write_timeout);
-  http::async_write(stream_, *response_,
-                    [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
-                      self->writing_ = false;
-                      self->response_.reset();
-                      if (ec) {
-                        self->client_gone();
-                        return;
-                      }
-                      self->finish_response(keep_alive);
-                    });
+  http::async_write(stream_, *response_, on_written([keep_alive](Session& s) {
+                      s.response_.reset();
+                      s.finish_response(keep_alive);
+                    }));
 }
 
 void Session::start_generation(GenerationPlan plan, bool keep_alive) {
-  auto generation = std::make_unique<Generation>();
-  generation->serial = next_serial_++;
-  generation->header = std::move(plan.header);
-  generation->endpoint = plan.endpoint;
-  generation->stream = plan.stream;
-  generation->include_usage = plan.include_usage;
-  generation->keep_alive = keep_alive;
-  plan.request.sink =
-      std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), generation->serial);
-  const SubmitResult submitted = context_.endpoints.scheduler().submit(std::move(plan.request));
-  switch (submitted.status) {
-    case SubmitStatus::kAccepted:
-      break;
-    case SubmitStatus::kQueueFull:
-      answer(error_answer(overloaded()), keep_alive);
-      return;
-    case SubmitStatus::kShuttingDown:
-      answer(error_answer(service_unavailable("The server is shutting down.")), false);
-      return;
-    case SubmitStatus::kInvalid:
-      answer(error_answer(bad_request(submitted.message)), keep_alive);
-      return;
+  const uint64_t serial = next_serial_++;
+  auto submitted = context_.endpoints.submit(
+      plan, std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial));
+  if (auto* refused = std::get_if<HttpAnswer>(&submitted)) {
+    answer(std::move(*refused), keep_alive);
+    return;
   }
-  generation->request_id = submitted.id;
+  auto generation =
+      std::make_unique<Generation>(serial, std::move(plan.encoder), plan.stream, keep_alive);
+  generation->request_id = std::get<uint64_t>(submitted);
   context_.active.begin();
   generation_ = std::move(generation);
   if (generation_->stream) start_stream();
@@ -290,38 +282,18 @@ void Session::start_stream() {
   stream_header_->chunked(chunked);
   stream_serializer_.emplace(*stream_header_);
   context_.endpoints.metrics().count_response(route_, 200);
-  if (g.endpoint == Endpoint::kChatCompletions) queue_event(chat_role_chunk_json(g.header));
-  writing_ = true;
-  stream_.expires_after(context_.limits.write_timeout);
+  stream_pending_ += g.encoder.opening_events();
   http::async_write_header(stream_, *stream_serializer_,
-                           [self = shared_from_this()](beast::error_code ec, size_t) {
-                             self->writing_ = false;
-                             if (ec) {
-                               self->client_gone();
-                               return;
-                             }
-                             self->flush_stream();
-                           });
+                           on_written([](Session& s) { s.flush_stream(); }));
 }
-
-void Session::queue_event(const std::string& json) { stream_pending_ += sse_data(json); }
 
 // Writes what is queued as one chunk; events that arrive meanwhile go into the next.
 void Session::flush_stream() {
   if (writing_ || closed_) return;
-  auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
-    self->writing_ = false;
-    if (ec) {
-      self->client_gone();
-      return;
-    }
-    self->flush_stream();
-  };
   if (!stream_pending_.empty()) {
     stream_writing_.swap(stream_pending_);
     stream_pending_.clear();
-    writing_ = true;
-    stream_.expires_after(context_.limits.write_timeout);
+    auto done = on_written([](Session& s) { s.flush_stream(); });
     if (stream_header_->chunked()) {
       net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
     } else {
@@ -329,25 +301,15 @@ void Session::flush_stream() {
     }
     return;
   }
-  if (stream_ending_ && !stream_header_->chunked()) {
-    stream_ending_ = false;
+  if (!stream_ending_) return;
+  stream_ending_ = false;
+  if (!stream_header_->chunked()) {
     finish_response(false);
     return;
   }
-  if (stream_ending_) {
-    stream_ending_ = false;
-    writing_ = true;
-    stream_.expires_after(context_.limits.write_timeout);
-    net::async_write(stream_, http::make_chunk_last(),
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->writing_ = false;
-                       if (ec) {
-                         self->client_gone();
-                         return;
-                       }
-                       self->finish_response(self->stream_header_->keep_alive());
-                     });
-  }
+  net::async_write(stream_, http::make_chunk_last(), on_written([](Session& s) {
+                     s.finish_response(s.stream_header_->keep_alive());
+                   }));
 }
 
 void Session::on_generation_text(uint64_t serial, std::string text, Clock::time_point at) {
@@ -365,13 +327,11 @@ void Session::on_generation_text(uint64_t serial, std::string text, Clock::time_
     g.text += text;
     return;
   }
-  queue_event(g.endpoint == Endpoint::kChatCompletions
-                  ? chat_chunk_json(g.header, text, std::nullopt)
-                  : completion_chunk_json(g.header, text, std::nullopt));
+  stream_pending_ += g.encoder.text_event(text);
   flush_stream();
 }
 
-void Session::on_generation_finish(uint64_t serial, std::string reason, Usage usage,
+void Session::on_generation_finish(uint64_t serial, FinishReason reason, Usage usage,
                                    Clock::time_point at) {
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
@@ -380,42 +340,36 @@ void Session::on_generation_finish(uint64_t serial, std::string reason, Usage us
   if (!g.seen_text) metrics.observe_time_to_first_token(seconds_between(received_, at));
   metrics.observe_request_latency(seconds_between(received_, at));
   metrics.count_finish(reason);
-  if (reason == "cancelled") {  // only a vanished client is cancelled: nobody to answer
+  if (reason == FinishReason::kCancelled) {  // only a vanished client is: nobody to answer
     end_generation();
     close();
     return;
   }
-  const FinishReason finish = reason == "length" ? FinishReason::kLength : FinishReason::kStop;
-  const bool chat = g.endpoint == Endpoint::kChatCompletions;
   if (!g.stream) {
     HttpAnswer whole;
-    whole.body = chat ? chat_completion_response_json(g.header, g.text, finish, usage)
-                      : completion_response_json(g.header, g.text, finish, usage);
+    whole.body = g.encoder.whole_body(g.text, reason, usage);
     answer(std::move(whole), g.keep_alive);
     return;
   }
-  queue_event(chat ? chat_chunk_json(g.header, "", finish)
-                   : completion_chunk_json(g.header, "", finish));
-  if (g.include_usage) queue_event(usage_chunk_json(g.header, g.endpoint, usage));
-  stream_pending_ += sse_done();
-  stream_ending_ = true;
-  flush_stream();
+  end_stream(g.encoder.closing_events(reason, usage));
 }
 
-void Session::on_generation_error(uint64_t serial, std::string message) {
+void Session::on_generation_error(uint64_t serial, ErrorKind kind) {
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
   g.done = true;
-  context_.endpoints.metrics().count_finish("error");
-  const ApiError error = message.find("shutting down") != std::string::npos
-                             ? service_unavailable("The server is shutting down.")
-                             : internal_error();
+  context_.endpoints.metrics().count_error();
+  const ApiError error = api_error_for(kind);
   if (!g.stream) {
     answer(error_answer(error), false);
     return;
   }
-  stream_pending_ += sse_data(to_json_body(error));
-  stream_pending_ += sse_done();
+  end_stream(g.encoder.error_events(error));
+}
+
+// Queues a stream's last events ([DONE] included); the last chunk follows them.
+void Session::end_stream(const std::string& events) {
+  stream_pending_ += events;
   stream_ending_ = true;
   flush_stream();
 }
@@ -469,7 +423,9 @@ void Session::watch_for_disconnect() {
 }
 
 void Session::client_gone() {
-  if (generation_ && !generation_->done) context_.endpoints.metrics().count_finish("cancelled");
+  if (generation_ && !generation_->done) {
+    context_.endpoints.metrics().count_finish(FinishReason::kCancelled);
+  }
   end_generation();  // cancels a generation still running
   closed_ = true;
   stream_.close();
@@ -477,7 +433,7 @@ void Session::client_gone() {
 
 void Session::end_generation() {
   if (!generation_) return;
-  if (!generation_->done) context_.endpoints.scheduler().cancel(generation_->request_id);
+  if (!generation_->done) context_.endpoints.cancel(generation_->request_id);
   generation_.reset();
   context_.active.end();
 }

@@ -1,6 +1,8 @@
 // One HTTP/1.1 connection: reads requests (keep-alive, timeouts, size limits), answers
-// them through Endpoints, and runs generations: submits to the scheduler with a sink that
-// posts the events onto this session's strand, then writes the body or the SSE stream.
+// them through Endpoints, and runs generations: submits through Endpoints with a sink
+// that posts the events onto this session's strand, then writes what the plan's
+// ResponseEncoder makes of them, whole or as an SSE stream. Pure I/O: what to answer is
+// decided in Endpoints and protocol.
 // Every handler runs on the strand, so a session needs no locks. A read error or EOF
 // while a generation runs, or a failed write, cancels it at once.
 #pragma once
@@ -67,8 +69,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Generation events, each run on the strand; `serial` names the generation they
   // belong to, so late events of an abandoned one are ignored.
   void on_generation_text(uint64_t serial, std::string text, Clock::time_point at);
-  void on_generation_finish(uint64_t serial, std::string reason, Usage usage, Clock::time_point at);
-  void on_generation_error(uint64_t serial, std::string message);
+  void on_generation_finish(uint64_t serial, FinishReason reason, Usage usage,
+                            Clock::time_point at);
+  void on_generation_error(uint64_t serial, ErrorKind kind);
   net::any_io_executor executor() { return stream_.get_executor(); }
 
  private:
@@ -81,8 +84,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void answer(HttpAnswer answer, bool keep_alive);
   void start_generation(GenerationPlan plan, bool keep_alive);
   void start_stream();
-  void queue_event(const std::string& json);
   void flush_stream();
+  void end_stream(const std::string& events);
+  template <typename Next>
+  auto on_written(Next next);
   void finish_response(bool keep_alive);
   void watch_for_disconnect();
   void client_gone();

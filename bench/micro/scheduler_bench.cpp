@@ -45,8 +45,8 @@ class ByteTokenizer : public Tokenizer {
 class CountingSink : public RequestSink {
  public:
   void on_text(std::string_view delta) override { bytes += delta.size(); }
-  void on_finish(std::string_view, const Usage&) override {}
-  void on_error(std::string_view) override {}
+  void on_finish(FinishReason, const Usage&) override {}
+  void on_error(ErrorKind, std::string_view) override {}
   size_t bytes = 0;
 };
 

@@ -88,6 +88,9 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
       run_tandem({"bench", "--url", "http://127.0.0.1:1", "--model", model_}), "--url");
   expect_one_line_usage_error(run_tandem({"bench", "--offline"}), "--offline");
   expect_one_line_usage_error(
+      run_tandem({"bench", "--url", "http://127.0.0.1:1", "--served-model-name", "m"}),
+      "--served-model-name");
+  expect_one_line_usage_error(
       run_tandem({"bench", "--url", "http://127.0.0.1:1", "--overlap", "compare"}), "--overlap");
   expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--overlap", "sideways"}),
                               "--overlap");

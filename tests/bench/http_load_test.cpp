@@ -174,5 +174,35 @@ TEST_F(HttpLoad, UrlRunMatchesTheInProcessModelRun) {
   EXPECT_EQ(uj["runs"][0]["outputs_digest"], mj["runs"][0]["outputs_digest"]);
 }
 
+// One ModelCard: `bench --model F` names (and sends requests for) the id `serve --model F`
+// lists in /v1/models, by default and with --served-model-name.
+TEST_F(HttpLoad, BenchModelUsesTheModelIdServeListsForTheSameFile) {
+  const std::vector<std::vector<std::string>> namings = {{}, {"--served-model-name", "team/t1"}};
+  for (const std::vector<std::string>& naming : namings) {
+    std::vector<std::string> serve_args = {"--model", model_, "--port", "0", "--threads", "1"};
+    serve_args.insert(serve_args.end(), naming.begin(), naming.end());
+    ServeChild serve(serve_args);
+    ASSERT_GT(serve.port(), 0);
+    bench::ServerUrl url;
+    url.host = "127.0.0.1";
+    url.port = std::to_string(serve.port());
+    const std::string served_id = bench::discover_server(url).model;
+    EXPECT_EQ(served_id,
+              naming.empty() ? std::filesystem::path(model_).stem().string() : naming.back());
+
+    const std::string json_path = dir_.file("named.json").string();
+    std::vector<std::string> bench_args = {"bench", "--model",    model_,   "--threads",
+                                           "1",     "--requests", "2",      "--max-tokens",
+                                           "2",     "--json",     json_path};
+    bench_args.insert(bench_args.end(), naming.begin(), naming.end());
+    const CommandResult r = run_tandem(bench_args);  // over HTTP: the requests name the id
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    std::ifstream in(json_path);
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    EXPECT_EQ(doc["settings"]["model_name"], served_id);
+    EXPECT_EQ(doc["runs"][0]["completed"], 2);
+  }
+}
+
 }  // namespace
 }  // namespace tandem::testing

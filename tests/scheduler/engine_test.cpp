@@ -23,7 +23,7 @@ std::string generate(Engine& engine, uint64_t seed, int32_t max_tokens) {
   req.sink = sink;
   EXPECT_TRUE(engine.scheduler().submit(std::move(req)).accepted());
   sink->wait();
-  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->reason(), FinishReason::kLength);
   EXPECT_EQ(sink->usage().completion_tokens, max_tokens);
   return sink->text();
 }

@@ -46,7 +46,7 @@ struct Planned {
 
 struct Expected {
   std::string text;
-  std::string reason;
+  FinishReason reason = FinishReason::kStop;
   int32_t completion_tokens = 0;
   // What has been streamed after n tokens, for n below the finishing count: the text so
   // far minus the longest tail that could still begin a stop string.
@@ -63,7 +63,7 @@ Expected reference(const SimulatedExecutor& sim, const Tokenizer& tok, int32_t c
                    const GenerationRequest& req) {
   Expected e;
   const int32_t prompt_len = static_cast<int32_t>(req.prompt.size());
-  const int32_t max_new = std::min(req.max_tokens, context - prompt_len);
+  const int32_t max_new = std::min(*req.max_tokens, context - prompt_len);
   Detokenizer detok(tok);
   std::string text;
   int32_t last = req.prompt.back();
@@ -80,10 +80,10 @@ Expected reference(const SimulatedExecutor& sim, const Tokenizer& tok, int32_t c
     }
     return t.substr(0, t.size() - keep);
   };
-  auto end = [&](std::string reason, int32_t n) {
+  auto end = [&](FinishReason reason, int32_t n) {
     const size_t stop_at = earliest_stop(text, req.stop);
     e.text = stop_at == std::string::npos ? text : text.substr(0, stop_at);
-    e.reason = stop_at == std::string::npos ? reason : "stop";
+    e.reason = stop_at == std::string::npos ? reason : FinishReason::kStop;
     e.completion_tokens = n;
     return e;
   };
@@ -94,14 +94,14 @@ Expected reference(const SimulatedExecutor& sim, const Tokenizer& tok, int32_t c
     ++pos;
     if (t == kFakeEos && !req.sampling.ignore_eos) {
       text += detok.flush();
-      return end("stop", n);
+      return end(FinishReason::kStop, n);
     }
     text += detok.push(t);
-    if (earliest_stop(text, req.stop) != std::string::npos) return end("stop", n);
+    if (earliest_stop(text, req.stop) != std::string::npos) return end(FinishReason::kStop, n);
     e.streamed_after.push_back(held_tail(text));
   }
   text += detok.flush();
-  return end("length", max_new);
+  return end(FinishReason::kLength, max_new);
 }
 
 struct Outcome {
@@ -186,7 +186,7 @@ TEST(SchedulerProperties, OutputsMatchTheReferenceAndAreIdenticalWithOverlapOnAn
         EXPECT_EQ(got.events_after_end(), 0);
         EXPECT_EQ(got.empty_deltas(), 0);
         EXPECT_EQ(got.usage().prompt_tokens, static_cast<int32_t>(plan[i].request.prompt.size()));
-        if (got.reason() == "cancelled") {
+        if (got.reason() == FinishReason::kCancelled) {
           ASSERT_GE(plan[i].cancel_turn, 0);
           const int32_t n = got.usage().completion_tokens;
           ASSERT_LT(n, want.completion_tokens);
@@ -202,7 +202,7 @@ TEST(SchedulerProperties, OutputsMatchTheReferenceAndAreIdenticalWithOverlapOnAn
       // only requests that ran to their end are compared).
       const RecordingSink& a = *on.sinks.at(static_cast<int>(i));
       const RecordingSink& b = *off.sinks.at(static_cast<int>(i));
-      if (a.reason() != "cancelled" && b.reason() != "cancelled") {
+      if (a.reason() != FinishReason::kCancelled && b.reason() != FinishReason::kCancelled) {
         EXPECT_EQ(a.text(), b.text());
         EXPECT_EQ(a.usage().completion_tokens, b.usage().completion_tokens);
       }
@@ -267,7 +267,7 @@ TEST(SchedulerProperties, OnItsOwnThreadWithConcurrentClientsOutputsMatchTheRefe
           reference(sim, tokenizer, device_config().context_length, plan[i].request);
       const RecordingSink& got = *sinks[i];
       EXPECT_EQ(got.events_after_end(), 0);
-      if (got.reason() == "cancelled") {
+      if (got.reason() == FinishReason::kCancelled) {
         ASSERT_LT(got.usage().completion_tokens, want.completion_tokens);
         EXPECT_EQ(got.text(), want.streamed_after.at(got.usage().completion_tokens));
       } else {

@@ -2,6 +2,7 @@
 #include "scheduler/scheduler.h"
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -27,7 +28,7 @@ struct Harness {
     device.set_event_observer([this](const DeviceEvent& e) { events.push_back(e); });
     scheduler = std::make_unique<Scheduler>(device, tokenizer, std::move(options));
   }
-  std::shared_ptr<RecordingSink> submit(int prompt_len, int max_tokens,
+  std::shared_ptr<RecordingSink> submit(int prompt_len, std::optional<int32_t> max_tokens,
                                         std::vector<std::string> stop = {}) {
     auto sink = std::make_shared<RecordingSink>();
     GenerationRequest r;
@@ -66,7 +67,7 @@ TEST(Scheduler, ASingleRequestStreamsItsTokensAndFinishesOnLength) {
   auto sink = h.submit(5, 10);
   h.drain();
   EXPECT_EQ(sink->text(), std::string(10, 'x'));
-  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->reason(), FinishReason::kLength);
   EXPECT_EQ(sink->usage().prompt_tokens, 5);
   EXPECT_EQ(sink->usage().completion_tokens, 10);
   const SchedulerMetrics m = h.scheduler->metrics();
@@ -122,7 +123,7 @@ TEST(Scheduler, AnEosFoundWhileProcessingBreaksTheChainAndItsNextTokenIsDiscarde
   auto a = h.submit(4, 30);
   auto b = h.submit(4, 12);
   h.drain();
-  EXPECT_EQ(a->reason(), "stop");
+  EXPECT_EQ(a->reason(), FinishReason::kStop);
   EXPECT_EQ(a->text(), "xxxxx");
   EXPECT_EQ(a->usage().completion_tokens, 6);  // EOS counts, its text is empty
   EXPECT_EQ(b->text(), std::string(12, 'x'));
@@ -137,7 +138,7 @@ TEST(Scheduler, AStopStringFinishesTheRequestWithoutEmittingIt) {
   Harness h({}, [](uint64_t, int32_t pos) { return int32_t{pos % 3 == 0 ? 'S' : 'a'}; });
   auto sink = h.submit(2, 40, {"aS"});
   h.drain();
-  EXPECT_EQ(sink->reason(), "stop");
+  EXPECT_EQ(sink->reason(), FinishReason::kStop);
   EXPECT_EQ(sink->text(), "");  // positions 2 'a'... "a" then "S": stopped at once
   EXPECT_EQ(sink->usage().completion_tokens, 2);
   EXPECT_EQ(h.scheduler->metrics().discarded_tokens, 1u);
@@ -192,7 +193,7 @@ TEST(Scheduler, ACancelDuringChainedDecodeBreaksTheChainAndDiscardsBothTokensInF
   const std::string streamed = b->text();
   h.scheduler->cancel(2);  // curr is finalized but unprocessed, next is in flight
   h.run_turns(1);
-  EXPECT_EQ(b->reason(), "cancelled");
+  EXPECT_EQ(b->reason(), FinishReason::kCancelled);
   EXPECT_EQ(b->text(), streamed);
   EXPECT_EQ(b->usage().completion_tokens, static_cast<int32_t>(streamed.size()));
   // b's blocks (44 positions: 3 blocks, like a's) stay reserved while the chained step
@@ -219,17 +220,17 @@ TEST(Scheduler, ACancelReachesARequestWhereverItIs) {
   h.run_turns(3);
   h.scheduler->cancel(3);  // still waiting: max_batch is 1
   h.run_turns(1);
-  EXPECT_EQ(waiting->reason(), "cancelled");
+  EXPECT_EQ(waiting->reason(), FinishReason::kCancelled);
   EXPECT_EQ(waiting->usage().completion_tokens, 0);
   h.scheduler->cancel(1);
   h.run_turns(3);  // request 2 is admitted and part-way through its 12-token prompt
-  EXPECT_EQ(running->reason(), "cancelled");
+  EXPECT_EQ(running->reason(), FinishReason::kCancelled);
   EXPECT_FALSE(prefilling->ended());
   h.scheduler->cancel(2);
   h.scheduler->cancel(2);  // twice, and an unknown id: ignored
   h.scheduler->cancel(99);
   h.drain();
-  EXPECT_EQ(prefilling->reason(), "cancelled");
+  EXPECT_EQ(prefilling->reason(), FinishReason::kCancelled);
   EXPECT_EQ(prefilling->usage().completion_tokens, 0);
   EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 0);
   EXPECT_EQ(h.scheduler->metrics().requests_finished, 3u);
@@ -243,23 +244,24 @@ TEST(Scheduler, AFullQueueRefusesAndAnImpossibleRequestIsInvalid) {
   h.submit(4, 4);
   GenerationRequest r;
   r.prompt = {'a'};
+  r.max_tokens = 16;
   r.sink = std::make_shared<RecordingSink>();
-  EXPECT_EQ(h.scheduler->submit(r).status, SubmitStatus::kQueueFull);
+  EXPECT_EQ(h.scheduler->submit(r).refusal, ErrorKind::kOverloaded);
   h.run_turns(1);  // both admitted: the queue has room again
   EXPECT_TRUE(h.scheduler->submit(r).accepted());
 
   GenerationRequest too_long = r;
   too_long.prompt.assign(64, 'a');
-  EXPECT_EQ(h.scheduler->submit(too_long).status, SubmitStatus::kInvalid);
+  EXPECT_EQ(h.scheduler->submit(too_long).refusal, ErrorKind::kInvalidRequest);
   GenerationRequest empty = r;
   empty.prompt.clear();
-  EXPECT_EQ(h.scheduler->submit(empty).status, SubmitStatus::kInvalid);
+  EXPECT_EQ(h.scheduler->submit(empty).refusal, ErrorKind::kInvalidRequest);
   GenerationRequest bad_token = r;
   bad_token.prompt = {999};
-  EXPECT_EQ(h.scheduler->submit(bad_token).status, SubmitStatus::kInvalid);
+  EXPECT_EQ(h.scheduler->submit(bad_token).refusal, ErrorKind::kInvalidRequest);
   GenerationRequest no_tokens = r;
   no_tokens.max_tokens = 0;
-  EXPECT_EQ(h.scheduler->submit(no_tokens).status, SubmitStatus::kInvalid);
+  EXPECT_EQ(h.scheduler->submit(no_tokens).refusal, ErrorKind::kInvalidRequest);
   h.drain();
 }
 
@@ -283,8 +285,34 @@ TEST(Scheduler, GenerationStopsAtTheContextLength) {
   Harness h({}, nullptr, fake_device_info(/*context=*/32));
   auto sink = h.submit(28, 100);
   h.drain();
-  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->reason(), FinishReason::kLength);
   EXPECT_EQ(sink->usage().completion_tokens, 4);
+}
+
+TEST(Scheduler, WithoutMaxTokensGenerationRunsToTheContext) {
+  Harness h({}, nullptr, fake_device_info(/*context=*/32));
+  auto sink = h.submit(28, std::nullopt);
+  h.drain();
+  EXPECT_EQ(sink->reason(), FinishReason::kLength);
+  EXPECT_EQ(sink->usage().completion_tokens, 4);
+}
+
+TEST(Scheduler, MaxTokensIsClampedToTheKvPoolAndAPromptItCannotHoldIsInvalid) {
+  // 4 blocks of 16: 64 positions, fewer than the context's 256.
+  Harness h({}, nullptr, fake_device_info(/*context=*/256, /*kv_blocks=*/4));
+  auto asked = h.submit(20, 100);
+  h.drain();
+  EXPECT_EQ(asked->reason(), FinishReason::kLength);
+  EXPECT_EQ(asked->usage().completion_tokens, 44);
+  auto unbounded = h.submit(20, std::nullopt);
+  h.drain();
+  EXPECT_EQ(unbounded->usage().completion_tokens, 44);
+  GenerationRequest r;
+  r.prompt.assign(64, 'p');  // fits the context, but leaves the pool no room to generate
+  r.sink = std::make_shared<RecordingSink>();
+  const SubmitResult refused = h.scheduler->submit(r);
+  EXPECT_EQ(refused.refusal, ErrorKind::kInvalidRequest);
+  EXPECT_NE(refused.message.find("KV positions"), std::string::npos) << refused.message;
 }
 
 TEST(Scheduler, IgnoreEosKeepsGoingPastEos) {
@@ -297,7 +325,7 @@ TEST(Scheduler, IgnoreEosKeepsGoingPastEos) {
   r.sink = sink;
   ASSERT_TRUE(h.scheduler->submit(r).accepted());
   h.drain();
-  EXPECT_EQ(sink->reason(), "length");
+  EXPECT_EQ(sink->reason(), FinishReason::kLength);
   EXPECT_EQ(sink->text(), "yyyyy");  // EOS's text is empty
   EXPECT_EQ(sink->usage().completion_tokens, 6);
 }
@@ -327,6 +355,7 @@ TEST(Scheduler, ADeviceFailureEndsTheRequestsInTheStepWithAnErrorAndFreesTheirBl
   for (int i = 0; i < 100 && !scheduler.drained(); ++i) scheduler.run_once();
   ASSERT_TRUE(scheduler.drained());
   EXPECT_NE(sink->error().find("out of memory"), std::string::npos);
+  EXPECT_EQ(sink->error_kind(), ErrorKind::kInternal);
   EXPECT_EQ(sink->events_after_end(), 0);
   EXPECT_EQ(scheduler.metrics().kv_blocks_used, 0);
 }
@@ -363,8 +392,9 @@ TEST(Scheduler, OnItsOwnThreadItServesConcurrentSubmittersAndCancellers) {
   scheduler.stop();
   for (auto& per_thread : sinks) {
     for (auto& s : per_thread) {
-      EXPECT_TRUE(s->reason() == "length" || s->reason() == "cancelled") << s->reason();
-      if (s->reason() == "length") {
+      EXPECT_TRUE(s->reason() == FinishReason::kLength || s->reason() == FinishReason::kCancelled)
+          << ::testing::PrintToString(s->reason());
+      if (s->reason() == FinishReason::kLength) {
         EXPECT_EQ(s->usage().completion_tokens, 20);
       }
       EXPECT_EQ(s->events_after_end(), 0);
@@ -385,11 +415,13 @@ TEST(Scheduler, StoppingEndsLiveAndWaitingRequestsWithAnError) {
   h.scheduler->stop();
   EXPECT_FALSE(live->error().empty());
   EXPECT_FALSE(waiting->error().empty());
+  EXPECT_EQ(live->error_kind(), ErrorKind::kShuttingDown);
+  EXPECT_EQ(waiting->error_kind(), ErrorKind::kShuttingDown);
   EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 0);
   GenerationRequest r;
   r.prompt = {'a'};
   r.sink = std::make_shared<RecordingSink>();
-  EXPECT_EQ(h.scheduler->submit(r).status, SubmitStatus::kShuttingDown);
+  EXPECT_EQ(h.scheduler->submit(r).refusal, ErrorKind::kShuttingDown);
 }
 
 }  // namespace

@@ -6,12 +6,22 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "runner/device/device.h"
 #include "runner/tokenizer/tokenizer.h"
 #include "scheduler/request.h"
+
+namespace tandem {
+
+// gtest prints outcomes by name.
+inline void PrintTo(FinishReason reason, std::ostream* os) { *os << finish_reason_name(reason); }
+inline void PrintTo(ErrorKind kind, std::ostream* os) { *os << error_kind_name(kind); }
+
+}  // namespace tandem
 
 namespace tandem::testing {
 
@@ -63,7 +73,7 @@ class RecordingSink : public RequestSink {
     text_ += delta;
     ++deltas_;
   }
-  void on_finish(std::string_view reason, const Usage& usage) override {
+  void on_finish(FinishReason reason, const Usage& usage) override {
     std::lock_guard lock(mutex_);
     if (ended_) ++events_after_end_;
     ended_ = true;
@@ -71,10 +81,11 @@ class RecordingSink : public RequestSink {
     usage_ = usage;
     cv_.notify_all();
   }
-  void on_error(std::string_view message) override {
+  void on_error(ErrorKind kind, std::string_view message) override {
     std::lock_guard lock(mutex_);
     if (ended_) ++events_after_end_;
     ended_ = true;
+    error_kind_ = kind;
     error_ = message;
     cv_.notify_all();
   }
@@ -84,7 +95,8 @@ class RecordingSink : public RequestSink {
   }
 
   std::string text() const { return locked(text_); }
-  std::string reason() const { return locked(reason_); }
+  std::optional<FinishReason> reason() const { return locked(reason_); }  // nullopt: none
+  std::optional<ErrorKind> error_kind() const { return locked(error_kind_); }
   std::string error() const { return locked(error_); }
   Usage usage() const { return locked(usage_); }
   bool ended() const { return locked(ended_); }
@@ -99,7 +111,9 @@ class RecordingSink : public RequestSink {
   }
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::string text_, reason_, error_;
+  std::string text_, error_;
+  std::optional<FinishReason> reason_;
+  std::optional<ErrorKind> error_kind_;
   Usage usage_;
   bool ended_ = false;
   int deltas_ = 0;

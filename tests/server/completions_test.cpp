@@ -153,6 +153,31 @@ TEST(Completions, MaxTokensEndsWithLengthAndUsageCountsEveryToken) {
   EXPECT_EQ(by_default["usage"]["completion_tokens"], 16);
 }
 
+TEST(ChatCompletions, WithoutMaxTokensChatRunsUntilTheContextEnds) {
+  json request = chat_body(false, 5, 0);
+  request.erase("max_tokens");
+  request["ignore_eos"] = true;
+  const json body =
+      fetch(shared_server().port(), "POST", "/v1/chat/completions", request.dump()).json();
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["total_tokens"], 512);  // the tiny model's context
+}
+
+TEST(Completions, MaxTokensStopsWhereTheKvPoolEndsWhenItIsSmallerThanTheContext) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "256"});  // context 512
+  json request = completion_body(false, 5, 1000);
+  request["ignore_eos"] = true;
+  const json asked = fetch(server.port(), "POST", "/v1/completions", request.dump()).json();
+  EXPECT_EQ(asked["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(asked["usage"]["total_tokens"], 256);
+  json chat = chat_body(false, 5, 0);
+  chat.erase("max_tokens");
+  chat["ignore_eos"] = true;
+  const json unbounded = fetch(server.port(), "POST", "/v1/chat/completions", chat.dump()).json();
+  EXPECT_EQ(unbounded["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(unbounded["usage"]["total_tokens"], 256);
+}
+
 TEST(Completions, PromptTokenIdsAreAcceptedAsThePrompt) {
   const uint16_t port = shared_server().port();
   const json body =

@@ -30,6 +30,21 @@ TEST(Endpoints, ModelsListsTheServedModelAndItsChatTemplate) {
   EXPECT_EQ(models["data"][0]["chat_template"], "chatml");
 }
 
+TEST(Endpoints, ServedModelNameIsTheIdListedAndAnswered) {
+  ServerProcess server(tiny_model(), {"--served-model-name", "team/tiny-v2"});
+  const json models = fetch(server.port(), "GET", "/v1/models").json();
+  ASSERT_EQ(models["data"].size(), 1u);
+  EXPECT_EQ(models["data"][0]["id"], "team/tiny-v2");
+  const HttpResult named = fetch(server.port(), "POST", "/v1/completions",
+                                 R"({"model": "team/tiny-v2", "prompt": "a", "max_tokens": 1})");
+  ASSERT_EQ(named.status, 200) << named.body;
+  EXPECT_EQ(named.json()["model"], "team/tiny-v2");
+  EXPECT_EQ(fetch(server.port(), "POST", "/v1/completions",
+                  R"({"model": "tiny", "prompt": "a", "max_tokens": 1})")
+                .status,
+            404);
+}
+
 TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
   const uint16_t port = shared_server().port();
   const std::string text = "Hello, wörld! 123";

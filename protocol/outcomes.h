@@ -1,0 +1,39 @@
+// How a generation ends, as values: the finish reason and token usage of one that
+// completed, or the kind of error that ended it (or refused it at submission). The
+// scheduler reports them, the server answers with them; their text is made only at the
+// edges, in the JSON bodies and the metrics labels, by the naming functions below.
+#pragma once
+
+#include <cstdint>
+
+namespace tandem {
+
+enum class FinishReason {
+  kStop,       // EOS or a stop string
+  kLength,     // max_tokens, the context or the KV pool
+  kToolCalls,  // the model called a tool (OpenAI's reason; nothing produces it yet)
+  kCancelled,  // the caller cancelled it (a client that went away)
+};
+inline constexpr int kFinishReasons = 4;
+
+// "stop", "length", "tool_calls", "cancelled": OpenAI's finish_reason and the metrics label.
+const char* finish_reason_name(FinishReason reason);
+
+enum class ErrorKind {
+  kInvalidRequest,  // the request can never run (the message says why)
+  kOverloaded,      // the waiting queue is full
+  kShuttingDown,    // the server is stopping
+  kInternal,        // the device failed, or a bug
+};
+inline constexpr int kErrorKinds = 4;
+
+// "invalid_request", "overloaded", "shutting_down", "internal".
+const char* error_kind_name(ErrorKind kind);
+
+// Tokens of one generation; completion_tokens counts EOS and stop tokens too.
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,42 @@
+// The bytes of one generation's response, for its endpoint: the whole JSON body, or the
+// SSE events of a stream (opening, one per piece of text, closing, or an error). Built
+// once per request on protocol/responses.h and protocol/sse.h, so that whoever writes
+// the response never asks which endpoint it answers. Immutable; pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "protocol/api_error.h"
+#include "protocol/completion_request.h"
+#include "protocol/outcomes.h"
+#include "protocol/responses.h"
+
+namespace tandem {
+
+class ResponseEncoder {
+ public:
+  // include_usage: stream_options.include_usage (a usage chunk before [DONE]).
+  ResponseEncoder(Endpoint endpoint, ResponseHeader header, bool include_usage);
+
+  // A stream's first events: chat's role chunk; none for completions.
+  std::string opening_events() const;
+  // A piece of generated text (never empty) as a chunk.
+  std::string text_event(std::string_view text) const;
+  // The chunk with the finish reason, the usage chunk when asked for, and [DONE].
+  std::string closing_events(FinishReason finish, const Usage& usage) const;
+  // A stream that fails: the error object as an event, then [DONE].
+  std::string error_events(const ApiError& error) const;
+  // A response that is not streamed: the whole body.
+  std::string whole_body(std::string_view text, FinishReason finish, const Usage& usage) const;
+
+ private:
+  std::string chunk(std::string_view text, std::optional<FinishReason> finish) const;
+
+  Endpoint endpoint_;
+  ResponseHeader header_;
+  bool include_usage_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,41 @@
+// The finish counters, counted by outcome value and exported under the labels /metrics has
+// always had: only reasons that occurred, sorted by label, errors of every kind as "error".
+#include "server/server_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tandem::server {
+namespace {
+
+std::string finished_lines(const ServerMetrics& metrics) {
+  const std::string page = metrics.render(SchedulerMetrics{});
+  const std::string name = "tandem_generations_finished_total{";
+  std::string lines;
+  for (size_t at = page.find(name); at != std::string::npos; at = page.find(name, at + 1)) {
+    lines += page.substr(at, page.find('\n', at) + 1 - at);
+  }
+  return lines;
+}
+
+TEST(ServerMetrics, FinishesAreCountedByOutcomeUnderTheirLabels) {
+  ServerMetrics metrics;
+  EXPECT_EQ(finished_lines(metrics), "");
+  metrics.count_finish(FinishReason::kStop);
+  metrics.count_finish(FinishReason::kLength);
+  metrics.count_finish(FinishReason::kStop);
+  metrics.count_error();
+  metrics.count_finish(FinishReason::kCancelled);
+  metrics.count_error();
+  EXPECT_EQ(finished_lines(metrics),
+            "tandem_generations_finished_total{reason=\"cancelled\"} 1\n"
+            "tandem_generations_finished_total{reason=\"error\"} 2\n"
+            "tandem_generations_finished_total{reason=\"length\"} 1\n"
+            "tandem_generations_finished_total{reason=\"stop\"} 2\n");
+  metrics.count_finish(FinishReason::kToolCalls);
+  EXPECT_NE(finished_lines(metrics).find("{reason=\"tool_calls\"} 1\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem::server
