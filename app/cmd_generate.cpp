@@ -46,13 +46,13 @@ class StdoutSink final : public RequestSink {
     if (!outcome_.first_text) outcome_.first_text = Clock::now();
     std::cout << delta << std::flush;
   }
-  void on_finish(std::string_view, const Usage& usage) override {
+  void on_finish(FinishReason, const Usage& usage) override {
     outcome_.ok = true;
     outcome_.usage = usage;
     settle();
   }
-  void on_error(std::string_view message) override {
-    outcome_.error = message;
+  void on_error(ErrorKind kind, std::string_view message) override {
+    outcome_.error = std::string(error_kind_name(kind)) + ": " + std::string(message);
     settle();
   }
 
@@ -110,7 +110,7 @@ int run_generate(const GenerateOptions& o) {
   engine->start();
   const Clock::time_point start = Clock::now();
   const SubmitResult submitted = engine->scheduler().submit(std::move(request));
-  if (!submitted.accepted()) throw UsageError(submitted.message);
+  if (!submitted.accepted()) throw UsageError("--prompt: " + submitted.message);
   const StdoutSink::Outcome outcome = pending.get();
   std::cout << "\n";
   if (!outcome.ok) {
