@@ -7,7 +7,7 @@
 //                          a sub-panel (the tiles fit the ISA's register file)
 //   kPrefetchAhead         bytes ahead in a sub-panel's weight stream
 //   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
-//   store(float*, Vec), store_first(float*, Vec, n): all lanes, the first n lanes
+//   store(float*, Vec)
 //   load(const float*), load(const uint16_t*): kWidth F32 or F16 (IEEE half) weights
 //   load_q8(const int8_t*, Vec scale): kWidth Q8_0 weights as scale * q, rounded once
 // So a new packed type is a k loop here and a load per ISA, not a loop per ISA.
@@ -150,17 +150,18 @@ struct Q8_0Tile : TileShape<V, 5> {
   }
 };
 
+// The tile's rows to y; a sub-panel cut by n_out goes through a buffer (per-vector partial
+// stores there made GCC copy AVX2's accumulators between registers on every k).
 template <class V, int R>
 [[gnu::always_inline]] inline void store_rows(const Acc<V, R>& acc, float* y, int64_t ldy,
                                               int64_t n_valid) {
   for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V::kVecs; ++v) {
-      const int64_t left = n_valid - v * V::kWidth;
-      if (left >= V::kWidth) {
-        V::store(y + r * ldy + v * V::kWidth, acc[r][v]);
-      } else if (left > 0) {
-        V::store_first(y + r * ldy + v * V::kWidth, acc[r][v], left);
-      }
+    if (n_valid >= kSubPanel<V>) {
+      for (int v = 0; v < V::kVecs; ++v) V::store(y + r * ldy + v * V::kWidth, acc[r][v]);
+    } else {
+      alignas(64) float tmp[kSubPanel<V>];
+      for (int v = 0; v < V::kVecs; ++v) V::store(tmp + v * V::kWidth, acc[r][v]);
+      for (int64_t i = 0; i < n_valid; ++i) y[r * ldy + i] = tmp[i];
     }
   }
 }

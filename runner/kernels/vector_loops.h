@@ -2,6 +2,7 @@
 // exp behind silu), written once over the ISA's micro-kernel (the struct V of
 // runner/kernels/tile_loop.h), which adds for them:
 //   load_first(const float*, n)   the first n lanes, the rest zero
+//   store_first(float*, v, n)     the first n lanes
 //   clamp(v, lo, hi)              min(max(v, lo), hi) as vmaxps, vminps do it
 //   fnma(a, b, c)                 c - a * b, rounded once
 //   scale_pow2(v, n)              v * 2^n for integral n
