@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runner/kernels/kernels.h"
+#include "runner/util/float16.h"
 
 namespace {
 
@@ -51,15 +52,15 @@ PackedWeights make_weights(TensorType type, int64_t n_out, int64_t n_in, Xorshif
       bytes.resize(n * 2);
       for (int64_t i = 0; i < n; ++i) {
         const float v = rng.next();
-        const uint16_t h = type == TensorType::kF16 ? tandem::kernels::f32_to_f16(v)
-                                                    : tandem::kernels::f32_to_bf16(v);
+        const uint16_t h =
+            type == TensorType::kF16 ? tandem::half_from_float(v) : tandem::bfloat_from_float(v);
         std::memcpy(&bytes[i * 2], &h, 2);
       }
       break;
     case TensorType::kQ8_0: {
       std::vector<tandem::gguf::BlockQ8_0> blocks(n / 32);
       for (auto& b : blocks) {
-        b.scale_f16 = tandem::kernels::f32_to_f16(0.01f);
+        b.scale_f16 = tandem::half_from_float(0.01f);
         for (auto& q : b.qs) q = static_cast<int8_t>(rng.next() * 200);
       }
       bytes.resize(blocks.size() * sizeof(blocks[0]));

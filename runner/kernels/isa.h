@@ -1,6 +1,6 @@
 // Internal to the kernels: the packed weight layout shared by every instruction set,
-// and the entry points each per-ISA file (kernels_avx2.cpp, kernels_avx512.cpp)
-// exports. Not for use outside runner/kernels*.cpp and their tests.
+// and the entry points each per-ISA file (avx2/matmul.cpp, avx512/matmul.cpp) exports.
+// Not for use outside runner/kernels/ and its tests.
 //
 // Layout: outputs are grouped in panels of kPanel (64) consecutive features; a panel
 // stores its weights k-major, so a panel is one contiguous stream and each step over

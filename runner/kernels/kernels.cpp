@@ -1,6 +1,7 @@
 // Kernel dispatch (which ISA runs), weight packing into the panel layout described in
-// kernels_isa.h, the parallel split of a matmul over output panels, and the scalar
-// conversions. The arithmetic itself lives in kernels_avx2.cpp and kernels_avx512.cpp.
+// isa.h and the parallel split of a matmul over output panels. The arithmetic itself
+// lives in avx2/matmul.cpp and avx512/matmul.cpp, over the loops of tile_loop.h and
+// vector_loops.h; the scalar F16/BF16 conversions are runner/util/float16.h's.
 #include "runner/kernels/kernels.h"
 
 #include <cpuid.h>
@@ -8,10 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "runner/kernels/isa.h"
+#include "runner/util/float16.h"
 
 namespace tandem::kernels {
 
@@ -112,6 +114,21 @@ size_t panel_bytes_for(PackedType type, int64_t n_in) {
   return 0;
 }
 
+// Each type is packed as it is stored (BF16 in pairs of k), F32 included.
+PackedType packed_type_of(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kF16:
+      return PackedType::kF16;
+    case gguf::TensorType::kBF16:
+      return PackedType::kBf16Pairs;
+    case gguf::TensorType::kQ8_0:
+      return PackedType::kQ8_0;
+    case gguf::TensorType::kF32:
+      break;
+  }
+  return PackedType::kF32;
+}
+
 size_t row_bytes(gguf::TensorType type, int64_t n_in) {
   switch (type) {
     case gguf::TensorType::kF32:
@@ -125,18 +142,22 @@ size_t row_bytes(gguf::TensorType type, int64_t n_in) {
   throw std::invalid_argument("unsupported weight type");
 }
 
+// n 16-bit values (F16 or BF16, as `widen` reads them) widened to F32.
+template <float (*widen)(uint16_t)>
+void widen_row(const uint8_t* bytes, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes + 2 * i, 2);
+    dst[i] = widen(h);
+  }
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvx512:
-      return "avx512";
-    case Isa::kAvx512Bf16:
-      return "avx512bf16";
-  }
-  return "unknown";
+  constexpr const char* kNames[] = {"avx2", "avx512", "avx512bf16"};  // in Isa's order
+  const auto i = static_cast<size_t>(isa);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 Isa detected_isa() {
@@ -179,23 +200,7 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
     n_out += s.n_out;
   }
   // Mixed types (rare: all of a layer's projections usually share one) are widened to F32.
-  PackedType type = PackedType::kF32;
-  if (same_type) {
-    switch (sources[0].type) {
-      case gguf::TensorType::kF32:
-        type = PackedType::kF32;
-        break;
-      case gguf::TensorType::kF16:
-        type = PackedType::kF16;
-        break;
-      case gguf::TensorType::kBF16:
-        type = PackedType::kBf16Pairs;
-        break;
-      case gguf::TensorType::kQ8_0:
-        type = PackedType::kQ8_0;
-        break;
-    }
-  }
+  const PackedType type = same_type ? packed_type_of(sources[0].type) : PackedType::kF32;
   for (const WeightSource& s : sources) {
     if (s.type == gguf::TensorType::kQ8_0 && n_in % gguf::kQ8_0BlockSize != 0) {
       throw std::invalid_argument("PackedWeights::pack: Q8_0 rows must be whole blocks of 32");
@@ -244,7 +249,7 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
             gguf::BlockQ8_0 block;
             std::memcpy(&block, src + b * sizeof(gguf::BlockQ8_0), sizeof(block));
             uint8_t* dst = panel + b * kBlockBytes;
-            const float scale = f16_to_f32(block.scale_f16);
+            const float scale = float_from_half(block.scale_f16);
             std::memcpy(dst + lane * 4, &scale, 4);
             for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) {
               dst[kPanel * 4 + j * kPanel + lane] = static_cast<uint8_t>(block.qs[j]);
@@ -310,18 +315,10 @@ void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t 
       std::memcpy(dst, src, static_cast<size_t>(n) * 4);
       return;
     case gguf::TensorType::kF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        dst[i] = f16_to_f32(h);
-      }
+      widen_row<float_from_half>(bytes, dst, n);
       return;
     case gguf::TensorType::kBF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        dst[i] = bf16_to_f32(h);
-      }
+      widen_row<float_from_bfloat>(bytes, dst, n);
       return;
     case gguf::TensorType::kQ8_0:
       if (n % gguf::kQ8_0BlockSize != 0) {
@@ -330,7 +327,7 @@ void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t 
       for (int64_t b = 0; b < n / gguf::kQ8_0BlockSize; ++b) {
         gguf::BlockQ8_0 block;
         std::memcpy(&block, bytes + b * sizeof(gguf::BlockQ8_0), sizeof(block));
-        const float scale = f16_to_f32(block.scale_f16);
+        const float scale = float_from_half(block.scale_f16);
         for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) {
           dst[b * gguf::kQ8_0BlockSize + j] = scale * static_cast<float>(block.qs[j]);
         }
@@ -355,50 +352,6 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   active_kernels().silu_mul(gate, up, out, n);
-}
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1f;
-  const uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0x1f) {  // Inf or NaN (payload kept, so quiet stays quiet)
-    return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
-  }
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in F32
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-    return sign ? -magnitude : magnitude;
-  }
-  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
-
-uint16_t f32_to_f16(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-  uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) {  // NaN: keep the top payload bits, make it quiet
-    return static_cast<uint16_t>(sign | 0x7e00 | ((magnitude >> 13) & 0x3ff));
-  }
-  if (magnitude >= 0x477ff000u) return sign | 0x7c00;  // >= 65520 rounds to Inf
-  if (magnitude >= 0x38800000u) {                      // normal half (>= 2^-14)
-    const uint32_t odd = (magnitude >> 13) & 1;
-    magnitude += 0xc8000fffu + odd;  // rebias 127 -> 15, add half an ulp minus one (ties to even)
-    return static_cast<uint16_t>(sign | (magnitude >> 13));
-  }
-  // Subnormal or zero: adding 0.5 lines the half's last mantissa bit up with the
-  // float's, and the FPU's round-to-nearest-even does the rounding.
-  const float shifted = std::bit_cast<float>(magnitude) + 0.5f;
-  return static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(shifted) - 0x3f000000u));
-}
-
-float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
-
-uint16_t f32_to_bf16(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // NaN: truncate, make it quiet
-    return static_cast<uint16_t>((bits >> 16) | 0x0040);
-  }
-  const uint32_t odd = (bits >> 16) & 1;
-  return static_cast<uint16_t>((bits + 0x7fffu + odd) >> 16);
 }
 
 }  // namespace tandem::kernels

@@ -78,10 +78,4 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
-// Conversions (scalar, exact IEEE rounding: round-to-nearest-even).
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
-
 }  // namespace tandem::kernels

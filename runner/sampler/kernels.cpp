@@ -188,46 +188,42 @@ void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float
 // rises; a group of 4 whose largest z cannot reach it skips Philox, a token whose noise ceiling
 // cannot reach it skips the logs.
 int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
-  const int32_t top = argmax(z, n);
-  if (top < 0) return -1;
-  float best = z[top] + gumbel_noise(seed, position, top);
-  int32_t best_id = top;
+  GumbelBest best = gumbel_start(z, argmax(z, n), nullptr, seed, position);
+  if (best.index < 0) return -1;
   for (int32_t base = 0; base < n; base += 4) {
     const int32_t end = std::min(n, base + 4);
     float group_max = kNegInf;
     for (int32_t i = base; i < end; ++i) group_max = z[i] > group_max ? z[i] : group_max;
-    if (!(group_max + kNoiseCeiling >= best)) continue;
+    if (!(group_max + kNoiseCeiling >= best.value)) continue;
     const auto block = noise_block(seed, position, static_cast<uint32_t>(base) >> 2);
     for (int32_t i = base; i < end; ++i) {
       const uint32_t bits = block[i - base];
-      if (!(z[i] + noise_ceiling(bits) >= best)) continue;
+      if (!(z[i] + noise_ceiling(bits) >= best.value)) continue;
       const float v = z[i] + gumbel_from_bits(bits);
-      if (v > best || (v == best && i < best_id)) {
-        best = v;
-        best_id = i;
+      if (v > best.value || (v == best.value && i < best.index)) {
+        best.value = v;
+        best.index = i;
       }
     }
   }
-  return best_id;
+  return best.index;
 }
 
 int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
                          int64_t position) {
-  const int32_t top = argmax(z, n);
-  if (top < 0) return -1;
-  float best = z[top] + gumbel_noise(seed, position, ids[top]);
-  int32_t best_j = top;
+  GumbelBest best = gumbel_start(z, argmax(z, n), ids, seed, position);
+  if (best.index < 0) return -1;
   for (int32_t j = 0; j < n; ++j) {
     const auto id = static_cast<uint32_t>(ids[j]);
     const uint32_t bits = noise_block(seed, position, id >> 2)[id & 3u];
-    if (!(z[j] + noise_ceiling(bits) >= best)) continue;
+    if (!(z[j] + noise_ceiling(bits) >= best.value)) continue;
     const float v = z[j] + gumbel_from_bits(bits);
-    if (v > best || (v == best && ids[j] < ids[best_j])) {
-      best = v;
-      best_j = j;
+    if (v > best.value || (v == best.value && ids[j] < ids[best.index])) {
+      best.value = v;
+      best.index = j;
     }
   }
-  return best_j;
+  return best.index;
 }
 
 constexpr Kernels kPortable = {scale_max,       argmax, z_sum,         ladder,          collect,
@@ -244,6 +240,12 @@ bool cpu_has_avx512() {
 float gumbel_noise(uint64_t seed, int64_t position, int32_t id) {
   const auto block = noise_block(seed, position, static_cast<uint32_t>(id) >> 2);
   return gumbel_from_bits(block[static_cast<uint32_t>(id) & 3u]);
+}
+
+GumbelBest gumbel_start(const float* z, int32_t top, const int32_t* ids, uint64_t seed,
+                        int64_t position) {
+  if (top < 0) return {kNegInf, -1};
+  return {z[top] + gumbel_noise(seed, position, ids != nullptr ? ids[top] : top), top};
 }
 
 const Kernels& portable() { return kPortable; }

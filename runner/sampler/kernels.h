@@ -66,6 +66,17 @@ float gumbel_from_bits(uint32_t bits);  // -log(-log(uniform_open01(bits)))
 float noise_ceiling(uint32_t bits);
 inline constexpr float kNoiseCeiling = 16.7f;  // the largest noise is about 16.636
 
+// Where both paths' Gumbel argmaxes start: the top logit (argmax's answer `top`) with its
+// noise added, the running best that a token must be able to reach to be scanned at all.
+// ids maps an index to its token (nullptr: the index is the token). {-inf, -1} when top
+// is -1 (no finite logit).
+struct GumbelBest {
+  float value;
+  int32_t index;
+};
+GumbelBest gumbel_start(const float* z, int32_t top, const int32_t* ids, uint64_t seed,
+                        int64_t position);
+
 // The vector path's definitions, declared here so the portable file can dispatch to them.
 namespace avx512_impl {
 extern const Kernels kKernels;

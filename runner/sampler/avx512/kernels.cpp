@@ -285,10 +285,8 @@ __m512 noise_ceiling16(__m512i bits) {
 // largest z + kNoiseCeiling falls short of B skips Philox; a lane whose z + noise_ceiling16
 // falls short skips the two logs. Real logits' long low tail skips whole blocks.
 int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
-  const int32_t top = argmax(z, n);
-  if (top < 0) return -1;
-  float best = z[top] + gumbel_noise(seed, position, top);
-  int32_t best_id = top;
+  GumbelBest best = gumbel_start(z, argmax(z, n), nullptr, seed, position);
+  if (best.index < 0) return -1;
 
   // 64 ids per iteration: 16 Philox blocks (4 words each), transposed into id order.
   // Output vector v holds ids base + 16v + j, whose bits are word j % 4 of block 4v + j / 4.
@@ -307,7 +305,7 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
       zv[v] = first < n ? load_or_neg_inf(z + first, tail_mask(n - first)) : set(kNegInf);
       block_max = _mm512_max_ps(zv[v], block_max);
     }
-    const __m512 bound = set(best);
+    const __m512 bound = set(best.value);
     if (_mm512_cmp_ps_mask(add(block_max, set(kNoiseCeiling)), bound, _CMP_GE_OQ) == 0) continue;
     __m512i c[4];
     c[0] = _mm512_add_epi32(_mm512_set1_epi32(base >> 2), lane);
@@ -318,55 +316,55 @@ int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position
       const __m512i w01 = _mm512_permutex2var_epi32(c[0], pick[v], c[1]);
       const __m512i w23 = _mm512_permutex2var_epi32(c[2], pick[v], c[3]);
       const __m512i bits = _mm512_mask_blend_epi32(0xCCCC, w01, w23);
-      const __m512 now = set(best);
+      const __m512 now = set(best.value);
       const __mmask16 open = _mm512_cmp_ps_mask(add(zv[v], noise_ceiling16(bits)), now, _CMP_GE_OQ);
       if (open == 0) continue;
       const __m512 value = add(zv[v], gumbel_from_bits16(bits));
       const __m512i ids = _mm512_add_epi32(_mm512_set1_epi32(base + 16 * v), lane);
       const __mmask16 above = _mm512_mask_cmp_ps_mask(open, value, now, _CMP_GT_OQ);
-      const __mmask16 tie_lower = _mm512_mask_cmplt_epi32_mask(
-          _mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), ids, _mm512_set1_epi32(best_id));
+      const __mmask16 tie_lower =
+          _mm512_mask_cmplt_epi32_mask(_mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), ids,
+                                       _mm512_set1_epi32(best.index));
       const __mmask16 better = above | tie_lower;
       if (better == 0) continue;
       // The best of the lanes that beat B: the largest value, then the lowest id.
       const float top_value = _mm512_mask_reduce_max_ps(better, value);
       const __mmask16 at_top = _mm512_mask_cmp_ps_mask(better, value, set(top_value), _CMP_EQ_OQ);
-      best = top_value;
-      best_id = _mm512_mask_reduce_min_epi32(at_top, ids);
+      best.value = top_value;
+      best.index = _mm512_mask_reduce_min_epi32(at_top, ids);
     }
   }
-  return best_id;
+  return best.index;
 }
 
 // As gumbel_argmax, over a set of tokens in any order: ties compare ids, not positions.
 int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
                          int64_t position) {
-  const int32_t top = argmax(z, n);
-  if (top < 0) return -1;
-  float best = z[top] + gumbel_noise(seed, position, ids[top]);
-  int32_t best_j = top;
+  GumbelBest best = gumbel_start(z, argmax(z, n), ids, seed, position);
+  if (best.index < 0) return -1;
   for (int32_t j = 0; j < n; j += 16) {
     const __mmask16 mask = tail_mask(n - j);
     const __m512 zv = load_or_neg_inf(z + j, mask);
     const __m512i id = _mm512_maskz_loadu_epi32(mask, ids + j);
     const __m512i bits = noise_bits16(id, seed, position);
-    const __m512 now = set(best);
+    const __m512 now = set(best.value);
     const __mmask16 open = _mm512_cmp_ps_mask(add(zv, noise_ceiling16(bits)), now, _CMP_GE_OQ);
     if (open == 0) continue;
     const __m512 value = add(zv, gumbel_from_bits16(bits));
     const __mmask16 above = _mm512_mask_cmp_ps_mask(open, value, now, _CMP_GT_OQ);
-    const __mmask16 tie_lower = _mm512_mask_cmplt_epi32_mask(
-        _mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), id, _mm512_set1_epi32(ids[best_j]));
+    const __mmask16 tie_lower =
+        _mm512_mask_cmplt_epi32_mask(_mm512_mask_cmp_ps_mask(open, value, now, _CMP_EQ_OQ), id,
+                                     _mm512_set1_epi32(ids[best.index]));
     const __mmask16 better = above | tie_lower;
     if (better == 0) continue;
     const float top_value = _mm512_mask_reduce_max_ps(better, value);
     const __mmask16 at_top = _mm512_mask_cmp_ps_mask(better, value, set(top_value), _CMP_EQ_OQ);
     const int32_t top_id = _mm512_mask_reduce_min_epi32(at_top, id);
     const __mmask16 at = _mm512_mask_cmpeq_epi32_mask(at_top, id, _mm512_set1_epi32(top_id));
-    best = top_value;
-    best_j = j + static_cast<int32_t>(__builtin_ctz(at));
+    best.value = top_value;
+    best.index = j + static_cast<int32_t>(__builtin_ctz(at));
   }
-  return best_j;
+  return best.index;
 }
 
 }  // namespace

@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "runner/util/float16.h"
 
 namespace tandem::kernels {
 namespace {
@@ -63,7 +63,7 @@ Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed
           break;
         case TensorType::kF16:
         case TensorType::kBF16: {
-          const uint16_t h = type == TensorType::kF16 ? f32_to_f16(v) : f32_to_bf16(v);
+          const uint16_t h = type == TensorType::kF16 ? half_from_float(v) : bfloat_from_float(v);
           m.bytes.resize(m.bytes.size() + 2);
           std::memcpy(m.bytes.data() + m.bytes.size() - 2, &h, 2);
           break;
@@ -71,7 +71,7 @@ Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed
         case TensorType::kQ8_0:
           if (k % 32 == 0) {
             gguf::BlockQ8_0 block;
-            block.scale_f16 = f32_to_f16(0.01f + 0.02f * std::abs(normal(rng)));
+            block.scale_f16 = half_from_float(0.01f + 0.02f * std::abs(normal(rng)));
             for (auto& q : block.qs) q = static_cast<int8_t>(rng() % 255 - 127);
             m.bytes.resize(m.bytes.size() + sizeof(block));
             std::memcpy(m.bytes.data() + m.bytes.size() - sizeof(block), &block, sizeof(block));
@@ -370,69 +370,6 @@ TEST(Kernels, SiluMulMatchesFloat64AndIgnoresTheLength) {
       for (int64_t i = 0; i < len; ++i) ASSERT_EQ(part[i], out[1000 + i]) << isa_name(isa);
     }
   }
-}
-
-TEST(Kernels, HalfConversionsRoundTripEveryHalf) {
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float f = f16_to_f32(static_cast<uint16_t>(h));
-    const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
-    if (nan) {
-      ASSERT_TRUE(std::isnan(f)) << std::hex << h;
-      ASSERT_TRUE(std::isnan(f16_to_f32(f32_to_f16(f)))) << std::hex << h;
-      ASSERT_EQ(f32_to_f16(f) & 0x8000, h & 0x8000);
-    } else {
-      ASSERT_EQ(f32_to_f16(f), h) << std::hex << h;
-    }
-  }
-  EXPECT_EQ(f16_to_f32(0x0001), 0x1p-24f);  // smallest subnormal
-  EXPECT_EQ(f16_to_f32(0x7bff), 65504.f);
-  EXPECT_EQ(f16_to_f32(0x7c00), std::numeric_limits<float>::infinity());
-  EXPECT_EQ(f16_to_f32(0x8000), -0.f);
-  EXPECT_TRUE(std::signbit(f16_to_f32(0x8000)));
-}
-
-// For every pair of neighbouring finite halves: the midpoint rounds to the even one,
-// and anything a hair off the midpoint rounds to the nearer one.
-TEST(Kernels, FloatToHalfRoundsToNearestEven) {
-  for (uint32_t h = 0; h < 0x7c00; ++h) {
-    const float lo = f16_to_f32(static_cast<uint16_t>(h));
-    const float hi = f16_to_f32(static_cast<uint16_t>(h + 1));    // 0x7c00 is +Inf
-    const float mid = h + 1 == 0x7c00 ? 65520.f : (lo + hi) / 2;  // exact in F32
-    const uint16_t even = (h & 1) == 0 ? h : h + 1;
-    ASSERT_EQ(f32_to_f16(mid), even) << std::hex << h;
-    ASSERT_EQ(f32_to_f16(-mid), even | 0x8000) << std::hex << h;
-    ASSERT_EQ(f32_to_f16(std::nextafter(mid, 0.f)), h) << std::hex << h;
-    ASSERT_EQ(f32_to_f16(std::nextafter(mid, 1e30f)), h + 1) << std::hex << h;
-  }
-  EXPECT_EQ(f32_to_f16(1e10f), 0x7c00);
-  EXPECT_EQ(f32_to_f16(-std::numeric_limits<float>::infinity()), 0xfc00);
-  EXPECT_EQ(f32_to_f16(1e-10f), 0x0000);  // below half the smallest subnormal
-  EXPECT_EQ(f32_to_f16(std::numeric_limits<float>::denorm_min()), 0x0000);
-  const uint16_t nan = f32_to_f16(std::bit_cast<float>(0x7f800001u));  // payload in low bits
-  EXPECT_EQ(nan & 0x7c00, 0x7c00);
-  EXPECT_NE(nan & 0x3ff, 0);
-}
-
-TEST(Kernels, BFloatConversionsRoundToNearestEven) {
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float f = bf16_to_f32(static_cast<uint16_t>(h));
-    ASSERT_EQ(std::bit_cast<uint32_t>(f), h << 16);
-    if (std::isnan(f)) {
-      ASSERT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(f)))) << std::hex << h;
-      continue;
-    }
-    ASSERT_EQ(f32_to_bf16(f), h) << std::hex << h;
-    if ((h & 0x7fff) >= 0x7f80) continue;  // Inf: no finite neighbour above
-    // The midpoint to the next value up in magnitude, and a hair either side of it.
-    const uint32_t mid_bits = (h << 16) | 0x8000;
-    const uint16_t even = (h & 1) == 0 ? h : h + 1;
-    ASSERT_EQ(f32_to_bf16(std::bit_cast<float>(mid_bits)), even) << std::hex << h;
-    ASSERT_EQ(f32_to_bf16(std::bit_cast<float>(mid_bits - 1)), h) << std::hex << h;
-    ASSERT_EQ(f32_to_bf16(std::bit_cast<float>(mid_bits + 1)), h + 1) << std::hex << h;
-  }
-  // Payload only in the low 16 bits must stay a NaN, not become Inf.
-  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::bit_cast<float>(0x7f800001u)))));
-  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x7f7fffffu)), 0x7f80);  // FLT_MAX rounds to Inf
 }
 
 TEST(Kernels, TestHookRefusesAnIsaThisCpuLacksAndNamesEveryIsa) {

@@ -1,0 +1,210 @@
+// The matmul loops every instruction set shares: rows in register tiles, panels one
+// after another, and per packed type the loop over k. Internal to runner/kernels/: only
+// the ISA files include it, each supplying its micro-kernel, a struct V of static members:
+//   Vec, kWidth            an F32 vector (a GCC vector type, as __m256 and __m512 are)
+//                          and its lane count
+//   kVecs                  vectors per tile row: a tile is R rows x kVecs * kWidth outputs,
+//                          a sub-panel (the tiles fit the ISA's register file)
+//   kPrefetchAhead         bytes ahead in a sub-panel's weight stream
+//   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
+//   store(float*, Vec)
+//   load(const float*), load(const uint16_t*): kWidth F32 or F16 (IEEE half) weights
+//   load_q8(const int8_t*, Vec scale): kWidth Q8_0 weights as scale * q, rounded once
+// So a new packed type is a k loop here and a load per ISA, not a loop per ISA.
+//
+// Each output has one accumulator lane that adds x[k] * w[k] for k = 0, 1, ... in order,
+// whatever R: rows are bit-identical across batch sizes (runner/kernels/isa.h).
+//
+// Everything sits in an anonymous namespace and uses no standard-library template: each
+// ISA file is compiled with its own -m flags, and a copy with external linkage could be
+// the one the linker keeps for every caller, faulting on a CPU without that ISA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runner/kernels/isa.h"
+
+// Lambdas called once per step of k, inlined into their loop.
+#define TANDEM_STEP_INLINE __attribute__((always_inline))
+
+namespace tandem::kernels::detail {
+namespace {
+
+template <class V>
+constexpr int kSubPanel = (V::kWidth * V::kVecs);  // outputs per tile
+
+template <class V, int R>
+using Acc = typename V::Vec[R][V::kVecs];
+
+// One prefetch per cache line of a sub-panel's weights for one step of k.
+template <class V, size_t kRowBytes>
+[[gnu::always_inline]] inline void prefetch_row(const void* row) {
+  for (size_t offset = 0; offset < kRowBytes; offset += 64) {
+    __builtin_prefetch(static_cast<const char*>(row) + offset + V::kPrefetchAhead, 0, 3);
+  }
+}
+
+// acc[r] += x[r * ldx] * w for each of the R rows: one FMA per output lane.
+template <class V, int R>
+[[gnu::always_inline]] inline void fma_rows(Acc<V, R>& acc, const typename V::Vec (&w)[V::kVecs],
+                                            const float* x, int64_t ldx) {
+  for (int r = 0; r < R; ++r) {
+    const typename V::Vec xr = V::broadcast(x + r * ldx);
+    for (int v = 0; v < V::kVecs; ++v) acc[r][v] = V::fma(xr, w[v], acc[r][v]);
+  }
+}
+
+// Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
+// Weights apart), prefetching kPrefetchAhead bytes ahead in that stream.
+template <class V, class Weight, class Step>
+[[gnu::always_inline]] inline void stream(const void* weights, int col, int64_t n_steps,
+                                          Step&& step) {
+  const Weight* p = static_cast<const Weight*>(weights) + col;
+  for (int64_t s = 0; s < n_steps; ++s) {
+    const Weight* ws = p + s * kPanel;
+    prefetch_row<V, kSubPanel<V> * sizeof(Weight)>(ws);
+    step(s, ws);
+  }
+}
+
+// A tile type is a TileShape (its ISA and rows per tile: as many as leave registers for
+// the weights) with a k loop adding one sub-panel's products into acc.
+template <class V, int kRows>
+struct TileShape {
+  using Isa = V;
+  static constexpr int kMaxRows = kRows;
+};
+
+// F32 and F16 (Weight = float or uint16_t): one k per step, w[k][64].
+template <class V, class Weight>
+struct WidenTile : TileShape<V, 6> {
+  template <int R>
+  [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
+                                            const uint8_t* panel, int64_t row0, int col) {
+    const float* x = a.x + row0 * a.n_in;
+    stream<V, Weight>(panel, col, a.n_in, [&](int64_t k, const Weight* wk) TANDEM_STEP_INLINE {
+      typename V::Vec w[V::kVecs];
+      for (int v = 0; v < V::kVecs; ++v) w[v] = V::load(wk + v * V::kWidth);
+      fma_rows<V, R>(acc, w, x + k, a.n_in);
+    });
+  }
+};
+
+template <class V>
+using F32Tile = WidenTile<V, float>;
+template <class V>
+using F16Tile = WidenTile<V, uint16_t>;
+
+// BF16 pairs of k, w[k / 2][64][2], widened to F32 by integer lane operations (GCC's
+// vector extensions, vpslld and vpand on every ISA). A BF16 value is the top half of an
+// F32: the pair's first k is its low half shifted up, the second its high half in place.
+template <class V>
+struct Bf16WidenTile : TileShape<V, 5> {
+  typedef uint32_t Lanes __attribute__((vector_size(sizeof(typename V::Vec))));
+  template <int R>
+  [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
+                                            const uint8_t* panel, int64_t row0, int col) {
+    const float* x = a.x + row0 * a.n_in;
+    auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
+      Lanes raw[V::kVecs];
+      for (int v = 0; v < V::kVecs; ++v) {
+        __builtin_memcpy(&raw[v], wk + v * V::kWidth, sizeof(Lanes));
+      }
+      typename V::Vec w[V::kVecs];
+      for (int v = 0; v < V::kVecs; ++v) w[v] = __builtin_bit_cast(typename V::Vec, raw[v] << 16);
+      fma_rows<V, R>(acc, w, x + 2 * kp, a.n_in);
+      if (2 * kp + 1 == a.n_in) return;  // an odd n_in: the last pair has no second k
+      for (int v = 0; v < V::kVecs; ++v) {
+        w[v] = __builtin_bit_cast(typename V::Vec, raw[v] & 0xffff0000u);
+      }
+      fma_rows<V, R>(acc, w, x + 2 * kp + 1, a.n_in);
+    };
+    stream<V, uint32_t>(panel, col, (a.n_in + 1) / 2, pair);
+  }
+};
+
+// Q8_0 blocks of 32 k, { float scale[64]; int8_t q[32][64]; }: each weight is widened to
+// exactly the F32 value dequantize_row gives (scale * q, one rounding) and used as such.
+template <class V>
+struct Q8_0Tile : TileShape<V, 5> {
+  static constexpr int kBlock = 32;
+  static constexpr int64_t kBlockBytes = kPanel * 4 + kBlock * kPanel;
+  template <int R>
+  [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
+                                            const uint8_t* panel, int64_t row0, int col) {
+    const float* x = a.x + row0 * a.n_in;
+    const int64_t n_blocks = a.n_in / kBlock;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* block = panel + b * kBlockBytes;
+      const float* scales = reinterpret_cast<const float*>(block) + col;
+      typename V::Vec s[V::kVecs];
+      for (int v = 0; v < V::kVecs; ++v) s[v] = V::load(scales + v * V::kWidth);
+      const uint8_t* q = block + kPanel * 4;
+      stream<V, int8_t>(q, col, kBlock, [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
+        typename V::Vec w[V::kVecs];
+        for (int v = 0; v < V::kVecs; ++v) w[v] = V::load_q8(qj + v * V::kWidth, s[v]);
+        fma_rows<V, R>(acc, w, x + b * kBlock + j, a.n_in);
+      });
+    }
+  }
+};
+
+// The tile's rows to y; a sub-panel cut by n_out goes through a buffer (per-vector partial
+// stores there made GCC copy AVX2's accumulators between registers on every k).
+template <class V, int R>
+[[gnu::always_inline]] inline void store_rows(const Acc<V, R>& acc, float* y, int64_t ldy,
+                                              int64_t n_valid) {
+  for (int r = 0; r < R; ++r) {
+    if (n_valid >= kSubPanel<V>) {
+      for (int v = 0; v < V::kVecs; ++v) V::store(y + r * ldy + v * V::kWidth, acc[r][v]);
+    } else {
+      alignas(64) float tmp[kSubPanel<V>];
+      for (int v = 0; v < V::kVecs; ++v) V::store(tmp + v * V::kWidth, acc[r][v]);
+      for (int64_t i = 0; i < n_valid; ++i) y[r * ldy + i] = tmp[i];
+    }
+  }
+}
+
+// R rows x one panel at (row0, col0), a sub-panel at a time; sub-panels past n_out (the
+// last panel's padding) are skipped.
+template <class Tile, int R>
+void run_tile(const MatmulArgs& a, const uint8_t* panel, int64_t row0, int64_t col0) {
+  using V = typename Tile::Isa;
+  for (int col = 0; col < kPanel && col0 + col < a.n_out; col += kSubPanel<V>) {
+    Acc<V, R> acc;
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V::kVecs; ++v) acc[r][v] = typename V::Vec{};
+    Tile::template k_loop<R>(acc, a, panel, row0, col);
+    const int64_t c = col0 + col;
+    store_rows<V, R>(acc, a.y + row0 * a.n_out + c, a.n_out, a.n_out - c);
+  }
+}
+
+template <class Tile, int R = Tile::kMaxRows>
+inline void run_rows(int64_t rows, const MatmulArgs& a, const uint8_t* panel, int64_t row0,
+                     int64_t col0) {
+  if constexpr (R >= 1) {
+    if (rows == R) {
+      run_tile<Tile, R>(a, panel, row0, col0);
+    } else {
+      run_rows<Tile, R - 1>(rows, a, panel, row0, col0);
+    }
+  }
+}
+
+// Panel by panel; within a panel, rows in tiles of kMaxRows, so the panel is read
+// from memory once and then served from cache to the remaining row tiles.
+template <class Tile>
+void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const uint8_t* panel = a.panels + p * a.panel_bytes;
+    for (int64_t row0 = 0; row0 < a.n_rows; row0 += Tile::kMaxRows) {
+      const int64_t rows = a.n_rows - row0 < Tile::kMaxRows ? a.n_rows - row0 : Tile::kMaxRows;
+      run_rows<Tile>(rows, a, panel, row0, p * kPanel);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem::kernels::detail

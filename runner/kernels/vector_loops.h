@@ -1,0 +1,141 @@
+// The vector kernels every instruction set shares (dot, axpy, silu_mul, axpy_rows and the
+// exp behind silu), written once over the ISA's micro-kernel (the struct V of
+// runner/kernels/tile_loop.h), which adds for them:
+//   load_first(const float*, n)   the first n lanes, the rest zero
+//   store_first(float*, v, n)     the first n lanes
+//   clamp(v, lo, hi)              min(max(v, lo), hi) as vmaxps, vminps do it
+//   fnma(a, b, c)                 c - a * b, rounded once
+//   scale_pow2(v, n)              v * 2^n for integral n
+//   round(v)                      to the nearest integer, ties to even
+//   finish_dot(acc0, acc1, a, b, n)  adds the last n < kWidth products and reduces
+// + - * / are GCC's vector operators, which is how both compilers define the intrinsics
+// (_mm256_add_ps is a + b): the same instructions, each rounded on its own.
+// Internal to runner/kernels/, in an anonymous namespace for the reason in tile_loop.h.
+#pragma once
+
+#include <cstdint>
+
+#include "runner/kernels/isa.h"
+#include "runner/kernels/tile_loop.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+template <class V>
+typename V::Vec splat(float x) {
+  return V::broadcast(&x);
+}
+
+// e^x for x in about [-87, 88] (inputs are clamped there): Cephes' expf, a degree-5
+// polynomial on x - n ln2, scaled by 2^n. Within 2 ulp of std::exp.
+template <class V>
+typename V::Vec exp_ps(typename V::Vec x) {
+  using Vec = typename V::Vec;
+  x = V::clamp(x, splat<V>(-87.0f), splat<V>(88.0f));
+  const Vec n = V::round(x * splat<V>(1.44269504088896341f));
+  Vec r = V::fnma(n, splat<V>(0.693359375f), x);
+  r = V::fnma(n, splat<V>(-2.12194440e-4f), r);
+  Vec p = splat<V>(1.9875691500e-4f);
+  p = V::fma(p, r, splat<V>(1.3981999507e-3f));
+  p = V::fma(p, r, splat<V>(8.3334519073e-3f));
+  p = V::fma(p, r, splat<V>(4.1665795894e-2f));
+  p = V::fma(p, r, splat<V>(1.6666665459e-1f));
+  p = V::fma(p, r, splat<V>(5.0000001201e-1f));
+  p = V::fma(p, r * r, r + splat<V>(1.0f));
+  return V::scale_pow2(p, n);
+}
+
+// silu(g) * u = g / (1 + e^-g) * u, lane by lane.
+template <class V>
+typename V::Vec silu_times(typename V::Vec g, typename V::Vec u) {
+  const typename V::Vec one = splat<V>(1.0f);
+  const typename V::Vec sig = one / (one + exp_ps<V>(typename V::Vec{} - g));
+  return g * sig * u;
+}
+
+// Two accumulators over pairs of vectors, then one more vector; the ISA adds the rest.
+template <class V>
+float dot(const float* a, const float* b, int64_t n) {
+  constexpr int kW = V::kWidth;
+  typename V::Vec acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    acc0 = V::fma(V::load(a + i), V::load(b + i), acc0);
+    acc1 = V::fma(V::load(a + i + kW), V::load(b + i + kW), acc1);
+  }
+  if (i + kW <= n) {
+    acc0 = V::fma(V::load(a + i), V::load(b + i), acc0);
+    i += kW;
+  }
+  return V::finish_dot(acc0, acc1, a + i, b + i, n - i);
+}
+
+// y += alpha * x. The tail takes the same vector path, so an element's result does not
+// depend on n (one FMA, as the scalar fmaf would round it).
+template <class V>
+void axpy(float alpha, const float* x, float* y, int64_t n) {
+  const typename V::Vec va = splat<V>(alpha);
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth)
+    V::store(y + i, V::fma(va, V::load(x + i), V::load(y + i)));
+  if (i < n) {
+    V::store_first(y + i, V::fma(va, V::load_first(x + i, n - i), V::load_first(y + i, n - i)),
+                   n - i);
+  }
+}
+
+// out = silu(gate) * up, the tail through the same vector code.
+template <class V>
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    V::store(out + i, silu_times<V>(V::load(gate + i), V::load(up + i)));
+  }
+  if (i < n) {
+    const int64_t left = n - i;
+    V::store_first(out + i,
+                   silu_times<V>(V::load_first(gate + i, left), V::load_first(up + i, left)), left);
+  }
+}
+
+// y += sum_j w[j] * v[j * stride], accumulated in j order, kWidth outputs at a time in
+// a register.
+template <class V>
+void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    typename V::Vec acc = V::load(y + i);
+    for (int64_t j = 0; j < count; ++j)
+      acc = V::fma(V::broadcast(w + j), V::load(v + j * stride + i), acc);
+    V::store(y + i, acc);
+  }
+  if (i < n) {
+    const int64_t left = n - i;
+    typename V::Vec acc = V::load_first(y + i, left);
+    for (int64_t j = 0; j < count; ++j) {
+      acc = V::fma(V::broadcast(w + j), V::load_first(v + j * stride + i, left), acc);
+    }
+    V::store_first(y + i, acc, left);
+  }
+}
+
+using DotRows = void (*)(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+                         float* out);
+using ToBf16Pairs = void (*)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out);
+
+// The table an ISA file exports: the shared loops over its micro-kernel, BF16 weights
+// through Bf16Tile, and the kernels it writes itself.
+template <class V, class Bf16Tile = Bf16WidenTile<V>>
+constexpr IsaKernels make_kernels(DotRows dot_rows, ToBf16Pairs to_bf16_pairs = nullptr) {
+  return {{&panel_loop<F32Tile<V>>, &panel_loop<F16Tile<V>>, &panel_loop<Bf16Tile>,
+           &panel_loop<Q8_0Tile<V>>},
+          to_bf16_pairs,
+          &dot<V>,
+          &axpy<V>,
+          &silu_mul<V>,
+          dot_rows,
+          &axpy_rows<V>};
+}
+
+}  // namespace
+}  // namespace tandem::kernels::detail
