@@ -39,16 +39,35 @@ enum class ValueType : uint32_t {
   kFloat64 = 12,
 };
 
-// The tensor types tandem supports (ggml's numbering). Others are rejected by name.
+// The tensor types tandem supports (ggml's numbering; layouts in runner/gguf/quant.h).
+// Others are rejected by name.
 enum class TensorType : uint32_t {
   kF32 = 0,
   kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kBF16 = 30,
 };
 
+// Whether ggml type id `id` is one of the TensorType values above.
+bool is_supported_type(uint32_t id);
+// ggml's name for a type id ("Q4_K", "IQ2_XXS", ...), supported or not; null when unknown.
+const char* ggml_type_name(uint32_t id);
 const char* type_name(TensorType type);
 const char* type_name(ValueType type);
+// Elements per block (1 for F32/F16/BF16, 32 or 256 for quantized types) and its bytes.
+int64_t block_elements(TensorType type);
+int64_t block_bytes(TensorType type);
 // Bytes taken by n elements of `type`; throws GgufError if n is not a whole number of blocks.
 uint64_t tensor_bytes(TensorType type, uint64_t n_elements);
 

@@ -23,23 +23,6 @@ constexpr uint64_t kDefaultAlignment = 32;
 constexpr uint32_t kMaxDims = 4;
 constexpr int kMaxArrayDepth = 8;
 
-// ggml's type names by id, for messages about types tandem does not run.
-const char* ggml_type_name(uint32_t id) {
-  static constexpr const char* kNames[] = {
-      "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
-      "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
-      "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
-      "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
-      "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
-      "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
-  return id < std::size(kNames) ? kNames[id] : nullptr;
-}
-
-bool is_supported(uint32_t id) {
-  return id == uint32_t(TensorType::kF32) || id == uint32_t(TensorType::kF16) ||
-         id == uint32_t(TensorType::kQ8_0) || id == uint32_t(TensorType::kBF16);
-}
-
 // The fewest bytes one element of an array of this type can take in the file.
 uint64_t min_encoded_size(ValueType type) {
   switch (type) {
@@ -295,20 +278,22 @@ class Parser {
       if (overflow) fail(what + " dims " + dims_text(info.dims) + " overflow the element count");
       info.n_elements = n_elements;
       const auto type_id = read<uint32_t>();
-      if (!is_supported(type_id)) {
+      if (!is_supported_type(type_id)) {
         if (const char* ggml_name = ggml_type_name(type_id))
           fail(what + " has unsupported type " + ggml_name);
         fail(what + " has unknown type id " + std::to_string(type_id));
       }
       info.type = static_cast<TensorType>(type_id);
-      if (info.type == TensorType::kQ8_0 && n_elements % kQ8_0BlockSize != 0) {
+      // A quantized row is a whole number of blocks: ggml never splits a block across rows.
+      const auto block = static_cast<uint64_t>(block_elements(info.type));
+      if (n_elements % block != 0) {
         fail(what + " dims " + dims_text(info.dims) + " hold " + std::to_string(n_elements) +
-             " elements, not a multiple of the Q8_0 block size " + std::to_string(kQ8_0BlockSize));
+             " elements, not a multiple of the " + type_name(info.type) + " block size " +
+             std::to_string(block));
       }
-      if (info.type == TensorType::kQ8_0 && !info.dims.empty() &&
-          info.dims[0] % kQ8_0BlockSize != 0) {
-        fail(what + " row length " + std::to_string(info.dims[0]) +
-             " is not a multiple of the Q8_0 block size " + std::to_string(kQ8_0BlockSize));
+      if (!info.dims.empty() && info.dims[0] % block != 0) {
+        fail(what + " row length " + std::to_string(info.dims[0]) + " is not a multiple of the " +
+             type_name(info.type) + " block size " + std::to_string(block));
       }
       try {
         info.n_bytes = tensor_bytes(info.type, n_elements);

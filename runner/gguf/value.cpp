@@ -1,4 +1,5 @@
 // GGUF metadata values and type tables: names, sizes and checked conversions.
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -6,19 +7,61 @@
 
 namespace tandem::gguf {
 
-const char* type_name(TensorType type) {
-  switch (type) {
-    case TensorType::kF32:
-      return "F32";
-    case TensorType::kF16:
-      return "F16";
-    case TensorType::kQ8_0:
-      return "Q8_0";
-    case TensorType::kBF16:
-      return "BF16";
+namespace {
+
+struct TypeTraits {
+  TensorType type;
+  const char* name;
+  int64_t block_elements;
+  int64_t block_bytes;
+};
+
+constexpr TypeTraits kTypes[] = {
+    {TensorType::kF32, "F32", 1, 4},         {TensorType::kF16, "F16", 1, 2},
+    {TensorType::kQ4_0, "Q4_0", 32, 18},     {TensorType::kQ4_1, "Q4_1", 32, 20},
+    {TensorType::kQ5_0, "Q5_0", 32, 22},     {TensorType::kQ5_1, "Q5_1", 32, 24},
+    {TensorType::kQ8_0, "Q8_0", 32, 34},     {TensorType::kQ2_K, "Q2_K", 256, 84},
+    {TensorType::kQ3_K, "Q3_K", 256, 110},   {TensorType::kQ4_K, "Q4_K", 256, 144},
+    {TensorType::kQ5_K, "Q5_K", 256, 176},   {TensorType::kQ6_K, "Q6_K", 256, 210},
+    {TensorType::kIQ4_NL, "IQ4_NL", 32, 18}, {TensorType::kIQ4_XS, "IQ4_XS", 256, 136},
+    {TensorType::kBF16, "BF16", 1, 2},
+};
+
+const TypeTraits* find_traits(uint32_t id) {
+  for (const TypeTraits& t : kTypes) {
+    if (static_cast<uint32_t>(t.type) == id) return &t;
   }
-  return "unknown";
+  return nullptr;
 }
+
+const TypeTraits& traits(TensorType type) {
+  const TypeTraits* t = find_traits(static_cast<uint32_t>(type));
+  if (t == nullptr) throw GgufError("unknown tensor type " + std::to_string(int(type)));
+  return *t;
+}
+
+}  // namespace
+
+bool is_supported_type(uint32_t id) { return find_traits(id) != nullptr; }
+
+const char* ggml_type_name(uint32_t id) {
+  static constexpr const char* kNames[] = {
+      "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
+      "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
+      "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+      "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+      "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+      "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
+  return id < std::size(kNames) ? kNames[id] : nullptr;
+}
+
+const char* type_name(TensorType type) {
+  const TypeTraits* t = find_traits(static_cast<uint32_t>(type));
+  return t ? t->name : "unknown";
+}
+
+int64_t block_elements(TensorType type) { return traits(type).block_elements; }
+int64_t block_bytes(TensorType type) { return traits(type).block_bytes; }
 
 const char* type_name(ValueType type) {
   switch (type) {
@@ -53,22 +96,8 @@ const char* type_name(ValueType type) {
 }
 
 uint64_t tensor_bytes(TensorType type, uint64_t n_elements) {
-  uint64_t block = 1;
-  uint64_t block_bytes = 0;
-  switch (type) {
-    case TensorType::kF32:
-      block_bytes = 4;
-      break;
-    case TensorType::kF16:
-    case TensorType::kBF16:
-      block_bytes = 2;
-      break;
-    case TensorType::kQ8_0:
-      block = kQ8_0BlockSize;
-      block_bytes = sizeof(BlockQ8_0);
-      break;
-  }
-  if (block_bytes == 0) throw GgufError("unknown tensor type " + std::to_string(int(type)));
+  const auto block = static_cast<uint64_t>(block_elements(type));
+  const auto block_bytes = static_cast<uint64_t>(gguf::block_bytes(type));
   if (n_elements % block != 0) {
     throw GgufError(std::to_string(n_elements) + " elements of " + type_name(type) +
                     " are not a whole number of " + std::to_string(block) + "-element blocks");

@@ -243,12 +243,15 @@ TEST(GgufReader, RefusesMisalignedTensorOffset) {
 }
 
 TEST(GgufReader, RefusesUnsupportedTensorTypesByName) {
-  Bytes q4k;
-  q4k.header(3, 1, 0).tensor("blk.0.ffn_up.weight", {256}, 12, 0).pad().zeros(256);
-  EXPECT_REFUSED(q4k.data, "tensor 'blk.0.ffn_up.weight' has unsupported type Q4_K");
-  Bytes q4_0;
-  q4_0.header(3, 1, 0).tensor("t", {32}, 2, 0).pad().zeros(32);
-  EXPECT_REFUSED(q4_0.data, "has unsupported type Q4_0");
+  // IQ2_XXS (16), TQ1_0 (34) and MXFP4 (39): types published files use that tandem lacks.
+  Bytes iq2;
+  iq2.header(3, 1, 0).tensor("blk.0.ffn_up.weight", {256}, 16, 0).pad().zeros(256);
+  EXPECT_REFUSED(iq2.data, "tensor 'blk.0.ffn_up.weight' has unsupported type IQ2_XXS");
+  for (auto [id, name] : {std::pair{34u, "TQ1_0"}, std::pair{39u, "MXFP4"}}) {
+    Bytes b;
+    b.header(3, 1, 0).tensor("t", {256}, id, 0).pad().zeros(256);
+    EXPECT_REFUSED(b.data, std::string("has unsupported type ") + name);
+  }
   Bytes unknown;
   unknown.header(3, 1, 0).tensor("t", {32}, 1000, 0).pad().zeros(32);
   EXPECT_REFUSED(unknown.data, "has unknown type id 1000");
@@ -285,6 +288,12 @@ TEST(GgufReader, RefusesOverflowingDimsAndPartialBlocks) {
   Bytes partial;
   partial.header(3, 1, 0).tensor("q", {33}, 8, 0).pad().zeros(64);
   EXPECT_REFUSED(partial.data, "not a multiple of the Q8_0 block size 32");
+  // A K-quant row must hold whole 256-element super-blocks, even when the tensor does.
+  Bytes k_row;
+  k_row.header(3, 1, 0).tensor("blk.0.attn_q.weight", {128, 2}, 12, 0).pad().zeros(160);
+  EXPECT_REFUSED(k_row.data,
+                 "tensor 'blk.0.attn_q.weight' row length 128 is not a multiple of the Q4_K block "
+                 "size 256");
 }
 
 TEST(GgufReader, NamesKeysInStrangeBytesOnOneLine) {
