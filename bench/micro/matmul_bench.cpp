@@ -9,6 +9,7 @@
 // for medians; TANDEM_ISA=avx512|avx2 lowers the instruction set.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -67,6 +68,8 @@ PackedWeights make_weights(TensorType type, int64_t n_out, int64_t n_in, Xorshif
       std::memcpy(bytes.data(), blocks.data(), bytes.size());
       break;
     }
+    default:  // the quantized types' kernels come with their own cases
+      std::abort();
   }
   return PackedWeights::pack(WeightSource{type, bytes.data(), n_out, n_in});
 }

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runner/gguf/quant.h"
 #include "runner/kernels/isa.h"
 #include "runner/util/float16.h"
 
@@ -114,7 +115,9 @@ size_t panel_bytes_for(PackedType type, int64_t n_in) {
   return 0;
 }
 
-// Each type is packed as it is stored (BF16 in pairs of k), F32 included.
+// F16, BF16 (in pairs of k) and Q8_0 are packed as they are stored. Every other type,
+// the other quantized ones included until they have kernels of their own, is widened
+// exactly to F32 (gguf::dequantize_row), so it runs correctly if not yet fast.
 PackedType packed_type_of(gguf::TensorType type) {
   switch (type) {
     case gguf::TensorType::kF16:
@@ -123,33 +126,13 @@ PackedType packed_type_of(gguf::TensorType type) {
       return PackedType::kBf16Pairs;
     case gguf::TensorType::kQ8_0:
       return PackedType::kQ8_0;
-    case gguf::TensorType::kF32:
-      break;
+    default:
+      return PackedType::kF32;
   }
-  return PackedType::kF32;
 }
 
 size_t row_bytes(gguf::TensorType type, int64_t n_in) {
-  switch (type) {
-    case gguf::TensorType::kF32:
-      return static_cast<size_t>(n_in) * 4;
-    case gguf::TensorType::kF16:
-    case gguf::TensorType::kBF16:
-      return static_cast<size_t>(n_in) * 2;
-    case gguf::TensorType::kQ8_0:
-      return static_cast<size_t>(n_in / gguf::kQ8_0BlockSize) * sizeof(gguf::BlockQ8_0);
-  }
-  throw std::invalid_argument("unsupported weight type");
-}
-
-// n 16-bit values (F16 or BF16, as `widen` reads them) widened to F32.
-template <float (*widen)(uint16_t)>
-void widen_row(const uint8_t* bytes, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, bytes + 2 * i, 2);
-    dst[i] = widen(h);
-  }
+  return static_cast<size_t>(gguf::tensor_bytes(type, static_cast<uint64_t>(n_in)));
 }
 
 }  // namespace
@@ -202,8 +185,9 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
   // Mixed types (rare: all of a layer's projections usually share one) are widened to F32.
   const PackedType type = same_type ? packed_type_of(sources[0].type) : PackedType::kF32;
   for (const WeightSource& s : sources) {
-    if (s.type == gguf::TensorType::kQ8_0 && n_in % gguf::kQ8_0BlockSize != 0) {
-      throw std::invalid_argument("PackedWeights::pack: Q8_0 rows must be whole blocks of 32");
+    if (n_in % gguf::block_elements(s.type) != 0) {
+      throw std::invalid_argument(std::string("PackedWeights::pack: ") + gguf::type_name(s.type) +
+                                  " rows must be whole blocks");
     }
   }
 
@@ -309,32 +293,11 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
 }
 
 void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t n) {
-  const uint8_t* bytes = static_cast<const uint8_t*>(src);
-  switch (type) {
-    case gguf::TensorType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
-    case gguf::TensorType::kF16:
-      widen_row<float_from_half>(bytes, dst, n);
-      return;
-    case gguf::TensorType::kBF16:
-      widen_row<float_from_bfloat>(bytes, dst, n);
-      return;
-    case gguf::TensorType::kQ8_0:
-      if (n % gguf::kQ8_0BlockSize != 0) {
-        throw std::invalid_argument("dequantize_row: Q8_0 needs whole blocks of 32");
-      }
-      for (int64_t b = 0; b < n / gguf::kQ8_0BlockSize; ++b) {
-        gguf::BlockQ8_0 block;
-        std::memcpy(&block, bytes + b * sizeof(gguf::BlockQ8_0), sizeof(block));
-        const float scale = float_from_half(block.scale_f16);
-        for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) {
-          dst[b * gguf::kQ8_0BlockSize + j] = scale * static_cast<float>(block.qs[j]);
-        }
-      }
-      return;
+  if (n % gguf::block_elements(type) != 0) {
+    throw std::invalid_argument(std::string("dequantize_row: ") + gguf::type_name(type) +
+                                " needs whole blocks");
   }
-  throw std::invalid_argument("dequantize_row: unsupported type");
+  gguf::dequantize_row(type, src, n, dst);
 }
 
 float dot(const float* a, const float* b, int64_t n) { return active_kernels().dot(a, b, n); }

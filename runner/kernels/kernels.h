@@ -64,7 +64,8 @@ class PackedWeights {
 // not overlap. Called from one thread at a time per pool (the pool's submitter).
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y);
 
-// Widens n elements of a row of a GGUF tensor to F32 (n a multiple of 32 for Q8_0).
+// Widens n elements of a row of a GGUF tensor to F32, exactly (gguf::dequantize_row); n is a
+// whole number of the type's blocks.
 void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t n);
 
 // Small vector kernels for attention and norms, dispatched like matmul.

@@ -134,8 +134,9 @@ uint32_t file_type(gguf::TensorType dtype) {
       return 7;
     case gguf::TensorType::kBF16:
       return 32;
+    default:  // make-model writes only the types dtype_from_name names
+      throw std::invalid_argument(std::string("make-model cannot write ") + gguf::type_name(dtype));
   }
-  return 0;
 }
 
 std::vector<PlannedTensor> plan_tensors(const ModelShape& shape, uint64_t vocab_size) {
@@ -208,6 +209,8 @@ std::vector<uint8_t> encode_weights(gguf::TensorType type, std::span<const float
         std::memcpy(bytes.data() + b * sizeof(block), &block, sizeof(block));
       }
       break;
+    default:
+      throw std::invalid_argument(std::string("make-model cannot encode ") + gguf::type_name(type));
   }
   return bytes;
 }

@@ -21,9 +21,11 @@ const gguf::TensorInfo& require(const gguf::File& file, const std::string& name,
   if (t->dims != dims)
     throw gguf::GgufError(file.name() + ": tensor '" + name + "' has shape " +
                           shape_string(t->dims) + ", expected " + shape_string(dims));
-  if (t->type == gguf::TensorType::kQ8_0 && dims[0] % gguf::kQ8_0BlockSize != 0)
-    throw gguf::GgufError(file.name() + ": tensor '" + name + "' is Q8_0 with rows of " +
-                          std::to_string(dims[0]) + " (not a multiple of 32)");
+  const auto block = static_cast<uint64_t>(gguf::block_elements(t->type));
+  if (dims[0] % block != 0)
+    throw gguf::GgufError(file.name() + ": tensor '" + name + "' is " + gguf::type_name(t->type) +
+                          " with rows of " + std::to_string(dims[0]) + " (not a multiple of " +
+                          std::to_string(block) + ")");
   return *t;
 }
 

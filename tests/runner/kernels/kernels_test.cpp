@@ -77,6 +77,13 @@ Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed
             std::memcpy(m.bytes.data() + m.bytes.size() - sizeof(block), &block, sizeof(block));
           }
           break;
+        default:  // other quantized types: random blocks, bit 6 of every byte cleared so that
+                  // each half-precision scale is finite and below 2
+          if (k % gguf::block_elements(type) == 0) {
+            for (int64_t i = 0; i < gguf::block_bytes(type); ++i)
+              m.bytes.push_back(static_cast<uint8_t>(rng() & 0xbf));
+          }
+          break;
       }
     }
   }
@@ -130,8 +137,9 @@ const char* short_type_name(TensorType t) {
       return "BF16";
     case TensorType::kQ8_0:
       return "Q8_0";
+    default:
+      return gguf::type_name(t);
   }
-  return "?";
 }
 
 // A label for failure messages (gguf::type_name lives in the GGUF reader, not here).
@@ -223,6 +231,27 @@ TEST(Kernels, MixedTypeSourcesAreWidenedAndStayExact) {
   std::vector<float> y(3 * 70);
   matmul(pool, fused, x.data(), 3, y.data());
   expect_close_to_reference(joined, x, 3, y, false, "mixed Q8_0 + BF16");
+}
+
+// Quantized types without kernels of their own are widened exactly to F32 at packing.
+TEST(Kernels, EveryQuantizedTypeMultipliesAsItsDequantizedValues) {
+  ThreadPool pool(2);
+  for (TensorType type :
+       {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1,
+        TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
+        TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
+    for (int64_t n_in : {int64_t{256}, int64_t{512}}) {
+      const Matrix w = random_matrix(type, 65, n_in, 5 + static_cast<uint32_t>(type));
+      const PackedWeights packed = PackedWeights::pack(w.source());
+      for (int64_t n_rows : {1, 7}) {
+        const auto x = random_activations(n_rows * n_in, 3);
+        std::vector<float> y(n_rows * 65, std::nanf(""));
+        matmul(pool, packed, x.data(), n_rows, y.data());
+        expect_close_to_reference(w, x, n_rows, y, false,
+                                  label_of(detected_isa(), type, 65, n_in, n_rows));
+      }
+    }
+  }
 }
 
 // THE LAW: a row's result does not depend on n_rows, on the other rows' contents,

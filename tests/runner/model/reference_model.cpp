@@ -1,5 +1,7 @@
 #include "tests/runner/model/reference_model.h"
 
+#include "runner/gguf/quant.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -59,6 +61,13 @@ std::vector<double> dequantize(const gguf::TensorInfo& t) {
           out[b * 32 + i] = half_to_double(d) * static_cast<int8_t>(block[2 + i]);
       }
       break;
+    default: {  // the other quantized types: their decoding is checked element by element
+                // against its own reference in tests/runner/gguf/quant_test.cpp
+      std::vector<float> values(t.n_elements);
+      gguf::dequantize_row(t.type, p, static_cast<int64_t>(t.n_elements), values.data());
+      std::copy(values.begin(), values.end(), out.begin());
+      break;
+    }
   }
   return out;
 }
