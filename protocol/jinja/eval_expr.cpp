@@ -40,14 +40,14 @@ Value Interpreter::call(const Value& callee, const CallArgs& args) {
 
 Value Interpreter::apply_filter(const std::string& name, const Value& input, const CallArgs& args) {
   const FilterFn filter = find_filter(name);
-  if (filter == nullptr) fail("No filter named '" + name + "'.");
+  if (filter == nullptr) fail("No filter named '" + name + "' found.");
   if (!filter_supported(name)) unsupported("the '" + name + "' filter");
   return filter(*this, input, args);
 }
 
 bool Interpreter::apply_test(const std::string& name, const Value& input, const CallArgs& args) {
   const TestFn test = find_test(name);
-  if (test == nullptr) fail("No test named '" + name + "'.");
+  if (test == nullptr) fail("No test named '" + name + "' found.");
   return test(*this, input, args);
 }
 

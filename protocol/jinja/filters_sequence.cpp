@@ -2,7 +2,9 @@
 // sort, reverse, unique, min, max, sum, select, reject, selectattr, rejectattr, map, attr.
 #include <algorithm>
 
+#include <array>
 #include "protocol/jinja/access.h"
+
 #include "protocol/jinja/builtin_tables.h"
 #include "protocol/jinja/error.h"
 #include "protocol/jinja/interpreter.h"
@@ -212,33 +214,44 @@ Value map(Interpreter& interp, const Value& input, const CallArgs& args) {
 }
 
 Value attr(Interpreter&, const Value& input, const CallArgs& args) {
+  // Python's getattr only: unlike obj.name in a template, never an item of a dict.
   const BoundArgs a("attr", args, {"name"}, 1);
-  return get_attr(input, to_text(a[0]).str());
+  const std::string name = to_text(a[0]).str();
+  require_defined(input);
+  if (input.is_object() && input.object().find(name)) return *input.object().find(name);
+  if (auto method = find_method(input, name)) return *method;
+  return Value::undefined("'" + type_name(input) + " object' has no attribute '" + name + "'");
 }
 
 }  // namespace
 
 void add_sequence_filters(FilterTable& table) {
-  table["length"] = length;
-  table["count"] = length;
-  table["first"] = first;
-  table["last"] = last;
-  table["list"] = list;
-  table["join"] = join_filter;
-  table["items"] = items;
-  table["dictsort"] = dictsort;
-  table["sort"] = sort;
-  table["reverse"] = reverse;
-  table["unique"] = unique;
-  table["min"] = min_or_max<false>;
-  table["max"] = min_or_max<true>;
-  table["sum"] = sum;
-  table["select"] = select<true, false>;
-  table["reject"] = select<false, false>;
-  table["selectattr"] = select<true, true>;
-  table["rejectattr"] = select<false, true>;
-  table["map"] = map;
-  table["attr"] = attr;
+  // Names and their functions, pairwise (an alias repeats its function).
+  static constexpr std::array<std::string_view, 20> kNames = {
+      "length",   "count",  "first",      "last",       "list", "join", "items",
+      "dictsort", "sort",   "reverse",    "unique",     "min",  "max",  "sum",
+      "select",   "reject", "selectattr", "rejectattr", "map",  "attr"};
+  static const std::array<FilterFn, 20> kFunctions = {length,
+                                                      length,
+                                                      first,
+                                                      last,
+                                                      list,
+                                                      join_filter,
+                                                      items,
+                                                      dictsort,
+                                                      sort,
+                                                      reverse,
+                                                      unique,
+                                                      min_or_max<false>,
+                                                      min_or_max<true>,
+                                                      sum,
+                                                      select<true, false>,
+                                                      select<false, false>,
+                                                      select<true, true>,
+                                                      select<false, true>,
+                                                      map,
+                                                      attr};
+  for (size_t i = 0; i < kNames.size(); ++i) table[kNames[i]] = kFunctions[i];
 }
 
 }  // namespace tandem::jinja

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <array>
+
 #include "protocol/jinja/builtin_tables.h"
 #include "protocol/jinja/error.h"
 #include "protocol/jinja/json.h"
@@ -213,27 +215,33 @@ std::optional<std::string> optional_string(const BoundArgs& args, size_t i) {
 }
 
 void add_text_filters(FilterTable& table) {
-  table["trim"] = trim;
-  table["upper"] = change_case<CaseMap::kUpper>;
-  table["lower"] = change_case<CaseMap::kLower>;
-  table["title"] = change_case<CaseMap::kJinjaTitle>;
-  table["capitalize"] = change_case<CaseMap::kCapitalize>;
-  table["replace"] = replace_filter;
-  table["indent"] = indent;
-  table["wordcount"] = wordcount;
-  table["string"] = string_filter;
-  table["safe"] = string_filter;
-  table["escape"] = escape;
-  table["e"] = escape;
-  table["forceescape"] = escape;
-  table["format"] = format_filter;
-  table["int"] = int_filter;
-  table["float"] = float_filter;
-  table["abs"] = abs_filter;
-  table["round"] = round_filter;
-  table["tojson"] = tojson;
-  table["default"] = default_filter;
-  table["d"] = default_filter;
+  // Names and their functions, pairwise (an alias repeats its function).
+  static constexpr std::array<std::string_view, 21> kNames = {
+      "trim",      "upper",  "lower", "title",  "capitalize", "replace",     "indent",
+      "wordcount", "string", "safe",  "escape", "e",          "forceescape", "format",
+      "int",       "float",  "abs",   "round",  "tojson",     "default",     "d"};
+  static const std::array<FilterFn, 21> kFunctions = {trim,
+                                                      change_case<CaseMap::kUpper>,
+                                                      change_case<CaseMap::kLower>,
+                                                      change_case<CaseMap::kJinjaTitle>,
+                                                      change_case<CaseMap::kCapitalize>,
+                                                      replace_filter,
+                                                      indent,
+                                                      wordcount,
+                                                      string_filter,
+                                                      string_filter,
+                                                      escape,
+                                                      escape,
+                                                      escape,
+                                                      format_filter,
+                                                      int_filter,
+                                                      float_filter,
+                                                      abs_filter,
+                                                      round_filter,
+                                                      tojson,
+                                                      default_filter,
+                                                      default_filter};
+  for (size_t i = 0; i < kNames.size(); ++i) table[kNames[i]] = kFunctions[i];
 }
 
 }  // namespace tandem::jinja

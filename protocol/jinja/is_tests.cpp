@@ -1,4 +1,6 @@
 // Jinja2's tests (`x is name(args)`): defined, none, string, mapping, sequence ...
+#include <array>
+
 #include "protocol/jinja/builtin_tables.h"
 #include "protocol/jinja/error.h"
 #include "protocol/jinja/operators.h"
@@ -112,36 +114,21 @@ bool test(Interpreter&, const Value& v, const CallArgs&) {
 }  // namespace
 
 void add_tests(TestTable& table) {
-  table["defined"] = defined;
-  table["undefined"] = undefined;
-  table["none"] = none;
-  table["boolean"] = boolean;
-  table["false"] = is_false;
-  table["true"] = is_true;
-  table["integer"] = integer;
-  table["float"] = is_float;
-  table["number"] = number;
-  table["string"] = string;
-  table["mapping"] = mapping;
-  table["callable"] = callable;
-  table["escaped"] = escaped;
-  table["sequence"] = sequence;
-  table["iterable"] = iterable;
-  table["lower"] = lower;
-  table["upper"] = upper;
-  table["odd"] = odd;
-  table["even"] = even;
-  table["divisibleby"] = divisibleby;
-  table["sameas"] = sameas;
-  table["in"] = in;
-  for (auto name : {"==", "eq", "equalto"}) table[name] = eq;
-  for (auto name : {"!=", "ne"}) table[name] = ne;
-  for (auto name : {"<", "lt", "lessthan"}) table[name] = lt;
-  for (auto name : {">", "gt", "greaterthan"}) table[name] = gt;
-  for (auto name : {"<=", "le"}) table[name] = le;
-  for (auto name : {">=", "ge"}) table[name] = ge;
-  table["filter"] = filter;
-  table["test"] = test;
+  // Names and their functions, pairwise (an alias repeats its function).
+  static constexpr std::array<std::string_view, 39> kNames = {
+      "defined",  "undefined", "none",   "boolean",  "false",    "true",        "integer",
+      "float",    "number",    "string", "mapping",  "callable", "escaped",     "sequence",
+      "iterable", "lower",     "upper",  "odd",      "even",     "divisibleby", "sameas",
+      "in",       "filter",    "test",   "==",       "eq",       "equalto",     "!=",
+      "ne",       "<",         "lt",     "lessthan", ">",        "gt",          "greaterthan",
+      "<=",       "le",        ">=",     "ge"};
+  static const std::array<TestFn, 39> kFunctions = {
+      defined, undefined, none,    boolean,     is_false, is_true,  integer,  is_float,
+      number,  string,    mapping, callable,    escaped,  sequence, iterable, lower,
+      upper,   odd,       even,    divisibleby, sameas,   in,       filter,   test,
+      eq,      eq,        eq,      ne,          ne,       lt,       lt,       lt,
+      gt,      gt,        gt,      le,          le,       ge,       ge};
+  for (size_t i = 0; i < kNames.size(); ++i) table[kNames[i]] = kFunctions[i];
 }
 
 }  // namespace tandem::jinja

@@ -107,44 +107,21 @@ class JsonWriter {
   }
 
   void write(const Value& value, int level) {
-    switch (value.kind()) {
-      case Value::Kind::kNone:
-        out_.append("null", false);
-        return;
-      case Value::Kind::kBool:
-        out_.append(value.as_bool() ? "true" : "false", false);
-        return;
-      case Value::Kind::kInt:
-        out_.append(std::to_string(value.as_int()), false);
-        return;
-      case Value::Kind::kFloat:
-        out_.append(float_text(value.as_float()), false);
-        return;
-      case Value::Kind::kString:
-        append_json_string(out_, value.text(), format_.ensure_ascii);
-        return;
-      case Value::Kind::kList:
-        if (value.list().kind == ListKind::kList || value.list().kind == ListKind::kTuple) {
-          write_list(value.list().items, level);
-          return;
-        }
-        break;
-      case Value::Kind::kDict:
-        write_dict(value.dict(), level);
-        return;
-      default:
-        break;
+    if (auto scalar = scalar_text(value, ScalarStyle::kJson)) {
+      out_.append(*scalar, false);
+    } else if (value.is_string()) {
+      append_json_string(out_, value.text(), format_.ensure_ascii);
+    } else if (value.is_dict()) {
+      write_dict(value.dict(), level);
+    } else if (value.is_list() &&
+               (value.list().kind == ListKind::kList || value.list().kind == ListKind::kTuple)) {
+      write_list(value.list().items, level);
+    } else {
+      fail("Object of type " + type_name(value) + " is not JSON serializable");
     }
-    fail("Object of type " + type_name(value) + " is not JSON serializable");
   }
 
  private:
-  static std::string float_text(double d) {
-    if (std::isnan(d)) return "NaN";
-    if (std::isinf(d)) return d < 0 ? "-Infinity" : "Infinity";
-    return float_repr(d);
-  }
-
   void newline(int level) {
     if (!format_.indent) return;
     out_.append("\n", false);
@@ -167,21 +144,10 @@ class JsonWriter {
   }
 
   // A dict key as json.dumps converts it.
-  Text key_text(const Value& key) {
-    switch (key.kind()) {
-      case Value::Kind::kString:
-        return key.text();
-      case Value::Kind::kNone:
-        return Text("null");
-      case Value::Kind::kBool:
-        return Text(key.as_bool() ? "true" : "false");
-      case Value::Kind::kInt:
-        return Text(std::to_string(key.as_int()));
-      case Value::Kind::kFloat:
-        return Text(float_text(key.as_float()));
-      default:
-        fail("keys must be str, int, float, bool or None, not " + type_name(key));
-    }
+  static Text key_text(const Value& key) {
+    if (key.is_string()) return key.text();
+    if (auto scalar = scalar_text(key, ScalarStyle::kJson)) return Text(std::move(*scalar));
+    fail("keys must be str, int, float, bool or None, not " + type_name(key));
   }
 
   void write_dict(const DictData& dict, int level) {

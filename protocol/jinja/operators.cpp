@@ -1,5 +1,7 @@
 #include "protocol/jinja/operators.h"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -41,18 +43,20 @@ void check_overflow(bool overflow) {
 }
 
 Value repeat(const Value& seq, int64_t times) {
+  times = std::max<int64_t>(times, 0);
+  const size_t unit = seq.is_string() ? seq.text().size() : seq.list().items.size();
+  const size_t limit = seq.is_string() ? (size_t{64} << 20) : (size_t{1} << 20);
+  if (unit > 0 && static_cast<uint64_t>(times) > limit / unit) {
+    unsupported(seq.is_string() ? "strings over 64 MiB" : "lists over a million items");
+  }
   if (seq.is_string()) {
     Text out;
-    for (int64_t i = 0; i < times; ++i) {
-      out.append(seq.text());
-      if (out.size() > (64u << 20)) unsupported("strings over 64 MiB");
-    }
+    for (int64_t i = 0; i < times; ++i) out.append(seq.text());
     return Value(std::move(out));
   }
   std::vector<Value> items;
   for (int64_t i = 0; i < times; ++i) {
     items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
-    if (items.size() > (1u << 20)) unsupported("lists over a million items");
   }
   return Value::list(std::move(items), seq.list().kind);
 }
@@ -139,23 +143,9 @@ Value float_arith(BinaryOp op, double x, double y) {
 }
 
 const char* op_symbol(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return "+";
-    case BinaryOp::kSub:
-      return "-";
-    case BinaryOp::kMul:
-      return "*";
-    case BinaryOp::kDiv:
-      return "/";
-    case BinaryOp::kFloorDiv:
-      return "//";
-    case BinaryOp::kMod:
-      return "%";
-    case BinaryOp::kPow:
-      return "** or pow()";
-  }
-  return "?";
+  static constexpr std::array<const char*, 7> kSymbols = {"+",  "-", "*",          "/",
+                                                          "//", "%", "** or pow()"};
+  return kSymbols[static_cast<size_t>(op)];
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,10 @@ Text to_text(const Value& value);
 void append_repr(Text& out, const Value& value);
 // Python's repr(float): the shortest round-trip digits, "1.0", "1e+16", "1.5e-07".
 std::string float_repr(double d);
+// None, a bool, an int or a float as Python prints it ("None", "True", "1.5", "nan") or as
+// json.dumps writes it ("null", "true", "1.5", "NaN"); nullopt for other values.
+enum class ScalarStyle { kPython, kJson };
+std::optional<std::string> scalar_text(const Value& value, ScalarStyle style);
 
 // The items a for loop sees: a string's characters, a dict's keys, nothing for undefined.
 // Iterating a generator exhausts it, as in Python.

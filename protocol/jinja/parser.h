@@ -36,6 +36,7 @@ class Parser {
   std::string expect_name();
   void expect_block_end();
   [[noreturn]] void fail_at(const Token& token, const std::string& message) const;
+  static std::string unexpected(const Token& token);
   template <class Node>
   ExprPtr make(Node node, const Token& at) const;
 
@@ -57,18 +58,16 @@ class Parser {
   ExprPtr parse_expression(bool with_condexpr = true);
   ExprPtr parse_tuple(bool with_condexpr, std::string_view end_name = "",
                       bool explicit_parens = false);
-  ExprPtr parse_or();
-  ExprPtr parse_and();
+  ExprPtr parse_logical(bool is_and);
   ExprPtr parse_not();
   ExprPtr parse_compare();
   ExprPtr parse_binary_level(int level);
   ExprPtr parse_unary(bool with_filter);
   ExprPtr parse_primary();
   ExprPtr parse_collection(std::string_view close);
-  ExprPtr parse_postfix(ExprPtr node);
+  ExprPtr parse_trailers(ExprPtr node, bool with_filters);
   ExprPtr parse_subscript(ExprPtr node);
   ExprPtr parse_slice_part();
-  ExprPtr parse_filter_expr(ExprPtr node);
   ExprPtr parse_test(ExprPtr node);
   ArgExprs parse_call_args();
   FilterCall parse_filter_call();
@@ -89,6 +88,26 @@ class Parser {
   std::vector<UnknownName> unknown_names_;
   int condition_depth_ = 0;
   int loop_depth_ = 0;  // break and continue are syntax errors outside a loop
+  int nesting_ = 0;     // how deep the tree under construction is, at most
+  // Bounds the depth of the syntax tree (blocks in blocks, operands of operands), so that
+  // parsing, rendering and destroying it recurse at most that deep.
+  class NestingGuard {
+   public:
+    static constexpr int kMaxNesting = 200;
+    explicit NestingGuard(Parser& parser) : parser_(parser) {}
+    ~NestingGuard() { parser_.nesting_ -= levels_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+    // One more level: a node wrapped around the one built so far.
+    void deeper(const Token& at) {
+      ++levels_;
+      if (++parser_.nesting_ > kMaxNesting) parser_.fail_at(at, "the template nests too deeply");
+    }
+
+   private:
+    Parser& parser_;
+    int levels_ = 0;
+  };
   // Enters a body that Jinja2 compiles in a frame of its own (loop, macro, block set...):
   // it is no longer inside a condition; a macro body is not inside a loop either.
   Body parse_inner_body(std::initializer_list<std::string_view> end_tags, std::string_view opener,

@@ -8,19 +8,21 @@
 namespace tandem::jinja {
 
 ExprPtr Parser::parse_expression(bool with_condexpr) {
-  if (!with_condexpr) return parse_or();
   const Token start = peek();
+  NestingGuard guard(*this);
+  guard.deeper(start);
+  if (!with_condexpr) return parse_logical(false);
   const size_t unknown_mark = unknown_names_.size();
-  ExprPtr expr = parse_or();
+  ExprPtr expr = parse_logical(false);
   while (at_name("if")) {
-    next();
+    guard.deeper(next());
     for (size_t i = unknown_mark; i < unknown_names_.size(); ++i) {
       unknown_names_[i].in_condition = true;
     }
     ++condition_depth_;
     node::Conditional cond;
     cond.then = std::move(expr);
-    cond.test = parse_or();
+    cond.test = parse_logical(false);
     if (skip_name("else")) cond.otherwise = parse_expression(true);
     --condition_depth_;
     expr = make(std::move(cond), start);
@@ -49,27 +51,24 @@ ExprPtr Parser::parse_tuple(bool with_condexpr, std::string_view end_name, bool 
   return make(node::ListLiteral{std::move(items), true}, start);
 }
 
-ExprPtr Parser::parse_or() {
-  ExprPtr left = parse_and();
-  while (at_name("or")) {
+// or (is_and false) over and (is_and true) over not.
+ExprPtr Parser::parse_logical(bool is_and) {
+  NestingGuard guard(*this);
+  const auto operand = [&] { return is_and ? parse_not() : parse_logical(true); };
+  ExprPtr left = operand();
+  while (at_name(is_and ? "and" : "or")) {
     const Token op = next();
-    left = make(node::Logical{false, std::move(left), parse_and()}, op);
-  }
-  return left;
-}
-
-ExprPtr Parser::parse_and() {
-  ExprPtr left = parse_not();
-  while (at_name("and")) {
-    const Token op = next();
-    left = make(node::Logical{true, std::move(left), parse_not()}, op);
+    guard.deeper(op);
+    left = make(node::Logical{is_and, std::move(left), operand()}, op);
   }
   return left;
 }
 
 ExprPtr Parser::parse_not() {
+  NestingGuard guard(*this);
   if (at_name("not")) {
     const Token op = next();
+    guard.deeper(op);
     return make(node::Not{parse_not()}, op);
   }
   return parse_compare();
@@ -108,6 +107,7 @@ ExprPtr Parser::parse_compare() {
 ExprPtr Parser::parse_binary_level(int level) {
   if (level == 4) return parse_unary(true);
   const Token start = peek();
+  NestingGuard guard(*this);
   ExprPtr left = parse_binary_level(level + 1);
   while (true) {
     static constexpr std::array<std::pair<std::string_view, BinaryOp>, 7> kOps = {{
@@ -122,14 +122,14 @@ ExprPtr Parser::parse_binary_level(int level) {
     static constexpr std::array<size_t, 4> kLevelStart = {0, 2, 2, 6};
     static constexpr std::array<size_t, 4> kLevelEnd = {2, 2, 6, 7};
     if (level == 1 && at_op("~")) {
-      next();
+      guard.deeper(next());
       left = make(node::Concat{std::move(left), parse_binary_level(level + 1)}, start);
       continue;
     }
     bool matched = false;
     for (size_t i = kLevelStart[level]; i < kLevelEnd[level] && !matched; ++i) {
       if (!at_op(kOps[i].first)) continue;
-      next();
+      guard.deeper(next());
       left = make(node::Arithmetic{kOps[i].second, std::move(left), parse_binary_level(level + 1)},
                   start);
       matched = true;
@@ -140,18 +140,18 @@ ExprPtr Parser::parse_binary_level(int level) {
 
 ExprPtr Parser::parse_unary(bool with_filter) {
   const Token start = peek();
+  NestingGuard guard(*this);
   ExprPtr node;
   if (at_op("-")) {
-    next();
+    guard.deeper(next());
     node = make(node::Negate{parse_unary(false)}, start);
   } else if (at_op("+")) {
-    next();
+    guard.deeper(next());
     node = parse_unary(false);
   } else {
     node = parse_primary();
   }
-  node = parse_postfix(std::move(node));
-  return with_filter ? parse_filter_expr(std::move(node)) : std::move(node);
+  return parse_trailers(std::move(node), with_filter);
 }
 
 ExprPtr Parser::parse_primary() {
@@ -188,8 +188,7 @@ ExprPtr Parser::parse_primary() {
     default:
       break;
   }
-  fail_at(token, token.type == TokenType::kEnd ? "unexpected end of template"
-                                               : "unexpected '" + token.value + "'");
+  fail_at(token, unexpected(token));
 }
 
 // After "[" or "{": a list or a dict literal; a trailing comma is allowed.
@@ -215,13 +214,27 @@ ExprPtr Parser::parse_collection(std::string_view close) {
   return make(std::move(list), start);
 }
 
-ExprPtr Parser::parse_postfix(ExprPtr node) {
+// Postfix access and calls (. [] ()); with filters, then filters, tests and calls
+// (| is ()), as Jinja2's parse_postfix followed by parse_filter_expr.
+ExprPtr Parser::parse_trailers(ExprPtr node, bool with_filters) {
+  NestingGuard guard(*this);
+  bool filtered = false;  // after a filter or test, . and [] end the expression
   while (true) {
-    if (at_op(".") || at_op("[")) {
+    const Token start = peek();
+    if (!filtered && (at_op(".") || at_op("["))) {
+      guard.deeper(start);
       node = parse_subscript(std::move(node));
     } else if (at_op("(")) {
-      const Token start = peek();
+      guard.deeper(start);
       node = make(node::Call{std::move(node), parse_call_args()}, start);
+    } else if (with_filters && at_op("|")) {
+      guard.deeper(next());
+      node = make(node::Filter{std::move(node), parse_filter_call()}, start);
+      filtered = true;
+    } else if (with_filters && at_name("is")) {
+      guard.deeper(start);
+      node = parse_test(std::move(node));
+      filtered = true;
     } else {
       return node;
     }
@@ -266,23 +279,6 @@ ExprPtr Parser::parse_slice_part() {
   return make(std::move(slice), start);
 }
 
-ExprPtr Parser::parse_filter_expr(ExprPtr node) {
-  while (true) {
-    if (at_op("|")) {
-      const Token start = peek();
-      next();
-      node = make(node::Filter{std::move(node), parse_filter_call()}, start);
-    } else if (at_name("is")) {
-      node = parse_test(std::move(node));
-    } else if (at_op("(")) {
-      const Token start = peek();
-      node = make(node::Call{std::move(node), parse_call_args()}, start);
-    } else {
-      return node;
-    }
-  }
-}
-
 ExprPtr Parser::parse_test(ExprPtr node) {
   const Token start = next();  // is
   node::Test test;
@@ -299,7 +295,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
     test.args = parse_call_args();
   } else if (starts_arg && !at_name("else") && !at_name("or") && !at_name("and")) {
     if (at_name("is")) fail_at(t, "You cannot chain multiple tests with is");
-    test.args.positional.push_back(parse_postfix(parse_primary()));
+    test.args.positional.push_back(parse_trailers(parse_primary(), false));
   }
   test.operand = std::move(node);
   return make(std::move(test), start);

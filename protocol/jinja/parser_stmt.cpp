@@ -6,6 +6,21 @@ namespace tandem::jinja {
 
 Body parse(std::vector<Token> tokens) { return Parser(std::move(tokens)).parse_template(); }
 
+namespace {
+
+// Jinja2's names for the tokens that end a tag.
+std::string describe(const Token& token) {
+  if (token.type == TokenType::kVariableEnd) return "end of print statement";
+  if (token.type == TokenType::kBlockEnd) return "end of statement block";
+  return token.type == TokenType::kEnd ? "end of template" : token.value;
+}
+
+}  // namespace
+
+std::string Parser::unexpected(const Token& token) {
+  return "unexpected '" + describe(token) + "'";
+}
+
 const Token& Parser::peek(size_t ahead) const {
   return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
 }
@@ -100,6 +115,8 @@ Body Parser::parse_body(std::initializer_list<std::string_view> end_tags, std::s
 
 std::unique_ptr<Stmt> Parser::parse_statement() {
   const Token token = peek();
+  NestingGuard guard(*this);
+  guard.deeper(token);
   if (token.type != TokenType::kName) fail_at(token, "expected a tag name");
   const std::string& tag = token.value;
   Stmt stmt;

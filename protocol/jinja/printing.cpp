@@ -145,34 +145,30 @@ void append_repr(Text& out, const Value& value) {
   }
 }
 
+std::optional<std::string> scalar_text(const Value& value, ScalarStyle style) {
+  const bool json = style == ScalarStyle::kJson;
+  if (value.is_none()) return json ? "null" : "None";
+  if (value.is_bool())
+    return json ? (value.as_bool() ? "true" : "false") : (value.as_bool() ? "True" : "False");
+  if (value.is_int()) return std::to_string(value.as_int());
+  if (!value.is_float()) return std::nullopt;
+  const double d = value.as_float();
+  if (json && std::isnan(d)) return "NaN";
+  if (json && std::isinf(d)) return d < 0 ? "-Infinity" : "Infinity";
+  return float_repr(d);
+}
+
 Text to_text(const Value& value) {
+  if (value.is_string()) return value.text();
+  if (value.is_undefined()) return Text();
+  if (auto scalar = scalar_text(value, ScalarStyle::kPython)) return Text(std::move(*scalar));
   Text out;
-  switch (value.kind()) {
-    case Value::Kind::kUndefined:
-      break;
-    case Value::Kind::kNone:
-      out.append("None", false);
-      break;
-    case Value::Kind::kBool:
-      out.append(value.as_bool() ? "True" : "False", false);
-      break;
-    case Value::Kind::kInt:
-      out.append(std::to_string(value.as_int()), false);
-      break;
-    case Value::Kind::kFloat:
-      out.append(float_repr(value.as_float()), false);
-      break;
-    case Value::Kind::kString:
-      return value.text();
-    case Value::Kind::kList:
-      append_list_repr(out, value.list());
-      break;
-    case Value::Kind::kDict:
-      append_dict_repr(out, value.dict());
-      break;
-    case Value::Kind::kObject:
-    case Value::Kind::kFunction:
-      unsupported("printing a " + type_name(value) + " object");
+  if (value.is_list()) {
+    append_list_repr(out, value.list());
+  } else if (value.is_dict()) {
+    append_dict_repr(out, value.dict());
+  } else {
+    unsupported("printing a " + type_name(value) + " object");
   }
   return out;
 }

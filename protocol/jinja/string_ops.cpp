@@ -51,10 +51,7 @@ std::vector<Text> split_whitespace(const Text& text, int64_t maxsplit, bool from
     if (from_right) {
       const size_t merged_end = words[words.size() - keep - 1].second;
       words.erase(words.begin(), words.end() - static_cast<std::ptrdiff_t>(keep) - 1);
-      words.front() = {0, merged_end};
-      size_t lead = 0;
-      while (lead < cps.size() && is_space(cps[lead].cp)) ++lead;
-      words.front().first = lead;
+      words.front() = {0, merged_end};  // the rest keeps its leading whitespace
     } else {
       words.resize(keep + 1);
       words.back().second = cps.size();

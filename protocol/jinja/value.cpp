@@ -1,5 +1,7 @@
 #include "protocol/jinja/value.h"
 
+#include <array>
+
 #include "protocol/jinja/operators.h"
 
 namespace tandem::jinja {
@@ -46,16 +48,10 @@ void ObjectData::set(const std::string& name, Value value) {
 }
 
 Value Value::undefined(std::string hint) {
-  Value v;
-  v.v_ = Undefined{std::make_shared<const std::string>(std::move(hint))};
-  return v;
+  return Value(std::in_place, Undefined{std::make_shared<const std::string>(std::move(hint))});
 }
 
-Value Value::none() {
-  Value v;
-  v.v_ = None{};
-  return v;
-}
+Value Value::none() { return Value(std::in_place, None{}); }
 
 Value::Value(Text text) : v_(std::make_shared<const Text>(std::move(text))) {}
 
@@ -65,27 +61,21 @@ Value Value::string(std::string_view bytes, bool from_input) {
 
 Value Value::list(std::vector<Value> items, ListKind kind, std::string type_name) {
   if (type_name.empty()) type_name = kind == ListKind::kTuple ? "tuple" : "list";
-  Value v;
-  v.v_ = std::make_shared<ListData>(ListData{std::move(items), kind, std::move(type_name)});
-  return v;
+  return Value(std::in_place,
+               std::make_shared<ListData>(ListData{std::move(items), kind, std::move(type_name)}));
 }
 
 Value Value::dict(DictData dict) {
-  Value v;
-  v.v_ = std::make_shared<const DictData>(std::move(dict));
-  return v;
+  return Value(std::in_place, std::make_shared<const DictData>(std::move(dict)));
 }
 
 Value Value::object(ObjectData object) {
-  Value v;
-  v.v_ = std::make_shared<ObjectData>(std::move(object));
-  return v;
+  return Value(std::in_place, std::make_shared<ObjectData>(std::move(object)));
 }
 
 Value Value::function(std::string name, std::function<Value(Interpreter&, const CallArgs&)> call) {
-  Value v;
-  v.v_ = std::make_shared<const FunctionData>(FunctionData{std::move(name), std::move(call)});
-  return v;
+  return Value(std::in_place, std::make_shared<const FunctionData>(
+                                  FunctionData{std::move(name), std::move(call)}));
 }
 
 double Value::to_double() const {
@@ -118,29 +108,11 @@ bool Value::same_object(const Value& other) const {
 }
 
 std::string type_name(const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::kUndefined:
-      return "Undefined";
-    case Value::Kind::kNone:
-      return "NoneType";
-    case Value::Kind::kBool:
-      return "bool";
-    case Value::Kind::kInt:
-      return "int";
-    case Value::Kind::kFloat:
-      return "float";
-    case Value::Kind::kString:
-      return "str";
-    case Value::Kind::kList:
-      return value.list().type_name;
-    case Value::Kind::kDict:
-      return "dict";
-    case Value::Kind::kObject:
-      return value.object().type_name;
-    case Value::Kind::kFunction:
-      return "function";
-  }
-  return "object";
+  if (value.is_list()) return value.list().type_name;
+  if (value.is_object()) return value.object().type_name;
+  static constexpr std::array<const char*, 10> kNames = {
+      "Undefined", "NoneType", "bool", "int", "float", "str", "list", "dict", "object", "function"};
+  return kNames[static_cast<size_t>(value.kind())];
 }
 
 }  // namespace tandem::jinja

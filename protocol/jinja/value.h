@@ -139,6 +139,9 @@ class Value {
     std::shared_ptr<const std::string> hint;
   };
   struct None {};
+  template <class T>
+  Value(std::in_place_t, T alternative) : v_(std::move(alternative)) {}
+
   std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const Text>,
                std::shared_ptr<ListData>, std::shared_ptr<const DictData>,
                std::shared_ptr<ObjectData>, std::shared_ptr<const FunctionData>>
