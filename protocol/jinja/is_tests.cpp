@@ -44,13 +44,10 @@ bool iterable(Interpreter&, const Value& v, const CallArgs&) {
 }
 
 bool lower(Interpreter&, const Value& v, const CallArgs&) {
-  const Text text = to_text(v);
-  return map_case(text, CaseMap::kLower) == text && map_case(text, CaseMap::kUpper) != text;
+  return is_lower_text(to_text(v).str());
 }
-
 bool upper(Interpreter&, const Value& v, const CallArgs&) {
-  const Text text = to_text(v);
-  return map_case(text, CaseMap::kUpper) == text && map_case(text, CaseMap::kLower) != text;
+  return is_upper_text(to_text(v).str());
 }
 
 int64_t integer_value(const Value& v) {

@@ -151,9 +151,7 @@ bool is_alnum_cp(char32_t cp) { return is_word_char(cp) && cp != '_'; }
 
 template <bool kUpper>
 Value case_test_method(const Value& self, const CallArgs&) {
-  const Text& text = self.text();
-  const bool unchanged = map_case(text, kUpper ? CaseMap::kUpper : CaseMap::kLower) == text;
-  return unchanged && map_case(text, kUpper ? CaseMap::kLower : CaseMap::kUpper) != text;
+  return kUpper ? is_upper_text(self.text().str()) : is_lower_text(self.text().str());
 }
 
 template <bool kSuffix>

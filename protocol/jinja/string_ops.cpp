@@ -170,47 +170,104 @@ Text join(const std::vector<Text>& parts, const Text& separator) {
   return out;
 }
 
+namespace {
+
+// Python's final sigma rule: a capital sigma after a cased letter (case-ignorables between)
+// and not before one lower-cases to the final form. The string seen is cps[lo, hi).
+bool final_sigma(const std::vector<CodePoint>& cps, size_t i, size_t lo, size_t hi) {
+  size_t j = i;
+  while (j > lo && is_case_ignorable(cps[j - 1].cp)) --j;
+  if (j == lo || !is_cased(cps[j - 1].cp)) return false;
+  size_t k = i + 1;
+  while (k < hi && is_case_ignorable(cps[k].cp)) ++k;
+  return k == hi || !is_cased(cps[k].cp);
+}
+
+void append_lower_at(const std::vector<CodePoint>& cps, size_t i, std::string& out, size_t lo = 0,
+                     size_t hi = std::string::npos) {
+  if (cps[i].cp == 0x3A3) {
+    append_utf8(final_sigma(cps, i, lo, std::min(hi, cps.size())) ? 0x3C2 : 0x3C3, out);
+  } else {
+    append_lower(cps[i].cp, out);
+  }
+}
+
+bool starts_jinja_word(char32_t cp) {
+  return is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+}
+
+// Jinja2's title filter lower-cases each word but its first letter as a string of its own.
+void lower_in_jinja_word(const std::vector<CodePoint>& cps, size_t i, std::string& out) {
+  size_t first = i;
+  while (first > 0 && !starts_jinja_word(cps[first - 1].cp)) --first;
+  size_t end = i + 1;
+  while (end < cps.size() && !starts_jinja_word(cps[end].cp)) ++end;
+  append_lower_at(cps, i, out, first + 1, end);
+}
+
+}  // namespace
+
 Text map_case(const Text& text, CaseMap mode) {
+  const auto cps = code_points(text.str());
   Text out;
   std::string piece;
-  bool previous_cased = false;  // str.title
-  bool word_start = true;       // Jinja2's title filter
-  bool first = true;
-  for (const CodePoint& cp : code_points(text.str())) {
+  for (size_t i = 0; i < cps.size(); ++i) {
+    const char32_t c = cps[i].cp;
+    const bool after_cased = i > 0 && is_cased(cps[i - 1].cp);
     piece.clear();
-    bool upper = false;
     switch (mode) {
       case CaseMap::kUpper:
-        upper = true;
+        append_upper(c, piece);
         break;
       case CaseMap::kLower:
+        append_lower_at(cps, i, piece);
         break;
       case CaseMap::kSwap:
-        upper = is_lower(cp.cp);
+        if (is_upper(c)) {
+          append_lower_at(cps, i, piece);
+        } else if (is_lower(c)) {
+          append_upper(c, piece);
+        } else {
+          append_utf8(c, piece);
+        }
         break;
       case CaseMap::kTitle:
-        upper = !previous_cased;
+        after_cased ? append_lower_at(cps, i, piece) : append_title(c, piece);
         break;
       case CaseMap::kCapitalize:
-        upper = first;
+        i > 0 ? append_lower_at(cps, i, piece) : append_title(c, piece);
         break;
       case CaseMap::kJinjaTitle:
-        upper = word_start;
+        if (i == 0 || starts_jinja_word(cps[i - 1].cp)) {
+          append_upper(c, piece);
+        } else {
+          lower_in_jinja_word(cps, i, piece);
+        }
         break;
     }
-    if (upper) {
-      append_upper(cp.cp, piece);
-    } else {
-      append_lower(cp.cp, piece);
-    }
-    previous_cased = is_cased(cp.cp);
-    const bool separator = is_space(cp.cp) || cp.cp == '-' || cp.cp == '(' || cp.cp == '{' ||
-                           cp.cp == '[' || cp.cp == '<';
-    word_start = separator;
-    first = false;
-    out.append(piece, text.from_input_at(cp.begin));
+    out.append(piece, text.from_input_at(cps[i].begin));
   }
   return out;
+}
+
+bool is_lower_text(std::string_view s) {
+  bool cased = false;
+  for (size_t pos = 0; pos < s.size();) {
+    const char32_t cp = decode_utf8(s, pos);
+    if (is_upper(cp) || is_title(cp)) return false;
+    cased = cased || is_lower(cp);
+  }
+  return cased;
+}
+
+bool is_upper_text(std::string_view s) {
+  bool cased = false;
+  for (size_t pos = 0; pos < s.size();) {
+    const char32_t cp = decode_utf8(s, pos);
+    if (is_lower(cp) || is_title(cp)) return false;
+    cased = cased || is_upper(cp);
+  }
+  return cased;
 }
 
 int64_t find(const Text& text, std::string_view needle, bool from_right) {

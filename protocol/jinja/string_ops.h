@@ -32,6 +32,9 @@ enum class CaseMap {
   kJinjaTitle,  // Jinja2's title filter: words start after whitespace, '-', '(', '{', '[', '<'
 };
 Text map_case(const Text& text, CaseMap mode);
+// str.islower() and str.isupper().
+bool is_lower_text(std::string_view s);
+bool is_upper_text(std::string_view s);
 
 // Python's str.count / str.find / str.rfind on code points: the index, or -1.
 int64_t find(const Text& text, std::string_view needle, bool from_right);

@@ -1,5 +1,9 @@
 #include "protocol/jinja/unicode.h"
 
+#include <algorithm>
+
+#include "protocol/jinja/unicode_tables.h"
+
 namespace tandem::jinja {
 
 char32_t decode_utf8(std::string_view s, size_t& pos) {
@@ -101,65 +105,52 @@ bool is_word_char(char32_t cp) {
 
 namespace {
 
-// The upper-case partner of a lower-case letter, or 0.
-char32_t upper_of(char32_t cp) {
-  if (cp >= 'a' && cp <= 'z') return cp - 32;
-  if ((cp >= 0xE0 && cp <= 0xFE && cp != 0xF7)) return cp - 32;
-  if (cp == 0xFF) return 0x178;
-  if (cp == 0xB5) return 0x39C;
-  if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 &&
-      cp != 0x17F) {
-    const bool odd_upper = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
-    if (odd_upper ? (cp % 2 == 0) : (cp % 2 == 1)) return cp - 1;
-    return 0;
-  }
-  if (cp == 0x131) return 'I';
-  if (cp == 0x17F) return 'S';
-  if (cp >= 0x3B1 && cp <= 0x3C9 && cp != 0x3C2) return cp - 32;
-  if (cp == 0x3C2) return 0x3A3;
-  if (cp >= 0x3AC && cp <= 0x3AF) return cp == 0x3AC ? 0x386 : cp - 37;
-  if (cp >= 0x430 && cp <= 0x44F) return cp - 32;
-  if (cp >= 0x450 && cp <= 0x45F) return cp - 80;
-  return 0;
+// The run holding cp, or null.
+const unicode_tables::CaseRun* find_run(std::span<const unicode_tables::CaseRun> runs,
+                                        char32_t cp) {
+  auto it = std::upper_bound(runs.begin(), runs.end(), cp,
+                             [](char32_t c, const auto& run) { return c < run.first; });
+  if (it == runs.begin()) return nullptr;
+  const auto& run = *(it - 1);
+  const char32_t offset = cp - run.first;
+  if (offset % run.stride != 0 || offset / run.stride >= run.count) return nullptr;
+  return &run;
 }
 
-// The lower-case partner of an upper-case letter, or 0.
-char32_t lower_of(char32_t cp) {
-  if (cp >= 'A' && cp <= 'Z') return cp + 32;
-  if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 32;
-  if (cp == 0x178) return 0xFF;
-  if (cp == 0x130) return 'i';
-  if (cp >= 0x100 && cp <= 0x17F && cp != 0x131 && cp != 0x138 && cp != 0x149 && cp != 0x17F) {
-    const bool odd_upper = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
-    if (odd_upper ? (cp % 2 == 1) : (cp % 2 == 0)) return cp + 1;
-    return 0;
+void append_mapped(char32_t cp, std::span<const unicode_tables::CaseSpecial> special,
+                   std::span<const unicode_tables::CaseRun> runs, std::string& out) {
+  auto it = std::lower_bound(special.begin(), special.end(), cp,
+                             [](const auto& entry, char32_t c) { return entry.cp < c; });
+  if (it != special.end() && it->cp == cp) {
+    for (char32_t mapped : it->mapped) {
+      if (mapped != 0) append_utf8(mapped, out);
+    }
+    return;
   }
-  if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 32;
-  if (cp == 0x386) return 0x3AC;
-  if (cp >= 0x388 && cp <= 0x38A) return cp + 37;
-  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
-  if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
-  return 0;
+  const auto* run = find_run(runs, cp);
+  append_utf8(run ? static_cast<char32_t>(static_cast<int32_t>(cp) + run->delta) : cp, out);
 }
 
 }  // namespace
 
 void append_upper(char32_t cp, std::string& out) {
-  if (cp == 0xDF) {
-    out += "SS";
-    return;
-  }
-  const char32_t mapped = upper_of(cp);
-  append_utf8(mapped ? mapped : cp, out);
+  append_mapped(cp, unicode_tables::UpperSpecial, unicode_tables::UpperRuns, out);
 }
 
 void append_lower(char32_t cp, std::string& out) {
-  const char32_t mapped = lower_of(cp);
-  append_utf8(mapped ? mapped : cp, out);
+  append_mapped(cp, unicode_tables::LowerSpecial, unicode_tables::LowerRuns, out);
 }
 
-bool is_upper(char32_t cp) { return lower_of(cp) != 0; }
-bool is_lower(char32_t cp) { return upper_of(cp) != 0 || cp == 0xDF || cp == 0x138; }
-bool is_cased(char32_t cp) { return is_upper(cp) || is_lower(cp); }
+void append_title(char32_t cp, std::string& out) {
+  append_mapped(cp, unicode_tables::TitleSpecial, unicode_tables::TitleRuns, out);
+}
+
+bool is_upper(char32_t cp) { return find_run(unicode_tables::UpperChars, cp) != nullptr; }
+bool is_lower(char32_t cp) { return find_run(unicode_tables::LowerChars, cp) != nullptr; }
+bool is_title(char32_t cp) { return find_run(unicode_tables::TitleChars, cp) != nullptr; }
+bool is_cased(char32_t cp) { return is_upper(cp) || is_lower(cp) || is_title(cp); }
+bool is_case_ignorable(char32_t cp) {
+  return find_run(unicode_tables::CaseIgnorable, cp) != nullptr;
+}
 
 }  // namespace tandem::jinja

@@ -1,4 +1,4 @@
-// UTF-8 and the few Unicode properties Python's str methods need (whitespace, case).
+// UTF-8 and the Unicode properties Python's str methods need (whitespace, case).
 // Invalid UTF-8 never throws: each bad byte reads as one code point of its own value.
 #pragma once
 
@@ -24,13 +24,17 @@ bool is_space(char32_t cp);
 // Python's \w in re: letters, digits and '_' (letters approximated as every code point
 // at or above U+00C0 that is not a space or punctuation in the common blocks).
 bool is_word_char(char32_t cp);
-// Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic; other code
-// points have no case here. 'ß' upper-cases to "SS", as in Python.
+// Python's full case mappings of one code point (str.upper(), lower(), title() of it; "ß"
+// upper-cases to "SS") and its case properties, from the Unicode database of the Python
+// that generated unicode_tables.cpp. Lower-casing a capital sigma needs its context: see
+// string_ops.h.
 void append_upper(char32_t cp, std::string& out);
 void append_lower(char32_t cp, std::string& out);
-// Whether cp has a case (Python's "cased"): an upper- or lower-case letter.
-bool is_cased(char32_t cp);
-bool is_upper(char32_t cp);
-bool is_lower(char32_t cp);
+void append_title(char32_t cp, std::string& out);
+bool is_upper(char32_t cp);  // str.isupper() of the code point
+bool is_lower(char32_t cp);  // str.islower()
+bool is_title(char32_t cp);  // a title-case letter (Lt), e.g. "ǅ"
+bool is_cased(char32_t cp);  // upper, lower or title
+bool is_case_ignorable(char32_t cp);
 
 }  // namespace tandem::jinja

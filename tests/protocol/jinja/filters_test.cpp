@@ -8,7 +8,7 @@
 namespace tandem::jinja::testing {
 namespace {
 
-// filters on strings and numbers.
+// filters on strings and numbers (case mapping follows Python: full Unicode, final sigma).
 TEST(JinjaFilters, StringFilters) {
   expect_renders({
       {"[{{ '  a b \\n'|trim }}] [{{ 'xxaxx'|trim('x') }}] {{ 'MiXed'|upper }} {{ 'MiXed'|lower }} "
@@ -29,6 +29,10 @@ TEST(JinjaFilters, StringFilters) {
       {"{{ -3|abs }} {{ (-3)|abs }} {{ 2.5|round }} {{ 3.5|round }} {{ 2.675|round(2) }} {{ "
        "2.1|round(0, 'ceil') }} {{ 2.9|round(method='floor') }} {{ 7|round }}",
        "", "3 3 2.0 4.0 2.67 3.0 2.0 7"},
+      {"{{ 'Tiếng Việt ĐẶC'|lower }} {{ 'ａｂｃ'|upper }} {{ 'ΟΔΥΣΣΕΥΣ ΣΑΣ.'|lower }} {{ "
+       "'ǆemal'|capitalize }} {{ 'ǅx'.title() }} {{ 'ǅ'.islower() }} {{ 'ﬁsh'.upper() }} {{ "
+       "'ΑΣ'|title }}",
+       "", "tiếng việt đặc ＡＢＣ οδυσσευς σας. ǅemal ǅx False FISH Ασ"},
       {"{{ x|default('d') }} {{ none|default('d') }} {{ ''|default('d', true) }} {{ 0|d('zero', "
        "boolean=true) }} {{ 'v'|default('d') }}",
        "", "d None d zero v"},
