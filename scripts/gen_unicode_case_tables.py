@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes protocol/jinja/unicode_tables.cpp: Python's case mappings and case properties
+"""Writes protocol/jinja/unicode_tables.inc, the data protocol/jinja/unicode.cpp includes: Python's case mappings and case properties
 (str.upper/lower/title of one code point, str.islower/isupper/istitle, "cased"), from the
 Unicode database of the Python that runs this script. The Jinja interpreter uses them so
 that `|upper`, `.lower()`, `.title()` ... give what Python gives.
 
-    python3 scripts/gen_unicode_case_tables.py > protocol/jinja/unicode_tables.cpp
+    python3 scripts/gen_unicode_case_tables.py > protocol/jinja/unicode_tables.inc
 """
 import sys
 import unicodedata
@@ -12,19 +12,22 @@ import unicodedata
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
 
 
-def title_of(ch):
-    # str.title() of a lone code point is its full title-case mapping.
-    return ch.title()
+def title_unless_upper(ch):
+    """The title-case mapping where it differs from the upper-case one (else ch itself,
+    "no entry": the lookup falls back to the upper-case tables). A title mapping to ch
+    itself, as for "ǅ", is spelled as a run with delta 0."""
+    title = ch.title()
+    return ch if title == ch.upper() else title
 
 
-def mapping_runs(fn):
+def mapping_runs(fn, keep_identity=lambda c: False):
     """(first, count, delta, stride) runs of the one-to-one mappings, spans never
     overlapping, and the one-to-many mappings."""
     single = {}
     multi = []
     for c in CODE_POINTS:
         m = fn(chr(c))
-        if m == chr(c):
+        if m == chr(c) and not keep_identity(c):
             continue
         if len(m) == 1:
             single[c] = ord(m) - c
@@ -58,7 +61,7 @@ def compress(members, value=lambda c: 0):
 
 
 def emit_runs(name, runs, with_delta):
-    print(f"const CaseRun {name}[] = {{")
+    print(f"constexpr CaseRun {name}[] = {{")
     line = "   "
     for first, count, delta, stride in runs:
         item = f" {{0x{first:X}, {count}, {delta if with_delta else 0}, {stride}}},"
@@ -71,7 +74,7 @@ def emit_runs(name, runs, with_delta):
 
 
 def emit_multi(name, multi):
-    print(f"const CaseSpecial {name}[] = {{")
+    print(f"constexpr CaseSpecial {name}[] = {{")
     for c, mapped in multi:
         mapped = mapped + [0] * (3 - len(mapped))
         print(f"    {{0x{c:X}, {{0x{mapped[0]:X}, 0x{mapped[1]:X}, 0x{mapped[2]:X}}}}},")
@@ -90,7 +93,8 @@ def case_ignorable(c):
 def main():
     upper, upper_multi = mapping_runs(str.upper)
     lower, lower_multi = mapping_runs(str.lower)
-    title, title_multi = mapping_runs(title_of)
+    title, title_multi = mapping_runs(
+        title_unless_upper, lambda c: chr(c).title() == chr(c) and chr(c).upper() != chr(c))
     props = {
         "kLowerChars": [c for c in CODE_POINTS if chr(c).islower()],
         "kUpperChars": [c for c in CODE_POINTS if chr(c).isupper()],
@@ -101,9 +105,7 @@ def main():
           f"{sys.version_info.major}.{sys.version_info.minor}'s Unicode "
           f"{unicodedata.unidata_version} database: do not edit.")
     print("// clang-format off")
-    print('#include "protocol/jinja/unicode_tables.h"')
-    print()
-    print("namespace tandem::jinja::unicode_tables {")
+    print("// Included by protocol/jinja/unicode.cpp, which defines CaseRun and CaseSpecial.")
     print()
     emit_runs("kUpperRuns", upper, True)
     emit_multi("kUpperSpecial", upper_multi)
@@ -113,14 +115,6 @@ def main():
     emit_multi("kTitleSpecial", title_multi)
     for name, members in props.items():
         emit_runs(name, compress(members), False)
-    print()
-    for table in ("kUpperRuns", "kLowerRuns", "kTitleRuns", "kLowerChars", "kUpperChars",
-                  "kTitleChars", "kCaseIgnorable"):
-        print(f"const std::span<const CaseRun> {table[1:]}({table});")
-    for table in ("kUpperSpecial", "kLowerSpecial", "kTitleSpecial"):
-        print(f"const std::span<const CaseSpecial> {table[1:]}({table});")
-    print()
-    print("}  // namespace tandem::jinja::unicode_tables")
 
 
 main()

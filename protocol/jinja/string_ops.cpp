@@ -250,25 +250,23 @@ Text map_case(const Text& text, CaseMap mode) {
   return out;
 }
 
-bool is_lower_text(std::string_view s) {
+namespace {
+
+// str.isupper() (upper) or str.islower(): some cased letter, all of that case.
+bool all_cased_as(std::string_view s, bool upper) {
   bool cased = false;
   for (size_t pos = 0; pos < s.size();) {
     const char32_t cp = decode_utf8(s, pos);
-    if (is_upper(cp) || is_title(cp)) return false;
-    cased = cased || is_lower(cp);
+    if ((upper ? is_lower(cp) : is_upper(cp)) || is_title(cp)) return false;
+    cased = cased || (upper ? is_upper(cp) : is_lower(cp));
   }
   return cased;
 }
 
-bool is_upper_text(std::string_view s) {
-  bool cased = false;
-  for (size_t pos = 0; pos < s.size();) {
-    const char32_t cp = decode_utf8(s, pos);
-    if (is_lower(cp) || is_title(cp)) return false;
-    cased = cased || is_upper(cp);
-  }
-  return cased;
-}
+}  // namespace
+
+bool is_lower_text(std::string_view s) { return all_cased_as(s, false); }
+bool is_upper_text(std::string_view s) { return all_cased_as(s, true); }
 
 int64_t find(const Text& text, std::string_view needle, bool from_right) {
   const std::string& s = text.str();

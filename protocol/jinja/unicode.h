@@ -26,7 +26,7 @@ bool is_space(char32_t cp);
 bool is_word_char(char32_t cp);
 // Python's full case mappings of one code point (str.upper(), lower(), title() of it; "ß"
 // upper-cases to "SS") and its case properties, from the Unicode database of the Python
-// that generated unicode_tables.cpp. Lower-casing a capital sigma needs its context: see
+// that generated unicode_tables.inc. Lower-casing a capital sigma needs its context: see
 // string_ops.h.
 void append_upper(char32_t cp, std::string& out);
 void append_lower(char32_t cp, std::string& out);
