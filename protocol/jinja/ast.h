@@ -139,7 +139,8 @@ struct For {
   ExprPtr iterable;
   ExprPtr condition;  // for x in xs if condition; may be absent
   Body body;
-  Body otherwise;  // when nothing was iterated
+  Body otherwise;          // when nothing was iterated
+  bool uses_loop = false;  // the body names `loop` (else no loop object is made)
 };
 struct Set {
   Target target;

@@ -42,6 +42,8 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, con
   const FilterFn filter = find_filter(name);
   if (filter == nullptr) fail("No filter named '" + name + "' found.");
   if (!filter_supported(name)) unsupported("the '" + name + "' filter");
+  if (input.is_list()) spend(static_cast<int64_t>(input.list().items.size()));
+  if (input.is_dict()) spend(static_cast<int64_t>(input.dict().entries.size()));
   return filter(*this, input, args);
 }
 

@@ -8,8 +8,12 @@
 namespace tandem::jinja {
 namespace {
 
+// Bounds on one render, so that no template can hang or exhaust a server thread: macro
+// nesting, output size, and loop iterations plus macro calls (real chat templates take a
+// few per message; a filter costs the items of its input).
 constexpr int kMaxCallDepth = 200;
 constexpr size_t kMaxOutputBytes = size_t{64} << 20;
+constexpr int64_t kMaxSteps = 1'000'000;
 
 Value loop_object(const std::vector<Value>& items, size_t i) {
   const auto n = static_cast<int64_t>(items.size());
@@ -70,6 +74,14 @@ Text Interpreter::render(const Body& body) {
   Text out;
   exec_body(body, out);
   return out;
+}
+
+void Interpreter::spend(int64_t steps) {
+  steps_ += steps;
+  if (steps_ > kMaxSteps) {
+    unsupported("templates running over " + std::to_string(kMaxSteps) +
+                " loop iterations and macro calls");
+  }
 }
 
 Scope& Interpreter::push_scope() {
@@ -135,6 +147,7 @@ std::vector<Value> Interpreter::loop_items(const node::For& loop) {
   if (!loop.condition) return items;
   std::vector<Value> kept;
   for (Value& item : items) {
+    spend(1);
     Scope& scope = push_scope();
     assign(loop.target, item);
     const bool keep = truthy(eval(*loop.condition));
@@ -153,9 +166,10 @@ Interpreter::Flow Interpreter::exec_node(const node::For& loop, Text& out) {
     return flow;
   }
   for (size_t i = 0; i < items.size(); ++i) {
+    spend(1);
     Scope& scope = push_scope();
     assign(loop.target, items[i]);
-    scope.set("loop", loop_object(items, i));
+    if (loop.uses_loop) scope.set("loop", loop_object(items, i));
     const Flow flow = exec_body(loop.body, out);
     pop_scope(scope);
     if (flow == Flow::kBreak) break;
@@ -239,6 +253,7 @@ Interpreter::Flow Interpreter::exec_node(const node::Macro& macro, Text&) {
 
 Value Interpreter::call_macro(const node::Macro& macro, Scope* closure, const CallArgs& args) {
   if (call_depth_ >= kMaxCallDepth) fail("maximum recursion depth exceeded in macro calls");
+  spend(1);
   const size_t n = macro.params.size();
   if (args.positional.size() > n && !macro.uses_varargs) {
     fail("macro '" + macro.name + "' takes not more than " + std::to_string(n) + " argument(s)");

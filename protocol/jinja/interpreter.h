@@ -52,6 +52,9 @@ class Interpreter {
   Value apply_filter(const std::string& name, const Value& input, const CallArgs& args);
   bool apply_test(const std::string& name, const Value& input, const CallArgs& args);
   DateTime now() const { return now_(); }
+  // Counts work (loop iterations, macro calls, items through filters) against the render's
+  // budget; fails when it is spent.
+  void spend(int64_t steps);
   Value call_macro(const node::Macro& macro, Scope* closure, const CallArgs& args);
 
  private:
@@ -105,7 +108,7 @@ class Interpreter {
   std::vector<Scope*> free_scopes_;
   Scope* scope_ = nullptr;
   int call_depth_ = 0;
-  size_t output_bytes_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace tandem::jinja

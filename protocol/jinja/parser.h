@@ -77,6 +77,7 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   std::vector<node::Macro*> open_macros_;
+  std::vector<node::For*> open_loops_;
   // Unknown filters and tests: Jinja2 refuses them at compile time unless they sit in an
   // if statement or a conditional expression (where they fail only when evaluated).
   struct UnknownName {

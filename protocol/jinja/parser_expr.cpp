@@ -347,6 +347,9 @@ void Parser::check_callable_name(bool filter, const std::string& name, const Tok
 }
 
 void Parser::note_name(const std::string& name) {
+  if (name == "loop") {
+    for (node::For* loop : open_loops_) loop->uses_loop = true;
+  }
   if (open_macros_.empty()) return;
   if (name == "varargs") open_macros_.back()->uses_varargs = true;
   if (name == "kwargs") open_macros_.back()->uses_kwargs = true;

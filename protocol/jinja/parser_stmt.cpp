@@ -193,6 +193,7 @@ Stmt Parser::parse_for() {
   loop.target = parse_target(false, "in");
   if (!skip_name("in")) fail_at(peek(), "expected 'in'");
   loop.iterable = parse_tuple(false, "recursive");
+  open_loops_.push_back(&loop);  // moved into the statement only once parsed
   const int saved_depth = condition_depth_;
   condition_depth_ = 0;
   if (skip_name("if")) loop.condition = parse_expression();
@@ -205,6 +206,7 @@ Stmt Parser::parse_for() {
     loop.otherwise = parse_inner_body({"endfor"}, "for", false);
     next();
   }
+  open_loops_.pop_back();
   return Stmt{std::move(loop), start.line, start.column};
 }
 

@@ -77,6 +77,9 @@ TEST(JinjaErrors, RunawayTemplatesStopWithAnError) {
             "ERROR: maximum recursion depth exceeded in macro calls");
   EXPECT_EQ(render("{{ 'x' * 100000000 }}"),
             "ERROR: unsupported by tandem's Jinja interpreter: strings over 64 MiB");
+  EXPECT_EQ(render("{% for i in range(100000) %}{% for j in range(20) %}{% endfor %}{% endfor %}"),
+            "ERROR: unsupported by tandem's Jinja interpreter: templates running over 1000000 "
+            "loop iterations and macro calls");
   const std::string deep = std::string(500, '(') + "1" + std::string(500, ')');
   EXPECT_EQ(render_error("{{ " + deep + " }}").kind(), ErrorKind::kSyntax);
 }
