@@ -59,7 +59,9 @@ class JinjaChatTemplate {
  public:
   static std::variant<JinjaChatTemplate, ChatTemplateError> compile(std::string_view source);
 
-  // messages: the request's JSON array of message objects, used as given.
+  // messages: the request's JSON array of message objects, used as given. Parse the request
+  // as ordered_json: Python keeps each object's key order, and templates show it (tojson of
+  // tool-call arguments, loops over a dict's items).
   std::variant<std::vector<PromptSegment>, ChatTemplateError> render(
       const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const;
   // The same for parsed messages ({"role", "content"} each).
