@@ -8,11 +8,10 @@
 namespace tandem::jinja {
 namespace {
 
-// Bounds on one render, so that no template can hang or exhaust a server thread: macro
-// nesting, output size, and loop iterations plus macro calls (real chat templates take a
-// few per message; a filter costs the items of its input).
+// Bounds on one render, so that no template can hang a server thread: macro nesting, and
+// loop iterations plus macro calls (real chat templates take a few per message; a filter
+// costs the items of its input). Text and lists bound sizes (kMaxTextBytes, kMaxItems).
 constexpr int kMaxCallDepth = 200;
-constexpr size_t kMaxOutputBytes = size_t{64} << 20;
 constexpr int64_t kMaxSteps = 1'000'000;
 
 Value loop_object(const std::vector<Value>& items, size_t i) {
@@ -115,9 +114,7 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, Text& out) {
 
 Interpreter::Flow Interpreter::exec(const Stmt& stmt, Text& out) {
   try {
-    const Flow flow = std::visit([&](const auto& n) { return exec_node(n, out); }, stmt.node);
-    if (out.size() > kMaxOutputBytes) unsupported("output over 64 MiB");
-    return flow;
+    return std::visit([&](const auto& n) { return exec_node(n, out); }, stmt.node);
   } catch (Error& error) {
     error.locate(stmt.line, stmt.column);
     throw;

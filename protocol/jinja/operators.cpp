@@ -45,9 +45,10 @@ void check_overflow(bool overflow) {
 Value repeat(const Value& seq, int64_t times) {
   times = std::max<int64_t>(times, 0);
   const size_t unit = seq.is_string() ? seq.text().size() : seq.list().items.size();
-  const size_t limit = seq.is_string() ? (size_t{64} << 20) : (size_t{1} << 20);
+  const size_t limit = seq.is_string() ? kMaxTextBytes : kMaxItems;
   if (unit > 0 && static_cast<uint64_t>(times) > limit / unit) {
-    unsupported(seq.is_string() ? "strings over 64 MiB" : "lists over a million items");
+    if (seq.is_string()) unsupported("strings over 16 MiB");
+    check_items(limit + 1);
   }
   if (seq.is_string()) {
     Text out;
@@ -150,6 +151,10 @@ const char* op_symbol(BinaryOp op) {
 
 }  // namespace
 
+void check_items(size_t n) {
+  if (n > kMaxItems) unsupported("lists over " + std::to_string(kMaxItems) + " items");
+}
+
 void fail_undefined(const Value& value) { throw Error(ErrorKind::kRender, value.undefined_hint()); }
 
 bool truthy(const Value& value) {
@@ -226,6 +231,7 @@ std::vector<Value> iterate(const Value& value) {
       std::vector<Value> chars;
       const Text& text = value.text();
       const auto offsets = code_point_offsets(text.str());
+      check_items(offsets.size() - 1);
       for (size_t i = 0; i + 1 < offsets.size(); ++i) {
         chars.emplace_back(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
       }

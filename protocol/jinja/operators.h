@@ -15,6 +15,11 @@
 
 namespace tandem::jinja {
 
+// The most items a list may hold (a string split or iterated into more is refused too).
+inline constexpr size_t kMaxItems = size_t{1} << 20;
+// Raises the "unsupported" error for lists over kMaxItems when n exceeds it.
+void check_items(size_t n);
+
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow };
 
 bool truthy(const Value& value);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "protocol/jinja/error.h"
+#include "protocol/jinja/operators.h"
 #include "protocol/jinja/unicode.h"
 
 namespace tandem::jinja {
@@ -45,6 +46,7 @@ std::vector<Text> split_whitespace(const Text& text, int64_t maxsplit, bool from
     const size_t start = i;
     while (i < cps.size() && !is_space(cps[i].cp)) ++i;
     if (i > start) words.emplace_back(start, i);
+    check_items(words.size());
   }
   if (maxsplit >= 0 && words.size() > static_cast<size_t>(maxsplit) + 1) {
     const auto keep = static_cast<size_t>(maxsplit);
@@ -57,6 +59,7 @@ std::vector<Text> split_whitespace(const Text& text, int64_t maxsplit, bool from
       words.back().second = cps.size();
     }
   }
+  check_items(words.size());
   std::vector<Text> out;
   for (const auto& [first, last] : words) {
     out.push_back(text.substr(cps[first].begin, cps[last - 1].end - cps[first].begin));
@@ -106,6 +109,7 @@ std::vector<Text> split(const Text& text, std::optional<std::string_view> sep, i
     }
     std::reverse(cuts.begin(), cuts.end());
   }
+  check_items(cuts.size() + 1);
   std::vector<Text> out;
   size_t pos = 0;
   for (size_t at : cuts) {
@@ -126,6 +130,7 @@ std::vector<Text> splitlines(const Text& text, bool keepends) {
     if (cps[i].cp == '\r' && i + 1 < cps.size() && cps[i + 1].cp == '\n') ++i;
     const size_t end = cps[i].end;
     const size_t content_end = keepends ? end : break_begin;
+    check_items(out.size() + 1);
     out.push_back(text.substr(line_start, content_end - line_start));
     line_start = end;
   }

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 
+#include "protocol/jinja/error.h"
+
 namespace tandem::jinja {
 
 Text::Text(std::string bytes, bool from_input) : bytes_(std::move(bytes)) {
+  check_room(0);
   if (from_input) mark_input(0, bytes_.size());
+}
+
+void Text::check_room(size_t more) const {
+  if (bytes_.size() + more > kMaxTextBytes) unsupported("strings over 16 MiB");
 }
 
 bool Text::from_input_at(size_t pos) const {
@@ -28,6 +35,7 @@ void Text::append(const Text& other) { append(other, 0, other.size()); }
 void Text::append(const Text& other, size_t pos, size_t len) {
   pos = std::min(pos, other.size());
   len = std::min(len, other.size() - pos);
+  check_room(len);
   const size_t base = bytes_.size();
   bytes_.append(other.bytes_, pos, len);
   const size_t end = pos + len;
@@ -41,6 +49,7 @@ void Text::append(const Text& other, size_t pos, size_t len) {
 }
 
 void Text::append(std::string_view bytes, bool from_input) {
+  check_room(bytes.size());
   const size_t base = bytes_.size();
   bytes_.append(bytes);
   if (from_input) mark_input(base, bytes_.size());

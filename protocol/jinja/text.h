@@ -27,6 +27,9 @@ struct Segment {
   bool operator==(const Segment&) const = default;
 };
 
+// The largest Text: no prompt comes near it, and it bounds what a template can allocate.
+inline constexpr size_t kMaxTextBytes = size_t{16} << 20;
+
 class Text {
  public:
   Text() = default;
@@ -39,6 +42,7 @@ class Text {
   bool has_input() const { return !input_.empty(); }
   bool from_input_at(size_t pos) const;
 
+  // Appending past kMaxTextBytes throws Error (a render error naming the limit).
   void append(const Text& other);
   void append(const Text& other, size_t pos, size_t len);
   void append(std::string_view bytes, bool from_input);
@@ -51,6 +55,7 @@ class Text {
 
  private:
   void mark_input(size_t begin, size_t end);
+  void check_room(size_t more) const;
 
   std::string bytes_;
   // Byte ranges [first, second) that came from input: sorted, disjoint, not touching.

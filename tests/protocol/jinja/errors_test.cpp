@@ -76,7 +76,12 @@ TEST(JinjaErrors, RunawayTemplatesStopWithAnError) {
   EXPECT_EQ(render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
             "ERROR: maximum recursion depth exceeded in macro calls");
   EXPECT_EQ(render("{{ 'x' * 100000000 }}"),
-            "ERROR: unsupported by tandem's Jinja interpreter: strings over 64 MiB");
+            "ERROR: unsupported by tandem's Jinja interpreter: strings over 16 MiB");
+  EXPECT_EQ(render("{% set ns = namespace(s='x' * 100000) %}{% for i in range(10) %}"
+                   "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+            "ERROR: unsupported by tandem's Jinja interpreter: strings over 16 MiB");
+  EXPECT_EQ(render("{{ ('a,' * 1100000).split(',')|length }}"),
+            "ERROR: unsupported by tandem's Jinja interpreter: lists over 1048576 items");
   EXPECT_EQ(render("{% for i in range(100000) %}{% for j in range(20) %}{% endfor %}{% endfor %}"),
             "ERROR: unsupported by tandem's Jinja interpreter: templates running over 1000000 "
             "loop iterations and macro calls");
