@@ -1,0 +1,84 @@
+#include "protocol/chat_prompt.h"
+
+#include "protocol/jinja/json.h"
+
+namespace tandem {
+namespace {
+
+ChatTemplateError to_chat_error(const jinja::Error& error) {
+  ChatTemplateError out;
+  switch (error.kind()) {
+    case jinja::ErrorKind::kSyntax:
+      out.kind = ChatTemplateError::Kind::kSyntax;
+      break;
+    case jinja::ErrorKind::kRender:
+      out.kind = ChatTemplateError::Kind::kRender;
+      break;
+    case jinja::ErrorKind::kRaised:
+      out.kind = ChatTemplateError::Kind::kRaised;
+      break;
+  }
+  out.message = error.message();
+  out.line = error.line();
+  out.column = error.column();
+  return out;
+}
+
+}  // namespace
+
+std::string ChatTemplateError::describe() const {
+  if (line <= 0) return message;
+  return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message;
+}
+
+std::variant<JinjaChatTemplate, ChatTemplateError> JinjaChatTemplate::compile(
+    std::string_view source) {
+  auto compiled = jinja::Template::compile(source);
+  if (auto* error = std::get_if<jinja::Error>(&compiled)) return to_chat_error(*error);
+  return JinjaChatTemplate(std::get<jinja::Template>(std::move(compiled)));
+}
+
+std::variant<std::vector<PromptSegment>, ChatTemplateError> JinjaChatTemplate::render(
+    const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const {
+  // Later variables win: the extras come first so that they cannot replace these.
+  jinja::Variables variables;
+  try {
+    if (options.extra.is_object()) {
+      for (auto it = options.extra.begin(); it != options.extra.end(); ++it) {
+        variables.emplace_back(it.key(), jinja::from_json(it.value(), true));
+      }
+    }
+    variables.emplace_back("messages", jinja::from_json(messages, true));
+    variables.emplace_back("tools", jinja::from_json(options.tools, true));
+    variables.emplace_back("documents", jinja::from_json(options.documents, true));
+    variables.emplace_back("add_generation_prompt", jinja::Value(options.add_generation_prompt));
+    if (options.bos_token) {
+      variables.emplace_back("bos_token", jinja::Value::string(*options.bos_token));
+    }
+    if (options.eos_token) {
+      variables.emplace_back("eos_token", jinja::Value::string(*options.eos_token));
+    }
+  } catch (const jinja::Error& error) {
+    return to_chat_error(error);
+  }
+  auto rendered = template_.render(std::move(variables), options.now);
+  if (auto* error = std::get_if<jinja::Error>(&rendered)) return to_chat_error(*error);
+  return std::get<std::vector<PromptSegment>>(std::move(rendered));
+}
+
+std::variant<std::vector<PromptSegment>, ChatTemplateError> JinjaChatTemplate::render(
+    const std::vector<ChatMessage>& messages, const ChatRenderOptions& options) const {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const ChatMessage& message : messages) {
+    array.push_back({{"role", message.role}, {"content", message.content}});
+  }
+  return render(array, options);
+}
+
+std::string join_segments(const std::vector<PromptSegment>& segments) {
+  std::string out;
+  for (const PromptSegment& segment : segments) out += segment.text;
+  return out;
+}
+
+}  // namespace tandem

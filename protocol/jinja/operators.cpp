@@ -1,0 +1,354 @@
+#include "protocol/jinja/operators.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "protocol/jinja/error.h"
+#include "protocol/jinja/unicode.h"
+
+namespace tandem::jinja {
+namespace {
+
+bool list_equals(const ListData& a, const ListData& b) {
+  if (a.items.size() != b.items.size()) return false;
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    if (!equals(a.items[i], b.items[i])) return false;
+  }
+  return true;
+}
+
+bool dict_equals(const DictData& a, const DictData& b) {
+  if (a.entries.size() != b.entries.size()) return false;
+  for (const auto& [key, value] : a.entries) {
+    const Value* other = b.find(key);
+    if (other == nullptr || !equals(value, *other)) return false;
+  }
+  return true;
+}
+
+bool is_sequence_list(const Value& v) {
+  return v.is_list() && (v.list().kind == ListKind::kList || v.list().kind == ListKind::kTuple);
+}
+
+[[noreturn]] void fail_operands(std::string_view op, const Value& a, const Value& b) {
+  fail("unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) + "' and '" +
+       type_name(b) + "'");
+}
+
+void check_overflow(bool overflow) {
+  if (overflow) unsupported("integers beyond 64 bits");
+}
+
+Value repeat(const Value& seq, int64_t times) {
+  times = std::max<int64_t>(times, 0);
+  const size_t unit = seq.is_string() ? seq.text().size() : seq.list().items.size();
+  const size_t limit = seq.is_string() ? kMaxTextBytes : kMaxItems;
+  if (unit > 0 && static_cast<uint64_t>(times) > limit / unit) {
+    if (seq.is_string()) unsupported("strings over 16 MiB");
+    check_items(limit + 1);
+  }
+  if (seq.is_string()) {
+    Text out;
+    for (int64_t i = 0; i < times; ++i) out.append(seq.text());
+    return Value(std::move(out));
+  }
+  std::vector<Value> items;
+  for (int64_t i = 0; i < times; ++i) {
+    items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
+  }
+  return Value::list(std::move(items), seq.list().kind);
+}
+
+Value add(const Value& a, const Value& b) {
+  if (a.is_string() && b.is_string()) {
+    Text out = a.text();
+    out.append(b.text());
+    return Value(std::move(out));
+  }
+  if (is_sequence_list(a) && is_sequence_list(b) && a.list().kind == b.list().kind) {
+    std::vector<Value> items = a.list().items;
+    items.insert(items.end(), b.list().items.begin(), b.list().items.end());
+    return Value::list(std::move(items), a.list().kind);
+  }
+  if (a.is_string()) {
+    fail("can only concatenate str (not \"" + type_name(b) + "\") to str");
+  }
+  fail_operands("+", a, b);
+}
+
+Value int_arith(BinaryOp op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  switch (op) {
+    case BinaryOp::kAdd:
+      check_overflow(__builtin_add_overflow(x, y, &r));
+      return r;
+    case BinaryOp::kSub:
+      check_overflow(__builtin_sub_overflow(x, y, &r));
+      return r;
+    case BinaryOp::kMul:
+      check_overflow(__builtin_mul_overflow(x, y, &r));
+      return r;
+    case BinaryOp::kFloorDiv:
+    case BinaryOp::kMod: {
+      if (y == 0) fail("integer division or modulo by zero");
+      if (x == INT64_MIN && y == -1) unsupported("integers beyond 64 bits");
+      int64_t q = x / y;
+      int64_t m = x % y;
+      if (m != 0 && ((m < 0) != (y < 0))) {
+        q -= 1;
+        m += y;
+      }
+      return op == BinaryOp::kFloorDiv ? q : m;
+    }
+    case BinaryOp::kPow: {
+      if (y < 0) return std::pow(static_cast<double>(x), static_cast<double>(y));
+      int64_t result = 1;
+      for (int64_t base = x; y > 0; y >>= 1) {
+        if (y & 1) check_overflow(__builtin_mul_overflow(result, base, &result));
+        if (y > 1) check_overflow(__builtin_mul_overflow(base, base, &base));
+      }
+      return result;
+    }
+    case BinaryOp::kDiv:
+      break;
+  }
+  if (y == 0) fail("division by zero");
+  return static_cast<double>(x) / static_cast<double>(y);
+}
+
+Value float_arith(BinaryOp op, double x, double y) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return x + y;
+    case BinaryOp::kSub:
+      return x - y;
+    case BinaryOp::kMul:
+      return x * y;
+    case BinaryOp::kPow:
+      return std::pow(x, y);
+    case BinaryOp::kDiv:
+      if (y == 0) fail("float division by zero");
+      return x / y;
+    case BinaryOp::kFloorDiv:
+    case BinaryOp::kMod: {
+      if (y == 0) fail("float modulo");
+      double m = std::fmod(x, y);
+      if (m != 0 && ((m < 0) != (y < 0))) m += y;
+      return op == BinaryOp::kMod ? m : std::floor((x - m) / y + 0.5);
+    }
+  }
+  return 0.0;
+}
+
+const char* op_symbol(BinaryOp op) {
+  static constexpr std::array<const char*, 7> kSymbols = {"+",  "-", "*",          "/",
+                                                          "//", "%", "** or pow()"};
+  return kSymbols[static_cast<size_t>(op)];
+}
+
+}  // namespace
+
+void check_items(size_t n) {
+  if (n > kMaxItems) unsupported("lists over " + std::to_string(kMaxItems) + " items");
+}
+
+void fail_undefined(const Value& value) { throw Error(ErrorKind::kRender, value.undefined_hint()); }
+
+bool truthy(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone:
+      return false;
+    case Value::Kind::kBool:
+      return value.as_bool();
+    case Value::Kind::kInt:
+      return value.as_int() != 0;
+    case Value::Kind::kFloat:
+      return value.as_float() != 0.0;
+    case Value::Kind::kString:
+      return !value.text().empty();
+    case Value::Kind::kList:
+      return value.list().kind == ListKind::kIterator || !value.list().items.empty();
+    case Value::Kind::kDict:
+      return !value.dict().entries.empty();
+    case Value::Kind::kObject:
+    case Value::Kind::kFunction:
+      return true;
+  }
+  return false;
+}
+
+bool equals(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.to_double() == b.to_double();
+    return a.to_int() == b.to_int();
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.text().str() == b.text().str();
+    case Value::Kind::kList:
+      if (!is_sequence_list(a) || a.list().kind != b.list().kind) return a.same_object(b);
+      return list_equals(a.list(), b.list());
+    case Value::Kind::kDict:
+      return dict_equals(a.dict(), b.dict());
+    default:
+      return a.same_object(b);
+  }
+}
+
+bool less(const Value& a, const Value& b, std::string_view op) {
+  require_defined(a);
+  require_defined(b);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.to_double() < b.to_double();
+    return a.to_int() < b.to_int();
+  }
+  if (a.is_string() && b.is_string()) return a.text().str() < b.text().str();
+  if (is_sequence_list(a) && is_sequence_list(b) && a.list().kind == b.list().kind) {
+    const auto& x = a.list().items;
+    const auto& y = b.list().items;
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (!equals(x[i], y[i])) return less(x[i], y[i], op);
+    }
+    return x.size() < y.size();
+  }
+  fail("'" + std::string(op) + "' not supported between instances of '" + type_name(a) + "' and '" +
+       type_name(b) + "'");
+}
+
+std::vector<Value> iterate(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kString: {
+      std::vector<Value> chars;
+      const Text& text = value.text();
+      const auto offsets = code_point_offsets(text.str());
+      check_items(offsets.size() - 1);
+      for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+        chars.emplace_back(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
+      }
+      return chars;
+    }
+    case Value::Kind::kList: {
+      ListData& list = value.mutable_list();
+      if (list.kind != ListKind::kIterator) return list.items;
+      if (list.exhausted) return {};
+      list.exhausted = true;
+      return list.items;
+    }
+    case Value::Kind::kDict: {
+      std::vector<Value> keys;
+      for (const auto& entry : value.dict().entries) keys.push_back(entry.first);
+      return keys;
+    }
+    default:
+      fail("'" + type_name(value) + "' object is not iterable");
+  }
+}
+
+int64_t length(const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return static_cast<int64_t>(code_point_count(value.text().str()));
+    case Value::Kind::kList:
+      if (value.list().kind == ListKind::kIterator) break;
+      return static_cast<int64_t>(value.list().items.size());
+    case Value::Kind::kDict:
+      return static_cast<int64_t>(value.dict().entries.size());
+    default:
+      break;
+  }
+  fail("object of type '" + type_name(value) + "' has no len()");
+}
+
+bool contains(const Value& container, const Value& item) {
+  if (container.is_string()) {
+    if (!item.is_string()) {
+      fail("'in <string>' requires string as left operand, not " + type_name(item));
+    }
+    return container.text().str().find(item.text().str()) != std::string::npos;
+  }
+  if (container.is_dict()) return container.dict().find(item) != nullptr;
+  if (container.is_list() || container.is_undefined()) {
+    for (const Value& element : iterate(container)) {
+      if (equals(element, item)) return true;
+    }
+    return false;
+  }
+  fail("argument of type '" + type_name(container) + "' is not iterable");
+}
+
+Value binary(BinaryOp op, const Value& a, const Value& b) {
+  require_defined(a);
+  require_defined(b);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return float_arith(op, a.to_double(), b.to_double());
+    return int_arith(op, a.to_int(), b.to_int());
+  }
+  if (op == BinaryOp::kAdd) return add(a, b);
+  if (op == BinaryOp::kMul) {
+    const bool a_seq = a.is_string() || is_sequence_list(a);
+    const bool b_seq = b.is_string() || is_sequence_list(b);
+    if (a_seq && (b.is_int() || b.is_bool())) return repeat(a, b.to_int());
+    if (b_seq && (a.is_int() || a.is_bool())) return repeat(b, a.to_int());
+  }
+  if (op == BinaryOp::kMod && a.is_string()) unsupported("printf-style formatting with %");
+  fail_operands(op_symbol(op), a, b);
+}
+
+Value negate(const Value& value) {
+  require_defined(value);
+  if (value.is_float()) return -value.as_float();
+  if (value.is_int() || value.is_bool()) {
+    return int_arith(BinaryOp::kSub, 0, value.to_int());
+  }
+  fail("bad operand type for unary -: '" + type_name(value) + "'");
+}
+
+namespace {
+
+std::string_view strip_ascii_space(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || (s.front() >= '\t' && s.front() <= '\r'))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || (s.back() >= '\t' && s.back() <= '\r'))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+}  // namespace
+
+bool parse_int(std::string_view s, int base, int64_t& out) {
+  std::string digits;
+  for (char c : strip_ascii_space(s)) {
+    if (c != '_') digits += c;
+  }
+  if (digits.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(digits.c_str(), &end, base);
+  if (errno != 0 || end != digits.c_str() + digits.size()) return false;
+  out = v;
+  return true;
+}
+
+bool parse_float(std::string_view s, double& out) {
+  const std::string text(strip_ascii_space(s));
+  if (text.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+}  // namespace tandem::jinja

@@ -1,0 +1,116 @@
+// Expressions: literals, operators, access, slices, tests and globals.
+// Every expected output below is what Python Jinja2 3.1 rendered for the same template and
+// context, configured as transformers configures it (see jinja_test_support.h).
+#include <gtest/gtest.h>
+
+#include "tests/protocol/jinja/jinja_test_support.h"
+
+namespace tandem::jinja::testing {
+namespace {
+
+// literals: string escapes, numbers (Python float repr), constants, containers (Python repr).
+TEST(JinjaExpressions, LiteralsPrintAsPythonDoes) {
+  expect_renders({
+      {"{{ 'a\\tb\\n\\'q\\' \\\"d\\\" \\u00e9 \\x41 \\\\ \\d' }}", "",
+       "a\tb\n'q' \"d\" é A \\ \\d"},
+      {"{{ \"double\" 'adjacent' }}", "", "doubleadjacent"},
+      {"{{ 42 }} {{ -7 }} {{ 1_000 }} {{ 0x1f }} {{ 0b101 }} {{ 0o17 }} {{ 2.5 }} {{ 1e3 }} {{ "
+       "1.5e-7 }} {{ 1e16 }} {{ 123456789.125 }}",
+       "", "42 -7 1000 31 5 15 2.5 1000.0 1.5e-07 1e+16 123456789.125"},
+      {"{{ true }} {{ True }} {{ false }} {{ none }} {{ None }}", "", "True True False None None"},
+      {"{{ [1, 'a', none, true, 1.5, [2], {'k': \"v'\"}] }} {{ (1,) }} {{ () }} {{ (1, 2) }}", "",
+       "[1, 'a', None, True, 1.5, [2], {'k': \"v'\"}] (1,) () (1, 2)"},
+      {"{{ {'b': 1, 'a': 2} }} {{ {} }} {{ {1: 'x', 1.0: 'y'} }}", "",
+       "{'b': 1, 'a': 2} {} {1: 'y'}"},
+  });
+}
+
+// arithmetic (Python semantics), comparison chains, in, and/or/not, conditional expressions.
+TEST(JinjaExpressions, ArithmeticComparisonAndLogic) {
+  expect_renders({
+      {"{{ 7 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 2 ** 10 }} {{ 2 ** -1 "
+       "}} {{ 2 ** 3 ** 2 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }}",
+       "", "3.5 3 -4 2 -2 1024 0.5 64 3.0 0.5"},
+      {"{{ 1 + 2 * 3 - 4 }} {{ (1 + 2) * 3 }} {{ -2 ** 2 }} {{ 1 + true }} {{ 0.1 + 0.2 }}", "",
+       "3 9 4 2 0.30000000000000004"},
+      {"{{ 'ab' + 'cd' }} {{ 'ab' * 3 }} {{ 3 * 'x' }} {{ [1] + [2] }} {{ [0] * 3 }}", "",
+       "abcd ababab xxx [1, 2] [0, 0, 0]"},
+      {"{{ 'a' ~ 1 ~ none ~ true ~ [1] ~ missing }}", "", "a1NoneTrue[1]"},
+      {"{{ 1 == 1.0 }} {{ 'a' == 'a' }} {{ [1, 2] == [1, 2] }} {{ (1, 2) == [1, 2] }} {{ {'a': 1} "
+       "== {'a': 1} }} {{ none == none }} {{ 1 != '1' }}",
+       "", "True True True False True True True"},
+      {"{{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 'a' < 'b' }} {{ [1, 2] < [1, 3] }} {{ 2 >= 2 }} {{ 2 <= "
+       "1 }}",
+       "", "True False True True True False"},
+      {"{{ 'b' in 'abc' }} {{ 2 in [1, 2] }} {{ 'k' in {'k': 1} }} {{ 'z' not in 'abc' }} {{ 3 not "
+       "in [1, 2] }}",
+       "", "True True True True True"},
+      {"{{ 1 and 2 }} {{ 0 and 2 }} {{ 0 or 'x' }} {{ '' or [] }} {{ not 0 }} {{ not not 'a' }} {{ "
+       "none or 'fallback' }}",
+       "", "2 0 x [] True True fallback"},
+      {"{{ 'yes' if 1 else 'no' }} {{ 'yes' if 0 else 'no' }} [{{ 'yes' if 0 }}] {{ 'a' if false "
+       "else 'b' if true else 'c' }}",
+       "", "yes no [] b"},
+  });
+}
+
+// attribute and item access, slices (by code point for strings).
+TEST(JinjaExpressions, AttributeSubscriptAndSlice) {
+  expect_renders({
+      {"{{ m.content }} {{ m['role'] }} {{ m.missing }}|{{ m['missing'] }}|{{ l[0] }} {{ l[-1] }} "
+       "{{ l[9] }}|{{ s[0] }}{{ s[-1] }}",
+       "{\"m\": {\"role\": \"user\", \"content\": \"hi\"}, \"l\": [1, 2, 3], \"s\": \"héllo\"}",
+       "hi user ||1 3 |ho"},
+      {"{{ l[1:] }} {{ l[:2] }} {{ l[::-1] }} {{ l[::2] }} {{ l[-2:] }} {{ l[5:] }} {{ s[1:3] }} "
+       "{{ s[::-1] }} {{ s[:-1] }}",
+       "{\"l\": [1, 2, 3], \"s\": \"héllo\"}",
+       "[2, 3] [1, 2] [3, 2, 1] [1, 3] [2, 3] [] él olléh héll"},
+      {"{{ l.0 }} {{ d.items is callable }}", "{\"l\": [7, 8], \"d\": {\"items\": 1}}", "7 True"},
+      {"{{ d['items'] }} {{ d.get('items') }}", "{\"d\": {\"items\": 1}}", "1 1"},
+  });
+}
+
+// is tests.
+TEST(JinjaExpressions, Tests) {
+  expect_renders({
+      {"{{ x is defined }} {{ x is undefined }} {{ none is none }} {{ 1 is not none }} {{ 'a' is "
+       "string }} {{ 1 is number }} {{ true is number }} {{ 1 is integer }} {{ 1.0 is float }} {{ "
+       "true is boolean }}",
+       "", "False True True True True True True True True True"},
+      {"{{ {} is mapping }} {{ [] is mapping }} {{ [] is sequence }} {{ 'a' is sequence }} {{ {} "
+       "is sequence }} {{ 1 is iterable }} {{ 'a' is iterable }} {{ x is iterable }}",
+       "", "True False True True True False True True"},
+      {"{{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(4) }} {{ 'a' "
+       "is equalto 'a' }} {{ 1 is eq 2 }} {{ 2 is gt 1 }} {{ 1 is lt 2 }} {{ 2 is in [1, 2] }} {{ "
+       "true is true }} {{ 1 is true }} {{ false is false }}",
+       "", "True True True False True False True True True True False True"},
+      {"{{ 'abc' is lower }} {{ 'ABC' is upper }} {{ 'Abc' is lower }} {{ none is sameas none }} "
+       "{{ range is callable }} {{ 'upper' is filter }} {{ 'odd' is test }} {{ 'nope' is filter }}",
+       "", "True True False True True True True False"},
+  });
+}
+
+// range, dict, strftime_now (pinned to 2024-07-26 12:00:00).
+TEST(JinjaExpressions, Globals) {
+  expect_renders({
+      {"{{ range(3)|list }} {{ range(1, 7, 2)|list }} {{ range(3, 0, -1)|list }} {{ "
+       "range(3)|length }}",
+       "", "[0, 1, 2] [1, 3, 5] [3, 2, 1] 3"},
+      {"{{ dict(a=1, b='x') }} {{ dict([('k', 'v')]) }}", "", "{'a': 1, 'b': 'x'} {'k': 'v'}"},
+      {"{{ strftime_now('%d %b %Y') }} | {{ strftime_now('%Y-%m-%d %H:%M:%S') }} | {{ "
+       "strftime_now('%B %-d, %Y (%A, %a) %j %p %I %y %e') }}",
+       "", "26 Jul 2024 | 2024-07-26 12:00:00 | July 26, 2024 (Friday, Fri) 208 PM 12 24 26"},
+  });
+}
+
+// type errors.
+TEST(JinjaExpressions, TypeErrorsAsJinja2RaisesThem) {
+  expect_renders({
+      {"{{ 'a' + 1 }}", "", "ERROR: can only concatenate str (not \"int\") to str"},
+      {"{{ 1 < 'a' }}", "", "ERROR: '<' not supported between instances of 'int' and 'str'"},
+      {"{{ 1 / 0 }}", "", "ERROR: division by zero"},
+      {"{{ 'x' in 1 }}", "", "ERROR: argument of type 'int' is not iterable"},
+  });
+}
+}  // namespace
+}  // namespace tandem::jinja::testing
