@@ -15,10 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "runner/grammar/automaton.h"
 #include "runner/grammar/builder.h"
+#include "runner/grammar/json_schema.h"  // compile_json_schema, json_object_grammar
 
 namespace tandem::grammar {
 
@@ -44,15 +43,5 @@ class Grammar {
 // not supported. Unlike llama.cpp, defining a rule twice is an error. Errors name the line
 // and column: "gbnf: line 3, column 9: expected '::='".
 std::shared_ptr<const Grammar> parse_gbnf(std::string_view text);
-
-// JSON Schema -> grammar (the supported subset and the whitespace policy are described in
-// json_schema.h). The text form keeps the schema's property order; nlohmann::json sorts
-// object keys, so pass the text or an ordered_json when the order matters.
-std::shared_ptr<const Grammar> compile_json_schema(std::string_view schema_text);
-std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json& schema);
-std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema);
-
-// OpenAI's response_format {"type": "json_object"}: any JSON object.
-std::shared_ptr<const Grammar> json_object_grammar();
 
 }  // namespace tandem::grammar

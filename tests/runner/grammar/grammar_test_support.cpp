@@ -190,6 +190,29 @@ std::vector<int32_t> allowed_ids(const std::vector<uint32_t>& mask, int32_t voca
   return ids;
 }
 
+namespace {
+
+// Allowed tokens after which the grammar is complete (a sample of at most 512 tried).
+std::vector<int32_t> finishing_tokens(const Matcher& matcher, const std::vector<int32_t>& allowed,
+                                      std::mt19937_64& rng) {
+  const Vocabulary& vocab = matcher.compiled().vocabulary();
+  std::vector<int32_t> candidates;
+  for (int32_t id : allowed)
+    if (vocab.bytes(id).size() == 1 || allowed.size() <= 512 || rng() % allowed.size() < 256)
+      candidates.push_back(id);
+  std::vector<int32_t> finishing;
+  Recognizer probe = matcher.recognizer();
+  const Recognizer::Position start = probe.position();
+  for (int32_t id : candidates) {
+    if (vocab.bytes(id).empty() || !probe.feed(vocab.bytes(id))) continue;
+    if (probe.accepts()) finishing.push_back(id);
+    probe.restore(start);
+  }
+  return finishing;
+}
+
+}  // namespace
+
 int32_t choose_token(const Matcher& matcher, const std::vector<int32_t>& allowed,
                      std::mt19937_64& rng, bool heading_for_the_end, double end_chance) {
   const Vocabulary& vocab = matcher.compiled().vocabulary();
@@ -203,9 +226,15 @@ int32_t choose_token(const Matcher& matcher, const std::vector<int32_t>& allowed
     return pick(allowed);
   }
   if (can_end) return eog[0];
-  for (const char closer : {'}', ']', '"', ','}) {
-    for (int32_t id : allowed)
-      if (vocab.bytes(id).size() == 1 && vocab.bytes(id)[0] == closer) return id;
+  if (const auto finishing = finishing_tokens(matcher, allowed, rng); !finishing.empty())
+    return pick(finishing);
+  // Closers half of the time; random short tokens otherwise (a closer may be plain text
+  // where the walk is, inside a string, and always taking it would never end).
+  if (rng() % 2 == 0) {
+    for (const char closer : {'"', '}', ']', ','}) {
+      for (int32_t id : allowed)
+        if (vocab.bytes(id).size() == 1 && vocab.bytes(id)[0] == closer) return id;
+    }
   }
   std::vector<int32_t> short_tokens;
   for (int32_t id : allowed)

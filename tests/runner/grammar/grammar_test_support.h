@@ -38,7 +38,8 @@ struct Walk {
 // Samples allowed tokens with `rng` until an end-of-generation token is taken or
 // `max_tokens` are. The first `free_tokens` are uniform among the allowed ones (ending with
 // probability `end_chance` whenever the grammar accepts); after that the walk heads for
-// the end, preferring one-byte closers (} ] " ,) and short tokens.
+// the end: a token that completes the grammar if there is one, else one-byte closers
+// (" } ] ,) half of the time and random one-byte tokens the other half.
 struct WalkOptions {
   size_t free_tokens = 40;
   size_t max_tokens = 2000;
