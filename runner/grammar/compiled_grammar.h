@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "runner/grammar/grammar.h"
+#include "runner/grammar/text_cover.h"
 #include "runner/grammar/token_walk.h"
 #include "runner/grammar/vocabulary.h"
 
@@ -29,6 +30,9 @@ class CompiledGrammar {
   const MaskEntry& entry(int32_t state, TokenWalker& walker) const;
   // Computes every state's entry now, so that no mask pays for a walk later.
   void precompute() const;
+  // text_reach() of `state` (text_cover.h), searched up to the vocabulary's longest token;
+  // computed on first use.
+  TextReach text_reach(int32_t state) const;
 
   size_t cached_states() const;
   size_t cache_bytes() const;
@@ -37,6 +41,7 @@ class CompiledGrammar {
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::unique_ptr<std::atomic<const MaskEntry*>[]> entries_;
+  std::unique_ptr<std::atomic<uint16_t>[]> text_reach_;  // cover | exact << 8; or unknown
 };
 
 }  // namespace tandem::grammar

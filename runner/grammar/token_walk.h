@@ -37,23 +37,54 @@ struct MaskEntry {
   void set_accepted(std::span<uint32_t> mask) const;
 };
 
+class CompiledGrammar;
+
 // Scratch for computing entries; one per thread (each Matcher owns one).
+//
+// Three things keep a walk cheap. The heads after each prefix of the current path are kept
+// per depth, and while they are one head at the bottom (the usual case in a grammar
+// without recursion) they are one state and a step is one table lookup. When the head can
+// read any plain text at least as long as everything below the current trie node spells
+// (plain_text.h, text_cover.h), the whole subtree is accepted at once. And when the
+// walk's own state reads exactly the plain texts of up to n characters (a JSON string's
+// content, bounded or not), the plain tokens are decided from the vocabulary's index and
+// only the others are walked: inside a string most of the vocabulary is skipped.
 class TokenWalker {
  public:
-  MaskEntry walk(const Automaton& automaton, const Vocabulary& vocabulary, int32_t state);
+  MaskEntry walk(const CompiledGrammar& compiled, int32_t state);
 
  private:
+  struct Step {
+    bool live;      // some head survives the byte
+    bool returned;  // the bottom frame's rule may end right after it
+  };
+
+  void start(const CompiledGrammar& compiled, int32_t state);
+  Step step(Pda& pda, const Automaton& automaton, uint32_t depth, uint8_t byte);
+  bool covered(const CompiledGrammar& compiled, size_t node, uint32_t depth) const;
+  bool already_accepted(size_t node, uint32_t depth) const;
   void record_tokens(size_t from, size_t to, bool live);
   void finish(MaskEntry& entry, const Vocabulary& vocabulary) const;
 
   const Vocabulary* vocabulary_ = nullptr;
   FrameArena arena_;
-  std::vector<Head> heads_;            // heads of every depth on the current path
-  std::vector<uint32_t> depth_begin_;  // heads of depth d: [depth_begin_[d], depth_begin_[d+1])
+  // The heads after reading the path's first d bytes: the state simple_[d] at the bottom
+  // when that is all there is, else (simple_[d] < 0) heads_[depth_begin_[d] ..
+  // depth_begin_[d + 1]).
+  std::vector<int32_t> simple_;
+  std::vector<Head> heads_;
+  std::vector<uint32_t> depth_begin_;
   std::vector<uint32_t> escape_count_;
   std::vector<uint16_t> escapes_;  // the depths at which the bottom frame returned
   std::vector<Head> next_;
-  std::vector<int32_t> accepted_;
+  // The path as plain text: the decoder state after its first d bytes (-1: not plain
+  // text) and the characters it started. With the walk's state reading `start_cover_`
+  // characters of any plain text, the plain tokens that short are accepted from the start.
+  std::vector<int8_t> path_text_;
+  std::vector<uint8_t> path_chars_;
+  uint8_t start_cover_ = 0;
+  bool start_exact_ = false;        // and no other plain token is: they need no walking
+  std::vector<uint32_t> accepted_;  // a mask
   std::vector<int32_t> uncertain_;
   std::vector<uint32_t> uncertain_begin_;
   std::vector<uint16_t> uncertain_offsets_;

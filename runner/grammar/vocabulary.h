@@ -47,9 +47,20 @@ class Vocabulary {
   // first_token(node + 1)); those of its whole subtree end at first_token(subtree_end).
   uint32_t first_token(size_t node) const { return trie_first_token_[node]; }
   std::span<const int32_t> token_order() const { return token_order_; }
+  // How many characters of plain text (plain_text.h) the tokens below the node spell
+  // after it, at most; plain_text::kUnlimited when one of them is not plain text there.
+  uint8_t trie_text_chars(size_t node) const { return trie_text_chars_[node]; }
+  // The most characters any token's bytes start (the walk's search depth).
+  uint8_t max_token_chars() const { return max_chars_; }
+  // The tokens that are plain text of at most `chars` characters (1 <= chars; more than
+  // max_token_chars() counts as max_token_chars()), as a mask: a walk from a state that
+  // reads any such text starts from it.
+  std::span<const uint32_t> plain_tokens(uint8_t chars) const;
 
  private:
   void build_trie();
+  void measure_text();
+  void index_plain_tokens();
 
   std::vector<std::string> bytes_;
   std::vector<int32_t> end_of_generation_;
@@ -59,6 +70,9 @@ class Vocabulary {
   std::vector<uint32_t> trie_end_;
   std::vector<uint32_t> trie_first_token_;  // one more entry than nodes
   std::vector<int32_t> token_order_;
+  std::vector<uint8_t> trie_text_chars_;
+  uint8_t max_chars_ = 0;
+  std::vector<uint32_t> plain_tokens_;  // max_chars_ masks, the k-th for k + 1 characters
 };
 
 }  // namespace tandem::grammar
