@@ -66,6 +66,9 @@ struct Expr {
 struct BuildLimits {
   size_t max_nfa_states = 1'000'000;
   size_t max_states = 250'000;  // automaton (DFA) states over all rules
+  // Steps of the subset construction (NFA states visited): about a second's work. A
+  // grammar whose determinization blows up is refused rather than compiled for minutes.
+  size_t max_work = 200'000'000;
 };
 
 class GrammarBuilder {

@@ -79,10 +79,17 @@ class SubsetConstruction {
     return id;
   }
 
+  void charge(size_t steps) {
+    work_ += steps;
+    if (work_ > limits_.max_work)
+      throw GrammarError("grammar too complex: determinizing it exceeds the work limit");
+  }
+
   std::vector<int32_t> closure(std::vector<int32_t> work) {
     ++generation_;
     std::vector<int32_t> out;
     while (!work.empty()) {
+      charge(1);
       const int32_t s = work.back();
       work.pop_back();
       if (stamp_[static_cast<size_t>(s)] == generation_) continue;
@@ -100,6 +107,7 @@ class SubsetConstruction {
     std::map<int32_t, std::vector<int32_t>> call_targets;
     for (int32_t s : set) {
       const NfaState& state = nfa_.states[static_cast<size_t>(s)];
+      charge(1 + state.bytes.size() + state.calls.size());
       for (const NfaByteEdge& e : state.bytes) {
         for (int c = a_.byte_class[e.lo]; c <= a_.byte_class[e.hi]; ++c) {
           if (buckets_[static_cast<size_t>(c)].empty()) touched.push_back(c);
@@ -136,6 +144,7 @@ class SubsetConstruction {
   const BuildLimits& limits_;
   std::vector<uint32_t> stamp_;
   uint32_t generation_ = 0;
+  size_t work_ = 0;
   int32_t rule_final_ = -1;
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> ids_;
   std::vector<std::vector<int32_t>> sets_;

@@ -30,7 +30,7 @@ std::string describe(char c) {
 
 class GbnfParser {
  public:
-  explicit GbnfParser(std::string_view text) : text_(text) {}
+  GbnfParser(std::string_view text, const BuildLimits& limits) : text_(text), limits_(limits) {}
 
   std::shared_ptr<const Grammar> parse() {
     skip_space(true);
@@ -44,7 +44,7 @@ class GbnfParser {
     if (undefined)
       fail(undefined->first, "undefined rule '" + b_.rule_name(undefined->second) + "'");
     try {
-      return b_.build(*root);
+      return b_.build(*root, limits_);
     } catch (const GrammarError& e) {
       throw GrammarError(std::string("gbnf: ") + e.what());
     }
@@ -320,6 +320,7 @@ class GbnfParser {
   }
 
   std::string_view text_;
+  const BuildLimits& limits_;
   size_t pos_ = 0;
   GrammarBuilder b_;
   std::unordered_map<RuleId, size_t> first_use_;
@@ -327,8 +328,8 @@ class GbnfParser {
 
 }  // namespace
 
-std::shared_ptr<const Grammar> parse_gbnf(std::string_view text) {
-  return GbnfParser(text).parse();
+std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, const BuildLimits& limits) {
+  return GbnfParser(text, limits).parse();
 }
 
 }  // namespace tandem::grammar

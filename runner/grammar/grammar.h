@@ -42,6 +42,6 @@ class Grammar {
 // inside a group or after `|`. The rule `root` is the start. Token references (<...>) are
 // not supported. Unlike llama.cpp, defining a rule twice is an error. Errors name the line
 // and column: "gbnf: line 3, column 9: expected '::='".
-std::shared_ptr<const Grammar> parse_gbnf(std::string_view text);
+std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, const BuildLimits& limits = {});
 
 }  // namespace tandem::grammar

@@ -66,18 +66,24 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace tandem::grammar {
+#include "runner/grammar/builder.h"
 
-class Grammar;
+namespace tandem::grammar {
 
 // Parses the text (keeping the property order) and compiles it. Throws GrammarError.
 // (The std::string and const char* overloads pick this one over the json ones, which a
 // string would otherwise also convert to.)
-std::shared_ptr<const Grammar> compile_json_schema(std::string_view schema_text);
-std::shared_ptr<const Grammar> compile_json_schema(const std::string& schema_text);
-std::shared_ptr<const Grammar> compile_json_schema(const char* schema_text);
-std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json& schema);
-std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema);
+// `limits` bound the automaton (builder.h); the defaults suit a server.
+std::shared_ptr<const Grammar> compile_json_schema(std::string_view schema_text,
+                                                   const BuildLimits& limits = {});
+std::shared_ptr<const Grammar> compile_json_schema(const std::string& schema_text,
+                                                   const BuildLimits& limits = {});
+std::shared_ptr<const Grammar> compile_json_schema(const char* schema_text,
+                                                   const BuildLimits& limits = {});
+std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json& schema,
+                                                   const BuildLimits& limits = {});
+std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema,
+                                                   const BuildLimits& limits = {});
 
 // OpenAI's response_format {"type": "json_object"}: any JSON object.
 std::shared_ptr<const Grammar> json_object_grammar();

@@ -243,7 +243,7 @@ std::shared_ptr<const Grammar> SchemaCompiler::compile() {
   const RuleId root = b_.rule("root");
   b_.define(root, schema(root_, "#"));
   try {
-    return b_.build(root);
+    return b_.build(root, limits_);
   } catch (const GrammarError& e) {
     if (std::string(e.what()) == "the grammar matches no string")
       throw GrammarError("json_schema: no JSON value can satisfy the schema");
@@ -255,30 +255,35 @@ std::shared_ptr<const Grammar> SchemaCompiler::compile() {
 
 namespace tandem::grammar {
 
-std::shared_ptr<const Grammar> compile_json_schema(std::string_view schema_text) {
+std::shared_ptr<const Grammar> compile_json_schema(std::string_view schema_text,
+                                                   const BuildLimits& limits) {
   json_schema::Json schema;
   try {
     schema = json_schema::Json::parse(schema_text);
   } catch (const nlohmann::json::exception& e) {
     throw GrammarError(std::string("json_schema: the schema is not valid JSON: ") + e.what());
   }
-  return compile_json_schema(schema);
+  return compile_json_schema(schema, limits);
 }
 
-std::shared_ptr<const Grammar> compile_json_schema(const std::string& schema_text) {
-  return compile_json_schema(std::string_view(schema_text));
+std::shared_ptr<const Grammar> compile_json_schema(const std::string& schema_text,
+                                                   const BuildLimits& limits) {
+  return compile_json_schema(std::string_view(schema_text), limits);
 }
 
-std::shared_ptr<const Grammar> compile_json_schema(const char* schema_text) {
-  return compile_json_schema(std::string_view(schema_text));
+std::shared_ptr<const Grammar> compile_json_schema(const char* schema_text,
+                                                   const BuildLimits& limits) {
+  return compile_json_schema(std::string_view(schema_text), limits);
 }
 
-std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json& schema) {
-  return json_schema::SchemaCompiler(schema).compile();
+std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json& schema,
+                                                   const BuildLimits& limits) {
+  return json_schema::SchemaCompiler(schema, limits).compile();
 }
 
-std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema) {
-  return compile_json_schema(nlohmann::ordered_json::parse(schema.dump()));
+std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema,
+                                                   const BuildLimits& limits) {
+  return compile_json_schema(nlohmann::ordered_json::parse(schema.dump()), limits);
 }
 
 std::shared_ptr<const Grammar> json_object_grammar() {

@@ -21,7 +21,7 @@ using Json = nlohmann::ordered_json;
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const Json& root) : root_(root) {}
+  SchemaCompiler(const Json& root, const BuildLimits& limits) : root_(root), limits_(limits) {}
 
   std::shared_ptr<const Grammar> compile();
 
@@ -64,6 +64,7 @@ class SchemaCompiler {
 
   GrammarBuilder b_;
   const Json& root_;
+  const BuildLimits& limits_;
   std::unordered_map<std::string, RuleId> ref_rules_;
   std::unordered_map<std::string, ExprId> pieces_;
   int depth_ = 0;

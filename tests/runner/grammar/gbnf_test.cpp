@@ -143,6 +143,26 @@ TEST(Gbnf, GrammarsThatCannotWorkAreRefused) {
             std::string::npos);
 }
 
+TEST(Gbnf, GrammarsBeyondTheBuildLimitsAreRefused) {
+  // (a|b)* a (a|b){20}: a deterministic automaton must remember the last 21 characters.
+  const char* exponential = "root ::= [ab]* \"a\" [ab]{20}";
+  const auto error_with = [&](const char* text, BuildLimits limits) {
+    try {
+      parse_gbnf(text, limits);
+    } catch (const GrammarError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_with(exponential, {.max_states = 1000}),
+            "gbnf: grammar too large: more than 1000 automaton states");
+  EXPECT_EQ(error_with(exponential, {.max_work = 5000}),
+            "gbnf: grammar too complex: determinizing it exceeds the work limit");
+  EXPECT_EQ(error_with("root ::= [a-z]{500} [0-9]{500}", {.max_nfa_states = 600}),
+            "gbnf: grammar too large: more than 600 automaton states before determinization");
+  EXPECT_EQ(error_with("root ::= [ab]* \"a\" [ab]{3}", {}), "(no error)");
+}
+
 TEST(Gbnf, UnproductiveAlternativesArePrunedNotFatal) {
   const auto g = parse_gbnf("root ::= \"a\" | x\nx ::= \"b\" x\n");
   EXPECT_TRUE(matches(g, "a"));
