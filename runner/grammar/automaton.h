@@ -39,7 +39,9 @@ struct Automaton {
   std::vector<CallEdge> calls;
   std::vector<int32_t> rule_start;  // per rule
   std::vector<std::string> rule_names;
-  int32_t root = 0;  // the rule the whole text must match
+  std::vector<int32_t> state_rule;  // the rule each state belongs to
+  int32_t root = 0;                 // the rule the whole text must match
+  bool root_is_called = false;      // some rule calls the root (else its frame is the base)
 
   int32_t num_states() const { return static_cast<int32_t>(flags.size()); }
   int32_t step(int32_t state, uint8_t byte) const {

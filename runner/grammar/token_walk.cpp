@@ -43,6 +43,10 @@ void TokenWalker::start(const CompiledGrammar& compiled, int32_t state) {
   const TextReach reach = compiled.text_reach(state);
   start_cover_ = reach.cover;
   start_exact_ = reach.exact && reach.cover > 0;
+  // A state of a root nobody calls always sits on the base: ending its rule part-way
+  // through a token ends the text, so no token is uncertain there.
+  const Automaton& a = compiled.grammar()->automaton();
+  record_uncertain_ = a.root_is_called || a.state_rule[static_cast<size_t>(state)] != a.root;
   const auto plain = vocabulary.plain_tokens(start_cover_);
   if (start_cover_ > 0 && !plain.empty())
     accepted_.assign(plain.begin(), plain.end());
@@ -149,7 +153,7 @@ void TokenWalker::record_tokens(size_t from, size_t to, bool live) {
       accepted_[static_cast<uint32_t>(order[i]) >> 5] |= uint32_t{1} << (order[i] & 31);
     return;
   }
-  if (escapes_.empty()) return;
+  if (escapes_.empty() || !record_uncertain_) return;
   for (size_t i = from; i < to; ++i) {
     uncertain_.push_back(order[i]);
     uncertain_offsets_.insert(uncertain_offsets_.end(), escapes_.begin(), escapes_.end());

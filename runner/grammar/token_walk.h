@@ -84,6 +84,7 @@ class TokenWalker {
   std::vector<uint8_t> path_chars_;
   uint8_t start_cover_ = 0;
   bool start_exact_ = false;        // and no other plain token is: they need no walking
+  bool record_uncertain_ = true;    // false for a root state: see start()
   std::vector<uint32_t> accepted_;  // a mask
   std::vector<int32_t> uncertain_;
   std::vector<uint32_t> uncertain_begin_;

@@ -85,6 +85,26 @@ std::vector<int32_t> reachable_states(const Automaton& a, const std::vector<char
   return order;
 }
 
+// Each state belongs to one rule: the one whose start reaches it through bytes and returns.
+void label_rules(Automaton& a) {
+  a.state_rule.assign(at(a.num_states()), -1);
+  for (size_t r = 0; r < a.rule_start.size(); ++r) {
+    std::vector<int32_t> work{a.rule_start[r]};
+    while (!work.empty()) {
+      const int32_t s = work.back();
+      work.pop_back();
+      if (a.state_rule[at(s)] >= 0) continue;
+      a.state_rule[at(s)] = static_cast<int32_t>(r);
+      for (int32_t c = 0; c < a.num_classes; ++c)
+        if (const int32_t t = a.next[at(s) * at(a.num_classes) + at(c)]; t >= 0) work.push_back(t);
+      for (const CallEdge& call : a.calls_of(s)) {
+        work.push_back(call.target);
+        a.root_is_called = a.root_is_called || call.rule == a.root;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Automaton trim(const Automaton& a) {
@@ -124,6 +144,7 @@ Automaton trim(const Automaton& a) {
     out.call_begin.push_back(static_cast<uint32_t>(out.calls.size()));
     out.flags.push_back(flags);
   }
+  label_rules(out);
   return out;
 }
 
