@@ -4,6 +4,7 @@
 
 #include "runner/grammar/matcher.h"
 
+#include <algorithm>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -119,6 +120,47 @@ TEST(Matcher, ControlTokensAreNeverAllowedAndEndOfGenerationOnlyWhenAccepting) {
   m.fill_mask(mask);
   EXPECT_EQ(allowed_ids(mask, vocab->size()), (std::vector<int32_t>{1, 3}));
   EXPECT_FALSE(m.can_continue());
+}
+
+TEST(Matcher, RealControlTokensAreNeverAllowedAndEndOfGenerationOnlyWhenAccepting) {
+  const auto vocab = testing::shared_vocabulary("llama3");
+  if (!vocab) GTEST_SKIP() << "../shared/vocab is absent";
+  std::vector<int32_t> control;
+  for (int32_t id = 0; id < vocab->size(); ++id)
+    if (vocab->bytes(id).empty()) control.push_back(id);
+  ASSERT_GT(control.size(), 200u);  // <|begin_of_text|>, <|reserved_special_token_*|>, ...
+  Matcher m(parse_gbnf("root ::= [^<>]* \"!\""), vocab);
+  std::vector<uint32_t> mask(m.mask_words());
+  const auto bit = [&](int32_t id) {
+    return (mask[static_cast<size_t>(id) / 32] >> (id % 32)) & 1;
+  };
+  for (std::string_view text : {"", "Hello", "!"}) {
+    ASSERT_TRUE(m.advance_bytes(text));
+    m.fill_mask(mask);
+    for (int32_t id : control) {
+      const bool eog =
+          std::find(vocab->end_of_generation().begin(), vocab->end_of_generation().end(), id) !=
+          vocab->end_of_generation().end();
+      EXPECT_EQ(bit(id), eog && m.accepts()) << "id " << id << " after '" << text << "'";
+    }
+  }
+}
+
+TEST(Matcher, ACopyGoesOnIndependently) {
+  Matcher a(parse_gbnf(kJson), synthetic_vocabulary());
+  ASSERT_TRUE(a.advance_bytes("{\"k\": ["));
+  Matcher b = a;
+  std::vector<uint32_t> ma(a.mask_words()), mb(b.mask_words());
+  a.fill_mask(ma);
+  b.fill_mask(mb);
+  EXPECT_EQ(ma, mb);
+  ASSERT_TRUE(a.advance_bytes("1"));
+  ASSERT_TRUE(b.advance_bytes("]"));
+  a.fill_mask(ma);
+  b.fill_mask(mb);
+  EXPECT_NE(ma, mb);
+  EXPECT_EQ(mb, brute_force_mask(b));
+  EXPECT_EQ(ma, brute_force_mask(a));
 }
 
 TEST(Matcher, ADisallowedTokenLeavesTheStateAsItWas) {
