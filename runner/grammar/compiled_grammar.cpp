@@ -1,0 +1,72 @@
+#include "runner/grammar/compiled_grammar.h"
+
+namespace tandem::grammar {
+
+namespace {
+
+constexpr uint16_t kUnknownReach = 0xFFFF;
+
+}  // namespace
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
+                                 std::shared_ptr<const Vocabulary> vocabulary)
+    : grammar_(std::move(grammar)),
+      vocabulary_(std::move(vocabulary)),
+      entries_(new std::atomic<const MaskEntry*>[static_cast<size_t>(grammar_->num_states())]),
+      text_reach_(new std::atomic<uint16_t>[static_cast<size_t>(grammar_->num_states())]) {
+  for (int32_t s = 0; s < grammar_->num_states(); ++s) {
+    entries_[static_cast<size_t>(s)].store(nullptr, std::memory_order_relaxed);
+    text_reach_[static_cast<size_t>(s)].store(kUnknownReach, std::memory_order_relaxed);
+  }
+}
+
+TextReach CompiledGrammar::text_reach(int32_t state) const {
+  std::atomic<uint16_t>& slot = text_reach_[static_cast<size_t>(state)];
+  uint16_t packed = slot.load(std::memory_order_relaxed);
+  if (packed == kUnknownReach) {  // two threads may both compute it: the same value
+    const TextReach reach =
+        grammar::text_reach(grammar_->automaton(), state, vocabulary_->max_token_chars());
+    packed = static_cast<uint16_t>(reach.cover | (reach.exact ? 0x100 : 0));
+    slot.store(packed, std::memory_order_relaxed);
+  }
+  return {static_cast<uint8_t>(packed & 0xFF), (packed & 0x100) != 0};
+}
+
+CompiledGrammar::~CompiledGrammar() {
+  for (int32_t s = 0; s < grammar_->num_states(); ++s)
+    delete entries_[static_cast<size_t>(s)].load(std::memory_order_relaxed);
+}
+
+const MaskEntry& CompiledGrammar::entry(int32_t state, TokenWalker& walker) const {
+  std::atomic<const MaskEntry*>& slot = entries_[static_cast<size_t>(state)];
+  if (const MaskEntry* cached = slot.load(std::memory_order_acquire)) return *cached;
+  auto computed = std::make_unique<const MaskEntry>(walker.walk(*this, state));
+  const MaskEntry* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, computed.get(), std::memory_order_acq_rel))
+    return *computed.release();
+  return *expected;  // another thread got there first
+}
+
+void CompiledGrammar::precompute() const {
+  TokenWalker walker;
+  const Automaton& a = grammar_->automaton();
+  for (int32_t s = 0; s < a.num_states(); ++s)
+    if (a.flags[static_cast<size_t>(s)] & Automaton::kReadsBytes) entry(s, walker);
+}
+
+size_t CompiledGrammar::cached_states() const {
+  size_t n = 0;
+  for (int32_t s = 0; s < grammar_->num_states(); ++s)
+    n += entries_[static_cast<size_t>(s)].load(std::memory_order_acquire) != nullptr;
+  return n;
+}
+
+size_t CompiledGrammar::cache_bytes() const {
+  size_t bytes = 0;
+  for (int32_t s = 0; s < grammar_->num_states(); ++s)
+    if (const MaskEntry* e = entries_[static_cast<size_t>(s)].load(std::memory_order_acquire))
+      bytes += e->memory_bytes();
+  return bytes;
+}
+
+}  // namespace tandem::grammar

@@ -1,0 +1,58 @@
+#include "runner/grammar/grammar_cache.h"
+
+namespace tandem::grammar {
+
+namespace {
+
+// (Appending rather than `"s" + std::string(text)`, which trips GCC 12's -Wrestrict.)
+std::string key_of(char kind, std::string_view text) {
+  std::string key(1, kind);
+  key.append(text);
+  return key;
+}
+
+}  // namespace
+
+GrammarCache::GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity)
+    : vocabulary_(std::move(vocabulary)), capacity_(capacity == 0 ? 1 : capacity) {}
+
+template <typename Compile>
+std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compile compile) {
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = index_.find(key); it != index_.end()) {
+      entries_.splice(entries_.begin(), entries_, it->second);
+      return it->second->second;
+    }
+  }
+  // Compiled outside the lock: two threads may compile the same text; one result is kept.
+  auto compiled = std::make_shared<const CompiledGrammar>(compile(), vocabulary_);
+  std::lock_guard lock(mutex_);
+  if (const auto it = index_.find(key); it != index_.end()) return it->second->second;
+  entries_.emplace_front(key, compiled);
+  index_.emplace(std::move(key), entries_.begin());
+  if (entries_.size() > capacity_) {
+    index_.erase(entries_.back().first);
+    entries_.pop_back();
+  }
+  return compiled;
+}
+
+std::shared_ptr<const CompiledGrammar> GrammarCache::json_schema(std::string_view schema_text) {
+  return get(key_of('s', schema_text), [&] { return compile_json_schema(schema_text); });
+}
+
+std::shared_ptr<const CompiledGrammar> GrammarCache::gbnf(std::string_view text) {
+  return get(key_of('g', text), [&] { return parse_gbnf(text); });
+}
+
+std::shared_ptr<const CompiledGrammar> GrammarCache::json_object() {
+  return get(key_of('o', ""), [] { return json_object_grammar(); });
+}
+
+size_t GrammarCache::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+}  // namespace tandem::grammar

@@ -1,0 +1,41 @@
+// Compiled grammars for one vocabulary, cached by their source text, so that requests
+// with the same schema share one compilation and one mask cache (compiling a schema and
+// warming its masks cost far more than a lookup). Least recently used entries go first.
+// Thread-safe. Errors are not cached: a bad schema throws GrammarError each time.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "runner/grammar/compiled_grammar.h"
+
+namespace tandem::grammar {
+
+class GrammarCache {
+ public:
+  GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity = 64);
+
+  std::shared_ptr<const CompiledGrammar> json_schema(std::string_view schema_text);
+  std::shared_ptr<const CompiledGrammar> gbnf(std::string_view text);
+  std::shared_ptr<const CompiledGrammar> json_object();
+
+  size_t size() const;
+  const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocabulary_; }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
+  template <typename Compile>
+  std::shared_ptr<const CompiledGrammar> get(std::string key, Compile compile);
+
+  std::shared_ptr<const Vocabulary> vocabulary_;
+  size_t capacity_;
+  mutable std::mutex mutex_;
+  std::list<Entry> entries_;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+}  // namespace tandem::grammar

@@ -1,0 +1,96 @@
+// The JSON Schema compiler's insides (the supported subset is in ../json_schema.h). One
+// SchemaCompiler per schema: it walks the schema, checks every keyword, and builds the
+// grammar in a GrammarBuilder. The pieces for each type live in their own files:
+// json_text.cpp (whitespace, strings, numbers, any value), objects.cpp, arrays.cpp,
+// strings.cpp (lengths, formats), numbers.cpp (ranges), regex.cpp (pattern), disjoint.cpp
+// (oneOf).
+#pragma once
+
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/grammar/builder.h"
+
+namespace tandem::grammar::json_schema {
+
+using Json = nlohmann::ordered_json;
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const Json& root, const BuildLimits& limits) : root_(root), limits_(limits) {}
+
+  std::shared_ptr<const Grammar> compile();
+
+  // A (sub)schema at `path` (a JSON pointer: "#/properties/a") as an expression.
+  ExprId schema(const Json& s, const std::string& path);
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const;
+  // The schema a local "$ref" points to.
+  const Json& resolve(const std::string& ref, const std::string& path) const;
+  GrammarBuilder& builder() { return b_; }
+
+  // JSON text pieces (json_text.cpp), each built once and shared.
+  ExprId ws();
+  ExprId string_char();  // one character of a JSON string: raw UTF-8 or an escape
+  ExprId any_string();
+  ExprId number();
+  ExprId integer();
+  ExprId any_value();
+  ExprId digits(uint32_t min, uint32_t max);
+  ExprId literal_of(const Json& value);  // the value's compact serialization
+  // One decoded character from `set`, written as JSON string content: raw where JSON
+  // allows, escaped where it must be.
+  ExprId json_chars(const std::vector<CodepointRange>& set);
+
+ private:
+  ExprId typed(const Json& s, const std::string& path);
+  ExprId reference(const Json& s, const std::string& path);
+  ExprId alternatives(const Json& s, const std::string& path);
+  ExprId enumeration(const Json& s, const std::string& path);
+  ExprId of_type(const std::string& type, const Json& s, const std::string& path);
+  void check_keywords(const Json& s, const std::string& path) const;
+
+  // The piece called `name`, built by `build` the first time.
+  template <typename Build>
+  ExprId piece(const std::string& name, Build build) {
+    if (const auto it = pieces_.find(name); it != pieces_.end()) return it->second;
+    const ExprId e = build();
+    pieces_[name] = e;
+    return e;
+  }
+
+  GrammarBuilder b_;
+  const Json& root_;
+  const BuildLimits& limits_;
+  std::unordered_map<std::string, RuleId> ref_rules_;
+  std::unordered_map<std::string, ExprId> pieces_;
+  int depth_ = 0;
+};
+
+// The types a schema's keywords allow, in JSON Schema's names; all seven when nothing
+// restricts them.
+std::set<std::string> implied_types(const Json& s);
+
+ExprId compile_object(SchemaCompiler& c, const Json& s, const std::string& path);
+ExprId compile_array(SchemaCompiler& c, const Json& s, const std::string& path);
+ExprId compile_string(SchemaCompiler& c, const Json& s, const std::string& path);
+ExprId compile_number(SchemaCompiler& c, const Json& s, const std::string& path, bool integer);
+// The decoded-string language of `pattern` (regex.cpp), as JSON string content.
+ExprId compile_pattern(SchemaCompiler& c, const std::string& pattern, const std::string& path);
+// Whether no JSON value can be valid against both schemas (sound, not complete).
+bool provably_disjoint(const SchemaCompiler& c, const Json& a, const Json& b,
+                       const std::string& path);
+
+// The code points a JSON string may hold unescaped (DEL excluded, as llama.cpp does).
+const std::vector<CodepointRange>& raw_string_chars();
+std::vector<CodepointRange> intersect(const std::vector<CodepointRange>& a,
+                                      const std::vector<CodepointRange>& b);
+
+// Keyword value checks shared by the type files.
+uint32_t count_keyword(const SchemaCompiler& c, const Json& s, const char* keyword,
+                       const std::string& path, uint32_t absent);
+
+}  // namespace tandem::grammar::json_schema

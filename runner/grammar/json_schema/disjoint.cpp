@@ -1,0 +1,143 @@
+// oneOf needs exactly one alternative to match. A grammar can only say "at least one", so
+// oneOf is accepted when no value can match two alternatives, which this proves from the
+// schemas' full JSON Schema meaning (not from the narrower grammar): different types,
+// different const/enum values, or a property both require whose schemas are disjoint.
+// It answers "not proven" rather than guess, and oneOf is then refused.
+
+#include <algorithm>
+#include <cmath>
+
+#include "runner/grammar/json_schema/compiler.h"
+
+namespace tandem::grammar::json_schema {
+
+namespace {
+
+// A value's types in JSON Schema's names (an integral number is both).
+std::set<std::string> types_of_value(const Json& v) {
+  if (v.is_null()) return {"null"};
+  if (v.is_boolean()) return {"boolean"};
+  if (v.is_string()) return {"string"};
+  if (v.is_array()) return {"array"};
+  if (v.is_object()) return {"object"};
+  const double d = v.get<double>();
+  if (!v.is_number_float() || (std::isfinite(d) && std::trunc(d) == d))
+    return {"number", "integer"};
+  return {"number"};
+}
+
+// The types a schema admits in JSON Schema's full meaning: keywords such as "properties"
+// do not restrict the type (non-objects pass them), only "type" does.
+std::set<std::string> declared_types(const Json& s) {
+  if (s.is_object() && s.contains("type")) return implied_types(s);
+  return {"null", "boolean", "object", "array", "number", "integer", "string"};
+}
+
+bool types_overlap(const std::set<std::string>& a, const std::set<std::string>& b) {
+  for (const std::string& t : a) {
+    if (b.count(t)) return true;
+    if (t == "integer" && b.count("number")) return true;
+    if (t == "number" && b.count("integer")) return true;
+  }
+  return false;
+}
+
+const Json* values_of(const Json& s, Json& storage) {
+  if (!s.is_object()) return nullptr;
+  if (s.contains("const")) {
+    storage = Json::array({s["const"]});
+    return &storage;
+  }
+  if (s.contains("enum") && s["enum"].is_array()) return &s["enum"];
+  return nullptr;
+}
+
+const Json* alternatives_of(const Json& s) {
+  for (const char* k : {"anyOf", "oneOf"})
+    if (s.is_object() && s.contains(k) && s[k].is_array()) return &s[k];
+  return nullptr;
+}
+
+class Disjointness {
+ public:
+  Disjointness(const SchemaCompiler& c, const std::string& path) : c_(c), path_(path) {}
+
+  bool disjoint(const Json& a_in, const Json& b_in, int depth) {
+    if (depth > 16) return false;
+    const Json& a = deref(a_in);
+    const Json& b = deref(b_in);
+    if (a.is_boolean() || b.is_boolean()) return a == Json(false) || b == Json(false);
+    if (const Json* alts = alternatives_of(a))
+      return std::all_of(alts->begin(), alts->end(),
+                         [&](const Json& x) { return disjoint(x, b, depth + 1); });
+    if (const Json* alts = alternatives_of(b))
+      return std::all_of(alts->begin(), alts->end(),
+                         [&](const Json& x) { return disjoint(a, x, depth + 1); });
+    Json storage_a, storage_b;
+    const Json* va = values_of(a, storage_a);
+    const Json* vb = values_of(b, storage_b);
+    if (va && vb)
+      return std::none_of(va->begin(), va->end(), [&](const Json& x) {
+        return std::find(vb->begin(), vb->end(), x) != vb->end();
+      });
+    if (va && values_outside_types(*va, declared_types(b))) return true;
+    if (vb && values_outside_types(*vb, declared_types(a))) return true;
+    const auto ta = declared_types(a), tb = declared_types(b);
+    if (!types_overlap(ta, tb)) return true;
+    if (ta == std::set<std::string>{"object"} && tb == ta)
+      return required_property_differs(a, b, depth);
+    return false;
+  }
+
+ private:
+  const Json& deref(const Json& s) {
+    const Json* x = &s;
+    for (int hops = 0; hops < 32 && x->is_object(); ++hops) {
+      if (x->contains("$ref") && (*x)["$ref"].is_string())
+        x = &c_.resolve((*x)["$ref"].get<std::string>(), path_);
+      else if (x->contains("allOf") && (*x)["allOf"].is_array() && (*x)["allOf"].size() == 1)
+        x = &(*x)["allOf"][0];
+      else
+        break;
+    }
+    return *x;
+  }
+
+  static bool values_outside_types(const Json& values, const std::set<std::string>& types) {
+    return std::none_of(values.begin(), values.end(),
+                        [&](const Json& v) { return types_overlap(types_of_value(v), types); });
+  }
+
+  // The schema a property's value must satisfy, or nullptr when unknown or unconstrained.
+  static const Json* property_schema(const Json& s, const std::string& name) {
+    if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name))
+      return &s["properties"][name];
+    if (s.contains("additionalProperties")) return &s["additionalProperties"];
+    return nullptr;
+  }
+
+  bool required_property_differs(const Json& a, const Json& b, int depth) {
+    if (!a.contains("required") || !b.contains("required")) return false;
+    for (const Json& name : a["required"]) {
+      if (!name.is_string() || !b["required"].is_array()) continue;
+      if (std::find(b["required"].begin(), b["required"].end(), name) == b["required"].end())
+        continue;
+      const Json* pa = property_schema(a, name);
+      const Json* pb = property_schema(b, name);
+      if (pa && pb && disjoint(*pa, *pb, depth + 1)) return true;
+    }
+    return false;
+  }
+
+  const SchemaCompiler& c_;
+  const std::string& path_;
+};
+
+}  // namespace
+
+bool provably_disjoint(const SchemaCompiler& c, const Json& a, const Json& b,
+                       const std::string& path) {
+  return Disjointness(c, path).disjoint(a, b, 0);
+}
+
+}  // namespace tandem::grammar::json_schema

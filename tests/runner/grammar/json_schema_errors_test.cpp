@@ -1,0 +1,128 @@
+// What the JSON Schema compiler refuses, and how: every keyword outside the supported set
+// is named, with the path of the schema that holds it; unsupported combinations and regex
+// features are named too; annotations pass.
+
+#include <gtest/gtest.h>
+
+#include "runner/grammar/grammar.h"
+
+namespace tandem::grammar {
+namespace {
+
+std::string error_of(const std::string& schema) {
+  try {
+    compile_json_schema(schema);
+  } catch (const GrammarError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(JsonSchemaErrors, EveryUnsupportedKeywordIsRefusedByName) {
+  const char* const keywords[] = {"not",
+                                  "if",
+                                  "then",
+                                  "else",
+                                  "minProperties",
+                                  "maxProperties",
+                                  "patternProperties",
+                                  "propertyNames",
+                                  "dependentRequired",
+                                  "dependentSchemas",
+                                  "unevaluatedProperties",
+                                  "unevaluatedItems",
+                                  "contains",
+                                  "minContains",
+                                  "maxContains",
+                                  "uniqueItems",
+                                  "multipleOf",
+                                  "contentEncoding",
+                                  "contentMediaType",
+                                  "$anchor",
+                                  "$dynamicRef",
+                                  "nullable",
+                                  "discriminator",
+                                  "x-custom"};
+  for (const char* keyword : keywords) {
+    EXPECT_EQ(error_of(std::string(R"({"type": "object", ")") + keyword + R"(": 1})"),
+              std::string("json_schema: at #: unsupported keyword '") + keyword + "'");
+  }
+}
+
+TEST(JsonSchemaErrors, TheErrorGivesThePathOfTheSchemaHoldingTheKeyword) {
+  EXPECT_EQ(error_of(R"({"properties": {"a/b": {"items": {"uniqueItems": true}}}})"),
+            "json_schema: at #/properties/a~1b/items: unsupported keyword 'uniqueItems'");
+  EXPECT_EQ(error_of(R"({"$defs": {"x": {"multipleOf": 2}}, "$ref": "#/$defs/x"})"),
+            "json_schema: at #/$defs/x: unsupported keyword 'multipleOf'");
+  EXPECT_EQ(error_of(R"({"anyOf": [{"type": "string"}, {"not": {}}]})"),
+            "json_schema: at #/anyOf/1: unsupported keyword 'not'");
+}
+
+TEST(JsonSchemaErrors, AnnotationsAreAllowedAndIgnored) {
+  EXPECT_EQ(error_of(R"({"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x",
+      "title": "T", "description": "D", "examples": [1], "default": 1, "$comment": "c",
+      "deprecated": false, "readOnly": true, "writeOnly": false, "type": "integer"})"),
+            "(no error)");
+}
+
+TEST(JsonSchemaErrors, UnsupportedCombinationsAndValuesAreNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"type": "string", "format": "uri"})", "format 'uri' is not supported"},
+      {R"({"type": "string", "format": "date", "maxLength": 5})",
+       "'format' beside 'pattern', 'minLength' or 'maxLength' is not supported"},
+      {R"({"type": "string", "pattern": "^a+$", "maxLength": 5})",
+       "'pattern' beside 'minLength' or 'maxLength' is not supported"},
+      {R"({"type": "object", "anyOf": [{"required": ["a"]}]})", "'type' beside 'anyOf'"},
+      {R"({"$ref": "#/$defs/a", "maxLength": 3, "$defs": {"a": {}}})", "'maxLength' beside '$ref'"},
+      {R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})",
+       "'allOf' is supported with exactly one"},
+      {R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})", "may both match a value"},
+      {R"({"oneOf": [{"properties": {"a": {}}}, {"type": "string"}]})", "may both match a value"},
+      {R"({"type": "number", "minimum": 0.5})", "a number's bounds must be integers (0.5 is not)"},
+      {R"({"type": "number", "minimum": 0, "exclusiveMinimum": true})", "draft 4's boolean form"},
+      {R"({"type": "array", "items": [{"type": "string"}]})",
+       "'items' as an array (draft 4 tuples)"},
+      {R"({"$ref": "https://example.com/schema.json"})", "only local references"},
+      {R"({"$ref": "#/$defs/missing"})", "unresolvable $ref '#/$defs/missing'"},
+      {R"({"type": "text"})", "'type' must be one of the seven JSON types"},
+      {R"({"type": "string", "minLength": -1})", "'minLength' must be a non-negative integer"},
+      {R"({"type": "string", "maxLength": 1000000})", "'maxLength' above 100000 is not supported"},
+      {R"({"type": "object", "properties": {}, "required": ["a"], "additionalProperties": false})",
+       "required property 'a' is not in 'properties' and additionalProperties is false"},
+      {R"({"type": "string", "minLength": 5, "maxLength": 2})", "no JSON value can satisfy"},
+      {R"({"type": "object", "properties": {"a": false}, "required": ["a"]})",
+       "no JSON value can satisfy"},
+      {R"({"type": "string", "pattern": "^(?=a)b$"})", "pattern: lookaround is not supported"},
+      {R"({"type": "string", "pattern": "(a)\\1"})", "pattern: backreferences are not supported"},
+      {R"({"type": "string", "pattern": "\\bword"})", "pattern: word boundaries"},
+      {R"({"type": "string", "pattern": "\\p{L}"})", "pattern: Unicode property escapes"},
+      {R"({"type": "string", "pattern": "(?i)abc"})", "pattern: inline flags"},
+      {R"({"type": "string", "pattern": "a^b"})",
+       "pattern: '^' is supported only at the very start"},
+      {R"({"type": "string", "pattern": "a**"})",
+       "pattern: a quantifier cannot follow a quantifier"},
+      {R"({"type": "string", "pattern": "(ab"})", "pattern: missing ')'"},
+      {R"({"type": "string", "pattern": "[a-"})", "pattern: unterminated character class"},
+      {R"({"type": "": })", "the schema is not valid JSON"},
+      {R"(42)", "a schema must be an object or a boolean"},
+  };
+  for (const auto& [schema, message] : cases) {
+    const std::string error = error_of(schema);
+    EXPECT_NE(error.find(message), std::string::npos) << schema << "\n -> " << error;
+    EXPECT_EQ(error.rfind("json_schema: ", 0), 0u) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+}
+
+TEST(JsonSchemaErrors, ProvablyDisjointOneOfIsAccepted) {
+  EXPECT_EQ(error_of(R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})"),
+            "(no error)");
+  EXPECT_EQ(error_of(R"({"oneOf": [{"const": 1}, {"enum": [2, "x"]}]})"), "(no error)");
+  EXPECT_EQ(error_of(R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+      {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}}, "required": ["kind"]}]})"),
+            "(no error)");
+}
+
+}  // namespace
+}  // namespace tandem::grammar
