@@ -119,15 +119,24 @@ void scale_min_k4(int j, const uint8_t (&q)[12], uint8_t& d, uint8_t& m) {
   }
 }
 
+// The scales and mins of sub-blocks is and is + 1, as ggml computes them (d * sc, dmin * m).
+struct ScalePair {
+  float d1, m1, d2, m2;
+};
+ScalePair scale_pair(const uint8_t (&scales)[12], int is, float d, float dmin) {
+  uint8_t sc, m;
+  scale_min_k4(is, scales, sc, m);
+  const float d1 = d * sc, m1 = dmin * m;
+  scale_min_k4(is + 1, scales, sc, m);
+  return {d1, m1, d * sc, dmin * m};
+}
+
 void q4_k(const BlockQ4_K& b, float* y) {
   const float d = half(b.d), dmin = half(b.dmin);
   const uint8_t* q = b.qs;
   for (int is = 0; is < 8; is += 2, q += 32) {
-    uint8_t sc, m;
-    scale_min_k4(is, b.scales, sc, m);
-    const float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(is + 1, b.scales, sc, m);
-    const float d2 = d * sc, m2 = dmin * m;
+    const ScalePair s = scale_pair(b.scales, is, d, dmin);
+    const float d1 = s.d1, m1 = s.m1, d2 = s.d2, m2 = s.m2;
     for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
   }
@@ -138,11 +147,8 @@ void q5_k(const BlockQ5_K& b, float* y) {
   const uint8_t* ql = b.qs;
   uint8_t u1 = 1, u2 = 2;
   for (int is = 0; is < 8; is += 2, ql += 32) {
-    uint8_t sc, m;
-    scale_min_k4(is, b.scales, sc, m);
-    const float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(is + 1, b.scales, sc, m);
-    const float d2 = d * sc, m2 = dmin * m;
+    const ScalePair s = scale_pair(b.scales, is, d, dmin);
+    const float d1 = s.d1, m1 = s.m1, d2 = s.d2, m2 = s.m2;
     for (int l = 0; l < 32; ++l)
       *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((b.qh[l] & u1) ? 16 : 0)) - m1;
     for (int l = 0; l < 32; ++l)

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "runner/grammar/grammar.h"
+#include "runner/tokenizer/utf8.h"
 
 namespace tandem::grammar {
 
@@ -302,21 +303,7 @@ class GbnfParser {
 
   void append_utf8(std::string& out, char32_t cp) {
     if (cp >= 0xD800 && cp <= 0xDFFF) fail(pos_, "a surrogate code point cannot be matched");
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    out += utf8::encode(cp);
   }
 
   std::string_view text_;
