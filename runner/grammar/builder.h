@@ -23,10 +23,28 @@ namespace tandem::grammar {
 
 // Every error of the grammar engine: a GBNF syntax error (with its line and column), an
 // unsupported JSON Schema keyword (named), a grammar too large or left-recursive. The
-// message is one line, fit for an API error.
+// message is one line, fit for an API error: control characters that came from the input
+// (a key with a newline in it) are written as escapes.
 class GrammarError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit GrammarError(const std::string& message) : std::runtime_error(one_line(message)) {}
+
+ private:
+  static std::string one_line(const std::string& message) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (const char c : message) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte >= 0x20 && byte != 0x7f) {
+        out += c;
+      } else {
+        out += "\\x";
+        out += kHex[byte >> 4];
+        out += kHex[byte & 15];
+      }
+    }
+    return out;
+  }
 };
 
 class Grammar;

@@ -18,6 +18,13 @@ std::string error_of(const std::string& schema) {
   return "(no error)";
 }
 
+// Found by fuzz_json_schema: a key with a newline made a two-line message.
+TEST(JsonSchemaErrors, AKeyWithControlCharactersIsNamedOnOneLine) {
+  const std::string message = error_of(R"({"type": "string", "maxL\ngth": 5})");
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_NE(message.find("unsupported keyword 'maxL\\x0agth'"), std::string::npos) << message;
+}
+
 TEST(JsonSchemaErrors, EveryUnsupportedKeywordIsRefusedByName) {
   const char* const keywords[] = {"not",
                                   "if",
