@@ -13,7 +13,8 @@ std::string shape_string(const std::vector<uint64_t>& dims) {
   return s + "]";
 }
 
-// Finds a tensor and checks its ggml shape (dims[0] innermost).
+// Finds a tensor and checks its ggml shape (dims[0] innermost). Rows are whole blocks of
+// the tensor's type: gguf::File checks that for every tensor when it opens the file.
 const gguf::TensorInfo& require(const gguf::File& file, const std::string& name,
                                 std::vector<uint64_t> dims) {
   const gguf::TensorInfo* t = file.find_tensor(name);
@@ -21,11 +22,6 @@ const gguf::TensorInfo& require(const gguf::File& file, const std::string& name,
   if (t->dims != dims)
     throw gguf::GgufError(file.name() + ": tensor '" + name + "' has shape " +
                           shape_string(t->dims) + ", expected " + shape_string(dims));
-  const auto block = static_cast<uint64_t>(gguf::block_elements(t->type));
-  if (dims[0] % block != 0)
-    throw gguf::GgufError(file.name() + ": tensor '" + name + "' is " + gguf::type_name(t->type) +
-                          " with rows of " + std::to_string(dims[0]) + " (not a multiple of " +
-                          std::to_string(block) + ")");
   return *t;
 }
 

@@ -127,24 +127,9 @@ bool uses_bf16_activations(TensorType type) {
   return type == TensorType::kBF16 && detected_isa() == Isa::kAvx512Bf16;
 }
 
-const char* short_type_name(TensorType t) {
-  switch (t) {
-    case TensorType::kF32:
-      return "F32";
-    case TensorType::kF16:
-      return "F16";
-    case TensorType::kBF16:
-      return "BF16";
-    case TensorType::kQ8_0:
-      return "Q8_0";
-    default:
-      return gguf::type_name(t);
-  }
-}
-
-// A label for failure messages (gguf::type_name lives in the GGUF reader, not here).
+// A label for failure messages.
 std::string label_of(Isa isa, TensorType type, int64_t n_out, int64_t n_in, int64_t n_rows) {
-  return std::string(isa_name(isa)) + " " + short_type_name(type) + " " + std::to_string(n_out) +
+  return std::string(isa_name(isa)) + " " + gguf::type_name(type) + " " + std::to_string(n_out) +
          "x" + std::to_string(n_in) + " rows " + std::to_string(n_rows);
 }
 
