@@ -10,6 +10,7 @@
 #include "app/command.h"
 #include "bench/bench_run.h"
 #include "runner/gguf/gguf.h"
+#include "scheduler/engine.h"
 
 namespace tandem::app {
 namespace {
@@ -128,6 +129,8 @@ Subcommand make_bench_command(CLI::App& app) {
             } catch (const std::invalid_argument& e) {
               throw UsageError(e.what());
             } catch (const gguf::GgufError& e) {
+              throw UsageError(std::string("--model: ") + e.what());
+            } catch (const EngineOptionError& e) {
               throw UsageError(std::string("--model: ") + e.what());
             }
           }};

@@ -92,6 +92,8 @@ int run_generate(const GenerateOptions& o) {
     engine = std::make_unique<Engine>(options);
   } catch (const gguf::GgufError& e) {
     throw UsageError(e.what());
+  } catch (const EngineOptionError& e) {
+    throw UsageError(e.what());
   }
   std::vector<int32_t> prompt = engine->tokenizer().encode(o.prompt, /*add_special=*/true,
                                                            /*parse_special=*/true);

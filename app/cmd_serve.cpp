@@ -4,12 +4,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "app/command.h"
-#include "protocol/chat_template.h"
 #include "runner/model/make_model.h"
 #include "scheduler/engine.h"
 #include "server/http_server.h"
@@ -19,7 +22,9 @@ namespace {
 
 struct ServeOptions {
   std::string model;
-  std::string served_model_name;
+  std::vector<std::string> served_model_names;
+  std::string chat_template;  // a file; empty: the GGUF's own
+  int32_t ctx_size = 0;
   std::string overlap = "on";
   int threads = 0;
   int32_t max_batch = 64;
@@ -41,7 +46,7 @@ std::filesystem::path default_model_path() {
   } else {
     dir = std::filesystem::temp_directory_path() / "tandem";
   }
-  const std::filesystem::path path = dir / "tandem-demo-f16-seed0.gguf";
+  const std::filesystem::path path = dir / "tandem-demo-f16-seed0-v2.gguf";
   if (std::filesystem::exists(path)) return path;
   std::filesystem::create_directories(dir);
   std::cerr << "tandem serve: generating the default model at " << path.string() << "\n";
@@ -54,6 +59,16 @@ std::filesystem::path default_model_path() {
   return path;
 }
 
+std::string read_template_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    throw UsageError("--chat-template: cannot read a template from " + path);
+  }
+  return text.str();
+}
+
 int run_serve(ServeOptions o) {
   const bool default_model = o.model.empty();
   const std::filesystem::path path =
@@ -61,8 +76,13 @@ int run_serve(ServeOptions o) {
 
   EngineOptions engine_options;
   engine_options.model = path;
-  engine_options.served_name = o.served_model_name;
-  if (default_model && o.served_model_name.empty()) engine_options.served_name = "tandem-demo";
+  engine_options.served_names = o.served_model_names;
+  if (default_model && o.served_model_names.empty()) engine_options.served_names = {"tandem-demo"};
+  if (!o.chat_template.empty()) {
+    engine_options.chat_template = read_template_file(o.chat_template);
+    engine_options.chat_template_origin = o.chat_template;
+  }
+  engine_options.context_length = o.ctx_size;
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
   engine_options.scheduler.overlap = o.overlap == "on";
@@ -74,6 +94,8 @@ int run_serve(ServeOptions o) {
     engine = std::make_unique<Engine>(engine_options);
   } catch (const gguf::GgufError& e) {
     throw UsageError(std::string("--model: ") + e.what());
+  } catch (const EngineOptionError& e) {
+    throw UsageError(e.what());
   }
   const ModelCard& card = engine->card();
   server::HttpServer http(engine->scheduler(), engine->tokenizer(), card, o.server);
@@ -88,7 +110,8 @@ int run_serve(ServeOptions o) {
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s, "
       "KV %lld tokens, %d compute threads, overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
-      card.context_length, card.vocab_size, chat_template_name(card.chat_template),
+      card.context_length, card.vocab_size,
+      card.chat_template ? card.chat_template->origin.c_str() : "none",
       static_cast<long long>(card.kv_capacity_tokens), engine->threads(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
@@ -104,9 +127,18 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--model", opts->model,
                   "GGUF model file (default: the embedded demo model, generated on first use)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--served-model-name", opts->served_model_name,
-                  "The model's id in /v1/models and responses (default: the file's stem, "
-                  "tandem-demo for the default model)");
+  cmd->add_option("--served-model-name", opts->served_model_names,
+                  "The names /v1/models lists and requests may use; responses report the "
+                  "first (default: the file's stem, tandem-demo for the default model)")
+      ->expected(1, -1);
+  cmd->add_option("--chat-template", opts->chat_template,
+                  "A Jinja chat template file to use instead of the GGUF's "
+                  "tokenizer.chat_template")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--ctx-size", opts->ctx_size,
+                  "The longest sequence (prompt + output) served, at most the model's context; "
+                  "the default KV budget holds at least one (default: the model's context)")
+      ->check(CLI::Range(16, 1 << 30));
   cmd->add_option("--host", opts->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", opts->server.port, "Port (0: pick a free one)")->capture_default_str();
   cmd->add_option("--overlap", opts->overlap, "Overlap host work with device steps")

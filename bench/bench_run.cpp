@@ -111,7 +111,7 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
                         const std::vector<PlannedRequest>& workload, const std::string& label) {
   EngineOptions eo;
   eo.model = o.model;
-  eo.served_name = o.served_model_name;
+  if (!o.served_model_name.empty()) eo.served_names = {o.served_model_name};
   eo.threads = o.threads;
   eo.kv_tokens = o.kv_tokens;
   eo.scheduler.overlap = overlap;

@@ -75,6 +75,27 @@ std::variant<std::vector<PromptSegment>, ChatTemplateError> JinjaChatTemplate::r
   return render(array, options);
 }
 
+std::variant<std::vector<PromptSegment>, ApiError> render_chat_request(
+    const JinjaChatTemplate& chat_template, const ChatInputs& inputs,
+    const std::optional<std::string>& bos_token, const std::optional<std::string>& eos_token) {
+  ChatRenderOptions options;
+  options.add_generation_prompt = inputs.add_generation_prompt;
+  options.bos_token = bos_token;
+  options.eos_token = eos_token;
+  options.documents = inputs.documents;
+  options.extra = inputs.template_kwargs;
+  auto rendered = chat_template.render(inputs.messages, options);
+  if (const auto* error = std::get_if<ChatTemplateError>(&rendered)) {
+    if (error->kind == ChatTemplateError::Kind::kRaised) {
+      return bad_request(error->message, "messages");
+    }
+    return bad_request(
+        "The model's chat template failed on these messages: " + error->describe() + ".",
+        "messages");
+  }
+  return std::get<std::vector<PromptSegment>>(std::move(rendered));
+}
+
 std::string join_segments(const std::vector<PromptSegment>& segments) {
   std::string out;
   for (const PromptSegment& segment : segments) out += segment.text;

@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/api_error.h"
+#include "protocol/chat_messages.h"
 #include "protocol/completion_request.h"
 #include "protocol/jinja/template.h"
 
@@ -72,6 +74,14 @@ class JinjaChatTemplate {
   explicit JinjaChatTemplate(jinja::Template compiled) : template_(std::move(compiled)) {}
   jinja::Template template_;
 };
+
+// Renders a request's chat inputs (messages, chat_template_kwargs, documents,
+// add_generation_prompt) with the tokenizer's BOS/EOS text. A failure is the 400 a client
+// sees (param "messages"): a template's raise_exception gives exactly its message, as
+// vLLM does; any other render failure says that the template failed, and where.
+std::variant<std::vector<PromptSegment>, ApiError> render_chat_request(
+    const JinjaChatTemplate& chat_template, const ChatInputs& inputs,
+    const std::optional<std::string>& bos_token, const std::optional<std::string>& eos_token);
 
 // The segments' text joined: the prompt as one string (for logging and /tokenize-like uses).
 std::string join_segments(const std::vector<PromptSegment>& segments);

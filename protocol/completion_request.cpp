@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "protocol/chat_messages.h"
 #include "protocol/request_fields.h"
 
 namespace tandem {
@@ -58,77 +59,6 @@ void read_prompt(const Json& body, CompletionRequest& request) {
     return;
   }
   request.prompt_tokens = request_fields::read_token_ids(*prompt, "prompt");
-}
-
-std::string read_message_content(const Json& message, const std::string& param,
-                                 const std::string& role) {
-  const Json* content = find_field(message, "content");
-  if (content == nullptr) {
-    // An assistant turn may carry no content (OpenAI allows null there); others must.
-    if (role == "assistant") return "";
-    reject("'" + param + "' is required.", param);
-  }
-  if (content->is_string()) return content->get<std::string>();
-  if (!content->is_array()) {
-    reject("Invalid type for '" + param + "': expected a string or an array of text parts, " +
-               "but got " + request_fields::describe_type(*content) + ".",
-           param);
-  }
-  // Text parts are joined with newlines, as vLLM does.
-  std::string text;
-  for (size_t i = 0; i < content->size(); ++i) {
-    const std::string part_param = element_param(param, i);
-    const Json& part = (*content)[i];
-    if (!part.is_object()) {
-      reject("Invalid type for '" + part_param + "': expected an object, but got " +
-                 request_fields::describe_type(part) + ".",
-             part_param);
-    }
-    const Json* type = find_field(part, "type");
-    if (type == nullptr) reject("'" + part_param + ".type' is required.", part_param + ".type");
-    const std::string& type_name = read_string(*type, part_param + ".type");
-    if (type_name != "text") {
-      reject("Content parts of type '" + type_name + "' are not supported; only 'text' is.",
-             part_param + ".type");
-    }
-    const Json* part_text = find_field(part, "text");
-    if (part_text == nullptr)
-      reject("'" + part_param + ".text' is required.", part_param + ".text");
-    if (i > 0) text += '\n';
-    text += read_string(*part_text, part_param + ".text");
-  }
-  return text;
-}
-
-void read_messages(const Json& body, CompletionRequest& request) {
-  const Json* messages = find_field(body, "messages");
-  if (messages == nullptr) reject("'messages' is required.", "messages");
-  if (!messages->is_array()) {
-    reject("Invalid type for 'messages': expected an array, but got " +
-               request_fields::describe_type(*messages) + ".",
-           "messages");
-  }
-  if (messages->empty()) reject("'messages' must not be empty.", "messages");
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const std::string param = element_param("messages", i);
-    const Json& message = (*messages)[i];
-    if (!message.is_object()) {
-      reject("Invalid type for '" + param + "': expected an object, but got " +
-                 request_fields::describe_type(message) + ".",
-             param);
-    }
-    const Json* role_field = find_field(message, "role");
-    if (role_field == nullptr) reject("'" + param + ".role' is required.", param + ".role");
-    std::string role = read_string(*role_field, param + ".role");
-    if (role == "developer") role = "system";  // OpenAI's newer name for the system turn
-    if (role != "system" && role != "user" && role != "assistant") {
-      reject("Invalid value for '" + param + ".role': '" + role +
-                 "' is not supported; expected 'system', 'user', 'assistant' or 'developer'.",
-             param + ".role");
-    }
-    std::string content = read_message_content(message, param + ".content", role);
-    request.messages.push_back(ChatMessage{std::move(role), std::move(content)});
-  }
 }
 
 void read_max_tokens(const Json& body, CompletionRequest& request) {
@@ -327,7 +257,7 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   if (endpoint == Endpoint::kCompletions) {
     read_prompt(body, request);
   } else {
-    read_messages(body, request);
+    request.chat = request_fields::read_chat_inputs(body);
   }
   read_max_tokens(body, request);
 

@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "protocol/api_error.h"
+#include "protocol/chat_messages.h"
 #include "protocol/sampling_params.h"
 
 namespace tandem {
 
 enum class Endpoint { kCompletions, kChatCompletions };
 
+// A plain chat turn, for callers that build conversations in code (tests, tools).
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant" ("developer" is read as "system")
+  std::string role;
   std::string content;
 };
 
@@ -34,11 +36,11 @@ struct CompletionRequest {
   std::string model;  // empty: the request named none (the served model is meant)
 
   // The prompt. Completions: exactly one of prompt_text and prompt_tokens is non-empty.
-  // Chat: messages is non-empty and both prompt fields are empty (the server renders
-  // messages with the model's chat template).
+  // Chat: chat.messages is non-empty and both prompt fields are empty (the server renders
+  // the messages with the model's chat template).
   std::string prompt_text;
   std::vector<int32_t> prompt_tokens;
-  std::vector<ChatMessage> messages;
+  ChatInputs chat;
 
   // max_completion_tokens, else max_tokens, in [1, kMaxTokensLimit]. Completions
   // default to 16; chat's nullopt means "until the context ends".

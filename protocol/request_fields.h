@@ -14,7 +14,8 @@
 
 namespace tandem::request_fields {
 
-using Json = nlohmann::json;
+// Ordered, as Python keeps keys: chat templates show the order (tojson, loops over items).
+using Json = nlohmann::ordered_json;
 
 // Thrown, not returned: a parser reads a dozen fields and each read may fail, and
 // unwinding to the one catch keeps every read a single line.

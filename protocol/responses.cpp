@@ -104,13 +104,17 @@ std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, co
 }
 
 std::string models_list_json(const ServedModel& model) {
-  Json entry = {{"id", model.id},
-                {"object", "model"},
-                {"created", model.created},
-                {"owned_by", "tandem"},
-                {"max_model_len", model.context_length},
-                {"chat_template", model.chat_template}};
-  return dump(Json{{"object", "list"}, {"data", Json::array({std::move(entry)})}});
+  Json data = Json::array();
+  for (const std::string& name : model.names) {
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", model.created},
+                    {"owned_by", "tandem"},
+                    {"root", model.names.front()},
+                    {"max_model_len", model.context_length},
+                    {"chat_template", model.chat_template ? Json(*model.chat_template) : Json()}});
+  }
+  return dump(Json{{"object", "list"}, {"data", std::move(data)}});
 }
 
 }  // namespace tandem

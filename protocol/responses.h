@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/completion_request.h"
 #include "protocol/outcomes.h"
@@ -48,10 +49,12 @@ std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, co
 // GET /v1/models: a list with the one served model. Besides OpenAI's fields it says what
 // vLLM and llama-server clients look for: max_model_len and the chat template in use.
 struct ServedModel {
-  std::string id;
+  std::vector<std::string> names;  // one entry each in /v1/models, as vLLM lists them
   int64_t created = 0;
   int32_t context_length = 0;
-  std::string chat_template;  // chat_template_name(...)
+  // Where the chat template in use came from ("tokenizer.chat_template" or the
+  // --chat-template path); nullopt: the model has none (null in the list).
+  std::optional<std::string> chat_template;
 };
 std::string models_list_json(const ServedModel& model);
 

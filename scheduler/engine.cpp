@@ -1,13 +1,58 @@
 #include "scheduler/engine.h"
 
 namespace tandem {
+namespace {
+
+// The template's BOS/EOS variables are the tokenizer's token texts, as transformers
+// passes its bos_token and eos_token.
+std::optional<std::string> token_text(const Tokenizer& tokenizer, int32_t id) {
+  if (id < 0) return std::nullopt;
+  return tokenizer.token_text(id);
+}
+
+std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
+                                                   const gguf::File& file,
+                                                   const Tokenizer& tokenizer) {
+  ChatTemplateCard card;
+  std::string source;
+  if (options.chat_template) {
+    source = *options.chat_template;
+    card.origin = options.chat_template_origin;
+  } else {
+    source = file.get_string_or("tokenizer.chat_template", "");
+    if (source.empty()) return std::nullopt;  // chat requests get a 400 saying so
+    card.origin = "tokenizer.chat_template";
+  }
+  auto compiled = JinjaChatTemplate::compile(source);
+  if (const auto* error = std::get_if<ChatTemplateError>(&compiled)) {
+    throw EngineOptionError("chat template (" + card.origin + "): " + error->describe() +
+                            (options.chat_template ? "" : "; give another with --chat-template"));
+  }
+  card.compiled =
+      std::make_shared<const JinjaChatTemplate>(std::move(std::get<JinjaChatTemplate>(compiled)));
+  card.bos_token = token_text(tokenizer, tokenizer.bos_id());
+  card.eos_token = token_text(tokenizer, tokenizer.eos_id());
+  return card;
+}
+
+}  // namespace
 
 Engine::Engine(EngineOptions options) {
   model_ = Model::load(options.model);
   tokenizer_ = Tokenizer::from_gguf(model_->file());
 
+  const int32_t model_context = model_->config().context_length;
+  if (options.context_length > model_context) {
+    throw EngineOptionError("--ctx-size " + std::to_string(options.context_length) +
+                            " is beyond the model's context of " + std::to_string(model_context) +
+                            " tokens");
+  }
+  ModelCard card;
+  card.chat_template = load_chat_template(options, model_->file(), *tokenizer_);
+
   CpuExecutorOptions exec;
   exec.threads = options.threads;
+  exec.context_length = options.context_length;
   exec.kv_tokens = options.kv_tokens;
   exec.eog_ids = tokenizer_->eog_ids();
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
@@ -16,12 +61,13 @@ Engine::Engine(EngineOptions options) {
   scheduler_ = std::make_unique<Scheduler>(*device_, *tokenizer_, options.scheduler);
 
   const DeviceInfo& info = device_->info();
-  card_.id = options.served_name.empty() ? options.model.stem().string() : options.served_name;
-  card_.context_length = model_->config().context_length;
-  card_.vocab_size = tokenizer_->vocab_size();
-  card_.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
-  card_.chat_template =
-      detect_chat_template(model_->file().get_string_or("tokenizer.chat_template", ""));
+  card.names = options.served_names;
+  if (card.names.empty()) card.names.push_back(options.model.stem().string());
+  card.id = card.names.front();
+  card.context_length = info.context_length;
+  card.vocab_size = tokenizer_->vocab_size();
+  card.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
+  card_ = std::move(card);
 }
 
 Engine::~Engine() {

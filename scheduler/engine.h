@@ -6,7 +6,10 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runner/device/cpu_executor.h"
 #include "runner/device/device.h"
@@ -19,16 +22,30 @@ namespace tandem {
 
 struct EngineOptions {
   std::filesystem::path model;  // a GGUF file
-  std::string served_name;      // the model's id (--served-model-name); empty: the file's stem
-  int threads = 0;              // compute threads; 0: all cores
-  int64_t kv_tokens = 0;        // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
+  // The names requests may use (--served-model-name); the first is the id responses
+  // report. Empty: the file's stem.
+  std::vector<std::string> served_names;
+  // A chat template overriding the file's (--chat-template): its source and where it came
+  // from (the path, for /v1/models and the startup line). nullopt: the GGUF's own.
+  std::optional<std::string> chat_template;
+  std::string chat_template_origin;
+  int32_t context_length = 0;  // --ctx-size: at most the model's; 0: the model's
+  int threads = 0;             // compute threads; 0: all cores
+  int64_t kv_tokens = 0;       // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
   SchedulerOptions scheduler;
+};
+
+// A chat template (the GGUF's or --chat-template's) that does not compile, or a
+// --ctx-size beyond the model's context. what() is one line naming the problem.
+struct EngineOptionError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class Engine {
  public:
   // Loads the model and tokenizer and builds the device and scheduler; the scheduler
-  // loop is not running yet. Throws gguf::GgufError for a bad or unsupported model file.
+  // loop is not running yet. Throws gguf::GgufError for a bad or unsupported model file,
+  // EngineOptionError for a chat template that does not compile or a bad context length.
   explicit Engine(EngineOptions options);
   ~Engine();  // stops the scheduler, then the device
 

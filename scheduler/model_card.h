@@ -1,21 +1,41 @@
-// The served model as every front end describes it: the id /v1/models lists and responses
-// name, and the limits and chat template requests are checked and rendered against. The
-// Engine builds it once, so `tandem serve` and `tandem bench --model` name a file alike.
+// The served model as every front end describes it: the ids /v1/models lists and requests
+// may name, and the limits and chat template requests are checked and rendered against.
+// The Engine builds it once, so `tandem serve` and `tandem bench --model` name a file alike.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
-#include "protocol/chat_template.h"
+#include "protocol/chat_prompt.h"
 
 namespace tandem {
 
+// The chat template in use, compiled once at load and shared by every request.
+struct ChatTemplateCard {
+  std::shared_ptr<const JinjaChatTemplate> compiled;
+  std::string origin;  // "tokenizer.chat_template" (the GGUF's), or the --chat-template path
+  // The tokenizer's BOS and EOS text, which transformers passes as bos_token and eos_token.
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+};
+
 struct ModelCard {
-  std::string id;  // EngineOptions::served_name, else the model file's stem
-  int32_t context_length = 0;
+  std::string id;                  // names[0]: responses report it
+  std::vector<std::string> names;  // --served-model-name's, else the model file's stem
+  int32_t context_length = 0;      // the model's, or --ctx-size when smaller
   int32_t vocab_size = 0;
-  int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more
-  ChatTemplate chat_template = ChatTemplate::kChatml;  // from tokenizer.chat_template
+  int64_t kv_capacity_tokens = 0;                 // the KV pool's size: no request may need more
+  std::optional<ChatTemplateCard> chat_template;  // nullopt: the model has none
+
+  // Whether a request's "model" names this model (empty names nothing in particular).
+  bool answers_to(std::string_view name) const {
+    return name.empty() || std::find(names.begin(), names.end(), name) != names.end();
+  }
 };
 
 }  // namespace tandem

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "protocol/tokenize_request.h"
+#include "server/chat_tokens.h"
 
 namespace tandem::server {
 namespace {
@@ -60,6 +61,7 @@ const Endpoints::Route* Endpoints::find_route(std::string_view path) {
       {"/v1/completions", "POST", false, &Endpoints::completions},
       {"/v1/chat/completions", "POST", false, &Endpoints::chat_completions},
       {"/v1/models", "GET", false, &Endpoints::models},
+      {"/apply-template", "POST", false, &Endpoints::apply_template},
       {"/tokenize", "POST", false, &Endpoints::tokenize},
       {"/detokenize", "POST", false, &Endpoints::detokenize},
       {"/health", "GET", true, &Endpoints::health},
@@ -101,10 +103,7 @@ Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard
       model_(std::move(model)),
       api_key_(std::move(api_key)),
       metrics_(metrics),
-      created_(static_cast<int64_t>(std::time(nullptr))) {
-  if (tokenizer_.bos_id() >= 0) bos_text_ = tokenizer_.token_text(tokenizer_.bos_id());
-  if (tokenizer_.eos_id() >= 0) eos_text_ = tokenizer_.token_text(tokenizer_.eos_id());
-}
+      created_(static_cast<int64_t>(std::time(nullptr))) {}
 
 std::string Endpoints::route_name(std::string_view target) {
   const Route* route = find_route(path_of(target));
@@ -146,16 +145,16 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   CompletionRequest& request = std::get<CompletionRequest>(parsed);
   // As vLLM: naming another model is a 404, not a silent answer from this one.
-  if (!request.model.empty() && request.model != model_.id) {
+  if (!model_.answers_to(request.model)) {
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
 
   std::vector<int32_t> prompt;
   if (endpoint == Endpoint::kChatCompletions) {
-    const std::string text =
-        render_chat(model_.chat_template, request.messages, bos_text_, eos_text_);
-    prompt = tokenizer_.encode(text, /*add_special=*/true, /*parse_special=*/true);
+    auto rendered = render_chat(request.chat);
+    if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
+    prompt = tokenize_chat_prompt(tokenizer_, std::get<std::vector<PromptSegment>>(rendered));
   } else if (request.has_prompt_tokens()) {
     prompt = std::move(request.prompt_tokens);
   } else {
@@ -184,6 +183,29 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
                         request.stream};
 }
 
+std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
+    const ChatInputs& inputs) const {
+  if (!model_.chat_template) {
+    return error_answer(bad_request(
+        "This model has no chat template (its GGUF has no tokenizer.chat_template); use "
+        "/v1/completions, or start the server with --chat-template FILE.",
+        "messages"));
+  }
+  const ChatTemplateCard& chat = *model_.chat_template;
+  auto rendered = render_chat_request(*chat.compiled, inputs, chat.bos_token, chat.eos_token);
+  if (auto* error = std::get_if<ApiError>(&rendered)) return error_answer(*error);
+  return std::get<std::vector<PromptSegment>>(std::move(rendered));
+}
+
+Endpoints::Result Endpoints::apply_template(std::string_view body) {
+  auto parsed = parse_apply_template_request(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
+  auto rendered = render_chat(std::get<ChatInputs>(parsed));
+  if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
+  return json_answer(
+      apply_template_response_json(join_segments(std::get<std::vector<PromptSegment>>(rendered))));
+}
+
 Endpoints::Result Endpoints::tokenize(std::string_view body) {
   auto parsed = parse_tokenize_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
@@ -209,8 +231,10 @@ Endpoints::Result Endpoints::detokenize(std::string_view body) {
 }
 
 Endpoints::Result Endpoints::models(std::string_view) {
-  return json_answer(models_list_json(ServedModel{model_.id, created_, model_.context_length,
-                                                  chat_template_name(model_.chat_template)}));
+  std::optional<std::string> chat_template;
+  if (model_.chat_template) chat_template = model_.chat_template->origin;
+  return json_answer(
+      models_list_json(ServedModel{model_.names, created_, model_.context_length, chat_template}));
 }
 
 Endpoints::Result Endpoints::health(std::string_view) {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "protocol/api_error.h"
-#include "protocol/chat_template.h"
+#include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
 #include "protocol/response_encoder.h"
 #include "runner/tokenizer/tokenizer.h"
@@ -97,6 +97,10 @@ class Endpoints {
     return completion(body, Endpoint::kChatCompletions);
   }
   Result completion(std::string_view body, Endpoint endpoint);
+  Result apply_template(std::string_view body);
+  // The chat prompt as the model's template renders it, or the 400 that refuses the
+  // request (the model has no template, or the template raised or failed).
+  std::variant<std::vector<PromptSegment>, HttpAnswer> render_chat(const ChatInputs& inputs) const;
   Result tokenize(std::string_view body);
   Result detokenize(std::string_view body);
   Result models(std::string_view body);
@@ -109,8 +113,6 @@ class Endpoints {
   ModelCard model_;
   std::string api_key_;
   ServerMetrics& metrics_;
-  std::string bos_text_;
-  std::string eos_text_;
   int64_t created_ = 0;
   std::atomic<bool> serving_{false};
   std::atomic<uint64_t> next_response_ = 1;

@@ -23,6 +23,10 @@ using Clock = std::chrono::steady_clock;
 // Byte-level: id b < 256 is byte b; 256 is EOS.
 class ByteTokenizer : public Tokenizer {
  public:
+  std::vector<int32_t> encode(std::string_view text, bool add_special,
+                              std::span<const Range>) const override {
+    return encode(text, add_special, false);
+  }
   std::vector<int32_t> encode(std::string_view text, bool, bool) const override {
     return std::vector<int32_t>(text.begin(), text.end());
   }

@@ -340,6 +340,11 @@ FilterCall Parser::parse_filter_call() {
 
 void Parser::check_callable_name(bool filter, const std::string& name, const Token& at) {
   const bool known = filter ? find_filter(name) != nullptr : find_test(name) != nullptr;
+  // A Jinja2 filter tandem lacks fails the template at load, naming it, rather than on
+  // the first request that reaches it.
+  if (known && filter && !filter_supported(name)) {
+    fail_at(at, "unsupported by tandem's Jinja interpreter: the '" + name + "' filter");
+  }
   if (known) return;
   unknown_names_.push_back(
       {std::string("No ") + (filter ? "filter" : "test") + " named '" + name + "'.", at.line,

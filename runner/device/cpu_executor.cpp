@@ -5,12 +5,17 @@
 
 namespace tandem {
 
+int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& options) {
+  return options.context_length > 0 ? std::min(options.context_length, config.context_length)
+                                    : config.context_length;
+}
+
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options) {
   if (options.kv_tokens > 0) return options.kv_tokens;
   const int64_t per_token =
       static_cast<int64_t>(KvCache::bytes_per_token(config.n_layer, config.kv_dim()));
   // At least one full context, so any request that fits the model fits the cache.
-  return std::max<int64_t>(config.context_length,
+  return std::max<int64_t>(served_context(config, options),
                            std::min<int64_t>(options.kv_budget_bytes / per_token, 1 << 20));
 }
 
@@ -32,7 +37,7 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   for (int i = 0; i < pool_.size(); ++i)
     samplers_.emplace_back(SamplerConfig{c.n_vocab, options.eog_ids});
   info_.vocab_size = c.n_vocab;
-  info_.context_length = c.context_length;
+  info_.context_length = served_context(c, options);
   info_.kv_block_size = kv_.block_size();
   info_.kv_blocks = kv_.n_blocks();
   info_.eog_ids = options.eog_ids;

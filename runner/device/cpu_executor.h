@@ -16,8 +16,9 @@
 namespace tandem {
 
 struct CpuExecutorOptions {
-  int threads = 0;        // compute threads; 0: all cores
-  int64_t kv_tokens = 0;  // KV cache capacity in tokens; 0: kv_budget_bytes decides
+  int threads = 0;             // compute threads; 0: all cores
+  int32_t context_length = 0;  // the longest sequence served (--ctx-size); 0: the model's
+  int64_t kv_tokens = 0;       // KV cache capacity in tokens; 0: kv_budget_bytes decides
   int64_t kv_budget_bytes = int64_t{2} << 30;  // used when kv_tokens is 0
   std::vector<int32_t> eog_ids;                // tokens that ignore_eos bans
 };
@@ -42,6 +43,8 @@ class CpuExecutor : public StepExecutor {
   std::vector<int32_t> logit_row_;  // plan row -> index into the logits, or -1
 };
 
+// The context the executor serves: options.context_length, at most the model's.
+int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& options);
 // The KV capacity in tokens that CpuExecutor picks for a model and options.
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options);
 

@@ -81,6 +81,11 @@ CopiedVocab read_vocab(const std::filesystem::path& path) {
   return vocab;
 }
 
+constexpr const char* kChatmlTemplate =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
 void add_byte_level_tokenizer(gguf::Writer& writer) {
   std::vector<std::string> tokens = byte_level_tokens();
   std::vector<int32_t> types(tokens.size(), 1);  // 1: normal
@@ -95,6 +100,9 @@ void add_byte_level_tokenizer(gguf::Writer& writer) {
   writer.add_uint32("tokenizer.ggml.bos_token_id", bos);
   writer.add_uint32("tokenizer.ggml.eos_token_id", eos);
   writer.add_bool("tokenizer.ggml.add_bos_token", true);
+  // ChatML, as Qwen's and SmolLM's files carry it, so chat requests work on made models.
+  // The byte-level vocabulary has no <|im_start|> token: the markers stay text.
+  writer.add_string("tokenizer.chat_template", kChatmlTemplate);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,18 @@ class Tokenizer {
   // always matched, as llama.cpp and Hugging Face tokenizers do.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
+  // A byte range [begin, end) of a text.
+  struct Range {
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  // Encodes text in which control-token text becomes a control token only where it lies
+  // wholly inside one of `special_ranges` (sorted, disjoint); elsewhere it is plain text.
+  // Chat prompts use it: the template's own text may open and close turns, text that came
+  // from a request never can (law 9), yet the prompt is tokenized as one text, so pieces
+  // merge across the seams exactly as in the joined prompt.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
+                                      std::span<const Range> special_ranges) const = 0;
 
   // The raw bytes a token stands for when detokenized: byte tokens give their byte,
   // SentencePiece's U+2581 becomes a space, GPT-2's byte-to-unicode mapping is undone.

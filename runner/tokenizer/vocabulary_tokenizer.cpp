@@ -91,15 +91,25 @@ std::string VocabularyTokenizer::token_bytes(int32_t id, bool render_special) co
   return pieces_[static_cast<size_t>(id)];
 }
 
+bool VocabularyTokenizer::SpecialPolicy::allows(size_t begin, size_t end) const {
+  if (all) return true;
+  // The first range ending after `begin` is the only one that can hold [begin, end).
+  const auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                                   [](size_t pos, const Range& r) { return pos < r.end; });
+  return it != ranges.end() && it->begin <= begin && end <= it->end;
+}
+
 // As llama.cpp (and Hugging Face tokenizers) do: user-defined tokens are always split
-// out; control and unknown ones only when the caller parses special tokens. Longer
-// tokens are split out first, so "<|im_start|>" wins over a shorter "<|im".
+// out; control and unknown ones only where the policy allows. Longer tokens are split out
+// first, so "<|im_start|>" wins over a shorter "<|im".
 std::vector<VocabularyTokenizer::Fragment> VocabularyTokenizer::split_special(
-    std::string_view text, bool parse_special) const {
+    std::string_view text, SpecialPolicy policy) const {
+  const bool any_control = policy.all || !policy.ranges.empty();
   std::vector<Fragment> fragments{{-1, text}};
   std::vector<Fragment> next;
   for (int32_t id : special_ids_) {
-    if (!parse_special && type(id) != TokenType::kUserDefined) continue;
+    const bool user_defined = type(id) == TokenType::kUserDefined;
+    if (!any_control && !user_defined) continue;
     const std::string& special = tokens_[static_cast<size_t>(id)];
     if (text.find(special) == std::string_view::npos) continue;  // the common case
     next.clear();
@@ -109,11 +119,17 @@ std::vector<VocabularyTokenizer::Fragment> VocabularyTokenizer::split_special(
         continue;
       }
       std::string_view raw = fragment.text;
-      size_t pos = 0;
-      for (size_t hit; (hit = raw.find(special, pos)) != std::string_view::npos;
-           pos = hit + special.size()) {
+      const size_t offset = static_cast<size_t>(raw.data() - text.data());
+      size_t pos = 0;  // raw[pos..] is not yet emitted
+      for (size_t hit = raw.find(special); hit != std::string_view::npos;) {
+        if (!user_defined && !policy.allows(offset + hit, offset + hit + special.size())) {
+          hit = raw.find(special, hit + 1);  // stays text; a later match may still count
+          continue;
+        }
         if (hit > pos) next.push_back({-1, raw.substr(pos, hit - pos)});
         next.push_back({id, special});
+        pos = hit + special.size();
+        hit = raw.find(special, pos);
       }
       if (pos < raw.size()) next.push_back({-1, raw.substr(pos)});
     }
@@ -124,12 +140,22 @@ std::vector<VocabularyTokenizer::Fragment> VocabularyTokenizer::split_special(
 
 std::vector<int32_t> VocabularyTokenizer::encode(std::string_view text, bool add_special,
                                                  bool parse_special) const {
+  return encode_split(text, add_special, SpecialPolicy{parse_special, {}});
+}
+
+std::vector<int32_t> VocabularyTokenizer::encode(std::string_view text, bool add_special,
+                                                 std::span<const Range> special_ranges) const {
+  return encode_split(text, add_special, SpecialPolicy{false, special_ranges});
+}
+
+std::vector<int32_t> VocabularyTokenizer::encode_split(std::string_view text, bool add_special,
+                                                       SpecialPolicy policy) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && add_bos_ && bos_id_ >= 0) out.push_back(bos_id_);
   bool after_special = true;
   if (!text.empty()) {
-    for (const Fragment& fragment : split_special(text, parse_special)) {
+    for (const Fragment& fragment : split_special(text, policy)) {
       if (fragment.token >= 0) {
         out.push_back(fragment.token);
         after_special = true;

@@ -24,6 +24,8 @@ class VocabularyTokenizer : public Tokenizer {
  public:
   std::vector<int32_t> encode(std::string_view text, bool add_special,
                               bool parse_special) const final;
+  std::vector<int32_t> encode(std::string_view text, bool add_special,
+                              std::span<const Range> special_ranges) const final;
   std::string token_bytes(int32_t id, bool render_special = false) const final;
   int32_t vocab_size() const final { return static_cast<int32_t>(tokens_.size()); }
   int32_t bos_id() const final { return bos_id_; }
@@ -52,7 +54,15 @@ class VocabularyTokenizer : public Tokenizer {
     int32_t token;  // -1 for raw text
     std::string_view text;
   };
-  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+  // Which control-token matches to split out: all, none, or those inside given ranges.
+  struct SpecialPolicy {
+    bool all = false;
+    std::span<const Range> ranges;
+    bool allows(size_t begin, size_t end) const;
+  };
+  std::vector<Fragment> split_special(std::string_view text, SpecialPolicy policy) const;
+  std::vector<int32_t> encode_split(std::string_view text, bool add_special,
+                                    SpecialPolicy policy) const;
 
   std::vector<std::string> tokens_;
   std::vector<TokenType> types_;

@@ -50,9 +50,10 @@ TEST(CompletionRequest, ChatWithoutMaxTokensRunsUntilTheContextEnds) {
   CompletionRequest r = parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}]})");
   EXPECT_EQ(r.endpoint, Endpoint::kChatCompletions);
   EXPECT_FALSE(r.max_tokens.has_value());
-  ASSERT_EQ(r.messages.size(), 1u);
-  EXPECT_EQ(r.messages[0].role, "user");
-  EXPECT_EQ(r.messages[0].content, "hi");
+  ASSERT_EQ(r.chat.messages.size(), 1u);
+  EXPECT_EQ(r.chat.messages[0]["role"], "user");
+  EXPECT_EQ(r.chat.messages[0]["content"], "hi");
+  EXPECT_TRUE(r.chat.add_generation_prompt);
   EXPECT_TRUE(r.prompt_text.empty());
 }
 
@@ -189,14 +190,15 @@ TEST(CompletionRequest, ChatReadsRolesAndTextParts) {
       {"role": "assistant", "content": null},
       {"role": "assistant", "content": "ok", "name": "bot"},
       {"role": "user", "content": ""}]})");
-  ASSERT_EQ(r.messages.size(), 5u);
-  EXPECT_EQ(r.messages[0].role, "system");  // developer is OpenAI's newer name for system
-  EXPECT_EQ(r.messages[0].content, "be brief");
-  EXPECT_EQ(r.messages[1].content, "one\ntwo");
-  EXPECT_EQ(r.messages[2].role, "assistant");
-  EXPECT_EQ(r.messages[2].content, "");
-  EXPECT_EQ(r.messages[3].content, "ok");
-  EXPECT_EQ(r.messages[4].content, "");
+  const auto& m = r.chat.messages;
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0]["role"], "system");  // developer is OpenAI's newer name for system
+  EXPECT_EQ(m[0]["content"], "be brief");
+  EXPECT_EQ(m[1]["content"], "one\ntwo");
+  EXPECT_EQ(m[2]["role"], "assistant");
+  EXPECT_EQ(m[2]["content"], "");
+  EXPECT_EQ(m[3].dump(), R"({"role":"assistant","content":"ok","name":"bot"})");
+  EXPECT_EQ(m[4]["content"], "");
 }
 
 TEST(CompletionRequest, ChatIgnoresPromptAndCompletionsIgnoresMessages) {
@@ -204,7 +206,7 @@ TEST(CompletionRequest, ChatIgnoresPromptAndCompletionsIgnoresMessages) {
       parse_chat_ok(R"({"prompt": 12, "messages": [{"role": "user", "content": "hi"}]})");
   EXPECT_TRUE(chat.prompt_text.empty());
   CompletionRequest cmpl = parse_ok(R"({"prompt": "p", "messages": 12})");
-  EXPECT_TRUE(cmpl.messages.empty());
+  EXPECT_TRUE(cmpl.chat.messages.empty());
 }
 
 TEST(CompletionRequest, ParseErrorsSayWhere) {

@@ -133,16 +133,21 @@ TEST(Responses, InvalidUtf8BecomesReplacementCharactersNotAThrow) {
 }
 
 TEST(Responses, ModelsListNamesTheModelItsContextAndChatTemplate) {
-  Json body = Json::parse(models_list_json(ServedModel{"tiny", 1700000000, 2048, "llama3"}));
+  Json body = Json::parse(models_list_json(
+      ServedModel{{"tiny", "alias"}, 1700000000, 2048, "tokenizer.chat_template"}));
   EXPECT_EQ(body["object"], "list");
-  ASSERT_EQ(body["data"].size(), 1u);
+  ASSERT_EQ(body["data"].size(), 2u);
   const Json& model = body["data"][0];
   EXPECT_EQ(model["id"], "tiny");
   EXPECT_EQ(model["object"], "model");
   EXPECT_EQ(model["created"], 1700000000);
   EXPECT_EQ(model["owned_by"], "tandem");
   EXPECT_EQ(model["max_model_len"], 2048);
-  EXPECT_EQ(model["chat_template"], "llama3");
+  EXPECT_EQ(model["chat_template"], "tokenizer.chat_template");
+  EXPECT_EQ(body["data"][1]["id"], "alias");
+  EXPECT_EQ(body["data"][1]["root"], "tiny");
+  const Json none = Json::parse(models_list_json(ServedModel{{"tiny"}, 0, 16, std::nullopt}));
+  EXPECT_TRUE(none["data"][0]["chat_template"].is_null());
 }
 
 }  // namespace

@@ -34,6 +34,10 @@ class ByteTokenizer : public Tokenizer {
     texts_.push_back("</s>");
     for (int i = 257; i < 260; ++i) texts_.push_back("<unused>");
   }
+  std::vector<int32_t> encode(std::string_view text, bool add_special,
+                              std::span<const Range>) const override {
+    return encode(text, add_special, false);
+  }
   std::vector<int32_t> encode(std::string_view text, bool, bool) const override {
     std::vector<int32_t> ids;
     for (unsigned char c : text) ids.push_back(c);

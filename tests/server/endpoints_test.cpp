@@ -27,7 +27,7 @@ TEST(Endpoints, ModelsListsTheServedModelAndItsChatTemplate) {
   ASSERT_EQ(models["data"].size(), 1u);
   EXPECT_EQ(models["data"][0]["id"], "tiny");
   EXPECT_EQ(models["data"][0]["max_model_len"], 512);
-  EXPECT_EQ(models["data"][0]["chat_template"], "chatml");
+  EXPECT_EQ(models["data"][0]["chat_template"], "tokenizer.chat_template");
 }
 
 TEST(Endpoints, ServedModelNameIsTheIdListedAndAnswered) {

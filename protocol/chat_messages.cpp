@@ -1,0 +1,188 @@
+#include "protocol/chat_messages.h"
+
+#include <string>
+
+#include "protocol/request_fields.h"
+
+namespace tandem::request_fields {
+namespace {
+
+std::string element(const std::string& array, size_t index) {
+  return array + "[" + std::to_string(index) + "]";
+}
+
+const Json& require_object(const Json& value, const std::string& param) {
+  if (!value.is_object()) {
+    reject("Invalid type for '" + param + "': expected an object, but got " + describe_type(value) +
+               ".",
+           param);
+  }
+  return value;
+}
+
+const Json& require_array(const Json& value, const std::string& param) {
+  if (!value.is_array()) {
+    reject("Invalid type for '" + param + "': expected an array, but got " + describe_type(value) +
+               ".",
+           param);
+  }
+  return value;
+}
+
+// A string, or an array of text parts joined with newlines (vLLM's "string" content
+// format, which every text-only template expects); absent or null: "".
+std::string read_content(const Json& message, const std::string& param) {
+  const Json* content = find_field(message, "content");
+  if (content == nullptr) return "";
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array()) {
+    reject("Invalid type for '" + param + "': expected a string or an array of text parts, " +
+               "but got " + describe_type(*content) + ".",
+           param);
+  }
+  std::string text;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const std::string part_param = element(param, i);
+    const Json& part = require_object((*content)[i], part_param);
+    const Json* type = find_field(part, "type");
+    if (type == nullptr) reject("'" + part_param + ".type' is required.", part_param + ".type");
+    const std::string& type_name = read_string(*type, part_param + ".type");
+    if (type_name != "text") {
+      reject("Content parts of type '" + type_name + "' are not supported; only 'text' is.",
+             part_param + ".type");
+    }
+    const Json* part_text = find_field(part, "text");
+    if (part_text == nullptr)
+      reject("'" + part_param + ".text' is required.", part_param + ".text");
+    if (i > 0) text += '\n';
+    text += read_string(*part_text, part_param + ".text");
+  }
+  return text;
+}
+
+// OpenAI sends a call's arguments as a JSON string; templates want the object.
+Json read_tool_call(const Json& call, const std::string& param) {
+  Json shaped = require_object(call, param);
+  const Json* function = find_field(call, "function");
+  if (function == nullptr) reject("'" + param + ".function' is required.", param + ".function");
+  require_object(*function, param + ".function");
+  const Json* name = find_field(*function, "name");
+  if (name == nullptr) {
+    reject("'" + param + ".function.name' is required.", param + ".function.name");
+  }
+  read_string(*name, param + ".function.name");
+  const std::string args_param = param + ".function.arguments";
+  const Json* arguments = find_field(*function, "arguments");
+  Json parsed = Json::object();
+  if (arguments != nullptr && arguments->is_string()) {
+    const std::string& text = arguments->get_ref<const std::string&>();
+    if (!text.empty()) {
+      parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) {
+        reject("Invalid value for '" + args_param + "': not valid JSON.", args_param);
+      }
+    }
+  } else if (arguments != nullptr && (arguments->is_object() || arguments->is_array())) {
+    parsed = *arguments;
+  } else if (arguments != nullptr) {
+    reject("Invalid type for '" + args_param + "': expected a JSON string, but got " +
+               describe_type(*arguments) + ".",
+           args_param);
+  }
+  shaped["function"]["arguments"] = std::move(parsed);
+  return shaped;
+}
+
+Json read_message(const Json& value, const std::string& param) {
+  const Json& message = require_object(value, param);
+  const Json* role_field = find_field(message, "role");
+  if (role_field == nullptr) reject("'" + param + ".role' is required.", param + ".role");
+  std::string role = read_string(*role_field, param + ".role");
+  if (role == "developer") role = "system";  // OpenAI's newer name for the system turn
+  if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+    reject("Invalid value for '" + param + ".role': '" + role +
+               "' is not supported; expected 'system', 'developer', 'user', 'assistant' or "
+               "'tool'.",
+           param + ".role");
+  }
+  const std::string content_param = param + ".content";
+  if (role != "assistant" && find_field(message, "content") == nullptr) {
+    reject("'" + content_param + "' is required.", content_param);
+  }
+  Json shaped = Json::object();
+  shaped["role"] = role;
+  shaped["content"] = read_content(message, content_param);
+  if (const Json* calls = find_field(message, "tool_calls")) {
+    if (role != "assistant") {
+      reject("'" + param + ".tool_calls' is only allowed in assistant messages.",
+             param + ".tool_calls");
+    }
+    Json shaped_calls = Json::array();
+    require_array(*calls, param + ".tool_calls");
+    for (size_t i = 0; i < calls->size(); ++i) {
+      shaped_calls.push_back(read_tool_call((*calls)[i], element(param + ".tool_calls", i)));
+    }
+    shaped["tool_calls"] = std::move(shaped_calls);
+  }
+  for (const char* key : {"reasoning_content", "tool_call_id", "name"}) {
+    if (const Json* field = find_field(message, key)) {
+      shaped[key] = read_string(*field, param + "." + key);
+    }
+  }
+  return shaped;
+}
+
+}  // namespace
+
+ChatInputs read_chat_inputs(const Json& body) {
+  ChatInputs inputs;
+  const Json* messages = find_field(body, "messages");
+  if (messages == nullptr) reject("'messages' is required.", "messages");
+  require_array(*messages, "messages");
+  if (messages->empty()) reject("'messages' must not be empty.", "messages");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    inputs.messages.push_back(read_message((*messages)[i], element("messages", i)));
+  }
+  if (const Json* kwargs = find_field(body, "chat_template_kwargs")) {
+    inputs.template_kwargs = require_object(*kwargs, "chat_template_kwargs");
+  }
+  if (const Json* documents = find_field(body, "documents")) {
+    inputs.documents = require_array(*documents, "documents");
+  }
+  if (const Json* add = find_field(body, "add_generation_prompt")) {
+    inputs.add_generation_prompt = read_bool(*add, "add_generation_prompt");
+  }
+  if (const Json* proceed = find_field(body, "continue_final_message")) {
+    if (read_bool(*proceed, "continue_final_message")) {
+      reject("'continue_final_message' set to true is not supported by this server.",
+             "continue_final_message");
+    }
+  }
+  if (find_field(body, "chat_template") != nullptr) {
+    reject(
+        "'chat_template' in a request is not supported by this server; start it with "
+        "--chat-template FILE instead.",
+        "chat_template");
+  }
+  return inputs;
+}
+
+}  // namespace tandem::request_fields
+
+namespace tandem {
+
+std::variant<ChatInputs, ApiError> parse_apply_template_request(std::string_view body) {
+  try {
+    return request_fields::read_chat_inputs(request_fields::parse_body_object(body));
+  } catch (const request_fields::RequestRejected& rejected) {
+    return rejected.error;
+  }
+}
+
+std::string apply_template_response_json(std::string_view prompt) {
+  // Invalid UTF-8 cannot reach here (requests are checked), but replace, never throw.
+  return nlohmann::ordered_json{{"prompt", prompt}}.dump(-1, ' ', false,
+                                                         nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace tandem

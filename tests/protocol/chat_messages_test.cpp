@@ -1,0 +1,107 @@
+// Chat messages as the template sees them: OpenAI's tool turns, arguments parsed as vLLM
+// does, key order kept, and every bad shape a 400 naming the field.
+#include "protocol/chat_messages.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "protocol/chat_prompt.h"
+
+namespace tandem {
+namespace {
+
+ChatInputs parse_ok(const std::string& body) {
+  auto parsed = parse_apply_template_request(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) {
+    ADD_FAILURE() << error->message;
+    return {};
+  }
+  return std::get<ChatInputs>(std::move(parsed));
+}
+
+ApiError parse_error(const std::string& body) {
+  auto parsed = parse_apply_template_request(body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+TEST(ChatMessages, ToolTurnsReachTheTemplateAsOpenAIShapesThem) {
+  const ChatInputs inputs = parse_ok(R"({"messages": [
+      {"role": "user", "content": "weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"c\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "21"}]})");
+  ASSERT_EQ(inputs.messages.size(), 3u);
+  // Arguments become an object, keys in the client's order; content null becomes "".
+  EXPECT_EQ(inputs.messages[1].dump(),
+            R"({"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function",)"
+            R"("function":{"name":"get_weather","arguments":{"city":"Paris","unit":"c"}}}]})");
+  EXPECT_EQ(inputs.messages[2].dump(),
+            R"({"role":"tool","content":"21","tool_call_id":"call_1","name":"get_weather"})");
+}
+
+TEST(ChatMessages, TemplateSwitchesAreRead) {
+  const ChatInputs inputs = parse_ok(R"({"messages": [{"role": "user", "content": "x"}],
+      "add_generation_prompt": false, "chat_template_kwargs": {"enable_thinking": false},
+      "documents": [{"title": "a", "text": "b"}]})");
+  EXPECT_FALSE(inputs.add_generation_prompt);
+  EXPECT_EQ(inputs.template_kwargs.dump(), R"({"enable_thinking":false})");
+  EXPECT_EQ(inputs.documents.size(), 1u);
+}
+
+TEST(ChatMessages, BadShapesNameTheirField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role"},
+      {R"({"messages": [{"role": "tool"}]})", "messages[0].content"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+       "messages[0].tool_calls"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f",
+          "arguments": "{oops"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}]})",
+       "messages[0].tool_calls[0].function.name"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function"}]}]})",
+       "messages[0].tool_calls[0].function"},
+      {R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 7}]})",
+       "messages[0].tool_call_id"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
+       "chat_template_kwargs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true})",
+       "continue_final_message"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template": "{{ 1 }}"})",
+       "chat_template"},
+      {R"({"messages": []})", "messages"},
+  };
+  for (const auto& [body, param] : cases) {
+    const ApiError error = parse_error(body);
+    EXPECT_EQ(error.status, 400) << body;
+    EXPECT_EQ(error.param, param) << body << ": " << error.message;
+  }
+}
+
+TEST(ChatMessages, RaisedTemplateErrorsAreTheClientsMessage) {
+  auto compiled = JinjaChatTemplate::compile(
+      "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversations must start "
+      "with a user turn') }}{% endif %}{{ messages[0]['content'] }}{{ undefined_call() }}");
+  ASSERT_TRUE(std::holds_alternative<JinjaChatTemplate>(compiled));
+  const auto& chat = std::get<JinjaChatTemplate>(compiled);
+  auto raised = render_chat_request(
+      chat, parse_ok(R"({"messages": [{"role": "assistant", "content": "x"}]})"), {}, {});
+  ASSERT_TRUE(std::holds_alternative<ApiError>(raised));
+  EXPECT_EQ(std::get<ApiError>(raised).message, "Conversations must start with a user turn");
+  EXPECT_EQ(std::get<ApiError>(raised).status, 400);
+  auto failed = render_chat_request(
+      chat, parse_ok(R"({"messages": [{"role": "user", "content": "x"}]})"), {}, {});
+  ASSERT_TRUE(std::holds_alternative<ApiError>(failed));
+  EXPECT_NE(std::get<ApiError>(failed).message.find("chat template failed"), std::string::npos);
+}
+
+TEST(ChatMessages, ApplyTemplateResponseIsLlamaServersShape) {
+  EXPECT_EQ(apply_template_response_json("<|im_start|>user\nhi"),
+            R"({"prompt":"<|im_start|>user\nhi"})");
+}
+
+}  // namespace
+}  // namespace tandem
