@@ -18,6 +18,8 @@
 namespace tandem::testing {
 namespace {
 
+using server::tokenize_chat_prompt;
+
 std::unique_ptr<Tokenizer> shared_tokenizer(const std::string& vocab) {
   const gguf::File file =
       gguf::File::open(*shared_dir() / "vocab" / ("ggml-vocab-" + vocab + ".gguf"));
