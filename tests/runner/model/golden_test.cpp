@@ -138,7 +138,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("rand-tiny-llama-spm-f32", "rand-tiny-llama-spm-f16",
                       "families/llama3-tiny-s777-f16", "families/mistral-nemo-tiny-s777-f16",
                       "families/qwen3-tiny-s777-f16", "families/phi3-tiny-s777-f16",
-                      "families/gemma2-tiny-s777-f16", "families/gemma3-tiny-s777-f16"),
+                      "families/gemma2-tiny-s777-f16", "families/gemma3-tiny-s777-f16",
+                      "kquants/rand-kq-llama-q4_0", "kquants/rand-kq-llama-q3_k_m",
+                      "kquants/rand-kq-llama-q4_k_m", "kquants/rand-kq-llama-iq4_xs"),
     [](const auto& info) {
       std::string n = info.param;
       for (char& ch : n)
