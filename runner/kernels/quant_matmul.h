@@ -8,7 +8,7 @@
 // How one output y[m][o] is computed, whatever the ISA and whatever the number of rows:
 //  1. weight row o, kept in its GGUF blocks, is unpacked to one int8 per weight (the block's
 //     quant as ggml's integer dot products see it: Q4_0 nibble - 8, Q4_K nibble, Q6_K six
-//     bits - 32, IQ4 the table's value, ...);
+//     bits - 32, IQ4 the table's value, ...) and its scales decoded (RowScales);
 //  2. activation row m was quantized (quantize_q8.h) to Q8_0, Q8_1 or Q8_K, as ggml does;
 //  3. group_sums gives the integer dot of every 16 values;
 //  4. the block's integer scales combine those sums exactly (int32), and per block the float
@@ -190,251 +190,262 @@ inline void k4_scales_mins(const uint8_t (&q)[12], int (&sc)[8], int (&mn)[8]) {
   }
 }
 
-// ---- Per-type: unpack a row, and finish a dot from its group sums -------------------
-// finish(row, g, x, m): g holds the 16-value integer sums of weight row `row` with
-// activation row m of x. The float steps are ggml's reference vec_dot's, per block.
+// ---- Per-type unpacking of a row: its int8 quants and its scales --------------------
+// A row's scales, decoded once per unpacking and then used for every activation row:
+//   legacy types (blocks of 32): d[b], and for Q4_1/Q5_1 the min m[b] (else 0);
+//   super-block types (256): d[b], dmin[b] (0 where there is no min), and per 16 values
+//   the integer scale sc[g] and min mn[g] (0 where there is none).
+struct RowScales {
+  float* d;
+  float* dm;
+  int16_t* sc;
+  int16_t* mn;
+};
+
+template <class Block, int kOffset>
+void unpack_legacy_nibbles(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
+  const auto* b = blocks_of<Block>(row);
+  for (int64_t i = 0; i < n / 32; ++i) {
+    unpack_nibbles<kOffset>(b[i].qs, q + 32 * i);
+    r.d[i] = half(b[i].d);
+  }
+}
 
 struct Q4_0 {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    const auto* b = blocks_of<gguf::BlockQ4_0>(row);
-    for (int64_t i = 0; i < n / 32; ++i) unpack_nibbles<8>(b[i].qs, q + 32 * i);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    const auto* b = blocks_of<gguf::BlockQ4_0>(row);
-    const int64_t nb = x.n_in / 32;
-    const float* xd = x.d + m * nb;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
-      const int32_t isum = g[2 * i] + g[2 * i + 1];
-      sum += static_cast<float>(isum) * half(b[i].d) * xd[i];
-    }
-    return sum;
+  static constexpr bool kSuper = false;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
+    unpack_legacy_nibbles<gguf::BlockQ4_0, 8>(row, n, q, r);
   }
 };
 
-// Q4_1/Q5_1: x = d * q + m, against Q8_1 activations whose s carries d * sum(q).
-template <class Block>
-float finish_with_min(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-  const auto* b = blocks_of<Block>(row);
-  const int64_t nb = x.n_in / 32;
-  const float* xd = x.d + m * nb;
-  const float* xs = x.s + m * nb;
-  float sum = 0.f;
-  for (int64_t i = 0; i < nb; ++i) {
-    const int32_t isum = g[2 * i] + g[2 * i + 1];
-    sum += half(b[i].d) * xd[i] * static_cast<float>(isum) + half(b[i].m) * xs[i];
-  }
-  return sum;
-}
-
 struct Q4_1 {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
+  static constexpr bool kSuper = false;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
+    unpack_legacy_nibbles<gguf::BlockQ4_1, 0>(row, n, q, r);
     const auto* b = blocks_of<gguf::BlockQ4_1>(row);
-    for (int64_t i = 0; i < n / 32; ++i) unpack_nibbles<0>(b[i].qs, q + 32 * i);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    return finish_with_min<gguf::BlockQ4_1>(row, g, x, m);
+    for (int64_t i = 0; i < n / 32; ++i) r.dm[i] = half(b[i].m);
   }
 };
 
 struct Q5_0 {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
+  static constexpr bool kSuper = false;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockQ5_0>(row);
-    for (int64_t i = 0; i < n / 32; ++i) unpack_q5<16>(b[i].qh, b[i].qs, q + 32 * i);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    const auto* b = blocks_of<gguf::BlockQ5_0>(row);
-    const int64_t nb = x.n_in / 32;
-    const float* xd = x.d + m * nb;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
-      const int32_t isum = g[2 * i] + g[2 * i + 1];
-      sum += half(b[i].d) * xd[i] * static_cast<float>(isum);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      unpack_q5<16>(b[i].qh, b[i].qs, q + 32 * i);
+      r.d[i] = half(b[i].d);
     }
-    return sum;
   }
 };
 
 struct Q5_1 {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
+  static constexpr bool kSuper = false;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockQ5_1>(row);
-    for (int64_t i = 0; i < n / 32; ++i) unpack_q5<0>(b[i].qh, b[i].qs, q + 32 * i);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    return finish_with_min<gguf::BlockQ5_1>(row, g, x, m);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      unpack_q5<0>(b[i].qh, b[i].qs, q + 32 * i);
+      r.d[i] = half(b[i].d);
+      r.dm[i] = half(b[i].m);
+    }
   }
 };
 
 struct Iq4Nl {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
+  static constexpr bool kSuper = false;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockIq4Nl>(row);
-    for (int64_t i = 0; i < n / 32; ++i) unpack_iq4(b[i].qs, q + 32 * i);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    const auto* b = blocks_of<gguf::BlockIq4Nl>(row);
-    const int64_t nb = x.n_in / 32;
-    const float* xd = x.d + m * nb;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
-      const int32_t isum = g[2 * i] + g[2 * i + 1];
-      sum += half(b[i].d) * xd[i] * static_cast<float>(isum);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      unpack_iq4(b[i].qs, q + 32 * i);
+      r.d[i] = half(b[i].d);
     }
-    return sum;
   }
 };
 
-// The K-quants and IQ4_XS: super-blocks of 256 against Q8_K (its d is F32, not rounded).
-template <class Block, void (*kUnpack)(const Block&, int8_t*)>
-void unpack_super_blocks(const uint8_t* row, int64_t n, int8_t* q) {
-  const auto* b = blocks_of<Block>(row);
-  for (int64_t i = 0; i < n / 256; ++i) kUnpack(b[i], q + 256 * i);
-}
-
 struct Q2_K {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    unpack_super_blocks<gguf::BlockQ2_K, unpack_q2_k>(row, n, q);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
+  static constexpr bool kSuper = true;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockQ2_K>(row);
-    const int64_t nb = x.n_in / 256;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
-      const int32_t* gi = g + 16 * i;
-      const int32_t* bsums = x.bsums + (m * nb + i) * 16;
-      int32_t isum = 0, summs = 0;
+    for (int64_t i = 0; i < n / 256; ++i) {
+      unpack_q2_k(b[i], q + 256 * i);
+      r.d[i] = half(b[i].d);
+      r.dm[i] = half(b[i].dmin);
       for (int j = 0; j < 16; ++j) {
-        isum += (b[i].scales[j] & 0xF) * gi[j];
-        summs += (b[i].scales[j] >> 4) * bsums[j];
+        r.sc[16 * i + j] = static_cast<int16_t>(b[i].scales[j] & 0xF);
+        r.mn[16 * i + j] = static_cast<int16_t>(b[i].scales[j] >> 4);
       }
-      const float xd = x.d[m * nb + i];
-      const float dall = xd * half(b[i].d), dmin = xd * half(b[i].dmin);
-      sum += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
     }
-    return sum;
   }
 };
 
 struct Q3_K {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    unpack_super_blocks<gguf::BlockQ3_K, unpack_q3_k>(row, n, q);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
+  static constexpr bool kSuper = true;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockQ3_K>(row);
-    const int64_t nb = x.n_in / 256;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
+    for (int64_t i = 0; i < n / 256; ++i) {
+      unpack_q3_k(b[i], q + 256 * i);
       int scales[16];
       q3_k_scales(b[i].scales, scales);
-      const int32_t* gi = g + 16 * i;
-      int32_t isum = 0;
-      for (int j = 0; j < 16; ++j) isum += scales[j] * gi[j];
-      sum += half(b[i].d) * x.d[m * nb + i] * static_cast<float>(isum);
+      r.d[i] = half(b[i].d);
+      r.dm[i] = 0.f;
+      for (int j = 0; j < 16; ++j) {
+        r.sc[16 * i + j] = static_cast<int16_t>(scales[j]);
+        r.mn[16 * i + j] = 0;
+      }
     }
-    return sum;
   }
 };
 
-// Q4_K/Q5_K: eight sub-blocks of 32 with a 6-bit scale and min each.
-template <class Block>
-float finish_k4(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
+// Q4_K/Q5_K: eight sub-blocks of 32, each scale and min serving two groups of 16.
+template <class Block, void (*kUnpack)(const Block&, int8_t*)>
+void unpack_k4(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
   const auto* b = blocks_of<Block>(row);
-  const int64_t nb = x.n_in / 256;
-  float sum = 0.f;
-  for (int64_t i = 0; i < nb; ++i) {
+  for (int64_t i = 0; i < n / 256; ++i) {
+    kUnpack(b[i], q + 256 * i);
     int sc[8], mn[8];
     k4_scales_mins(b[i].scales, sc, mn);
-    const int32_t* gi = g + 16 * i;
-    const int32_t* bsums = x.bsums + (m * nb + i) * 16;
-    int32_t isum = 0, summs = 0;
-    for (int j = 0; j < 8; ++j) {
-      isum += sc[j] * (gi[2 * j] + gi[2 * j + 1]);
-      summs += mn[j] * (bsums[2 * j] + bsums[2 * j + 1]);
+    r.d[i] = half(b[i].d);
+    r.dm[i] = half(b[i].dmin);
+    for (int j = 0; j < 16; ++j) {
+      r.sc[16 * i + j] = static_cast<int16_t>(sc[j / 2]);
+      r.mn[16 * i + j] = static_cast<int16_t>(mn[j / 2]);
     }
-    const float xd = x.d[m * nb + i];
-    const float d = half(b[i].d) * xd, dmin = half(b[i].dmin) * xd;
-    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(summs);
   }
-  return sum;
 }
 
 struct Q4_K {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    unpack_super_blocks<gguf::BlockQ4_K, unpack_q4_k>(row, n, q);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    return finish_k4<gguf::BlockQ4_K>(row, g, x, m);
+  static constexpr bool kSuper = true;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
+    unpack_k4<gguf::BlockQ4_K, unpack_q4_k>(row, n, q, r);
   }
 };
 
 struct Q5_K {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    unpack_super_blocks<gguf::BlockQ5_K, unpack_q5_k>(row, n, q);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
-    return finish_k4<gguf::BlockQ5_K>(row, g, x, m);
+  static constexpr bool kSuper = true;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
+    unpack_k4<gguf::BlockQ5_K, unpack_q5_k>(row, n, q, r);
   }
 };
 
 struct Q6_K {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    unpack_super_blocks<gguf::BlockQ6_K, unpack_q6_k>(row, n, q);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
+  static constexpr bool kSuper = true;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockQ6_K>(row);
-    const int64_t nb = x.n_in / 256;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
-      const int32_t* gi = g + 16 * i;
-      int32_t isum = 0;
-      for (int j = 0; j < 16; ++j) isum += b[i].scales[j] * gi[j];
-      sum += half(b[i].d) * x.d[m * nb + i] * static_cast<float>(isum);
+    for (int64_t i = 0; i < n / 256; ++i) {
+      unpack_q6_k(b[i], q + 256 * i);
+      r.d[i] = half(b[i].d);
+      r.dm[i] = 0.f;
+      for (int j = 0; j < 16; ++j) {
+        r.sc[16 * i + j] = b[i].scales[j];
+        r.mn[16 * i + j] = 0;
+      }
     }
-    return sum;
   }
 };
 
 struct Iq4Xs {
-  static void unpack(const uint8_t* row, int64_t n, int8_t* q) {
-    unpack_super_blocks<gguf::BlockIq4Xs, unpack_iq4_xs>(row, n, q);
-  }
-  static float finish(const uint8_t* row, const int32_t* g, const ActRows& x, int64_t m) {
+  static constexpr bool kSuper = true;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     const auto* b = blocks_of<gguf::BlockIq4Xs>(row);
-    const int64_t nb = x.n_in / 256;
-    float sum = 0.f;
-    for (int64_t i = 0; i < nb; ++i) {
-      const int32_t* gi = g + 16 * i;
-      int32_t isum = 0;
-      for (int ib = 0; ib < 8; ++ib) {
+    for (int64_t i = 0; i < n / 256; ++i) {
+      unpack_iq4_xs(b[i], q + 256 * i);
+      r.d[i] = half(b[i].d);
+      r.dm[i] = 0.f;
+      for (int j = 0; j < 16; ++j) {
+        const int ib = j / 2;
         const int ls = ((b[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) |
                        (((b[i].scales_h >> 2 * ib) & 3) << 4);
-        isum += (ls - 32) * (gi[2 * ib] + gi[2 * ib + 1]);
+        r.sc[16 * i + j] = static_cast<int16_t>(ls - 32);
+        r.mn[16 * i + j] = 0;
       }
-      sum += half(b[i].d) * x.d[m * nb + i] * static_cast<float>(isum);
+    }
+  }
+};
+
+// ---- Finishing a dot from its group sums ----------------------------------------------
+// g holds the 16-value integer sums of a weight row with activation row m. The float steps
+// are those of ggml's reference vec_dot, per block, accumulated in block order.
+
+// Blocks of 32 against Q8_0 (no min: + 0) or Q8_1 (+ min * the activations' d * sum).
+inline float finish_legacy(const RowScales& r, const int32_t* g, const ActRows& x, int64_t m) {
+  const int64_t nb = x.n_in / 32;
+  const float* xd = x.d + m * nb;
+  float sum = 0.f;
+  if (x.s == nullptr) {
+    for (int64_t i = 0; i < nb; ++i) {
+      sum += r.d[i] * xd[i] * static_cast<float>(g[2 * i] + g[2 * i + 1]);
     }
     return sum;
   }
-};
+  const float* xs = x.s + m * nb;
+  for (int64_t i = 0; i < nb; ++i) {
+    sum += r.d[i] * xd[i] * static_cast<float>(g[2 * i] + g[2 * i + 1]) + r.dm[i] * xs[i];
+  }
+  return sum;
+}
+
+// Super-blocks of 256 against Q8_K: d * sum(sc * group) - dmin * sum(mn * activation sums),
+// both sums exact integers.
+inline float finish_super(const RowScales& r, const int32_t* g, const ActRows& x, int64_t m) {
+  const int64_t nb = x.n_in / 256;
+  float sum = 0.f;
+  for (int64_t i = 0; i < nb; ++i) {
+    const int32_t* gi = g + 16 * i;
+    const int32_t* bsums = x.bsums + (m * nb + i) * 16;
+    const int16_t* sc = r.sc + 16 * i;
+    const int16_t* mn = r.mn + 16 * i;
+    int32_t isum = 0, summs = 0;
+    for (int j = 0; j < 16; ++j) {
+      isum += sc[j] * gi[j];
+      summs += mn[j] * bsums[j];
+    }
+    const float xd = x.d[m * nb + i];
+    sum += r.d[i] * xd * static_cast<float>(isum) - r.dm[i] * xd * static_cast<float>(summs);
+  }
+  return sum;
+}
 
 // ---- The loop -------------------------------------------------------------------------
 
 // Weight rows unpacked together and then used for every activation row.
 constexpr int64_t kQuantChunk = 4;
 
+// One unpacked row in the scratch: quants, then d, dm (floats), then sc, mn (int16).
+struct UnpackedRows {
+  int8_t* q;
+  RowScales scales[kQuantChunk];
+};
+
+inline size_t round64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 template <class S, class T>
 void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   const int64_t n = a.n_in;
-  const size_t weights_bytes = static_cast<size_t>(kQuantChunk * n + 63) / 64 * 64;
-  auto* scratch = static_cast<uint8_t*>(quant_scratch(weights_bytes + (n / 16) * 4));
-  auto* wq = reinterpret_cast<int8_t*>(scratch);
-  auto* g = reinterpret_cast<int32_t*>(scratch + weights_bytes);
+  const size_t q_bytes = round64(static_cast<size_t>(kQuantChunk * n));
+  const size_t f_bytes = round64(static_cast<size_t>(n / 32) * 4);  // per float array
+  const size_t s_bytes = round64(static_cast<size_t>(n / 16) * 2);  // per int16 array
+  const size_t per_row = 2 * f_bytes + 2 * s_bytes;
+  auto* scratch = static_cast<uint8_t*>(
+      quant_scratch(q_bytes + kQuantChunk * per_row + round64(static_cast<size_t>(n / 16) * 4)));
+  UnpackedRows u;
+  u.q = reinterpret_cast<int8_t*>(scratch);
+  for (int64_t i = 0; i < kQuantChunk; ++i) {
+    uint8_t* base = scratch + q_bytes + i * per_row;
+    u.scales[i] = {reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + f_bytes),
+                   reinterpret_cast<int16_t*>(base + 2 * f_bytes),
+                   reinterpret_cast<int16_t*>(base + 2 * f_bytes + s_bytes)};
+  }
+  auto* g = reinterpret_cast<int32_t*>(scratch + q_bytes + kQuantChunk * per_row);
   for (int64_t o0 = out_begin; o0 < out_end; o0 += kQuantChunk) {
     const int64_t count = out_end - o0 < kQuantChunk ? out_end - o0 : kQuantChunk;
-    for (int64_t i = 0; i < count; ++i) T::unpack(a.w + (o0 + i) * a.row_bytes, n, wq + i * n);
+    for (int64_t i = 0; i < count; ++i) {
+      T::unpack(a.w + (o0 + i) * a.row_bytes, n, u.q + i * n, u.scales[i]);
+    }
     for (int64_t m = 0; m < a.n_rows; ++m) {
       const int8_t* xq = a.x.q + m * n;
       for (int64_t i = 0; i < count; ++i) {
-        S::group_sums(wq + i * n, xq, n, g);
-        a.y[m * a.n_out + o0 + i] = T::finish(a.w + (o0 + i) * a.row_bytes, g, a.x, m);
+        S::group_sums(u.q + i * n, xq, n, g);
+        a.y[m * a.n_out + o0 + i] = T::kSuper ? finish_super(u.scales[i], g, a.x, m)
+                                              : finish_legacy(u.scales[i], g, a.x, m);
       }
     }
   }
