@@ -27,7 +27,6 @@
 #include "runner/gguf/quant.h"
 #include "runner/kernels/isa.h"
 #include "runner/kernels/quantize_q8.h"
-#include "runner/util/float16.h"
 
 namespace tandem::kernels::detail {
 
@@ -62,7 +61,19 @@ void* quant_scratch(size_t bytes);
 
 namespace {
 
-inline float half(uint16_t h) { return float_from_half(h); }
+// An IEEE half to float, exactly (scales are finite). Defined here, with internal linkage,
+// rather than calling util/float16.h: an out-of-line copy of that inline function compiled
+// with this file's AVX-512 flags (at -O0) could be the one the linker keeps for every caller.
+inline float half(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in a float
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, magnitude) | sign);
+  }
+  const uint32_t biased = exponent == 0x1f ? 0xffu : exponent + 112;
+  return __builtin_bit_cast(float, sign | (biased << 23) | (mantissa << 13));
+}
 
 template <class Block>
 const Block* blocks_of(const uint8_t* row) {

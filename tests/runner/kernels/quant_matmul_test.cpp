@@ -250,6 +250,16 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   }
 }
 
+TEST(QuantMatmul, ItsHalfConversionIsTheOneConverters) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if (((h >> 10) & 0x1f) == 0x1f) continue;  // Inf and NaN: never a block's scale
+    const auto bits = static_cast<uint16_t>(h);
+    ASSERT_EQ(__builtin_bit_cast(uint32_t, detail::half(bits)),
+              __builtin_bit_cast(uint32_t, float_from_half(bits)))
+        << h;
+  }
+}
+
 TEST(QuantMatmul, Q8QuantizersFollowGgmlsReference) {
   std::vector<float> x(256, 0.f);
   detail::QuantizedActivations act;
