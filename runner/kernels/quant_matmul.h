@@ -209,8 +209,8 @@ inline void k4_scales_mins(const uint8_t (&q)[12], int (&sc)[8], int (&mn)[8]) {
 struct RowScales {
   float* d;
   float* dm;
-  int16_t* sc;
-  int16_t* mn;
+  int32_t* sc;
+  int32_t* mn;
 };
 
 template <class Block, int kOffset>
@@ -281,8 +281,8 @@ struct Q2_K {
       r.d[i] = half(b[i].d);
       r.dm[i] = half(b[i].dmin);
       for (int j = 0; j < 16; ++j) {
-        r.sc[16 * i + j] = static_cast<int16_t>(b[i].scales[j] & 0xF);
-        r.mn[16 * i + j] = static_cast<int16_t>(b[i].scales[j] >> 4);
+        r.sc[16 * i + j] = static_cast<int32_t>(b[i].scales[j] & 0xF);
+        r.mn[16 * i + j] = static_cast<int32_t>(b[i].scales[j] >> 4);
       }
     }
   }
@@ -299,7 +299,7 @@ struct Q3_K {
       r.d[i] = half(b[i].d);
       r.dm[i] = 0.f;
       for (int j = 0; j < 16; ++j) {
-        r.sc[16 * i + j] = static_cast<int16_t>(scales[j]);
+        r.sc[16 * i + j] = static_cast<int32_t>(scales[j]);
         r.mn[16 * i + j] = 0;
       }
     }
@@ -317,8 +317,8 @@ void unpack_k4(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
     r.d[i] = half(b[i].d);
     r.dm[i] = half(b[i].dmin);
     for (int j = 0; j < 16; ++j) {
-      r.sc[16 * i + j] = static_cast<int16_t>(sc[j / 2]);
-      r.mn[16 * i + j] = static_cast<int16_t>(mn[j / 2]);
+      r.sc[16 * i + j] = static_cast<int32_t>(sc[j / 2]);
+      r.mn[16 * i + j] = static_cast<int32_t>(mn[j / 2]);
     }
   }
 }
@@ -365,7 +365,7 @@ struct Iq4Xs {
         const int ib = j / 2;
         const int ls = ((b[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) |
                        (((b[i].scales_h >> 2 * ib) & 3) << 4);
-        r.sc[16 * i + j] = static_cast<int16_t>(ls - 32);
+        r.sc[16 * i + j] = static_cast<int32_t>(ls - 32);
         r.mn[16 * i + j] = 0;
       }
     }
@@ -402,13 +402,11 @@ inline float finish_super(const RowScales& r, const int32_t* g, const ActRows& x
   for (int64_t i = 0; i < nb; ++i) {
     const int32_t* gi = g + 16 * i;
     const int32_t* bsums = x.bsums + (m * nb + i) * 16;
-    const int16_t* sc = r.sc + 16 * i;
-    const int16_t* mn = r.mn + 16 * i;
-    int32_t isum = 0, summs = 0;
-    for (int j = 0; j < 16; ++j) {
-      isum += sc[j] * gi[j];
-      summs += mn[j] * bsums[j];
-    }
+    const int32_t* sc = r.sc + 16 * i;
+    const int32_t* mn = r.mn + 16 * i;
+    int32_t isum = 0, summs = 0;  // two loops of 16 int32 products: each one vector reduction
+    for (int j = 0; j < 16; ++j) isum += sc[j] * gi[j];
+    for (int j = 0; j < 16; ++j) summs += mn[j] * bsums[j];
     const float xd = x.d[m * nb + i];
     sum += r.d[i] * xd * static_cast<float>(isum) - r.dm[i] * xd * static_cast<float>(summs);
   }
@@ -420,7 +418,7 @@ inline float finish_super(const RowScales& r, const int32_t* g, const ActRows& x
 // Weight rows unpacked together and then used for every activation row.
 constexpr int64_t kQuantChunk = 4;
 
-// One unpacked row in the scratch: quants, then d, dm (floats), then sc, mn (int16).
+// One unpacked row in the scratch: quants, then d, dm (floats), then sc, mn (int32).
 struct UnpackedRows {
   int8_t* q;
   RowScales scales[kQuantChunk];
@@ -433,7 +431,7 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   const int64_t n = a.n_in;
   const size_t q_bytes = round64(static_cast<size_t>(kQuantChunk * n));
   const size_t f_bytes = round64(static_cast<size_t>(n / 32) * 4);  // per float array
-  const size_t s_bytes = round64(static_cast<size_t>(n / 16) * 2);  // per int16 array
+  const size_t s_bytes = round64(static_cast<size_t>(n / 16) * 4);  // per int32 array
   const size_t per_row = 2 * f_bytes + 2 * s_bytes;
   auto* scratch = static_cast<uint8_t*>(
       quant_scratch(q_bytes + kQuantChunk * per_row + round64(static_cast<size_t>(n / 16) * 4)));
@@ -442,8 +440,8 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   for (int64_t i = 0; i < kQuantChunk; ++i) {
     uint8_t* base = scratch + q_bytes + i * per_row;
     u.scales[i] = {reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + f_bytes),
-                   reinterpret_cast<int16_t*>(base + 2 * f_bytes),
-                   reinterpret_cast<int16_t*>(base + 2 * f_bytes + s_bytes)};
+                   reinterpret_cast<int32_t*>(base + 2 * f_bytes),
+                   reinterpret_cast<int32_t*>(base + 2 * f_bytes + s_bytes)};
   }
   auto* g = reinterpret_cast<int32_t*>(scratch + q_bytes + kQuantChunk * per_row);
   for (int64_t o0 = out_begin; o0 < out_end; o0 += kQuantChunk) {
