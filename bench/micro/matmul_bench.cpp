@@ -9,6 +9,7 @@
 // for medians; TANDEM_ISA=avx512|avx2 lowers the instruction set.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -182,6 +183,58 @@ void shape_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kBF16)->Apply(shape_args);
 BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kF16)->Apply(shape_args);
+
+// Quantized weights (kept in their GGUF blocks, integer dot products against activations
+// quantized per row): a 2048 x 2048 matrix (n_in a whole number of 256-blocks), rotating
+// through copies worth 256 MiB so that M = 1 streams the weights from DRAM. GB/s counts
+// the blocks' bytes, GFLOP/s 2 * n_out * n_in * M. Random bytes with a small F16 scale are
+// valid blocks of every type (the values do not matter to the speed).
+template <TensorType kType>
+void BM_QuantMatmul(benchmark::State& state) {
+  constexpr int64_t n_out = 2048, n_in = 2048;
+  const int64_t rows = state.range(0);
+  tandem::ThreadPool pool(static_cast<int>(state.range(1)));
+  const int64_t row_bytes =
+      n_in / tandem::gguf::block_elements(kType) * tandem::gguf::block_bytes(kType);
+  const int copies = static_cast<int>(std::max<int64_t>(1, (256 << 20) / (row_bytes * n_out)));
+  std::vector<PackedWeights> weights;
+  Xorshift rng;
+  std::vector<uint8_t> bytes(row_bytes * n_out);
+  for (int c = 0; c < copies; ++c) {
+    // Bit 6 of every byte cleared: each F16 scale is finite and below 2.
+    for (auto& b : bytes) {
+      rng.next();
+      b = static_cast<uint8_t>(rng.s >> 56) & 0xbf;
+    }
+    weights.push_back(PackedWeights::pack(WeightSource{kType, bytes.data(), n_out, n_in}));
+  }
+  std::vector<float> x(rows * n_in), y(rows * n_out);
+  for (auto& v : x) v = rng.next();
+  size_t step = 0;
+  for (auto _ : state) {
+    tandem::kernels::matmul(pool, weights[step++ % weights.size()], x.data(), rows, y.data());
+    benchmark::ClobberMemory();
+  }
+  report(state, static_cast<double>(row_bytes * n_out), 2.0 * n_out * n_in * rows, rows);
+  state.SetLabel(tandem::kernels::isa_name(tandem::kernels::detected_isa()));
+}
+
+void quant_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  b->Args({1, 2})->Args({32, 2});
+}
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_0)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_1)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_0)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_1)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ2_K)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ3_K)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_K)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_K)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ6_K)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_NL)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_XS)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ8_0)->Apply(quant_args);
 
 // Packing cost at load: GB/s of source weights repacked (one thread).
 template <TensorType kType>

@@ -56,6 +56,15 @@ struct IsaKernels {
                     float* y) = nullptr;
 };
 
+// The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations
+// quantized per row as ggml does, integer dot products per block. The ISA files supply only
+// the integer group sums (exact, so every ISA gives the same bits); see quant_matmul.h.
+struct QuantMatmulArgs;
+using QuantLoop = void (*)(const QuantMatmulArgs& args, int64_t out_begin, int64_t out_end);
+QuantLoop portable_quant_loop();
+QuantLoop avx2_quant_loop();
+QuantLoop avx512vnni_quant_loop();
+
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx512_kernels();
 const IsaKernels& avx512bf16_kernels();

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -21,12 +22,15 @@
 
 #include "runner/gguf/quant.h"
 #include "runner/kernels/isa.h"
+#include "runner/kernels/quant_matmul.h"
+#include "runner/kernels/quantize_q8.h"
 #include "runner/util/float16.h"
 
 namespace tandem::kernels {
 
 using detail::kPanel;
 using detail::PackedType;
+using detail::QuantKind;
 
 namespace {
 
@@ -115,9 +119,66 @@ size_t panel_bytes_for(PackedType type, int64_t n_in) {
   return 0;
 }
 
-// F16, BF16 (in pairs of k) and Q8_0 are packed as they are stored. Every other type,
-// the other quantized ones included until they have kernels of their own, is widened
-// exactly to F32 (gguf::dequantize_row), so it runs correctly if not yet fast.
+bool has_avx512vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni;
+}
+
+// The quantized types with integer kernels (quant_matmul.h); their rows stay in GGUF blocks.
+std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kQ4_0:
+      return QuantKind::kQ4_0;
+    case gguf::TensorType::kQ4_1:
+      return QuantKind::kQ4_1;
+    case gguf::TensorType::kQ5_0:
+      return QuantKind::kQ5_0;
+    case gguf::TensorType::kQ5_1:
+      return QuantKind::kQ5_1;
+    case gguf::TensorType::kQ2_K:
+      return QuantKind::kQ2_K;
+    case gguf::TensorType::kQ3_K:
+      return QuantKind::kQ3_K;
+    case gguf::TensorType::kQ4_K:
+      return QuantKind::kQ4_K;
+    case gguf::TensorType::kQ5_K:
+      return QuantKind::kQ5_K;
+    case gguf::TensorType::kQ6_K:
+      return QuantKind::kQ6_K;
+    case gguf::TensorType::kIQ4_NL:
+      return QuantKind::kIq4Nl;
+    case gguf::TensorType::kIQ4_XS:
+      return QuantKind::kIq4Xs;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The activations each kind multiplies, as ggml's vec_dot_type: Q8_1 for the types with a
+// min, Q8_K for the super-block types, Q8_0 for the rest.
+detail::ActFormat act_format_of(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kQ4_1:
+    case QuantKind::kQ5_1:
+      return detail::ActFormat::kQ8_1;
+    case QuantKind::kQ2_K:
+    case QuantKind::kQ3_K:
+    case QuantKind::kQ4_K:
+    case QuantKind::kQ5_K:
+    case QuantKind::kQ6_K:
+    case QuantKind::kIq4Xs:
+      return detail::ActFormat::kQ8_K;
+    default:
+      return detail::ActFormat::kQ8_0;
+  }
+}
+
+// F16, BF16 (in pairs of k) and Q8_0 are packed as they are stored, and so are the types
+// quant_kind_of names (as GGUF rows). Anything else, and a mix of types, is widened exactly
+// to F32 (gguf::dequantize_row), so it runs correctly if not fast.
 PackedType packed_type_of(gguf::TensorType type) {
   switch (type) {
     case gguf::TensorType::kF16:
@@ -159,6 +220,8 @@ struct PackedWeights::Impl {
   int64_t n_out = 0;
   int64_t n_in = 0;
   size_t panel_bytes = 0;
+  std::optional<QuantKind> quant;  // set: GGUF rows of row_bytes, the quantized path
+  size_t row_bytes = 0;
   std::unique_ptr<AlignedBuffer> buffer;
 };
 
@@ -169,6 +232,23 @@ PackedWeights::~PackedWeights() = default;
 int64_t PackedWeights::n_out() const { return impl_->n_out; }
 int64_t PackedWeights::n_in() const { return impl_->n_in; }
 size_t PackedWeights::bytes() const { return impl_->buffer ? impl_->buffer->size : 0; }
+
+// The rows of every source one after another, as they are stored.
+PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> sources, int64_t n_out) {
+  PackedWeights packed;
+  Impl& impl = *packed.impl_;
+  impl.quant = quant_kind_of(sources[0].type);
+  impl.n_out = n_out;
+  impl.n_in = sources[0].n_in;
+  impl.row_bytes = row_bytes(sources[0].type, impl.n_in);
+  impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out);
+  uint8_t* dst = impl.buffer->data;
+  for (const WeightSource& s : sources) {
+    std::memcpy(dst, s.data, impl.row_bytes * s.n_out);
+    dst += impl.row_bytes * s.n_out;
+  }
+  return packed;
+}
 
 PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
   if (sources.empty()) throw std::invalid_argument("PackedWeights::pack: no sources");
@@ -193,6 +273,7 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
 
   PackedWeights packed;
   Impl& impl = *packed.impl_;
+  if (same_type && quant_kind_of(sources[0].type)) return pack_quantized(sources, n_out);
   impl.type = type;
   impl.n_out = n_out;
   impl.n_in = n_in;
@@ -247,9 +328,48 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
   return packed;
 }
 
+namespace {
+
+// The quantized path: activations quantized once per call on the submitting thread (the
+// buffer lives as long as the thread), then ranges of outputs over the pool.
+void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
+                  float* y) {
+  thread_local detail::QuantizedActivations activations;
+  detail::quantize_rows(act_format_of(*impl.quant), x, n_rows, impl.n_in, activations);
+  struct Job {
+    detail::QuantMatmulArgs args;
+    detail::QuantLoop loop;
+    int64_t n_panels;
+    int64_t n_tasks;
+  } job;
+  job.args = {*impl.quant, impl.buffer->data, impl.row_bytes, impl.n_in,
+              impl.n_out,  activations.view,  n_rows,         y};
+  const bool vnni = detected_isa() != Isa::kAvx2 && has_avx512vnni();
+  job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
+  job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
+  job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
+  auto range = [](const Job& j, int64_t t) {
+    const int64_t begin = t * j.n_panels / j.n_tasks * kPanel;
+    const int64_t end = std::min((t + 1) * j.n_panels / j.n_tasks * kPanel, j.args.n_out);
+    j.loop(j.args, begin, end);
+  };
+  if (job.n_tasks <= 1) return range(job, 0);
+  const Job* j = &job;
+  pool.parallel_for(job.n_tasks, [j, range](int64_t t) { range(*j, t); });
+}
+
+}  // namespace
+
+void* detail::quant_scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  return scratch.data();
+}
+
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
   const PackedWeights::Impl& impl = w.impl();
   if (n_rows <= 0 || impl.n_out == 0) return;
+  if (impl.quant) return quant_matmul(pool, impl, x, n_rows, y);
   const detail::IsaKernels& isa = active_kernels();
 
   struct Job {

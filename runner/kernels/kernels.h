@@ -39,6 +39,9 @@ struct WeightSource {
 // Precision: F32, F16 and Q8_0 weights multiply F32 activations exactly as F32 FMAs
 // would (F16 and Q8_0 are widened in registers). BF16 weights may round activations
 // to BF16 and use the CPU's BF16 dot products (AVX512-BF16), accumulating in F32.
+// Q4_0/1, Q5_0/1, Q2_K-Q6_K, IQ4_NL and IQ4_XS stay in their GGUF blocks and multiply
+// activations quantized per row as llama.cpp quantizes them (Q8_0, Q8_1 or Q8_K), with
+// integer dot products per block: llama.cpp's arithmetic, the same bits on every ISA.
 class PackedWeights {
  public:
   static PackedWeights pack(std::span<const WeightSource> sources);
@@ -56,6 +59,7 @@ class PackedWeights {
   const Impl& impl() const { return *impl_; }
 
  private:
+  static PackedWeights pack_quantized(std::span<const WeightSource> sources, int64_t n_out);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -218,26 +218,7 @@ TEST(Kernels, MixedTypeSourcesAreWidenedAndStayExact) {
   expect_close_to_reference(joined, x, 3, y, false, "mixed Q8_0 + BF16");
 }
 
-// Quantized types without kernels of their own are widened exactly to F32 at packing.
-TEST(Kernels, EveryQuantizedTypeMultipliesAsItsDequantizedValues) {
-  ThreadPool pool(2);
-  for (TensorType type :
-       {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1,
-        TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
-        TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
-    for (int64_t n_in : {int64_t{256}, int64_t{512}}) {
-      const Matrix w = random_matrix(type, 65, n_in, 5 + static_cast<uint32_t>(type));
-      const PackedWeights packed = PackedWeights::pack(w.source());
-      for (int64_t n_rows : {1, 7}) {
-        const auto x = random_activations(n_rows * n_in, 3);
-        std::vector<float> y(n_rows * 65, std::nanf(""));
-        matmul(pool, packed, x.data(), n_rows, y.data());
-        expect_close_to_reference(w, x, n_rows, y, false,
-                                  label_of(detected_isa(), type, 65, n_in, n_rows));
-      }
-    }
-  }
-}
+// The other quantized types take the integer path: tests/runner/kernels/quant_matmul_test.cpp.
 
 // THE LAW: a row's result does not depend on n_rows, on the other rows' contents,
 // or on the thread count.

@@ -146,5 +146,63 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// The quantized files (Q4_0, Q3_K_M, Q4_K_M, IQ4_XS, made by llama.cpp). tandem multiplies
+// them as llama.cpp does (activations quantized per row to Q8_0/Q8_K, integer dots), but the
+// rest of the pass is not llama.cpp's bit for bit (its attention runs in F16), and on these
+// random models Q8 activations make the logits chaotic: measured, rounding our own K and V
+// to F16 moves our top-5 logit differences by 0.03-0.17 (by 0.001-0.004 with F32
+// activations), as much as we differ from llama.cpp (0.02-0.27 after the prompt). So the
+// 2e-2 bound above cannot hold here without reproducing llama.cpp's attention; this checks
+// the noise floor only: after the prompt, the greedy token where llama.cpp's top two are
+// kQuantMargin apart and the top-5 logit differences within kQuantTolerance (a wrong block
+// scale or quant moves them by whole units).
+constexpr double kQuantMargin = 0.4;
+constexpr double kQuantTolerance = 0.35;
+
+class QuantizedGoldenModels : public GoldenModels {};
+
+TEST_P(QuantizedGoldenModels, PromptsGiveTheGoldenFirstTokenAndTop5) {
+  TANDEM_REQUIRE_SHARED();
+  const nlohmann::json g = golden();
+  ASSERT_FALSE(g["cases"].empty());
+  std::unique_ptr<Model> model = Model::load(model_path());
+  const std::vector<int32_t> eog = {
+      static_cast<int32_t>(model->file().get_int_or("tokenizer.ggml.eos_token_id", 2))};
+  ThreadPool pool(2);
+  KvCache kv(model->config().n_layer, model->config().kv_dim(), 64);
+  ForwardPass forward(*model, kv, pool);
+  std::vector<int32_t> blocks(64);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  double worst = 0;
+  for (size_t ci = 0; ci < g["cases"].size(); ++ci) {
+    const auto& c = g["cases"][ci];
+    const nlohmann::json& check = g["notes"]["checks"][ci];
+    const std::vector<int32_t> seq = c["prompt_tokens"].get<std::vector<int32_t>>();
+    ForwardRow row{seq, 0, blocks, true};
+    std::span<float> logits = forward.run({&row, 1});
+    const int32_t expected = c["greedy_tokens"][0].get<int32_t>();
+    if (check["top1_top2_logit_margins"][0].get<double>() >= kQuantMargin) {
+      EXPECT_EQ(greedy(logits, eog), expected) << c["prompt"];
+    }
+    const double deviation = top5_deviation(logits, check["top5_non_eog"][0]);
+    worst = std::max(worst, deviation);
+    EXPECT_LE(deviation, kQuantTolerance) << c["prompt"];
+  }
+  std::cout << "  " << GetParam() << ": top-5 logit differences after the prompt within " << worst
+            << " of llama.cpp's\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, QuantizedGoldenModels,
+                         ::testing::Values("kquants/rand-kq-llama-q4_0",
+                                           "kquants/rand-kq-llama-q3_k_m",
+                                           "kquants/rand-kq-llama-q4_k_m",
+                                           "kquants/rand-kq-llama-iq4_xs"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
 }  // namespace
 }  // namespace tandem::testing

@@ -1,0 +1,302 @@
+// The quantized matmul (runner/kernels/quant_matmul.h): against a plain reference (weights
+// dequantized exactly, activations through the reference quantizer, a double dot), bit for
+// bit across the portable, AVX2 and AVX-512 VNNI forms, and independent of the batch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runner/gguf/quant.h"
+#include "runner/kernels/kernels.h"
+#include "runner/kernels/quant_matmul.h"
+#include "runner/kernels/quantize_q8.h"
+#include "runner/util/float16.h"
+
+namespace tandem::kernels {
+namespace {
+
+using detail::ActFormat;
+using detail::QuantKind;
+using gguf::TensorType;
+
+struct TypeCase {
+  TensorType type;
+  QuantKind kind;
+  ActFormat format;
+  std::vector<int> half_offsets;  // byte offsets of the block's F16 scales
+};
+
+const std::vector<TypeCase>& type_cases() {
+  static const std::vector<TypeCase> cases = {
+      {TensorType::kQ4_0, QuantKind::kQ4_0, ActFormat::kQ8_0, {0}},
+      {TensorType::kQ4_1, QuantKind::kQ4_1, ActFormat::kQ8_1, {0, 2}},
+      {TensorType::kQ5_0, QuantKind::kQ5_0, ActFormat::kQ8_0, {0}},
+      {TensorType::kQ5_1, QuantKind::kQ5_1, ActFormat::kQ8_1, {0, 2}},
+      {TensorType::kQ2_K, QuantKind::kQ2_K, ActFormat::kQ8_K, {80, 82}},
+      {TensorType::kQ3_K, QuantKind::kQ3_K, ActFormat::kQ8_K, {108}},
+      {TensorType::kQ4_K, QuantKind::kQ4_K, ActFormat::kQ8_K, {0, 2}},
+      {TensorType::kQ5_K, QuantKind::kQ5_K, ActFormat::kQ8_K, {0, 2}},
+      {TensorType::kQ6_K, QuantKind::kQ6_K, ActFormat::kQ8_K, {208}},
+      {TensorType::kIQ4_NL, QuantKind::kIq4Nl, ActFormat::kQ8_0, {0}},
+      {TensorType::kIQ4_XS, QuantKind::kIq4Xs, ActFormat::kQ8_K, {0}},
+  };
+  return cases;
+}
+
+// Random blocks: every quant and packed scale byte uniformly random (so extreme quants and
+// 6-bit scales occur), F16 scales random in magnitude and sign, one block in eight with
+// its scales zero and one in eight with the largest quant-scale byte patterns.
+std::vector<uint8_t> random_rows(const TypeCase& c, int64_t n_out, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t block_bytes = gguf::block_bytes(c.type);
+  const int64_t n_blocks = n_out * n_in / gguf::block_elements(c.type);
+  std::vector<uint8_t> bytes(n_blocks * block_bytes);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    uint8_t* block = bytes.data() + i * block_bytes;
+    const int kind = static_cast<int>(rng() % 8);
+    if (kind == 1) {
+      for (int64_t j = 0; j < block_bytes; ++j) block[j] = 0xff;
+    }
+    for (int offset : c.half_offsets) {
+      const float scale = kind == 0 ? 0.f : 0.01f * normal(rng);
+      const uint16_t h = half_from_float(scale);
+      std::memcpy(block + offset, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+// Activations with the awkward cases: a zero block, a block whose largest magnitude is
+// negative, halves exactly on rounding ties, one large block.
+std::vector<float> random_activations(int64_t n_rows, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(n_rows * n_in);
+  for (auto& v : x) v = normal(rng);
+  for (int64_t m = 0; m < n_rows; ++m) {
+    float* row = x.data() + m * n_in;
+    if (m % 3 == 0)
+      for (int k = 0; k < 32; ++k) row[k] = 0.f;
+    if (m % 3 == 1) row[5] = -40.f;
+    if (m % 4 == 2)
+      for (int k = 0; k < 32; ++k) row[n_in - 32 + k] = 127.f * 0.5f * static_cast<float>(k % 5);
+    if (m % 5 == 3)
+      for (int k = 0; k < 16; ++k) row[k] *= 1e4f;
+  }
+  return x;
+}
+
+// Q4_1/Q5_1 against Q8_1: ggml takes a block's min times the activations' stored sum s (an
+// F16 rounding of d * sum(q)), not times the sum of the rounded values.
+double with_q8_1_sums(const uint8_t* row, size_t row_bytes, const std::vector<float>& wf,
+                      const detail::QuantizedActivations& act, int64_t m) {
+  const int64_t nb = static_cast<int64_t>(wf.size()) / 32;
+  const size_t block_bytes = row_bytes / nb;
+  double sum = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint16_t min_half;  // Q4_1 and Q5_1 blocks both start with d, m
+    std::memcpy(&min_half, row + b * block_bytes + 2, 2);
+    const double min = float_from_half(min_half), d = act.d[m * nb + b];
+    for (int64_t k = 0; k < 32; ++k)
+      sum += (double{wf[b * 32 + k]} - min) * d * act.q[(m * nb + b) * 32 + k];
+    sum += min * act.s[m * nb + b];
+  }
+  return sum;
+}
+
+// The reference: the weights dequantized exactly, the activations as the reference
+// quantizer rounds them (d * q), multiplied in double. `magnitude` bounds what float
+// rounding of the per-block products can reach.
+struct Reference {
+  std::vector<double> y, magnitude;
+};
+
+Reference reference(const TypeCase& c, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in,
+                    const std::vector<float>& x, int64_t n_rows) {
+  detail::QuantizedActivations act;
+  detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
+  const int block = detail::act_block(c.format);
+  std::vector<double> xq(n_rows * n_in);
+  for (int64_t i = 0; i < n_rows * n_in; ++i) xq[i] = double{act.d[i / block]} * act.q[i];
+  const size_t row_bytes = w.size() / n_out;
+  Reference r{std::vector<double>(n_rows * n_out), std::vector<double>(n_rows * n_out)};
+  std::vector<float> wf(n_in);
+  for (int64_t o = 0; o < n_out; ++o) {
+    gguf::dequantize_row(c.type, w.data() + o * row_bytes, n_in, wf.data());
+    double w_max = 0;
+    for (float v : wf) w_max = std::max(w_max, std::abs(double{v}));
+    for (int64_t m = 0; m < n_rows; ++m) {
+      double sum = 0, x_abs = 0;
+      for (int64_t k = 0; k < n_in; ++k) {
+        sum += double{wf[k]} * xq[m * n_in + k];
+        x_abs += std::abs(xq[m * n_in + k]);
+      }
+      if (c.format == ActFormat::kQ8_1)
+        sum = with_q8_1_sums(w.data() + o * row_bytes, row_bytes, wf, act, m);
+      r.y[m * n_out + o] = sum;
+      // A weight's scale and min parts are each at most twice its largest value.
+      r.magnitude[m * n_out + o] = 4 * w_max * x_abs;
+    }
+  }
+  return r;
+}
+
+std::string name_of(const TypeCase& c) { return gguf::type_name(c.type); }
+
+std::vector<float> run_loop(detail::QuantLoop loop, const TypeCase& c,
+                            const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in,
+                            const std::vector<float>& x, int64_t n_rows) {
+  detail::QuantizedActivations act;
+  detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
+  std::vector<float> y(n_rows * n_out, std::nanf(""));
+  const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
+                                     n_out,  act.view, n_rows,           y.data()};
+  loop(args, 0, n_out);
+  return y;
+}
+
+bool cpu_has_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni");
+}
+
+TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
+  for (const TypeCase& c : type_cases()) {
+    for (int64_t n_in : {int64_t{256}, int64_t{768}, int64_t{2304}}) {
+      const int64_t n_out = 19, n_rows = 7;
+      const auto w = random_rows(c, n_out, n_in, 17 + static_cast<uint32_t>(n_in));
+      const auto x = random_activations(n_rows, n_in, 3);
+      const Reference ref = reference(c, w, n_out, n_in, x, n_rows);
+      const auto y = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
+      const double blocks = static_cast<double>(n_in / 16);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_NEAR(y[i], ref.y[i], (blocks + 4) * 0x1p-23 * ref.magnitude[i] + 1e-30)
+            << name_of(c) << " n_in " << n_in << " output " << i;
+      }
+    }
+  }
+}
+
+TEST(QuantMatmul, PortableAvx2AndAvx512AreBitIdentical) {
+  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
+      {"avx2", detail::avx2_quant_loop()}};
+  if (cpu_has_vnni())
+    loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
+  else
+    std::cout << "  (no AVX512-VNNI here: that form is not checked)\n";
+  for (const TypeCase& c : type_cases()) {
+    // 256 * 9 + 256: the vector loops' full steps and their tails.
+    for (int64_t n_in : {int64_t{256}, int64_t{512}, int64_t{2560}}) {
+      const int64_t n_out = 23, n_rows = 5;
+      const auto w = random_rows(c, n_out, n_in, 5 + static_cast<uint32_t>(n_in));
+      const auto x = random_activations(n_rows, n_in, 9);
+      const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
+      for (const auto& [name, loop] : loops) {
+        const auto y = run_loop(loop, c, w, n_out, n_in, x, n_rows);
+        ASSERT_EQ(0, std::memcmp(y.data(), portable.data(), y.size() * 4))
+            << name << " " << name_of(c) << " n_in " << n_in;
+      }
+    }
+  }
+  // Legacy types with a row length that leaves a 32-value tail in every vector loop.
+  for (const TypeCase& c : type_cases()) {
+    if (gguf::block_elements(c.type) != 32) continue;
+    const auto w = random_rows(c, 9, 32 * 11, 3);
+    const auto x = random_activations(3, 32 * 11, 4);
+    const auto portable = run_loop(detail::portable_quant_loop(), c, w, 9, 32 * 11, x, 3);
+    for (const auto& [name, loop] : loops) {
+      const auto y = run_loop(loop, c, w, 9, 32 * 11, x, 3);
+      ASSERT_EQ(0, std::memcmp(y.data(), portable.data(), y.size() * 4)) << name << name_of(c);
+    }
+  }
+}
+
+// Through the public matmul: every ISA the CPU runs gives the portable bits, and a row's
+// result does not depend on how many rows come with it or on the thread count.
+TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
+  ThreadPool pool1(1), pool3(3);
+  const Isa saved = detected_isa();
+  for (const TypeCase& c : type_cases()) {
+    const int64_t n_in = 512, n_out = 150, max_rows = 33;
+    const auto w = random_rows(c, n_out, n_in, 41);
+    const PackedWeights packed = PackedWeights::pack(WeightSource{c.type, w.data(), n_out, n_in});
+    EXPECT_EQ(packed.bytes(), w.size()) << "kept in its blocks: " << name_of(c);
+    const auto x = random_activations(max_rows, n_in, 42);
+    const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, max_rows);
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+      if (!set_isa_for_testing(isa)) continue;
+      for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{16}, max_rows}) {
+        for (ThreadPool* pool : {&pool1, &pool3}) {
+          std::vector<float> y(n_rows * n_out);
+          matmul(*pool, packed, x.data(), n_rows, y.data());
+          ASSERT_EQ(0, std::memcmp(y.data(), portable.data(), y.size() * 4))
+              << isa_name(isa) << " " << name_of(c) << " rows " << n_rows;
+        }
+      }
+      // Row 20 alone equals row 20 of the batch.
+      std::vector<float> one(n_out);
+      matmul(pool3, packed, x.data() + 20 * n_in, 1, one.data());
+      ASSERT_EQ(0, std::memcmp(one.data(), portable.data() + 20 * n_out, n_out * 4));
+    }
+    set_isa_for_testing(saved);
+  }
+}
+
+TEST(QuantMatmul, ItsHalfConversionIsTheOneConverters) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if (((h >> 10) & 0x1f) == 0x1f) continue;  // Inf and NaN: never a block's scale
+    const auto bits = static_cast<uint16_t>(h);
+    ASSERT_EQ(__builtin_bit_cast(uint32_t, detail::half(bits)),
+              __builtin_bit_cast(uint32_t, float_from_half(bits)))
+        << h;
+  }
+}
+
+TEST(QuantMatmul, Q8QuantizersFollowGgmlsReference) {
+  std::vector<float> x(256, 0.f);
+  detail::QuantizedActivations act;
+  // Q8_K: the value of largest magnitude maps to -127 (d negative when it is positive),
+  // ties round to even, and per-16 sums are kept.
+  x[0] = 127.f;  // the scale is -1: x[k] scales to -x[k] exactly
+  x[1] = -63.5f;
+  x[2] = 0.5f;
+  x[3] = 1.5f;
+  x[4] = 2.5f;
+  detail::quantize_rows(ActFormat::kQ8_K, x.data(), 1, 256, act);
+  EXPECT_EQ(act.q[0], -127);
+  EXPECT_EQ(act.q[1], 64);
+  EXPECT_EQ(act.q[2], 0);
+  EXPECT_EQ(act.q[3], -2);
+  EXPECT_EQ(act.q[4], -2);
+  EXPECT_EQ(act.d[0], -1.f);
+  EXPECT_EQ(act.bsums[0], -127 + 64 - 2 - 2);
+  // An all-zero block: d = 0 and zero sums.
+  std::vector<float> zeros(256, 0.f);
+  detail::quantize_rows(ActFormat::kQ8_K, zeros.data(), 1, 256, act);
+  EXPECT_EQ(act.d[0], 0.f);
+  EXPECT_EQ(act.bsums[3], 0);
+  // Q8_0: d = amax / 127 rounded to F16, halves round away from zero (roundf).
+  std::vector<float> b(32, 0.f);
+  b[0] = 127.f;
+  b[1] = -2.5f;
+  b[2] = 0.5f;
+  detail::quantize_rows(ActFormat::kQ8_0, b.data(), 1, 32, act);
+  EXPECT_EQ(act.d[0], 1.f);
+  EXPECT_EQ(act.q[0], 127);
+  EXPECT_EQ(act.q[1], -3);
+  EXPECT_EQ(act.q[2], 1);
+  // Q8_1 keeps s = d * sum(q), rounded to F16.
+  detail::quantize_rows(ActFormat::kQ8_1, b.data(), 1, 32, act);
+  EXPECT_EQ(act.s[0], 125.f);
+}
+
+}  // namespace
+}  // namespace tandem::kernels
