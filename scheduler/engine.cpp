@@ -1,5 +1,7 @@
 #include "scheduler/engine.h"
 
+#include "scheduler/model_fingerprint.h"
+
 namespace tandem {
 
 Engine::Engine(EngineOptions options) {
@@ -22,6 +24,8 @@ Engine::Engine(EngineOptions options) {
   card_.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
   card_.chat_template =
       detect_chat_template(model_->file().get_string_or("tokenizer.chat_template", ""));
+  card_.fingerprint =
+      model_fingerprint(options.model, model_->file().data_offset(), tandem_version());
 }
 
 Engine::~Engine() {

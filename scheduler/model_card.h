@@ -16,6 +16,9 @@ struct ModelCard {
   int32_t vocab_size = 0;
   int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more
   ChatTemplate chat_template = ChatTemplate::kChatml;  // from tokenizer.chat_template
+  // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
+  // its size and tandem's version (model_fingerprint.h).
+  std::string fingerprint;
 };
 
 }  // namespace tandem
