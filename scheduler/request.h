@@ -41,8 +41,8 @@ struct GenerationRequest {
   // stops the scheduler from finishing on it.
   SamplingParams sampling;
   // >= 0 (0: the prompt is prefilled, its prompt_logprobs sent, and nothing generated:
-  // finish_reason length). The scheduler clamps it (and nullopt means "until then") to what the context
-  // and the KV pool leave after the prompt: min(context, KV capacity) - prompt, at least 1.
+  // finish_reason length). The scheduler clamps it (and nullopt means "until then") to what the
+  // context and the KV pool leave after the prompt: min(context, KV capacity) - prompt, at least 1.
   std::optional<int32_t> max_tokens;
   std::vector<std::string> stop;
   // The stop string or stop_token_ids token that ends the output is part of its text.
