@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "protocol/chat_messages.h"
+#include "protocol/generation_fields.h"
 #include "protocol/request_fields.h"
 
 namespace tandem {
@@ -62,10 +63,14 @@ void read_prompt(const Json& body, CompletionRequest& request) {
 }
 
 void read_max_tokens(const Json& body, CompletionRequest& request) {
+  // Scoring a prompt (echo with max_tokens 0) generates nothing: lm-evaluation-harness asks so.
+  const Json* echo =
+      request.endpoint == Endpoint::kCompletions ? find_field(body, "echo") : nullptr;
+  const int64_t least = echo != nullptr && echo->is_boolean() && echo->get<bool>() ? 0 : 1;
   // max_completion_tokens is OpenAI's newer name; when both are given it wins (as in vLLM).
   for (const char* name : {"max_completion_tokens", "max_tokens"}) {
     if (const Json* value = find_field(body, name)) {
-      request.max_tokens = static_cast<int32_t>(read_integer(*value, name, 1, kMaxTokensLimit));
+      request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
       return;
     }
   }
@@ -184,16 +189,6 @@ void read_unsupported_options(const Json& body, Endpoint endpoint) {
       reject("Only n=1 is supported; got n=" + n->dump() + ". Send n requests instead.", "n");
     }
   }
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (const Json* value = find_field(body, name)) {
-      if (read_float(*value, name) != 0.0f) reject_unsupported(name, "other than 0");
-    }
-  }
-  if (const Json* value = find_field(body, "repetition_penalty")) {
-    if (read_float(*value, "repetition_penalty") != 1.0f) {
-      reject_unsupported("repetition_penalty", "other than 1");
-    }
-  }
   if (endpoint == Endpoint::kCompletions) {
     if (const Json* best_of = find_field(body, "best_of")) {
       if (read_integer(*best_of, "best_of", std::numeric_limits<int64_t>::min(),
@@ -201,29 +196,11 @@ void read_unsupported_options(const Json& body, Endpoint endpoint) {
         reject_unsupported("best_of", "other than 1");
       }
     }
-    if (const Json* logprobs = find_field(body, "logprobs")) {
-      // false is how some clients say "none"; 0 is OpenAI's.
-      if (logprobs->is_boolean()) {
-        if (logprobs->get<bool>()) reject_unsupported("logprobs", "set to true");
-      } else if (read_integer(*logprobs, "logprobs", 0, std::numeric_limits<int64_t>::max()) != 0) {
-        reject_unsupported("logprobs", "greater than 0");
-      }
-    }
-    if (const Json* echo = find_field(body, "echo")) {
-      if (read_bool(*echo, "echo")) reject_unsupported("echo", "set to true");
-    }
+    // Insertion (text after the completion) needs a model trained for it; vLLM refuses it too.
     if (const Json* suffix = find_field(body, "suffix")) {
       if (!read_string(*suffix, "suffix").empty()) reject_unsupported("suffix", "(non-empty)");
     }
     return;
-  }
-  if (const Json* logprobs = find_field(body, "logprobs")) {
-    if (read_bool(*logprobs, "logprobs")) reject_unsupported("logprobs", "set to true");
-  }
-  if (const Json* top = find_field(body, "top_logprobs")) {
-    if (read_integer(*top, "top_logprobs", 0, std::numeric_limits<int64_t>::max()) != 0) {
-      reject_unsupported("top_logprobs", "greater than 0");
-    }
   }
   if (const Json* tools = find_field(body, "tools")) {
     if (!tools->is_array()) {
@@ -276,6 +253,7 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   }
   request.seed = read_seed(body);
   read_stop(body, request);
+  request_fields::read_generation_controls(body, request);
   read_streaming(body, request);
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
   read_unsupported_options(body, endpoint);
@@ -306,6 +284,12 @@ std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_
     if (id >= vocab_size) {
       return bad_request("Token id " + std::to_string(id) + " in 'logit_bias'" + range,
                          "logit_bias");
+    }
+  }
+  for (int32_t id : request.sampling.stop_token_ids) {
+    if (id >= vocab_size) {
+      return bad_request("Token id " + std::to_string(id) + " in 'stop_token_ids'" + range,
+                         "stop_token_ids");
     }
   }
   return std::nullopt;

@@ -28,6 +28,8 @@ struct ChatMessage {
 inline constexpr int32_t kMaxTokensLimit = 1 << 24;
 // OpenAI's limit on stop sequences.
 inline constexpr size_t kMaxStopSequences = 4;
+// The most log-probabilities per token a request may ask for (vLLM's default limit).
+inline constexpr int32_t kMaxLogprobs = 20;
 // The completions endpoint's max_tokens when the request has none (OpenAI's default).
 inline constexpr int32_t kDefaultCompletionMaxTokens = 16;
 
@@ -42,16 +44,25 @@ struct CompletionRequest {
   std::vector<int32_t> prompt_tokens;
   ChatInputs chat;
 
-  // max_completion_tokens, else max_tokens, in [1, kMaxTokensLimit]. Completions
-  // default to 16; chat's nullopt means "until the context ends".
+  // max_completion_tokens, else max_tokens, in [1, kMaxTokensLimit] (0 too, with echo:
+  // the prompt is scored and nothing generated). Completions default to 16; chat's
+  // nullopt means "until the context ends".
   std::optional<int32_t> max_tokens;
   // temperature, top_k (-1 is stored as 0, off), top_p, min_p, logit_bias (sorted by
-  // token id, values in [-100, 100]), ignore_eos. sampling.seed is left 0: see seed.
+  // token id, values in [-100, 100]), ignore_eos, min_tokens, stop_token_ids, the
+  // penalties, logprobs (completions' logprobs; chat's top_logprobs when logprobs is true)
+  // and prompt_logprobs (completions with echo and logprobs). sampling.seed is left 0.
   SamplingParams sampling;
   // The request's seed; nullopt: the server draws one, puts it into sampling.seed and
   // reports it in the response. Negative seeds are kept as their two's complement.
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;  // at most 4, none empty
+  // The stop string or stop token that ended the output is part of the text.
+  bool include_stop_str_in_output = false;
+  // Control tokens (EOS, <|im_end|>, ...) give no text; false: their text is emitted.
+  bool skip_special_tokens = true;
+  // Completions: the prompt's text comes back in front of the generated text.
+  bool echo = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
@@ -66,7 +77,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_v
 
 // --- Checks that need the model; the server calls them after parsing. ---
 
-// Every prompt token id and logit_bias id must be below vocab_size.
+// Every prompt token id, logit_bias id and stop_token_ids id must be below vocab_size.
 std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_t vocab_size);
 
 // The prompt must leave room for at least one generated token. Generation that would

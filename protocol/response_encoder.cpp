@@ -9,10 +9,11 @@ namespace tandem {
 ResponseEncoder::ResponseEncoder(Endpoint endpoint, ResponseHeader header, bool include_usage)
     : endpoint_(endpoint), header_(std::move(header)), include_usage_(include_usage) {}
 
-std::string ResponseEncoder::chunk(std::string_view text,
-                                   std::optional<FinishReason> finish) const {
-  return endpoint_ == Endpoint::kChatCompletions ? chat_chunk_json(header_, text, finish)
-                                                 : completion_chunk_json(header_, text, finish);
+std::string ResponseEncoder::chunk(std::string_view text, std::optional<FinishReason> finish,
+                                   const LogprobsPiece* logprobs) const {
+  return endpoint_ == Endpoint::kChatCompletions
+             ? chat_chunk_json(header_, text, finish, logprobs)
+             : completion_chunk_json(header_, text, finish, logprobs);
 }
 
 std::string ResponseEncoder::opening_events() const {
@@ -20,8 +21,9 @@ std::string ResponseEncoder::opening_events() const {
   return sse_data(chat_role_chunk_json(header_));
 }
 
-std::string ResponseEncoder::text_event(std::string_view text) const {
-  return sse_data(chunk(text, std::nullopt));
+std::string ResponseEncoder::text_event(std::string_view text,
+                                        const LogprobsPiece* logprobs) const {
+  return sse_data(chunk(text, std::nullopt, logprobs));
 }
 
 std::string ResponseEncoder::closing_events(FinishReason finish, const Usage& usage) const {
@@ -36,10 +38,10 @@ std::string ResponseEncoder::error_events(const ApiError& error) const {
 }
 
 std::string ResponseEncoder::whole_body(std::string_view text, FinishReason finish,
-                                        const Usage& usage) const {
+                                        const Usage& usage, const LogprobsPiece* logprobs) const {
   return endpoint_ == Endpoint::kChatCompletions
-             ? chat_completion_response_json(header_, text, finish, usage)
-             : completion_response_json(header_, text, finish, usage);
+             ? chat_completion_response_json(header_, text, finish, usage, logprobs)
+             : completion_response_json(header_, text, finish, usage, logprobs);
 }
 
 }  // namespace tandem

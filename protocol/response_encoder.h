@@ -22,17 +22,20 @@ class ResponseEncoder {
 
   // A stream's first events: chat's role chunk; none for completions.
   std::string opening_events() const;
-  // A piece of generated text (never empty) as a chunk.
-  std::string text_event(std::string_view text) const;
+  // A piece of text as a chunk, with the log-probabilities of the tokens that made it
+  // when the request asked for them (logprobs non-null; the text may then be empty).
+  std::string text_event(std::string_view text, const LogprobsPiece* logprobs = nullptr) const;
   // The chunk with the finish reason, the usage chunk when asked for, and [DONE].
   std::string closing_events(FinishReason finish, const Usage& usage) const;
   // A stream that fails: the error object as an event, then [DONE].
   std::string error_events(const ApiError& error) const;
   // A response that is not streamed: the whole body.
-  std::string whole_body(std::string_view text, FinishReason finish, const Usage& usage) const;
+  std::string whole_body(std::string_view text, FinishReason finish, const Usage& usage,
+                         const LogprobsPiece* logprobs = nullptr) const;
 
  private:
-  std::string chunk(std::string_view text, std::optional<FinishReason> finish) const;
+  std::string chunk(std::string_view text, std::optional<FinishReason> finish,
+                    const LogprobsPiece* logprobs = nullptr) const;
 
   Endpoint endpoint_;
   ResponseHeader header_;

@@ -26,49 +26,52 @@ Json usage_json(const Usage& usage) {
 }
 
 Json envelope(const ResponseHeader& header, const char* object) {
-  return Json{{"id", header.id},
-              {"object", object},
-              {"created", header.created},
-              {"model", header.model},
-              {"seed", header.seed}};
+  return Json{{"id", header.id},           {"object", object},
+              {"created", header.created}, {"model", header.model},
+              {"seed", header.seed},       {"system_fingerprint", header.system_fingerprint}};
 }
 
 }  // namespace
 
-std::string make_response_id(Endpoint endpoint, uint64_t unique) {
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(unique));
+std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low) {
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(high),
+                static_cast<unsigned long long>(low));
   return std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") + hex;
 }
 
 std::string completion_response_json(const ResponseHeader& header, std::string_view text,
-                                     FinishReason finish, const Usage& usage) {
+                                     FinishReason finish, const Usage& usage,
+                                     const LogprobsPiece* logprobs) {
   Json body = envelope(header, "text_completion");
   body["choices"] = Json::array({Json{{"index", 0},
                                       {"text", text},
-                                      {"logprobs", nullptr},
+                                      {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
                                       {"finish_reason", finish_reason_name(finish)}}});
   body["usage"] = usage_json(usage);
   return dump(body);
 }
 
 std::string chat_completion_response_json(const ResponseHeader& header, std::string_view text,
-                                          FinishReason finish, const Usage& usage) {
+                                          FinishReason finish, const Usage& usage,
+                                          const LogprobsPiece* logprobs) {
   Json body = envelope(header, "chat.completion");
-  body["choices"] = Json::array({Json{{"index", 0},
-                                      {"message", Json{{"role", "assistant"}, {"content", text}}},
-                                      {"logprobs", nullptr},
-                                      {"finish_reason", finish_reason_name(finish)}}});
+  body["choices"] =
+      Json::array({Json{{"index", 0},
+                        {"message", Json{{"role", "assistant"}, {"content", text}}},
+                        {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
+                        {"finish_reason", finish_reason_name(finish)}}});
   body["usage"] = usage_json(usage);
   return dump(body);
 }
 
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
-                                  std::optional<FinishReason> finish) {
+                                  std::optional<FinishReason> finish,
+                                  const LogprobsPiece* logprobs) {
   Json body = envelope(header, "text_completion");
   body["choices"] = Json::array({Json{{"index", 0},
                                       {"text", text},
-                                      {"logprobs", nullptr},
+                                      {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
                                       {"finish_reason", finish_json(finish)}}});
   return dump(body);
 }
@@ -83,15 +86,16 @@ std::string chat_role_chunk_json(const ResponseHeader& header) {
 }
 
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
-                            std::optional<FinishReason> finish) {
+                            std::optional<FinishReason> finish, const LogprobsPiece* logprobs) {
   Json body = envelope(header, "chat.completion.chunk");
   // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
   Json delta = Json::object();
   if (!text.empty() || !finish) delta["content"] = text;
-  body["choices"] = Json::array({Json{{"index", 0},
-                                      {"delta", std::move(delta)},
-                                      {"logprobs", nullptr},
-                                      {"finish_reason", finish_json(finish)}}});
+  body["choices"] =
+      Json::array({Json{{"index", 0},
+                        {"delta", std::move(delta)},
+                        {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
+                        {"finish_reason", finish_json(finish)}}});
   return dump(body);
 }
 

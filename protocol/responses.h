@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "protocol/completion_request.h"
+#include "protocol/logprobs.h"
 #include "protocol/outcomes.h"
 
 namespace tandem {
@@ -21,28 +22,37 @@ struct ResponseHeader {
   int64_t created = 0;  // Unix seconds
   std::string model;
   uint64_t seed = 0;
+  // Identifies the model file and the build that answered (see model_fingerprint).
+  std::string system_fingerprint;
 };
 
-// "cmpl-<16 hex digits>" or "chatcmpl-<16 hex digits>"; the server supplies a unique number.
-std::string make_response_id(Endpoint endpoint, uint64_t unique);
+// "cmpl-<32 hex digits>" or "chatcmpl-<32 hex digits>": high then low, 64 bits each. The
+// server supplies a number unique across its runs (random at start, counting up).
+std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low);
 
 // Non-streamed: object "text_completion" with choices [{index, text, logprobs, finish_reason}],
 // or "chat.completion" with choices [{index, message {role, content}, logprobs, finish_reason}];
-// both with usage {prompt_tokens, completion_tokens, total_tokens} and seed.
+// both with usage {prompt_tokens, completion_tokens, total_tokens}, seed and
+// system_fingerprint (every chunk carries seed and system_fingerprint too).
+// logprobs: the choice's logprobs (logprobs.h); null when nullptr.
 std::string completion_response_json(const ResponseHeader& header, std::string_view text,
-                                     FinishReason finish, const Usage& usage);
+                                     FinishReason finish, const Usage& usage,
+                                     const LogprobsPiece* logprobs = nullptr);
 std::string chat_completion_response_json(const ResponseHeader& header, std::string_view text,
-                                          FinishReason finish, const Usage& usage);
+                                          FinishReason finish, const Usage& usage,
+                                          const LogprobsPiece* logprobs = nullptr);
 
 // Stream chunks. A completion chunk carries choices [{index, text, logprobs, finish_reason}]
 // with finish_reason null until the last. Chat chunks ("chat.completion.chunk") carry a delta:
 // the first is {role: "assistant", content: ""}, then {content}; the last has the finish
 // reason and, when its text is empty, an empty delta.
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
-                                  std::optional<FinishReason> finish);
+                                  std::optional<FinishReason> finish,
+                                  const LogprobsPiece* logprobs = nullptr);
 std::string chat_role_chunk_json(const ResponseHeader& header);
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
-                            std::optional<FinishReason> finish);
+                            std::optional<FinishReason> finish,
+                            const LogprobsPiece* logprobs = nullptr);
 // The chunk sent after the last one when stream_options.include_usage: choices [] and usage.
 std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, const Usage& usage);
 

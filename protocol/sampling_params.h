@@ -18,6 +18,32 @@ struct SamplingParams {
   // Added to the logits before everything else; a bias <= -100 bans the token.
   std::vector<std::pair<int32_t, float>> logit_bias;
   bool ignore_eos = false;  // EOS is banned
+
+  // End-of-generation ids and stop_token_ids are banned while fewer than min_tokens tokens
+  // have been generated (the device bans them for those positions, as vLLM does).
+  int32_t min_tokens = 0;
+  // Ids that end generation with finish_reason "stop" (their text is not emitted unless
+  // include_stop_str_in_output); sorted, distinct. ignore_eos does not ban them.
+  std::vector<int32_t> stop_token_ids;
+
+  // Penalties, applied after logit_bias (vLLM's order: repetition, frequency, presence).
+  // repetition_penalty (> 0; 1 off) over the prompt's and the output's tokens:
+  // logit > 0 ? logit / p : logit * p. frequency_penalty and presence_penalty ([-2, 2]; 0
+  // off) over the output's tokens: logit -= frequency * count, then logit -= presence.
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+
+  // Log-probabilities to return, from the model's log-softmax before anything above or
+  // below changes the logits: -1 none; k in [0, 20]: the chosen token's and the k most
+  // likely. prompt_logprobs: the same for every prompt token after the first (echo).
+  int32_t logprobs = -1;
+  int32_t prompt_logprobs = -1;
+
+  bool has_output_penalties() const {
+    return frequency_penalty != 0.0f || presence_penalty != 0.0f || repetition_penalty != 1.0f;
+  }
+  bool has_prompt_penalty() const { return repetition_penalty != 1.0f; }
 };
 
 }  // namespace tandem

@@ -1,5 +1,7 @@
 #include "scheduler/engine.h"
 
+#include "scheduler/model_fingerprint.h"
+
 namespace tandem {
 namespace {
 
@@ -67,6 +69,8 @@ Engine::Engine(EngineOptions options) {
   card.context_length = info.context_length;
   card.vocab_size = tokenizer_->vocab_size();
   card.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
+  card.fingerprint =
+      model_fingerprint(options.model, model_->file().data_offset(), tandem_version());
   card_ = std::move(card);
 }
 

@@ -31,6 +31,9 @@ struct ModelCard {
   int32_t vocab_size = 0;
   int64_t kv_capacity_tokens = 0;                 // the KV pool's size: no request may need more
   std::optional<ChatTemplateCard> chat_template;  // nullopt: the model has none
+  // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
+  // its size and tandem's version (model_fingerprint.h).
+  std::string fingerprint;
 
   // Whether a request's "model" names this model (empty names nothing in particular).
   bool answers_to(std::string_view name) const {

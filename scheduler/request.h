@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "protocol/logprobs.h"
 #include "protocol/outcomes.h"  // FinishReason, ErrorKind, Usage
 #include "protocol/sampling_params.h"
 
@@ -19,8 +21,14 @@ class RequestSink {
  public:
   virtual ~RequestSink() = default;
   virtual void on_text(std::string_view delta) = 0;  // valid UTF-8, never empty
-  // kStop (EOS or a stop string), kLength (max_tokens, the context or the KV pool), or
-  // kCancelled. usage.completion_tokens counts EOS and stop tokens too.
+  // With sampling.logprobs >= 0: every accepted token's log-probabilities (EOS and stop
+  // tokens too), each sent before the text that token adds, if any.
+  virtual void on_logprobs(const TokenLogprobs& logprobs) { (void)logprobs; }
+  // With sampling.prompt_logprobs >= 0: the prompt's tokens, in order and in pieces (one
+  // per prefill chunk), before any other event; the first token's logprob is NaN.
+  virtual void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) { (void)logprobs; }
+  // kStop (EOS, a stop_token_ids token or a stop string), kLength (max_tokens, the context or the
+  // KV pool), or kCancelled. usage.completion_tokens counts EOS and stop tokens too.
   virtual void on_finish(FinishReason reason, const Usage& usage) = 0;
   // kShuttingDown (the scheduler stopped first) or kInternal (the device failed); the
   // message is for logs, not for clients.
@@ -32,10 +40,15 @@ struct GenerationRequest {
   // Carried to the device unchanged. sampling.ignore_eos both bans EOS in the sampler and
   // stops the scheduler from finishing on it.
   SamplingParams sampling;
-  // >= 1. The scheduler clamps it (and nullopt means "until then") to what the context
-  // and the KV pool leave after the prompt: min(context, KV capacity) - prompt, at least 1.
+  // >= 0 (0: the prompt is prefilled, its prompt_logprobs sent, and nothing generated:
+  // finish_reason length). The scheduler clamps it (and nullopt means "until then") to what the
+  // context and the KV pool leave after the prompt: min(context, KV capacity) - prompt, at least 1.
   std::optional<int32_t> max_tokens;
   std::vector<std::string> stop;
+  // The stop string or stop_token_ids token that ends the output is part of its text.
+  bool include_stop_str_in_output = false;
+  // Control tokens give no text; false: their text is emitted (vLLM's skip_special_tokens).
+  bool skip_special_tokens = true;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -26,7 +27,9 @@ const char* chain_break_name(ChainBreak reason) {
 
 struct Scheduler::Request {
   Request(const Tokenizer& tokenizer, GenerationRequest&& request)
-      : in(std::move(request)), detok(tokenizer), stop(in.stop) {}
+      : in(std::move(request)),
+        detok(tokenizer, !in.skip_special_tokens),
+        stop(in.stop, in.include_stop_str_in_output) {}
 
   uint64_t id = 0;
   GenerationRequest in;
@@ -41,6 +44,9 @@ struct Scheduler::Request {
   int32_t sampled_launched = 0;   // tokens that launched steps sample for this request
   int32_t completion_tokens = 0;  // tokens accepted (processed while not finished)
   int32_t last_token = kNoToken;
+  // The penalties' history (StepRow): the prompt, shared by every step; the output so far.
+  std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
+  std::vector<int32_t> output;
   int32_t in_flight = 0;  // launched steps holding this row whose tokens are unprocessed
   bool decoding = false;  // the prompt is done and its first token accepted
   bool finished = false;  // its finish or error event is sent; later tokens are discarded
@@ -53,6 +59,7 @@ struct Scheduler::Launched {
   PendingStep step;
   std::vector<Request*> rows;
   std::vector<uint8_t> sample;
+  std::vector<int32_t> first_position;  // per row: the position of its first token
   bool decode_only = true;
 };
 
@@ -78,8 +85,8 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
   };
   if (!request.sink) return invalid("the request has no event sink");
   if (request.prompt.empty()) return invalid("the prompt is empty");
-  if (request.max_tokens && *request.max_tokens < 1) {
-    return invalid("max_tokens must be at least 1");
+  if (request.max_tokens && *request.max_tokens < 0) {
+    return invalid("max_tokens must not be negative");
   }
   const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
   if (prompt_len >= info_.context_length) {
@@ -94,6 +101,9 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
   }
   auto r = std::make_unique<Request>(tokenizer_, std::move(request));
   r->prompt_len = static_cast<int32_t>(prompt_len);
+  if (r->in.sampling.has_prompt_penalty()) {
+    r->penalty_prompt = std::make_shared<const std::vector<int32_t>>(r->in.prompt);
+  }
   // The one place max_tokens is clamped: generation ends where the context or the KV pool
   // does, and a request without max_tokens runs until then.
   const int64_t capacity =
@@ -256,28 +266,63 @@ void Scheduler::process(Launched& step, const StepResult& result) {
     --r.in_flight;
     if (r.finished) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
-    } else if (step.sample[i]) {
-      accept(r, result.tokens[i]);
+      continue;
+    }
+    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0) {
+      send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
+    }
+    if (step.sample[i]) {
+      accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
+    } else if (r.max_new == 0 && r.prefill_launched == r.prompt_len) {
+      finish(r, FinishReason::kLength, false);  // max_tokens 0: the prompt was only scored
     }
   }
   // Blocks go back only now: this step was the last one that could write them.
   for (Request* r : step.rows) retire_if_done(*r);
 }
 
-void Scheduler::accept(Request& r, int32_t token) {
+TokenLogprobs Scheduler::named(const RowLogprobs& logprobs) const {
+  TokenLogprobs out;
+  out.chosen = {tokenizer_.token_bytes(logprobs.chosen.id, true), logprobs.chosen.logprob};
+  for (const TokenLogprob& t : logprobs.top) {
+    out.top.push_back({tokenizer_.token_bytes(t.id, true), t.logprob});
+  }
+  return out;
+}
+
+void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
+                                     const std::vector<RowLogprobs>& scored) {
+  std::vector<TokenLogprobs> entries;
+  // Nothing predicts the prompt's first token: its entry has no logprob.
+  if (first_position == 0) {
+    entries.push_back({{tokenizer_.token_bytes(r.in.prompt[0], true), std::nanf("")}, {}});
+  }
+  for (const RowLogprobs& one : scored) entries.push_back(named(one));
+  if (!entries.empty()) r.in.sink->on_prompt_logprobs(entries);
+}
+
+void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   ++r.completion_tokens;
   ++counters_.completion_tokens;
   r.last_token = token;
   r.decoding = true;
-  if (!r.in.sampling.ignore_eos &&
-      std::find(info_.eog_ids.begin(), info_.eog_ids.end(), token) != info_.eog_ids.end()) {
+  if (r.in.sampling.has_output_penalties()) r.output.push_back(token);
+  if (logprobs != nullptr && r.in.sampling.logprobs >= 0) r.in.sink->on_logprobs(named(*logprobs));
+  // Before min_tokens nothing may end the output (the device bans EOG and stop ids there).
+  const bool may_stop = r.completion_tokens >= r.in.sampling.min_tokens;
+  const bool stop_token = may_stop && std::binary_search(r.in.sampling.stop_token_ids.begin(),
+                                                         r.in.sampling.stop_token_ids.end(), token);
+  const bool eog =
+      may_stop && !r.in.sampling.ignore_eos &&
+      std::find(info_.eog_ids.begin(), info_.eog_ids.end(), token) != info_.eog_ids.end();
+  if ((stop_token || eog) && !(stop_token && r.in.include_stop_str_in_output)) {
     finish(r, FinishReason::kStop, true);
     return;
   }
-  StopMatcher::Output out = r.stop.push(r.detok.push(token));
+  StopMatcher::Output out = r.stop.push(r.detok.push(token), may_stop);
   if (!out.text.empty()) r.in.sink->on_text(out.text);
-  if (out.stopped) {
-    finish(r, FinishReason::kStop, false);
+  if (out.stopped || stop_token) {
+    finish(r, FinishReason::kStop, !out.stopped);
   } else if (r.completion_tokens >= r.max_new) {
     finish(r, FinishReason::kLength, true);
   }
@@ -326,7 +371,12 @@ void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   row.position = r.prefill_launched;
   row.kv_blocks = r.blocks;
   row.sampling = r.in.sampling;
-  row.sample = r.prefill_launched + n == r.prompt_len;
+  row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
+  row.penalty_prompt = r.penalty_prompt;
+  const bool last_chunk = r.prefill_launched + n == r.prompt_len;
+  row.sample = last_chunk && r.max_new > 0;
+  if (!last_chunk) row.next_prompt_token = r.in.prompt[r.prefill_launched + n];
+  step.first_position.push_back(r.prefill_launched);
   plan.rows.push_back(std::move(row));
   step.rows.push_back(&r);
   step.sample.push_back(plan.rows.back().sample);
@@ -353,8 +403,12 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule() {
     row.position = r->prompt_len + r->completion_tokens - 1;
     row.kv_blocks = r->blocks;
     row.sampling = r->in.sampling;
+    row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
+    row.penalty_prompt = r->penalty_prompt;
+    row.penalty_output = r->output;
     plan.rows.push_back(std::move(row));
     step->rows.push_back(r);
+    step->first_position.push_back(plan.rows.back().position);
     step->sample.push_back(1);
     ++r->sampled_launched;
     ++r->in_flight;
@@ -418,6 +472,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
   next_ = std::make_unique<Launched>();
   next_->rows = curr.rows;
   next_->sample.assign(curr.rows.size(), 1);
+  for (Request* r : curr.rows) next_->first_position.push_back(r->prompt_len + r->sampled_launched);
   for (Request* r : curr.rows) {
     ++r->sampled_launched;
     ++r->in_flight;

@@ -89,7 +89,10 @@ class Scheduler {
 
   void apply_cancels();
   void process(Launched& step, const StepResult& result);
-  void accept(Request& r, int32_t token);
+  void accept(Request& r, int32_t token, const RowLogprobs* logprobs);
+  TokenLogprobs named(const RowLogprobs& logprobs) const;
+  void send_prompt_logprobs(Request& r, int32_t first_position,
+                            const std::vector<RowLogprobs>& scored);
   void finish(Request& r, FinishReason reason, bool flush);
   void fail(Request& r, ErrorKind kind, std::string_view message);
   void retire_if_done(Request& r);

@@ -4,13 +4,14 @@
 
 namespace tandem {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) {
+StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop)
+    : include_stop_(include_stop) {
   for (auto& s : stops) {
     if (!s.empty()) stops_.push_back(std::move(s));
   }
 }
 
-StopMatcher::Output StopMatcher::push(std::string_view text) {
+StopMatcher::Output StopMatcher::push(std::string_view text, bool may_stop) {
   Output out;
   if (stopped_) {
     out.stopped = true;
@@ -23,10 +24,19 @@ StopMatcher::Output StopMatcher::push(std::string_view text) {
   held_.append(text);
   // The earliest complete stop wins. No stop can start in text already emitted: any
   // suffix of it that begins a stop was held back.
+  // Of stops found at the same place, the longest is the one included.
   size_t first = std::string::npos;
-  for (const std::string& stop : stops_) first = std::min(first, held_.find(stop));
+  size_t end = 0;
+  for (const std::string& stop : stops_) {
+    const size_t at = may_stop ? held_.find(stop) : std::string::npos;
+    if (at == std::string::npos) continue;
+    if (at < first || (at == first && at + stop.size() > end)) {
+      first = at;
+      end = at + stop.size();
+    }
+  }
   if (first != std::string::npos) {
-    out.text = held_.substr(0, first);
+    out.text = held_.substr(0, include_stop_ ? end : first);
     out.stopped = stopped_ = true;
     held_.clear();
     return out;

@@ -103,7 +103,11 @@ Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard
       model_(std::move(model)),
       api_key_(std::move(api_key)),
       metrics_(metrics),
-      created_(static_cast<int64_t>(std::time(nullptr))) {}
+      created_(static_cast<int64_t>(std::time(nullptr))) {
+  std::random_device entropy;
+  response_id_high_ = (uint64_t{entropy()} << 32) | entropy();
+  next_response_ = (uint64_t{entropy()} << 32) | entropy();
+}
 
 std::string Endpoints::route_name(std::string_view target) {
   const Route* route = find_route(path_of(target));
@@ -134,7 +138,10 @@ std::variant<uint64_t, HttpAnswer> Endpoints::submit(GenerationPlan& plan,
                                                      std::shared_ptr<RequestSink> sink) {
   plan.request.sink = std::move(sink);
   const SubmitResult submitted = scheduler_.submit(std::move(plan.request));
-  if (submitted.accepted()) return submitted.id;
+  if (submitted.accepted()) {
+    if (access_log_ != nullptr) access_log_->record(plan.access);
+    return submitted.id;
+  }
   HttpAnswer refused = error_answer(api_error_for(*submitted.refusal, submitted.message));
   refused.close = submitted.refusal == ErrorKind::kShuttingDown;
   return refused;
@@ -150,6 +157,7 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
 
+  const bool token_prompt = request.has_prompt_tokens();
   std::vector<int32_t> prompt;
   if (endpoint == Endpoint::kChatCompletions) {
     auto rendered = render_chat(request.chat);
@@ -173,14 +181,29 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
   // KV pool ends. The scheduler clamps either to what the prompt leaves.
   generation.max_tokens = request.max_tokens;
   generation.stop = std::move(request.stop);
+  generation.include_stop_str_in_output = request.include_stop_str_in_output;
+  generation.skip_special_tokens = request.skip_special_tokens;
   ResponseHeader header;
-  header.id = make_response_id(endpoint, next_response_.fetch_add(1));
+  header.id = next_response_id(endpoint);
   header.created = static_cast<int64_t>(std::time(nullptr));
   header.model = model_.id;
   header.seed = generation.sampling.seed;
+  header.system_fingerprint = model_.fingerprint;
+  AccessRecord access{
+      endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
+      header.id, std::move(request.user), static_cast<int64_t>(generation.prompt.size()),
+      request.stream};
+  const bool logprobs = generation.sampling.logprobs >= 0;
+  std::string echo;
+  if (request.echo) {
+    echo = token_prompt ? tokenizer_.decode(generation.prompt) : request.prompt_text;
+  }
   return GenerationPlan{std::move(generation),
                         ResponseEncoder(endpoint, std::move(header), request.include_usage),
-                        request.stream};
+                        request.stream,
+                        std::move(access),
+                        logprobs,
+                        std::move(echo)};
 }
 
 std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
@@ -249,11 +272,17 @@ Endpoints::Result Endpoints::metrics_page(std::string_view) {
   return answer;
 }
 
+// Below 2^53, so that a JavaScript client (whose numbers are doubles) reads it exactly and
+// can send it back to replay the output.
 uint64_t Endpoints::draw_seed() {
   static std::mutex mutex;
   static std::mt19937_64 engine{std::random_device{}()};
   std::lock_guard lock(mutex);
-  return engine();
+  return engine() & ((uint64_t{1} << 53) - 1);
+}
+
+std::string Endpoints::next_response_id(Endpoint endpoint) {
+  return make_response_id(endpoint, response_id_high_, next_response_.fetch_add(1));
 }
 
 }  // namespace tandem::server

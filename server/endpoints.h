@@ -23,6 +23,7 @@
 #include "scheduler/model_card.h"
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
+#include "server/access_log.h"
 #include "server/server_metrics.h"
 
 namespace tandem::server {
@@ -53,6 +54,9 @@ struct GenerationPlan {
   GenerationRequest request;  // without its sink: submit() attaches the session's
   ResponseEncoder encoder;
   bool stream = false;
+  AccessRecord access;    // written to the access log when the request is accepted
+  bool logprobs = false;  // the response carries log-probabilities
+  std::string echo;       // completions' echo: the prompt's text, sent before the output
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405
@@ -88,6 +92,10 @@ class Endpoints {
 
   ServerMetrics& metrics() { return metrics_; }
 
+  // Where accepted generation requests are recorded; none by default. Set before serving;
+  // the log must outlive this object.
+  void set_access_log(AccessLog* log) { access_log_ = log; }
+
  private:
   struct Route;
   static const Route* find_route(std::string_view path);
@@ -107,6 +115,7 @@ class Endpoints {
   Result health(std::string_view body);
   Result metrics_page(std::string_view body);
   uint64_t draw_seed();
+  std::string next_response_id(Endpoint endpoint);
 
   Scheduler& scheduler_;
   const Tokenizer& tokenizer_;
@@ -115,7 +124,11 @@ class Endpoints {
   ServerMetrics& metrics_;
   int64_t created_ = 0;
   std::atomic<bool> serving_{false};
-  std::atomic<uint64_t> next_response_ = 1;
+  AccessLog* access_log_ = nullptr;
+  // Response ids: 128 bits drawn at start, the low half counting up, so ids neither repeat
+  // within a run nor (but with negligible chance) across restarts.
+  uint64_t response_id_high_ = 0;
+  std::atomic<uint64_t> next_response_ = 0;
 };
 
 }  // namespace tandem::server

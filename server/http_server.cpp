@@ -46,7 +46,12 @@ HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCa
       options_(std::move(options)),
       endpoints_(scheduler, tokenizer, std::move(model), options_.api_key, metrics_),
       context_{endpoints_, limits_of(options_), active_, draining_},
-      io_(std::make_unique<Io>()) {}
+      io_(std::make_unique<Io>()) {
+  if (!options_.access_log.empty()) {
+    access_log_ = std::make_unique<AccessLog>(options_.access_log);
+    endpoints_.set_access_log(access_log_.get());
+  }
+}
 
 HttpServer::~HttpServer() {
   if (io_) {

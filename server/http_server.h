@@ -29,11 +29,13 @@ struct ServerOptions {
   double read_timeout_seconds = 30;    // a request's arrival, once begun
   double write_timeout_seconds = 30;   // each write to a client
   int io_threads = 0;                  // 0: 1, or 2 on machines with 8 cores or more
+  std::string access_log;              // "": none; "-": standard error; else a file (appended)
 };
 
 class HttpServer {
  public:
-  // The scheduler must be started and, like the tokenizer, outlive the server.
+  // The scheduler must be started and, like the tokenizer, outlive the server. Throws
+  // std::runtime_error when the access log cannot be opened.
   HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,
              ServerOptions options);
   ~HttpServer();
@@ -55,6 +57,7 @@ class HttpServer {
   Scheduler& scheduler_;
   ServerOptions options_;
   ServerMetrics metrics_;
+  std::unique_ptr<AccessLog> access_log_;
   Endpoints endpoints_;
   // Declared before io_: sessions, destroyed with the io_context, still use them.
   ActiveGenerations active_;

@@ -31,6 +31,18 @@ class StrandSink final : public RequestSink {
       s->on_generation_text(serial, std::move(text), at);
     });
   }
+  void on_logprobs(const TokenLogprobs& logprobs) override {
+    net::post(strand_, [s = session_, serial = serial_, one = logprobs]() mutable {
+      s->on_generation_logprobs(serial, {std::move(one)});
+    });
+  }
+  void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) override {
+    net::post(strand_,
+              [s = session_, serial = serial_,
+               all = std::vector<TokenLogprobs>(logprobs.begin(), logprobs.end())]() mutable {
+                s->on_generation_logprobs(serial, std::move(all));
+              });
+  }
   void on_finish(FinishReason reason, const Usage& usage) override {
     net::post(strand_, [s = session_, serial = serial_, reason, usage, at = Clock::now()] {
       s->on_generation_finish(serial, reason, usage, at);
@@ -83,7 +95,11 @@ struct Session::Generation {
   bool done = false;  // its last event (finish or error) has arrived
   bool seen_text = false;
   Clock::time_point last_text;
-  std::string text;  // non-streamed: the whole text so far
+  std::string text;       // non-streamed: the whole text so far (the echoed prompt first)
+  bool logprobs = false;  // the request asked for them
+  std::string echo;       // streamed: the prompt, until the first chunk carries it
+  std::vector<TokenLogprobs> pending;  // not yet written (non-streamed: all of them)
+  int64_t text_offset = 0;             // streamed: where the pending tokens' text begins
 };
 
 // Marks a write begun (the flag, its timeout) and returns its completion handler: once
@@ -264,6 +280,8 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   auto generation =
       std::make_unique<Generation>(serial, std::move(plan.encoder), plan.stream, keep_alive);
   generation->request_id = std::get<uint64_t>(submitted);
+  generation->logprobs = plan.logprobs;
+  (generation->stream ? generation->echo : generation->text) = std::move(plan.echo);
   context_.active.begin();
   generation_ = std::move(generation);
   if (generation_->stream) start_stream();
@@ -327,8 +345,25 @@ void Session::on_generation_text(uint64_t serial, std::string text, Clock::time_
     g.text += text;
     return;
   }
-  stream_pending_ += g.encoder.text_event(text);
+  stream_pending_ += text_event(g, std::move(g.echo) + text);
+  g.echo.clear();
   flush_stream();
+}
+
+void Session::on_generation_logprobs(uint64_t serial, std::vector<TokenLogprobs> logprobs) {
+  if (!generation_ || generation_->serial != serial || closed_) return;
+  Generation& g = *generation_;
+  for (TokenLogprobs& one : logprobs) g.pending.push_back(std::move(one));
+}
+
+// A chunk of text with the log-probabilities of the tokens since the last chunk.
+std::string Session::text_event(Generation& g, std::string_view text) {
+  if (!g.logprobs) return g.encoder.text_event(text);
+  const LogprobsPiece piece{g.pending, g.text_offset};
+  std::string event = g.encoder.text_event(text, &piece);
+  g.text_offset += logprobs_text_bytes(g.pending);
+  g.pending.clear();
+  return event;
 }
 
 void Session::on_generation_finish(uint64_t serial, FinishReason reason, Usage usage,
@@ -347,9 +382,16 @@ void Session::on_generation_finish(uint64_t serial, FinishReason reason, Usage u
   }
   if (!g.stream) {
     HttpAnswer whole;
-    whole.body = g.encoder.whole_body(g.text, reason, usage);
+    const LogprobsPiece piece{g.pending, 0};
+    whole.body = g.encoder.whole_body(g.text, reason, usage, g.logprobs ? &piece : nullptr);
     answer(std::move(whole), g.keep_alive);
     return;
+  }
+  // What no text chunk carried yet: the echoed prompt (max_tokens 0), or the tokens after
+  // the last text (an EOS, a stop, bytes held back).
+  if (!g.echo.empty() || !g.pending.empty()) {
+    stream_pending_ += text_event(g, g.echo);
+    g.echo.clear();
   }
   end_stream(g.encoder.closing_events(reason, usage));
 }

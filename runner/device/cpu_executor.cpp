@@ -44,31 +44,66 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
 }
 
 void CpuExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
+  StepResult result;
+  result.tokens.assign(plan.rows.size(), kNoToken);
+  execute_step(plan, result);
+  std::copy(result.tokens.begin(), result.tokens.end(), tokens.begin());
+}
+
+void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
   const size_t n = plan.rows.size();
   rows_.clear();
   logit_row_.assign(n, -1);
+  bool any_logprobs = false, any_prompt_logprobs = false;
   int32_t n_logits = 0;
   for (size_t i = 0; i < n; ++i) {
     const StepRow& r = plan.rows[i];
-    rows_.push_back(ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample});
-    if (r.sample) logit_row_[i] = n_logits++;
+    const bool all = r.sampling.prompt_logprobs >= 0;
+    rows_.push_back(ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all});
+    if (r.sample || all) logit_row_[i] = n_logits;
+    n_logits += all ? static_cast<int32_t>(r.tokens.size()) : (r.sample ? 1 : 0);
+    any_logprobs = any_logprobs || (r.sample && r.sampling.logprobs >= 0);
+    any_prompt_logprobs = any_prompt_logprobs || all;
   }
   std::span<float> logits = forward_.run(rows_);
+  result.tokens.assign(n, kNoToken);
+  if (any_logprobs) result.logprobs.assign(n, RowLogprobs{});
+  if (any_prompt_logprobs) result.prompt_logprobs.assign(n, {});
 
   // Sample the rows in parallel; a row's token depends only on its logits, its
-  // parameters and its position, never on which thread's sampler draws it.
+  // parameters, its history and its position, never on which thread's sampler draws it.
   const int64_t vocab = model_->config().n_vocab;
   std::atomic<size_t> next{0};
   pool_.run_on_all([&](int thread, int) {
     for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      if (logit_row_[i] < 0) {
-        tokens[i] = kNoToken;
-        continue;
-      }
+      if (logit_row_[i] < 0) continue;
       const StepRow& r = plan.rows[i];
-      const int64_t position = r.position + static_cast<int64_t>(r.tokens.size());
-      tokens[i] = samplers_[thread].sample(logits.subspan(logit_row_[i] * vocab, vocab), r.sampling,
-                                           position);
+      Sampler& sampler = samplers_[thread];
+      const auto row_logits = [&](int64_t k) {
+        return logits.subspan((logit_row_[i] + k) * vocab, static_cast<size_t>(vocab));
+      };
+      const auto count = static_cast<int64_t>(r.tokens.size());
+      if (r.sampling.prompt_logprobs >= 0) {
+        // Token j's logits score token j + 1: the chunk's next token, or the prompt's next
+        // one after the chunk; the last prompt token's logits score the sampled token.
+        for (int64_t j = 0; j < count; ++j) {
+          const int32_t target =
+              j + 1 < count ? r.tokens[j + 1] : (r.sample ? -1 : r.next_prompt_token);
+          if (target < 0) continue;
+          result.prompt_logprobs[i].emplace_back();
+          sampler.logprobs_of(row_logits(j), target, r.sampling.prompt_logprobs,
+                              result.prompt_logprobs[i].back());
+        }
+      }
+      if (!r.sample) continue;
+      const int64_t last = r.sampling.prompt_logprobs >= 0 ? count - 1 : 0;
+      const int64_t position = r.position + count;
+      RowHistory history;
+      history.ban_stop = position < r.stop_banned_until;
+      if (r.penalty_prompt) history.prompt = *r.penalty_prompt;
+      history.output = r.penalty_output;
+      RowLogprobs* logprobs = any_logprobs ? &result.logprobs[i] : nullptr;
+      result.tokens[i] = sampler.sample(row_logits(last), r.sampling, position, history, logprobs);
     }
   });
 }

@@ -1,6 +1,7 @@
 // The CPU backend of the device: runs a StepPlan through the model's forward pass and
 // the fused sampler, on the device worker thread, with its own compute pool and KV
-// cache. Logits never leave it: execute() returns only the sampled token ids.
+// cache. Logits never leave it: execute() returns only the sampled token ids, and the
+// few log-probabilities a row asks for.
 #pragma once
 
 #include <memory>
@@ -29,6 +30,8 @@ class CpuExecutor : public StepExecutor {
 
   DeviceInfo info() const override { return info_; }
   void execute(const StepPlan& plan, std::span<int32_t> tokens) override;
+  // Also the log-probabilities the rows ask for (sampler.h's RowLogprobs).
+  void execute_step(const StepPlan& plan, StepResult& result) override;
 
   int threads() const { return pool_.size(); }
 

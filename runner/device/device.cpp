@@ -24,6 +24,9 @@ struct PendingStep::Slot {
   std::shared_ptr<Slot> prev;  // chained: whose tokens feed this step; dropped once used
   // Written by the worker before `done` is released; read-only afterwards.
   std::vector<int32_t> tokens;
+  // Only the scheduler reads these (finalize moves them out); a successor reads tokens.
+  std::vector<RowLogprobs> logprobs;
+  std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   std::exception_ptr error;
   std::atomic<bool> done{false};
 };
@@ -142,7 +145,10 @@ struct Device::Worker {
         for (size_t i = 0; i < slot.plan.rows.size(); ++i) {
           StepRow& row = slot.plan.rows[i];
           row.position += static_cast<int32_t>(row.tokens.size());
+          // The penalties count the token fed now, which the host has not processed yet.
+          if (row.sampling.has_output_penalties()) row.penalty_output.push_back(prev.tokens[i]);
           row.tokens.assign(1, prev.tokens[i]);
+          row.next_prompt_token = -1;
           row.sample = true;
         }
       }
@@ -150,9 +156,13 @@ struct Device::Worker {
     }
     const auto start = Clock::now();
     if (!slot.error) {
-      slot.tokens.assign(slot.plan.rows.size(), kNoToken);
+      StepResult result;
+      result.tokens.assign(slot.plan.rows.size(), kNoToken);
       try {
-        executor->execute(slot.plan, slot.tokens);
+        executor->execute_step(slot.plan, result);
+        slot.tokens = std::move(result.tokens);
+        slot.logprobs = std::move(result.logprobs);
+        slot.prompt_logprobs = std::move(result.prompt_logprobs);
       } catch (...) {
         slot.error = std::current_exception();
       }
@@ -272,8 +282,8 @@ StepResult Device::finalize(PendingStep& step) {
   worker_->wait_done(slot);
   if (observer_) observer_({DeviceEvent::Kind::kFinalize, slot.sequence, slot.chained});
   if (slot.error) std::rethrow_exception(slot.error);
-  // A copy: a chained successor may be reading these tokens on the worker right now.
-  return StepResult{slot.tokens};
+  // The tokens are copied: a chained successor may be reading them on the worker right now.
+  return StepResult{slot.tokens, std::move(slot.logprobs), std::move(slot.prompt_logprobs)};
 }
 
 void Device::set_active(bool active) { worker_->set_active(active); }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/sampling_params.h"
+#include "runner/sampler/sampler.h"
 
 namespace tandem {
 
@@ -23,6 +24,18 @@ struct StepRow {
   // position + tokens.size() positions.
   std::vector<int32_t> kv_blocks;
   SamplingParams sampling;
+  // A token sampled at a position below this one may not be an EOG or stop_token_ids id
+  // (min_tokens: the prompt's length plus min_tokens). Absolute, so it holds along a chain.
+  int32_t stop_banned_until = 0;
+  // The penalties' history (sampler.h's RowHistory): the prompt, set only for
+  // repetition_penalty, and the tokens generated before this row's input is fed, set for
+  // any penalty. A chained step appends the token its previous step sampled, on the worker,
+  // so the counts include the token that the host has not seen yet.
+  std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
+  std::vector<int32_t> penalty_output;
+  // With sampling.prompt_logprobs >= 0: the prompt token that follows this chunk when the
+  // chunk does not end the prompt (the last token's logits score it).
+  int32_t next_prompt_token = -1;
   bool sample = true;  // false for a prefill chunk that does not end the prompt: no token drawn
 };
 
@@ -34,6 +47,12 @@ inline constexpr int32_t kNoToken = -1;
 
 struct StepResult {
   std::vector<int32_t> tokens;  // tokens[i] for rows[i]; kNoToken where !sample
+  // logprobs[i] for rows[i] that sample with sampling.logprobs >= 0; empty when no row asks.
+  std::vector<RowLogprobs> logprobs;
+  // prompt_logprobs[i]: with sampling.prompt_logprobs >= 0, one entry per token of the chunk
+  // that has a successor in the prompt (the successor's log-probability given the prefix);
+  // empty when no row asks.
+  std::vector<std::vector<RowLogprobs>> prompt_logprobs;
 };
 
 struct DeviceInfo {
@@ -52,6 +71,11 @@ class StepExecutor {
   virtual ~StepExecutor() = default;
   virtual DeviceInfo info() const = 0;
   virtual void execute(const StepPlan& plan, std::span<int32_t> tokens) = 0;
+  // execute() with the log-probabilities the rows ask for. Executors that compute none
+  // (the simulated one) leave result's logprobs empty.
+  virtual void execute_step(const StepPlan& plan, StepResult& result) {
+    execute(plan, result.tokens);
+  }
 };
 
 struct DeviceOptions {

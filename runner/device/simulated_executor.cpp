@@ -47,12 +47,13 @@ DeviceInfo SimulatedExecutor::info() const {
 }
 
 int32_t SimulatedExecutor::next_token(int32_t last, int32_t position,
-                                      const SamplingParams& sampling) const {
+                                      const SamplingParams& sampling, bool ban_stop) const {
   uint64_t h = mix((static_cast<uint64_t>(static_cast<uint32_t>(last)) << 32) |
                    static_cast<uint32_t>(position));
   if (sampling.temperature > 0) h = mix(h ^ mix(sampling.seed));
   const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
-  if (!config_.eog_ids.empty() && !sampling.ignore_eos && u < config_.eos_probability) {
+  if (!config_.eog_ids.empty() && !sampling.ignore_eos && !ban_stop &&
+      u < config_.eos_probability) {
     return config_.eog_ids.front();
   }
   return alphabet_[mix(h) % alphabet_.size()];
@@ -92,9 +93,9 @@ void SimulatedExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens)
     const StepRow& row = plan.rows[i];
     if (row.tokens.empty()) fail(row, "a row with no tokens");
     verify_and_write_kv(row);
-    tokens[i] = row.sample ? next_token(row.tokens.back(),
-                                        row.position + static_cast<int32_t>(row.tokens.size()) - 1,
-                                        row.sampling)
+    const int32_t last = row.position + static_cast<int32_t>(row.tokens.size()) - 1;
+    tokens[i] = row.sample ? next_token(row.tokens.back(), last, row.sampling,
+                                        last + 1 < row.stop_banned_until)
                            : kNoToken;
   }
   const auto latency =

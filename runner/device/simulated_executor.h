@@ -41,8 +41,10 @@ class SimulatedExecutor : public StepExecutor {
   void execute(const StepPlan& plan, std::span<int32_t> tokens) override;
 
   // The token drawn for a row whose last input token is `last` at position `position`
-  // (the position of `last`). Tests use it to compute expected outputs.
-  int32_t next_token(int32_t last, int32_t position, const SamplingParams& sampling) const;
+  // (the position of `last`). Tests use it to compute expected outputs. ban_stop: the
+  // row's min_tokens is not reached, so no EOG is drawn.
+  int32_t next_token(int32_t last, int32_t position, const SamplingParams& sampling,
+                     bool ban_stop = false) const;
 
  private:
   void verify_and_write_kv(const StepRow& row);

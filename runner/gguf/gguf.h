@@ -124,6 +124,8 @@ class File {
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
+  // Where the data section begins: the header, the metadata and the tensor infos lie before.
+  uint64_t data_offset() const { return data_offset_; }
   const std::string& name() const { return name_; }
 
   // Metadata, in file order.
@@ -152,6 +154,7 @@ class File {
   std::string name_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::unordered_map<std::string, size_t> metadata_index_;
   std::vector<TensorInfo> tensors_;

@@ -323,6 +323,7 @@ class Parser {
     file.alignment_ = alignment;
     // pos_ <= file size < 2^63 and alignment <= 2^62, so this cannot wrap.
     const uint64_t data_start = (pos_ + alignment - 1) / alignment * alignment;
+    file.data_offset_ = std::min<uint64_t>(data_start, bytes_.size());
     const uint64_t data_size = data_start < bytes_.size() ? bytes_.size() - data_start : 0;
     for (auto& info : file.tensors_) {
       const std::string what = "tensor " + in_quotes(info.name);

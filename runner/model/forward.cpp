@@ -113,7 +113,7 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
   int64_t n_tokens = 0, n_logits = 0;
   for (const ForwardRow& r : rows) {
     n_tokens += static_cast<int64_t>(r.tokens.size());
-    n_logits += r.want_logits ? 1 : 0;
+    n_logits += r.all_logits ? static_cast<int64_t>(r.tokens.size()) : (r.want_logits ? 1 : 0);
   }
   reserve(n_tokens, n_logits);
   token_row_.resize(n_tokens);
@@ -221,16 +221,20 @@ void ForwardPass::ffn_block(int32_t l) {
 }
 
 // Logits (soft-capped where the family does) for the last token of each row that wants
-// them; returns how many rows got logits.
+// them, or every token of an all_logits row; returns how many logit rows there are. The
+// output matmul computes each row alone (kernels.h), so a prompt's logits do not depend on
+// the batch either.
 int64_t ForwardPass::output_logits(std::span<const ForwardRow> rows) {
   const int64_t e = cfg_.n_embd;
   int64_t n_out = 0;
   for (int64_t t = 0, r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
-    t += static_cast<int64_t>(rows[r].tokens.size());
-    if (rows[r].want_logits) {
-      rms_norm(&x_[(t - 1) * e], model_.output_norm().data(), &last_[n_out * e], e, cfg_.rms_eps);
+    const auto n = static_cast<int64_t>(rows[r].tokens.size());
+    const int64_t first = rows[r].all_logits ? t : (rows[r].want_logits ? t + n - 1 : t + n);
+    for (int64_t i = first; i < t + n; ++i) {
+      rms_norm(&x_[i * e], model_.output_norm().data(), &last_[n_out * e], e, cfg_.rms_eps);
       ++n_out;
     }
+    t += n;
   }
   if (n_out == 0) return 0;
   kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data());

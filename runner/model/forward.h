@@ -21,6 +21,7 @@ struct ForwardRow {
   int32_t position = 0;                // position of tokens[0]
   std::span<const int32_t> kv_blocks;  // covers positions [0, position + tokens.size())
   bool want_logits = true;             // logits of the row's last token
+  bool all_logits = false;             // logits of every token of the row, in order (echo)
 };
 
 class ForwardPass {
@@ -28,8 +29,9 @@ class ForwardPass {
   ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool);
 
   // Runs the batch and returns the logits of the rows that want them, in row order,
-  // n_vocab floats each; valid until the next run. Throws std::invalid_argument for a
-  // token out of the vocabulary, a position past the context, or a short block table.
+  // n_vocab floats each (all_logits rows: one per token); valid until the next run. Throws
+  // std::invalid_argument for a token out of the vocabulary, a position past the context, or a
+  // short block table.
   std::span<float> run(std::span<const ForwardRow> rows);
 
  private:

@@ -88,15 +88,32 @@ Sampler::Sampler(SamplerConfig config)
   ranked_.resize(n);
   kept_ids_.resize(n);
   kept_z_.resize(n);
+  seen_.assign(n, 0);
 }
 
 bool Sampler::uses_avx512() const { return kernels_ != &sampler_kernels::portable(); }
 
-int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, int64_t position) {
+void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
+  const auto n = static_cast<int32_t>(logits.size());
+  for (int32_t id : ids) {
+    if (id < 0 || id >= n) continue;
+    saved_.emplace_back(id, logits[id]);
+    logits[id] = kNegInf;
+  }
+}
+
+int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, int64_t position,
+                        const RowHistory& history, RowLogprobs* logprobs) {
   const int32_t n = config_.vocab_size;
   if (logits.size() != static_cast<size_t>(n)) {
     throw std::invalid_argument("Sampler: row of " + std::to_string(logits.size()) +
                                 " logits for a vocabulary of " + std::to_string(n));
+  }
+  const bool want_logprobs = logprobs != nullptr && params.logprobs >= 0;
+  float log_z = 0.0f;
+  if (want_logprobs) {
+    log_z = log_normalizer(logits, params.logprobs, *logprobs);
+    raw_.assign(logits.begin(), logits.end());  // the chosen token's logit, once it is known
   }
   saved_.clear();
   for (const auto& [id, bias] : params.logit_bias) {
@@ -104,14 +121,17 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     saved_.emplace_back(id, logits[id]);
     logits[id] = bias <= -100.0f ? kNegInf : logits[id] + bias;
   }
-  if (params.ignore_eos) {
-    for (int32_t id : config_.eog_ids) {
-      if (id < 0 || id >= n) continue;
-      saved_.emplace_back(id, logits[id]);
-      logits[id] = kNegInf;
-    }
-  }
+  apply_penalties(logits, params, history);
+  if (params.ignore_eos || history.ban_stop) ban(logits, config_.eog_ids);
+  if (history.ban_stop) ban(logits, params.stop_token_ids);
 
+  const int32_t token = choose(logits, params, position);
+  if (want_logprobs) logprobs->chosen = {token, (raw_[token] - log_z)};
+  return token;
+}
+
+int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, int64_t position) {
+  const int32_t n = config_.vocab_size;
   const float inv_t = 1.0f / params.temperature;
   int32_t token;
   if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) {
@@ -127,6 +147,70 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     }
   }
   return token >= 0 ? token : fallback(logits);
+}
+
+// vLLM's apply_penalties, per token of the row's history: repetition (prompt and output),
+// then frequency * count and presence (output). Each token is penalized once, so the
+// order in which the history lists tokens does not matter.
+void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& params,
+                              const RowHistory& history) {
+  const auto n = static_cast<int32_t>(logits.size());
+  const float rep = params.repetition_penalty;
+  if (rep != 1.0f) {
+    if (++stamp_ == 0) {  // the stamps wrapped: start the marks afresh
+      std::fill(seen_.begin(), seen_.end(), 0u);
+      stamp_ = 1;
+    }
+    for (std::span<const int32_t> part : {history.prompt, history.output}) {
+      for (int32_t id : part) {
+        if (id < 0 || id >= n || seen_[id] == stamp_) continue;
+        seen_[id] = stamp_;
+        const float x = logits[id];
+        logits[id] = x > 0.0f ? x / rep : x * rep;
+      }
+    }
+  }
+  const float freq = params.frequency_penalty;
+  const float presence = params.presence_penalty;
+  if ((freq == 0.0f && presence == 0.0f) || history.output.empty()) return;
+  counts_.assign(history.output.begin(), history.output.end());
+  std::sort(counts_.begin(), counts_.end());
+  for (size_t i = 0; i < counts_.size();) {
+    size_t j = i;
+    while (j < counts_.size() && counts_[j] == counts_[i]) ++j;
+    const int32_t id = counts_[i];
+    if (id >= 0 && id < n) {
+      logits[id] -= freq * static_cast<float>(j - i);
+      logits[id] -= presence;
+    }
+    i = j;
+  }
+}
+
+float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out) {
+  const auto n = static_cast<int32_t>(logits.size());
+  out.top.clear();
+  const int32_t top = kernels_->argmax(logits.data(), n);
+  if (top < 0) return kPosInf;  // nothing finite: every log-probability is -inf
+  const float x_max = logits[top];
+  if (x_max == kPosInf) return kPosInf;
+  // Z = sum of exp(x - x_max) >= 1 (the top term is 1), in the kernels' fixed order.
+  const float z = kernels_->z_sum(logits.data(), n, x_max);
+  const float log_z = x_max + static_cast<float>(std::log(static_cast<double>(z)));
+  if (k > 0) {
+    std::span<RankedToken> best =
+        top_k_candidates(logits, x_max, static_cast<size_t>(std::min(k, n)), -FLT_MAX);
+    std::sort(best.begin(), best.end(), precedes<RankedToken>);
+    for (const RankedToken& t : best) out.top.push_back({t.id, t.z - log_z});
+  }
+  return log_z;
+}
+
+void Sampler::logprobs_of(std::span<const float> logits, int32_t target, int32_t k,
+                          RowLogprobs& out) {
+  const float log_z = log_normalizer(logits, k, out);
+  const bool valid = target >= 0 && target < static_cast<int32_t>(logits.size());
+  out.chosen = {target, valid ? logits[target] - log_z : kNegInf};
 }
 
 int32_t Sampler::fallback(std::span<float> logits) {

@@ -5,9 +5,13 @@
 // parameters, its seed and its position: never on other rows, the thread or the CPU's ISA.
 //
 // Order of operations, all per row:
+//  0. Log-probabilities, when asked (params.logprobs >= 0), from the logits as they come.
 //  1. logit_bias: the bias is added to the logit; a bias <= -100 bans the token. Ids outside
-//     the vocabulary are ignored. ignore_eos then bans every id in SamplerConfig::eog_ids.
-//     Banned tokens, -inf logits and NaN logits are never sampled.
+//     the vocabulary are ignored. Then the penalties (sampling_params.h; each token once,
+//     whatever its number of occurrences: repetition over prompt and output, then
+//     frequency * count, then presence, over the output). ignore_eos then bans every id in
+//     SamplerConfig::eog_ids; RowHistory::ban_stop (min_tokens not reached) bans them and
+//     params.stop_token_ids. Banned tokens, -inf logits and NaN logits are never sampled.
 //  2. temperature <= 0 (or NaN): greedy. The token is the argmax of the biased logits, ties to
 //     the lowest id; nothing else applies and no noise is drawn.
 //  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
@@ -50,6 +54,27 @@ namespace sampler_kernels {
 struct Kernels;
 }
 
+// What the sampler needs of a row besides its logits and parameters.
+struct RowHistory {
+  bool ban_stop = false;            // min_tokens not reached: eog_ids and stop_token_ids banned
+  std::span<const int32_t> prompt;  // the prompt's tokens (repetition_penalty)
+  std::span<const int32_t> output;  // the tokens generated so far (every penalty)
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+// A token's log-probability under the model (the log-softmax of the raw logits, before
+// logit_bias, penalties, bans, temperature and filters, as vLLM returns by default), and
+// the k most likely tokens', most likely first (ties: the lower id; -inf and NaN logits
+// never listed, so there may be fewer than k).
+struct RowLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;
+};
+
 struct SamplerConfig {
   int32_t vocab_size = 0;
   std::vector<int32_t> eog_ids;  // end-of-generation ids; banned by ignore_eos
@@ -61,7 +86,13 @@ class Sampler {
 
   // Samples one token from a row of logits (vocab_size floats; overwritten as scratch).
   // position: the sequence position of the token being sampled (the counter's upper words).
-  int32_t sample(std::span<float> logits, const SamplingParams& params, int64_t position);
+  // logprobs: filled when params.logprobs >= 0 (k = params.logprobs).
+  int32_t sample(std::span<float> logits, const SamplingParams& params, int64_t position,
+                 const RowHistory& history = {}, RowLogprobs* logprobs = nullptr);
+
+  // The log-probability of `target` and the top k (k <= 0: none) under a row of logits,
+  // which are left as they are: what sample() reports, for prompt tokens (echo).
+  void logprobs_of(std::span<const float> logits, int32_t target, int32_t k, RowLogprobs& out);
 
   // True when this Sampler runs the AVX-512 kernels: the CPU has them and TANDEM_ISA, read at
   // construction, names no lower ISA (avx2, portable). Both give identical tokens.
@@ -73,6 +104,7 @@ class Sampler {
     int32_t id;
     float e;  // exp(z - z_max), filled only when top_p needs it
   };
+  int32_t choose(std::span<float> logits, const SamplingParams& params, int64_t position);
   int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
                           float z_max);
   // The top k tokens (fewer if fewer are above the floor) among those with
@@ -81,6 +113,11 @@ class Sampler {
                                           float floor);
   int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
   int32_t fallback(std::span<float> logits);
+  void ban(std::span<float> logits, std::span<const int32_t> ids);
+  void apply_penalties(std::span<float> logits, const SamplingParams& params,
+                       const RowHistory& history);
+  // log Z of the row, and the top k into out.top.
+  float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out);
 
   SamplerConfig config_;
   const sampler_kernels::Kernels* kernels_;
@@ -91,6 +128,10 @@ class Sampler {
   std::vector<RankedToken> ranked_;               // candidates, partly ordered by rank
   std::vector<float> kept_z_;                     // the kept tokens' z
   std::vector<int32_t> kept_ids_;                 // and their ids
+  std::vector<uint32_t> seen_;                    // per id: the stamp of the last penalty pass
+  uint32_t stamp_ = 0;
+  std::vector<int32_t> counts_;  // the output's ids, sorted, for counting
+  std::vector<float> raw_;       // the row as it came, when logprobs are asked
 };
 
 }  // namespace tandem

@@ -22,10 +22,11 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
   return out;
 }
 
-Detokenizer::Detokenizer(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+Detokenizer::Detokenizer(const Tokenizer& tokenizer, bool render_special)
+    : tokenizer_(&tokenizer), render_special_(render_special) {}
 
 std::string Detokenizer::push(int32_t id) {
-  pending_ += tokenizer_->token_bytes(id);
+  pending_ += tokenizer_->token_bytes(id, render_special_);
   std::string out;
   const size_t consumed = utf8::append_sanitized(out, pending_, /*final=*/false);
   pending_.erase(0, consumed);

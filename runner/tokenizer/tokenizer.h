@@ -77,7 +77,8 @@ class Tokenizer {
 // unlike decode() it keeps a leading space.
 class Detokenizer {
  public:
-  explicit Detokenizer(const Tokenizer& tokenizer);
+  // render_special: control tokens give their text (skip_special_tokens false).
+  explicit Detokenizer(const Tokenizer& tokenizer, bool render_special = false);
 
   // Returns the newly final text (possibly empty).
   std::string push(int32_t id);
@@ -86,6 +87,7 @@ class Detokenizer {
 
  private:
   const Tokenizer* tokenizer_;
+  bool render_special_;
   std::string pending_;  // bytes of an incomplete UTF-8 sequence
 };
 

@@ -132,12 +132,75 @@ TEST(CompletionRequest, UnknownFieldsAreIgnored) {
 }
 
 TEST(CompletionRequest, NeutralValuesOfUnsupportedOptionsAreAccepted) {
-  parse_ok(R"({"prompt": "x", "n": 1, "best_of": 1, "logprobs": 0, "echo": false, "suffix": "",
-               "presence_penalty": 0, "frequency_penalty": 0.0, "repetition_penalty": 1})");
+  parse_ok(R"({"prompt": "x", "n": 1, "best_of": 1, "echo": false, "suffix": ""})");
   parse_ok(R"({"prompt": "x", "logprobs": false})");
   parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": false,
                     "top_logprobs": 0, "tools": [], "tool_choice": "none",
                     "response_format": {"type": "text"}})");
+}
+
+TEST(CompletionRequest, PenaltiesAreRead) {
+  CompletionRequest r = parse_ok(R"({"prompt": "x", "presence_penalty": -2, "frequency_penalty": 2,
+                                     "repetition_penalty": 1.3})");
+  EXPECT_EQ(r.sampling.presence_penalty, -2.0f);
+  EXPECT_EQ(r.sampling.frequency_penalty, 2.0f);
+  EXPECT_EQ(r.sampling.repetition_penalty, 1.3f);
+  EXPECT_TRUE(r.sampling.has_output_penalties());
+  EXPECT_TRUE(r.sampling.has_prompt_penalty());
+  CompletionRequest none = parse_ok(R"({"prompt": "x"})");
+  EXPECT_FALSE(none.sampling.has_output_penalties());
+  EXPECT_FALSE(none.sampling.has_prompt_penalty());
+}
+
+TEST(CompletionRequest, LogprobsAndEchoAreRead) {
+  CompletionRequest r =
+      parse_ok(R"({"prompt": "x", "logprobs": 5, "echo": true, "max_tokens": 0})");
+  EXPECT_EQ(r.sampling.logprobs, 5);
+  EXPECT_EQ(r.sampling.prompt_logprobs, 5);
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.max_tokens, 0);
+  CompletionRequest no_echo = parse_ok(R"({"prompt": "x", "logprobs": 0})");
+  EXPECT_EQ(no_echo.sampling.logprobs, 0);
+  EXPECT_EQ(no_echo.sampling.prompt_logprobs, -1);
+  CompletionRequest echo_only = parse_ok(R"({"prompt": "x", "echo": true})");
+  EXPECT_EQ(echo_only.sampling.logprobs, -1);
+  EXPECT_EQ(echo_only.sampling.prompt_logprobs, -1);
+  CompletionRequest chat = parse_chat_ok(
+      R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": true, "top_logprobs": 3})");
+  EXPECT_EQ(chat.sampling.logprobs, 3);
+  EXPECT_EQ(chat.sampling.prompt_logprobs, -1);
+  CompletionRequest chat_plain =
+      parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": true})");
+  EXPECT_EQ(chat_plain.sampling.logprobs, 0);
+}
+
+TEST(CompletionRequest, StopControlsAreRead) {
+  CompletionRequest r = parse_ok(
+      R"({"prompt": "x", "max_tokens": 8, "min_tokens": 8, "stop_token_ids": [7, 2, 7],
+          "include_stop_str_in_output": true, "skip_special_tokens": false, "user": "u-1"})");
+  EXPECT_EQ(r.sampling.min_tokens, 8);
+  EXPECT_EQ(r.sampling.stop_token_ids, (std::vector<int32_t>{2, 7}));  // sorted, distinct
+  EXPECT_TRUE(r.include_stop_str_in_output);
+  EXPECT_FALSE(r.skip_special_tokens);
+  EXPECT_EQ(r.user, "u-1");
+  CompletionRequest defaults = parse_ok(R"({"prompt": "x"})");
+  EXPECT_EQ(defaults.sampling.min_tokens, 0);
+  EXPECT_TRUE(defaults.sampling.stop_token_ids.empty());
+  EXPECT_FALSE(defaults.include_stop_str_in_output);
+  EXPECT_TRUE(defaults.skip_special_tokens);
+  // Chat without max_tokens has no ceiling for min_tokens.
+  CompletionRequest chat =
+      parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "min_tokens": 100})");
+  EXPECT_EQ(chat.sampling.min_tokens, 100);
+}
+
+TEST(CompletionRequest, StopTokenIdsAreCheckedAgainstTheVocabulary) {
+  CompletionRequest r = parse_ok(R"({"prompt": "x", "stop_token_ids": [3, 10]})");
+  EXPECT_FALSE(check_token_ids(r, 11).has_value());
+  auto error = check_token_ids(r, 10);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->param, "stop_token_ids");
+  EXPECT_NE(error->message.find("10"), std::string::npos);
 }
 
 TEST(CompletionRequest, PromptMayBeTokenIds) {

@@ -13,7 +13,7 @@ namespace tandem {
 namespace {
 
 ResponseHeader header(Endpoint endpoint) {
-  return ResponseHeader{make_response_id(endpoint, 7), 1700000000, "tiny", 42};
+  return ResponseHeader{make_response_id(endpoint, 0, 7), 1700000000, "tiny", 42, "fp_1"};
 }
 
 const Usage kUsage{5, 3};
@@ -63,8 +63,8 @@ TEST(ResponseEncoder, AnErrorEndsTheStreamWithTheErrorObjectThenDone) {
 TEST(ResponseEncoder, ACompletionStreamIsPinnedByteForByte) {
   const ResponseEncoder encoder(Endpoint::kCompletions, header(Endpoint::kCompletions), true);
   const std::string envelope =
-      R"("created":1700000000,"id":"cmpl-0000000000000007","model":"tiny",)"
-      R"("object":"text_completion","seed":42)";
+      R"("created":1700000000,"id":"cmpl-00000000000000000000000000000007","model":"tiny",)"
+      R"("object":"text_completion","seed":42,"system_fingerprint":"fp_1")";
   EXPECT_EQ(encoder.text_event("Hi"),
             R"(data: {"choices":[{"finish_reason":null,"index":0,"logprobs":null,"text":"Hi"}],)" +
                 envelope + "}\n\n");
@@ -80,8 +80,8 @@ TEST(ResponseEncoder, AChatStreamIsPinnedByteForByte) {
   const ResponseEncoder encoder(Endpoint::kChatCompletions, header(Endpoint::kChatCompletions),
                                 false);
   const std::string envelope =
-      R"("created":1700000000,"id":"chatcmpl-0000000000000007","model":"tiny",)"
-      R"("object":"chat.completion.chunk","seed":42)";
+      R"("created":1700000000,"id":"chatcmpl-00000000000000000000000000000007","model":"tiny",)"
+      R"("object":"chat.completion.chunk","seed":42,"system_fingerprint":"fp_1")";
   EXPECT_EQ(encoder.opening_events(),
             R"(data: {"choices":[{"delta":{"content":"","role":"assistant"},)"
             R"("finish_reason":null,"index":0,"logprobs":null}],)" +

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,8 +17,8 @@ using Json = nlohmann::json;
 using namespace std::string_literals;
 
 ResponseHeader header(Endpoint endpoint = Endpoint::kCompletions) {
-  return ResponseHeader{make_response_id(endpoint, 0xabc), 1700000000, "tiny",
-                        18446744073709551615ull};
+  return ResponseHeader{make_response_id(endpoint, 0, 0xabc), 1700000000, "tiny",
+                        18446744073709551615ull, "fp_0123456789abcdef"};
 }
 
 void expect_envelope(const Json& body, const char* object, const char* id_prefix) {
@@ -25,13 +27,16 @@ void expect_envelope(const Json& body, const char* object, const char* id_prefix
   EXPECT_EQ(body["created"], 1700000000);
   EXPECT_EQ(body["model"], "tiny");
   EXPECT_EQ(body["seed"].get<uint64_t>(), 18446744073709551615ull);
+  EXPECT_EQ(body["system_fingerprint"], "fp_0123456789abcdef");
 }
 
 TEST(Responses, IdsNameTheEndpointAndAreUniquePerNumber) {
-  EXPECT_EQ(make_response_id(Endpoint::kCompletions, 255), "cmpl-00000000000000ff");
-  EXPECT_EQ(make_response_id(Endpoint::kChatCompletions, 1), "chatcmpl-0000000000000001");
-  EXPECT_NE(make_response_id(Endpoint::kCompletions, 1),
-            make_response_id(Endpoint::kCompletions, 2));
+  EXPECT_EQ(make_response_id(Endpoint::kCompletions, 0x1234, 255),
+            "cmpl-000000000000123400000000000000ff");
+  EXPECT_EQ(make_response_id(Endpoint::kChatCompletions, 0, 1),
+            "chatcmpl-00000000000000000000000000000001");
+  EXPECT_NE(make_response_id(Endpoint::kCompletions, 7, 1),
+            make_response_id(Endpoint::kCompletions, 8, 1));
 }
 
 TEST(Responses, CompletionHasTextFinishReasonUsageAndSeed) {
@@ -148,6 +153,41 @@ TEST(Responses, ModelsListNamesTheModelItsContextAndChatTemplate) {
   EXPECT_EQ(body["data"][1]["root"], "tiny");
   const Json none = Json::parse(models_list_json(ServedModel{{"tiny"}, 0, 16, std::nullopt}));
   EXPECT_TRUE(none["data"][0]["chat_template"].is_null());
+}
+
+TEST(Responses, CompletionLogprobsListTokensValuesTopsAndByteOffsets) {
+  const std::vector<TokenLogprobs> tokens = {
+      {{"<s>", std::nanf("")}, {}},
+      {{" Hi", -0.5f}, {{" Hi", -0.5f}, {" Yo", -1.5f}}},
+      {{"!", -2.0f}, {{".", -0.25f}, {"!", -2.0f}}},
+  };
+  const LogprobsPiece piece{tokens, 10};
+  const Json body = Json::parse(
+      completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 2}, &piece));
+  const Json& lp = body["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], Json::array({"<s>", " Hi", "!"}));
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_EQ(lp["token_logprobs"][1], -0.5);
+  EXPECT_EQ(lp["top_logprobs"][2], (Json{{".", -0.25}, {"!", -2.0}}));
+  EXPECT_EQ(lp["text_offset"], Json::array({10, 13, 16}));
+}
+
+TEST(Responses, ChatLogprobsCarryBytesAndOrderedTops) {
+  const std::vector<TokenLogprobs> tokens = {{{"\xe2\x82", -1.0f}, {{"a", -0.5f}, {"b", -0.75f}}}};
+  const LogprobsPiece piece{tokens, 0};
+  const Json chunk =
+      Json::parse(chat_chunk_json(header(Endpoint::kChatCompletions), "a", std::nullopt, &piece));
+  const Json& entry = chunk["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["logprob"], -1.0);
+  EXPECT_EQ(entry["bytes"].size(), std::string("\xe2\x82").size());
+  EXPECT_EQ(entry["top_logprobs"][0]["token"], "a");
+  EXPECT_EQ(entry["top_logprobs"][1]["logprob"], -0.75);
+  EXPECT_EQ(entry["top_logprobs"][1]["bytes"], Json::array({98}));
+  // Without a piece, logprobs is null.
+  EXPECT_TRUE(Json::parse(chat_chunk_json(header(Endpoint::kChatCompletions), "a",
+                                          std::nullopt))["choices"][0]["logprobs"]
+                  .is_null());
 }
 
 }  // namespace

@@ -259,9 +259,9 @@ TEST(Scheduler, AFullQueueRefusesAndAnImpossibleRequestIsInvalid) {
   GenerationRequest bad_token = r;
   bad_token.prompt = {999};
   EXPECT_EQ(h.scheduler->submit(bad_token).refusal, ErrorKind::kInvalidRequest);
-  GenerationRequest no_tokens = r;
-  no_tokens.max_tokens = 0;
-  EXPECT_EQ(h.scheduler->submit(no_tokens).refusal, ErrorKind::kInvalidRequest);
+  GenerationRequest negative = r;
+  negative.max_tokens = -1;  // 0 is allowed: the prompt is only scored (echo)
+  EXPECT_EQ(h.scheduler->submit(negative).refusal, ErrorKind::kInvalidRequest);
   h.drain();
 }
 

@@ -94,5 +94,27 @@ TEST(StopMatcher, MultiByteStopsAcrossPiecesAreMatched) {
   EXPECT_EQ(text, "l'");
 }
 
+TEST(StopMatcher, IncludeStopKeepsTheStopStringAndTheLongestAtOnePlaceWins) {
+  StopMatcher m({"EN", "END"}, /*include_stop=*/true);
+  auto [text, stopped] = feed(m, {"ab", "cE", "N", "Dtail"});
+  EXPECT_TRUE(stopped);
+  // "EN" completes first, at the push of "N": the text ends with it.
+  EXPECT_EQ(text, "abcEN");
+  StopMatcher both({"EN", "END"}, true);
+  auto r = both.push("xENDy");
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.text, "xEND");
+}
+
+TEST(StopMatcher, WhileItMayNotStopItEmitsButStillHoldsAPossibleStart) {
+  StopMatcher m({"END"});
+  auto r = m.push("aEND bE", /*may_stop=*/false);
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.text, "aEND b");  // the complete stop passes; the tail "E" is held
+  r = m.push("ND!", /*may_stop=*/true);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.text, "");
+}
+
 }  // namespace
 }  // namespace tandem

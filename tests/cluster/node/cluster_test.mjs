@@ -289,6 +289,21 @@ async function phaseLoad(c) {
     }
     check(text === chat.choices[0].message.content && finish === 'length' && usage?.completion_tokens === 8,
       `openai: streamed chat (${chunks} chunks) equals the non-streamed answer for the same seed`);
+    // Log-probabilities (issue 16), as the client types them.
+    const scored = await client.completions.create({ model: id, prompt: 'Once upon', max_tokens: 4, seed: 7, logprobs: 2 });
+    const lp = scored.choices[0].logprobs;
+    check(lp && lp.tokens.length === 4 && lp.token_logprobs.every((v) => v <= 0) &&
+      lp.top_logprobs.every((t) => Object.keys(t).length <= 2) && lp.text_offset[0] === 0,
+      'openai: completions.create() with logprobs', JSON.stringify(lp));
+    const echoed = await client.completions.create({ model: id, prompt: 'Once upon', max_tokens: 0, echo: true, logprobs: 1 });
+    check(echoed.choices[0].text === 'Once upon' && echoed.choices[0].logprobs.token_logprobs[0] === null &&
+      echoed.usage.completion_tokens === 0,
+      'openai: echo with max_tokens 0 scores the prompt');
+    const chatLp = await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, seed: 7, logprobs: true, top_logprobs: 2 });
+    const content = chatLp.choices[0].logprobs?.content ?? [];
+    check(content.length === 4 && content.every((e) => e.top_logprobs.length === 2 && Array.isArray(e.bytes)) &&
+      typeof chatLp.system_fingerprint === 'string',
+      'openai: chat logprobs content[] and system_fingerprint');
   } catch (e) {
     check(false, 'openai client through nginx', String(e));
   }

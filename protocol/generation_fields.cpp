@@ -1,0 +1,94 @@
+#include "protocol/generation_fields.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tandem::request_fields {
+namespace {
+
+void read_min_tokens(const Json& body, CompletionRequest& request) {
+  const Json* value = find_field(body, "min_tokens");
+  if (value == nullptr) return;
+  const auto min_tokens =
+      static_cast<int32_t>(read_integer(*value, "min_tokens", 0, kMaxTokensLimit));
+  // As vLLM: a floor above the ceiling is a mistake, not something to clamp.
+  if (request.max_tokens && min_tokens > *request.max_tokens) {
+    reject("'min_tokens' (" + std::to_string(min_tokens) + ") must not exceed 'max_tokens' (" +
+               std::to_string(*request.max_tokens) + ").",
+           "min_tokens");
+  }
+  request.sampling.min_tokens = min_tokens;
+}
+
+void read_stop_token_ids(const Json& body, CompletionRequest& request) {
+  const Json* value = find_field(body, "stop_token_ids");
+  if (value == nullptr) return;
+  std::vector<int32_t> ids = read_token_ids(*value, "stop_token_ids");
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  request.sampling.stop_token_ids = std::move(ids);
+}
+
+void read_penalties(const Json& body, SamplingParams& sampling) {
+  for (auto [name, target] : {std::pair{"presence_penalty", &sampling.presence_penalty},
+                              std::pair{"frequency_penalty", &sampling.frequency_penalty}}) {
+    const Json* value = find_field(body, name);
+    if (value == nullptr) continue;
+    const float v = read_float(*value, name);
+    if (v < -2.0f || v > 2.0f) {
+      reject("Invalid value for '" + std::string(name) + "': expected a number in [-2, 2], got " +
+                 value->dump() + ".",
+             name);
+    }
+    *target = v;
+  }
+  if (const Json* value = find_field(body, "repetition_penalty")) {
+    const float v = read_float(*value, "repetition_penalty");
+    if (!(v > 0.0f)) {
+      reject("Invalid value for 'repetition_penalty': expected a number > 0, got " + value->dump() +
+                 ".",
+             "repetition_penalty");
+    }
+    sampling.repetition_penalty = v;
+  }
+}
+
+// Completions: logprobs is a count (false: none) and echo a flag. Chat: logprobs is a flag
+// and top_logprobs the count, which needs logprobs (as OpenAI and vLLM say).
+void read_logprobs(const Json& body, CompletionRequest& request) {
+  SamplingParams& sampling = request.sampling;
+  const Json* logprobs = find_field(body, "logprobs");
+  if (request.endpoint == Endpoint::kCompletions) {
+    if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
+      sampling.logprobs =
+          static_cast<int32_t>(read_integer(*logprobs, "logprobs", 0, kMaxLogprobs));
+    }
+    if (const Json* echo = find_field(body, "echo")) request.echo = read_bool(*echo, "echo");
+    if (request.echo) sampling.prompt_logprobs = sampling.logprobs;
+    return;
+  }
+  const bool on = logprobs != nullptr && read_bool(*logprobs, "logprobs");
+  int32_t top = 0;
+  if (const Json* value = find_field(body, "top_logprobs")) {
+    top = static_cast<int32_t>(read_integer(*value, "top_logprobs", 0, kMaxLogprobs));
+    if (top > 0 && !on) reject("'top_logprobs' needs 'logprobs' set to true.", "top_logprobs");
+  }
+  if (on) sampling.logprobs = top;
+}
+
+}  // namespace
+
+void read_generation_controls(const Json& body, CompletionRequest& request) {
+  read_penalties(body, request.sampling);
+  read_logprobs(body, request);
+  read_min_tokens(body, request);
+  read_stop_token_ids(body, request);
+  if (const Json* value = find_field(body, "include_stop_str_in_output")) {
+    request.include_stop_str_in_output = read_bool(*value, "include_stop_str_in_output");
+  }
+  if (const Json* value = find_field(body, "skip_special_tokens")) {
+    request.skip_special_tokens = read_bool(*value, "skip_special_tokens");
+  }
+}
+
+}  // namespace tandem::request_fields

@@ -1,0 +1,16 @@
+// The request fields that steer when and how generation ends (min_tokens, stop_token_ids,
+// include_stop_str_in_output, skip_special_tokens) and the penalties: read by
+// parse_completion_request, kept apart from it so that each file stays one concern.
+// Internal to protocol/: throws request_fields::RequestRejected like the other readers.
+#pragma once
+
+#include "protocol/completion_request.h"
+#include "protocol/request_fields.h"
+
+namespace tandem::request_fields {
+
+// Reads the fields above into request (request.max_tokens must be read already: min_tokens
+// may not exceed it).
+void read_generation_controls(const Json& body, CompletionRequest& request);
+
+}  // namespace tandem::request_fields

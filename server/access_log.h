@@ -1,0 +1,42 @@
+// The access log: one JSON line per accepted generation request (when it was accepted,
+// the route, the response id, the client's `user`, the prompt's length, whether it
+// streams), so an operator can tie a response id or a user to a request. JSON, so that
+// a `user` holding newlines or quotes cannot forge a line. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+namespace tandem::server {
+
+struct AccessRecord {
+  std::string route;  // "/v1/completions" or "/v1/chat/completions"
+  std::string id;     // the response id
+  std::string user;   // the request's `user`, empty when none
+  int64_t prompt_tokens = 0;
+  bool stream = false;
+};
+
+class AccessLog {
+ public:
+  // path "-": standard error; otherwise a file appended to. Throws std::runtime_error
+  // naming the path when it cannot be opened.
+  explicit AccessLog(const std::string& path);
+  ~AccessLog();
+  AccessLog(const AccessLog&) = delete;
+  AccessLog& operator=(const AccessLog&) = delete;
+
+  void record(const AccessRecord& record);
+
+ private:
+  std::mutex mutex_;
+  std::FILE* out_ = nullptr;
+  bool owned_ = false;
+};
+
+// One record as its log line (without the newline).
+std::string access_log_line(const AccessRecord& record, int64_t unix_millis);
+
+}  // namespace tandem::server

@@ -1,0 +1,293 @@
+// Penalties, min_tokens bans and log-probabilities in the fused sampler, against references
+// written for clarity (a map of counts, double-precision log-softmax), and the AVX-512 path
+// against the portable one, bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "runner/sampler/kernels.h"
+#include "runner/sampler/sampler.h"
+#include "tests/runner/sampler/reference.h"
+
+namespace tandem {
+namespace {
+
+std::vector<float> normal_logits(int32_t n, float sd, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sd);
+  std::vector<float> logits(n);
+  for (float& v : logits) v = normal(rng);
+  return logits;
+}
+
+// vLLM's definition, literally: repetition over the set of prompt and output ids, then
+// frequency * count and presence over the output's ids.
+std::vector<float> reference_penalized(std::vector<float> logits, const SamplingParams& p,
+                                       const std::vector<int32_t>& prompt,
+                                       const std::vector<int32_t>& output) {
+  std::set<int32_t> seen(prompt.begin(), prompt.end());
+  seen.insert(output.begin(), output.end());
+  for (int32_t id : seen) {
+    float& x = logits[id];
+    x = x > 0.0f ? x / p.repetition_penalty : x * p.repetition_penalty;
+  }
+  std::map<int32_t, int> counts;
+  for (int32_t id : output) ++counts[id];
+  for (const auto& [id, count] : counts) {
+    logits[id] -= p.frequency_penalty * static_cast<float>(count);
+    logits[id] -= p.presence_penalty;
+  }
+  return logits;
+}
+
+SamplingParams penalties(float repetition, float frequency, float presence) {
+  SamplingParams p;
+  p.repetition_penalty = repetition;
+  p.frequency_penalty = frequency;
+  p.presence_penalty = presence;
+  return p;
+}
+
+const std::vector<int32_t> kPrompt = {1, 2, 3, 3, 9};
+const std::vector<int32_t> kOutput = {3, 4, 4, 4, 7, 0};
+
+TEST(SamplerPenalties, GreedyPicksTheArgmaxOfThePenalizedLogits) {
+  const int32_t n = 64;
+  Sampler sampler({n, {}});
+  int differs_from_unpenalized = 0;
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    std::vector<float> logits = normal_logits(n, 2.0f, seed);
+    // Make the history's ids the likely ones, so the penalties decide.
+    for (int32_t id : {0, 1, 2, 3, 4, 7, 9}) logits[id] += 3.0f;
+    for (const SamplingParams& base :
+         {penalties(1.8f, 0, 0), penalties(1, 0.7f, 0), penalties(1, 0, 1.5f),
+          penalties(1.3f, -0.5f, 2.0f), penalties(0.6f, 0.4f, -1.0f)}) {
+      SamplingParams p = base;
+      p.temperature = 0.0f;
+      const std::vector<float> want = reference_penalized(logits, p, kPrompt, kOutput);
+      const auto expected =
+          static_cast<int32_t>(std::max_element(want.begin(), want.end()) - want.begin());
+      std::vector<float> row = logits;
+      RowHistory history{false, kPrompt, kOutput};
+      ASSERT_EQ(sampler.sample(row, p, 5, history), expected) << seed;
+      differs_from_unpenalized +=
+          expected != std::max_element(logits.begin(), logits.end()) - logits.begin();
+    }
+  }
+  EXPECT_GT(differs_from_unpenalized, 100);  // the penalties did change tokens
+}
+
+TEST(SamplerPenalties, TheHistorysOrderDoesNotMatter) {
+  const int32_t n = 128;
+  Sampler sampler({n, {}});
+  std::vector<int32_t> shuffled = kOutput;
+  std::reverse(shuffled.begin(), shuffled.end());
+  SamplingParams p = penalties(1.4f, 0.3f, 0.6f);
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    p.seed = seed;
+    const std::vector<float> logits = normal_logits(n, 3.0f, static_cast<uint32_t>(seed));
+    std::vector<float> a = logits, b = logits;
+    ASSERT_EQ(sampler.sample(a, p, 9, {false, kPrompt, kOutput}),
+              sampler.sample(b, p, 9, {false, kPrompt, shuffled}));
+  }
+}
+
+TEST(SamplerPenalties, RepetitionCoversThePromptFrequencyAndPresenceOnlyTheOutput) {
+  const int32_t n = 16;
+  Sampler sampler({n, {}});
+  // Token 9 is only in the prompt and leads by 1: presence and frequency leave it alone,
+  // repetition 2 halves it below the runner-up.
+  std::vector<float> logits(n, 0.0f);
+  logits[9] = 4.0f;
+  logits[5] = 3.0f;
+  SamplingParams greedy = penalties(1, 2.0f, 2.0f);
+  greedy.temperature = 0.0f;
+  std::vector<float> row = logits;
+  EXPECT_EQ(sampler.sample(row, greedy, 1, {false, kPrompt, kOutput}), 9);
+  greedy = penalties(2.0f, 0, 0);
+  greedy.temperature = 0.0f;
+  row = logits;
+  EXPECT_EQ(sampler.sample(row, greedy, 1, {false, kPrompt, kOutput}), 5);
+}
+
+// The empirical distribution with penalties matches softmax of the reference's penalized
+// logits, within a total variation of 0.01 over 100,000 seeds.
+TEST(SamplerPenalties, SamplingFollowsThePenalizedDistribution) {
+  const int32_t n = 32;
+  const std::vector<float> logits = normal_logits(n, 1.5f, 3);
+  for (SamplingParams p : {penalties(1.5f, 0.5f, 0.5f), penalties(0.8f, -0.4f, 1.0f)}) {
+    p.temperature = 0.9f;
+    p.top_k = 20;
+    const std::vector<float> penalized = reference_penalized(logits, p, kPrompt, kOutput);
+    const std::vector<double> expected = testing::reference_probs(penalized, p);
+    Sampler sampler({n, {}});
+    constexpr int kDraws = 100000;
+    std::vector<int> hits(n, 0);
+    for (int d = 0; d < kDraws; ++d) {
+      p.seed = static_cast<uint64_t>(d);
+      std::vector<float> row = logits;
+      hits[sampler.sample(row, p, 3, {false, kPrompt, kOutput})] += 1;
+    }
+    double tv = 0.0;
+    for (int32_t i = 0; i < n; ++i) tv += std::abs(double(hits[i]) / kDraws - expected[i]);
+    EXPECT_LE(tv / 2.0, 0.01);
+  }
+}
+
+TEST(SamplerBans, MinTokensBansEndOfGenerationAndStopIds) {
+  const int32_t n = 8;
+  Sampler sampler({n, {2, 6}});
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.stop_token_ids = {5};
+  // 2 (EOG) leads, then 5 (a stop id), then 6 (EOG), then 1.
+  const std::vector<float> logits = {0, 1, 9, 0, 0, 8, 7, 0};
+  std::vector<float> row = logits;
+  EXPECT_EQ(sampler.sample(row, p, 1, {}), 2);
+  row = logits;
+  EXPECT_EQ(sampler.sample(row, p, 1, {true, {}, {}}), 1);
+  p.ignore_eos = true;  // bans EOG, not stop ids
+  row = logits;
+  EXPECT_EQ(sampler.sample(row, p, 1, {}), 5);
+}
+
+// log-softmax in double, as the reference forward's outputs would be scored.
+std::vector<double> reference_log_softmax(const std::vector<float>& logits) {
+  const double top = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float x : logits) sum += std::exp(double(x) - top);
+  std::vector<double> out;
+  for (float x : logits) out.push_back(double(x) - top - std::log(sum));
+  return out;
+}
+
+TEST(SamplerLogprobs, AreTheRawLogSoftmaxWhateverTheSamplingParameters) {
+  const int32_t n = 3000;
+  Sampler sampler({n, {1}});
+  const std::vector<float> logits = normal_logits(n, 3.0f, 21);
+  const std::vector<double> want = reference_log_softmax(logits);
+  std::vector<int32_t> order(n);
+  for (int32_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  SamplingParams plain;
+  plain.logprobs = 5;
+  SamplingParams shaped = penalties(1.3f, 0.5f, 0.5f);
+  shaped.logprobs = 5;
+  shaped.temperature = 0.3f;
+  shaped.top_p = 0.5f;
+  shaped.logit_bias = {{order[7], 20.0f}};
+  shaped.ignore_eos = true;
+  for (const SamplingParams& base : {plain, shaped}) {
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      SamplingParams p = base;
+      p.seed = seed;
+      std::vector<float> row = logits;
+      RowLogprobs lp;
+      const int32_t token = sampler.sample(row, p, 4, {false, kPrompt, kOutput}, &lp);
+      EXPECT_EQ(lp.chosen.id, token);
+      // Bound: the float log-sum-exp's error is a few ulps of log Z (~8): 1e-5 absolute.
+      EXPECT_NEAR(lp.chosen.logprob, want[token], 1e-5);
+      ASSERT_EQ(lp.top.size(), 5u);
+      for (size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(lp.top[i].id, order[i]);  // most likely first
+        EXPECT_NEAR(lp.top[i].logprob, want[order[i]], 1e-5);
+      }
+    }
+  }
+}
+
+TEST(SamplerLogprobs, ZeroTopGivesOnlyTheChosenAndTiesGoToTheLowerId) {
+  Sampler sampler({6, {}});
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.logprobs = 0;
+  std::vector<float> row = {1, 3, 0, 3, 2, -std::numeric_limits<float>::infinity()};
+  RowLogprobs lp;
+  EXPECT_EQ(sampler.sample(row, p, 0, {}, &lp), 1);
+  EXPECT_TRUE(lp.top.empty());
+  row = {1, 3, 0, 3, 2, -std::numeric_limits<float>::infinity()};
+  p.logprobs = 6;
+  sampler.sample(row, p, 0, {}, &lp);
+  ASSERT_EQ(lp.top.size(), 5u);  // the -inf token is never listed
+  EXPECT_EQ(lp.top[0].id, 1);
+  EXPECT_EQ(lp.top[1].id, 3);
+  EXPECT_EQ(lp.top[0].logprob, lp.top[1].logprob);
+  EXPECT_EQ(lp.top[2].id, 4);
+}
+
+TEST(SamplerLogprobs, LogprobsOfScoresATargetAndLeavesTheRowAlone) {
+  const int32_t n = 500;
+  Sampler sampler({n, {}});
+  const std::vector<float> logits = normal_logits(n, 2.0f, 5);
+  const std::vector<double> want = reference_log_softmax(logits);
+  RowLogprobs lp;
+  sampler.logprobs_of(logits, 77, 3, lp);
+  EXPECT_EQ(lp.chosen.id, 77);
+  EXPECT_NEAR(lp.chosen.logprob, want[77], 1e-5);
+  EXPECT_EQ(lp.top.size(), 3u);
+  // The same values that sample() reports for the same row.
+  SamplingParams p;
+  p.logprobs = 3;
+  p.temperature = 0.0f;
+  std::vector<float> row = logits;
+  RowLogprobs sampled;
+  const int32_t token = sampler.sample(row, p, 2, {}, &sampled);
+  RowLogprobs scored;
+  sampler.logprobs_of(logits, token, 3, scored);
+  EXPECT_EQ(sampled.chosen.logprob, scored.chosen.logprob);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sampled.top[i].logprob, scored.top[i].logprob);
+}
+
+// The vector path gives the same tokens and the same logprob bits as the portable one.
+TEST(SamplerPenaltiesAndLogprobs, PortableAndVectorPathsAgreeBitForBit) {
+  if (sampler_kernels::avx512() == nullptr) GTEST_SKIP() << "this CPU has no AVX-512";
+  const int32_t n = 32000;
+  const char* outer = std::getenv("TANDEM_ISA");
+  const std::string saved = outer != nullptr ? outer : "";
+  unsetenv("TANDEM_ISA");
+  Sampler vector_sampler({n, {2}});
+  setenv("TANDEM_ISA", "avx2", 1);
+  Sampler portable_sampler({n, {2}});
+  if (outer != nullptr) {
+    setenv("TANDEM_ISA", saved.c_str(), 1);
+  } else {
+    unsetenv("TANDEM_ISA");
+  }
+  ASSERT_TRUE(vector_sampler.uses_avx512());
+  ASSERT_FALSE(portable_sampler.uses_avx512());
+  std::vector<int32_t> prompt, output;
+  for (int32_t i = 0; i < 300; ++i) prompt.push_back((i * 7919) % n);
+  for (int32_t i = 0; i < 200; ++i) output.push_back((i * 104729) % 500);
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    SamplingParams p = penalties(1.0f + float(seed % 3) * 0.2f, float(seed % 5) * 0.3f - 0.6f,
+                                 float(seed % 4) * 0.5f - 1.0f);
+    p.temperature = seed % 6 == 0 ? 0.0f : 0.8f;
+    p.top_p = seed % 2 == 0 ? 0.9f : 1.0f;
+    p.logprobs = static_cast<int32_t>(seed % 21);
+    p.seed = seed * 0x9e3779b9ull;
+    const std::vector<float> logits = normal_logits(n, 3.0f, static_cast<uint32_t>(seed));
+    std::vector<float> a = logits, b = logits;
+    RowLogprobs la, lb;
+    const RowHistory history{seed % 7 == 0, prompt, output};
+    ASSERT_EQ(vector_sampler.sample(a, p, int64_t(seed) + 50, history, &la),
+              portable_sampler.sample(b, p, int64_t(seed) + 50, history, &lb))
+        << seed;
+    ASSERT_EQ(la.chosen.logprob, lb.chosen.logprob) << seed;
+    ASSERT_EQ(la.top.size(), lb.top.size());
+    for (size_t i = 0; i < la.top.size(); ++i) {
+      ASSERT_EQ(la.top[i].id, lb.top[i].id);
+      ASSERT_EQ(la.top[i].logprob, lb.top[i].logprob);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem

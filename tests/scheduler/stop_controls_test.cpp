@@ -1,0 +1,172 @@
+// min_tokens, stop_token_ids, include_stop_str_in_output and skip_special_tokens, as the
+// scheduler honours them (the sampler's ban is tested in tests/runner/sampler).
+#include <memory>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "scheduler/scheduler.h"
+#include "tests/scheduler/scheduler_test_support.h"
+
+namespace tandem {
+namespace {
+
+using testing::ByteTokenizer;
+using testing::fake_device_info;
+using testing::kFakeEos;
+using testing::RecordingSink;
+
+// Draws `script(position)`, except that where the row says EOG and stop ids are banned
+// (min_tokens) an EOS or a stop id becomes 'b': a device that honours stop_banned_until,
+// chained steps included, as the CPU executor's sampler does.
+class BanHonouringExecutor : public StepExecutor {
+ public:
+  explicit BanHonouringExecutor(std::function<int32_t(int32_t)> script)
+      : script_(std::move(script)) {}
+  DeviceInfo info() const override { return fake_device_info(); }
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
+    for (size_t i = 0; i < plan.rows.size(); ++i) {
+      const StepRow& row = plan.rows[i];
+      if (!row.sample) continue;
+      const int32_t position = row.position + static_cast<int32_t>(row.tokens.size());
+      int32_t token = script_(position);
+      const auto& ids = row.sampling.stop_token_ids;
+      const bool stop_like =
+          token == kFakeEos || std::find(ids.begin(), ids.end(), token) != ids.end();
+      if (stop_like && position < row.stop_banned_until) token = 'b';
+      tokens[i] = token;
+    }
+  }
+
+ private:
+  std::function<int32_t(int32_t)> script_;
+};
+
+struct Outcome {
+  std::string text;
+  std::optional<FinishReason> reason;
+  int64_t completion_tokens = 0;
+};
+
+Outcome generate(std::function<int32_t(int32_t)> script, GenerationRequest request, bool overlap) {
+  ByteTokenizer tokenizer;
+  Device device(std::make_unique<BanHonouringExecutor>(std::move(script)));
+  SchedulerOptions options;
+  options.overlap = overlap;
+  Scheduler scheduler(device, tokenizer, options);
+  auto sink = std::make_shared<RecordingSink>();
+  if (request.prompt.empty()) request.prompt.assign(4, 'p');
+  request.sink = sink;
+  EXPECT_TRUE(scheduler.submit(std::move(request)).accepted());
+  for (int i = 0; i < 10000 && !scheduler.drained(); ++i) scheduler.run_once();
+  EXPECT_TRUE(scheduler.drained());
+  return Outcome{sink->text(), sink->reason(), sink->usage().completion_tokens};
+}
+
+// The prompt is 4 tokens, so generated token k (from 1) sits at position 3 + k.
+int32_t at_token(int32_t position) { return position - 3; }
+
+TEST(StopControls, MinTokensKeepsEosAndStopIdsOutUntilItIsReached) {
+  for (bool overlap : {true, false}) {
+    GenerationRequest r;
+    r.max_tokens = 20;
+    r.sampling.min_tokens = 5;
+    r.sampling.stop_token_ids = {'s'};
+    // The device would end at once: EOS at token 1, 's' at token 2, then EOS.
+    const Outcome run =
+        generate([](int32_t p) { return at_token(p) == 2 ? int32_t{'s'} : kFakeEos; }, r, overlap);
+    // Tokens 1..5 were banned from being EOS or 's' (so 'b'); token 6 is EOS.
+    EXPECT_EQ(run.text, "bbbbb") << overlap;
+    EXPECT_EQ(run.reason, FinishReason::kStop);
+    EXPECT_EQ(run.completion_tokens, 6);
+  }
+}
+
+TEST(StopControls, MinTokensHoldsStopStringsBackUntilItIsReached) {
+  GenerationRequest r;
+  r.max_tokens = 20;
+  r.sampling.min_tokens = 4;
+  r.stop = {"x"};
+  const Outcome run = generate([](int32_t) { return int32_t{'x'}; }, r, true);
+  // "x" completes at tokens 1..3 but min_tokens is 4: the 4th token's "x" ends it.
+  EXPECT_EQ(run.text, "xxx");
+  EXPECT_EQ(run.reason, FinishReason::kStop);
+  EXPECT_EQ(run.completion_tokens, 4);
+}
+
+TEST(StopControls, AStopTokenIdEndsWithStopAndItsTextIsLeftOut) {
+  for (bool include : {false, true}) {
+    GenerationRequest r;
+    r.max_tokens = 20;
+    r.sampling.stop_token_ids = {'!'};
+    r.include_stop_str_in_output = include;
+    const Outcome run =
+        generate([](int32_t p) { return at_token(p) == 3 ? int32_t{'!'} : int32_t{'a'}; }, r, true);
+    EXPECT_EQ(run.text, include ? "aa!" : "aa");
+    EXPECT_EQ(run.reason, FinishReason::kStop);
+    EXPECT_EQ(run.completion_tokens, 3);
+  }
+}
+
+TEST(StopControls, AStopTokenIdEndsEvenWithIgnoreEos) {
+  GenerationRequest r;
+  r.max_tokens = 20;
+  r.sampling.ignore_eos = true;
+  r.sampling.stop_token_ids = {kFakeEos};
+  const Outcome run =
+      generate([](int32_t p) { return at_token(p) == 2 ? kFakeEos : int32_t{'a'}; }, r, true);
+  EXPECT_EQ(run.text, "a");
+  EXPECT_EQ(run.reason, FinishReason::kStop);
+}
+
+TEST(StopControls, IncludeStopStrInOutputKeepsTheStopString) {
+  for (bool include : {false, true}) {
+    GenerationRequest r;
+    r.max_tokens = 20;
+    r.stop = {"cd"};
+    r.include_stop_str_in_output = include;
+    const Outcome run =
+        generate([](int32_t p) { return int32_t{"abcdef"[(at_token(p) - 1) % 6]}; }, r, true);
+    EXPECT_EQ(run.text, include ? "abcd" : "ab");
+    EXPECT_EQ(run.reason, FinishReason::kStop);
+  }
+}
+
+TEST(StopControls, SkipSpecialTokensFalseEmitsTheirText) {
+  for (bool skip : {true, false}) {
+    GenerationRequest r;
+    r.max_tokens = 3;
+    r.sampling.ignore_eos = true;  // EOS is generated as a token, not an end
+    r.skip_special_tokens = skip;
+    const Outcome run =
+        generate([](int32_t p) { return at_token(p) == 2 ? kFakeEos : int32_t{'a'}; }, r, true);
+    EXPECT_EQ(run.text, skip ? "aa" : "a</s>a");
+    EXPECT_EQ(run.reason, FinishReason::kLength);
+  }
+}
+
+TEST(StopControls, MaxTokensZeroPrefillsAndFinishesWithLengthWithoutAToken) {
+  GenerationRequest r;
+  r.max_tokens = 0;
+  r.prompt.assign(40, 'p');  // more than one chunk with max_step_tokens 16
+  ByteTokenizer tokenizer;
+  Device device(std::make_unique<BanHonouringExecutor>([](int32_t) { return int32_t{'x'}; }));
+  SchedulerOptions options;
+  options.max_step_tokens = 16;
+  Scheduler scheduler(device, tokenizer, options);
+  auto sink = std::make_shared<RecordingSink>();
+  r.sink = sink;
+  ASSERT_TRUE(scheduler.submit(std::move(r)).accepted());
+  for (int i = 0; i < 100 && !scheduler.drained(); ++i) scheduler.run_once();
+  ASSERT_TRUE(scheduler.drained());
+  EXPECT_EQ(sink->text(), "");
+  EXPECT_EQ(sink->reason(), FinishReason::kLength);
+  EXPECT_EQ(sink->usage().prompt_tokens, 40);
+  EXPECT_EQ(sink->usage().completion_tokens, 0);
+  const SchedulerMetrics m = scheduler.metrics();
+  EXPECT_EQ(m.steps, 3u);  // 16 + 16 + 8 prompt tokens, no decode step
+  EXPECT_EQ(m.kv_blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,238 @@
+// The OpenAI surface beyond text (issue 16) against a real `tandem serve`: logprobs
+// (completions and chat, streamed equal to whole), echo with max_tokens 0, penalties,
+// ids and system_fingerprint, the seeds the server draws, and `user` in
+// the access log.
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+using nlohmann::json;
+
+json post(const std::string& route, const json& body) {
+  const HttpResult r = fetch(shared_server().port(), "POST", route, body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.json();
+}
+
+// The choice's logprobs, whole, and the streamed chunks' logprobs laid end to end.
+std::vector<json> streamed_chunks(const std::string& route, json body) {
+  body["stream"] = true;
+  HttpClient client(shared_server().port());
+  const HttpResult r = client.stream(route, body.dump(), [](const std::string&) { return true; });
+  EXPECT_EQ(r.status, 200) << r.body;
+  std::vector<json> chunks;
+  for (const std::string& event : sse_data(r.body)) {
+    if (event != "[DONE]") chunks.push_back(json::parse(event));
+  }
+  return chunks;
+}
+
+TEST(Logprobs, CompletionsCarryTokensLogprobsTopAndOffsetsAndStreamTheSame) {
+  const json body = {{"prompt", "The tiny model says"},
+                     {"max_tokens", 12},
+                     {"seed", 9},
+                     {"logprobs", 3},
+                     {"temperature", 0.8}};
+  const json whole = post("/v1/completions", body);
+  const json& lp = whole["choices"][0]["logprobs"];
+  const size_t n = lp["tokens"].size();
+  EXPECT_EQ(n, whole["usage"]["completion_tokens"].get<size_t>());
+  ASSERT_EQ(lp["token_logprobs"].size(), n);
+  ASSERT_EQ(lp["top_logprobs"].size(), n);
+  ASSERT_EQ(lp["text_offset"].size(), n);
+  int64_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double chosen = lp["token_logprobs"][i];
+    EXPECT_LE(chosen, 0.0);
+    const json& top = lp["top_logprobs"][i];
+    EXPECT_LE(top.size(), 3u);
+    double best = -INFINITY;
+    for (const auto& [token, value] : top.items()) best = std::max(best, value.get<double>());
+    EXPECT_LE(chosen, best + 1e-6);  // nothing beats the most likely
+    // Offsets count the tokens' raw bytes (a token that is part of a UTF-8 sequence shows
+    // as U+FFFD in JSON), so they only grow.
+    EXPECT_GE(lp["text_offset"][i].get<int64_t>(), offset);
+    offset = lp["text_offset"][i].get<int64_t>();
+  }
+  json streamed_tokens = json::array(), streamed_values = json::array(),
+       streamed_offsets = json::array();
+  for (const json& chunk : streamed_chunks("/v1/completions", body)) {
+    if (chunk["choices"].empty() || chunk["choices"][0]["logprobs"].is_null()) continue;
+    const json& part = chunk["choices"][0]["logprobs"];
+    for (size_t i = 0; i < part["tokens"].size(); ++i) {
+      streamed_tokens.push_back(part["tokens"][i]);
+      streamed_values.push_back(part["token_logprobs"][i]);
+      streamed_offsets.push_back(part["text_offset"][i]);
+    }
+  }
+  EXPECT_EQ(streamed_tokens, lp["tokens"]);
+  EXPECT_EQ(streamed_values, lp["token_logprobs"]);
+  EXPECT_EQ(streamed_offsets, lp["text_offset"]);
+}
+
+TEST(Logprobs, ChatContentHasTokenLogprobBytesAndSortedTopLogprobs) {
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Hello there"}}}},
+                     {"max_tokens", 10},
+                     {"seed", 4},
+                     {"logprobs", true},
+                     {"top_logprobs", 2}};
+  const json whole = post("/v1/chat/completions", body);
+  const json& content = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), whole["usage"]["completion_tokens"].get<size_t>());
+  for (const json& entry : content) {
+    const std::string token = entry["token"];
+    // bytes are the token's raw bytes; the token string shows them as UTF-8, with U+FFFD
+    // for a token that is part of a character.
+    ASSERT_FALSE(entry["bytes"].empty());
+    if (token.find("\xEF\xBF\xBD") == std::string::npos) {
+      std::string raw;
+      for (const json& b : entry["bytes"]) raw += static_cast<char>(b.get<int>());
+      EXPECT_EQ(raw, token);
+    }
+    ASSERT_EQ(entry["top_logprobs"].size(), 2u);
+    EXPECT_GE(entry["top_logprobs"][0]["logprob"].get<double>(),
+              entry["top_logprobs"][1]["logprob"].get<double>());
+    EXPECT_LE(entry["logprob"].get<double>(),
+              entry["top_logprobs"][0]["logprob"].get<double>() + 1e-6);
+  }
+  json streamed = json::array();
+  for (const json& chunk : streamed_chunks("/v1/chat/completions", body)) {
+    if (chunk["choices"].empty() || chunk["choices"][0]["logprobs"].is_null()) continue;
+    for (const json& entry : chunk["choices"][0]["logprobs"]["content"]) streamed.push_back(entry);
+  }
+  EXPECT_EQ(streamed, content);
+}
+
+TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
+  const json body = {
+      {"prompt", "The tiny model says hello"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
+  const json whole = post("/v1/completions", body);
+  const json& choice = whole["choices"][0];
+  EXPECT_EQ(choice["text"], "The tiny model says hello");
+  EXPECT_EQ(choice["finish_reason"], "length");
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 0);
+  const json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), whole["usage"]["prompt_tokens"].get<size_t>());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < lp["token_logprobs"].size(); ++i) {
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 1u);
+  }
+  // Streamed: the same entries, and the prompt's text.
+  json tokens = json::array(), values = json::array();
+  std::string text;
+  for (const json& chunk : streamed_chunks("/v1/completions", body)) {
+    if (chunk["choices"].empty()) continue;
+    text += chunk["choices"][0]["text"].get<std::string>();
+    const json& part = chunk["choices"][0]["logprobs"];
+    if (part.is_null()) continue;
+    for (size_t i = 0; i < part["tokens"].size(); ++i) {
+      tokens.push_back(part["tokens"][i]);
+      values.push_back(part["token_logprobs"][i]);
+    }
+  }
+  EXPECT_EQ(text, "The tiny model says hello");
+  EXPECT_EQ(tokens, lp["tokens"]);
+  EXPECT_EQ(values, lp["token_logprobs"]);
+  // The prompt's scores do not depend on what is generated after it.
+  json longer = body;
+  longer["max_tokens"] = 5;
+  const json with_output = post("/v1/completions", longer)["choices"][0];
+  EXPECT_EQ(with_output["text"].get<std::string>().rfind("The tiny model says hello", 0), 0u);
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(with_output["logprobs"]["token_logprobs"][i], lp["token_logprobs"][i]);
+  }
+}
+
+TEST(Penalties, ChangeTheOutputAndReplayWithTheSeed) {
+  json body = {{"prompt", "The tiny model says"}, {"max_tokens", 24}, {"temperature", 0}};
+  const std::string plain = post("/v1/completions", body)["choices"][0]["text"];
+  body["repetition_penalty"] = 1.8;
+  body["frequency_penalty"] = 1.5;
+  body["presence_penalty"] = 1.0;
+  const std::string penalized = post("/v1/completions", body)["choices"][0]["text"];
+  EXPECT_NE(plain, penalized);
+  EXPECT_EQ(post("/v1/completions", body)["choices"][0]["text"], penalized);
+  // Streamed equals whole with penalties too (the chained steps carry the counts).
+  std::string streamed;
+  for (const json& chunk : streamed_chunks("/v1/completions", body)) {
+    if (!chunk["choices"].empty()) streamed += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, penalized);
+}
+
+TEST(Responses, IdsAreLongAndUniqueAndFingerprintsNameTheModel) {
+  const json body = {{"prompt", "x"}, {"max_tokens", 1}};
+  std::set<std::string> ids;
+  std::string fingerprint;
+  const std::regex id_form("cmpl-[0-9a-f]{32}");
+  for (int i = 0; i < 5; ++i) {
+    const json r = post("/v1/completions", body);
+    EXPECT_TRUE(std::regex_match(r["id"].get<std::string>(), id_form)) << r["id"];
+    ids.insert(r["id"]);
+    EXPECT_TRUE(std::regex_match(r["system_fingerprint"].get<std::string>(),
+                                 std::regex("fp_[0-9a-f]{16}")));
+    if (fingerprint.empty()) fingerprint = r["system_fingerprint"];
+    EXPECT_EQ(r["system_fingerprint"], fingerprint);
+  }
+  EXPECT_EQ(ids.size(), 5u);
+  // A restarted server (another process on the same file) gives new ids, the same print.
+  ServerProcess again(tiny_model());
+  const json other = fetch(again.port(), "POST", "/v1/completions", body.dump()).json();
+  EXPECT_EQ(ids.count(other["id"]), 0u);
+  EXPECT_EQ(ids.begin()->substr(0, 21), ids.rbegin()->substr(0, 21));  // one run's prefix
+  EXPECT_NE(other["id"].get<std::string>().substr(0, 21), ids.begin()->substr(0, 21));
+  EXPECT_EQ(other["system_fingerprint"], fingerprint);
+  // A different model file: a different print.
+  ServerProcess demo(demo_model());
+  const json demo_answer = fetch(demo.port(), "POST", "/v1/completions", body.dump()).json();
+  EXPECT_NE(demo_answer["system_fingerprint"], fingerprint);
+  // Chat chunks carry it too.
+  for (const json& chunk : streamed_chunks(
+           "/v1/chat/completions",
+           {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}})) {
+    EXPECT_EQ(chunk["system_fingerprint"], fingerprint);
+    EXPECT_TRUE(
+        std::regex_match(chunk["id"].get<std::string>(), std::regex("chatcmpl-[0-9a-f]{32}")));
+  }
+}
+
+TEST(Responses, SeedsTheServerDrawsFitADouble) {
+  for (int i = 0; i < 40; ++i) {
+    const json r = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}});
+    EXPECT_LT(r["seed"].get<uint64_t>(), uint64_t{1} << 53);
+  }
+}
+
+TEST(AccessLog, RecordsTheUserAndTheResponseIdOnOneJsonLine) {
+  ScratchDir dir;
+  const auto log = dir.path() / "access.log";
+  ServerProcess server(tiny_model(), {"--access-log", log.string()});
+  const json body = {{"prompt", "x"}, {"max_tokens", 1}, {"user", "alice\n\"bob\""}};
+  const json r = fetch(server.port(), "POST", "/v1/completions", body.dump()).json();
+  ASSERT_TRUE(r.contains("id"));
+  std::ifstream in(log);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const json entry = json::parse(line);
+  EXPECT_EQ(entry["user"], "alice\n\"bob\"");
+  EXPECT_EQ(entry["id"], r["id"]);
+  EXPECT_EQ(entry["route"], "/v1/completions");
+  EXPECT_EQ(entry["prompt_tokens"], r["usage"]["prompt_tokens"]);
+  EXPECT_FALSE(std::getline(in, line));  // one request, one line
+}
+
+}  // namespace
+}  // namespace tandem::testing
