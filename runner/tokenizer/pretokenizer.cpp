@@ -6,33 +6,38 @@
 #include <stdexcept>
 
 #include "runner/gguf/gguf.h"
+#include "runner/tokenizer/pretokenizer_table.h"
+#include "runner/tokenizer/utf8.h"
 
 namespace tandem {
 
 namespace {
 
-// llama.cpp's llama-vocab.cpp, with the case-insensitive contraction group spelled out
-// as it does there. GPT-2's regex gets the trailing \s+ that tokenizer.json's has; llama.cpp
-// matches that behaviour in its hand-written splitter.
-constexpr std::string_view kGpt2Regex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kLlama3Regex =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kQwen2Regex =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kDigitRegex = R"(\p{N})";
-constexpr std::string_view kSmollmRegex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+std::string supported_list() {
+  std::string names;
+  for (std::string_view name : PreTokenizer::supported_names()) {
+    if (name.empty()) continue;  // the absent key, not a name to write
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
+  return names;
+}
 
-PreTokenizerKind kind_for(std::string_view name) {
-  if (name.empty() || name == "default" || name == "gpt2" || name == "gpt-2" || name == "phi-2" ||
-      name == "mpt" || name == "olmo")
-    return PreTokenizerKind::kGpt2;
-  if (name == "llama3" || name == "llama-v3" || name == "llama-bpe" || name == "falcon3")
-    return PreTokenizerKind::kLlama3;
-  if (name == "qwen2" || name == "deepseek-r1-qwen") return PreTokenizerKind::kQwen2;
-  if (name == "smollm" || name == "starcoder" || name == "refact") return PreTokenizerKind::kSmollm;
-  throw gguf::GgufError("unknown pre-tokenizer tokenizer.ggml.pre = '" + std::string(name) + "'");
+const PreTokenizerFamily& family_for(std::string_view name) {
+  for (const PreTokenizerFamily& family : pre_tokenizer_families())
+    for (std::string_view known : family.names)
+      if (known == name) return family;
+  std::string why = "is not a pre-tokenizer tandem knows";
+  for (const UnsupportedPreTokenizer& unsupported : unsupported_pre_tokenizers())
+    if (unsupported.name == name) why = "is not supported: " + std::string(unsupported.reason);
+  throw gguf::GgufError("tokenizer.ggml.pre = '" + std::string(name) + "' " + why +
+                        " (supported: " + supported_list() + ")");
+}
+
+// Bytes to step over after an empty match: one character, or one invalid byte.
+size_t character_length(std::string_view text) {
+  const utf8::SequenceScan scan = utf8::scan_sequence(text);
+  return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
 }
 
 }  // namespace
@@ -40,7 +45,7 @@ PreTokenizerKind kind_for(std::string_view name) {
 struct PreTokenizer::Pattern {
   pcre2_code* code = nullptr;
 
-  explicit Pattern(std::string_view regex) {
+  explicit Pattern(const std::string& regex) {
     int error = 0;
     PCRE2_SIZE error_offset = 0;
     // UCP: \s, \d and friends follow Unicode properties, as in the HF tokenizers' regexes.
@@ -61,15 +66,25 @@ struct PreTokenizer::Pattern {
   Pattern(const Pattern&) = delete;
   Pattern& operator=(const Pattern&) = delete;
 
-  // Appends the pieces of `text`: each match, and each stretch between matches.
+  // Appends the pieces of `text`: each non-empty match, and each stretch between matches.
+  // An empty match (a lookahead such as superbpe's) splits the text where it matches; the
+  // search then goes on from there as Python's finditer does: a non-empty match may start
+  // at the same place, another empty one only a character later.
   void split(std::string_view text, pcre2_match_data* match,
              std::vector<std::string_view>& out) const {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t pos = 0;
     size_t unmatched_from = 0;
+    bool after_empty = false;
     while (pos < text.size()) {
-      const int rc = pcre2_match(code, subject, text.size(), pos, 0, match, nullptr);
-      if (rc == PCRE2_ERROR_NOMATCH) break;
+      const uint32_t options = after_empty ? PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED : 0;
+      const int rc = pcre2_match(code, subject, text.size(), pos, options, match, nullptr);
+      if (rc == PCRE2_ERROR_NOMATCH) {
+        if (!after_empty) break;
+        pos += character_length(text.substr(pos));
+        after_empty = false;
+        continue;
+      }
       if (rc < 0) {
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(rc, message, sizeof(message));
@@ -79,40 +94,35 @@ struct PreTokenizer::Pattern {
       const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
       const size_t begin = ovector[0];
       const size_t end = ovector[1];
-      if (end == begin) {  // none of the patterns matches empty; guard anyway
-        pos = begin + 1;
-        continue;
-      }
       if (begin > unmatched_from)
         out.push_back(text.substr(unmatched_from, begin - unmatched_from));
-      out.push_back(text.substr(begin, end - begin));
+      if (end > begin) out.push_back(text.substr(begin, end - begin));
       pos = unmatched_from = end;
+      after_empty = end == begin;
     }
     if (unmatched_from < text.size()) out.push_back(text.substr(unmatched_from));
   }
 };
 
-PreTokenizer::PreTokenizer(std::string_view pre_name) : kind_(kind_for(pre_name)) {
-  switch (kind_) {
-    case PreTokenizerKind::kGpt2:
-      patterns_.push_back(std::make_unique<Pattern>(kGpt2Regex));
-      break;
-    case PreTokenizerKind::kLlama3:
-      patterns_.push_back(std::make_unique<Pattern>(kLlama3Regex));
-      break;
-    case PreTokenizerKind::kQwen2:
-      patterns_.push_back(std::make_unique<Pattern>(kQwen2Regex));
-      break;
-    case PreTokenizerKind::kSmollm:
-      patterns_.push_back(std::make_unique<Pattern>(kDigitRegex));
-      patterns_.push_back(std::make_unique<Pattern>(kSmollmRegex));
-      break;
-  }
+PreTokenizer::PreTokenizer(std::string_view pre_name) : family_(&family_for(pre_name)) {
+  for (const std::string& regex : family_->regexes)
+    patterns_.push_back(std::make_unique<Pattern>(regex));
 }
 
 PreTokenizer::~PreTokenizer() = default;
 PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
 PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
+
+bool PreTokenizer::ignore_merges() const { return family_->ignore_merges; }
+bool PreTokenizer::add_bos_by_default() const { return family_->add_bos; }
+const std::vector<std::string>& PreTokenizer::regexes() const { return family_->regexes; }
+
+std::vector<std::string_view> PreTokenizer::supported_names() {
+  std::vector<std::string_view> names;
+  for (const PreTokenizerFamily& family : pre_tokenizer_families())
+    names.insert(names.end(), family.names.begin(), family.names.end());
+  return names;
+}
 
 std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
   std::vector<std::string_view> pieces;
