@@ -40,56 +40,92 @@ size_t character_length(std::string_view text) {
   return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
 }
 
+pcre2_code* compile(std::string_view regex, uint32_t extra_options = 0) {
+  int error = 0;
+  PCRE2_SIZE error_offset = 0;
+  // UCP: \s, \d and friends follow Unicode properties, as in the HF tokenizers' regexes.
+  // MATCH_INVALID_UTF: invalid bytes match nothing instead of failing the whole match.
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | extra_options,
+                                   &error, &error_offset, nullptr);
+  if (code == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof(message));
+    throw std::logic_error("pre-tokenizer regex does not compile: " +
+                           std::string(reinterpret_cast<const char*>(message)));
+  }
+  // Without JIT (a platform that lacks it) PCRE2 interprets the pattern: slower, same result.
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  return code;
+}
+
+// pcre2_match, with a retry on the interpreter when a match backtracks deeper than JIT's
+// stack (the interpreter keeps that on the heap). Returns false on no match.
+bool find(const pcre2_code* code, std::string_view text, size_t pos, uint32_t options,
+          pcre2_match_data* match) {
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  int rc = pcre2_match(code, subject, text.size(), pos, options, match, nullptr);
+  if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+    rc = pcre2_match(code, subject, text.size(), pos, options | PCRE2_NO_JIT, match, nullptr);
+  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  if (rc < 0) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(rc, message, sizeof(message));
+    throw std::runtime_error("pre-tokenizer: " +
+                             std::string(reinterpret_cast<const char*>(message)));
+  }
+  return true;
+}
+
 }  // namespace
 
 struct PreTokenizer::Pattern {
-  pcre2_code* code = nullptr;
+  enum class Mode {
+    kRegex,
+    kDigitGroups,  // kDigitGroupsRegex: each group of a run is a match
+    kDigitSplits,  // kDigitSplitsRegex: an empty match before each group but the first
+  };
+  Mode mode = Mode::kRegex;
+  pcre2_code* code = nullptr;  // the regex; \d+ (the digit runs) in the digit modes
+  pcre2_code* word = nullptr;  // kDigitGroups: \w, anchored (is there a \b after a run?)
 
   explicit Pattern(const std::string& regex) {
-    int error = 0;
-    PCRE2_SIZE error_offset = 0;
-    // UCP: \s, \d and friends follow Unicode properties, as in the HF tokenizers' regexes.
-    // MATCH_INVALID_UTF: invalid bytes match nothing instead of failing the whole match.
-    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
-                         PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &error_offset,
-                         nullptr);
-    if (code == nullptr) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(error, message, sizeof(message));
-      throw std::logic_error("pre-tokenizer regex does not compile: " +
-                             std::string(reinterpret_cast<const char*>(message)));
-    }
-    // Without JIT (a platform that lacks it) PCRE2 interprets the pattern: slower, same result.
-    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    if (regex == kDigitGroupsRegex) mode = Mode::kDigitGroups;
+    if (regex == kDigitSplitsRegex) mode = Mode::kDigitSplits;
+    code = compile(mode == Mode::kRegex ? std::string_view(regex) : R"(\d+)");
+    if (mode == Mode::kDigitGroups) word = compile(R"(\w)", PCRE2_ANCHORED);
   }
-  ~Pattern() { pcre2_code_free(code); }
+  ~Pattern() {
+    pcre2_code_free(code);
+    pcre2_code_free(word);
+  }
   Pattern(const Pattern&) = delete;
   Pattern& operator=(const Pattern&) = delete;
 
-  // Appends the pieces of `text`: each non-empty match, and each stretch between matches.
-  // An empty match (a lookahead such as superbpe's) splits the text where it matches; the
-  // search then goes on from there as Python's finditer does: a non-empty match may start
-  // at the same place, another empty one only a character later.
   void split(std::string_view text, pcre2_match_data* match,
              std::vector<std::string_view>& out) const {
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    if (mode == Mode::kRegex)
+      split_by_regex(text, match, out);
+    else
+      split_digit_runs(text, match, out);
+  }
+
+  // Appends the pieces of `text`: each non-empty match, and each stretch between matches.
+  // An empty match (a lookahead) splits the text where it matches; the search then goes on
+  // from there as Python's finditer does: a non-empty match may start at the same place,
+  // another empty one only a character later.
+  void split_by_regex(std::string_view text, pcre2_match_data* match,
+                      std::vector<std::string_view>& out) const {
     size_t pos = 0;
     size_t unmatched_from = 0;
     bool after_empty = false;
     while (pos < text.size()) {
       const uint32_t options = after_empty ? PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED : 0;
-      const int rc = pcre2_match(code, subject, text.size(), pos, options, match, nullptr);
-      if (rc == PCRE2_ERROR_NOMATCH) {
+      if (!find(code, text, pos, options, match)) {
         if (!after_empty) break;
         pos += character_length(text.substr(pos));
         after_empty = false;
         continue;
-      }
-      if (rc < 0) {
-        PCRE2_UCHAR message[256];
-        pcre2_get_error_message(rc, message, sizeof(message));
-        throw std::runtime_error("pre-tokenizer: " +
-                                 std::string(reinterpret_cast<const char*>(message)));
       }
       const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
       const size_t begin = ovector[0];
@@ -99,6 +135,37 @@ struct PreTokenizer::Pattern {
       if (end > begin) out.push_back(text.substr(begin, end - begin));
       pos = unmatched_from = end;
       after_empty = end == begin;
+    }
+    if (unmatched_from < text.size()) out.push_back(text.substr(unmatched_from));
+  }
+
+  // The digit modes, by arithmetic on each run of \d found: the groups are its last
+  // characters in threes and what is left before them. kDigitGroups matches only a run
+  // that a \b ends (the lookahead's \b: no \w after it); kDigitSplits needs no such thing.
+  void split_digit_runs(std::string_view text, pcre2_match_data* match,
+                        std::vector<std::string_view>& out) const {
+    size_t unmatched_from = 0;
+    std::vector<size_t> group_starts;
+    for (size_t pos = 0; pos < text.size() && find(code, text, pos, 0, match);) {
+      const size_t begin = pcre2_get_ovector_pointer(match)[0];
+      const size_t end = pcre2_get_ovector_pointer(match)[1];
+      pos = end;
+      if (mode == Mode::kDigitGroups && end < text.size() && find(word, text, end, 0, match))
+        continue;                 // no \b after the run: no group of it matches
+      std::vector<size_t> chars;  // byte offset of each character of the run
+      for (size_t at = begin; at < end; at += character_length(text.substr(at)))
+        chars.push_back(at);
+      group_starts.clear();
+      for (size_t k = chars.size() % 3; k < chars.size(); k += 3)
+        if (k > 0) group_starts.push_back(chars[k]);
+      if (mode == Mode::kDigitGroups) {
+        group_starts.insert(group_starts.begin(), begin);
+        group_starts.push_back(end);
+      }
+      for (size_t cut : group_starts) {
+        if (cut > unmatched_from) out.push_back(text.substr(unmatched_from, cut - unmatched_from));
+        unmatched_from = cut;
+      }
     }
     if (unmatched_from < text.size()) out.push_back(text.substr(unmatched_from));
   }

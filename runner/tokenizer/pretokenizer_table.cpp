@@ -133,8 +133,8 @@ std::vector<PreTokenizerFamily> make_families() {
         R"(((?=[\p{L}\p{M}])([^A-Z]))*)" + kContractions +
         R"(?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
        true},
-      {{"tiny_aya", "cohere2moe"}, {R"(\d{1,3}(?=(?:\d{3})*\b))", kGpt4o}},
-      {{"superbpe"}, {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}},
+      {{"tiny_aya", "cohere2moe"}, {std::string(kDigitGroupsRegex), kGpt4o}},
+      {{"superbpe"}, {R"(\p{N}+)", std::string(kDigitSplitsRegex)}},
       {{"bailingmoe", "bailingmoe2", "llada-moe"},
        {R"('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
         R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)"}},

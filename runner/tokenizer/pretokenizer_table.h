@@ -15,6 +15,12 @@ struct PreTokenizerFamily {
   bool add_bos = false;              // BOS by default (no tokenizer.ggml.add_bos_token)
 };
 
+// Two regexes that group a run of decimal digits in threes from its right end, through a
+// lookahead over the rest of the run. PreTokenizer splits them without the regex engine,
+// which would rescan the run at every position (quadratic: minutes for 100,000 digits).
+inline constexpr std::string_view kDigitGroupsRegex = R"(\d{1,3}(?=(?:\d{3})*\b))";
+inline constexpr std::string_view kDigitSplitsRegex = R"((?=(\d{3})+(?!\d)))";
+
 struct UnsupportedPreTokenizer {
   std::string_view name;
   std::string_view reason;

@@ -48,6 +48,23 @@ TEST(PreTokenizer, SuperbpeSplitsDigitRunsInThreesFromTheRightWithAnEmptyMatch) 
   EXPECT_EQ(split("superbpe", "x1234567 12"), (Pieces{"x", "1", "234", "567", " ", "12"}));
 }
 
+TEST(PreTokenizer, LongDigitRunsGroupInThreesFromTheRightForTinyAyaAndSuperbpe) {
+  // Their lookaheads rescan the rest of the run at every position; PreTokenizer groups the
+  // run by arithmetic instead, with the regexes' result (the oracle checks short runs).
+  const std::string digits(20000, '7');  // 20000 = 2 + 3 * 6666
+  for (std::string_view pre : {"tiny_aya", "superbpe"}) {
+    const Pieces pieces = split(pre, digits + " x");
+    ASSERT_EQ(pieces.size(), 1u + 6666u + 1u) << pre;
+    EXPECT_EQ(pieces.front(), "77") << pre;
+    EXPECT_EQ(pieces[1], "777") << pre;
+    EXPECT_EQ(pieces[6666], "777") << pre;
+    EXPECT_EQ(pieces.back(), " x") << pre;
+  }
+  // tiny_aya's \b: a run that a word character follows is not grouped from the right; its
+  // second regex then takes the digits from the left, three at a time.
+  EXPECT_EQ(split("tiny_aya", "1234x 1234"), (Pieces{"123", "4", "x", " ", "1", "234"}));
+}
+
 TEST(PreTokenizer, DeepseekLlmRunsItsSixRegexesInOrder) {
   EXPECT_EQ(split("deepseek-llm", "Hi 中文 42!\nok"),
             (Pieces{"Hi", " ", "中文", " ", "42", "!", "\n", "ok"}));
