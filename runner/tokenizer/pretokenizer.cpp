@@ -34,7 +34,7 @@ const PreTokenizerFamily& family_for(std::string_view name) {
                         " (supported: " + supported_list() + ")");
 }
 
-// Bytes to step over after an empty match: one character, or one invalid byte.
+// Bytes in the character that starts `text`: its length, or 1 for an invalid byte.
 size_t character_length(std::string_view text) {
   const utf8::SequenceScan scan = utf8::scan_sequence(text);
   return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
