@@ -70,10 +70,11 @@ uint64_t pair_key(int32_t left, int32_t right) {
 class ByteLevelBpeTokenizer final : public VocabularyTokenizer {
  public:
   ByteLevelBpeTokenizer(const TokenizerVocab& vocab, PreTokenizer pre_tokenizer)
-      : VocabularyTokenizer(vocab, pre_tokenizer.kind() == PreTokenizerKind::kLlama3, unspell),
+      : VocabularyTokenizer(vocab, pre_tokenizer.add_bos_by_default(), unspell),
         pre_tokenizer_(std::move(pre_tokenizer)),
-        // llama.cpp: Llama 3's vocabulary takes a whole piece that is a token as is.
-        ignore_merges_(pre_tokenizer_.kind() == PreTokenizerKind::kLlama3) {
+        // llama.cpp: Llama 3's vocabulary (and a few others) takes a whole piece that is a
+        // token as is.
+        ignore_merges_(pre_tokenizer_.ignore_merges()) {
     for (int byte = 0; byte < 256; ++byte)
       byte_ids_[static_cast<size_t>(byte)] =
           find_token(byte_alphabet().spelling[static_cast<size_t>(byte)]);

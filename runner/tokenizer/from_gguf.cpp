@@ -1,5 +1,7 @@
 // Tokenizer::from_gguf: reads the tokenizer.* metadata into a TokenizerVocab.
 
+#include <cctype>
+
 #include "runner/tokenizer/tokenizer.h"
 #include "runner/tokenizer/vocab.h"
 
@@ -18,6 +20,25 @@ int32_t optional_id(const gguf::File& file, std::string_view key) {
 std::optional<bool> optional_flag(const gguf::File& file, std::string_view key) {
   if (!file.has(key)) return std::nullopt;
   return file.get_bool_or(key, false);
+}
+
+// llama.cpp marks Phi-3's special tokens RSTRIP (as its tokenizer.json does), choosing the
+// model by general.name: every control, user-defined and unknown token but <unk>, <s> and
+// <|endoftext|>. So "<|user|>\nHi" tokenizes as <|user|> then "Hi".
+std::vector<int32_t> phi3_rstrip_ids(const gguf::File& file, const TokenizerVocab& vocab) {
+  std::string name = file.get_string_or("general.name", "");
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) return {};
+  std::vector<int32_t> ids;
+  for (size_t id = 0; id < vocab.types.size() && id < vocab.tokens.size(); ++id) {
+    const TokenType type = vocab.types[id];
+    const std::string& text = vocab.tokens[id];
+    if ((type == TokenType::kControl || type == TokenType::kUserDefined ||
+         type == TokenType::kUnknown) &&
+        text != "<unk>" && text != "<s>" && text != "<|endoftext|>")
+      ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
 }
 
 }  // namespace
@@ -51,6 +72,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
   vocab.add_bos = optional_flag(file, "tokenizer.ggml.add_bos_token");
   vocab.add_eos = optional_flag(file, "tokenizer.ggml.add_eos_token");
   vocab.add_space_prefix = optional_flag(file, "tokenizer.ggml.add_space_prefix");
+  // tokenizer.ggml.remove_extra_whitespaces is read by llama.cpp but used only by its
+  // Unigram (T5) tokenizer, which tandem does not have; SentencePiece BPE ignores it there.
+  vocab.rstrip_ids = phi3_rstrip_ids(file, vocab);
   try {
     return make_tokenizer(std::move(vocab));
   } catch (const gguf::GgufError& e) {

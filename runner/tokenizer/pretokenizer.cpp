@@ -6,113 +6,190 @@
 #include <stdexcept>
 
 #include "runner/gguf/gguf.h"
+#include "runner/tokenizer/pretokenizer_table.h"
+#include "runner/tokenizer/utf8.h"
 
 namespace tandem {
 
 namespace {
 
-// llama.cpp's llama-vocab.cpp, with the case-insensitive contraction group spelled out
-// as it does there. GPT-2's regex gets the trailing \s+ that tokenizer.json's has; llama.cpp
-// matches that behaviour in its hand-written splitter.
-constexpr std::string_view kGpt2Regex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kLlama3Regex =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kQwen2Regex =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr std::string_view kDigitRegex = R"(\p{N})";
-constexpr std::string_view kSmollmRegex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+std::string supported_list() {
+  std::string names;
+  for (std::string_view name : PreTokenizer::supported_names()) {
+    if (name.empty()) continue;  // the absent key, not a name to write
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
+  return names;
+}
 
-PreTokenizerKind kind_for(std::string_view name) {
-  if (name.empty() || name == "default" || name == "gpt2" || name == "gpt-2" || name == "phi-2" ||
-      name == "mpt" || name == "olmo")
-    return PreTokenizerKind::kGpt2;
-  if (name == "llama3" || name == "llama-v3" || name == "llama-bpe" || name == "falcon3")
-    return PreTokenizerKind::kLlama3;
-  if (name == "qwen2" || name == "deepseek-r1-qwen") return PreTokenizerKind::kQwen2;
-  if (name == "smollm" || name == "starcoder" || name == "refact") return PreTokenizerKind::kSmollm;
-  throw gguf::GgufError("unknown pre-tokenizer tokenizer.ggml.pre = '" + std::string(name) + "'");
+const PreTokenizerFamily& family_for(std::string_view name) {
+  for (const PreTokenizerFamily& family : pre_tokenizer_families())
+    for (std::string_view known : family.names)
+      if (known == name) return family;
+  std::string why = "is not a pre-tokenizer tandem knows";
+  for (const UnsupportedPreTokenizer& unsupported : unsupported_pre_tokenizers())
+    if (unsupported.name == name) why = "is not supported: " + std::string(unsupported.reason);
+  throw gguf::GgufError("tokenizer.ggml.pre = '" + std::string(name) + "' " + why +
+                        " (supported: " + supported_list() + ")");
+}
+
+// Bytes in the character that starts `text`: its length, or 1 for an invalid byte.
+size_t character_length(std::string_view text) {
+  const utf8::SequenceScan scan = utf8::scan_sequence(text);
+  return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
+}
+
+pcre2_code* compile(std::string_view regex, uint32_t extra_options = 0) {
+  int error = 0;
+  PCRE2_SIZE error_offset = 0;
+  // UCP: \s, \d and friends follow Unicode properties, as in the HF tokenizers' regexes.
+  // MATCH_INVALID_UTF: invalid bytes match nothing instead of failing the whole match.
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | extra_options,
+                                   &error, &error_offset, nullptr);
+  if (code == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof(message));
+    throw std::logic_error("pre-tokenizer regex does not compile: " +
+                           std::string(reinterpret_cast<const char*>(message)));
+  }
+  // Without JIT (a platform that lacks it) PCRE2 interprets the pattern: slower, same result.
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  return code;
+}
+
+// pcre2_match, with a retry on the interpreter when a match backtracks deeper than JIT's
+// stack (the interpreter keeps that on the heap). Returns false on no match.
+bool find(const pcre2_code* code, std::string_view text, size_t pos, uint32_t options,
+          pcre2_match_data* match) {
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  int rc = pcre2_match(code, subject, text.size(), pos, options, match, nullptr);
+  if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+    rc = pcre2_match(code, subject, text.size(), pos, options | PCRE2_NO_JIT, match, nullptr);
+  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  if (rc < 0) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(rc, message, sizeof(message));
+    throw std::runtime_error("pre-tokenizer: " +
+                             std::string(reinterpret_cast<const char*>(message)));
+  }
+  return true;
 }
 
 }  // namespace
 
 struct PreTokenizer::Pattern {
-  pcre2_code* code = nullptr;
+  enum class Mode {
+    kRegex,
+    kDigitGroups,  // kDigitGroupsRegex: each group of a run is a match
+    kDigitSplits,  // kDigitSplitsRegex: an empty match before each group but the first
+  };
+  Mode mode = Mode::kRegex;
+  pcre2_code* code = nullptr;  // the regex; \d+ (the digit runs) in the digit modes
+  pcre2_code* word = nullptr;  // kDigitGroups: \w, anchored (is there a \b after a run?)
 
-  explicit Pattern(std::string_view regex) {
-    int error = 0;
-    PCRE2_SIZE error_offset = 0;
-    // UCP: \s, \d and friends follow Unicode properties, as in the HF tokenizers' regexes.
-    // MATCH_INVALID_UTF: invalid bytes match nothing instead of failing the whole match.
-    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
-                         PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &error_offset,
-                         nullptr);
-    if (code == nullptr) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(error, message, sizeof(message));
-      throw std::logic_error("pre-tokenizer regex does not compile: " +
-                             std::string(reinterpret_cast<const char*>(message)));
-    }
-    // Without JIT (a platform that lacks it) PCRE2 interprets the pattern: slower, same result.
-    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  explicit Pattern(const std::string& regex) {
+    if (regex == kDigitGroupsRegex) mode = Mode::kDigitGroups;
+    if (regex == kDigitSplitsRegex) mode = Mode::kDigitSplits;
+    code = compile(mode == Mode::kRegex ? std::string_view(regex) : R"(\d+)");
+    if (mode == Mode::kDigitGroups) word = compile(R"(\w)", PCRE2_ANCHORED);
   }
-  ~Pattern() { pcre2_code_free(code); }
+  ~Pattern() {
+    pcre2_code_free(code);
+    pcre2_code_free(word);
+  }
   Pattern(const Pattern&) = delete;
   Pattern& operator=(const Pattern&) = delete;
 
-  // Appends the pieces of `text`: each match, and each stretch between matches.
   void split(std::string_view text, pcre2_match_data* match,
              std::vector<std::string_view>& out) const {
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    if (mode == Mode::kRegex)
+      split_by_regex(text, match, out);
+    else
+      split_digit_runs(text, match, out);
+  }
+
+  // Appends the pieces of `text`: each non-empty match, and each stretch between matches.
+  // An empty match (a lookahead) splits the text where it matches; the search then goes on
+  // from there as Python's finditer does: a non-empty match may start at the same place,
+  // another empty one only a character later.
+  void split_by_regex(std::string_view text, pcre2_match_data* match,
+                      std::vector<std::string_view>& out) const {
     size_t pos = 0;
     size_t unmatched_from = 0;
+    bool after_empty = false;
     while (pos < text.size()) {
-      const int rc = pcre2_match(code, subject, text.size(), pos, 0, match, nullptr);
-      if (rc == PCRE2_ERROR_NOMATCH) break;
-      if (rc < 0) {
-        PCRE2_UCHAR message[256];
-        pcre2_get_error_message(rc, message, sizeof(message));
-        throw std::runtime_error("pre-tokenizer: " +
-                                 std::string(reinterpret_cast<const char*>(message)));
+      const uint32_t options = after_empty ? PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED : 0;
+      if (!find(code, text, pos, options, match)) {
+        if (!after_empty) break;
+        pos += character_length(text.substr(pos));
+        after_empty = false;
+        continue;
       }
       const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
       const size_t begin = ovector[0];
       const size_t end = ovector[1];
-      if (end == begin) {  // none of the patterns matches empty; guard anyway
-        pos = begin + 1;
-        continue;
-      }
       if (begin > unmatched_from)
         out.push_back(text.substr(unmatched_from, begin - unmatched_from));
-      out.push_back(text.substr(begin, end - begin));
+      if (end > begin) out.push_back(text.substr(begin, end - begin));
       pos = unmatched_from = end;
+      after_empty = end == begin;
+    }
+    if (unmatched_from < text.size()) out.push_back(text.substr(unmatched_from));
+  }
+
+  // The digit modes, by arithmetic on each run of \d found: the groups are its last
+  // characters in threes and what is left before them. kDigitGroups matches only a run
+  // that a \b ends (the lookahead's \b: no \w after it); kDigitSplits needs no such thing.
+  void split_digit_runs(std::string_view text, pcre2_match_data* match,
+                        std::vector<std::string_view>& out) const {
+    size_t unmatched_from = 0;
+    std::vector<size_t> group_starts;
+    for (size_t pos = 0; pos < text.size() && find(code, text, pos, 0, match);) {
+      const size_t begin = pcre2_get_ovector_pointer(match)[0];
+      const size_t end = pcre2_get_ovector_pointer(match)[1];
+      pos = end;
+      if (mode == Mode::kDigitGroups && end < text.size() && find(word, text, end, 0, match))
+        continue;                 // no \b after the run: no group of it matches
+      std::vector<size_t> chars;  // byte offset of each character of the run
+      for (size_t at = begin; at < end; at += character_length(text.substr(at)))
+        chars.push_back(at);
+      group_starts.clear();
+      for (size_t k = chars.size() % 3; k < chars.size(); k += 3)
+        if (k > 0) group_starts.push_back(chars[k]);
+      if (mode == Mode::kDigitGroups) {
+        group_starts.insert(group_starts.begin(), begin);
+        group_starts.push_back(end);
+      }
+      for (size_t cut : group_starts) {
+        if (cut > unmatched_from) out.push_back(text.substr(unmatched_from, cut - unmatched_from));
+        unmatched_from = cut;
+      }
     }
     if (unmatched_from < text.size()) out.push_back(text.substr(unmatched_from));
   }
 };
 
-PreTokenizer::PreTokenizer(std::string_view pre_name) : kind_(kind_for(pre_name)) {
-  switch (kind_) {
-    case PreTokenizerKind::kGpt2:
-      patterns_.push_back(std::make_unique<Pattern>(kGpt2Regex));
-      break;
-    case PreTokenizerKind::kLlama3:
-      patterns_.push_back(std::make_unique<Pattern>(kLlama3Regex));
-      break;
-    case PreTokenizerKind::kQwen2:
-      patterns_.push_back(std::make_unique<Pattern>(kQwen2Regex));
-      break;
-    case PreTokenizerKind::kSmollm:
-      patterns_.push_back(std::make_unique<Pattern>(kDigitRegex));
-      patterns_.push_back(std::make_unique<Pattern>(kSmollmRegex));
-      break;
-  }
+PreTokenizer::PreTokenizer(std::string_view pre_name) : family_(&family_for(pre_name)) {
+  for (const std::string& regex : family_->regexes)
+    patterns_.push_back(std::make_unique<Pattern>(regex));
 }
 
 PreTokenizer::~PreTokenizer() = default;
 PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
 PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
+
+bool PreTokenizer::ignore_merges() const { return family_->ignore_merges; }
+bool PreTokenizer::add_bos_by_default() const { return family_->add_bos; }
+const std::vector<std::string>& PreTokenizer::regexes() const { return family_->regexes; }
+
+std::vector<std::string_view> PreTokenizer::supported_names() {
+  std::vector<std::string_view> names;
+  for (const PreTokenizerFamily& family : pre_tokenizer_families())
+    names.insert(names.end(), family.names.begin(), family.names.end());
+  return names;
+}
 
 std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
   std::vector<std::string_view> pieces;

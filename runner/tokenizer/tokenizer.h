@@ -1,7 +1,7 @@
 // Tokenizers built from a GGUF file's tokenizer.* metadata:
 //   tokenizer.ggml.model = "llama": SentencePiece BPE with byte fallback;
 //   tokenizer.ggml.model = "gpt2":  byte-level BPE with a pre-tokenizer chosen by
-//                                   tokenizer.ggml.pre (gpt2 default, llama3/llama-bpe, qwen2).
+//                                   tokenizer.ggml.pre (pretokenizer_table.cpp).
 // A Tokenizer is immutable after construction and safe to share between threads.
 // Detokenizer is per-request state and is not.
 #pragma once

@@ -31,7 +31,7 @@ enum class TokenizerModel {
 
 struct TokenizerVocab {
   TokenizerModel model = TokenizerModel::kSentencePiece;
-  std::string pre;                  // tokenizer.ggml.pre; "" means the default (GPT-2)
+  std::string pre;                  // tokenizer.ggml.pre; "" means the absent key
   std::vector<std::string> tokens;  // the vocabulary; an id is an index
   std::vector<float> scores;        // empty: all 0 (SentencePiece merges by score)
   std::vector<TokenType> types;     // empty: all normal
@@ -48,6 +48,9 @@ struct TokenizerVocab {
   std::optional<bool> add_bos;
   std::optional<bool> add_eos;
   std::optional<bool> add_space_prefix;
+  // Special tokens that swallow the whitespace after them when split out of the text
+  // (llama.cpp's RSTRIP attribute; from_gguf sets it for Phi-3 as llama.cpp does).
+  std::vector<int32_t> rstrip_ids;
 };
 
 // Throws gguf::GgufError naming the problem (sizes that disagree, BOS/EOS out of range,

@@ -15,6 +15,9 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
     "<|endoftext|>", "<|end_of_text|>", "<EOT>",      "<|return|>", "<end_of_utterance>",
 };
 
+// C's isspace in the "C" locale, which llama.cpp's RSTRIP uses.
+bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 bool is_special_type(TokenType type) {
   return type == TokenType::kControl || type == TokenType::kUserDefined ||
          type == TokenType::kUnknown;
@@ -58,6 +61,9 @@ VocabularyTokenizer::VocabularyTokenizer(
     }
     if (is_special_type(type(id)) && !text.empty()) special_ids_.push_back(id);
   }
+  rstrip_.assign(tokens_.size(), false);
+  for (int32_t id : vocab.rstrip_ids)
+    if (id >= 0 && id < vocab_size()) rstrip_[static_cast<size_t>(id)] = true;
   std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
     return tokens_[static_cast<size_t>(a)].size() > tokens_[static_cast<size_t>(b)].size();
   });
@@ -101,7 +107,8 @@ bool VocabularyTokenizer::SpecialPolicy::allows(size_t begin, size_t end) const 
 
 // As llama.cpp (and Hugging Face tokenizers) do: user-defined tokens are always split
 // out; control and unknown ones only where the policy allows. Longer tokens are split out
-// first, so "<|im_start|>" wins over a shorter "<|im".
+// first, so "<|im_start|>" wins over a shorter "<|im". A token marked rstrip takes the
+// whitespace that follows it along (Phi-3's "<|user|>\n").
 std::vector<VocabularyTokenizer::Fragment> VocabularyTokenizer::split_special(
     std::string_view text, SpecialPolicy policy) const {
   const bool any_control = policy.all || !policy.ranges.empty();
@@ -129,6 +136,8 @@ std::vector<VocabularyTokenizer::Fragment> VocabularyTokenizer::split_special(
         if (hit > pos) next.push_back({-1, raw.substr(pos, hit - pos)});
         next.push_back({id, special});
         pos = hit + special.size();
+        if (rstrip_[static_cast<size_t>(id)])
+          while (pos < raw.size() && is_c_space(raw[pos])) ++pos;
         hit = raw.find(special, pos);
       }
       if (pos < raw.size()) next.push_back({-1, raw.substr(pos)});

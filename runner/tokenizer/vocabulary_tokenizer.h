@@ -69,6 +69,7 @@ class VocabularyTokenizer : public Tokenizer {
   std::vector<std::string> pieces_;  // decoded bytes, "" for control tokens
   TokenIndex index_;
   std::vector<int32_t> special_ids_;  // control, user-defined, unknown: longest text first
+  std::vector<bool> rstrip_;          // per id: whitespace after it is dropped
   std::vector<int32_t> eog_ids_;
   int32_t bos_id_;
   int32_t eos_id_;

@@ -29,9 +29,10 @@ struct Vector {
 
 // Inputs are separated by "\n__ggml_vocab_test__\n", which takes the newline that ends
 // each input; the .out file has one line of ids per input. Split as test-tokenizer-0 does.
-std::vector<Vector> read_vectors(const std::filesystem::path& gguf) {
-  const std::string inputs = read_all(gguf.string() + ".inp");
-  const std::string outputs = read_all(gguf.string() + ".out");
+std::vector<Vector> read_vectors(const std::filesystem::path& gguf,
+                                 const std::string& suffix = "") {
+  const std::string inputs = read_all(gguf.string() + suffix + ".inp");
+  const std::string outputs = read_all(gguf.string() + suffix + ".out");
   const std::string separator = "\n__ggml_vocab_test__\n";
   std::vector<Vector> vectors;
   for (size_t pos = 0; pos < inputs.size();) {
@@ -64,15 +65,16 @@ std::string escaped(const std::string& text) {
   return out;
 }
 
-void expect_all_vectors_pass(const std::string& vocab) {
+void expect_all_vectors_pass(const std::string& vocab, const std::string& suffix = "",
+                             bool parse_special = false) {
   const auto path = *testing::shared_dir() / "vocab" / ("ggml-vocab-" + vocab + ".gguf");
   const auto tokenizer = Tokenizer::from_gguf(gguf::File::open(path));
-  const std::vector<Vector> vectors = read_vectors(path);
+  const std::vector<Vector> vectors = read_vectors(path, suffix);
   ASSERT_GT(vectors.size(), 40u);
   size_t passed = 0;
   for (const Vector& vector : vectors) {
     const std::vector<int32_t> ids =
-        tokenizer->encode(vector.input, /*add_special=*/false, /*parse_special=*/false);
+        tokenizer->encode(vector.input, /*add_special=*/false, parse_special);
     EXPECT_EQ(ids, vector.ids) << "input: \"" << escaped(vector.input) << "\"";
     if (ids == vector.ids) ++passed;
   }
@@ -87,6 +89,14 @@ TEST(TokenizerVectors, Gpt2EncodesEveryVectorExactly) {
 TEST(TokenizerVectors, LlamaSpmEncodesEveryVectorExactly) {
   TANDEM_REQUIRE_SHARED();
   expect_all_vectors_pass("llama-spm");
+}
+
+// Llama 3 (pre-tokenizer llama-bpe, ignore_merges): llama.cpp's 46 strings and 30 harder
+// ones (README-llama3.md), which llama-tokenize and Hugging Face's tokenizers agree on.
+// Special-token text is parsed, as those were made.
+TEST(TokenizerVectors, Llama3EncodesEveryExtendedVectorExactly) {
+  TANDEM_REQUIRE_SHARED();
+  expect_all_vectors_pass("llama3", ".ext", /*parse_special=*/true);
 }
 
 // The golden models' prompts, tokenized by llama-server (BOS added, special tokens parsed).
