@@ -9,6 +9,7 @@ Engine::Engine(EngineOptions options) {
   CpuExecutorOptions exec;
   exec.threads = options.threads;
   exec.kv_tokens = options.kv_tokens;
+  exec.kv_type = options.kv_type;
   exec.eog_ids = tokenizer_->eog_ids();
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();
@@ -20,6 +21,8 @@ Engine::Engine(EngineOptions options) {
   card_.context_length = model_->config().context_length;
   card_.vocab_size = tokenizer_->vocab_size();
   card_.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
+  card_.kv_type = info.kv_type;
+  card_.kv_bytes_per_token = info.kv_bytes_per_token;
   card_.chat_template =
       detect_chat_template(model_->file().get_string_or("tokenizer.chat_template", ""));
 }

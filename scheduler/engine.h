@@ -18,10 +18,11 @@
 namespace tandem {
 
 struct EngineOptions {
-  std::filesystem::path model;  // a GGUF file
-  std::string served_name;      // the model's id (--served-model-name); empty: the file's stem
-  int threads = 0;              // compute threads; 0: all cores
-  int64_t kv_tokens = 0;        // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
+  std::filesystem::path model;    // a GGUF file
+  std::string served_name;        // the model's id (--served-model-name); empty: the file's stem
+  int threads = 0;                // compute threads; 0: all cores
+  int64_t kv_tokens = 0;          // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
+  KvType kv_type = KvType::kF16;  // the KV cache's element type (--kv-dtype)
   SchedulerOptions scheduler;
 };
 

@@ -15,6 +15,8 @@ struct ModelCard {
   int32_t context_length = 0;
   int32_t vocab_size = 0;
   int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more
+  std::string kv_type;             // the KV cache's element type, "f16" etc.
+  int64_t kv_bytes_per_token = 0;  // all layers, K and V
   ChatTemplate chat_template = ChatTemplate::kChatml;  // from tokenizer.chat_template
 };
 
