@@ -68,7 +68,7 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
   const int32_t head = head_dim > 0 ? head_dim : kv_dim;
   if (type == KvType::kQ8_0 && (head % gguf::kQ8_0BlockSize != 0 || kv_dim % head != 0))
     throw std::invalid_argument(
-        "--kv-dtype q8_0 needs a head size that is a multiple of 32 (this "
+        "q8_0 needs a head size that is a multiple of 32 (this "
         "model's is " +
         std::to_string(head) + ")");
   n_bytes_ = static_cast<size_t>(n_layer) * n_blocks * 2 * block_size * vector_bytes_;

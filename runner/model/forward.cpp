@@ -69,7 +69,7 @@ ForwardPass::ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool)
     throw std::invalid_argument("ForwardPass: KV cache built for another model shape");
   if (kv.type() == KvType::kQ8_0 && cfg_.head_dim % gguf::kQ8_0BlockSize != 0)
     throw std::invalid_argument(
-        "--kv-dtype q8_0 needs a head size that is a multiple of 32 (this "
+        "q8_0 needs a head size that is a multiple of 32 (this "
         "model's is " +
         std::to_string(cfg_.head_dim) + ")");
   thread_scores_.resize(pool.size());
