@@ -66,6 +66,7 @@ void add_engine_flags(CLI::App& cmd, bench::BenchOptions& o, CLI::Option* model)
           ->check(CLI::Range(int64_t{16}, int64_t{1} << 32)),
       cmd.add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
           ->check(CLI::Range(1, 1 << 24)),
+      add_kv_dtype_option(cmd, o.kv_dtype),
   };
   for (CLI::Option* flag : flags) flag->needs(model);
 }
@@ -86,6 +87,13 @@ Subcommand make_bench_command(CLI::App& app) {
   auto* overlap = cmd->add_option("--overlap", o.overlap,
                                   "on, off, or compare: off then on, outputs checked (--model)")
                       ->check(CLI::IsMember({"on", "off", "compare"}));
+  auto* prefix_cache =
+      cmd->add_option("--prefix-cache", o.prefix_cache,
+                      "on, off, or compare: off then on, outputs checked (--model)")
+          ->check(CLI::IsMember({"on", "off", "compare"}));
+  cmd->add_option("--shared-prefix-tokens", o.shared_prefix_tokens,
+                  "Tokens every prompt starts with, before its own --prompt-tokens")
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--concurrency", o.concurrency, "Closed loop: requests in flight at most")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--request-rate", o.request_rate,
@@ -117,12 +125,14 @@ Subcommand make_bench_command(CLI::App& app) {
   cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
   add_engine_flags(*cmd, o, model);
 
-  return {cmd, [flags, url, model, overlap] {
+  return {cmd, [flags, url, model, overlap, prefix_cache] {
             bench::BenchOptions& o = flags->options;
             if (url->count() == 0 && model->count() == 0)
               throw UsageError("--url or --model is required");
             if (overlap->count() > 0 && model->count() == 0)
               throw UsageError("--overlap needs --model (it sets the in-process engine)");
+            if (prefix_cache->count() > 0 && model->count() == 0)
+              throw UsageError("--prefix-cache needs --model (it sets the in-process engine)");
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
             try {
               return bench::run_bench(o, std::cout);

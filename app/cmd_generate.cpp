@@ -26,6 +26,7 @@ struct GenerateOptions {
   float min_p = 0.0f;
   std::optional<uint64_t> seed;
   int threads = 0;
+  std::string kv_dtype = "f16";
   bool ignore_eos = false;
 };
 
@@ -87,6 +88,7 @@ int run_generate(const GenerateOptions& o) {
   EngineOptions options;
   options.model = o.model;
   options.threads = o.threads;
+  options.kv_type = *parse_kv_type(o.kv_dtype);
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(options);
@@ -94,6 +96,8 @@ int run_generate(const GenerateOptions& o) {
     throw UsageError(e.what());
   } catch (const EngineOptionError& e) {
     throw UsageError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--kv-dtype: ") + e.what());
   }
   std::vector<int32_t> prompt = engine->tokenizer().encode(o.prompt, /*add_special=*/true,
                                                            /*parse_special=*/true);
@@ -126,11 +130,14 @@ int run_generate(const GenerateOptions& o) {
   const int64_t generated = outcome.usage.completion_tokens;
   std::fprintf(stderr,
                "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
-               "tok/s (%d threads, seed %llu)\n",
+               "tok/s (%d threads, seed %llu, KV %s at %lld bytes/token, %lld tokens)\n",
                prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
                static_cast<long long>(generated),
                generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
-               engine->threads(), static_cast<unsigned long long>(seed));
+               engine->threads(), static_cast<unsigned long long>(seed),
+               engine->card().kv_type.c_str(),
+               static_cast<long long>(engine->card().kv_bytes_per_token),
+               static_cast<long long>(engine->card().kv_capacity_tokens));
   return 0;
 }
 
@@ -151,6 +158,7 @@ Subcommand make_generate_command(CLI::App& app) {
   cmd->add_option("--min-p", opts->min_p, "Minimum probability relative to the top [0, 1)")
       ->check(CLI::Range(0.0f, 0.999999f));
   cmd->add_option("--seed", opts->seed, "Sampling seed (default: random, printed)");
+  add_kv_dtype_option(*cmd, opts->kv_dtype);
   cmd->add_option("--threads", opts->threads, "Compute threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");

@@ -30,6 +30,8 @@ struct ServeOptions {
   int32_t max_batch = 64;
   int32_t max_step_tokens = 512;
   int64_t kv_tokens = 0;
+  std::string kv_dtype = "f16";
+  std::string prefix_cache = "on";
   int32_t max_queue = 256;
   server::ServerOptions server;
 };
@@ -85,10 +87,12 @@ int run_serve(ServeOptions o) {
   engine_options.context_length = o.ctx_size;
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
+  engine_options.kv_type = *parse_kv_type(o.kv_dtype);
   engine_options.scheduler.overlap = o.overlap == "on";
   engine_options.scheduler.max_batch = o.max_batch;
   engine_options.scheduler.max_step_tokens = o.max_step_tokens;
   engine_options.scheduler.max_queue = o.max_queue;
+  engine_options.scheduler.prefix_cache = o.prefix_cache == "on";
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(engine_options);
@@ -96,6 +100,8 @@ int run_serve(ServeOptions o) {
     throw UsageError(std::string("--model: ") + e.what());
   } catch (const EngineOptionError& e) {
     throw UsageError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--kv-dtype: ") + e.what());
   }
   const ModelCard& card = engine->card();
   server::HttpServer http(engine->scheduler(), engine->tokenizer(), card, o.server);
@@ -108,11 +114,13 @@ int run_serve(ServeOptions o) {
   engine->start();
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s, "
-      "KV %lld tokens, %d compute threads, overlap %s)\n",
+      "KV %lld tokens of %s at %lld bytes each, prefix cache %s, %d compute threads, overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
-      static_cast<long long>(card.kv_capacity_tokens), engine->threads(), o.overlap.c_str());
+      static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
+      static_cast<long long>(card.kv_bytes_per_token), o.prefix_cache.c_str(), engine->threads(),
+      o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
@@ -154,6 +162,11 @@ Subcommand make_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
+  add_kv_dtype_option(*cmd, opts->kv_dtype);
+  cmd->add_option("--prefix-cache", opts->prefix_cache,
+                  "Reuse the KV blocks of prompt prefixes computed before")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--max-queue", opts->max_queue, "Requests waiting before 503")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();

@@ -22,6 +22,13 @@ struct Subcommand {
   std::function<int()> run;  // returns the process exit status
 };
 
+// --kv-dtype, as serve, generate and bench take it: the KV cache's element type.
+inline CLI::Option* add_kv_dtype_option(CLI::App& cmd, std::string& value) {
+  return cmd.add_option("--kv-dtype", value, "KV cache element type: f16, bf16, f32 or q8_0")
+      ->check(CLI::IsMember({"f16", "bf16", "f32", "q8_0"}))
+      ->capture_default_str();
+}
+
 // One registration function per subcommand; main calls each in turn.
 using SubcommandFactory = Subcommand (*)(CLI::App& app);
 const std::vector<SubcommandFactory>& subcommand_factories();

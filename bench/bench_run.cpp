@@ -31,6 +31,7 @@ WorkloadSpec workload_spec(const BenchOptions& o) {
   spec.prompt_tokens_min = o.prompt_tokens_min;
   spec.prompt_tokens_max = o.prompt_tokens_max;
   spec.max_tokens = o.max_tokens;
+  spec.shared_prefix_tokens = o.shared_prefix_tokens;
   spec.seed = o.seed;
   spec.request_rate = o.request_rate;
   spec.burstiness = o.burstiness;
@@ -47,6 +48,7 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
             {"requests", o.requests},
             {"prompt_tokens_min", o.prompt_tokens_min},
             {"prompt_tokens_max", o.prompt_tokens_max},
+            {"shared_prefix_tokens", o.shared_prefix_tokens},
             {"max_tokens", o.max_tokens},
             {"temperature", o.temperature},
             {"stream", o.stream},
@@ -57,6 +59,8 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
     s["max_batch"] = o.max_batch;
     s["max_step_tokens"] = o.max_step_tokens;
     s["kv_tokens"] = o.kv_tokens;
+    s["kv_dtype"] = o.kv_dtype;
+    s["prefix_cache"] = o.prefix_cache;
     s["max_queue"] = o.max_queue;
   }
   return s;
@@ -74,6 +78,7 @@ LoadOptions load_options(const BenchOptions& o, ProgressBar& progress) {
 std::string describe_load(const BenchOptions& o) {
   std::ostringstream s;
   s << o.requests << " requests, prompt ";
+  if (o.shared_prefix_tokens > 0) s << o.shared_prefix_tokens << " shared + ";
   if (o.prompt_tokens_min == o.prompt_tokens_max)
     s << o.prompt_tokens_min;
   else
@@ -106,18 +111,31 @@ struct ModeRun {
   std::string model_id;  // the engine's ModelCard id, as `tandem serve` lists it
 };
 
-// One pass of the workload against a fresh engine with the given overlap setting.
-ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
-                        const std::vector<PlannedRequest>& workload, const std::string& label) {
+// The engine settings a run compares: overlap and the prefix cache.
+struct Mode {
+  bool overlap = true;
+  bool prefix_cache = true;
+  std::string label;
+};
+
+// One pass of the workload against a fresh engine with the given mode.
+ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
+                        const std::vector<PlannedRequest>& workload) {
+  const bool overlap = mode.overlap;
+  const std::string& label = mode.label;
   EngineOptions eo;
   eo.model = o.model;
   if (!o.served_model_name.empty()) eo.served_names = {o.served_model_name};
   eo.threads = o.threads;
   eo.kv_tokens = o.kv_tokens;
+  const std::optional<KvType> kv_type = parse_kv_type(o.kv_dtype);
+  if (!kv_type) throw std::invalid_argument("--kv-dtype: unknown type " + o.kv_dtype);
+  eo.kv_type = *kv_type;
   eo.scheduler.overlap = overlap;
   eo.scheduler.max_batch = o.max_batch;
   eo.scheduler.max_step_tokens = o.max_step_tokens;
   eo.scheduler.max_queue = o.max_queue;
+  eo.scheduler.prefix_cache = mode.prefix_cache;
   Engine engine(eo);
   engine.start();
 
@@ -165,6 +183,7 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
   run.report.label = label;
   run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
+  run.report.prefix_cache = mode.prefix_cache ? "on" : "off";
   run.report.summary = summarize(result.records, result.duration_seconds);
   run.report.outputs_digest = outputs_digest(result.records);
   DeviceFigures device;
@@ -174,6 +193,9 @@ ModeRun run_engine_mode(const BenchOptions& o, bool overlap,
       result.duration_seconds > 0 ? device.idle_seconds / result.duration_seconds : 0;
   device.steps = after.steps - before.steps;
   device.chained_steps = after.chained_steps - before.chained_steps;
+  device.prefix_queried_tokens = after.prefix_queried_tokens - before.prefix_queried_tokens;
+  device.prefix_hit_tokens = after.prefix_hit_tokens - before.prefix_hit_tokens;
+  device.preemptions = after.preemptions - before.preemptions;
   run.report.device = device;
   run.records = std::move(result.records);
   return run;
@@ -226,10 +248,10 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
                                                {"distinct_ids", info.token_pool.size()}};
 }
 
-// Overlap off (runs[0]) against on (runs[1]): the figures into the document and out.
-// Returns 1 when a request failed or the outputs differ.
-int compare_overlap(const std::vector<ModeRun>& runs, const std::vector<RunReport>& reports,
-                    json& document, std::ostream& out) {
+// Overlap (or the prefix cache) off (runs[0]) against on (runs[1]): the figures into the
+// document and out. Returns 1 when a request failed or the outputs differ.
+int compare_modes(const std::vector<ModeRun>& runs, const std::vector<RunReport>& reports,
+                  const std::string& what, json& document, std::ostream& out) {
   const size_t n = runs[0].records.size();
   const RunSummary& off = runs[0].report.summary;
   const RunSummary& on = runs[1].report.summary;
@@ -245,13 +267,18 @@ int compare_overlap(const std::vector<ModeRun>& runs, const std::vector<RunRepor
   const double ratio = off.output_tokens_per_second > 0
                            ? on.output_tokens_per_second / off.output_tokens_per_second
                            : 0;
-  document["comparison"] = {{"throughput_ratio_on_over_off", ratio},
+  const double ttft_ratio = off.ttft_ms.p50 > 0 ? on.ttft_ms.p50 / off.ttft_ms.p50 : 0;
+  document["comparison"] = {{"compared", what},
+                            {"throughput_ratio_on_over_off", ratio},
+                            {"ttft_p50_ratio_on_over_off", ttft_ratio},
                             {"identical_outputs", mismatches == 0},
                             {"mismatched_requests", mismatches}};
   out << format_table(reports) << "\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "Overlap on/off output throughput: %.3fx (%.1f vs %.1f tok/s)\n",
-                ratio, on.output_tokens_per_second, off.output_tokens_per_second);
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "%s on/off output throughput: %.3fx (%.1f vs %.1f tok/s); TTFT p50 %.3fx\n",
+                what.c_str(), ratio, on.output_tokens_per_second, off.output_tokens_per_second,
+                ttft_ratio);
   out << line;
   out << "Outputs identical: " << (mismatches == 0 ? "yes" : "NO") << " (" << n - mismatches << "/"
       << n << " requests)\n";
@@ -262,7 +289,7 @@ int compare_overlap(const std::vector<ModeRun>& runs, const std::vector<RunRepor
     return 1;
   }
   if (mismatches > 0) {
-    std::cerr << "tandem bench: overlap on and off gave different outputs for " << mismatches
+    std::cerr << "tandem bench: " << what << " on and off gave different outputs for " << mismatches
               << " of " << n << " requests (first: request " << first_mismatch << ")\n";
     return 1;
   }
@@ -281,21 +308,27 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
                     : "over HTTP (tandem serve on 127.0.0.1, an ephemeral port)")
       << "\n"
       << describe_load(o) << "\n\n";
-  std::vector<bool> modes;
+  std::vector<Mode> modes;
+  const bool cache = o.prefix_cache != "off";
   if (o.overlap == "compare")
-    modes = {false, true};
+    modes = {{false, cache, "overlap off"}, {true, cache, "overlap on"}};
+  else if (o.prefix_cache == "compare")
+    modes = {{o.overlap == "on", false, "prefix cache off"},
+             {o.overlap == "on", true, "prefix cache on"}};
   else
-    modes = {o.overlap == "on"};
+    modes = {{o.overlap == "on", cache, o.overlap == "on" ? "overlap on" : "overlap off"}};
   std::vector<ModeRun> runs;
-  for (bool overlap : modes) {
-    runs.push_back(run_engine_mode(o, overlap, workload, overlap ? "overlap on" : "overlap off"));
+  for (const Mode& mode : modes) {
+    runs.push_back(run_engine_mode(o, mode, workload));
     reports.push_back(runs.back().report);
   }
   document["settings"] = settings_json(o, o.model.string(), path);
   document["settings"]["model_name"] = runs.front().model_id;
   document["settings"]["prompt_token_pool"] = {
       {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
-  return runs.size() == 2 ? compare_overlap(runs, reports, document, out) : 0;
+  if (runs.size() < 2) return 0;
+  return compare_modes(runs, reports, o.overlap == "compare" ? "Overlap" : "Prefix cache", document,
+                       out);
 }
 
 }  // namespace
@@ -305,6 +338,8 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
     throw std::invalid_argument("exactly one of --url and --model is required");
   if (o.prompt_tokens_min < 1 || o.prompt_tokens_max < o.prompt_tokens_min)
     throw std::invalid_argument("--prompt-tokens: needs 1 <= LO <= HI");
+  if (o.overlap == "compare" && o.prefix_cache == "compare")
+    throw std::invalid_argument("--overlap compare and --prefix-cache compare: one at a time");
   const WorkloadSpec spec = workload_spec(o);
   json document;
   std::vector<RunReport> reports;

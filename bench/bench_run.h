@@ -12,12 +12,14 @@
 namespace tandem::bench {
 
 struct BenchOptions {
-  std::string url;                // exclusive with model
-  std::string api_key;            // --url only: sent as a bearer token
-  std::filesystem::path model;    // a GGUF file
-  std::string served_model_name;  // --model only: the id (default: the file's stem)
-  std::string overlap = "on";     // on, off or compare (--model only)
-  int32_t concurrency = 0;        // 0: no bound
+  std::string url;                   // exclusive with model
+  std::string api_key;               // --url only: sent as a bearer token
+  std::filesystem::path model;       // a GGUF file
+  std::string served_model_name;     // --model only: the id (default: the file's stem)
+  std::string overlap = "on";        // on, off or compare (--model only)
+  std::string prefix_cache = "on";   // on, off or compare (--model only; not with overlap compare)
+  int32_t shared_prefix_tokens = 0;  // tokens every prompt starts with
+  int32_t concurrency = 0;           // 0: no bound
   double request_rate = std::numeric_limits<double>::infinity();
   double burstiness = 1.0;
   int32_t requests = 64;
@@ -35,6 +37,7 @@ struct BenchOptions {
   int32_t max_batch = 64;
   int32_t max_step_tokens = 512;
   int64_t kv_tokens = 0;
+  std::string kv_dtype = "f16";  // the KV cache's element type (kv_cache.h's names)
   int32_t max_queue = 256;
 };
 

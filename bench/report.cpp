@@ -76,6 +76,16 @@ std::string format_table(const std::vector<RunReport>& runs) {
                                             std::to_string(r.device->chained_steps) + ")"
                                       : std::string("-");
                     }});
+    rows.push_back({"Prefix cache hit rate", [](const RunReport& r) {
+                      if (!r.device || r.device->prefix_queried_tokens == 0)
+                        return std::string("-");
+                      return fixed(static_cast<double>(r.device->prefix_hit_tokens) /
+                                       static_cast<double>(r.device->prefix_queried_tokens),
+                                   3);
+                    }});
+    rows.push_back({"Preemptions", [](const RunReport& r) {
+                      return r.device ? std::to_string(r.device->preemptions) : std::string("-");
+                    }});
   }
 
   size_t name_width = 0;
@@ -146,12 +156,18 @@ nlohmann::json run_json(const RunReport& run) {
   j["label"] = run.label;
   j["path"] = run.path;
   if (!run.overlap.empty()) j["overlap"] = run.overlap;
+  if (!run.prefix_cache.empty()) j["prefix_cache"] = run.prefix_cache;
   if (run.device) {
-    j["device"] = {{"busy_s", run.device->busy_seconds},
-                   {"idle_s", run.device->idle_seconds},
-                   {"idle_fraction", run.device->idle_fraction},
-                   {"steps", run.device->steps},
-                   {"chained_steps", run.device->chained_steps}};
+    const DeviceFigures& d = *run.device;
+    j["device"] = {{"busy_s", d.busy_seconds},         {"idle_s", d.idle_seconds},
+                   {"idle_fraction", d.idle_fraction}, {"steps", d.steps},
+                   {"chained_steps", d.chained_steps}, {"preemptions", d.preemptions}};
+    j["prefix_cache_queried_tokens"] = d.prefix_queried_tokens;
+    j["prefix_cache_hit_tokens"] = d.prefix_hit_tokens;
+    j["prefix_cache_hit_rate"] = d.prefix_queried_tokens > 0
+                                     ? static_cast<double>(d.prefix_hit_tokens) /
+                                           static_cast<double>(d.prefix_queried_tokens)
+                                     : 0.0;
   }
   return j;
 }

@@ -20,12 +20,16 @@ struct DeviceFigures {
   double idle_fraction = 0;  // idle_seconds / the run's wall time
   uint64_t steps = 0;
   uint64_t chained_steps = 0;
+  uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
+  uint64_t prefix_hit_tokens = 0;      // of which found there
+  uint64_t preemptions = 0;
 };
 
 struct RunReport {
-  std::string label;    // the table's column header: "overlap off", "http", ...
-  std::string path;     // "http" or "offline"
-  std::string overlap;  // "on", "off", or "" when unknown (--url)
+  std::string label;         // the table's column header: "overlap off", "http", ...
+  std::string path;          // "http" or "offline"
+  std::string overlap;       // "on", "off", or "" when unknown (--url)
+  std::string prefix_cache;  // "on", "off", or "" when unknown (--url)
   RunSummary summary;
   std::optional<DeviceFigures> device;
   // outputs_digest(records): equal digests mean the runs generated the same texts.

@@ -1,5 +1,7 @@
 #include "bench/workload.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -58,6 +60,12 @@ std::vector<PlannedRequest> plan_workload(const WorkloadSpec& spec,
   const std::vector<double> arrivals =
       arrival_offsets(spec.requests, spec.request_rate, spec.burstiness, spec.seed);
   std::vector<PlannedRequest> out(arrivals.size());
+  std::vector<int32_t> shared(static_cast<size_t>(std::max(spec.shared_prefix_tokens, 0)));
+  {
+    std::mt19937_64 rng(mix_seed(spec.seed ^ 0x5368617265645046ULL));  // "SharedPF"
+    std::uniform_int_distribution<size_t> pick(0, token_pool.size() - 1);
+    for (int32_t& id : shared) id = token_pool[pick(rng)];
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     // Each request has its own stream, so request i is the same whatever --requests is.
     std::mt19937_64 rng(mix_seed(spec.seed * 0x100000001b3ULL + i));
@@ -66,6 +74,7 @@ std::vector<PlannedRequest> plan_workload(const WorkloadSpec& spec,
     PlannedRequest& r = out[i];
     r.prompt.resize(static_cast<size_t>(length(rng)));
     for (int32_t& id : r.prompt) id = token_pool[pick(rng)];
+    r.prompt.insert(r.prompt.begin(), shared.begin(), shared.end());
     r.seed = mix_seed(rng()) & 0x7fffffffu;  // every server takes a 31-bit seed
     r.max_tokens = spec.max_tokens;
     r.arrival_seconds = arrivals[i];

@@ -15,6 +15,10 @@ struct WorkloadSpec {
   int32_t prompt_tokens_min = 32;  // each prompt's length is drawn uniformly from [min, max]
   int32_t prompt_tokens_max = 32;
   int32_t max_tokens = 128;
+  // Tokens every prompt starts with (one prefix for the whole run, drawn from the pool
+  // with its own stream), before the request's own prompt_tokens: SGLang's
+  // generated-shared-prefix workload, what a common system prompt looks like.
+  int32_t shared_prefix_tokens = 0;
   uint64_t seed = 0;
   // Requests per second of the open loop; infinity sends every request at once (the
   // closed loop's concurrency then paces them).

@@ -34,6 +34,7 @@ const char* error_kind_name(ErrorKind kind);
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
 };
 
 }  // namespace tandem

@@ -22,7 +22,9 @@ Json finish_json(std::optional<FinishReason> finish) {
 Json usage_json(const Usage& usage) {
   return Json{{"prompt_tokens", usage.prompt_tokens},
               {"completion_tokens", usage.completion_tokens},
-              {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+              // As OpenAI reports it: the prompt tokens the prefix cache supplied.
+              {"prompt_tokens_details", Json{{"cached_tokens", usage.cached_tokens}}}};
 }
 
 Json envelope(const ResponseHeader& header, const char* object) {

@@ -56,6 +56,7 @@ Engine::Engine(EngineOptions options) {
   exec.threads = options.threads;
   exec.context_length = options.context_length;
   exec.kv_tokens = options.kv_tokens;
+  exec.kv_type = options.kv_type;
   exec.eog_ids = tokenizer_->eog_ids();
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();
@@ -71,6 +72,8 @@ Engine::Engine(EngineOptions options) {
   card.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
   card.fingerprint =
       model_fingerprint(options.model, model_->file().data_offset(), tandem_version());
+  card.kv_type = info.kv_type;
+  card.kv_bytes_per_token = info.kv_bytes_per_token;
   card_ = std::move(card);
 }
 

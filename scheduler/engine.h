@@ -32,6 +32,7 @@ struct EngineOptions {
   int32_t context_length = 0;  // --ctx-size: at most the model's; 0: the model's
   int threads = 0;             // compute threads; 0: all cores
   int64_t kv_tokens = 0;       // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
+  KvType kv_type = KvType::kF16;  // the KV cache's element type (--kv-dtype)
   SchedulerOptions scheduler;
 };
 

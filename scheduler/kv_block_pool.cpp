@@ -1,12 +1,13 @@
 #include "scheduler/kv_block_pool.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace tandem {
 
 KvBlockPool::KvBlockPool(int32_t n_blocks, int32_t block_size)
-    : block_size_(block_size), in_use_(n_blocks > 0 ? n_blocks : 0, false) {
+    : block_size_(block_size), blocks_(n_blocks > 0 ? n_blocks : 0) {
   if (n_blocks <= 0 || block_size <= 0) {
     throw std::invalid_argument("KV pool: block count and block size must be positive");
   }
@@ -20,31 +21,116 @@ int32_t KvBlockPool::blocks_for(int64_t n_tokens) const {
   return static_cast<int32_t>((n_tokens + block_size_ - 1) / block_size_);
 }
 
+int32_t KvBlockPool::take_block() {
+  int32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = lru_.front();  // reserve checked there is one
+    unregister(id);     // takes it off the LRU list
+    ++evictions_;
+  }
+  Block& b = blocks_[id];
+  b.refs = 1;
+  ++b.generation;
+  return id;
+}
+
 bool KvBlockPool::reserve(int64_t n_tokens, std::vector<int32_t>& out) {
   const int32_t n = blocks_for(n_tokens);
   if (n > free_blocks()) return false;
-  for (int32_t i = 0; i < n; ++i) {
-    const int32_t id = free_.back();
-    free_.pop_back();
-    in_use_[id] = true;
-    out.push_back(id);
-  }
+  for (int32_t i = 0; i < n; ++i) out.push_back(take_block());
   return true;
 }
 
+void KvBlockPool::check_referenced(int32_t id) const {
+  if (id < 0 || id >= total() || blocks_[id].refs <= 0)
+    throw std::logic_error("KV pool: block " + std::to_string(id) + " released but not in use");
+}
+
 void KvBlockPool::release(std::vector<int32_t>& blocks) {
-  for (int32_t id : blocks) {
-    if (id < 0 || id >= total() || !in_use_[id]) {
-      throw std::logic_error("KV pool: block " + std::to_string(id) + " released but not in use");
+  for (int32_t id : blocks) check_referenced(id);
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    const int32_t id = *it;
+    Block& b = blocks_[id];
+    if (b.refs <= 0)
+      throw std::logic_error("KV pool: block " + std::to_string(id) + " listed twice");
+    if (--b.refs > 0) continue;
+    if (b.registered) {
+      b.lru = lru_.insert(lru_.end(), id);  // most recently used at the back
+    } else {
+      free_.push_back(id);
     }
   }
-  for (int32_t id : blocks) {
-    if (!in_use_[id])
-      throw std::logic_error("KV pool: block " + std::to_string(id) + " listed twice");
-    in_use_[id] = false;
-    free_.push_back(id);
-  }
   blocks.clear();
+}
+
+void KvBlockPool::unregister(int32_t id) {
+  Block& b = blocks_[id];
+  auto [first, last] = index_.equal_range(b.key.hash);
+  for (auto it = first; it != last; ++it)
+    if (it->second == id) {
+      index_.erase(it);
+      break;
+    }
+  if (b.refs == 0) lru_.erase(b.lru);
+  b.registered = false;
+  b.key = PrefixKey{};
+}
+
+bool KvBlockPool::is_registered(int32_t block) const { return blocks_.at(block).registered; }
+
+int32_t KvBlockPool::match(std::span<const int32_t> tokens, int32_t max_blocks,
+                           std::vector<int32_t>& out) {
+  int32_t parent = -1, n = 0;
+  uint64_t parent_hash = kPrefixRootHash;
+  for (; n < max_blocks &&
+         static_cast<int64_t>(n + 1) * block_size_ <= static_cast<int64_t>(tokens.size());
+       ++n) {
+    const std::span<const int32_t> block_tokens = tokens.subspan(n * block_size_, block_size_);
+    const uint64_t hash = prefix_block_hash(parent_hash, block_tokens);
+    int32_t found = -1;
+    auto [first, last] = index_.equal_range(hash);
+    for (auto it = first; it != last && found < 0; ++it) {
+      const PrefixKey& key = blocks_[it->second].key;
+      const bool same_parent = key.parent == parent &&
+                               (parent < 0 || key.parent_generation == blocks_[parent].generation);
+      if (same_parent && std::equal(key.tokens.begin(), key.tokens.end(), block_tokens.begin(),
+                                    block_tokens.end()))
+        found = it->second;
+    }
+    if (found < 0) break;
+    Block& b = blocks_[found];
+    if (b.refs++ == 0) lru_.erase(b.lru);
+    out.push_back(found);
+    parent = found;
+    parent_hash = hash;
+  }
+  return n;
+}
+
+bool KvBlockPool::register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
+  check_referenced(block);
+  Block& b = blocks_[block];
+  if (b.registered) return true;
+  if (static_cast<int32_t>(tokens.size()) != block_size_)
+    throw std::logic_error("KV pool: only a full block can be registered");
+  if (parent >= 0 && !blocks_.at(parent).registered) return false;
+  const uint64_t parent_hash = parent < 0 ? kPrefixRootHash : blocks_[parent].key.hash;
+  const uint64_t hash = prefix_block_hash(parent_hash, tokens);
+  const uint32_t parent_generation = parent < 0 ? 0 : blocks_[parent].generation;
+  auto [first, last] = index_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const PrefixKey& key = blocks_[it->second].key;
+    if (key.parent == parent && key.parent_generation == parent_generation &&
+        std::equal(key.tokens.begin(), key.tokens.end(), tokens.begin(), tokens.end()))
+      return false;  // the same content is cached already: this copy stays private
+  }
+  b.key = PrefixKey{hash, parent, parent_generation, {tokens.begin(), tokens.end()}};
+  b.registered = true;
+  index_.emplace(hash, block);
+  return true;
 }
 
 }  // namespace tandem

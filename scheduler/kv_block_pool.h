@@ -1,10 +1,20 @@
-// The scheduler's view of the device's KV pool: fixed-size blocks handed to requests at
-// admission and taken back exactly once. Releasing a block that is not in use is a bug and
-// throws std::logic_error. Used only on the scheduler thread; not thread-safe.
+// The scheduler's view of the device's KV pool: fixed-size blocks, reference-counted, handed
+// to requests as they need them and taken back exactly once per reference. With the prefix
+// cache on, a full block whose KV a completed step wrote can be registered under its
+// content (prefix_cache.h: its tokens and every token before them); a later request with
+// the same prefix takes a reference to it instead of computing it again. A registered
+// block nobody references stays cached, and is evicted least recently used first when the
+// pool needs a block. Releasing a block that is not referenced is a bug and throws
+// std::logic_error. Used only on the scheduler thread; not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <list>
+#include <span>
+#include <unordered_map>
 #include <vector>
+
+#include "scheduler/prefix_cache.h"
 
 namespace tandem {
 
@@ -14,21 +24,52 @@ class KvBlockPool {
 
   int32_t blocks_for(int64_t n_tokens) const;  // blocks that hold n_tokens positions
   bool can_reserve(int64_t n_tokens) const { return blocks_for(n_tokens) <= free_blocks(); }
-  // All or nothing: appends the blocks for n_tokens to `out` and returns true, or changes
-  // nothing and returns false.
+  // All or nothing: appends blocks_for(n_tokens) fresh blocks (one reference each) to
+  // `out` and returns true, or changes nothing and returns false. Evicts cached blocks
+  // nobody references, least recently used first, when no block is free.
   bool reserve(int64_t n_tokens, std::vector<int32_t>& out);
-  // Returns every block in `blocks` to the pool and clears it.
+  // Drops one reference to every block in `blocks`, last block first (so a request's
+  // tail is evicted before its head), and clears it.
   void release(std::vector<int32_t>& blocks);
 
-  int32_t total() const { return static_cast<int32_t>(in_use_.size()); }
-  int32_t free_blocks() const { return static_cast<int32_t>(free_.size()); }
-  int32_t used() const { return total() - free_blocks(); }
+  // The prefix cache. Appends to `out`, one new reference each, the cached blocks that
+  // hold the full blocks of `tokens` from the start, as far as they are cached (at most
+  // max_blocks); returns how many.
+  int32_t match(std::span<const int32_t> tokens, int32_t max_blocks, std::vector<int32_t>& out);
+  // Registers `block` as holding `tokens` (block_size of them) after the blocks of
+  // `parent` (-1: the sequence's start). Ignored when the parent is not registered (its
+  // chain is not findable) or the same content is registered already. Returns whether
+  // `block` is now the registered one.
+  bool register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens);
+  bool is_registered(int32_t block) const;
+
+  int32_t total() const { return static_cast<int32_t>(blocks_.size()); }
+  // Blocks a reserve can have: free ones plus cached ones nobody references.
+  int32_t free_blocks() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
+  int32_t used() const { return total() - free_blocks(); }  // referenced by some request
+  int32_t cached() const { return static_cast<int32_t>(index_.size()); }  // registered
+  int32_t refcount(int32_t block) const { return blocks_.at(block).refs; }
   int32_t block_size() const { return block_size_; }
+  uint64_t evictions() const { return evictions_; }
 
  private:
+  struct Block {
+    int32_t refs = 0;
+    bool registered = false;
+    uint32_t generation = 0;           // bumped each time the block is handed out afresh
+    PrefixKey key;                     // while registered
+    std::list<int32_t>::iterator lru;  // while registered and unreferenced
+  };
+  int32_t take_block();  // a free block, else the least recently used cached one
+  void unregister(int32_t block);
+  void check_referenced(int32_t id) const;
+
   int32_t block_size_;
+  std::vector<Block> blocks_;
   std::vector<int32_t> free_;  // a stack: a freed block is the next one handed out
-  std::vector<bool> in_use_;
+  std::list<int32_t> lru_;     // registered, unreferenced; front = least recently used
+  std::unordered_multimap<uint64_t, int32_t> index_;  // PrefixKey::hash -> registered block
+  uint64_t evictions_ = 0;
 };
 
 }  // namespace tandem

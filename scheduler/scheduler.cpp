@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "scheduler/stop_matcher.h"
+#include "scheduler/scheduler_internal.h"
 
 namespace tandem {
 
@@ -21,47 +21,11 @@ const char* chain_break_name(ChainBreak reason) {
       return "batch_change";
     case ChainBreak::kCancel:
       return "cancel";
+    case ChainBreak::kKvFull:
+      return "kv_full";
   }
   return "unknown";
 }
-
-struct Scheduler::Request {
-  Request(const Tokenizer& tokenizer, GenerationRequest&& request)
-      : in(std::move(request)),
-        detok(tokenizer, !in.skip_special_tokens),
-        stop(in.stop, in.include_stop_str_in_output) {}
-
-  uint64_t id = 0;
-  GenerationRequest in;
-  Detokenizer detok;
-  StopMatcher stop;
-  int32_t prompt_len = 0;
-  int32_t max_new = 0;         // max_tokens, capped by the context and the KV pool
-  int64_t reserve_tokens = 0;  // KV positions reserved at admission: prompt + max_new
-  std::vector<int32_t> blocks;
-
-  int32_t prefill_launched = 0;   // prompt tokens handed to launched steps
-  int32_t sampled_launched = 0;   // tokens that launched steps sample for this request
-  int32_t completion_tokens = 0;  // tokens accepted (processed while not finished)
-  int32_t last_token = kNoToken;
-  // The penalties' history (StepRow): the prompt, shared by every step; the output so far.
-  std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
-  std::vector<int32_t> output;
-  int32_t in_flight = 0;  // launched steps holding this row whose tokens are unprocessed
-  bool decoding = false;  // the prompt is done and its first token accepted
-  bool finished = false;  // its finish or error event is sent; later tokens are discarded
-  bool cancelled = false;
-};
-
-// A launched step as the scheduler remembers it: which request each row belongs to.
-// Pointers stay valid: a request is retired only once no launched step holds it.
-struct Scheduler::Launched {
-  PendingStep step;
-  std::vector<Request*> rows;
-  std::vector<uint8_t> sample;
-  std::vector<int32_t> first_position;  // per row: the position of its first token
-  bool decode_only = true;
-};
 
 Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOptions options)
     : device_(device),
@@ -74,6 +38,8 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
         "scheduler: max_batch and max_step_tokens must be >= 1, max_queue >= 0");
   }
   counters_.kv_blocks_total = pool_.total();
+  counters_.kv_bytes_per_token = info_.kv_bytes_per_token;
+  counters_.kv_capacity_tokens = int64_t{pool_.total()} * pool_.block_size();
   published_ = counters_;
 }
 
@@ -110,9 +76,12 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
       std::min<int64_t>(info_.context_length, int64_t{pool_.total()} * pool_.block_size());
   const int32_t room = static_cast<int32_t>(std::max<int64_t>(1, capacity - prompt_len));
   r->max_new = std::min(r->in.max_tokens.value_or(room), room);
-  r->reserve_tokens = int64_t{r->prompt_len} + r->max_new;
-  if (pool_.blocks_for(r->reserve_tokens) > pool_.total()) {
-    return invalid("the request needs " + std::to_string(r->reserve_tokens) +
+  r->prefill_end = r->prompt_len;
+  // Blocks are taken as the sequence grows (scheduler_kv.cpp); a request must only fit
+  // the pool on its own, so that preempting the others always lets it finish.
+  const int64_t most_tokens = int64_t{r->prompt_len} + r->max_new;
+  if (pool_.blocks_for(most_tokens) > pool_.total()) {
+    return invalid("the request needs " + std::to_string(most_tokens) +
                    " KV positions; the pool holds " +
                    std::to_string(int64_t{pool_.total()} * pool_.block_size()));
   }
@@ -248,7 +217,7 @@ void Scheduler::apply_cancels() {
   }
   for (auto& r : dropped) {
     ++counters_.requests_finished;
-    r->in.sink->on_finish(FinishReason::kCancelled, Usage{r->prompt_len, 0});
+    r->in.sink->on_finish(FinishReason::kCancelled, Usage{r->prompt_len, 0, r->cached_tokens});
   }
   for (uint64_t id : ids) {
     auto it = live_.find(id);
@@ -264,12 +233,16 @@ void Scheduler::process(Launched& step, const StepResult& result) {
   for (size_t i = 0; i < step.rows.size(); ++i) {
     Request& r = *step.rows[i];
     --r.in_flight;
+    offer_written_blocks(r, step.write_end[i]);  // before its token: the KV is the step's
     if (r.finished) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
       continue;
     }
-    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0) {
+    // Sent once: a preempted request's recomputed prefill scores its prompt again.
+    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
+        !r.prompt_scored) {
       send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
+      if (step.write_end[i] >= r.prompt_len) r.prompt_scored = true;
     }
     if (step.sample[i]) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
@@ -304,9 +277,9 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
 void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   ++r.completion_tokens;
   ++counters_.completion_tokens;
+  r.generated.push_back(token);
   r.last_token = token;
   r.decoding = true;
-  if (r.in.sampling.has_output_penalties()) r.output.push_back(token);
   if (logprobs != nullptr && r.in.sampling.logprobs >= 0) r.in.sink->on_logprobs(named(*logprobs));
   // Before min_tokens nothing may end the output (the device bans EOG and stop ids there).
   const bool may_stop = r.completion_tokens >= r.in.sampling.min_tokens;
@@ -345,7 +318,7 @@ void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
   ++counters_.requests_finished;
   // Publish first, so a client that reads the metrics after its answer sees its tokens.
   publish();
-  r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens});
+  r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens, r.cached_tokens});
 }
 
 void Scheduler::fail(Request& r, ErrorKind kind, std::string_view message) {
@@ -362,30 +335,75 @@ void Scheduler::retire_if_done(Request& r) {
   live_.erase(r.id);  // r is gone
 }
 
+// A chunk of the prefill: the prompt (the last chunk samples the first token), or after a
+// preemption the prompt and the generated tokens but the last (nothing to sample: the
+// request decodes from its last token next).
 void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget) {
-  const int32_t n = std::min(r.prompt_len - r.prefill_launched, budget);
+  const int32_t n = std::min(r.prefill_end - r.prefill_launched, budget);
+  const bool last_chunk = r.prefill_launched + n == r.prefill_end;
   StepRow row;
   row.request_id = r.id;
-  row.tokens.assign(r.in.prompt.begin() + r.prefill_launched,
-                    r.in.prompt.begin() + r.prefill_launched + n);
+  for (int32_t i = r.prefill_launched; i < r.prefill_launched + n; ++i)
+    row.tokens.push_back(r.token_at(i));
   row.position = r.prefill_launched;
   row.kv_blocks = r.blocks;
   row.sampling = r.in.sampling;
   row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
   row.penalty_prompt = r.penalty_prompt;
-  const bool last_chunk = r.prefill_launched + n == r.prompt_len;
-  row.sample = last_chunk && r.max_new > 0;
-  if (!last_chunk) row.next_prompt_token = r.in.prompt[r.prefill_launched + n];
+  // A resumed prefill samples nothing (decode continues from its last token), nor does a
+  // max_tokens 0 prompt, which is only scored.
+  row.sample = last_chunk && !r.resuming() && r.max_new > 0;
+  if (!last_chunk) row.next_prompt_token = r.token_at(r.prefill_launched + n);
   step.first_position.push_back(r.prefill_launched);
   plan.rows.push_back(std::move(row));
   step.rows.push_back(&r);
   step.sample.push_back(plan.rows.back().sample);
+  step.write_end.push_back(r.prefill_launched + n);
   step.decode_only = false;
   r.prefill_launched += n;
   if (plan.rows.back().sample) ++r.sampled_launched;
+  if (last_chunk && r.resuming()) r.decoding = true;  // its KV is written before the next step
   ++r.in_flight;
   budget -= n;
   counters_.prompt_tokens += n;
+}
+
+// One token for each decoding request, its block table grown to cover it first. When the
+// pool has no block left, the most recently admitted running request is preempted (it
+// may be this one), as vLLM's recompute preemption does.
+void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget) {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Request* r = running_[i];
+    if (!r->decoding) continue;
+    const int32_t position = r->prompt_len + r->completion_tokens - 1;
+    bool preempted_self = false;
+    while (!grow_blocks(*r, position + 1)) {
+      Request* victim = running_.back();
+      preempt(*victim);
+      if (victim == r) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;  // r was the last one: nothing after it to schedule
+    StepRow row;
+    row.request_id = r->id;
+    row.tokens.assign(1, r->last_token);
+    row.position = position;
+    row.kv_blocks = r->blocks;
+    row.sampling = r->in.sampling;
+    row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
+    row.penalty_prompt = r->penalty_prompt;
+    if (r->in.sampling.has_output_penalties()) row.penalty_output = r->generated;
+    plan.rows.push_back(std::move(row));
+    step.rows.push_back(r);
+    step.sample.push_back(1);
+    step.first_position.push_back(position);
+    step.write_end.push_back(position + 1);
+    ++r->sampled_launched;
+    ++r->in_flight;
+    --budget;
+  }
 }
 
 // A fresh batch, built when nothing is in flight: every decoding request (one token
@@ -395,25 +413,7 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule() {
   auto step = std::make_unique<Launched>();
   StepPlan plan;
   int32_t budget = options_.max_step_tokens;
-  for (Request* r : running_) {
-    if (!r->decoding) continue;
-    StepRow row;
-    row.request_id = r->id;
-    row.tokens.assign(1, r->last_token);
-    row.position = r->prompt_len + r->completion_tokens - 1;
-    row.kv_blocks = r->blocks;
-    row.sampling = r->in.sampling;
-    row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
-    row.penalty_prompt = r->penalty_prompt;
-    row.penalty_output = r->output;
-    plan.rows.push_back(std::move(row));
-    step->rows.push_back(r);
-    step->first_position.push_back(plan.rows.back().position);
-    step->sample.push_back(1);
-    ++r->sampled_launched;
-    ++r->in_flight;
-    --budget;
-  }
+  add_decode_rows(plan, *step, budget);
   for (Request* r : running_) {
     if (budget <= 0) break;
     if (!r->decoding) add_prefill_row(plan, *step, *r, budget);
@@ -422,11 +422,15 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule() {
     std::unique_ptr<Request> admitted;
     {
       std::lock_guard lock(inbox_mutex_);
-      if (waiting_.empty() || !pool_.can_reserve(waiting_.front()->reserve_tokens)) break;
+      if (waiting_.empty()) break;
       admitted = std::move(waiting_.front());
       waiting_.pop_front();
     }
-    pool_.reserve(admitted->reserve_tokens, admitted->blocks);
+    if (!try_admit(*admitted)) {
+      std::lock_guard lock(inbox_mutex_);
+      waiting_.push_front(std::move(admitted));
+      break;
+    }
     Request* r = admitted.get();
     live_.emplace(r->id, std::move(admitted));
     running_.push_back(r);
@@ -446,7 +450,7 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
     std::lock_guard lock(inbox_mutex_);
     cancel_pending = !cancels_.empty();
     admissible = !waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_batch &&
-                 pool_.can_reserve(waiting_.front()->reserve_tokens);
+                 pool_.can_reserve(waiting_.front()->prefill_end);
   }
   if (cancel_pending) return ChainBreak::kCancel;
   for (const Request* r : curr.rows) {
@@ -465,6 +469,9 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
     return ChainBreak::kBatchChange;
   }
   if (admissible) return ChainBreak::kBatchChange;
+  // The chained step writes each row's next position: its block table must cover it.
+  for (Request* r : curr.rows)
+    if (!grow_blocks(*r, int64_t{r->prompt_len} + r->sampled_launched)) return ChainBreak::kKvFull;
   return std::nullopt;
 }
 
@@ -472,15 +479,19 @@ void Scheduler::launch_chained_from(Launched& curr) {
   next_ = std::make_unique<Launched>();
   next_->rows = curr.rows;
   next_->sample.assign(curr.rows.size(), 1);
+  std::vector<std::vector<int32_t>> tables;
   for (Request* r : curr.rows) next_->first_position.push_back(r->prompt_len + r->sampled_launched);
   for (Request* r : curr.rows) {
+    // Fed the token curr samples, at the position after it (chain_break grew the table).
+    next_->write_end.push_back(r->prompt_len + r->sampled_launched);
+    tables.push_back(r->blocks);
     ++r->sampled_launched;
     ++r->in_flight;
   }
   ++counters_.steps;
   ++counters_.chained_steps;
   counters_.last_step_rows = static_cast<int32_t>(curr.rows.size());
-  next_->step = device_.launch_chained(curr.step);
+  next_->step = device_.launch_chained(curr.step, std::move(tables));
 }
 
 // curr's finalize threw: its rows, and next's (chained from it, so failed too), end with
@@ -550,6 +561,7 @@ void Scheduler::publish() {
   }
   counters_.running = static_cast<int32_t>(running_.size());
   counters_.kv_blocks_used = pool_.used();
+  counters_.kv_blocks_cached = pool_.cached();
   if (active != device_active_) {
     device_.set_active(active);
     device_active_ = active;

@@ -29,14 +29,16 @@ struct SchedulerOptions {
   int32_t max_batch = 64;         // --max-batch: requests running at once
   int32_t max_step_tokens = 512;  // --max-step-tokens: tokens fed per step (decode rows count 1)
   int32_t max_queue = 256;        // --max-queue: requests waiting for admission
+  bool prefix_cache = true;       // --prefix-cache on|off: reuse cached KV blocks of prefixes
   // Runs on the scheduler thread after each step is processed. Benchmarks put synthetic
   // host work here; tests may observe the loop. Leave empty in production.
   std::function<void()> after_process;
 };
 
 // Why a step's successor was not chained (counted once per unchained step, overlap on).
-enum class ChainBreak { kFinish = 0, kPrefill, kBatchChange, kCancel };
-inline constexpr int kChainBreakReasons = 4;
+// kKvFull: a row crossed into a new KV block and the pool had none to give.
+enum class ChainBreak { kFinish = 0, kPrefill, kBatchChange, kCancel, kKvFull };
+inline constexpr int kChainBreakReasons = 5;
 const char* chain_break_name(ChainBreak reason);  // "finish", "prefill", ...
 
 struct SchedulerMetrics {
@@ -55,6 +57,12 @@ struct SchedulerMetrics {
   int32_t last_step_rows = 0;
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_cached = 0;        // registered in the prefix cache (used or not)
+  int64_t kv_bytes_per_token = 0;      // the device's KV element type, all layers
+  int64_t kv_capacity_tokens = 0;      // the pool's size in token positions
+  uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
+  uint64_t prefix_hit_tokens = 0;      // of which found there (not prefilled)
+  uint64_t preemptions = 0;            // running requests sent back to recompute later
 };
 
 class Scheduler {
@@ -97,8 +105,14 @@ class Scheduler {
   void fail(Request& r, ErrorKind kind, std::string_view message);
   void retire_if_done(Request& r);
   std::unique_ptr<Launched> schedule();
+  void add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget);
   void add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
   std::optional<ChainBreak> chain_break(const Launched& curr);
+  // KV blocks (scheduler_kv.cpp).
+  bool try_admit(Request& r);
+  bool grow_blocks(Request& r, int64_t positions);
+  void preempt(Request& r);
+  void offer_written_blocks(Request& r, int32_t write_end);
   void launch_chained_from(Launched& curr);
   void fail_in_flight(std::string_view message);
   void shutdown();

@@ -135,6 +135,22 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
          s.kv_blocks_used);
   metric(out, "tandem_kv_blocks_capacity", "gauge", "KV cache blocks in the pool (used plus free).",
          s.kv_blocks_total);
+  metric(out, "tandem_kv_blocks_cached", "gauge",
+         "KV cache blocks registered in the prefix cache (referenced or not).", s.kv_blocks_cached);
+  metric(out, "tandem_kv_bytes_per_token", "gauge",
+         "Bytes one token takes in the KV cache (all layers, K and V, in its element type).",
+         static_cast<double>(s.kv_bytes_per_token));
+  metric(out, "tandem_kv_capacity_tokens", "gauge", "Token positions the KV cache holds.",
+         static_cast<double>(s.kv_capacity_tokens));
+  metric(out, "tandem_prefix_cache_queried_tokens_total", "counter",
+         "Prompt tokens looked up in the prefix cache at admission.",
+         static_cast<double>(s.prefix_queried_tokens));
+  metric(out, "tandem_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens found in the prefix cache (not prefilled).",
+         static_cast<double>(s.prefix_hit_tokens));
+  metric(out, "tandem_preemptions_total", "counter",
+         "Running requests preempted when the KV pool ran dry (recomputed later).",
+         static_cast<double>(s.preemptions));
   metric(out, "tandem_device_busy_seconds_total", "counter",
          "Seconds the device spent executing steps.", s.device_busy_seconds);
   metric(out, "tandem_device_idle_seconds_total", "counter",

@@ -1,5 +1,6 @@
 // The whole forward pass of one step (all layers, attention, head, sampling) on the
-// smollm2-135m shape: batch-1 decode and a 32-row decode step, as tok/s. The model is
+// smollm2-135m shape: batch-1 decode and a 32-row decode step, as tok/s; and a 16-row
+// decode step at context 1024 for each KV element type (the forward pass alone). The model is
 // written once with make-model (F16 and BF16, vocab from ../shared's llama-spm GGUF when
 // present, so the head is 32000 wide as in perf-notes), or read from TANDEM_BENCH_MODEL.
 //   build-test/bench/bench_forward --benchmark_repetitions=5 --benchmark_report_aggregates_only
@@ -9,8 +10,10 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <random>
 
 #include "runner/device/cpu_executor.h"
+#include "runner/model/forward.h"
 #include "runner/model/make_model.h"
 #include "runner/model/model.h"
 
@@ -78,6 +81,63 @@ void args(benchmark::internal::Benchmark* b) {
   for (int batch : {1, 32}) b->Args({batch, 2});
   b->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
+
+// A decode step of 16 rows, each at position 1023 with its own 1024 cached positions
+// (random K and V, stored through KvCache::store as a prefill would), BF16 weights: what
+// the KV element type changes is the bytes each row's attention reads.
+void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
+  constexpr int kRows = 16, kContext = 1024, kBlocksPerRow = kContext / 16;
+  auto model = bench_model(TensorType::kBF16);
+  const tandem::ModelConfig& c = model->config();
+  tandem::ThreadPool pool(static_cast<int>(state.range(0)));
+  tandem::KvCache kv(c.n_layer, c.kv_dim(), kRows * kBlocksPerRow, kv_type, c.head_dim);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> k(c.kv_dim()), v(c.kv_dim());
+  for (int b = 0; b < kRows * kBlocksPerRow; ++b)
+    for (int slot = 0; slot < 16; ++slot)
+      for (int l = 0; l < c.n_layer; ++l) {
+        for (float& x : k) x = normal(rng);
+        for (float& x : v) x = normal(rng);
+        kv.store(l, b, slot, k.data(), v.data());
+      }
+  tandem::ForwardPass forward(*model, kv, pool);
+  std::vector<std::vector<int32_t>> tables(kRows, std::vector<int32_t>(kBlocksPerRow));
+  std::vector<int32_t> inputs(kRows);
+  std::vector<tandem::ForwardRow> rows;
+  for (int r = 0; r < kRows; ++r) {
+    std::iota(tables[r].begin(), tables[r].end(), r * kBlocksPerRow);
+    inputs[r] = 100 + r;
+    rows.push_back({{&inputs[r], 1}, kContext - 1, tables[r], true});
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(forward.run(rows).data());
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(kRows), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["KV_MB/step"] = static_cast<double>(kRows) * kContext *
+                                 tandem::KvCache::bytes_per_token(c.n_layer, c.kv_dim(), kv_type) /
+                                 1e6;
+}
+
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f32_kv, tandem::KvType::kF32)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f16_kv, tandem::KvType::kF16)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, bf16_kv, tandem::KvType::kBf16)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, q8_0_kv, tandem::KvType::kQ8_0)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_CAPTURE(BM_DecodeStep, bf16, TensorType::kBF16)->Apply(args);
 BENCHMARK_CAPTURE(BM_DecodeStep, f16, TensorType::kF16)->Apply(args);

@@ -12,8 +12,8 @@ int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& opti
 
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options) {
   if (options.kv_tokens > 0) return options.kv_tokens;
-  const int64_t per_token =
-      static_cast<int64_t>(KvCache::bytes_per_token(config.n_layer, config.kv_dim()));
+  const int64_t per_token = static_cast<int64_t>(
+      KvCache::bytes_per_token(config.n_layer, config.kv_dim(), options.kv_type));
   // At least one full context, so any request that fits the model fits the cache.
   return std::max<int64_t>(served_context(config, options),
                            std::min<int64_t>(options.kv_budget_bytes / per_token, 1 << 20));
@@ -31,7 +31,7 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
     : model_(std::move(model)),
       pool_(options.threads > 0 ? options.threads : default_thread_count()),
       kv_(model_->config().n_layer, model_->config().kv_dim(),
-          block_count(model_->config(), options)),
+          block_count(model_->config(), options), options.kv_type, model_->config().head_dim),
       forward_(*model_, kv_, pool_) {
   const ModelConfig& c = model_->config();
   for (int i = 0; i < pool_.size(); ++i)
@@ -40,6 +40,9 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   info_.context_length = served_context(c, options);
   info_.kv_block_size = kv_.block_size();
   info_.kv_blocks = kv_.n_blocks();
+  info_.kv_type = kv_type_name(kv_.type());
+  info_.kv_bytes_per_token =
+      static_cast<int64_t>(KvCache::bytes_per_token(c.n_layer, c.kv_dim(), kv_.type()));
   info_.eog_ids = options.eog_ids;
 }
 

@@ -21,6 +21,7 @@ struct CpuExecutorOptions {
   int32_t context_length = 0;  // the longest sequence served (--ctx-size); 0: the model's
   int64_t kv_tokens = 0;       // KV cache capacity in tokens; 0: kv_budget_bytes decides
   int64_t kv_budget_bytes = int64_t{2} << 30;  // used when kv_tokens is 0
+  KvType kv_type = KvType::kF16;               // the cache's element type
   std::vector<int32_t> eog_ids;                // tokens that ignore_eos bans
 };
 

@@ -22,6 +22,8 @@ struct PendingStep::Slot {
   // Worker-side from launch on: a chained step's plan is built on the worker from prev's.
   StepPlan plan;
   std::shared_ptr<Slot> prev;  // chained: whose tokens feed this step; dropped once used
+  // chained: the rows' block tables where they grew since prev (empty: prev's tables)
+  std::vector<std::vector<int32_t>> kv_blocks;
   // Written by the worker before `done` is released; read-only afterwards.
   std::vector<int32_t> tokens;
   // Only the scheduler reads these (finalize moves them out); a successor reads tokens.
@@ -150,6 +152,7 @@ struct Device::Worker {
           row.tokens.assign(1, prev.tokens[i]);
           row.next_prompt_token = -1;
           row.sample = true;
+          if (i < slot.kv_blocks.size()) row.kv_blocks = std::move(slot.kv_blocks[i]);
         }
       }
       slot.prev.reset();
@@ -260,7 +263,8 @@ PendingStep Device::launch(StepPlan plan) {
   return enqueue(std::move(slot));
 }
 
-PendingStep Device::launch_chained(const PendingStep& prev) {
+PendingStep Device::launch_chained(const PendingStep& prev,
+                                   std::vector<std::vector<int32_t>> kv_blocks) {
   if (!prev.slot_) throw std::logic_error("launch_chained: no step to chain from");
   if (!prev.slot_->all_sample) {
     throw std::logic_error("launch_chained: every row of the previous step must sample");
@@ -273,6 +277,7 @@ PendingStep Device::launch_chained(const PendingStep& prev) {
   slot->chained = true;
   slot->rows = prev.slot_->rows;
   slot->prev = prev.slot_;
+  slot->kv_blocks = std::move(kv_blocks);
   return enqueue(std::move(slot));
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "protocol/sampling_params.h"
@@ -61,6 +62,8 @@ struct DeviceInfo {
   int32_t kv_block_size = 16;
   int32_t kv_blocks = 0;  // size of the device's KV pool, in blocks
   std::vector<int32_t> eog_ids;
+  std::string kv_type = "none";    // the KV cache's element type (kv_cache.h's names)
+  int64_t kv_bytes_per_token = 0;  // all layers, K and V; 0 where nothing is stored
 };
 
 // The model half of a device: runs one step synchronously, on the device worker thread.
@@ -138,7 +141,10 @@ class Device {
   // Enqueues a decode step for prev's rows: each row's input is the token prev sampled for
   // it, read on the worker when the step runs (the caller never reads it), at the position
   // after prev's tokens. Every row of prev must sample. At most one chained step per prev.
-  PendingStep launch_chained(const PendingStep& prev);
+  // kv_blocks, when given, holds each row's block table for this step (the scheduler grows
+  // tables as sequences cross into new blocks); empty keeps prev's tables.
+  PendingStep launch_chained(const PendingStep& prev,
+                             std::vector<std::vector<int32_t>> kv_blocks = {});
   // Blocks until the step has run; returns its tokens, or rethrows what execute threw.
   StepResult finalize(PendingStep& step);
 

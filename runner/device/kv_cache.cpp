@@ -1,16 +1,114 @@
 #include "runner/device/kv_cache.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "runner/util/float16.h"
+
 namespace tandem {
 
-KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, int32_t block_size)
-    : n_layer_(n_layer), kv_dim_(kv_dim), n_blocks_(n_blocks), block_size_(block_size) {
+const char* kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return "f32";
+    case KvType::kF16:
+      return "f16";
+    case KvType::kBf16:
+      return "bf16";
+    case KvType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+std::optional<KvType> parse_kv_type(std::string_view name) {
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0})
+    if (name == kv_type_name(t)) return t;
+  return std::nullopt;
+}
+
+gguf::TensorType kv_tensor_type(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return gguf::TensorType::kF32;
+    case KvType::kF16:
+      return gguf::TensorType::kF16;
+    case KvType::kBf16:
+      return gguf::TensorType::kBF16;
+    case KvType::kQ8_0:
+      return gguf::TensorType::kQ8_0;
+  }
+  return gguf::TensorType::kF32;
+}
+
+size_t kv_vector_bytes(KvType type, int64_t kv_dim) {
+  const gguf::TensorType t = kv_tensor_type(type);
+  const int64_t per_block = gguf::block_elements(t);
+  return static_cast<size_t>((kv_dim + per_block - 1) / per_block * gguf::block_bytes(t));
+}
+
+size_t kv_element_offset(KvType type, int64_t index) {
+  const gguf::TensorType t = kv_tensor_type(type);
+  return static_cast<size_t>(index / gguf::block_elements(t) * gguf::block_bytes(t));
+}
+
+KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type, int32_t head_dim,
+                 int32_t block_size)
+    : n_layer_(n_layer),
+      kv_dim_(kv_dim),
+      n_blocks_(n_blocks),
+      block_size_(block_size),
+      type_(type),
+      vector_bytes_(kv_vector_bytes(type, kv_dim)) {
   if (n_layer <= 0 || kv_dim <= 0 || n_blocks <= 0 || block_size <= 0)
     throw std::invalid_argument("KvCache: every dimension must be positive");
-  n_floats_ = static_cast<size_t>(n_layer) * n_blocks * 2 * block_size * kv_dim;
-  data_.reset(new float[n_floats_]);
+  const int32_t head = head_dim > 0 ? head_dim : kv_dim;
+  if (type == KvType::kQ8_0 && (head % gguf::kQ8_0BlockSize != 0 || kv_dim % head != 0))
+    throw std::invalid_argument(
+        "q8_0 needs a head size that is a multiple of 32 (this "
+        "model's is " +
+        std::to_string(head) + ")");
+  n_bytes_ = static_cast<size_t>(n_layer) * n_blocks * 2 * block_size * vector_bytes_;
+  data_.reset(new uint8_t[n_bytes_]);
+}
+
+void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
+  encode(k, slot_ptr(layer, block, 0, slot));
+  encode(v, slot_ptr(layer, block, 1, slot));
+}
+
+// kv_dim floats into the stored type: F16/BF16 round to nearest even (runner/util/
+// float16.h, the one converter); Q8_0 as ggml's quantize_row_q8_0_ref does it.
+void KvCache::encode(const float* x, uint8_t* out) const {
+  switch (type_) {
+    case KvType::kF32:
+      std::memcpy(out, x, sizeof(float) * kv_dim_);
+      return;
+    case KvType::kF16:
+    case KvType::kBf16:
+      for (int32_t i = 0; i < kv_dim_; ++i) {
+        const uint16_t h = type_ == KvType::kF16 ? half_from_float(x[i]) : bfloat_from_float(x[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
+    case KvType::kQ8_0:
+      for (int32_t b = 0; b * gguf::kQ8_0BlockSize < kv_dim_; ++b) {
+        const float* xb = x + b * gguf::kQ8_0BlockSize;
+        const int n = std::min(gguf::kQ8_0BlockSize, kv_dim_ - b * gguf::kQ8_0BlockSize);
+        float amax = 0.0f;
+        for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(xb[j]));
+        const float d = amax / 127.0f;
+        const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+        gguf::BlockQ8_0 q{};
+        q.scale_f16 = half_from_float(d);
+        for (int j = 0; j < n; ++j) q.qs[j] = static_cast<int8_t>(std::round(xb[j] * inverse));
+        std::memcpy(out + b * sizeof(q), &q, sizeof(q));
+      }
+      return;
+  }
 }
 
 }  // namespace tandem

@@ -1,55 +1,87 @@
 // The paged KV cache's storage: a pool of fixed-size blocks of token slots, each
-// holding every layer's K and V vectors for that token. Which block belongs to which
-// request is the scheduler's business (it passes block tables in each StepPlan); this
-// class only maps (layer, block, slot) to memory. Not thread-safe by itself: the forward
-// pass writes a row's slots before any thread reads them in the same step.
+// holding every layer's K and V vectors for that token, in one element type (KvType).
+// Which block belongs to which request is the scheduler's business (it passes block
+// tables in each StepPlan); this class only maps (layer, block, slot) to memory and
+// converts F32 vectors into the stored type. Not thread-safe by itself: the forward pass
+// writes a row's slots before any thread reads them in the same step.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
+
+#include "runner/gguf/gguf.h"
 
 namespace tandem {
+
+// The element type of the cached K and V vectors. F16 is the default (as vLLM's and
+// llama.cpp's): half the bytes of F32, so a decode step reads half the KV. Q8_0 is
+// ggml's block of 32 int8 values with an F16 scale, and needs head_dim % 32 == 0.
+enum class KvType : uint8_t { kF32, kF16, kBf16, kQ8_0 };
+
+const char* kv_type_name(KvType type);                  // "f32", "f16", "bf16", "q8_0"
+std::optional<KvType> parse_kv_type(std::string_view);  // the names above
+gguf::TensorType kv_tensor_type(KvType type);           // the same encoding as a GGUF type
+// Bytes one K (or V) vector of kv_dim elements takes.
+size_t kv_vector_bytes(KvType type, int64_t kv_dim);
+// Byte offset of element `index` in a stored vector; for Q8_0 `index` is a multiple of 32.
+size_t kv_element_offset(KvType type, int64_t index);
 
 class KvCache {
  public:
   static constexpr int32_t kDefaultBlockSize = 16;
 
-  KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks,
-          int32_t block_size = kDefaultBlockSize);
+  // Throws std::invalid_argument for a non-positive dimension, or Q8_0 with a head size
+  // that is not a multiple of 32 (a head must start on a block).
+  KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type = KvType::kF16,
+          int32_t head_dim = 0, int32_t block_size = kDefaultBlockSize);
 
   int32_t n_layer() const { return n_layer_; }
   int32_t n_blocks() const { return n_blocks_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
-  size_t bytes() const { return n_floats_ * sizeof(float); }
+  KvType type() const { return type_; }
+  size_t bytes() const { return n_bytes_; }
+  // Bytes between consecutive slots of one block: a K (or V) vector.
+  size_t slot_stride() const { return vector_bytes_; }
 
-  // The kv_dim floats of K (or V) for one token slot of one layer.
-  float* k(int32_t layer, int32_t block, int32_t slot) { return slot_ptr(layer, block, 0, slot); }
-  float* v(int32_t layer, int32_t block, int32_t slot) { return slot_ptr(layer, block, 1, slot); }
+  // The stored K (or V) vector of one token slot of one layer.
+  const uint8_t* k(int32_t layer, int32_t block, int32_t slot) const {
+    return slot_ptr(layer, block, 0, slot);
+  }
+  const uint8_t* v(int32_t layer, int32_t block, int32_t slot) const {
+    return slot_ptr(layer, block, 1, slot);
+  }
+  // Converts kv_dim floats of k and of v into the stored type, into one slot.
+  void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
 
   // Bytes one token takes in the cache (all layers, K and V).
-  static size_t bytes_per_token(int32_t n_layer, int32_t kv_dim) {
-    return static_cast<size_t>(n_layer) * 2 * kv_dim * sizeof(float);
+  static size_t bytes_per_token(int32_t n_layer, int32_t kv_dim, KvType type = KvType::kF16) {
+    return static_cast<size_t>(n_layer) * 2 * kv_vector_bytes(type, kv_dim);
   }
 
  private:
-  // Layout: [layer][block][K|V][slot][kv_dim], so one head's keys for consecutive
-  // positions of a block sit kv_dim floats apart in one contiguous run.
-  float* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) {
+  // Layout: [layer][block][K|V][slot][kv_dim elements], so one head's keys for
+  // consecutive positions of a block sit one vector apart in one contiguous run.
+  uint8_t* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) const {
     size_t index =
         ((static_cast<size_t>(layer) * n_blocks_ + block) * 2 + which) * block_size_ + slot;
-    return data_.get() + index * kv_dim_;
+    return data_.get() + index * vector_bytes_;
   }
+  void encode(const float* x, uint8_t* out) const;
 
   int32_t n_layer_;
   int32_t kv_dim_;
   int32_t n_blocks_;
   int32_t block_size_;
-  size_t n_floats_;
+  KvType type_;
+  size_t vector_bytes_;
+  size_t n_bytes_;
   // Left uninitialized: the OS commits pages as steps first write them, so a large
   // --kv-tokens costs nothing until it is used. Slots are always written before read.
-  std::unique_ptr<float[]> data_;
+  std::unique_ptr<uint8_t[]> data_;
 };
 
 }  // namespace tandem

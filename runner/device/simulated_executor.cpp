@@ -75,15 +75,21 @@ void SimulatedExecutor::verify_and_write_kv(const StepRow& row) {
   }
   if (!config_.verify_kv) return;
   auto slot = [&](int64_t p) -> KvSlot& { return kv_[row.kv_blocks[p / bs] * bs + p % bs]; };
+  auto chain = [&](int64_t p, int32_t token) {
+    const uint64_t before = p == 0 ? 0 : slot(p - 1).chain;
+    return mix(before ^ mix((static_cast<uint64_t>(static_cast<uint32_t>(token)) << 32) |
+                            static_cast<uint32_t>(p)));
+  };
   for (int64_t p = 0; p < row.position; ++p) {
     const KvSlot& s = slot(p);
-    if (s.request_id != row.request_id || s.position != p) {
-      fail(row, "KV at position " + std::to_string(p) + " was overwritten by request " +
-                    std::to_string(s.request_id));
+    if (s.position != p || s.chain != chain(p, s.token)) {
+      fail(row, "KV at position " + std::to_string(p) +
+                    " does not continue the sequence before it (overwritten or never written)");
     }
   }
   for (int64_t p = row.position; p < end; ++p) {
-    slot(p) = KvSlot{row.request_id, static_cast<int32_t>(p)};
+    const int32_t token = row.tokens[p - row.position];
+    slot(p) = KvSlot{static_cast<int32_t>(p), token, chain(p, token)};
   }
 }
 

@@ -30,7 +30,10 @@ struct SimulatedDeviceConfig {
   std::chrono::nanoseconds step_latency{0};
   std::chrono::nanoseconds row_latency{0};
   bool spin_latency = false;
-  // Track which (request, position) wrote every KV slot and verify reads; costs a little.
+  // Track what every KV slot holds and verify reads; costs a little. A slot holds a
+  // position, a token and a hash chained over every earlier slot of its sequence, so
+  // blocks shared between requests with the same prefix (the prefix cache) pass, and a
+  // block overwritten by another sequence, or freed too early and reused, fails.
   bool verify_kv = true;
 };
 
@@ -52,8 +55,9 @@ class SimulatedExecutor : public StepExecutor {
   SimulatedDeviceConfig config_;
   std::vector<int32_t> alphabet_;
   struct KvSlot {
-    uint64_t request_id = 0;
     int32_t position = -1;
+    int32_t token = -1;
+    uint64_t chain = 0;  // hash of (the previous slot's chain, token, position)
   };
   std::vector<KvSlot> kv_;
 };

@@ -42,6 +42,15 @@ struct MatmulArgs {
 // Computes the outputs of panels [panel_begin, panel_end) for every row.
 using PanelLoop = void (*)(const MatmulArgs& args, int64_t panel_begin, int64_t panel_end);
 
+// The element types a KV cache may store (runner/device/kv_cache.h), as the attention
+// kernels index them.
+enum class KvElements { kF32, kF16, kBf16, kQ8_0 };
+inline constexpr int kKvElementCount = 4;
+using KvDotRows = void (*)(const float* q, const uint8_t* k, int64_t stride, int64_t count,
+                           int64_t n, float* out);
+using KvAxpyRows = void (*)(const float* w, const uint8_t* v, int64_t stride, int64_t count,
+                            int64_t n, float* y);
+
 struct IsaKernels {
   PanelLoop matmul[kPackedTypeCount] = {};
   // Rounds x (n_rows x n_in) to BF16 pairs (n_rows x ceil(n_in/2), odd tail zeroed)
@@ -54,6 +63,9 @@ struct IsaKernels {
                    float* out) = nullptr;
   void (*axpy_rows)(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,
                     float* y) = nullptr;
+  // The same two over KV vectors of a stored type, indexed by KvElements (stride in bytes).
+  KvDotRows kv_dot_rows[kKvElementCount] = {};
+  KvAxpyRows kv_axpy_rows[kKvElementCount] = {};
 };
 
 // The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations

@@ -433,6 +433,36 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
   active_kernels().axpy_rows(w, v, stride, count, n, y);
 }
 
+namespace {
+int kv_elements(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kF32:
+      return static_cast<int>(detail::KvElements::kF32);
+    case gguf::TensorType::kF16:
+      return static_cast<int>(detail::KvElements::kF16);
+    case gguf::TensorType::kBF16:
+      return static_cast<int>(detail::KvElements::kBf16);
+    case gguf::TensorType::kQ8_0:
+      return static_cast<int>(detail::KvElements::kQ8_0);
+    default:
+      throw std::invalid_argument(std::string("attention: no kernel for KV elements of type ") +
+                                  gguf::type_name(type));
+  }
+}
+}  // namespace
+
+void dot_rows(gguf::TensorType type, const float* q, const void* k, int64_t stride, int64_t count,
+              int64_t n, float* out) {
+  active_kernels().kv_dot_rows[kv_elements(type)](q, static_cast<const uint8_t*>(k), stride, count,
+                                                  n, out);
+}
+
+void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t stride, int64_t count,
+               int64_t n, float* y) {
+  active_kernels().kv_axpy_rows[kv_elements(type)](w, static_cast<const uint8_t*>(v), stride, count,
+                                                   n, y);
+}
+
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   active_kernels().silu_mul(gate, up, out, n);
 }

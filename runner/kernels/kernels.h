@@ -79,6 +79,14 @@ void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
 // y += sum over j < count of w[j] * (v + j * stride), accumulated in increasing j.
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n, float* out);
 void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, int64_t n, float* y);
+// The same two over KV vectors stored as `type` (F32, F16, BF16 or Q8_0), `stride` bytes
+// apart: each element is widened exactly to F32 in a register and the products accumulate
+// in F32, in the same order as above (F32 gives the float kernels' results bit for bit).
+// For Q8_0, k and v start on a 32-element block.
+void dot_rows(gguf::TensorType type, const float* q, const void* k, int64_t stride, int64_t count,
+              int64_t n, float* out);
+void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t stride, int64_t count,
+               int64_t n, float* y);
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

@@ -8,10 +8,13 @@
 //   scale_pow2(v, n)              v * 2^n for integral n
 //   round(v)                      to the nearest integer, ties to even
 //   finish_dot(acc0, acc1, a, b, n)  adds the last n < kWidth products and reduces
+//   load_bf16(const uint16_t*)    kWidth BF16 values widened to F32 (the KV cache's)
 // + - * / are GCC's vector operators, which is how both compilers define the intrinsics
 // (_mm256_add_ps is a + b): the same instructions, each rounded on its own.
 // Internal to runner/kernels/, in an anonymous namespace for the reason in tile_loop.h.
 #pragma once
+
+#include <immintrin.h>
 
 #include <cstdint>
 
@@ -121,12 +124,145 @@ void axpy_rows(const float* w, const float* v, int64_t stride, int64_t count, in
 
 using DotRows = void (*)(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
                          float* out);
+
+// How the elements of a stored KV vector reach V's lanes, each widened exactly to F32:
+// load(row, i) gives elements i .. i + kWidth - 1 (i a multiple of kWidth), at(row, i)
+// element i alone (for tails). The scalar widenings are the instructions' own (vcvtph2ps,
+// a shift for BF16, q * scale for Q8_0, exact in F32), so both agree bit for bit.
+template <class V>
+struct F32Elements {
+  static typename V::Vec load(const uint8_t* row, int64_t i) {
+    return V::load(reinterpret_cast<const float*>(row) + i);
+  }
+  static float at(const uint8_t* row, int64_t i) {
+    float x;
+    __builtin_memcpy(&x, row + 4 * i, 4);
+    return x;
+  }
+};
+
+template <class V>
+struct F16Elements {
+  static typename V::Vec load(const uint8_t* row, int64_t i) {
+    return V::load(reinterpret_cast<const uint16_t*>(row) + i);
+  }
+  static float at(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    __builtin_memcpy(&h, row + 2 * i, 2);
+    return _cvtsh_ss(h);
+  }
+};
+
+template <class V>
+struct Bf16Elements {
+  static typename V::Vec load(const uint8_t* row, int64_t i) {
+    return V::load_bf16(reinterpret_cast<const uint16_t*>(row) + i);
+  }
+  static float at(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    __builtin_memcpy(&h, row + 2 * i, 2);
+    return __builtin_bit_cast(float, static_cast<uint32_t>(h) << 16);
+  }
+};
+
+// ggml's Q8_0: blocks of 34 bytes, an F16 scale then 32 int8 values.
+template <class V>
+struct Q8Elements {
+  static float scale(const uint8_t* block) {
+    uint16_t h;
+    __builtin_memcpy(&h, block, 2);
+    return _cvtsh_ss(h);
+  }
+  static typename V::Vec load(const uint8_t* row, int64_t i) {
+    const uint8_t* block = row + (i / 32) * 34;
+    return V::load_q8(reinterpret_cast<const int8_t*>(block + 2 + i % 32), splat<V>(scale(block)));
+  }
+  static float at(const uint8_t* row, int64_t i) {
+    const uint8_t* block = row + (i / 32) * 34;
+    return static_cast<float>(static_cast<int8_t>(block[2 + i % 32])) * scale(block);
+  }
+};
+
+// dot(q, row) over n elements, with dot's accumulators; the tail is widened into a
+// buffer and goes through finish_dot like an F32 tail.
+template <class V, class E>
+float dot_elements(const float* q, const uint8_t* row, int64_t n) {
+  constexpr int kW = V::kWidth;
+  typename V::Vec acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    acc0 = V::fma(V::load(q + i), E::load(row, i), acc0);
+    acc1 = V::fma(V::load(q + i + kW), E::load(row, i + kW), acc1);
+  }
+  if (i + kW <= n) {
+    acc0 = V::fma(V::load(q + i), E::load(row, i), acc0);
+    i += kW;
+  }
+  float tail[kW];
+  for (int64_t r = 0; r < n - i; ++r) tail[r] = E::at(row, i + r);
+  return V::finish_dot(acc0, acc1, q + i, tail, n - i);
+}
+
+template <class V, class E>
+void kv_dot_rows(const float* q, const uint8_t* k, int64_t stride, int64_t count, int64_t n,
+                 float* out) {
+  for (int64_t j = 0; j < count; ++j) out[j] = dot_elements<V, E>(q, k + j * stride, n);
+}
+
+// axpy_rows over stored elements: y += sum_j w[j] * v_j, in increasing j, kWidth outputs
+// at a time in a register; the tail widens into a buffer and takes the same vector path.
+template <class V, class E>
+void kv_axpy_rows(const float* w, const uint8_t* v, int64_t stride, int64_t count, int64_t n,
+                  float* y) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    typename V::Vec acc = V::load(y + i);
+    for (int64_t j = 0; j < count; ++j)
+      acc = V::fma(V::broadcast(w + j), E::load(v + j * stride, i), acc);
+    V::store(y + i, acc);
+  }
+  if (i < n) {
+    const int64_t left = n - i;
+    typename V::Vec acc = V::load_first(y + i, left);
+    float tail[V::kWidth];
+    for (int64_t j = 0; j < count; ++j) {
+      for (int64_t r = 0; r < left; ++r) tail[r] = E::at(v + j * stride, i + r);
+      acc = V::fma(V::broadcast(w + j), V::load_first(tail, left), acc);
+    }
+    V::store_first(y + i, acc, left);
+  }
+}
+
+// F32 KV goes through the float kernels, so F32 attention is what it always was.
+template <class V, DotRows F32DotRows>
+void kv_dot_rows_f32(const float* q, const uint8_t* k, int64_t stride, int64_t count, int64_t n,
+                     float* out) {
+  F32DotRows(q, reinterpret_cast<const float*>(k), stride / 4, count, n, out);
+}
+template <class V>
+void kv_axpy_rows_f32(const float* w, const uint8_t* v, int64_t stride, int64_t count, int64_t n,
+                      float* y) {
+  axpy_rows<V>(w, reinterpret_cast<const float*>(v), stride / 4, count, n, y);
+}
+
+// The KV dot table: F32 through the ISA's dot_rows, the others through kv_dot_rows<E>
+// unless the ISA gives its own (KvDot<E>).
+struct KvDotTable {
+  KvDotRows rows[kKvElementCount];
+};
+template <class V, DotRows F32DotRows>
+constexpr KvDotTable generic_kv_dot() {
+  return {{&kv_dot_rows_f32<V, F32DotRows>, &kv_dot_rows<V, F16Elements<V>>,
+           &kv_dot_rows<V, Bf16Elements<V>>, &kv_dot_rows<V, Q8Elements<V>>}};
+}
+
 using ToBf16Pairs = void (*)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out);
 
 // The table an ISA file exports: the shared loops over its micro-kernel, BF16 weights
 // through Bf16Tile, and the kernels it writes itself.
 template <class V, class Bf16Tile = Bf16WidenTile<V>>
-constexpr IsaKernels make_kernels(DotRows dot_rows, ToBf16Pairs to_bf16_pairs = nullptr) {
+constexpr IsaKernels make_kernels(DotRows dot_rows, KvDotTable kv_dot,
+                                  ToBf16Pairs to_bf16_pairs = nullptr) {
   return {{&panel_loop<F32Tile<V>>, &panel_loop<F16Tile<V>>, &panel_loop<Bf16Tile>,
            &panel_loop<Q8_0Tile<V>>},
           to_bf16_pairs,
@@ -134,7 +270,10 @@ constexpr IsaKernels make_kernels(DotRows dot_rows, ToBf16Pairs to_bf16_pairs = 
           &axpy<V>,
           &silu_mul<V>,
           dot_rows,
-          &axpy_rows<V>};
+          &axpy_rows<V>,
+          {kv_dot.rows[0], kv_dot.rows[1], kv_dot.rows[2], kv_dot.rows[3]},
+          {&kv_axpy_rows_f32<V>, &kv_axpy_rows<V, F16Elements<V>>,
+           &kv_axpy_rows<V, Bf16Elements<V>>, &kv_axpy_rows<V, Q8Elements<V>>}};
 }
 
 }  // namespace

@@ -67,6 +67,11 @@ ForwardPass::ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool)
     : model_(model), cfg_(model.config()), kv_(kv), pool_(pool) {
   if (kv.kv_dim() != cfg_.kv_dim())
     throw std::invalid_argument("ForwardPass: KV cache built for another model shape");
+  if (kv.type() == KvType::kQ8_0 && cfg_.head_dim % gguf::kQ8_0BlockSize != 0)
+    throw std::invalid_argument(
+        "q8_0 needs a head size that is a multiple of 32 (this "
+        "model's is " +
+        std::to_string(cfg_.head_dim) + ")");
   thread_scores_.resize(pool.size());
 }
 
@@ -195,8 +200,7 @@ void ForwardPass::qk_rope_and_store(int32_t l, int64_t t, std::span<const Forwar
   const int32_t pos = token_position_[t];
   const int32_t block = r.kv_blocks[pos / kv_.block_size()];
   const int32_t slot = pos % kv_.block_size();
-  std::copy(k, k + kv_dim, kv_.k(l, block, slot));
-  std::copy(k + kv_dim, k + 2 * kv_dim, kv_.v(l, block, slot));
+  kv_.store(l, block, slot, k, k + kv_dim);
 }
 
 // x += post_norm(W_down * (act(W_gate * xn) * (W_up * xn))), xn = norm(x)
@@ -244,13 +248,17 @@ int64_t ForwardPass::output_logits(std::span<const ForwardRow> rows) {
 
 // Causal attention for every (token, head) of the batch. Each task reads the K/V
 // slots of its own sequence up to its own position (from position - window + 1 on a
-// sliding-window layer); the order of the reduction is fixed, so a token's output does
-// not depend on the batch or on the thread count.
+// sliding-window layer), a block at a time, in the cache's stored type (widened in
+// registers, accumulated in F32); the order of the reduction is fixed, so a token's output
+// does not depend on the batch or on the thread count. Every key, the token's own and those
+// of its chunk included, is read back from the cache, so a row's result does not depend
+// on how its prompt was chunked either.
 void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size());
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
   const int64_t q_dim = cfg_.q_dim(), qkv_width = q_dim + 2 * cfg_.kv_dim();
-  const int64_t stride = cfg_.kv_dim();  // a block's slots sit kv_dim floats apart
+  const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t bs = kv_.block_size();
   const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
   const int64_t n_tasks = n_tokens * cfg_.n_head;
@@ -261,7 +269,7 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
     for (int64_t task = next.fetch_add(1); task < n_tasks; task = next.fetch_add(1)) {
       const int64_t t = task / cfg_.n_head;
       const int32_t h = static_cast<int32_t>(task % cfg_.n_head);
-      const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
+      const size_t kv_off = kv_element_offset(kv_.type(), static_cast<int64_t>(h / group) * hd);
       const ForwardRow& r = rows[token_row_[t]];
       const int32_t end = token_position_[t] + 1;
       const int32_t begin = window > 0 ? std::max(0, end - window) : 0;
@@ -278,13 +286,15 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
 
       const float* q = &qkv_[t * qkv_width + static_cast<int64_t>(h) * hd];
       for_each_span([&](int32_t block, int32_t slot, int32_t at, int32_t count) {
-        kernels::dot_rows(q, kv_.k(layer, block, slot) + kv_off, stride, count, hd, &scores[at]);
+        kernels::dot_rows(type, q, kv_.k(layer, block, slot) + kv_off, stride, count, hd,
+                          &scores[at]);
       });
       softmax(scores.data(), n);
       float* out = &attn_[t * q_dim + static_cast<int64_t>(h) * hd];
       std::fill(out, out + hd, 0.0f);
       for_each_span([&](int32_t block, int32_t slot, int32_t at, int32_t count) {
-        kernels::axpy_rows(&scores[at], kv_.v(layer, block, slot) + kv_off, stride, count, hd, out);
+        kernels::axpy_rows(type, &scores[at], kv_.v(layer, block, slot) + kv_off, stride, count, hd,
+                           out);
       });
     }
   });

@@ -1,5 +1,7 @@
 #include "tests/common/test_models.h"
 
+#include <algorithm>
+
 #include "runner/model/make_model.h"
 
 namespace tandem::testing {
@@ -16,8 +18,12 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& dir, gguf::T
 }
 
 std::filesystem::path write_tiny_qwen2(const std::filesystem::path& dir, gguf::TensorType dtype,
-                                       uint64_t seed) {
+                                       uint64_t seed, int64_t heads) {
   make_model::ModelShape shape = *make_model::find_model_shape("tiny");
+  if (heads > 0) {
+    shape.heads = heads;
+    shape.kv_heads = std::max<int64_t>(1, heads / 2);
+  }
   shape.tied_embeddings = true;
   shape.rope_base = 1000000.0;
   const uint64_t vocab = 300;
@@ -56,7 +62,8 @@ std::filesystem::path write_tiny_qwen2(const std::filesystem::path& dir, gguf::T
     bias("attn_k.bias", kv);
     bias("attn_v.bias", kv);
   }
-  auto path = dir / ("tiny-qwen2-" + std::string(gguf::type_name(dtype)) + ".gguf");
+  auto path = dir / ("tiny-qwen2-" + std::string(gguf::type_name(dtype)) + "-h" +
+                     std::to_string(shape.heads) + ".gguf");
   w.write(path);
   return path;
 }

@@ -14,7 +14,9 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& dir, gguf::T
                                        uint64_t seed = 1);
 
 // A tiny qwen2 model: tiny's shape plus Q/K/V biases, NeoX RoPE, tied embeddings.
+// heads > 0 replaces tiny's 4 heads (2 KV heads): 2 gives 32-wide heads, 1 KV head, as a
+// Q8_0 KV cache needs.
 std::filesystem::path write_tiny_qwen2(const std::filesystem::path& dir, gguf::TensorType dtype,
-                                       uint64_t seed = 2);
+                                       uint64_t seed = 2, int64_t heads = 0);
 
 }  // namespace tandem::testing

@@ -72,7 +72,7 @@ TEST(ResponseEncoder, ACompletionStreamIsPinnedByteForByte) {
       encoder.closing_events(FinishReason::kLength, kUsage),
       R"(data: {"choices":[{"finish_reason":"length","index":0,"logprobs":null,"text":""}],)" +
           envelope + "}\n\n" + R"(data: {"choices":[],)" + envelope +
-          R"(,"usage":{"completion_tokens":3,"prompt_tokens":5,"total_tokens":8}})" +
+          R"(,"usage":{"completion_tokens":3,"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":8}})" +
           "\n\ndata: [DONE]\n\n");
 }
 

@@ -52,6 +52,7 @@ TEST(Responses, CompletionHasTextFinishReasonUsageAndSeed) {
   EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
   EXPECT_EQ(body["usage"]["completion_tokens"], 16);
   EXPECT_EQ(body["usage"]["total_tokens"], 21);
+  EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);  // as OpenAI's
 }
 
 TEST(Responses, ChatCompletionHasAnAssistantMessage) {
@@ -97,12 +98,13 @@ TEST(Responses, ChatStreamStartsWithARoleDeltaAndEndsWithAnEmptyDelta) {
 
 TEST(Responses, UsageChunkHasNoChoices) {
   for (Endpoint endpoint : {Endpoint::kCompletions, Endpoint::kChatCompletions}) {
-    Json body = Json::parse(usage_chunk_json(header(endpoint), endpoint, Usage{3, 4}));
+    Json body = Json::parse(usage_chunk_json(header(endpoint), endpoint, Usage{3, 4, 2}));
     EXPECT_EQ(body["object"],
               endpoint == Endpoint::kCompletions ? "text_completion" : "chat.completion.chunk");
     EXPECT_TRUE(body["choices"].is_array());
     EXPECT_TRUE(body["choices"].empty());
     EXPECT_EQ(body["usage"]["total_tokens"], 7);
+    EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
     EXPECT_EQ(body["seed"].get<uint64_t>(), 18446744073709551615ull);
   }
 }

@@ -87,5 +87,121 @@ TEST(KvBlockPool, RejectsEmptyGeometry) {
   EXPECT_THROW(KvBlockPool(4, 0), std::invalid_argument);
 }
 
+// The prefix cache: a block of tokens t[0..16) with a given parent.
+std::vector<int32_t> tokens(int32_t start, int32_t n = 16) {
+  std::vector<int32_t> t(n);
+  for (int32_t i = 0; i < n; ++i) t[i] = start + i;
+  return t;
+}
+
+// Blocks holding `seq` from its start, registered as a completed step would.
+std::vector<int32_t> cached_sequence(KvBlockPool& pool, const std::vector<int32_t>& seq) {
+  std::vector<int32_t> blocks;
+  EXPECT_TRUE(pool.reserve(static_cast<int64_t>(seq.size()), blocks));
+  for (size_t b = 0; b < seq.size() / 16; ++b) {
+    std::vector<int32_t> t(seq.begin() + b * 16, seq.begin() + (b + 1) * 16);
+    EXPECT_TRUE(pool.register_block(blocks[b], b == 0 ? -1 : blocks[b - 1], t));
+  }
+  return blocks;
+}
+
+TEST(KvBlockPool, AMatchTakesAReferenceToEachCachedBlockOfThePrefix) {
+  KvBlockPool pool(8, 16);
+  const std::vector<int32_t> seq = tokens(100, 48);
+  std::vector<int32_t> owner = cached_sequence(pool, seq);
+  std::vector<int32_t> other;
+  std::vector<int32_t> query = tokens(100, 40);  // the first two blocks, then a partial one
+  EXPECT_EQ(pool.match(query, 8, other), 2);
+  EXPECT_EQ(other, std::vector<int32_t>(owner.begin(), owner.begin() + 2));
+  EXPECT_EQ(pool.refcount(owner[0]), 2);
+  EXPECT_EQ(pool.refcount(owner[2]), 1);
+  std::vector<int32_t> capped;
+  EXPECT_EQ(pool.match(query, 1, capped), 1);  // max_blocks caps it
+  pool.release(capped);
+  // A different first token finds nothing, even where later blocks agree.
+  query[0] = 7;
+  std::vector<int32_t> none;
+  EXPECT_EQ(pool.match(query, 8, none), 0);
+  EXPECT_TRUE(none.empty());
+  pool.release(owner);
+  EXPECT_EQ(pool.refcount(other[0]), 1);
+  pool.release(other);
+  EXPECT_EQ(pool.used(), 0);
+  EXPECT_EQ(pool.cached(), 3);  // unreferenced, still cached
+}
+
+TEST(KvBlockPool, UnusedCachedBlocksAreEvictedLeastRecentlyUsedFirst) {
+  KvBlockPool pool(4, 16);
+  std::vector<int32_t> a = cached_sequence(pool, tokens(0, 32));    // 2 blocks
+  std::vector<int32_t> b = cached_sequence(pool, tokens(500, 32));  // 2 blocks
+  const std::vector<int32_t> a_ids = a;
+  pool.release(a);  // a's tail, then a's head, become the least recently used
+  pool.release(b);
+  EXPECT_EQ(pool.free_blocks(), 4);
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(pool.reserve(16, fresh));
+  EXPECT_EQ(fresh[0], a_ids[1]);  // a's tail goes first
+  EXPECT_EQ(pool.evictions(), 1u);
+  std::vector<int32_t> hit;
+  EXPECT_EQ(pool.match(tokens(0, 32), 2, hit), 1);  // a's head is still there
+  pool.release(hit);
+  std::vector<int32_t> hit_b;
+  EXPECT_EQ(pool.match(tokens(500, 32), 2, hit_b), 2);  // using b makes it recent
+  pool.release(hit_b);
+  ASSERT_TRUE(pool.reserve(16, fresh));
+  EXPECT_EQ(fresh[1], a_ids[0]);  // then a's head, the least recently used
+  std::vector<int32_t> still_b;
+  EXPECT_EQ(pool.match(tokens(500, 32), 2, still_b), 2);
+  pool.release(still_b);
+  pool.release(fresh);
+}
+
+TEST(KvBlockPool, AChildIsFoundOnlyThroughTheParentItWasRegisteredUnder) {
+  // The child stays cached while its parent is evicted and the parent's id is handed out
+  // again: even with the same tokens registered there, the child is not trusted.
+  KvBlockPool pool(3, 16);
+  std::vector<int32_t> blocks;
+  ASSERT_TRUE(pool.reserve(32, blocks));
+  ASSERT_TRUE(pool.register_block(blocks[0], -1, tokens(0)));
+  ASSERT_TRUE(pool.register_block(blocks[1], blocks[0], tokens(16)));
+  std::vector<int32_t> parent{blocks[0]}, child{blocks[1]};
+  pool.release(parent);
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(pool.reserve(32, fresh));  // the free block, then the evicted parent
+  ASSERT_EQ(fresh[1], blocks[0]);
+  ASSERT_TRUE(pool.register_block(fresh[1], -1, tokens(0)));
+  std::vector<int32_t> hit;
+  EXPECT_EQ(pool.match(tokens(0, 32), 2, hit), 1);
+  pool.release(hit);
+  pool.release(fresh);
+  pool.release(child);
+  EXPECT_EQ(pool.used(), 0);
+}
+
+TEST(KvBlockPool, TheSameContentRegisteredTwiceKeepsTheFirstBlock) {
+  KvBlockPool pool(4, 16);
+  std::vector<int32_t> a, b;
+  ASSERT_TRUE(pool.reserve(16, a));
+  ASSERT_TRUE(pool.reserve(16, b));
+  EXPECT_TRUE(pool.register_block(a[0], -1, tokens(1)));
+  EXPECT_FALSE(pool.register_block(b[0], -1, tokens(1)));
+  EXPECT_FALSE(pool.is_registered(b[0]));
+  // A child of an unregistered block is not registered either: its chain is not findable.
+  std::vector<int32_t> child;
+  ASSERT_TRUE(pool.reserve(16, child));
+  EXPECT_FALSE(pool.register_block(child[0], b[0], tokens(17)));
+  const int32_t b_id = b[0];
+  pool.release(b);
+  EXPECT_EQ(pool.free_blocks(), 2);  // b went back to the free list, not the cache
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(pool.reserve(16, fresh));
+  EXPECT_EQ(fresh[0], b_id);
+  EXPECT_THROW(pool.register_block(fresh[0], -1, tokens(1, 8)), std::logic_error);  // not full
+  pool.release(a);
+  pool.release(child);
+  pool.release(fresh);
+  EXPECT_EQ(pool.used(), 0);
+}
+
 }  // namespace
 }  // namespace tandem

@@ -157,17 +157,17 @@ TEST(Scheduler, AnAdmissionBreaksTheChainAsABatchChange) {
 }
 
 TEST(Scheduler, ARequestWaitingForKvBlocksDoesNotBreakTheChain) {
-  // Request 1 takes all 4 blocks (20 + 44 positions); request 2 cannot be admitted until
-  // it finishes, so it is no reason to stop chaining.
+  // Request 1's prompt takes all 4 blocks (50 positions, room for 14 more); request 2
+  // cannot be admitted until it finishes, so it is no reason to stop chaining.
   Harness h({}, nullptr, fake_device_info(/*context=*/256, /*kv_blocks=*/4));
-  auto a = h.submit(20, 44);
+  auto a = h.submit(50, 14);
   h.run_turns(3);
   auto b = h.submit(4, 4);
   h.drain();
-  EXPECT_EQ(a->text(), std::string(44, 'x'));
+  EXPECT_EQ(a->text(), std::string(14, 'x'));
   EXPECT_EQ(b->text(), "xxxx");
   EXPECT_EQ(h.breaks(ChainBreak::kBatchChange), 0u);
-  EXPECT_GE(h.scheduler->metrics().chained_steps, 42u);
+  EXPECT_GE(h.scheduler->metrics().chained_steps, 12u);
 }
 
 TEST(Scheduler, ChunkedPrefillBreaksTheChainForEachChunkBesideDecodeRows) {
@@ -196,11 +196,13 @@ TEST(Scheduler, ACancelDuringChainedDecodeBreaksTheChainAndDiscardsBothTokensInF
   EXPECT_EQ(b->reason(), FinishReason::kCancelled);
   EXPECT_EQ(b->text(), streamed);
   EXPECT_EQ(b->usage().completion_tokens, static_cast<int32_t>(streamed.size()));
-  // b's blocks (44 positions: 3 blocks, like a's) stay reserved while the chained step
-  // that may still write them is in flight, and come back once it is finalized.
-  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 6);
+  // b's blocks (as many as a's: they run in step) stay taken while the chained step that
+  // may still write them is in flight, and come back once it is finalized.
+  const int32_t held = h.scheduler->metrics().kv_blocks_used;
+  EXPECT_GT(held, 0);
+  EXPECT_EQ(held % 2, 0);
   h.run_turns(1);
-  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, 3);
+  EXPECT_EQ(h.scheduler->metrics().kv_blocks_used, held / 2);
   h.drain();
   EXPECT_EQ(h.breaks(ChainBreak::kCancel), 1u);
   EXPECT_EQ(h.scheduler->metrics().discarded_tokens, 2u);
@@ -265,8 +267,9 @@ TEST(Scheduler, AFullQueueRefusesAndAnImpossibleRequestIsInvalid) {
   h.drain();
 }
 
-TEST(Scheduler, AdmissionWaitsForKvBlocksAndReservesPromptPlusMaxTokens) {
-  // 4 blocks of 16: each request reserves 20 + 12 = 32 positions = 2 blocks.
+TEST(Scheduler, AdmissionWaitsForThePromptsKvBlocks) {
+  // 4 blocks of 16: each request's 20-token prompt takes 2 blocks, and its 12 more
+  // positions fit them.
   Harness h({}, nullptr, fake_device_info(/*context=*/256, /*kv_blocks=*/4));
   std::vector<std::shared_ptr<RecordingSink>> sinks;
   for (int i = 0; i < 3; ++i) sinks.push_back(h.submit(20, 12));

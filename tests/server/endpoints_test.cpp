@@ -65,6 +65,30 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
   EXPECT_EQ(usage["prompt_tokens"], with_bos["tokens"].size());
 }
 
+// The prefix cache as a client sees it: the same long prompt again comes back with the
+// blocks it found reported as usage.prompt_tokens_details.cached_tokens, streamed or not,
+// and the same text.
+TEST(Endpoints, ARepeatedPromptReportsItsCachedTokens) {
+  const uint16_t port = shared_server().port();
+  const std::string prompt(80, 'k');  // one token per byte at most: several full blocks
+  const std::string body =
+      json{{"prompt", prompt}, {"max_tokens", 3}, {"seed", 9}, {"temperature", 1}}.dump();
+  const json first = fetch(port, "POST", "/v1/completions", body).json();
+  const json again = fetch(port, "POST", "/v1/completions", body).json();
+  const int64_t prompt_tokens = again["usage"]["prompt_tokens"];
+  const int64_t cached = again["usage"]["prompt_tokens_details"]["cached_tokens"];
+  EXPECT_GE(cached, 16);
+  EXPECT_LT(cached, prompt_tokens);
+  EXPECT_EQ(cached % 16, 0);
+  EXPECT_EQ(again["choices"][0]["text"], first["choices"][0]["text"]);
+  json streamed = json::parse(body);
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  const std::string events = fetch(port, "POST", "/v1/completions", streamed.dump()).body;
+  EXPECT_NE(events.find("\"cached_tokens\":" + std::to_string(cached)), std::string::npos)
+      << events;
+}
+
 TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
   const uint16_t port = shared_server().port();
   ASSERT_EQ(fetch(port, "POST", "/v1/completions",
@@ -97,6 +121,12 @@ TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
   EXPECT_TRUE(metric_value(m, "tandem_device_idle_seconds_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_chain_breaks_total{reason=\"finish\"}").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_discarded_tokens_total").has_value());
+  EXPECT_GT(metric_value(m, "tandem_kv_bytes_per_token").value_or(0), 0);
+  EXPECT_GT(metric_value(m, "tandem_kv_capacity_tokens").value_or(0), 0);
+  EXPECT_GE(metric_value(m, "tandem_prefix_cache_queried_tokens_total").value_or(0), 1);
+  EXPECT_TRUE(metric_value(m, "tandem_prefix_cache_hit_tokens_total").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_preemptions_total").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_kv_blocks_cached").has_value());
 
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool is absent (Debian's prometheus package): not linted";

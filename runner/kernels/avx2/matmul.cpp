@@ -36,6 +36,11 @@ struct Avx2 {
   static Vec load(const uint16_t* w) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
   }
+  static Vec load_bf16(const uint16_t* x) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
   static Vec load_q8(const int8_t* q, Vec scale) {
     const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), scale);
@@ -70,7 +75,7 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
   for (int64_t j = 0; j < count; ++j) out[j] = dot<Avx2>(q, k + j * stride, n);
 }
 
-constexpr IsaKernels kAvx2 = make_kernels<Avx2>(&dot_rows);
+constexpr IsaKernels kAvx2 = make_kernels<Avx2>(&dot_rows, generic_kv_dot<Avx2, &dot_rows>());
 
 }  // namespace
 

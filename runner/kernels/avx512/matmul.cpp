@@ -36,6 +36,11 @@ struct Avx512 {
   static Vec load(const uint16_t* w) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
   }
+  static Vec load_bf16(const uint16_t* x) {
+    const __m512i wide =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
   static Vec load_q8(const int8_t* q, Vec scale) {
     const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), scale);
@@ -97,21 +102,23 @@ void to_bf16_pairs(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) 
   }
 }
 
-// out[j] = dot(q, k + j * stride) for j < count: one call per KV block in attention.
+// out[j] = dot(q, k_j) for j < count, k_j the stored vector j * stride bytes after k:
+// one call per KV block in attention, for any element type E (vector_loops.h).
 // Rows go four at a time: each row's 16 lanes fold to 4 (two adds), then two rounds of
 // hadd finish the four sums together, a third of the shuffles of four full reductions.
 // A row's sum is the same whichever group of four it falls in.
-void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
-              float* out) {
+template <class E>
+void dot_rows_of(const float* q, const uint8_t* k, int64_t stride, int64_t count, int64_t n,
+                 float* out) {
   if (n % 16 != 0 || n > 256) {
-    for (int64_t j = 0; j < count; ++j) out[j] = dot<Avx512>(q, k + j * stride, n);
+    for (int64_t j = 0; j < count; ++j) out[j] = dot_elements<Avx512, E>(q, k + j * stride, n);
     return;
   }
   auto fold = [&](int64_t j) {
     __m512 acc = _mm512_setzero_ps();
     if (j < count)
       for (int64_t i = 0; i < n; i += 16)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(k + j * stride + i), acc);
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), E::load(k + j * stride, i), acc);
     const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   };
@@ -129,8 +136,19 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
   }
 }
 
-constexpr IsaKernels kAvx512 = make_kernels<Avx512>(&dot_rows);
-constexpr IsaKernels kAvx512Bf16 = make_kernels<Avx512, Bf16DotTile>(&dot_rows, &to_bf16_pairs);
+void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
+              float* out) {
+  dot_rows_of<F32Elements<Avx512>>(q, reinterpret_cast<const uint8_t*>(k), stride * 4, count, n,
+                                   out);
+}
+
+constexpr KvDotTable kKvDot = {
+    {&dot_rows_of<F32Elements<Avx512>>, &dot_rows_of<F16Elements<Avx512>>,
+     &dot_rows_of<Bf16Elements<Avx512>>, &dot_rows_of<Q8Elements<Avx512>>}};
+
+constexpr IsaKernels kAvx512 = make_kernels<Avx512>(&dot_rows, kKvDot);
+constexpr IsaKernels kAvx512Bf16 =
+    make_kernels<Avx512, Bf16DotTile>(&dot_rows, kKvDot, &to_bf16_pairs);
 
 }  // namespace
 

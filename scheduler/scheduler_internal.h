@@ -1,0 +1,74 @@
+// The scheduler's private state, shared by scheduler.cpp (the loop, finalize) and
+// scheduler_kv.cpp (KV blocks: admission, growth, preemption, the prefix cache). Not part
+// of the scheduler's contract; include it only from those files.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runner/device/device.h"
+#include "runner/tokenizer/tokenizer.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/stop_matcher.h"
+
+namespace tandem {
+
+struct Scheduler::Request {
+  Request(const Tokenizer& tokenizer, GenerationRequest&& request)
+      : in(std::move(request)),
+        detok(tokenizer, !in.skip_special_tokens),
+        stop(in.stop, in.include_stop_str_in_output) {}
+
+  // Token i of the sequence: the prompt, then the accepted generated tokens.
+  int32_t token_at(int64_t i) const {
+    return i < prompt_len ? in.prompt[i] : generated[i - prompt_len];
+  }
+  int64_t known_tokens() const { return prompt_len + static_cast<int64_t>(generated.size()); }
+  // A preempted request recomputes its generated tokens too; the last of them is fed by
+  // the first decode step after, so its prefill stops one short.
+  bool resuming() const { return completion_tokens > 0; }
+
+  uint64_t id = 0;
+  GenerationRequest in;
+  Detokenizer detok;
+  StopMatcher stop;
+  int32_t prompt_len = 0;
+  int32_t max_new = 0;             // max_tokens, capped by the context and the KV pool
+  int32_t prefill_end = 0;         // positions the prefill writes: the prompt, or after a
+                                   // preemption the prompt and all generated tokens but the last
+  std::vector<int32_t> blocks;     // the block table; grows as the sequence does
+  std::vector<int32_t> generated;  // accepted tokens (also the output penalties' history)
+  // The repetition penalty's prompt history (StepRow), shared by every step; null when
+  // the request has no prompt penalty.
+  std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
+  bool prompt_scored = false;  // prompt logprobs sent (echo with logprobs)
+
+  int32_t prefill_launched = 0;   // positions handed to launched prefill steps (or cached)
+  int32_t sampled_launched = 0;   // tokens that launched steps sample for this request
+  int32_t completion_tokens = 0;  // tokens accepted (processed while not finished)
+  int32_t last_token = kNoToken;
+  int32_t in_flight = 0;  // launched steps holding this row whose tokens are unprocessed
+  bool decoding = false;  // the prefill is done: each step feeds last_token
+  bool finished = false;  // its finish or error event is sent; later tokens are discarded
+  bool cancelled = false;
+
+  // The prefix cache and preemption.
+  bool admitted_before = false;  // cached_tokens is counted at the first admission only
+  int32_t cached_tokens = 0;     // prompt tokens the prefix cache held at admission
+  int32_t kv_written = 0;        // positions whose KV processed steps wrote
+  int32_t blocks_offered = 0;    // leading blocks already offered to the prefix cache
+};
+
+// A launched step as the scheduler remembers it: which request each row belongs to.
+// Pointers stay valid: a request is retired only once no launched step holds it.
+struct Scheduler::Launched {
+  PendingStep step;
+  std::vector<Request*> rows;
+  std::vector<uint8_t> sample;
+  std::vector<int32_t> write_end;  // per row: the position after the last KV it writes
+  std::vector<int32_t> first_position;  // per row: the position of its first token
+  bool decode_only = true;
+};
+
+}  // namespace tandem

@@ -1,0 +1,86 @@
+// The scheduler's KV block management: admission against the pool (with the prefix cache),
+// blocks taken as sequences grow, recompute preemption when the pool runs dry, and
+// offering fully written blocks to the prefix cache. See "KV cache" in docs/design.md.
+#include <algorithm>
+
+#include "scheduler/scheduler_internal.h"
+
+namespace tandem {
+
+// Admits r if the blocks of its whole prefill can be had: first the longest cached prefix
+// (never the last position: the step that writes it yields the logits, or, resuming, is
+// the one decode needs), then fresh blocks for the rest. All or nothing.
+bool Scheduler::try_admit(Request& r) {
+  const int32_t bs = pool_.block_size();
+  // A request that scores its prompt (echo with logprobs) computes every position: the
+  // cache holds KV, not the logits it needs.
+  if (options_.prefix_cache && r.in.sampling.prompt_logprobs < 0) {
+    std::vector<int32_t> tokens;
+    tokens.reserve(r.prefill_end);
+    for (int32_t i = 0; i < r.prefill_end; ++i) tokens.push_back(r.token_at(i));
+    pool_.match(tokens, (r.prefill_end - 1) / bs, r.blocks);
+  }
+  const int32_t cached = static_cast<int32_t>(r.blocks.size());
+  if (!pool_.reserve(int64_t{r.prefill_end} - int64_t{cached} * bs, r.blocks)) {
+    pool_.release(r.blocks);
+    return false;
+  }
+  r.prefill_launched = cached * bs;
+  r.kv_written = cached * bs;
+  r.blocks_offered = cached;  // registered already
+  if (!r.admitted_before) {
+    r.admitted_before = true;
+    r.cached_tokens = std::min(cached * bs, r.prompt_len);
+    if (options_.prefix_cache) {
+      counters_.prefix_queried_tokens += r.prompt_len;
+      counters_.prefix_hit_tokens += r.cached_tokens;
+    }
+  }
+  return true;
+}
+
+// Grows r's block table to cover `positions` positions; false when the pool is dry.
+bool Scheduler::grow_blocks(Request& r, int64_t positions) {
+  const int64_t have = static_cast<int64_t>(r.blocks.size()) * pool_.block_size();
+  if (have >= positions) return true;
+  return pool_.reserve(positions - have, r.blocks);
+}
+
+// Sends a running request back to the front of the queue, its blocks freed. It will be
+// admitted again and recompute its prompt and generated tokens (its full blocks may still
+// be cached); sampling is keyed by seed and position, so its output does not change.
+// Called only from schedule(), when no step is in flight.
+void Scheduler::preempt(Request& r) {
+  pool_.release(r.blocks);
+  r.prefill_end = r.resuming() ? r.prompt_len + r.completion_tokens - 1 : r.prompt_len;
+  r.prefill_launched = 0;
+  r.kv_written = 0;
+  r.blocks_offered = 0;
+  r.decoding = false;
+  std::erase(running_, &r);
+  ++counters_.preemptions;
+  auto it = live_.find(r.id);
+  std::unique_ptr<Request> owned = std::move(it->second);
+  live_.erase(it);
+  std::lock_guard lock(inbox_mutex_);
+  waiting_.push_front(std::move(owned));
+}
+
+// A processed step wrote r's KV up to write_end: every block now full whose tokens are all
+// known (a discarded token's KV is never offered) goes to the prefix cache, in order. Only
+// completed steps get here, so no half-written block is ever findable.
+void Scheduler::offer_written_blocks(Request& r, int32_t write_end) {
+  r.kv_written = std::max(r.kv_written, write_end);
+  if (!options_.prefix_cache) return;
+  const int32_t bs = pool_.block_size();
+  const int64_t full = std::min<int64_t>(r.kv_written, r.known_tokens()) / bs;
+  std::vector<int32_t> tokens(bs);
+  for (; r.blocks_offered < full && r.blocks_offered < static_cast<int32_t>(r.blocks.size());
+       ++r.blocks_offered) {
+    const int32_t b = r.blocks_offered;
+    for (int32_t i = 0; i < bs; ++i) tokens[i] = r.token_at(int64_t{b} * bs + i);
+    pool_.register_block(r.blocks[b], b == 0 ? -1 : r.blocks[b - 1], tokens);
+  }
+}
+
+}  // namespace tandem

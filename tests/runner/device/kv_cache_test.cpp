@@ -1,0 +1,136 @@
+// The KV cache's element types: what a slot stores, what it costs, and the attention
+// kernels that read each type directly (law: they give exactly what the F32 kernels give
+// on the widened values, on every ISA, so a type changes the rounding of K and V and
+// nothing else).
+#include "runner/device/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "runner/kernels/kernels.h"
+#include "runner/util/float16.h"
+
+namespace tandem {
+namespace {
+
+constexpr KvType kAllKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0};
+
+std::vector<float> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// The stored vector widened back to F32, by the GGUF dequantizer (independent of the
+// kernels under test).
+std::vector<float> widen(const KvCache& kv, const uint8_t* stored) {
+  std::vector<float> out(kv.kv_dim());
+  kernels::dequantize_row(kv_tensor_type(kv.type()), stored, out.data(), kv.kv_dim());
+  return out;
+}
+
+TEST(KvCache, TypeNamesParseBack) {
+  for (KvType t : kAllKvTypes) EXPECT_EQ(parse_kv_type(kv_type_name(t)), t);
+  EXPECT_FALSE(parse_kv_type("fp16").has_value());
+  EXPECT_FALSE(parse_kv_type("").has_value());
+}
+
+TEST(KvCache, BytesPerTokenFollowTheType) {
+  // smollm2-135m's shape: 30 layers, 3 KV heads of 64.
+  EXPECT_EQ(KvCache::bytes_per_token(30, 192, KvType::kF32), 30u * 2 * 192 * 4);
+  EXPECT_EQ(KvCache::bytes_per_token(30, 192, KvType::kF16), 30u * 2 * 192 * 2);
+  EXPECT_EQ(KvCache::bytes_per_token(30, 192, KvType::kBf16), 30u * 2 * 192 * 2);
+  EXPECT_EQ(KvCache::bytes_per_token(30, 192, KvType::kQ8_0), 30u * 2 * 6 * 34);
+  KvCache kv(2, 64, 3, KvType::kF16, 32);
+  EXPECT_EQ(kv.slot_stride(), 128u);
+  EXPECT_EQ(kv.bytes(), 2u * 3 * 2 * 16 * 128);
+}
+
+TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
+  for (KvType t : kAllKvTypes) {
+    KvCache kv(2, 64, 2, t, 32);
+    const auto k = random_values(64, 1), v = random_values(64, 2), other = random_values(64, 3);
+    kv.store(1, 1, 5, k.data(), v.data());
+    kv.store(1, 1, 6, other.data(), other.data());  // the next slot
+    kv.store(0, 1, 5, other.data(), other.data());  // the same slot of another layer
+    const auto k_back = widen(kv, kv.k(1, 1, 5)), v_back = widen(kv, kv.v(1, 1, 5));
+    for (int i = 0; i < 64; ++i) {
+      switch (t) {
+        case KvType::kF32:
+          EXPECT_EQ(k_back[i], k[i]);
+          break;
+        case KvType::kF16:
+          EXPECT_EQ(k_back[i], float_from_half(half_from_float(k[i])));
+          break;
+        case KvType::kBf16:
+          EXPECT_EQ(k_back[i], float_from_bfloat(bfloat_from_float(k[i])));
+          break;
+        case KvType::kQ8_0: {
+          // Half a step of the block's scale (amax / 127), plus the scale's F16 rounding.
+          float amax = 0;
+          for (int j = i / 32 * 32; j < i / 32 * 32 + 32; ++j)
+            amax = std::max(amax, std::abs(k[j]));
+          EXPECT_NEAR(k_back[i], k[i], amax / 127 * 0.5 + std::abs(k[i]) * 1e-3);
+          break;
+        }
+      }
+      EXPECT_NEAR(v_back[i], v[i], 0.05) << kv_type_name(t);
+    }
+  }
+}
+
+TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
+  EXPECT_THROW(KvCache(2, 64, 2, KvType::kQ8_0, 16), std::invalid_argument);
+  EXPECT_NO_THROW(KvCache(2, 64, 2, KvType::kQ8_0, 32));
+  EXPECT_NO_THROW(KvCache(2, 64, 2, KvType::kF16, 16));
+}
+
+// The typed attention kernels against the F32 ones on the widened values: bit for bit,
+// on every ISA this CPU runs, at head offsets and over whole and partial blocks.
+TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
+  using kernels::Isa;
+  const Isa saved = kernels::detected_isa();
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    if (!kernels::set_isa_for_testing(isa)) continue;
+    for (KvType t : kAllKvTypes) {
+      for (int64_t hd : {32, 64}) {
+        const int32_t kv_dim = static_cast<int32_t>(2 * hd), count = 13;
+        KvCache kv(1, kv_dim, 1, t, static_cast<int32_t>(hd), count);
+        std::vector<float> widened(static_cast<size_t>(count) * kv_dim);
+        for (int32_t j = 0; j < count; ++j) {
+          const auto x = random_values(kv_dim, 10 + j);
+          kv.store(0, 0, j, x.data(), x.data());
+          const auto w = widen(kv, kv.k(0, 0, j));
+          std::copy(w.begin(), w.end(), widened.begin() + j * kv_dim);
+        }
+        const auto q = random_values(hd, 7), weights = random_values(count, 8);
+        for (int head = 0; head < 2; ++head) {
+          const uint8_t* k = kv.k(0, 0, 0) + kv_element_offset(t, head * hd);
+          const float* kf = widened.data() + head * hd;
+          for (int32_t n_rows : {1, 5, count}) {
+            std::vector<float> got(n_rows), want(n_rows);
+            kernels::dot_rows(kv_tensor_type(t), q.data(), k, kv.slot_stride(), n_rows, hd,
+                              got.data());
+            kernels::dot_rows(q.data(), kf, kv_dim, n_rows, hd, want.data());
+            EXPECT_EQ(got, want) << kernels::isa_name(isa) << " " << kv_type_name(t);
+            std::vector<float> y = random_values(hd, 9), y_want = y;
+            kernels::axpy_rows(kv_tensor_type(t), weights.data(), k, kv.slot_stride(), n_rows, hd,
+                               y.data());
+            kernels::axpy_rows(weights.data(), kf, kv_dim, n_rows, hd, y_want.data());
+            EXPECT_EQ(y, y_want) << kernels::isa_name(isa) << " " << kv_type_name(t);
+          }
+        }
+      }
+    }
+  }
+  kernels::set_isa_for_testing(saved);
+}
+
+}  // namespace
+}  // namespace tandem
