@@ -73,11 +73,20 @@ std::pair<std::vector<RowLogprobs>, RowLogprobs> score(CpuExecutor& exec, bool w
   return {prompt, r2.logprobs.at(0)};
 }
 
+// F32 KV: the bound against the reference is the forward pass's own, not the cache's.
+CpuExecutorOptions options(int threads) {
+  CpuExecutorOptions o;
+  o.threads = threads;
+  o.kv_tokens = 256;
+  o.kv_type = KvType::kF32;
+  return o;
+}
+
 TEST(ExecutorLogprobs, PromptAndGeneratedLogprobsMatchTheReferenceForward) {
   ScratchDir dir;
   const auto path = write_tiny_llama(dir.path(), gguf::TensorType::kF32);
   ReferenceModel reference(path);
-  CpuExecutor exec(Model::load(path), CpuExecutorOptions{2, 256, 0, {}});
+  CpuExecutor exec(Model::load(path), options(2));
   const auto [prompt, generated] = score(exec, true);
   ASSERT_EQ(prompt.size(), kPrompt.size() - 1);  // every token but the first is scored
   // Bound: logits agree with the reference within 2e-5 (forward_test); the log-softmax
@@ -106,8 +115,8 @@ TEST(ExecutorLogprobs, PromptAndGeneratedLogprobsMatchTheReferenceForward) {
 TEST(ExecutorLogprobs, APromptsLogprobsDoNotDependOnTheBatchOrTheChunking) {
   ScratchDir dir;
   const auto path = write_tiny_llama(dir.path(), gguf::TensorType::kF32);
-  CpuExecutor batched(Model::load(path), CpuExecutorOptions{2, 256, 0, {}});
-  CpuExecutor alone(Model::load(path), CpuExecutorOptions{1, 256, 0, {}});
+  CpuExecutor batched(Model::load(path), options(2));
+  CpuExecutor alone(Model::load(path), options(1));
   const auto [a, ga] = score(batched, true);
   const auto [b, gb] = score(alone, false);
   // One chunk, one thread.
@@ -115,7 +124,7 @@ TEST(ExecutorLogprobs, APromptsLogprobsDoNotDependOnTheBatchOrTheChunking) {
   whole.rows.push_back(prompt_row(1, kPrompt, 0, blocks(0, 2), -1, true));
   StepResult rw;
   rw.tokens.assign(1, kNoToken);
-  CpuExecutor single(Model::load(path), CpuExecutorOptions{1, 256, 0, {}});
+  CpuExecutor single(Model::load(path), options(1));
   single.execute_step(whole, rw);
   const std::vector<RowLogprobs>& c = rw.prompt_logprobs.at(0);
   ASSERT_EQ(a.size(), b.size());
