@@ -8,6 +8,7 @@
 
 #include "runner/sampler/sampler.h"
 #include "tests/runner/sampler/reference.h"
+#include "tests/runner/sampler/sampler_test_support.h"
 
 namespace tandem {
 namespace {
@@ -19,13 +20,7 @@ struct Setting {
   float min_p;
 };
 
-std::vector<float> normal_logits(int32_t n, float sd, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, sd);
-  std::vector<float> logits(n);
-  for (float& v : logits) v = normal(rng);
-  return logits;
-}
+using testing::normal_logits;
 
 // Total variation between the empirical frequencies over 100,000 seeds and the reference.
 double total_variation(const std::vector<float>& logits, const Setting& s) {

@@ -17,6 +17,7 @@
 
 #include "runner/sampler/philox.h"
 #include "runner/sampler/sampler.h"
+#include "tests/runner/sampler/sampler_test_support.h"
 
 namespace tandem::sampler_kernels {
 namespace {
@@ -254,17 +255,10 @@ TEST(SamplerKernels, ArgmaxTakesTheLowestIndexOfTiesAndSkipsNaN) {
 TEST(SamplerKernels, PortableAndVectorSamplersPickTheSameTokens) {
   REQUIRE_AVX512();
   const int32_t n = 32000;
-  const char* outer = std::getenv("TANDEM_ISA");
-  const std::string saved = outer != nullptr ? outer : "";
-  unsetenv("TANDEM_ISA");
-  Sampler vector_sampler({n, {2}});
-  setenv("TANDEM_ISA", "avx2", 1);
-  Sampler portable_sampler({n, {2}});
-  if (outer != nullptr) {
-    setenv("TANDEM_ISA", saved.c_str(), 1);
-  } else {
-    unsetenv("TANDEM_ISA");
-  }
+  const auto vector_owned = testing::sampler_with_isa(nullptr, {n, {2}});
+  const auto portable_owned = testing::sampler_with_isa("avx2", {n, {2}});
+  Sampler& vector_sampler = *vector_owned;
+  Sampler& portable_sampler = *portable_owned;
   ASSERT_TRUE(vector_sampler.uses_avx512());
   ASSERT_FALSE(portable_sampler.uses_avx512());
 

@@ -14,17 +14,12 @@
 #include "runner/sampler/kernels.h"
 #include "runner/sampler/sampler.h"
 #include "tests/runner/sampler/reference.h"
+#include "tests/runner/sampler/sampler_test_support.h"
 
 namespace tandem {
 namespace {
 
-std::vector<float> normal_logits(int32_t n, float sd, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, sd);
-  std::vector<float> logits(n);
-  for (float& v : logits) v = normal(rng);
-  return logits;
-}
+using testing::normal_logits;
 
 // vLLM's definition, literally: repetition over the set of prompt and output ids, then
 // frequency * count and presence over the output's ids.
@@ -250,17 +245,10 @@ TEST(SamplerLogprobs, LogprobsOfScoresATargetAndLeavesTheRowAlone) {
 TEST(SamplerPenaltiesAndLogprobs, PortableAndVectorPathsAgreeBitForBit) {
   if (sampler_kernels::avx512() == nullptr) GTEST_SKIP() << "this CPU has no AVX-512";
   const int32_t n = 32000;
-  const char* outer = std::getenv("TANDEM_ISA");
-  const std::string saved = outer != nullptr ? outer : "";
-  unsetenv("TANDEM_ISA");
-  Sampler vector_sampler({n, {2}});
-  setenv("TANDEM_ISA", "avx2", 1);
-  Sampler portable_sampler({n, {2}});
-  if (outer != nullptr) {
-    setenv("TANDEM_ISA", saved.c_str(), 1);
-  } else {
-    unsetenv("TANDEM_ISA");
-  }
+  const auto vector_owned = testing::sampler_with_isa(nullptr, {n, {2}});
+  const auto portable_owned = testing::sampler_with_isa("avx2", {n, {2}});
+  Sampler& vector_sampler = *vector_owned;
+  Sampler& portable_sampler = *portable_owned;
   ASSERT_TRUE(vector_sampler.uses_avx512());
   ASSERT_FALSE(portable_sampler.uses_avx512());
   std::vector<int32_t> prompt, output;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "tests/runner/sampler/reference.h"
+#include "tests/runner/sampler/sampler_test_support.h"
 
 namespace tandem {
 namespace {
@@ -51,13 +52,7 @@ std::set<int32_t> drawn(const std::vector<float>& logits, SamplingParams params,
   return seen;
 }
 
-std::vector<float> normal_logits(int32_t n, float sd, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, sd);
-  std::vector<float> logits(n);
-  for (float& v : logits) v = normal(rng);
-  return logits;
-}
+using testing::normal_logits;
 
 TEST(Sampler, TopKKeepsExactlyKTokens) {
   const std::vector<float> logits = {0.1f, 2.0f, 0.5f, 1.9f, -1.0f, 1.8f, 0.0f};

@@ -1,0 +1,44 @@
+// What the sampler tests share besides the reference: random logits, and Samplers built on
+// a chosen instruction set.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runner/sampler/sampler.h"
+
+namespace tandem::testing {
+
+// n logits drawn from N(0, sd), the same for the same seed.
+inline std::vector<float> normal_logits(int32_t n, float sd, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sd);
+  std::vector<float> logits(n);
+  for (float& v : logits) v = normal(rng);
+  return logits;
+}
+
+// A Sampler built with TANDEM_ISA set to `isa` (nullptr: unset, so the best path the CPU
+// has); the caller's TANDEM_ISA is restored afterwards. "avx2" selects the portable kernels.
+inline std::unique_ptr<Sampler> sampler_with_isa(const char* isa, SamplerConfig config) {
+  const char* outer = std::getenv("TANDEM_ISA");
+  const std::string saved = outer != nullptr ? outer : "";
+  if (isa != nullptr) {
+    setenv("TANDEM_ISA", isa, 1);
+  } else {
+    unsetenv("TANDEM_ISA");
+  }
+  auto sampler = std::make_unique<Sampler>(std::move(config));
+  if (outer != nullptr) {
+    setenv("TANDEM_ISA", saved.c_str(), 1);
+  } else {
+    unsetenv("TANDEM_ISA");
+  }
+  return sampler;
+}
+
+}  // namespace tandem::testing
