@@ -7,28 +7,6 @@
 namespace tandem::request_fields {
 namespace {
 
-std::string element(const std::string& array, size_t index) {
-  return array + "[" + std::to_string(index) + "]";
-}
-
-const Json& require_object(const Json& value, const std::string& param) {
-  if (!value.is_object()) {
-    reject("Invalid type for '" + param + "': expected an object, but got " + describe_type(value) +
-               ".",
-           param);
-  }
-  return value;
-}
-
-const Json& require_array(const Json& value, const std::string& param) {
-  if (!value.is_array()) {
-    reject("Invalid type for '" + param + "': expected an array, but got " + describe_type(value) +
-               ".",
-           param);
-  }
-  return value;
-}
-
 // A string, or an array of text parts joined with newlines (vLLM's "string" content
 // format, which every text-only template expects); absent or null: "".
 std::string read_content(const Json& message, const std::string& param) {
@@ -42,7 +20,7 @@ std::string read_content(const Json& message, const std::string& param) {
   }
   std::string text;
   for (size_t i = 0; i < content->size(); ++i) {
-    const std::string part_param = element(param, i);
+    const std::string part_param = element_param(param, i);
     const Json& part = require_object((*content)[i], part_param);
     const Json* type = find_field(part, "type");
     if (type == nullptr) reject("'" + part_param + ".type' is required.", part_param + ".type");
@@ -120,7 +98,7 @@ Json read_message(const Json& value, const std::string& param) {
     Json shaped_calls = Json::array();
     require_array(*calls, param + ".tool_calls");
     for (size_t i = 0; i < calls->size(); ++i) {
-      shaped_calls.push_back(read_tool_call((*calls)[i], element(param + ".tool_calls", i)));
+      shaped_calls.push_back(read_tool_call((*calls)[i], element_param(param + ".tool_calls", i)));
     }
     shaped["tool_calls"] = std::move(shaped_calls);
   }
@@ -141,7 +119,7 @@ ChatInputs read_chat_inputs(const Json& body) {
   require_array(*messages, "messages");
   if (messages->empty()) reject("'messages' must not be empty.", "messages");
   for (size_t i = 0; i < messages->size(); ++i) {
-    inputs.messages.push_back(read_message((*messages)[i], element("messages", i)));
+    inputs.messages.push_back(read_message((*messages)[i], element_param("messages", i)));
   }
   if (const Json* kwargs = find_field(body, "chat_template_kwargs")) {
     inputs.template_kwargs = require_object(*kwargs, "chat_template_kwargs");

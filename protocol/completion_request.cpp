@@ -12,6 +12,7 @@
 namespace tandem {
 namespace {
 
+using request_fields::element_param;
 using request_fields::find_field;
 using request_fields::Json;
 using request_fields::read_bool;
@@ -19,10 +20,6 @@ using request_fields::read_float;
 using request_fields::read_integer;
 using request_fields::read_string;
 using request_fields::reject;
-
-std::string element_param(const std::string& array, size_t index) {
-  return array + "[" + std::to_string(index) + "]";
-}
 
 // "Not supported" is a 400 with the field named, so a client learns at once that the
 // option would have been ignored rather than getting output it did not ask for.
@@ -170,11 +167,7 @@ void read_streaming(const Json& body, CompletionRequest& request) {
   if (!request.stream) {
     reject("'stream_options' is only allowed when 'stream' is true.", "stream_options");
   }
-  if (!options->is_object()) {
-    reject("Invalid type for 'stream_options': expected an object, but got " +
-               request_fields::describe_type(*options) + ".",
-           "stream_options");
-  }
+  request_fields::require_object(*options, "stream_options");
   if (const Json* usage = find_field(*options, "include_usage")) {
     request.include_usage = read_bool(*usage, "stream_options.include_usage");
   }
@@ -203,19 +196,11 @@ void read_unsupported_options(const Json& body, Endpoint endpoint) {
     return;
   }
   if (const Json* tools = find_field(body, "tools")) {
-    if (!tools->is_array()) {
-      reject("Invalid type for 'tools': expected an array, but got " +
-                 request_fields::describe_type(*tools) + ".",
-             "tools");
-    }
+    request_fields::require_array(*tools, "tools");
     if (!tools->empty()) reject_unsupported("tools", "(tool calling)");
   }
   if (const Json* format = find_field(body, "response_format")) {
-    if (!format->is_object()) {
-      reject("Invalid type for 'response_format': expected an object, but got " +
-                 request_fields::describe_type(*format) + ".",
-             "response_format");
-    }
+    request_fields::require_object(*format, "response_format");
     const Json* type = find_field(*format, "type");
     if (type == nullptr) reject("'response_format.type' is required.", "response_format.type");
     const std::string& type_name = read_string(*type, "response_format.type");

@@ -104,6 +104,28 @@ std::string describe_type(const Json& value) {
   }
 }
 
+std::string element_param(const std::string& array, size_t index) {
+  return array + "[" + std::to_string(index) + "]";
+}
+
+const Json& require_object(const Json& value, const std::string& param) {
+  if (!value.is_object()) {
+    reject("Invalid type for '" + param + "': expected an object, but got " + describe_type(value) +
+               ".",
+           param);
+  }
+  return value;
+}
+
+const Json& require_array(const Json& value, const std::string& param) {
+  if (!value.is_array()) {
+    reject("Invalid type for '" + param + "': expected an array, but got " + describe_type(value) +
+               ".",
+           param);
+  }
+  return value;
+}
+
 bool read_bool(const Json& value, const std::string& param) {
   if (!value.is_boolean()) reject_type(value, param, "a boolean");
   return value.get<bool>();

@@ -37,6 +37,12 @@ const Json* find_field(const Json& object, const char* name);
 // "a string", "an integer", "a decimal number", "an array", ...: for error messages.
 std::string describe_type(const Json& value);
 
+// "messages[3]": the param that names an array's element in error messages.
+std::string element_param(const std::string& array, size_t index);
+// The value itself when it is an object (an array), else a 400 naming param and the type.
+const Json& require_object(const Json& value, const std::string& param);
+const Json& require_array(const Json& value, const std::string& param);
+
 bool read_bool(const Json& value, const std::string& param);
 const std::string& read_string(const Json& value, const std::string& param);
 // An integer in [min, max]. A float with no fractional part (16.0) counts as an integer,
