@@ -30,8 +30,8 @@ struct ModelCard {
   int32_t context_length = 0;      // the model's, or --ctx-size when smaller
   int32_t vocab_size = 0;
   int64_t kv_capacity_tokens = 0;                 // the KV pool's size: no request may need more
-  std::string kv_type;             // the KV cache's element type, "f16" etc.
-  int64_t kv_bytes_per_token = 0;  // all layers, K and V
+  std::string kv_type;                            // the KV cache's element type, "f16" etc.
+  int64_t kv_bytes_per_token = 0;                 // all layers, K and V
   std::optional<ChatTemplateCard> chat_template;  // nullopt: the model has none
   // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
   // its size and tandem's version (model_fingerprint.h).

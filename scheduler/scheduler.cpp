@@ -239,8 +239,7 @@ void Scheduler::process(Launched& step, const StepResult& result) {
       continue;
     }
     // Sent once: a preempted request's recomputed prefill scores its prompt again.
-    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
-        !r.prompt_scored) {
+    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 && !r.prompt_scored) {
       send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
       if (step.write_end[i] >= r.prompt_len) r.prompt_scored = true;
     }
@@ -480,10 +479,11 @@ void Scheduler::launch_chained_from(Launched& curr) {
   next_->rows = curr.rows;
   next_->sample.assign(curr.rows.size(), 1);
   std::vector<std::vector<int32_t>> tables;
-  for (Request* r : curr.rows) next_->first_position.push_back(r->prompt_len + r->sampled_launched);
   for (Request* r : curr.rows) {
     // Fed the token curr samples, at the position after it (chain_break grew the table).
-    next_->write_end.push_back(r->prompt_len + r->sampled_launched);
+    const int32_t position = r->prompt_len + r->sampled_launched - 1;
+    next_->first_position.push_back(position);  // as add_decode_rows records it
+    next_->write_end.push_back(position + 1);
     tables.push_back(r->blocks);
     ++r->sampled_launched;
     ++r->in_flight;

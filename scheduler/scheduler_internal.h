@@ -66,7 +66,7 @@ struct Scheduler::Launched {
   PendingStep step;
   std::vector<Request*> rows;
   std::vector<uint8_t> sample;
-  std::vector<int32_t> write_end;  // per row: the position after the last KV it writes
+  std::vector<int32_t> write_end;       // per row: the position after the last KV it writes
   std::vector<int32_t> first_position;  // per row: the position of its first token
   bool decode_only = true;
 };
