@@ -32,7 +32,7 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
       pool_(options.threads > 0 ? options.threads : default_thread_count()),
       kv_(model_->config().n_layer, model_->config().kv_dim(),
           block_count(model_->config(), options), options.kv_type, model_->config().head_dim),
-      forward_(*model_, kv_, pool_) {
+      forward_(*model_, kv_, pool_, served_context(model_->config(), options)) {
   const ModelConfig& c = model_->config();
   for (int i = 0; i < pool_.size(); ++i)
     samplers_.emplace_back(SamplerConfig{c.n_vocab, options.eog_ids});

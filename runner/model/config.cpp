@@ -65,11 +65,25 @@ void read_family_keys(ModelConfig& c, const gguf::File& file, const std::string&
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? c.n_embd / c.n_head : c.head_dim));
   }
   // phi3's sliding_window is ignored, as llama.cpp does (its converter writes a wrong one).
-  if (c.architecture == "phi3" && file.has(a + "rope.scaling.attn_factor"))
-    fail(file, a + "rope.scaling.attn_factor (phi3 long-context RoPE) is not supported");
-  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    if (file.find_tensor(t))
-      fail(file, std::string("tensor '") + t + "' (LongRoPE) is not supported");
+}
+
+// phi3 128k's LongRoPE, read as llama.cpp does: both factor tensors or neither, the
+// context they switch at, and the attention factor the converter derived from the
+// scaling (sqrt(1 + ln(s) / ln(original)) for s = context / original).
+void read_long_rope(ModelConfig& c, const gguf::File& file, const std::string& a) {
+  const bool has_long = file.find_tensor("rope_factors_long.weight") != nullptr;
+  const bool has_short = file.find_tensor("rope_factors_short.weight") != nullptr;
+  if (has_long != has_short)
+    fail(file, std::string("tensor '") +
+                   (has_long ? "rope_factors_short.weight" : "rope_factors_long.weight") +
+                   "' is missing (LongRoPE needs both factor tensors)");
+  c.rope_long_short_factors = has_long;
+  c.rope_original_context =
+      file.has(a + "rope.scaling.original_context_length")
+          ? positive_int(file, a + "rope.scaling.original_context_length", 1 << 24)
+          : c.context_length;
+  // llama.cpp multiplies RoPE's cos and sin by this for every architecture.
+  c.rope_attn_factor = positive_float(file, a + "rope.scaling.attn_factor", 1.0);
 }
 
 // rope.freq_base, and rope.scaling.{type,factor}: none and linear are implemented;
@@ -85,9 +99,6 @@ void read_rope(ModelConfig& c, const gguf::File& file, const std::string& a) {
   }
   if (file.has(a + "rope.scale_linear"))
     factor = positive_float(file, a + "rope.scale_linear", 1.0);
-  if (file.has(a + "rope.scaling.attn_factor") &&
-      file.get_float(a + "rope.scaling.attn_factor") != 1.0)
-    fail(file, a + "rope.scaling.attn_factor is not supported");
   c.rope.scale = 1.0f / factor;
   c.rope_local = c.rope;
   if (c.architecture == "gemma3")  // local layers: their own base, no scaling
@@ -136,6 +147,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
   read_shape(c, file, a);
   read_family_keys(c, file, a);
   read_rope(c, file, a);
+  read_long_rope(c, file, a);
   c.attn_scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   // The vocabulary size is the embedding's outer dimension; metadata may omit it.

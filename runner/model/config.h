@@ -19,7 +19,8 @@ enum class RopeStyle { kAdjacentPairs, kNeox };
 enum class Activation { kSilu, kGeluTanh };
 
 // RoPE angles of one layer: theta_i = position * scale * base^(-2i/n_rot) / factor_i,
-// where factor_i comes from the model's rope_freqs tensor when it has one.
+// where factor_i comes from the model's factor tensors when it has them (Model::
+// rope_freq_factors); cos and sin are then multiplied by ModelConfig::rope_attn_factor.
 struct RopeParams {
   float base = 10000.0f;
   float scale = 1.0f;  // linear scaling: 1 / rope.scaling.factor
@@ -41,6 +42,11 @@ struct ModelConfig {
   RopeParams rope;                 // global-attention layers
   RopeParams rope_local;           // sliding-window layers (gemma3 uses another base there)
   bool rope_freq_factors = false;  // rope_freqs.weight divides the frequencies (llama 3)
+  // phi3's LongRoPE (the 128k variants): rope_factors_long/short.weight divide the
+  // frequencies, the long ones when the served context exceeds rope_original_context.
+  bool rope_long_short_factors = false;
+  int32_t rope_original_context = 0;  // rope.scaling.original_context_length, else context
+  float rope_attn_factor = 1.0f;      // rope.scaling.attn_factor: scales RoPE's cos and sin
 
   bool qkv_bias = false;       // qwen2
   bool qk_norm = false;        // qwen3, gemma3: per-head RMSNorm of q and k before RoPE

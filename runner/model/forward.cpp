@@ -63,8 +63,13 @@ void add(float* x, const float* y, int64_t n) {
 
 }  // namespace
 
-ForwardPass::ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool)
-    : model_(model), cfg_(model.config()), kv_(kv), pool_(pool) {
+ForwardPass::ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool, int32_t served_context)
+    : model_(model),
+      cfg_(model.config()),
+      rope_factors_(model.rope_freq_factors(served_context > 0 ? served_context
+                                                               : model.config().context_length)),
+      kv_(kv),
+      pool_(pool) {
   if (kv.kv_dim() != cfg_.kv_dim())
     throw std::invalid_argument("ForwardPass: KV cache built for another model shape");
   if (kv.type() == KvType::kQ8_0 && cfg_.head_dim % gguf::kQ8_0BlockSize != 0)
@@ -138,7 +143,8 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
   return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
 }
 
-// x = embedding * embed_scale; RoPE angles once per token, shared by all layers.
+// x = embedding * embed_scale; RoPE's cos and sin (times the attention factor) once per
+// token, shared by all layers.
 void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
   const int32_t half = cfg_.n_rot / 2;
@@ -151,11 +157,11 @@ void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
     for (int table = 0; table < 2; ++table) {
       const RopeParams& p = table == 0 ? cfg_.rope : cfg_.rope_local;
       const int64_t at = (table * n_tokens + t) * half;
+      const double mscale = cfg_.rope_attn_factor;
       for (int32_t i = 0; i < half; ++i) {
-        const double angle =
-            token_position_[t] * rope_frequency(p, i, cfg_.n_rot, model_.rope_freq_factors());
-        rope_cos_[at + i] = static_cast<float>(std::cos(angle));
-        rope_sin_[at + i] = static_cast<float>(std::sin(angle));
+        const double angle = token_position_[t] * rope_frequency(p, i, cfg_.n_rot, rope_factors_);
+        rope_cos_[at + i] = static_cast<float>(std::cos(angle) * mscale);
+        rope_sin_[at + i] = static_cast<float>(std::sin(angle) * mscale);
       }
     }
   });

@@ -26,7 +26,10 @@ struct ForwardRow {
 
 class ForwardPass {
  public:
-  ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool);
+  // served_context: the longest sequence served (--ctx-size; 0: the model's context). It
+  // picks phi3's LongRoPE factors, once, as llama.cpp does, so that a row's result never
+  // depends on its own length or its batch.
+  ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool, int32_t served_context = 0);
 
   // Runs the batch and returns the logits of the rows that want them, in row order,
   // n_vocab floats each (all_logits rows: one per token); valid until the next run. Throws
@@ -47,6 +50,7 @@ class ForwardPass {
 
   const Model& model_;
   const ModelConfig& cfg_;
+  const std::vector<float>& rope_factors_;  // the model's for the served context
   KvCache& kv_;
   ThreadPool& pool_;
 

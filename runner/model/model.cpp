@@ -32,6 +32,15 @@ std::vector<float> load_vector(const gguf::File& file, const std::string& name, 
   return out;
 }
 
+// A RoPE factor tensor: n_rot / 2 divisors, each positive and finite.
+std::vector<float> load_rope_factors(const gguf::File& file, const std::string& name, int64_t n) {
+  std::vector<float> factors = load_vector(file, name, n);
+  for (float v : factors)
+    if (!(v > 0) || !std::isfinite(v))
+      throw gguf::GgufError(file.name() + ": " + name + " holds a non-positive factor");
+  return factors;
+}
+
 kernels::WeightSource matrix(const gguf::File& file, const std::string& name, int64_t n_in,
                              int64_t n_out) {
   const gguf::TensorInfo& t =
@@ -103,11 +112,11 @@ std::unique_ptr<Model> Model::load(gguf::File file) {
 
   m->token_embd_ = &require(f, "token_embd.weight",
                             {static_cast<uint64_t>(e), static_cast<uint64_t>(c.n_vocab)});
-  if (c.rope_freq_factors) {
-    m->rope_freq_factors_ = load_vector(f, "rope_freqs.weight", c.n_rot / 2);
-    for (float v : m->rope_freq_factors_)
-      if (!(v > 0) || !std::isfinite(v))
-        throw gguf::GgufError(f.name() + ": rope_freqs.weight holds a non-positive factor");
+  if (c.rope_freq_factors)
+    m->rope_freq_factors_ = load_rope_factors(f, "rope_freqs.weight", c.n_rot / 2);
+  if (c.rope_long_short_factors) {
+    m->rope_long_ = load_rope_factors(f, "rope_factors_long.weight", c.n_rot / 2);
+    m->rope_short_ = load_rope_factors(f, "rope_factors_short.weight", c.n_rot / 2);
   }
   m->layers_.reserve(c.n_layer);
   for (int32_t l = 0; l < c.n_layer; ++l) m->layers_.push_back(load_layer(f, c, l));
@@ -116,6 +125,11 @@ std::unique_ptr<Model> Model::load(gguf::File file) {
   m->output_ = kernels::PackedWeights::pack(
       matrix(f, m->tied_ ? "token_embd.weight" : "output.weight", e, c.n_vocab));
   return m;
+}
+
+const std::vector<float>& Model::rope_freq_factors(int32_t served_context) const {
+  if (!config_.rope_long_short_factors || config_.rope_freq_factors) return rope_freq_factors_;
+  return served_context > config_.rope_original_context ? rope_long_ : rope_short_;
 }
 
 void Model::embed(int32_t id, float* out) const {

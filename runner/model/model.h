@@ -38,8 +38,11 @@ class Model {
   const gguf::File& file() const { return file_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& output_norm() const { return output_norm_; }
-  // rope_freqs.weight (n_rot / 2 divisors of the RoPE frequencies), or empty.
-  const std::vector<float>& rope_freq_factors() const { return rope_freq_factors_; }
+  // The n_rot / 2 divisors of the RoPE frequencies when serving sequences of up to
+  // served_context tokens, or empty (llama.cpp's get_rope_factors): rope_freqs.weight
+  // (llama 3), else phi3's rope_factors_long.weight when served_context exceeds
+  // rope.scaling.original_context_length and rope_factors_short.weight when not.
+  const std::vector<float>& rope_freq_factors(int32_t served_context) const;
   const kernels::PackedWeights& output() const { return output_; }
   bool tied_embeddings() const { return tied_; }
 
@@ -54,8 +57,9 @@ class Model {
   ModelConfig config_;
   std::vector<LayerWeights> layers_;
   std::vector<float> output_norm_;
-  std::vector<float> rope_freq_factors_;
-  kernels::PackedWeights output_;  // output.weight, or token_embd.weight when tied
+  std::vector<float> rope_freq_factors_;       // rope_freqs.weight, or empty
+  std::vector<float> rope_long_, rope_short_;  // LongRoPE's factors, or empty
+  kernels::PackedWeights output_;              // output.weight, or token_embd.weight when tied
   bool tied_ = false;
   const gguf::TensorInfo* token_embd_ = nullptr;
 };

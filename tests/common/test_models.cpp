@@ -1,6 +1,7 @@
 #include "tests/common/test_models.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "runner/model/make_model.h"
 
@@ -64,6 +65,63 @@ std::filesystem::path write_tiny_qwen2(const std::filesystem::path& dir, gguf::T
   }
   auto path = dir / ("tiny-qwen2-" + std::string(gguf::type_name(dtype)) + "-h" +
                      std::to_string(shape.heads) + ".gguf");
+  w.write(path);
+  return path;
+}
+
+std::filesystem::path write_tiny_phi3_long_rope(const std::filesystem::path& dir,
+                                                gguf::TensorType dtype, uint64_t seed) {
+  const make_model::ModelShape shape = *make_model::find_model_shape("tiny");
+  const auto hidden = static_cast<uint64_t>(shape.hidden), ff = static_cast<uint64_t>(shape.ffn);
+  const auto kv = static_cast<uint64_t>(shape.kv_heads * shape.head_dim());
+  const uint64_t vocab = 300, half_rot = static_cast<uint64_t>(shape.head_dim() / 2);
+  const double attn_factor =
+      std::sqrt(1 + std::log(double{kTinyPhi3Context} / kTinyPhi3OriginalContext) /
+                        std::log(double{kTinyPhi3OriginalContext}));
+  gguf::Writer w;
+  w.add_string("general.architecture", "phi3");
+  w.add_uint32("phi3.context_length", kTinyPhi3Context);
+  w.add_uint32("phi3.rope.scaling.original_context_length", kTinyPhi3OriginalContext);
+  w.add_float32("phi3.rope.scaling.attn_factor", static_cast<float>(attn_factor));
+  w.add_uint32("phi3.embedding_length", static_cast<uint32_t>(hidden));
+  w.add_uint32("phi3.block_count", static_cast<uint32_t>(shape.layers));
+  w.add_uint32("phi3.feed_forward_length", static_cast<uint32_t>(ff));
+  w.add_uint32("phi3.attention.head_count", static_cast<uint32_t>(shape.heads));
+  w.add_uint32("phi3.attention.head_count_kv", static_cast<uint32_t>(shape.kv_heads));
+  w.add_uint32("phi3.rope.dimension_count", static_cast<uint32_t>(shape.head_dim()));
+  w.add_float32("phi3.attention.layer_norm_rms_epsilon", 1e-5f);
+
+  auto add = [&](const std::string& name, std::vector<uint64_t> dims, bool norm) {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    std::vector<float> values =
+        norm ? std::vector<float>(n, 1.0f) : make_model::random_weights(seed, name, n);
+    const gguf::TensorType type = norm ? gguf::TensorType::kF32 : dtype;
+    w.add_tensor(name, type, std::move(dims), make_model::encode_weights(type, values));
+  };
+  // Short factors near 1 (Phi-3's are 1-3), long ones growing to ~25 (Phi-3's reach ~60).
+  std::vector<float> short_factors(half_rot), long_factors(half_rot);
+  for (uint64_t i = 0; i < half_rot; ++i) {
+    short_factors[i] = 1.0f + 0.1f * static_cast<float>(i);
+    long_factors[i] = 1.0f + 3.5f * static_cast<float>(i * i) / 7.0f;
+  }
+  w.add_tensor("rope_factors_long.weight", gguf::TensorType::kF32, {half_rot},
+               make_model::encode_weights(gguf::TensorType::kF32, long_factors));
+  w.add_tensor("rope_factors_short.weight", gguf::TensorType::kF32, {half_rot},
+               make_model::encode_weights(gguf::TensorType::kF32, short_factors));
+  add("token_embd.weight", {hidden, vocab}, false);
+  add("output_norm.weight", {hidden}, true);
+  add("output.weight", {hidden, vocab}, false);
+  for (int64_t l = 0; l < shape.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", {hidden}, true);
+    add(p + "attn_qkv.weight", {hidden, hidden + 2 * kv}, false);
+    add(p + "attn_output.weight", {hidden, hidden}, false);
+    add(p + "ffn_norm.weight", {hidden}, true);
+    add(p + "ffn_up.weight", {hidden, 2 * ff}, false);
+    add(p + "ffn_down.weight", {ff, hidden}, false);
+  }
+  auto path = dir / ("tiny-phi3-long-rope-" + std::string(gguf::type_name(dtype)) + ".gguf");
   w.write(path);
   return path;
 }

@@ -19,4 +19,13 @@ std::filesystem::path write_tiny_llama(const std::filesystem::path& dir, gguf::T
 std::filesystem::path write_tiny_qwen2(const std::filesystem::path& dir, gguf::TensorType dtype,
                                        uint64_t seed = 2, int64_t heads = 0);
 
+// A tiny phi3 128k-style model: tiny's shape with phi3's fused attn_qkv and [gate; up]
+// ffn_up, NeoX RoPE, a 512-token context trained from an original 64, LongRoPE's
+// rope_factors_long/short.weight (deliberately far apart) and the attention factor the
+// converter writes for that scaling, sqrt(1 + ln(512 / 64) / ln(64)).
+inline constexpr int32_t kTinyPhi3Context = 512;
+inline constexpr int32_t kTinyPhi3OriginalContext = 64;
+std::filesystem::path write_tiny_phi3_long_rope(const std::filesystem::path& dir,
+                                                gguf::TensorType dtype, uint64_t seed = 3);
+
 }  // namespace tandem::testing

@@ -143,23 +143,6 @@ TEST(Model, ReadsLinearRopeScaling) {
   EXPECT_FLOAT_EQ(c.rope_local.scale, 0.25f);
 }
 
-TEST(Model, RefusesPhi3LongRopeFactors) {
-  ScratchDir dir;
-  gguf::Writer w;
-  w.add_string("general.architecture", "phi3");
-  w.add_uint32("phi3.context_length", 512);
-  w.add_uint32("phi3.embedding_length", 64);
-  w.add_uint32("phi3.block_count", 1);
-  w.add_uint32("phi3.feed_forward_length", 128);
-  w.add_uint32("phi3.attention.head_count", 4);
-  w.add_tensor("rope_factors_long.weight", gguf::TensorType::kF32, {8},
-               make_model::encode_weights(gguf::TensorType::kF32, std::vector<float>(8, 1)));
-  auto path = dir.file("phi3.gguf");
-  w.write(path);
-  std::string err = load_error(path);
-  EXPECT_NE(err.find("rope_factors_long.weight"), std::string::npos) << err;
-}
-
 TEST(Model, Gemma3HasFiveLocalLayersToOneGlobalWithTheirOwnRope) {
   TANDEM_REQUIRE_SHARED();
   auto model = Model::load(*shared_dir() / "models/families/gemma3-tiny-s777-f16.gguf");

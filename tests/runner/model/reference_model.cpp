@@ -90,14 +90,14 @@ std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<dou
 
 }  // namespace
 
-ReferenceModel::ReferenceModel(const std::filesystem::path& path) {
+ReferenceModel::ReferenceModel(const std::filesystem::path& path, int64_t served_context) {
   gguf::File f = gguf::File::open(path);
   read_hparams(f);
   embd_ = tensor(f, "token_embd.weight");
   n_vocab_ = static_cast<int32_t>(embd_.size() / n_embd_);
   out_norm_ = tensor(f, "output_norm.weight");
   out_ = f.find_tensor("output.weight") ? tensor(f, "output.weight") : embd_;
-  if (f.find_tensor("rope_freqs.weight")) rope_freqs_ = tensor(f, "rope_freqs.weight");
+  read_rope_factors(f, served_context);
   for (int32_t l = 0; l < n_layer_; ++l) layers_.push_back(read_layer(f, l));
 }
 
@@ -128,6 +128,22 @@ void ReferenceModel::read_hparams(const gguf::File& f) {
   // gemma2: every other layer is local (sliding window), from the first; gemma3: five of six.
   swa_pattern_ = arch == "gemma2" ? 2 : arch == "gemma3" ? 6 : 0;
   window_ = static_cast<int32_t>(f.get_int_or(a + "attention.sliding_window", 4096));
+}
+
+// llama.cpp's get_rope_factors: rope_freqs (llama 3), else phi3's LongRoPE pair, long when
+// the served context exceeds rope.scaling.original_context_length; the attention factor
+// (ggml_rope_ext's attn_factor) applies whatever the choice.
+void ReferenceModel::read_rope_factors(const gguf::File& f, int64_t served_context) {
+  const std::string a = f.get_string("general.architecture") + ".";
+  const int64_t context = f.get_int(a + "context_length");
+  const int64_t original = f.get_int_or(a + "rope.scaling.original_context_length", context);
+  const int64_t served = served_context > 0 ? served_context : context;
+  rope_attn_factor_ = f.get_float_or(a + "rope.scaling.attn_factor", 1.0);
+  if (f.find_tensor("rope_freqs.weight"))
+    rope_freqs_ = tensor(f, "rope_freqs.weight");
+  else if (f.find_tensor("rope_factors_long.weight"))
+    rope_freqs_ =
+        tensor(f, served > original ? "rope_factors_long.weight" : "rope_factors_short.weight");
 }
 
 ReferenceModel::Layer ReferenceModel::read_layer(const gguf::File& f, int32_t l) const {
@@ -193,16 +209,19 @@ std::vector<double> ReferenceModel::logits(const std::vector<int32_t>& tokens) c
     for (double& e : x[t]) e *= embed_scale_;
   }
 
-  // theta_i = pos * scale * base^(-2i/n_rot) / rope_freqs[i]
+  // theta_i = pos * scale * base^(-2i/n_rot) / rope_freqs[i]; the rotated pair is then
+  // scaled by the attention factor (cos and sin times it, as ggml does).
   auto rotate = [&](const Layer& L, std::vector<double>& v, int64_t offset, int64_t pos) {
     for (int32_t i = 0; i < n_rot_ / 2; ++i) {
       double theta = pos * L.rope_scale * std::pow(L.rope_base, -2.0 * i / n_rot_);
       if (!rope_freqs_.empty()) theta /= rope_freqs_[i];
       const int64_t a = offset + (neox_ ? i : 2 * i);
       const int64_t b = offset + (neox_ ? i + n_rot_ / 2 : 2 * i + 1);
+      const double c = std::cos(theta) * rope_attn_factor_;
+      const double s = std::sin(theta) * rope_attn_factor_;
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
     }
   };
   // Per-head RMSNorm (qwen3, gemma3), then RoPE.

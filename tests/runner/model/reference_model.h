@@ -15,7 +15,9 @@ namespace tandem::testing {
 
 class ReferenceModel {
  public:
-  explicit ReferenceModel(const std::filesystem::path& gguf_path);
+  // served_context picks phi3's LongRoPE factors as llama.cpp does (0: the model's
+  // context).
+  explicit ReferenceModel(const std::filesystem::path& gguf_path, int64_t served_context = 0);
 
   // Logits (n_vocab) of the last token of `tokens`, positions 0..tokens.size()-1.
   std::vector<double> logits(const std::vector<int32_t>& tokens) const;
@@ -32,6 +34,7 @@ class ReferenceModel {
   };
   std::vector<double> matvec(const Matrix& w, const std::vector<double>& x, int64_t n_out) const;
   void read_hparams(const gguf::File& f);
+  void read_rope_factors(const gguf::File& f, int64_t served_context);
   Layer read_layer(const gguf::File& f, int32_t l) const;
   std::vector<double> attend(const Layer& L, const std::vector<std::vector<double>>& q,
                              const std::vector<std::vector<double>>& k,
@@ -46,6 +49,7 @@ class ReferenceModel {
   double eps_ = 1e-5, embed_scale_ = 1, attn_softcap_ = 0, final_softcap_ = 0;
   bool neox_ = false, gelu_ = false, gemma_ = false;
   std::vector<double> rope_freqs_;  // divisors of the RoPE frequencies, or empty
+  double rope_attn_factor_ = 1;     // multiplies RoPE's cos and sin
   Matrix embd_, out_;
   std::vector<double> out_norm_;
   std::vector<Layer> layers_;
