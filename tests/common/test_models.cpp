@@ -91,11 +91,15 @@ std::filesystem::path write_tiny_phi3_long_rope(const std::filesystem::path& dir
   w.add_uint32("phi3.rope.dimension_count", static_cast<uint32_t>(shape.head_dim()));
   w.add_float32("phi3.attention.layer_norm_rms_epsilon", 1e-5f);
 
-  auto add = [&](const std::string& name, std::vector<uint64_t> dims, bool norm) {
+  // scale: q and k four times larger make the attention scores 16 times sharper, so the
+  // RoPE angles (and the factors chosen) move the logits well above the test bounds.
+  auto add = [&](const std::string& name, std::vector<uint64_t> dims, bool norm,
+                 float scale = 1.0f) {
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
     std::vector<float> values =
         norm ? std::vector<float>(n, 1.0f) : make_model::random_weights(seed, name, n);
+    for (float& v : values) v *= scale;
     const gguf::TensorType type = norm ? gguf::TensorType::kF32 : dtype;
     w.add_tensor(name, type, std::move(dims), make_model::encode_weights(type, values));
   };
@@ -115,7 +119,7 @@ std::filesystem::path write_tiny_phi3_long_rope(const std::filesystem::path& dir
   for (int64_t l = 0; l < shape.layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", {hidden}, true);
-    add(p + "attn_qkv.weight", {hidden, hidden + 2 * kv}, false);
+    add(p + "attn_qkv.weight", {hidden, hidden + 2 * kv}, false, 4.0f);
     add(p + "attn_output.weight", {hidden, hidden}, false);
     add(p + "ffn_norm.weight", {hidden}, true);
     add(p + "ffn_up.weight", {hidden, 2 * ff}, false);

@@ -118,8 +118,8 @@ TEST(LongRopeChoice, FollowsTheServedContextAsLlamaCppDoes) {
   const std::vector<float> past_it = Served(path, kTinyPhi3OriginalContext + 1).logits(p);
   const std::vector<float> full = Served(path, 0).logits(p);
   EXPECT_EQ(past_it, full);
-  // The two choices differ by far more than the reference bound, so the reference tests
-  // above tell them apart.
+  // The two choices differ by far more than the reference bound (measured: 0.077 against
+  // 2e-5), so the reference tests above tell them apart.
   EXPECT_GT(max_difference(at_original, widen(past_it)), 50 * kTolerance);
 }
 
@@ -156,7 +156,7 @@ TEST(LongRopeChoice, TheExecutorServesWithItsContextsFactors) {
     EXPECT_NEAR(result.logprobs[0].chosen.logprob, -std::log(z), 1e-5) << ctx;
     chosen_logprobs.push_back(result.logprobs[0].chosen.logprob);
   }
-  EXPECT_GT(std::abs(chosen_logprobs[0] - chosen_logprobs[1]), 1e-3);
+  EXPECT_GT(std::abs(chosen_logprobs[0] - chosen_logprobs[1]), 1e-3);  // measured: 6.4e-3
 }
 
 TEST(LongRopeChoice, OneFactorTensorWithoutTheOtherIsRefused) {
