@@ -43,16 +43,25 @@ void read_prompt(const Json& body, CompletionRequest& request) {
   if (prompt->empty()) reject("'prompt' must not be empty.", "prompt");
   const Json& first = prompt->front();
   if (first.is_string() || first.is_array()) {
-    // A batch of prompts: OpenAI's API allows several; this server serves one per request.
-    if (prompt->size() > 1) {
-      reject("Only one prompt per request is supported; send one request per prompt.", "prompt");
+    // A batch of prompts, all of one kind: texts or token id lists.
+    if (prompt->size() > kMaxPrompts) {
+      reject("'prompt' may hold at most " + std::to_string(kMaxPrompts) + " prompts, got " +
+                 std::to_string(prompt->size()) + ".",
+             "prompt");
     }
-    if (first.is_string()) {
-      request.prompt_text = first.get<std::string>();
-      if (request.prompt_text.empty()) reject("'prompt' must not be empty.", "prompt[0]");
-    } else {
-      request.prompt_tokens = request_fields::read_token_ids(first, "prompt[0]");
-      if (request.prompt_tokens.empty()) reject("'prompt' must not be empty.", "prompt[0]");
+    for (size_t i = 0; i < prompt->size(); ++i) {
+      const Json& one = (*prompt)[i];
+      const std::string param = element_param("prompt", i);
+      if (first.is_string()) {
+        std::string text = read_string(one, param);
+        if (text.empty()) reject("'prompt' must not be empty.", param);
+        (i == 0 ? request.prompt_text : request.more_prompt_texts.emplace_back()) = std::move(text);
+      } else {
+        std::vector<int32_t> ids = request_fields::read_token_ids(one, param);
+        if (ids.empty()) reject("'prompt' must not be empty.", param);
+        (i == 0 ? request.prompt_tokens : request.more_prompt_tokens.emplace_back()) =
+            std::move(ids);
+      }
     }
     return;
   }
@@ -176,13 +185,8 @@ void read_streaming(const Json& body, CompletionRequest& request) {
 // Options this server does not implement are refused when they would change the output,
 // and accepted at their neutral value (clients often send those explicitly).
 void read_unsupported_options(const Json& body, Endpoint endpoint) {
-  if (const Json* n = find_field(body, "n")) {
-    if (read_integer(*n, "n", std::numeric_limits<int64_t>::min(),
-                     std::numeric_limits<int64_t>::max()) != 1) {
-      reject("Only n=1 is supported; got n=" + n->dump() + ". Send n requests instead.", "n");
-    }
-  }
   if (endpoint == Endpoint::kCompletions) {
+    // vLLM V1 refuses best_of too: it would need n candidates scored and all but one dropped.
     if (const Json* best_of = find_field(body, "best_of")) {
       if (read_integer(*best_of, "best_of", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max()) != 1) {
@@ -222,6 +226,9 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
     request.chat = request_fields::read_chat_inputs(body);
   }
   read_max_tokens(body, request);
+  if (const Json* n = find_field(body, "n")) {
+    request.n = static_cast<int32_t>(read_integer(*n, "n", 1, kMaxChoices));
+  }
 
   SamplingParams& sampling = request.sampling;
   sampling.temperature = read_float_in(body, "temperature", 1.0f, 0.0f, false,
@@ -258,11 +265,18 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_v
 
 std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_t vocab_size) {
   const std::string range = " is outside the vocabulary [0, " + std::to_string(vocab_size) + ").";
-  for (size_t i = 0; i < request.prompt_tokens.size(); ++i) {
-    if (request.prompt_tokens[i] >= vocab_size) {
-      return bad_request("Token id " + std::to_string(request.prompt_tokens[i]) + " at prompt[" +
-                             std::to_string(i) + "]" + range,
-                         "prompt");
+  for (size_t p = 0; p < request.prompt_count() && request.has_prompt_tokens(); ++p) {
+    const std::vector<int32_t>& ids =
+        p == 0 ? request.prompt_tokens : request.more_prompt_tokens[p - 1];
+    const std::string where = request.more_prompt_tokens.empty()
+                                  ? std::string("prompt[")
+                                  : "prompt[" + std::to_string(p) + "][";
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] >= vocab_size) {
+        return bad_request(
+            "Token id " + std::to_string(ids[i]) + " at " + where + std::to_string(i) + "]" + range,
+            "prompt");
+      }
     }
   }
   for (const auto& [id, bias] : request.sampling.logit_bias) {

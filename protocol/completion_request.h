@@ -30,6 +30,9 @@ inline constexpr int32_t kMaxTokensLimit = 1 << 24;
 inline constexpr size_t kMaxStopSequences = 4;
 // The most log-probabilities per token a request may ask for (vLLM's default limit).
 inline constexpr int32_t kMaxLogprobs = 20;
+// The most choices per prompt (`n`) and prompts per request (`prompt` as a list).
+inline constexpr int32_t kMaxChoices = 16;
+inline constexpr size_t kMaxPrompts = 64;
 // The completions endpoint's max_tokens when the request has none (OpenAI's default).
 inline constexpr int32_t kDefaultCompletionMaxTokens = 16;
 
@@ -42,7 +45,12 @@ struct CompletionRequest {
   // the messages with the model's chat template).
   std::string prompt_text;
   std::vector<int32_t> prompt_tokens;
+  // `prompt` as a list (OpenAI's batch): the prompts after the first, of the first's kind
+  // (texts, or token id lists). Each gets n choices, indexed prompt_index * n + choice.
+  std::vector<std::string> more_prompt_texts;
+  std::vector<std::vector<int32_t>> more_prompt_tokens;
   ChatInputs chat;
+  int32_t n = 1;  // choices per prompt, in [1, kMaxChoices]
 
   // max_completion_tokens, else max_tokens, in [1, kMaxTokensLimit] (0 too, with echo:
   // the prompt is scored and nothing generated). Completions default to 16; chat's
@@ -68,6 +76,9 @@ struct CompletionRequest {
   std::string user;
 
   bool has_prompt_tokens() const { return !prompt_tokens.empty(); }
+  size_t prompt_count() const {
+    return 1 + (has_prompt_tokens() ? more_prompt_tokens.size() : more_prompt_texts.size());
+  }
 };
 
 // Parses and validates a request body for the given endpoint. Unknown fields are

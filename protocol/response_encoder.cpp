@@ -6,31 +6,49 @@
 
 namespace tandem {
 
-ResponseEncoder::ResponseEncoder(Endpoint endpoint, ResponseHeader header, bool include_usage)
-    : endpoint_(endpoint), header_(std::move(header)), include_usage_(include_usage) {}
+ResponseEncoder::ResponseEncoder(Endpoint endpoint, ResponseHeader header, bool include_usage,
+                                 std::vector<ChoiceId> choices)
+    : endpoint_(endpoint),
+      header_(std::move(header)),
+      include_usage_(include_usage),
+      choices_(std::move(choices)) {
+  if (choices_.empty()) choices_.push_back(ChoiceId{0, header_.seed});
+}
 
-std::string ResponseEncoder::chunk(std::string_view text, std::optional<FinishReason> finish,
+std::string ResponseEncoder::chunk(int32_t choice, std::string_view text,
+                                   std::optional<FinishReason> finish,
                                    const LogprobsPiece* logprobs) const {
+  const ChoiceId& id = choices_.at(choice);
   return endpoint_ == Endpoint::kChatCompletions
-             ? chat_chunk_json(header_, text, finish, logprobs)
-             : completion_chunk_json(header_, text, finish, logprobs);
+             ? chat_chunk_json(header_, text, finish, logprobs, id)
+             : completion_chunk_json(header_, text, finish, logprobs, id);
 }
 
 std::string ResponseEncoder::opening_events() const {
   if (endpoint_ != Endpoint::kChatCompletions) return {};
-  return sse_data(chat_role_chunk_json(header_));
+  std::string events;
+  for (const ChoiceId& id : choices_) events += sse_data(chat_role_chunk_json(header_, id));
+  return events;
 }
 
-std::string ResponseEncoder::text_event(std::string_view text,
-                                        const LogprobsPiece* logprobs) const {
-  return sse_data(chunk(text, std::nullopt, logprobs));
+std::string ResponseEncoder::text_event(std::string_view text, const LogprobsPiece* logprobs,
+                                        int32_t choice) const {
+  return sse_data(chunk(choice, text, std::nullopt, logprobs));
 }
 
-std::string ResponseEncoder::closing_events(FinishReason finish, const Usage& usage) const {
-  std::string events = sse_data(chunk("", finish));
+std::string ResponseEncoder::finish_event(int32_t choice, FinishReason finish) const {
+  return sse_data(chunk(choice, "", finish));
+}
+
+std::string ResponseEncoder::end_events(const Usage& usage) const {
+  std::string events;
   if (include_usage_) events += sse_data(usage_chunk_json(header_, endpoint_, usage));
   events += sse_done();
   return events;
+}
+
+std::string ResponseEncoder::closing_events(FinishReason finish, const Usage& usage) const {
+  return finish_event(0, finish) + end_events(usage);
 }
 
 std::string ResponseEncoder::error_events(const ApiError& error) const {
@@ -39,9 +57,15 @@ std::string ResponseEncoder::error_events(const ApiError& error) const {
 
 std::string ResponseEncoder::whole_body(std::string_view text, FinishReason finish,
                                         const Usage& usage, const LogprobsPiece* logprobs) const {
+  ChoiceResult one{choices_.front(), text, finish, logprobs};
+  return whole_body(std::span(&one, 1), usage);
+}
+
+std::string ResponseEncoder::whole_body(std::span<ChoiceResult> choices, const Usage& usage) const {
+  for (size_t i = 0; i < choices.size() && i < choices_.size(); ++i) choices[i].id = choices_[i];
   return endpoint_ == Endpoint::kChatCompletions
-             ? chat_completion_response_json(header_, text, finish, usage, logprobs)
-             : completion_response_json(header_, text, finish, usage, logprobs);
+             ? chat_completion_response_json(header_, choices, usage)
+             : completion_response_json(header_, choices, usage);
 }
 
 }  // namespace tandem

@@ -42,45 +42,70 @@ std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low) {
   return std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") + hex;
 }
 
+std::string completion_response_json(const ResponseHeader& header,
+                                     std::span<const ChoiceResult> choices, const Usage& usage) {
+  Json body = envelope(header, "text_completion");
+  body["choices"] = Json::array();
+  for (const ChoiceResult& c : choices) {
+    body["choices"].push_back(Json{{"index", c.id.index},
+                                   {"seed", c.id.seed},
+                                   {"text", c.text},
+                                   {"logprobs", logprobs_json(Endpoint::kCompletions, c.logprobs)},
+                                   {"finish_reason", finish_reason_name(c.finish)}});
+  }
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string chat_completion_response_json(const ResponseHeader& header,
+                                          std::span<const ChoiceResult> choices,
+                                          const Usage& usage) {
+  Json body = envelope(header, "chat.completion");
+  body["choices"] = Json::array();
+  for (const ChoiceResult& c : choices) {
+    body["choices"].push_back(
+        Json{{"index", c.id.index},
+             {"seed", c.id.seed},
+             {"message", Json{{"role", "assistant"}, {"content", c.text}}},
+             {"logprobs", logprobs_json(Endpoint::kChatCompletions, c.logprobs)},
+             {"finish_reason", finish_reason_name(c.finish)}});
+  }
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
 std::string completion_response_json(const ResponseHeader& header, std::string_view text,
                                      FinishReason finish, const Usage& usage,
                                      const LogprobsPiece* logprobs) {
-  Json body = envelope(header, "text_completion");
-  body["choices"] = Json::array({Json{{"index", 0},
-                                      {"text", text},
-                                      {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
-                                      {"finish_reason", finish_reason_name(finish)}}});
-  body["usage"] = usage_json(usage);
-  return dump(body);
+  const ChoiceResult one{{0, header.seed}, text, finish, logprobs};
+  return completion_response_json(header, std::span(&one, 1), usage);
 }
 
 std::string chat_completion_response_json(const ResponseHeader& header, std::string_view text,
                                           FinishReason finish, const Usage& usage,
                                           const LogprobsPiece* logprobs) {
-  Json body = envelope(header, "chat.completion");
-  body["choices"] =
-      Json::array({Json{{"index", 0},
-                        {"message", Json{{"role", "assistant"}, {"content", text}}},
-                        {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
-                        {"finish_reason", finish_reason_name(finish)}}});
-  body["usage"] = usage_json(usage);
-  return dump(body);
+  const ChoiceResult one{{0, header.seed}, text, finish, logprobs};
+  return chat_completion_response_json(header, std::span(&one, 1), usage);
 }
 
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
-                                  std::optional<FinishReason> finish,
-                                  const LogprobsPiece* logprobs) {
+                                  std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
+                                  std::optional<ChoiceId> choice) {
+  const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "text_completion");
-  body["choices"] = Json::array({Json{{"index", 0},
+  body["choices"] = Json::array({Json{{"index", id.index},
+                                      {"seed", id.seed},
                                       {"text", text},
                                       {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
                                       {"finish_reason", finish_json(finish)}}});
   return dump(body);
 }
 
-std::string chat_role_chunk_json(const ResponseHeader& header) {
+std::string chat_role_chunk_json(const ResponseHeader& header, std::optional<ChoiceId> choice) {
+  const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
-  body["choices"] = Json::array({Json{{"index", 0},
+  body["choices"] = Json::array({Json{{"index", id.index},
+                                      {"seed", id.seed},
                                       {"delta", Json{{"role", "assistant"}, {"content", ""}}},
                                       {"logprobs", nullptr},
                                       {"finish_reason", nullptr}}});
@@ -88,13 +113,16 @@ std::string chat_role_chunk_json(const ResponseHeader& header) {
 }
 
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
-                            std::optional<FinishReason> finish, const LogprobsPiece* logprobs) {
+                            std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
+                            std::optional<ChoiceId> choice) {
+  const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
   // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
   Json delta = Json::object();
   if (!text.empty() || !finish) delta["content"] = text;
   body["choices"] =
-      Json::array({Json{{"index", 0},
+      Json::array({Json{{"index", id.index},
+                        {"seed", id.seed},
                         {"delta", std::move(delta)},
                         {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
                         {"finish_reason", finish_json(finish)}}});

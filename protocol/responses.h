@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,21 @@ struct ResponseHeader {
   std::string system_fingerprint;
 };
 
+// One choice of a response: its index (prompt_index * n + choice, as OpenAI numbers them)
+// and the seed that replays it alone (choice_seed in protocol/choice_seed.h).
+struct ChoiceId {
+  int32_t index = 0;
+  uint64_t seed = 0;
+};
+
+// A finished choice of a response that is not streamed.
+struct ChoiceResult {
+  ChoiceId id;
+  std::string_view text;
+  FinishReason finish = FinishReason::kStop;
+  const LogprobsPiece* logprobs = nullptr;  // null: the choice's logprobs are null
+};
+
 // "cmpl-<32 hex digits>" or "chatcmpl-<32 hex digits>": high then low, 64 bits each. The
 // server supplies a number unique across its runs (random at start, counting up).
 std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low);
@@ -35,6 +51,13 @@ std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low);
 // both with usage {prompt_tokens, completion_tokens, total_tokens}, seed and
 // system_fingerprint (every chunk carries seed and system_fingerprint too).
 // logprobs: the choice's logprobs (logprobs.h); null when nullptr.
+// Every choice, in order; each carries its own `seed` besides the response's.
+std::string completion_response_json(const ResponseHeader& header,
+                                     std::span<const ChoiceResult> choices, const Usage& usage);
+std::string chat_completion_response_json(const ResponseHeader& header,
+                                          std::span<const ChoiceResult> choices,
+                                          const Usage& usage);
+// One choice: index 0, the response's seed.
 std::string completion_response_json(const ResponseHeader& header, std::string_view text,
                                      FinishReason finish, const Usage& usage,
                                      const LogprobsPiece* logprobs = nullptr);
@@ -42,17 +65,21 @@ std::string chat_completion_response_json(const ResponseHeader& header, std::str
                                           FinishReason finish, const Usage& usage,
                                           const LogprobsPiece* logprobs = nullptr);
 
-// Stream chunks. A completion chunk carries choices [{index, text, logprobs, finish_reason}]
-// with finish_reason null until the last. Chat chunks ("chat.completion.chunk") carry a delta:
-// the first is {role: "assistant", content: ""}, then {content}; the last has the finish
-// reason and, when its text is empty, an empty delta.
+// Stream chunks, each for one choice (index and seed; without `choice`: index 0 and the
+// response's seed). A completion chunk carries choices [{index, seed, text, logprobs,
+// finish_reason}] with finish_reason null until the choice's last. Chat chunks
+// ("chat.completion.chunk") carry a delta: the first is {role: "assistant", content: ""}, then
+// {content}; the last has the finish reason and, when its text is empty, an empty delta.
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
                                   std::optional<FinishReason> finish,
-                                  const LogprobsPiece* logprobs = nullptr);
-std::string chat_role_chunk_json(const ResponseHeader& header);
+                                  const LogprobsPiece* logprobs = nullptr,
+                                  std::optional<ChoiceId> choice = std::nullopt);
+std::string chat_role_chunk_json(const ResponseHeader& header,
+                                 std::optional<ChoiceId> choice = std::nullopt);
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish,
-                            const LogprobsPiece* logprobs = nullptr);
+                            const LogprobsPiece* logprobs = nullptr,
+                            std::optional<ChoiceId> choice = std::nullopt);
 // The chunk sent after the last one when stream_options.include_usage: choices [] and usage.
 std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, const Usage& usage);
 

@@ -49,6 +49,14 @@ void KvBlockPool::check_referenced(int32_t id) const {
     throw std::logic_error("KV pool: block " + std::to_string(id) + " released but not in use");
 }
 
+void KvBlockPool::share(std::span<const int32_t> blocks, std::vector<int32_t>& out) {
+  for (int32_t id : blocks) check_referenced(id);
+  for (int32_t id : blocks) {
+    ++blocks_[id].refs;
+    out.push_back(id);
+  }
+}
+
 void KvBlockPool::release(std::vector<int32_t>& blocks) {
   for (int32_t id : blocks) check_referenced(id);
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {

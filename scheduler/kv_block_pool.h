@@ -28,6 +28,9 @@ class KvBlockPool {
   // `out` and returns true, or changes nothing and returns false. Evicts cached blocks
   // nobody references, least recently used first, when no block is free.
   bool reserve(int64_t n_tokens, std::vector<int32_t>& out);
+  // Appends `blocks` (each referenced already) to `out`, one more reference each: a
+  // sequence that shares another's written blocks (n choices of one prompt).
+  void share(std::span<const int32_t> blocks, std::vector<int32_t>& out);
   // Drops one reference to every block in `blocks`, last block first (so a request's
   // tail is evicted before its head), and clears it.
   void release(std::vector<int32_t>& blocks);

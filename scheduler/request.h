@@ -52,13 +52,15 @@ struct GenerationRequest {
   std::shared_ptr<RequestSink> sink;
 };
 
-// submit()'s answer: accepted with an id, or refused: kOverloaded (the waiting queue is at
+// submit()'s answer: accepted with an id (ids for a list), or refused (a list: all of it):
+// kOverloaded (the waiting queue is at
 // --max-queue), kInvalidRequest (the request can never run; message says why), or
 // kShuttingDown.
 struct SubmitResult {
-  uint64_t id = 0;  // for cancel(); 0 unless accepted
+  uint64_t id = 0;  // for cancel(); 0 unless accepted (the first of ids)
   std::optional<ErrorKind> refusal;
   std::string message;
+  std::vector<uint64_t> ids;  // one per request, in the order given
   bool accepted() const { return !refusal; }
 };
 

@@ -45,60 +45,6 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
 
 Scheduler::~Scheduler() { stop(); }
 
-SubmitResult Scheduler::submit(GenerationRequest request) {
-  auto invalid = [](std::string message) {
-    return SubmitResult{0, ErrorKind::kInvalidRequest, std::move(message)};
-  };
-  if (!request.sink) return invalid("the request has no event sink");
-  if (request.prompt.empty()) return invalid("the prompt is empty");
-  if (request.max_tokens && *request.max_tokens < 0) {
-    return invalid("max_tokens must not be negative");
-  }
-  const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
-  if (prompt_len >= info_.context_length) {
-    return invalid("the prompt has " + std::to_string(prompt_len) +
-                   " tokens; the model's context holds " + std::to_string(info_.context_length) +
-                   " with room for at least one generated token");
-  }
-  for (int32_t id : request.prompt) {
-    if (id < 0 || id >= info_.vocab_size) {
-      return invalid("prompt token " + std::to_string(id) + " is outside the vocabulary");
-    }
-  }
-  auto r = std::make_unique<Request>(tokenizer_, std::move(request));
-  r->prompt_len = static_cast<int32_t>(prompt_len);
-  if (r->in.sampling.has_prompt_penalty()) {
-    r->penalty_prompt = std::make_shared<const std::vector<int32_t>>(r->in.prompt);
-  }
-  // The one place max_tokens is clamped: generation ends where the context or the KV pool
-  // does, and a request without max_tokens runs until then.
-  const int64_t capacity =
-      std::min<int64_t>(info_.context_length, int64_t{pool_.total()} * pool_.block_size());
-  const int32_t room = static_cast<int32_t>(std::max<int64_t>(1, capacity - prompt_len));
-  r->max_new = std::min(r->in.max_tokens.value_or(room), room);
-  r->prefill_end = r->prompt_len;
-  // Blocks are taken as the sequence grows (scheduler_kv.cpp); a request must only fit
-  // the pool on its own, so that preempting the others always lets it finish.
-  const int64_t most_tokens = int64_t{r->prompt_len} + r->max_new;
-  if (pool_.blocks_for(most_tokens) > pool_.total()) {
-    return invalid("the request needs " + std::to_string(most_tokens) +
-                   " KV positions; the pool holds " +
-                   std::to_string(int64_t{pool_.total()} * pool_.block_size()));
-  }
-  uint64_t id;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    if (stopping_) return SubmitResult{0, ErrorKind::kShuttingDown, "the server is stopping"};
-    if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue) {
-      return SubmitResult{0, ErrorKind::kOverloaded, "the waiting queue is full"};
-    }
-    id = r->id = next_id_++;
-    waiting_.push_back(std::move(r));
-  }
-  inbox_cv_.notify_one();
-  return SubmitResult{id, std::nullopt, {}};
-}
-
 void Scheduler::cancel(uint64_t id) {
   {
     std::lock_guard lock(inbox_mutex_);
@@ -216,6 +162,7 @@ void Scheduler::apply_cancels() {
     }
   }
   for (auto& r : dropped) {
+    leave_share(*r);
     ++counters_.requests_finished;
     r->in.sink->on_finish(FinishReason::kCancelled, Usage{r->prompt_len, 0, r->cached_tokens});
   }
@@ -234,6 +181,7 @@ void Scheduler::process(Launched& step, const StepResult& result) {
     Request& r = *step.rows[i];
     --r.in_flight;
     offer_written_blocks(r, step.write_end[i]);  // before its token: the KV is the step's
+    if (r.share) publish_shared_prompt(r);
     if (r.finished) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
       continue;
@@ -546,6 +494,7 @@ void Scheduler::shutdown() {
     cancels_.clear();
   }
   for (auto& r : waiting) {
+    leave_share(*r);
     ++counters_.requests_finished;
     r->in.sink->on_error(ErrorKind::kShuttingDown, "the server is shutting down");
   }

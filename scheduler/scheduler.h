@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "runner/device/device.h"
@@ -74,6 +75,13 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   SubmitResult submit(GenerationRequest request);
+  // Several requests at once (n choices, a list of prompts), all accepted or all refused
+  // (the queue bound counts them all). Requests of the list with the same prompt prefill
+  // its full blocks once: the first admitted computes them, the others wait for that
+  // prefill and take references to its blocks, then each computes the rest of its prompt
+  // (the partly filled block, never shared, so no choice writes over another's KV).
+  // Requests that score their prompt (prompt_logprobs) compute it alone.
+  SubmitResult submit(std::vector<GenerationRequest> requests);
   // Cancels a request wherever it is (waiting, prefilling, decoding, in flight); it then
   // gets on_finish(kCancelled). Unknown or finished ids are ignored.
   void cancel(uint64_t id);
@@ -94,6 +102,11 @@ class Scheduler {
  private:
   struct Request;
   struct Launched;
+  struct PromptShare;
+
+  // A request checked against the model and the pool, or the refusal.
+  std::variant<std::unique_ptr<Request>, SubmitResult> make_request(GenerationRequest request);
+  void share_prompts(std::vector<std::unique_ptr<Request>>& requests);
 
   void apply_cancels();
   void process(Launched& step, const StepResult& result);
@@ -113,6 +126,9 @@ class Scheduler {
   bool grow_blocks(Request& r, int64_t positions);
   void preempt(Request& r);
   void offer_written_blocks(Request& r, int32_t write_end);
+  bool take_shared_prompt(Request& r);
+  void publish_shared_prompt(Request& r);
+  void leave_share(Request& r);
   void launch_chained_from(Launched& curr);
   void fail_in_flight(std::string_view message);
   void shutdown();

@@ -14,6 +14,19 @@
 
 namespace tandem {
 
+// The full blocks of a prompt that several requests of one submit share (n choices): the
+// first member admitted computes them (the leader); once a processed step has written
+// them, the share takes a reference to each, and members admitted after take theirs from
+// it instead of computing them. The share lets go when every member has been admitted
+// once (or dropped before that). A member preempted later recomputes alone.
+struct Scheduler::PromptShare {
+  int32_t blocks = 0;         // full blocks before the prompt's last token
+  uint64_t leader = 0;        // the member computing them; 0: none yet
+  bool ready = false;         // `held` holds them
+  std::vector<int32_t> held;  // the share's own references
+  int32_t unadmitted = 0;     // members not yet admitted once
+};
+
 struct Scheduler::Request {
   Request(const Tokenizer& tokenizer, GenerationRequest&& request)
       : in(std::move(request)),
@@ -58,6 +71,9 @@ struct Scheduler::Request {
   int32_t cached_tokens = 0;     // prompt tokens the prefix cache held at admission
   int32_t kv_written = 0;        // positions whose KV processed steps wrote
   int32_t blocks_offered = 0;    // leading blocks already offered to the prefix cache
+  // n choices: the prompt's full blocks shared with the other members; null once this
+  // request has no more to do with the share.
+  std::shared_ptr<PromptShare> share;
 };
 
 // A launched step as the scheduler remembers it: which request each row belongs to.

@@ -12,9 +12,11 @@ namespace tandem {
 // the one decode needs), then fresh blocks for the rest. All or nothing.
 bool Scheduler::try_admit(Request& r) {
   const int32_t bs = pool_.block_size();
+  if (r.share && !take_shared_prompt(r)) return false;  // its leader is computing them
+  const int32_t shared = static_cast<int32_t>(r.blocks.size());
   // A request that scores its prompt (echo with logprobs) computes every position: the
   // cache holds KV, not the logits it needs.
-  if (options_.prefix_cache && r.in.sampling.prompt_logprobs < 0) {
+  if (shared == 0 && options_.prefix_cache && r.in.sampling.prompt_logprobs < 0) {
     std::vector<int32_t> tokens;
     tokens.reserve(r.prefill_end);
     for (int32_t i = 0; i < r.prefill_end; ++i) tokens.push_back(r.token_at(i));
@@ -27,16 +29,65 @@ bool Scheduler::try_admit(Request& r) {
   }
   r.prefill_launched = cached * bs;
   r.kv_written = cached * bs;
-  r.blocks_offered = cached;  // registered already
+  r.blocks_offered = cached;  // registered already, or shared (offered by their writer)
   if (!r.admitted_before) {
     r.admitted_before = true;
-    r.cached_tokens = std::min(cached * bs, r.prompt_len);
-    if (options_.prefix_cache) {
+    r.cached_tokens = shared > 0 ? 0 : std::min(cached * bs, r.prompt_len);
+    if (options_.prefix_cache && shared == 0) {
       counters_.prefix_queried_tokens += r.prompt_len;
       counters_.prefix_hit_tokens += r.cached_tokens;
     }
+    if (r.share) {
+      if (r.share->leader == r.id) {
+        --r.share->unadmitted;  // counted; it stays to publish the blocks
+      } else {
+        leave_share(r);
+      }
+    }
+  } else if (r.share && r.share->leader != r.id) {
+    r.share.reset();  // a preempted member that took the blocks before: nothing more to do
   }
   return true;
+}
+
+// A member of a prompt share being admitted: takes the shared blocks when they are
+// written, or becomes the leader that computes them when nobody admitted does. False: the
+// leader is running and has not written them yet (wait; admission stops behind it).
+bool Scheduler::take_shared_prompt(Request& r) {
+  PromptShare& s = *r.share;
+  if (s.ready) {
+    pool_.share(s.held, r.blocks);
+    return true;
+  }
+  if (s.leader != 0 && s.leader != r.id && live_.contains(s.leader)) return false;
+  s.leader = r.id;
+  return true;
+}
+
+// The leader's processed steps wrote the shared blocks: the share takes a reference to
+// each, for the members still waiting. The leader's part ends here.
+void Scheduler::publish_shared_prompt(Request& r) {
+  PromptShare& s = *r.share;
+  if (s.leader != r.id || s.ready || r.kv_written < s.blocks * pool_.block_size()) return;
+  if (static_cast<int32_t>(r.blocks.size()) < s.blocks) return;
+  if (s.unadmitted > 0) {
+    pool_.share(std::span<const int32_t>(r.blocks).first(s.blocks), s.held);
+    s.ready = true;
+  }
+  r.share.reset();
+}
+
+// r leaves the share: admitted with its blocks, or dropped (cancelled, shut down) before
+// its first admission; the last member to be admitted lets the share's references go.
+void Scheduler::leave_share(Request& r) {
+  if (!r.share) return;
+  PromptShare& s = *r.share;
+  if (!r.admitted_before || s.leader != r.id) --s.unadmitted;
+  if (s.unadmitted == 0 && s.ready) {
+    pool_.release(s.held);
+    s.ready = false;
+  }
+  r.share.reset();
 }
 
 // Grows r's block table to cover `positions` positions; false when the pool is dry.

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <random>
 
+#include "protocol/choice_seed.h"
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
 
@@ -134,13 +135,15 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   return (this->*route->handler)(request.body);
 }
 
-std::variant<uint64_t, HttpAnswer> Endpoints::submit(GenerationPlan& plan,
-                                                     std::shared_ptr<RequestSink> sink) {
-  plan.request.sink = std::move(sink);
-  const SubmitResult submitted = scheduler_.submit(std::move(plan.request));
+std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
+    GenerationPlan& plan, const std::function<std::shared_ptr<RequestSink>(int32_t)>& make_sink) {
+  for (size_t i = 0; i < plan.choices.size(); ++i) {
+    plan.choices[i].sink = make_sink(static_cast<int32_t>(i));
+  }
+  SubmitResult submitted = scheduler_.submit(std::move(plan.choices));
   if (submitted.accepted()) {
     if (access_log_ != nullptr) access_log_->record(plan.access);
-    return submitted.id;
+    return std::move(submitted.ids);
   }
   HttpAnswer refused = error_answer(api_error_for(*submitted.refusal, submitted.message));
   refused.close = submitted.refusal == ErrorKind::kShuttingDown;
@@ -156,54 +159,87 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+  auto prompts = prompts_of(request);
+  if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
+  return plan_choices(request, std::move(std::get<std::vector<std::vector<int32_t>>>(prompts)));
+}
 
-  const bool token_prompt = request.has_prompt_tokens();
-  std::vector<int32_t> prompt;
+std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_of(
+    CompletionRequest& request) {
+  const Endpoint endpoint = request.endpoint;
+  std::vector<std::vector<int32_t>> prompts;
   if (endpoint == Endpoint::kChatCompletions) {
     auto rendered = render_chat(request.chat);
     if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
-    prompt = tokenize_chat_prompt(tokenizer_, std::get<std::vector<PromptSegment>>(rendered));
+    prompts.push_back(
+        tokenize_chat_prompt(tokenizer_, std::get<std::vector<PromptSegment>>(rendered)));
   } else if (request.has_prompt_tokens()) {
-    prompt = std::move(request.prompt_tokens);
+    prompts.push_back(request.prompt_tokens);
+    for (const auto& ids : request.more_prompt_tokens) prompts.push_back(ids);
   } else {
-    prompt = tokenizer_.encode(request.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+    for (size_t p = 0; p < request.prompt_count(); ++p) {
+      const std::string& text = p == 0 ? request.prompt_text : request.more_prompt_texts[p - 1];
+      prompts.push_back(tokenizer_.encode(text, /*add_special=*/true, /*parse_special=*/true));
+    }
   }
   const char* prompt_param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
-  if (prompt.empty()) return error_answer(bad_request("The prompt is empty.", prompt_param));
-  if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint)) {
-    return error_answer(*error);
+  for (const auto& prompt : prompts) {
+    if (prompt.empty()) return error_answer(bad_request("The prompt is empty.", prompt_param));
+    if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint)) {
+      return error_answer(*error);
+    }
   }
-  GenerationRequest generation;
-  generation.prompt = std::move(prompt);
-  generation.sampling = std::move(request.sampling);
-  generation.sampling.seed = request.seed ? *request.seed : draw_seed();
-  // Completions default to 16 (the parser's); chat's nullopt runs until the context or the
-  // KV pool ends. The scheduler clamps either to what the prompt leaves.
-  generation.max_tokens = request.max_tokens;
-  generation.stop = std::move(request.stop);
-  generation.include_stop_str_in_output = request.include_stop_str_in_output;
-  generation.skip_special_tokens = request.skip_special_tokens;
+  return prompts;
+}
+
+// n choices of each prompt, choice i = prompt_index * n + c seeded choice_seed(seed, i).
+GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
+                                       std::vector<std::vector<int32_t>> prompts) {
+  const Endpoint endpoint = request.endpoint;
   ResponseHeader header;
   header.id = next_response_id(endpoint);
   header.created = static_cast<int64_t>(std::time(nullptr));
   header.model = model_.id;
-  header.seed = generation.sampling.seed;
+  header.seed = request.seed ? *request.seed : draw_seed();
   header.system_fingerprint = model_.fingerprint;
-  AccessRecord access{
-      endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
-      header.id, std::move(request.user), static_cast<int64_t>(generation.prompt.size()),
-      request.stream};
-  const bool logprobs = generation.sampling.logprobs >= 0;
-  std::string echo;
-  if (request.echo) {
-    echo = token_prompt ? tokenizer_.decode(generation.prompt) : request.prompt_text;
+  GenerationPlan plan{{},
+                      ResponseEncoder(endpoint, header, request.include_usage),
+                      request.stream,
+                      {},
+                      request.sampling.logprobs >= 0,
+                      request.n,
+                      {}};
+  std::vector<ChoiceId> ids;
+  int64_t prompt_tokens = 0;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    prompt_tokens += static_cast<int64_t>(prompts[p].size());
+    std::string echo;
+    if (request.echo) {
+      const std::string& text = p == 0 ? request.prompt_text : request.more_prompt_texts[p - 1];
+      echo = request.has_prompt_tokens() ? tokenizer_.decode(prompts[p]) : text;
+    }
+    for (int32_t c = 0; c < request.n; ++c) {
+      const int32_t index = static_cast<int32_t>(p) * request.n + c;
+      GenerationRequest generation;
+      generation.prompt = prompts[p];
+      generation.sampling = request.sampling;
+      generation.sampling.seed = choice_seed(header.seed, index);
+      // Completions default to 16 (the parser's); chat's nullopt runs until the context or
+      // the KV pool ends. The scheduler clamps either to what the prompt leaves.
+      generation.max_tokens = request.max_tokens;
+      generation.stop = request.stop;
+      generation.include_stop_str_in_output = request.include_stop_str_in_output;
+      generation.skip_special_tokens = request.skip_special_tokens;
+      ids.push_back(ChoiceId{index, generation.sampling.seed});
+      plan.choices.push_back(std::move(generation));
+      plan.echoes.push_back(echo);
+    }
   }
-  return GenerationPlan{std::move(generation),
-                        ResponseEncoder(endpoint, std::move(header), request.include_usage),
-                        request.stream,
-                        std::move(access),
-                        logprobs,
-                        std::move(echo)};
+  plan.encoder = ResponseEncoder(endpoint, header, request.include_usage, std::move(ids));
+  plan.access = AccessRecord{
+      endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
+      header.id, std::move(request.user), prompt_tokens, request.stream};
+  return plan;
 }
 
 std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(

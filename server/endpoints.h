@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,12 +52,16 @@ struct HttpAnswer {
 // A validated, tokenized completion request, ready for Endpoints::submit, and the encoder
 // of its response (the session writes what it makes, whichever the endpoint).
 struct GenerationPlan {
-  GenerationRequest request;  // without its sink: submit() attaches the session's
+  // One per choice, in index order (prompt_index * n + choice), each seeded choice_seed
+  // (protocol/choice_seed.h); without sinks: submit() attaches the session's.
+  std::vector<GenerationRequest> choices;
   ResponseEncoder encoder;
   bool stream = false;
   AccessRecord access;    // written to the access log when the request is accepted
   bool logprobs = false;  // the response carries log-probabilities
-  std::string echo;       // completions' echo: the prompt's text, sent before the output
+  int32_t n = 1;          // choices per prompt
+  // Per choice, completions' echo: the prompt's text, sent before the output; or empty.
+  std::vector<std::string> echoes;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405
@@ -79,10 +84,11 @@ class Endpoints {
 
   Result handle(const ApiRequest& request);
 
-  // Submits a plan's request with the sink its events go to: the accepted request's id
-  // (for cancel), or the answer that refuses it (400, 503; close set when stopping).
-  std::variant<uint64_t, HttpAnswer> submit(GenerationPlan& plan,
-                                            std::shared_ptr<RequestSink> sink);
+  // Submits a plan's choices, all or none, each with the sink make_sink(choice) gives: the
+  // accepted requests' ids (for cancel), or the answer that refuses them (400, 503; close
+  // set when stopping).
+  std::variant<std::vector<uint64_t>, HttpAnswer> submit(
+      GenerationPlan& plan, const std::function<std::shared_ptr<RequestSink>(int32_t)>& make_sink);
   // Cancels an accepted request that has not ended; its sink then hears kCancelled.
   void cancel(uint64_t id) { scheduler_.cancel(id); }
 
@@ -105,6 +111,11 @@ class Endpoints {
     return completion(body, Endpoint::kChatCompletions);
   }
   Result completion(std::string_view body, Endpoint endpoint);
+  // The request's prompts as token ids (chat: the rendered messages), or the refusal.
+  std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(
+      CompletionRequest& request);
+  GenerationPlan plan_choices(CompletionRequest& request,
+                              std::vector<std::vector<int32_t>> prompts);
   Result apply_template(std::string_view body);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
   // request (the model has no template, or the template raised or failed).

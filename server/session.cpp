@@ -22,31 +22,37 @@ constexpr size_t kMaxPipelinedBytes = 64 * 1024;
 // blocks here and never touches the session's state.
 class StrandSink final : public RequestSink {
  public:
-  StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial)
-      : session_(std::move(session)), strand_(std::move(strand)), serial_(serial) {}
+  StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial,
+             int32_t choice)
+      : session_(std::move(session)),
+        strand_(std::move(strand)),
+        serial_(serial),
+        choice_(choice) {}
 
   void on_text(std::string_view delta) override {
-    net::post(strand_, [s = session_, serial = serial_, text = std::string(delta),
+    net::post(strand_, [s = session_, serial = serial_, choice = choice_, text = std::string(delta),
                         at = Clock::now()]() mutable {
-      s->on_generation_text(serial, std::move(text), at);
+      s->on_generation_text(serial, choice, std::move(text), at);
     });
   }
   void on_logprobs(const TokenLogprobs& logprobs) override {
-    net::post(strand_, [s = session_, serial = serial_, one = logprobs]() mutable {
-      s->on_generation_logprobs(serial, {std::move(one)});
-    });
+    net::post(strand_,
+              [s = session_, serial = serial_, choice = choice_, one = logprobs]() mutable {
+                s->on_generation_logprobs(serial, choice, {std::move(one)});
+              });
   }
   void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) override {
     net::post(strand_,
-              [s = session_, serial = serial_,
+              [s = session_, serial = serial_, choice = choice_,
                all = std::vector<TokenLogprobs>(logprobs.begin(), logprobs.end())]() mutable {
-                s->on_generation_logprobs(serial, std::move(all));
+                s->on_generation_logprobs(serial, choice, std::move(all));
               });
   }
   void on_finish(FinishReason reason, const Usage& usage) override {
-    net::post(strand_, [s = session_, serial = serial_, reason, usage, at = Clock::now()] {
-      s->on_generation_finish(serial, reason, usage, at);
-    });
+    net::post(strand_,
+              [s = session_, serial = serial_, choice = choice_, reason, usage, at = Clock::now()] {
+                s->on_generation_finish(serial, choice, reason, usage, at);
+              });
   }
   void on_error(ErrorKind kind, std::string_view) override {
     net::post(strand_,
@@ -57,6 +63,7 @@ class StrandSink final : public RequestSink {
   std::shared_ptr<Session> session_;
   net::any_io_executor strand_;
   uint64_t serial_;
+  int32_t choice_;
 };
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
@@ -84,22 +91,16 @@ bool ActiveGenerations::wait_for_zero(Clock::time_point deadline) {
 }
 
 struct Session::Generation {
-  Generation(uint64_t serial, ResponseEncoder encoder, bool stream, bool keep_alive)
-      : serial(serial), encoder(std::move(encoder)), stream(stream), keep_alive(keep_alive) {}
+  Generation(uint64_t serial, GenerationResponse response, bool keep_alive)
+      : serial(serial), response(std::move(response)), keep_alive(keep_alive) {}
 
   uint64_t serial = 0;
-  uint64_t request_id = 0;
-  ResponseEncoder encoder;
-  bool stream = false;
+  std::vector<uint64_t> request_ids;  // one per choice
+  GenerationResponse response;
   bool keep_alive = true;
-  bool done = false;  // its last event (finish or error) has arrived
+  bool done = false;  // every choice finished, or one failed
   bool seen_text = false;
   Clock::time_point last_text;
-  std::string text;       // non-streamed: the whole text so far (the echoed prompt first)
-  bool logprobs = false;  // the request asked for them
-  std::string echo;       // streamed: the prompt, until the first chunk carries it
-  std::vector<TokenLogprobs> pending;  // not yet written (non-streamed: all of them)
-  int64_t text_offset = 0;             // streamed: where the pending tokens' text begins
 };
 
 // Marks a write begun (the flag, its timeout) and returns its completion handler: once
@@ -271,20 +272,19 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
 
 void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   const uint64_t serial = next_serial_++;
-  auto submitted = context_.endpoints.submit(
-      plan, std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial));
+  auto submitted = context_.endpoints.submit(plan, [&](int32_t choice) {
+    return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice);
+  });
   if (auto* refused = std::get_if<HttpAnswer>(&submitted)) {
     answer(std::move(*refused), keep_alive);
     return;
   }
-  auto generation =
-      std::make_unique<Generation>(serial, std::move(plan.encoder), plan.stream, keep_alive);
-  generation->request_id = std::get<uint64_t>(submitted);
-  generation->logprobs = plan.logprobs;
-  (generation->stream ? generation->echo : generation->text) = std::move(plan.echo);
+  GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
+                              std::move(plan.echoes));
+  generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
+  generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
   context_.active.begin();
-  generation_ = std::move(generation);
-  if (generation_->stream) start_stream();
+  if (generation_->response.stream()) start_stream();
   watch_for_disconnect();
 }
 
@@ -300,7 +300,7 @@ void Session::start_stream() {
   stream_header_->chunked(chunked);
   stream_serializer_.emplace(*stream_header_);
   context_.endpoints.metrics().count_response(route_, 200);
-  stream_pending_ += g.encoder.opening_events();
+  stream_pending_ += g.response.opening_events();
   http::async_write_header(stream_, *stream_serializer_,
                            on_written([](Session& s) { s.flush_stream(); }));
 }
@@ -330,7 +330,8 @@ void Session::flush_stream() {
                    }));
 }
 
-void Session::on_generation_text(uint64_t serial, std::string text, Clock::time_point at) {
+void Session::on_generation_text(uint64_t serial, int32_t choice, std::string text,
+                                 Clock::time_point at) {
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
@@ -341,72 +342,60 @@ void Session::on_generation_text(uint64_t serial, std::string text, Clock::time_
   }
   g.seen_text = true;
   g.last_text = at;
-  if (!g.stream) {
-    g.text += text;
-    return;
-  }
-  stream_pending_ += text_event(g, std::move(g.echo) + text);
-  g.echo.clear();
-  flush_stream();
+  stream_pending_ += g.response.text(choice, text);
+  if (g.response.stream()) flush_stream();
 }
 
-void Session::on_generation_logprobs(uint64_t serial, std::vector<TokenLogprobs> logprobs) {
+void Session::on_generation_logprobs(uint64_t serial, int32_t choice,
+                                     std::vector<TokenLogprobs> logprobs) {
+  if (!generation_ || generation_->serial != serial || closed_) return;
+  generation_->response.logprobs(choice, std::move(logprobs));
+}
+
+void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,
+                                   Usage usage, Clock::time_point at) {
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
-  for (TokenLogprobs& one : logprobs) g.pending.push_back(std::move(one));
-}
-
-// A chunk of text with the log-probabilities of the tokens since the last chunk.
-std::string Session::text_event(Generation& g, std::string_view text) {
-  if (!g.logprobs) return g.encoder.text_event(text);
-  const LogprobsPiece piece{g.pending, g.text_offset};
-  std::string event = g.encoder.text_event(text, &piece);
-  g.text_offset += logprobs_text_bytes(g.pending);
-  g.pending.clear();
-  return event;
-}
-
-void Session::on_generation_finish(uint64_t serial, FinishReason reason, Usage usage,
-                                   Clock::time_point at) {
-  if (!generation_ || generation_->serial != serial || closed_) return;
-  Generation& g = *generation_;
-  g.done = true;
   ServerMetrics& metrics = context_.endpoints.metrics();
-  if (!g.seen_text) metrics.observe_time_to_first_token(seconds_between(received_, at));
-  metrics.observe_request_latency(seconds_between(received_, at));
   metrics.count_finish(reason);
   if (reason == FinishReason::kCancelled) {  // only a vanished client is: nobody to answer
-    end_generation();
+    end_generation();                        // cancels the other choices too
     close();
     return;
   }
-  if (!g.stream) {
+  std::string events = g.response.finish(choice, reason, usage);
+  if (!g.response.all_finished()) {
+    if (g.response.stream()) {
+      stream_pending_ += events;
+      flush_stream();
+    }
+    return;
+  }
+  g.done = true;
+  if (!g.seen_text) metrics.observe_time_to_first_token(seconds_between(received_, at));
+  metrics.observe_request_latency(seconds_between(received_, at));
+  if (!g.response.stream()) {
     HttpAnswer whole;
-    const LogprobsPiece piece{g.pending, 0};
-    whole.body = g.encoder.whole_body(g.text, reason, usage, g.logprobs ? &piece : nullptr);
+    whole.body = g.response.whole_body();
     answer(std::move(whole), g.keep_alive);
     return;
   }
-  // What no text chunk carried yet: the echoed prompt (max_tokens 0), or the tokens after
-  // the last text (an EOS, a stop, bytes held back).
-  if (!g.echo.empty() || !g.pending.empty()) {
-    stream_pending_ += text_event(g, g.echo);
-    g.echo.clear();
-  }
-  end_stream(g.encoder.closing_events(reason, usage));
+  end_stream(events);
 }
 
 void Session::on_generation_error(uint64_t serial, ErrorKind kind) {
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
+  if (g.done) return;  // one choice's error ends the response; the others' are dropped
   g.done = true;
+  for (uint64_t id : g.request_ids) context_.endpoints.cancel(id);  // the other choices
   context_.endpoints.metrics().count_error();
   const ApiError error = api_error_for(kind);
-  if (!g.stream) {
+  if (!g.response.stream()) {
     answer(error_answer(error), false);
     return;
   }
-  end_stream(g.encoder.error_events(error));
+  end_stream(g.response.encoder().error_events(error));
 }
 
 // Queues a stream's last events ([DONE] included); the last chunk follows them.
@@ -475,7 +464,9 @@ void Session::client_gone() {
 
 void Session::end_generation() {
   if (!generation_) return;
-  if (!generation_->done) context_.endpoints.cancel(generation_->request_id);
+  if (!generation_->done) {
+    for (uint64_t id : generation_->request_ids) context_.endpoints.cancel(id);
+  }
   generation_.reset();
   context_.active.end();
 }

@@ -20,6 +20,7 @@
 #include <boost/beast/http.hpp>
 
 #include "server/endpoints.h"
+#include "server/generation_response.h"
 
 namespace tandem::server {
 
@@ -67,10 +68,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void start();
 
   // Generation events, each run on the strand; `serial` names the generation they
-  // belong to, so late events of an abandoned one are ignored.
-  void on_generation_text(uint64_t serial, std::string text, Clock::time_point at);
-  void on_generation_logprobs(uint64_t serial, std::vector<TokenLogprobs> logprobs);
-  void on_generation_finish(uint64_t serial, FinishReason reason, Usage usage,
+  // belong to, so late events of an abandoned one are ignored, and `choice` the choice.
+  void on_generation_text(uint64_t serial, int32_t choice, std::string text, Clock::time_point at);
+  void on_generation_logprobs(uint64_t serial, int32_t choice, std::vector<TokenLogprobs> logprobs);
+  void on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason, Usage usage,
                             Clock::time_point at);
   void on_generation_error(uint64_t serial, ErrorKind kind);
   net::any_io_executor executor() { return stream_.get_executor(); }
@@ -85,7 +86,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void answer(HttpAnswer answer, bool keep_alive);
   void start_generation(GenerationPlan plan, bool keep_alive);
   void start_stream();
-  std::string text_event(Generation& g, std::string_view text);
   void flush_stream();
   void end_stream(const std::string& events);
   template <typename Next>

@@ -5,13 +5,16 @@
 // thread's CPU clock (manual time: the shared machine's preemptions are not counted), on a
 // fresh copy of the row (the sampler uses it as scratch) and a new position.
 // The "+lp5" cases ask for logprobs with k = 5 (issue 16's target: at most 10% over the same
-// case without); "+pen" cases apply all three penalties over a 512-token prompt and a
-// 256-token output.
+// case without; the ratios are printed at the end); "+pen" cases apply all three penalties over a
+// 512-token prompt and a 256-token output.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
 
+#include <cstdio>
+#include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "runner/sampler/sampler.h"
@@ -103,6 +106,40 @@ int register_all() {
 
 const int registered = register_all();
 
+// Prints the runs as usual and keeps each case's median, for the logprobs ratio.
+class MedianReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.aggregate_name == "median")
+        medians[run.run_name.function_name] = run.GetAdjustedRealTime();
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  std::map<std::string, double> medians;
+};
+
+// Each "+lp5" case against the same case without logprobs: medians of 7 repetitions.
+void print_logprob_ratios(const std::map<std::string, double>& medians) {
+  std::printf("\nlogprobs k=5 against the same step without (medians, target <= 1.10):\n");
+  for (const auto& [name, with] : medians) {
+    const size_t at = name.find("+lp5");
+    if (at == std::string::npos) continue;
+    auto base = medians.find(name.substr(0, at));
+    if (base == medians.end()) continue;
+    std::printf("  %-40s %9.2f us -> %9.2f us  ratio %.3f\n", base->first.c_str(), base->second,
+                with, with / base->second);
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  MedianReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  print_logprob_ratios(reporter.medians);
+  return 0;
+}

@@ -69,6 +69,8 @@ const tandem::JinjaChatTemplate& chatml() {
 void check_model_checks(const CompletionRequest& request) {
   int32_t max_id = -1;
   for (int32_t id : request.prompt_tokens) max_id = std::max(max_id, id);
+  for (const auto& more : request.more_prompt_tokens)
+    for (int32_t id : more) max_id = std::max(max_id, id);
   for (const auto& entry : request.sampling.logit_bias) max_id = std::max(max_id, entry.first);
   if (max_id >= 0) {
     if (max_id < INT32_MAX) require(!tandem::check_token_ids(request, max_id + 1).has_value());
@@ -110,6 +112,11 @@ void check_completion(std::string_view body, Endpoint endpoint) {
     }
   }
   for (int32_t id : request.prompt_tokens) require(id >= 0);
+  require(request.n >= 1 && request.n <= tandem::kMaxChoices);
+  require(request.prompt_count() <= tandem::kMaxPrompts);
+  for (const auto& more : request.more_prompt_tokens) require(!more.empty());
+  for (const auto& more : request.more_prompt_texts) require(!more.empty());
+  require(request.more_prompt_texts.empty() || request.more_prompt_tokens.empty());
   if (request.max_tokens)
     require(*request.max_tokens >= 1 && *request.max_tokens <= tandem::kMaxTokensLimit);
   require(request.stop.size() <= tandem::kMaxStopSequences);

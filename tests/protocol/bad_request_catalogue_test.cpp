@@ -31,6 +31,11 @@ std::string with_messages(const std::string& extra) {
   return std::string(R"({"messages": [{"role": "user", "content": "hi"}], )") + extra + "}";
 }
 std::string messages(const std::string& list) { return R"({"messages": )" + list + "}"; }
+std::string prompts(int count) {
+  std::string list = R"("a")";
+  for (int i = 1; i < count; ++i) list += R"(, "a")";
+  return R"({"prompt": [)" + list + "]}";
+}
 
 const BadRequest kCatalogue[] = {
     // The body itself.
@@ -56,8 +61,10 @@ const BadRequest kCatalogue[] = {
     {"PromptEmptyArray", kCmpl, R"({"prompt": []})", "prompt", "empty"},
     {"PromptNumber", kCmpl, R"({"prompt": 5})", "prompt", "an integer"},
     {"PromptObject", kCmpl, R"({"prompt": {"text": "hi"}})", "prompt", "an object"},
-    {"PromptTwoStrings", kCmpl, R"({"prompt": ["a", "b"]})", "prompt", "one prompt"},
-    {"PromptTwoTokenLists", kCmpl, R"({"prompt": [[1], [2]]})", "prompt", "one prompt"},
+    {"PromptListMixingKinds", kCmpl, R"({"prompt": ["a", [2]]})", "prompt[1]", "a string"},
+    {"PromptListMixingKindsTheOtherWay", kCmpl, R"({"prompt": [[1], "b"]})", "prompt[1]", ""},
+    {"PromptListWithAnEmptyOne", kCmpl, R"({"prompt": ["a", ""]})", "prompt[1]", "empty"},
+    {"PromptListOfSixtyFive", kCmpl, prompts(65), "prompt", "at most 64"},
     {"PromptSingleEmptyString", kCmpl, R"({"prompt": [""]})", "prompt[0]", "empty"},
     {"PromptSingleEmptyTokenList", kCmpl, R"({"prompt": [[]]})", "prompt[0]", "empty"},
     {"PromptNegativeTokenId", kCmpl, R"({"prompt": [1, -2]})", "prompt[1]", "[0, 2147483647]"},
@@ -144,10 +151,11 @@ const BadRequest kCatalogue[] = {
     {"ModelNumber", kCmpl, with_prompt(R"("model": 7)"), "model", "a string"},
     {"UserObject", kCmpl, with_prompt(R"("user": {})"), "user", "a string"},
     // Options this server does not implement.
-    {"NTwo", kCmpl, with_prompt(R"("n": 2)"), "n", "n=1"},
-    {"NZero", kCmpl, with_prompt(R"("n": 0)"), "n", "n=1"},
+    {"NSeventeen", kCmpl, with_prompt(R"("n": 17)"), "n", "[1, 16]"},
+    {"NZero", kCmpl, with_prompt(R"("n": 0)"), "n", "[1, 16]"},
+    {"NFraction", kCmpl, with_prompt(R"("n": 2.5)"), "n", ""},
     {"NString", kCmpl, with_prompt(R"("n": "1")"), "n", ""},
-    {"ChatNThree", kChat, with_messages(R"("n": 3)"), "n", "n=1"},
+    {"ChatNSeventeen", kChat, with_messages(R"("n": 17)"), "n", "[1, 16]"},
     {"BestOfTwo", kCmpl, with_prompt(R"("best_of": 2)"), "best_of", "not supported"},
     {"LogprobsTwentyOne", kCmpl, with_prompt(R"("logprobs": 21)"), "logprobs", "[0, 20]"},
     {"LogprobsNegative", kCmpl, with_prompt(R"("logprobs": -1)"), "logprobs", "[0, 20]"},

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "protocol/choice_seed.h"
 #include "protocol/sse.h"
 
 namespace tandem {
@@ -65,12 +69,13 @@ TEST(ResponseEncoder, ACompletionStreamIsPinnedByteForByte) {
   const std::string envelope =
       R"("created":1700000000,"id":"cmpl-00000000000000000000000000000007","model":"tiny",)"
       R"("object":"text_completion","seed":42,"system_fingerprint":"fp_1")";
-  EXPECT_EQ(encoder.text_event("Hi"),
-            R"(data: {"choices":[{"finish_reason":null,"index":0,"logprobs":null,"text":"Hi"}],)" +
-                envelope + "}\n\n");
+  EXPECT_EQ(
+      encoder.text_event("Hi"),
+      R"(data: {"choices":[{"finish_reason":null,"index":0,"logprobs":null,"seed":42,"text":"Hi"}],)" +
+          envelope + "}\n\n");
   EXPECT_EQ(
       encoder.closing_events(FinishReason::kLength, kUsage),
-      R"(data: {"choices":[{"finish_reason":"length","index":0,"logprobs":null,"text":""}],)" +
+      R"(data: {"choices":[{"finish_reason":"length","index":0,"logprobs":null,"seed":42,"text":""}],)" +
           envelope + "}\n\n" + R"(data: {"choices":[],)" + envelope +
           R"(,"usage":{"completion_tokens":3,"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":8}})" +
           "\n\ndata: [DONE]\n\n");
@@ -84,15 +89,62 @@ TEST(ResponseEncoder, AChatStreamIsPinnedByteForByte) {
       R"("object":"chat.completion.chunk","seed":42,"system_fingerprint":"fp_1")";
   EXPECT_EQ(encoder.opening_events(),
             R"(data: {"choices":[{"delta":{"content":"","role":"assistant"},)"
-            R"("finish_reason":null,"index":0,"logprobs":null}],)" +
+            R"("finish_reason":null,"index":0,"logprobs":null,"seed":42}],)" +
                 envelope + "}\n\n");
   EXPECT_EQ(encoder.text_event("Hi"),
             R"(data: {"choices":[{"delta":{"content":"Hi"},"finish_reason":null,"index":0,)"
-            R"("logprobs":null}],)" +
+            R"("logprobs":null,"seed":42}],)" +
                 envelope + "}\n\n");
-  EXPECT_EQ(encoder.closing_events(FinishReason::kStop, kUsage),
-            R"(data: {"choices":[{"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],)" +
-                envelope + "}\n\ndata: [DONE]\n\n");
+  EXPECT_EQ(
+      encoder.closing_events(FinishReason::kStop, kUsage),
+      R"(data: {"choices":[{"delta":{},"finish_reason":"stop","index":0,"logprobs":null,"seed":42}],)" +
+          envelope + "}\n\ndata: [DONE]\n\n");
+}
+
+// n choices: a role chunk per choice, chunks and finishes named by index with each
+// choice's own seed, the usage chunk and [DONE] once, and a body with every choice.
+TEST(ResponseEncoder, SeveralChoicesAreNamedByIndexWithTheirOwnSeeds) {
+  const ResponseHeader h = header(Endpoint::kChatCompletions);
+  const std::vector<ChoiceId> ids{{0, 42}, {1, 9001}, {2, 77}};
+  const ResponseEncoder encoder(Endpoint::kChatCompletions, h, true, ids);
+  EXPECT_EQ(encoder.choice_count(), 3);
+  std::string opening;
+  for (const ChoiceId& id : ids) opening += sse_data(chat_role_chunk_json(h, id));
+  EXPECT_EQ(encoder.opening_events(), opening);
+  EXPECT_EQ(encoder.text_event("Hi", nullptr, 1),
+            sse_data(chat_chunk_json(h, "Hi", std::nullopt, nullptr, ids[1])));
+  EXPECT_NE(encoder.text_event("Hi", nullptr, 1).find(R"("index":1,"logprobs":null,"seed":9001)"),
+            std::string::npos);
+  EXPECT_EQ(encoder.finish_event(2, FinishReason::kLength),
+            sse_data(chat_chunk_json(h, "", FinishReason::kLength, nullptr, ids[2])));
+  EXPECT_EQ(encoder.end_events(kUsage),
+            sse_data(usage_chunk_json(h, Endpoint::kChatCompletions, kUsage)) + sse_done());
+  std::vector<ChoiceResult> results{{{}, "a", FinishReason::kStop, nullptr},
+                                    {{}, "b", FinishReason::kLength, nullptr},
+                                    {{}, "c", FinishReason::kStop, nullptr}};
+  const auto body = nlohmann::json::parse(encoder.whole_body(results, kUsage));
+  ASSERT_EQ(body["choices"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(body["choices"][i]["index"], ids[i].index);
+    EXPECT_EQ(body["choices"][i]["seed"], ids[i].seed);
+  }
+  EXPECT_EQ(body["choices"][1]["message"]["content"], "b");
+  EXPECT_EQ(body["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(body["seed"], 42);
+}
+
+TEST(ChoiceSeed, ChoiceZeroKeepsTheSeedAndTheOthersAreDistinctAndFitADouble) {
+  EXPECT_EQ(choice_seed(12345, 0), 12345u);
+  EXPECT_EQ(choice_seed(~uint64_t{0}, 0), ~uint64_t{0});
+  std::set<uint64_t> seen{12345};
+  for (int32_t i = 1; i < 16 * 64; ++i) {
+    const uint64_t s = choice_seed(12345, i);
+    EXPECT_LT(s, uint64_t{1} << 53);
+    seen.insert(s);
+  }
+  EXPECT_EQ(seen.size(), 16u * 64u);
+  EXPECT_NE(choice_seed(1, 1), choice_seed(2, 1));
+  static_assert(choice_seed(7, 3) == choice_seed(7, 3));  // a pure function of (seed, index)
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ TEST(HttpErrors, BadRequestsGet400WithTheOffendingField) {
                "temperature");
   expect_error(post("/v1/completions", R"({"prompt": "hi", "top_p": 0})"), 400, "top_p");
   expect_error(post("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})"), 400, "max_tokens");
-  expect_error(post("/v1/completions", R"({"prompt": "hi", "n": 2})"), 400, "n");
+  expect_error(post("/v1/completions", R"({"prompt": "hi", "n": 0})"), 400, "n");
   expect_error(post("/v1/chat/completions", R"({"messages": "hi"})"), 400, "messages");
   expect_error(post("/v1/chat/completions", R"({"messages": []})"), 400, "messages");
 }

@@ -5,6 +5,7 @@
 //
 // Phases (each check prints "ok" or "FAIL"; the exit status is 1 if any failed):
 //   1. load: two benches (non-streamed and streamed, 390 requests) and the openai client
+//      (logprobs, echo, n choices and prompt lists)
 //      through the proxy; SSE arrives token by token; every replica served >= 20%.
 //   2. SIGKILL one replica while streams run on it: those streams fail with an error, the
 //      others finish, and every request sent after the replica is gone completes.
@@ -304,6 +305,24 @@ async function phaseLoad(c) {
     check(content.length === 4 && content.every((e) => e.top_logprobs.length === 2 && Array.isArray(e.bytes)) &&
       typeof chatLp.system_fingerprint === 'string',
       'openai: chat logprobs content[] and system_fingerprint');
+    // n choices of a list of prompts: indexed prompt * n + choice, each with its logprobs and
+    // a seed (safe in a double) that replays it alone.
+    const several = await client.completions.create({ model: id, prompt: ['Once upon', 'In a land'], n: 3, max_tokens: 4, seed: 7, logprobs: 2, ignore_eos: true });
+    check(several.choices.length === 6 && several.choices.every((c, i) => c.index === i &&
+      c.logprobs.tokens.length === 4 && c.logprobs.token_logprobs.every((v) => v <= 0) && Number.isSafeInteger(c.seed)) &&
+      several.usage.completion_tokens === 24,
+      'openai: completions.create() with n 3 and two prompts parses six choices with logprobs', JSON.stringify(several.usage));
+    const alone = await client.completions.create({ model: id, prompt: 'In a land', max_tokens: 4, seed: several.choices[4].seed, ignore_eos: true });
+    check(alone.choices[0].text === several.choices[4].text, 'openai: a choice replays alone with its seed',
+      `${JSON.stringify(alone.choices[0].text)} vs ${JSON.stringify(several.choices[4].text)}`);
+    const chatN = await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'Hello' }], n: 4, max_tokens: 5, seed: 7, logprobs: true, top_logprobs: 1 });
+    check(chatN.choices.length === 4 && chatN.choices.every((c, i) => c.index === i && (c.logprobs?.content ?? []).length > 0),
+      'openai: chat.completions.create() with n 4 and logprobs');
+    const chatStream = await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'Hello' }], n: 4, max_tokens: 5, seed: 7, stream: true });
+    const byIndex = ['', '', '', ''];
+    for await (const chunk of chatStream) for (const c of chunk.choices) byIndex[c.index] += c.delta?.content ?? '';
+    check(byIndex.every((t, i) => t === chatN.choices[i].message.content),
+      'openai: streamed chat with n 4 interleaves by index and equals the whole answer');
   } catch (e) {
     check(false, 'openai client through nginx', String(e));
   }

@@ -1,0 +1,60 @@
+// What a session writes for one generation of n choices (n per prompt, a list of prompts),
+// assembled from the choices' events as they arrive: a stream's SSE events, interleaved by
+// choice index, each choice ending in its own finish chunk and the stream in one usage
+// chunk (when asked) and [DONE]; or, when every choice has finished, the whole body. Usage
+// counts each prompt once (its first choice's prompt and cached tokens) and every choice's
+// completion tokens. Pure: no I/O; the session calls it on its strand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/logprobs.h"
+#include "protocol/outcomes.h"
+#include "protocol/response_encoder.h"
+
+namespace tandem::server {
+
+class GenerationResponse {
+ public:
+  // echoes: per choice, the prompt's text sent before its output (completions' echo), or
+  // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
+  GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
+                     std::vector<std::string> echoes);
+
+  bool stream() const { return stream_; }
+  int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
+  std::string opening_events() const { return encoder_.opening_events(); }
+  // Streamed: the events to write now; not streamed: the text is kept and nothing returned.
+  std::string text(int32_t choice, std::string_view text);
+  void logprobs(int32_t choice, std::vector<TokenLogprobs> entries);
+  // Streamed: the choice's last events, and the stream's end after the last choice.
+  std::string finish(int32_t choice, FinishReason reason, const Usage& usage);
+  bool all_finished() const { return finished_ == choices(); }
+  // Not streamed, once all_finished(): the whole body.
+  std::string whole_body();
+  const ResponseEncoder& encoder() const { return encoder_; }
+
+ private:
+  struct Choice {
+    std::string text;  // not streamed: the whole text so far (the echoed prompt first)
+    std::string echo;  // streamed: the prompt, until the first chunk carries it
+    std::vector<TokenLogprobs> pending;  // not yet written (not streamed: all of them)
+    int64_t text_offset = 0;             // streamed: where the pending tokens' text begins
+    FinishReason reason = FinishReason::kStop;
+    bool finished = false;
+  };
+  std::string text_event(int32_t index, Choice& c, std::string_view text);
+
+  ResponseEncoder encoder_;
+  bool stream_;
+  bool logprobs_;
+  int32_t per_prompt_;
+  std::vector<Choice> choices_;
+  int32_t finished_ = 0;
+  Usage usage_;
+};
+
+}  // namespace tandem::server

@@ -1,0 +1,112 @@
+// stop_token_ids, include_stop_str_in_output and min_tokens over HTTP: each changes a greedy
+// output exactly as specified (the scheduler-level cases are tests/scheduler/stop_controls).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+using nlohmann::json;
+
+json post(const std::string& route, const json& body) {
+  const HttpResult r = fetch(shared_server().port(), "POST", route, body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.status == 200 ? r.json() : json::object();
+}
+
+// The greedy output's tokens, as text pieces and as ids (each piece tokenizes to one id).
+struct Greedy {
+  std::vector<std::string> pieces;
+  std::vector<int32_t> ids;
+};
+
+json base_body() {
+  return json{{"prompt", "Stop controls are tested on"},
+              {"max_tokens", 16},
+              {"temperature", 0},
+              {"ignore_eos", true}};
+}
+
+Greedy greedy() {
+  json body = base_body();
+  body["logprobs"] = 0;
+  const json whole = post("/v1/completions", body);
+  Greedy out;
+  for (const json& token : whole["choices"][0]["logprobs"]["tokens"]) {
+    out.pieces.push_back(token);
+    const json ids = post("/tokenize", json{{"content", token}, {"add_special", false}})["tokens"];
+    out.ids.push_back(ids.size() == 1 ? ids[0].get<int32_t>() : -1);
+  }
+  return out;
+}
+
+// The first position whose token occurs nowhere before it, past the first: stopping on its
+// id must end the output right there.
+size_t stop_position(const Greedy& g) {
+  for (size_t i = 1; i < g.ids.size(); ++i) {
+    if (g.ids[i] < 0) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen = seen || g.ids[j] == g.ids[i];
+    if (!seen) return i;
+  }
+  return 0;
+}
+
+TEST(StopControlsOverHttp, StopTokenIdsEndTheOutputAtThatTokenWithOrWithoutItsText) {
+  const Greedy g = greedy();
+  const size_t k = stop_position(g);
+  ASSERT_GT(k, 0u) << "the greedy output has no usable stop token";
+  std::string before;
+  for (size_t i = 0; i < k; ++i) before += g.pieces[i];
+  json body = base_body();
+  body["stop_token_ids"] = {g.ids[k]};
+  const json stopped = post("/v1/completions", body);
+  EXPECT_EQ(stopped["choices"][0]["text"], before);
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(stopped["usage"]["completion_tokens"], k + 1);  // the stop token counts
+  body["include_stop_str_in_output"] = true;
+  const json kept = post("/v1/completions", body);
+  EXPECT_EQ(kept["choices"][0]["text"], before + g.pieces[k]);
+  EXPECT_EQ(kept["choices"][0]["finish_reason"], "stop");
+}
+
+// The first token as a stop token ends the output at once; with min_tokens 4 it is banned
+// for the first 4 tokens, so the output runs on and differs.
+TEST(StopControlsOverHttp, MinTokensHoldsOffStopTokensUntilReached) {
+  const Greedy g = greedy();
+  ASSERT_GE(g.ids[0], 0);
+  json body = base_body();
+  body["stop_token_ids"] = {g.ids[0]};
+  const json at_once = post("/v1/completions", body);
+  EXPECT_EQ(at_once["choices"][0]["text"], "");
+  EXPECT_EQ(at_once["usage"]["completion_tokens"], 1);
+  body["min_tokens"] = 4;
+  const json held = post("/v1/completions", body);
+  EXPECT_GE(held["usage"]["completion_tokens"].get<int>(), 4);
+  const std::string text = held["choices"][0]["text"];
+  EXPECT_NE(text.rfind(g.pieces[0], 0), 0u) << "the banned token came first: " << text;
+}
+
+// A stop string is ignored until min_tokens tokens are out (vLLM's rule).
+TEST(StopControlsOverHttp, MinTokensIgnoresStopStringsUntilReached) {
+  const Greedy g = greedy();
+  ASSERT_FALSE(g.pieces[1].empty());
+  json body = base_body();
+  body["stop"] = {g.pieces[1]};
+  const json early = post("/v1/completions", body);
+  const int early_tokens = early["usage"]["completion_tokens"];
+  EXPECT_LE(early_tokens, 2);
+  body["min_tokens"] = 8;
+  const json held = post("/v1/completions", body);
+  EXPECT_GE(held["usage"]["completion_tokens"].get<int>(), 8);
+  EXPECT_GT(held["choices"][0]["text"].get<std::string>().size(),
+            early["choices"][0]["text"].get<std::string>().size());
+}
+
+}  // namespace
+}  // namespace tandem::testing
