@@ -51,6 +51,9 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
   };
   if (!request.sink) return invalid("the request has no event sink");
   if (request.prompt.empty()) return invalid("the prompt is empty");
+  if (request.grammar && request.grammar->vocabulary().size() > info_.vocab_size) {
+    return invalid("the grammar was compiled for a larger vocabulary than the model's");
+  }
   if (request.max_tokens && *request.max_tokens < 0) {
     return invalid("max_tokens must not be negative");
   }
@@ -70,6 +73,7 @@ SubmitResult Scheduler::submit(GenerationRequest request) {
   if (r->in.sampling.has_prompt_penalty()) {
     r->penalty_prompt = std::make_shared<const std::vector<int32_t>>(r->in.prompt);
   }
+  if (r->in.grammar) r->matcher = std::make_shared<grammar::Matcher>(r->in.grammar);
   // The one place max_tokens is clamped: generation ends where the context or the KV pool
   // does, and a request without max_tokens runs until then.
   const int64_t capacity =
@@ -349,6 +353,7 @@ void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   row.sampling = r.in.sampling;
   row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
   row.penalty_prompt = r.penalty_prompt;
+  row.grammar = r.matcher;
   // A resumed prefill samples nothing (decode continues from its last token), nor does a
   // max_tokens 0 prompt, which is only scored.
   row.sample = last_chunk && !r.resuming() && r.max_new > 0;
@@ -394,6 +399,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
     row.penalty_prompt = r->penalty_prompt;
     if (r->in.sampling.has_output_penalties()) row.penalty_output = r->generated;
+    row.grammar = r->matcher;
     plan.rows.push_back(std::move(row));
     step.rows.push_back(r);
     step.sample.push_back(1);
