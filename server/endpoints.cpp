@@ -8,6 +8,7 @@
 
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
+#include "server/output_grammar.h"
 
 namespace tandem::server {
 namespace {
@@ -156,6 +157,8 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+  auto grammar = compile_output_constraint(request.constraint, model_.grammars.get());
+  if (auto* error = std::get_if<ApiError>(&grammar)) return error_answer(*error);
 
   const bool token_prompt = request.has_prompt_tokens();
   std::vector<int32_t> prompt;
@@ -183,6 +186,7 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
   generation.stop = std::move(request.stop);
   generation.include_stop_str_in_output = request.include_stop_str_in_output;
   generation.skip_special_tokens = request.skip_special_tokens;
+  generation.grammar = std::move(std::get<0>(grammar));
   ResponseHeader header;
   header.id = next_response_id(endpoint);
   header.created = static_cast<int64_t>(std::time(nullptr));
