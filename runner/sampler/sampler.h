@@ -65,7 +65,7 @@ struct RowHistory {
   std::span<const int32_t> output;  // the tokens generated so far (every penalty)
   // The grammar's mask (grammar::Matcher::fill_mask): bit (id % 32) of word id / 32 set
   // when token id may come next; ids past its end are not allowed. Empty: no constraint.
-  std::span<const uint32_t> allowed;
+  std::span<const uint32_t> allowed = {};
 };
 
 struct TokenLogprob {
