@@ -1,12 +1,14 @@
 // Structured output through the engine (scheduler, device worker, forward pass, fused
 // sampler, matcher) on a random-weight model: every constrained output parses and
 // validates against its schema, and the laws hold with grammar masks in the step (overlap
-// on and off, batch composition, thread count, preemption under a small KV pool).
+// on and off, batch composition, thread count, preemption under a small KV pool); and on
+// the simulated device, chained steps advance a row's matcher on the worker.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "runner/device/simulated_executor.h"
 #include "runner/model/make_model.h"
 #include "scheduler/engine.h"
 #include "tests/common/test_models.h"
@@ -212,6 +214,53 @@ TEST(StructuredOutput, AGbnfGrammarShapesTheOutputAndEndsIt) {
     // The end-of-generation token counts, as for any request.
     EXPECT_EQ(sink->usage().completion_tokens, static_cast<int64_t>(text.size()) + 1);
   }
+}
+
+// One row decoded on the simulated device, by chained steps (the worker feeds each token
+// and advances the matcher) or by fresh launches from the host: the same tokens, in the
+// grammar, ending with the end-of-generation id once it accepts.
+std::vector<int32_t> decode_on_device(bool chained,
+                                      const std::shared_ptr<const grammar::CompiledGrammar>& g) {
+  SimulatedDeviceConfig config;
+  config.eos_probability = 0;
+  Device device(std::make_unique<SimulatedExecutor>(config));
+  StepRow row;
+  row.request_id = 1;
+  row.tokens = {'x'};
+  row.kv_blocks = {0};
+  row.sampling.seed = 9;
+  row.grammar = std::make_shared<grammar::Matcher>(g);
+  std::vector<int32_t> tokens;
+  PendingStep step = device.launch(StepPlan{{row}});
+  for (int i = 0; i < 8; ++i) {
+    PendingStep next;
+    if (chained && i < 7) next = device.launch_chained(step);
+    const int32_t token = device.finalize(step).tokens.at(0);
+    tokens.push_back(token);
+    if (i == 7) break;
+    if (!chained) {
+      row.position += static_cast<int32_t>(row.tokens.size());
+      row.tokens = {token};
+      next = device.launch(StepPlan{{row}});
+    }
+    step = std::move(next);
+  }
+  return tokens;
+}
+
+TEST(StructuredOutput, TheDeviceWorkerAdvancesAChainedRowsMatcher) {
+  std::vector<std::string> bytes(512);
+  for (int id = 2; id < 128; ++id) bytes[static_cast<size_t>(id)] = std::string(1, char(id));
+  auto vocabulary =
+      std::make_shared<const grammar::Vocabulary>(std::move(bytes), std::vector<int32_t>{1});
+  auto compiled = std::make_shared<const grammar::CompiledGrammar>(
+      grammar::parse_gbnf(R"(root ::= [a-e]{6} "!")"), vocabulary);
+  const std::vector<int32_t> chained = decode_on_device(true, compiled);
+  EXPECT_EQ(chained, decode_on_device(false, compiled));
+  ASSERT_EQ(chained.size(), 8u);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(chained[i] >= 'a' && chained[i] <= 'e') << chained[i];
+  EXPECT_EQ(chained[6], '!');
+  EXPECT_EQ(chained[7], 1);  // end of generation, allowed only now
 }
 
 }  // namespace
