@@ -123,6 +123,10 @@ Subcommand make_bench_command(CLI::App& app) {
   offline->needs(model);
   cmd->add_option("--seed", o.seed, "Workload seed: prompts, request seeds, arrivals (default 0)");
   cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
+  cmd->add_option("--json-schema", o.json_schema,
+                  "Constrain outputs to this JSON Schema (response_format json_schema); with "
+                  "--model, runs unconstrained and constrained side by side")
+      ->check(CLI::ExistingFile);
   add_engine_flags(*cmd, o, model);
 
   return {cmd, [flags, url, model, overlap, prefix_cache] {

@@ -111,12 +111,36 @@ struct ModeRun {
   std::string model_id;  // the engine's ModelCard id, as `tandem serve` lists it
 };
 
-// The engine settings a run compares: overlap and the prefix cache.
+// The engine settings a run compares: overlap, the prefix cache, and structured output.
 struct Mode {
   bool overlap = true;
   bool prefix_cache = true;
   std::string label;
+  bool constrained = false;  // outputs constrained by --json-schema
 };
+
+std::string read_schema(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  if (!file) throw std::invalid_argument("--json-schema: cannot read " + path.string());
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// What the device did between two readings of the scheduler's metrics.
+DeviceFigures device_figures(const SchedulerMetrics& before, const SchedulerMetrics& after,
+                             double duration_seconds) {
+  DeviceFigures device;
+  device.busy_seconds = after.device_busy_seconds - before.device_busy_seconds;
+  device.idle_seconds = after.device_idle_seconds - before.device_idle_seconds;
+  device.idle_fraction = duration_seconds > 0 ? device.idle_seconds / duration_seconds : 0;
+  device.steps = after.steps - before.steps;
+  device.chained_steps = after.chained_steps - before.chained_steps;
+  device.prefix_queried_tokens = after.prefix_queried_tokens - before.prefix_queried_tokens;
+  device.prefix_hit_tokens = after.prefix_hit_tokens - before.prefix_hit_tokens;
+  device.preemptions = after.preemptions - before.preemptions;
+  return device;
+}
 
 // One pass of the workload against a fresh engine with the given mode.
 ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
@@ -145,7 +169,16 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
 
   ProgressBar progress(label, static_cast<int64_t>(workload.size()),
                        o.progress && ProgressBar::stderr_is_terminal());
-  const LoadOptions load = load_options(o, progress);
+  LoadOptions load = load_options(o, progress);
+  if (mode.constrained) {
+    load.json_schema = read_schema(o.json_schema);
+    try {
+      // Compiled once here, as the server's cache does for the first request.
+      load.grammar = engine.grammars().json_schema(load.json_schema);
+    } catch (const grammar::GrammarError& e) {
+      throw std::invalid_argument(std::string("--json-schema: ") + e.what());
+    }
+  }
   SchedulerMetrics before, after;
   LoadResult result;
   if (o.offline) {
@@ -186,17 +219,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   run.report.prefix_cache = mode.prefix_cache ? "on" : "off";
   run.report.summary = summarize(result.records, result.duration_seconds);
   run.report.outputs_digest = outputs_digest(result.records);
-  DeviceFigures device;
-  device.busy_seconds = after.device_busy_seconds - before.device_busy_seconds;
-  device.idle_seconds = after.device_idle_seconds - before.device_idle_seconds;
-  device.idle_fraction =
-      result.duration_seconds > 0 ? device.idle_seconds / result.duration_seconds : 0;
-  device.steps = after.steps - before.steps;
-  device.chained_steps = after.chained_steps - before.chained_steps;
-  device.prefix_queried_tokens = after.prefix_queried_tokens - before.prefix_queried_tokens;
-  device.prefix_hit_tokens = after.prefix_hit_tokens - before.prefix_hit_tokens;
-  device.preemptions = after.preemptions - before.preemptions;
-  run.report.device = device;
+  run.report.device = device_figures(before, after, result.duration_seconds);
   run.records = std::move(result.records);
   return run;
 }
@@ -234,7 +257,9 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
   if (!warm.records.front().ok)
     throw std::runtime_error("the first request failed: " + warm.records.front().error);
   ProgressBar progress("http", o.requests, o.progress && ProgressBar::stderr_is_terminal());
-  const LoadResult result = run_http(url, info.model, workload, load_options(o, progress));
+  LoadOptions load = load_options(o, progress);
+  if (!o.json_schema.empty()) load.json_schema = read_schema(o.json_schema);
+  const LoadResult result = run_http(url, info.model, workload, load);
   progress.finish();
   RunReport report;
   report.label = "http";
@@ -296,6 +321,26 @@ int compare_modes(const std::vector<ModeRun>& runs, const std::vector<RunReport>
   return 0;
 }
 
+// Unconstrained (runs[0]) against --json-schema (runs[1]): output throughput side by side.
+// The outputs differ by design, so only the figures are compared.
+int compare_constrained(const std::vector<ModeRun>& runs, json& document, std::ostream& out) {
+  const RunSummary& plain = runs[0].report.summary;
+  const RunSummary& constrained = runs[1].report.summary;
+  const double ratio = plain.output_tokens_per_second > 0
+                           ? constrained.output_tokens_per_second / plain.output_tokens_per_second
+                           : 0;
+  document["comparison"] = {{"compared", "json_schema"},
+                            {"throughput_ratio_constrained_over_unconstrained", ratio}};
+  std::vector<RunReport> reports = {runs[0].report, runs[1].report};
+  out << format_table(reports) << "\n";
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "json_schema/unconstrained output throughput: %.3fx (%.1f vs %.1f tok/s)\n", ratio,
+                constrained.output_tokens_per_second, plain.output_tokens_per_second);
+  out << line;
+  return plain.failed + constrained.failed > 0 ? 1 : 0;
+}
+
 // The runs of an in-process engine (--model), one per overlap mode: their reports, the
 // settings and, for --overlap compare, the comparison into the document.
 int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
@@ -307,11 +352,20 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
       << (o.offline ? "offline (straight into the scheduler, no HTTP)"
                     : "over HTTP (tandem serve on 127.0.0.1, an ephemeral port)")
       << "\n"
-      << describe_load(o) << "\n\n";
+      << describe_load(o) << "\n";
+  if (!o.json_schema.empty()) {
+    out << "constrained by " << o.json_schema.string()
+        << " (response_format json_schema: no ignore_eos, outputs end where the schema does)\n";
+  }
+  out << "\n";
   std::vector<Mode> modes;
   const bool cache = o.prefix_cache != "off";
+  const bool schema = !o.json_schema.empty();
   if (o.overlap == "compare")
-    modes = {{false, cache, "overlap off"}, {true, cache, "overlap on"}};
+    modes = {{false, cache, "overlap off", schema}, {true, cache, "overlap on", schema}};
+  else if (schema)
+    modes = {{o.overlap == "on", cache, "unconstrained"},
+             {o.overlap == "on", cache, "json_schema", true}};
   else if (o.prefix_cache == "compare")
     modes = {{o.overlap == "on", false, "prefix cache off"},
              {o.overlap == "on", true, "prefix cache on"}};
@@ -324,9 +378,11 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
   }
   document["settings"] = settings_json(o, o.model.string(), path);
   document["settings"]["model_name"] = runs.front().model_id;
+  if (schema) document["settings"]["json_schema"] = o.json_schema.string();
   document["settings"]["prompt_token_pool"] = {
       {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
   if (runs.size() < 2) return 0;
+  if (schema && o.overlap != "compare") return compare_constrained(runs, document, out);
   return compare_modes(runs, reports, o.overlap == "compare" ? "Overlap" : "Prefix cache", document,
                        out);
 }
@@ -346,6 +402,7 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
   int status = 0;
   if (!o.url.empty()) {
     bench_url(o, spec, out, document, reports);
+    if (!o.json_schema.empty()) document["settings"]["json_schema"] = o.json_schema.string();
   } else {
     status = bench_model(o, spec, out, document, reports);
   }

@@ -31,7 +31,11 @@ struct BenchOptions {
   bool offline = false;
   uint64_t seed = 0;
   std::string json_path;  // empty: no JSON file
-  bool progress = true;   // shown only when stderr is a terminal
+  // A JSON Schema file: with --model, the workload runs unconstrained and then with
+  // response_format json_schema, side by side (with --overlap compare: constrained, off
+  // against on); with --url, constrained only.
+  std::filesystem::path json_schema;
+  bool progress = true;  // shown only when stderr is a terminal
   // Passed to the engine with --model (as `tandem serve` takes them).
   int threads = 0;
   int32_t max_batch = 64;

@@ -68,12 +68,20 @@ Reply fetch(const ServerUrl& url, http::verb verb, const std::string& path,
 
 std::string request_body(const std::string& model, const PlannedRequest& planned,
                          const LoadOptions& options) {
-  json body = {{"prompt", planned.prompt},
-               {"max_tokens", planned.max_tokens},
-               {"temperature", options.temperature},
-               {"seed", planned.seed},
-               {"ignore_eos", true},
-               {"stream", options.stream}};
+  // Ordered: the schema's properties keep their order, which the output follows.
+  nlohmann::ordered_json body = {{"prompt", planned.prompt},
+                                 {"max_tokens", planned.max_tokens},
+                                 {"temperature", options.temperature},
+                                 {"seed", planned.seed},
+                                 {"stream", options.stream}};
+  if (options.json_schema.empty()) {
+    body["ignore_eos"] = true;
+  } else {
+    body["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema",
+         {{"name", "bench"}, {"schema", nlohmann::ordered_json::parse(options.json_schema)}}}};
+  }
   if (!model.empty()) body["model"] = model;
   if (options.stream) body["stream_options"] = {{"include_usage", true}};
   return body.dump();

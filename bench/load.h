@@ -5,9 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/summary.h"
+#include "runner/grammar/compiled_grammar.h"
 
 namespace tandem::bench {
 
@@ -15,6 +18,11 @@ struct LoadOptions {
   int32_t concurrency = 0;  // requests in flight at most; 0: no bound (open loop)
   bool stream = false;      // HTTP only: the scheduler path always sees every token
   float temperature = 1.0f;
+  // Structured output (--json-schema): every request's output fits this schema, and ends
+  // where the grammar does (no ignore_eos). The text for HTTP, the compiled grammar for the
+  // scheduler path; empty and null: unconstrained.
+  std::string json_schema;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   // Called once per finished request (from the load's own thread), for the progress bar.
   std::function<void(const RequestRecord&)> on_done;
 };

@@ -110,7 +110,8 @@ LoadResult run_offline(Scheduler& scheduler, const std::vector<PlannedRequest>& 
     request.prompt = planned.prompt;
     request.sampling.temperature = options.temperature;
     request.sampling.seed = planned.seed;
-    request.sampling.ignore_eos = true;
+    request.sampling.ignore_eos = options.grammar == nullptr;
+    request.grammar = options.grammar;
     request.max_tokens = planned.max_tokens;
     request.sink = sink;
     sink->start();

@@ -7,6 +7,7 @@
 
 #include "protocol/chat_messages.h"
 #include "protocol/generation_fields.h"
+#include "protocol/output_constraint_fields.h"
 #include "protocol/request_fields.h"
 
 namespace tandem {
@@ -203,17 +204,6 @@ void read_unsupported_options(const Json& body, Endpoint endpoint) {
     request_fields::require_array(*tools, "tools");
     if (!tools->empty()) reject_unsupported("tools", "(tool calling)");
   }
-  if (const Json* format = find_field(body, "response_format")) {
-    request_fields::require_object(*format, "response_format");
-    const Json* type = find_field(*format, "type");
-    if (type == nullptr) reject("'response_format.type' is required.", "response_format.type");
-    const std::string& type_name = read_string(*type, "response_format.type");
-    if (type_name != "text") {
-      reject("'response_format' of type '" + type_name +
-                 "' is not supported by this server; only 'text' is.",
-             "response_format.type");
-    }
-  }
 }
 
 CompletionRequest read_request(const Json& body, Endpoint endpoint) {
@@ -249,6 +239,21 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   read_streaming(body, request);
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
   read_unsupported_options(body, endpoint);
+  request.constraint = request_fields::read_output_constraint(body);
+  if (request.constraint.active()) {
+    // The grammar decides where the output ends: end-of-generation is allowed exactly where
+    // it accepts, so a ban on it cannot be honoured.
+    if (sampling.ignore_eos) {
+      reject("'ignore_eos' cannot be combined with '" + request.constraint.param +
+                 "': the grammar decides where the output ends.",
+             "ignore_eos");
+    }
+    if (sampling.min_tokens > 0) {
+      reject("'min_tokens' cannot be combined with '" + request.constraint.param +
+                 "': the grammar decides where the output ends.",
+             "min_tokens");
+    }
+  }
   return request;
 }
 

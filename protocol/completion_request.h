@@ -12,6 +12,7 @@
 
 #include "protocol/api_error.h"
 #include "protocol/chat_messages.h"
+#include "protocol/output_constraint.h"
 #include "protocol/sampling_params.h"
 
 namespace tandem {
@@ -74,6 +75,8 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
+  // response_format, json_schema or grammar: the shape the output must have.
+  OutputConstraint constraint;
 
   bool has_prompt_tokens() const { return !prompt_tokens.empty(); }
   size_t prompt_count() const {

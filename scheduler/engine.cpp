@@ -74,6 +74,10 @@ Engine::Engine(EngineOptions options) {
       model_fingerprint(options.model, model_->file().data_offset(), tandem_version());
   card.kv_type = info.kv_type;
   card.kv_bytes_per_token = info.kv_bytes_per_token;
+  // The vocabulary as the grammar engine sees it, once per model (the trie and the plain
+  // text index cost milliseconds for a 50k vocabulary; no request rebuilds them).
+  card.grammars =
+      std::make_shared<grammar::GrammarCache>(grammar::Vocabulary::from_tokenizer(*tokenizer_));
   card_ = std::move(card);
 }
 

@@ -13,6 +13,7 @@
 
 #include "runner/device/cpu_executor.h"
 #include "runner/device/device.h"
+#include "runner/grammar/grammar_cache.h"
 #include "runner/model/model.h"
 #include "runner/tokenizer/tokenizer.h"
 #include "scheduler/model_card.h"
@@ -61,6 +62,8 @@ class Engine {
   int threads() const { return threads_; }
   // The model as /v1/models and the bench describe it.
   const ModelCard& card() const { return card_; }
+  // Structured output: the card's grammars, compiled for this model's vocabulary.
+  grammar::GrammarCache& grammars() { return *card_.grammars; }
 
  private:
   std::shared_ptr<const Model> model_;

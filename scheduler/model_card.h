@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/chat_prompt.h"
+#include "runner/grammar/grammar_cache.h"
 
 namespace tandem {
 
@@ -36,6 +37,9 @@ struct ModelCard {
   // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
   // its size and tandem's version (model_fingerprint.h).
   std::string fingerprint;
+  // Structured output: grammars compiled for the model's vocabulary (built once, at load),
+  // one compilation per schema or grammar text. Null: constrained requests are refused.
+  std::shared_ptr<grammar::GrammarCache> grammars;
 
   // Whether a request's "model" names this model (empty names nothing in particular).
   bool answers_to(std::string_view name) const {

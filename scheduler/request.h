@@ -14,6 +14,7 @@
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"  // FinishReason, ErrorKind, Usage
 #include "protocol/sampling_params.h"
+#include "runner/grammar/compiled_grammar.h"
 
 namespace tandem {
 
@@ -49,6 +50,10 @@ struct GenerationRequest {
   bool include_stop_str_in_output = false;
   // Control tokens give no text; false: their text is emitted (vLLM's skip_special_tokens).
   bool skip_special_tokens = true;
+  // Structured output: every generated token is drawn under this grammar's mask, and
+  // end-of-generation only where the grammar accepts. Compiled for the engine's vocabulary
+  // (Engine::grammars()). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -297,6 +297,7 @@ void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   row.sampling = r.in.sampling;
   row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
   row.penalty_prompt = r.penalty_prompt;
+  row.grammar = r.matcher;
   // A resumed prefill samples nothing (decode continues from its last token), nor does a
   // max_tokens 0 prompt, which is only scored.
   row.sample = last_chunk && !r.resuming() && r.max_new > 0;
@@ -342,6 +343,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
     row.penalty_prompt = r->penalty_prompt;
     if (r->in.sampling.has_output_penalties()) row.penalty_output = r->generated;
+    row.grammar = r->matcher;
     plan.rows.push_back(std::move(row));
     step.rows.push_back(r);
     step.sample.push_back(1);

@@ -56,6 +56,11 @@ struct Scheduler::Request {
   // the request has no prompt penalty.
   std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
   bool prompt_scored = false;  // prompt logprobs sent (echo with logprobs)
+  // Structured output: made at submission from in.grammar and from then on advanced only by
+  // the device worker (StepRow::grammar). Every sampled token is either accepted or comes
+  // after the row finished, so it matches `generated` whenever the row is next launched;
+  // a preempted request's resumed prefill samples nothing, so it stays valid across it.
+  std::shared_ptr<grammar::Matcher> matcher;
 
   int32_t prefill_launched = 0;   // positions handed to launched prefill steps (or cached)
   int32_t sampled_launched = 0;   // tokens that launched steps sample for this request

@@ -72,6 +72,9 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
   };
   if (!request.sink) return invalid("the request has no event sink");
   if (request.prompt.empty()) return invalid("the prompt is empty");
+  if (request.grammar && request.grammar->vocabulary().size() > info_.vocab_size) {
+    return invalid("the grammar was compiled for a larger vocabulary than the model's");
+  }
   if (request.max_tokens && *request.max_tokens < 0) {
     return invalid("max_tokens must not be negative");
   }
@@ -91,6 +94,8 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
   if (r->in.sampling.has_prompt_penalty()) {
     r->penalty_prompt = std::make_shared<const std::vector<int32_t>>(r->in.prompt);
   }
+  // Each choice gets a matcher of its own: they share the compiled grammar, not the state.
+  if (r->in.grammar) r->matcher = std::make_shared<grammar::Matcher>(r->in.grammar);
   // The one place max_tokens is clamped: generation ends where the context or the KV pool
   // does, and a request without max_tokens runs until then.
   const int64_t capacity =

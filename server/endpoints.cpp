@@ -9,6 +9,7 @@
 #include "protocol/choice_seed.h"
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
+#include "server/output_grammar.h"
 
 namespace tandem::server {
 namespace {
@@ -159,9 +160,12 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+  auto grammar = compile_output_constraint(request.constraint, model_.grammars.get());
+  if (auto* error = std::get_if<ApiError>(&grammar)) return error_answer(*error);
   auto prompts = prompts_of(request);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
-  return plan_choices(request, std::move(std::get<std::vector<std::vector<int32_t>>>(prompts)));
+  return plan_choices(request, std::move(std::get<std::vector<std::vector<int32_t>>>(prompts)),
+                      std::move(std::get<0>(grammar)));
 }
 
 std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_of(
@@ -194,7 +198,8 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
 
 // n choices of each prompt, choice i = prompt_index * n + c seeded choice_seed(seed, i).
 GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
-                                       std::vector<std::vector<int32_t>> prompts) {
+                                       std::vector<std::vector<int32_t>> prompts,
+                                       std::shared_ptr<const grammar::CompiledGrammar> grammar) {
   const Endpoint endpoint = request.endpoint;
   ResponseHeader header;
   header.id = next_response_id(endpoint);
@@ -230,6 +235,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
       generation.stop = request.stop;
       generation.include_stop_str_in_output = request.include_stop_str_in_output;
       generation.skip_special_tokens = request.skip_special_tokens;
+      generation.grammar = grammar;
       ids.push_back(ChoiceId{index, generation.sampling.seed});
       plan.choices.push_back(std::move(generation));
       plan.echoes.push_back(echo);

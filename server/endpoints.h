@@ -114,8 +114,8 @@ class Endpoints {
   // The request's prompts as token ids (chat: the rendered messages), or the refusal.
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(
       CompletionRequest& request);
-  GenerationPlan plan_choices(CompletionRequest& request,
-                              std::vector<std::vector<int32_t>> prompts);
+  GenerationPlan plan_choices(CompletionRequest& request, std::vector<std::vector<int32_t>> prompts,
+                              std::shared_ptr<const grammar::CompiledGrammar> grammar);
   Result apply_template(std::string_view body);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
   // request (the model has no template, or the template raised or failed).

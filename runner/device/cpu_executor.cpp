@@ -19,6 +19,12 @@ int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& optio
                            std::min<int64_t>(options.kv_budget_bytes / per_token, 1 << 20));
 }
 
+std::span<const uint32_t> grammar_mask(grammar::Matcher& matcher, std::vector<uint32_t>& buffer) {
+  buffer.resize(matcher.mask_words());
+  matcher.fill_mask(buffer);
+  return buffer;
+}
+
 namespace {
 int32_t block_count(const ModelConfig& config, const CpuExecutorOptions& options) {
   const int64_t tokens = cpu_kv_tokens(config, options);
@@ -36,6 +42,7 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   const ModelConfig& c = model_->config();
   for (int i = 0; i < pool_.size(); ++i)
     samplers_.emplace_back(SamplerConfig{c.n_vocab, options.eog_ids});
+  masks_.resize(static_cast<size_t>(pool_.size()));
   info_.vocab_size = c.n_vocab;
   info_.context_length = served_context(c, options);
   info_.kv_block_size = kv_.block_size();
@@ -106,7 +113,10 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
       if (r.penalty_prompt) history.prompt = *r.penalty_prompt;
       history.output = r.penalty_output;
       RowLogprobs* logprobs = any_logprobs ? &result.logprobs[i] : nullptr;
+      if (r.grammar) history.allowed = grammar_mask(*r.grammar, masks_[thread]);
       result.tokens[i] = sampler.sample(row_logits(last), r.sampling, position, history, logprobs);
+      // False only for a row whose grammar had ended: it is finished, and its token dropped.
+      if (r.grammar) r.grammar->advance(result.tokens[i]);
     }
   });
 }

@@ -41,7 +41,8 @@ class CpuExecutor : public StepExecutor {
   ThreadPool pool_;
   KvCache kv_;
   ForwardPass forward_;
-  std::vector<Sampler> samplers_;  // one per pool thread
+  std::vector<Sampler> samplers_;             // one per pool thread
+  std::vector<std::vector<uint32_t>> masks_;  // one grammar mask buffer per pool thread
   DeviceInfo info_;
   std::vector<ForwardRow> rows_;
   std::vector<int32_t> logit_row_;  // plan row -> index into the logits, or -1
@@ -49,6 +50,8 @@ class CpuExecutor : public StepExecutor {
 
 // The context the executor serves: options.context_length, at most the model's.
 int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& options);
+// A sampling row's grammar mask, written into `buffer` (resized to fit).
+std::span<const uint32_t> grammar_mask(grammar::Matcher& matcher, std::vector<uint32_t>& buffer);
 // The KV capacity in tokens that CpuExecutor picks for a model and options.
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options);
 

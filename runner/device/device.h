@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/sampling_params.h"
+#include "runner/grammar/matcher.h"
 #include "runner/sampler/sampler.h"
 
 namespace tandem {
@@ -38,6 +39,11 @@ struct StepRow {
   // chunk does not end the prompt (the last token's logits score it).
   int32_t next_prompt_token = -1;
   bool sample = true;  // false for a prefill chunk that does not end the prompt: no token drawn
+  // Structured output: the request's matcher, owned by the device worker from submission
+  // on. A sampling row's token is drawn under its mask and then advances it, inside the
+  // step, so a chained step finds it already at the token it feeds; rows that do not
+  // sample leave it alone. The scheduler only hands the pointer from step to step.
+  std::shared_ptr<grammar::Matcher> grammar;
 };
 
 struct StepPlan {

@@ -93,6 +93,25 @@ void SimulatedExecutor::verify_and_write_kv(const StepRow& row) {
   }
 }
 
+// The drawn token when the grammar allows it, else the next allowed id after it (cyclic):
+// still a function of the row alone. The matcher then advances, as the real sampler's does.
+int32_t SimulatedExecutor::constrain(grammar::Matcher& matcher, int32_t drawn) {
+  mask_.resize(matcher.mask_words());
+  matcher.fill_mask(mask_);
+  const auto allowed = [&](int32_t id) { return ((mask_[id / 32] >> (id % 32)) & 1u) != 0; };
+  const int32_t n = std::min<int32_t>(config_.vocab_size, static_cast<int32_t>(mask_.size() * 32));
+  int32_t token = drawn;
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t id = (drawn + k) % n;
+    if (allowed(id)) {
+      token = id;
+      break;
+    }
+  }
+  matcher.advance(token);
+  return token;
+}
+
 void SimulatedExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < plan.rows.size(); ++i) {
@@ -103,6 +122,7 @@ void SimulatedExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens)
     tokens[i] = row.sample ? next_token(row.tokens.back(), last, row.sampling,
                                         last + 1 < row.stop_banned_until)
                            : kNoToken;
+    if (row.sample && row.grammar) tokens[i] = constrain(*row.grammar, tokens[i]);
   }
   const auto latency =
       config_.step_latency + config_.row_latency * static_cast<int64_t>(plan.rows.size());

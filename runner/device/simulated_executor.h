@@ -2,6 +2,7 @@
 // logits, a configurable latency per step and a configurable KV geometry. A row's token is
 // a pure function of (its last input token, its position) and, when temperature > 0, its
 // seed: it never depends on the batch, so the laws hold for it as for the real model.
+// A row with a grammar gets the drawn token if allowed, else the next allowed id.
 // It also checks the KV bookkeeping it is given (block tables in range and covering the
 // row, and every earlier position of the row still holding what this request wrote).
 #pragma once
@@ -51,6 +52,7 @@ class SimulatedExecutor : public StepExecutor {
 
  private:
   void verify_and_write_kv(const StepRow& row);
+  int32_t constrain(grammar::Matcher& matcher, int32_t drawn);
 
   SimulatedDeviceConfig config_;
   std::vector<int32_t> alphabet_;
@@ -60,6 +62,7 @@ class SimulatedExecutor : public StepExecutor {
     uint64_t chain = 0;  // hash of (the previous slot's chain, token, position)
   };
   std::vector<KvSlot> kv_;
+  std::vector<uint32_t> mask_;  // a constrained row's grammar mask
 };
 
 }  // namespace tandem

@@ -10,6 +10,7 @@
 #include "runner/sampler/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -124,13 +125,15 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   apply_penalties(logits, params, history);
   if (params.ignore_eos || history.ban_stop) ban(logits, config_.eog_ids);
   if (history.ban_stop) ban(logits, params.stop_token_ids);
+  if (!history.allowed.empty()) apply_mask(logits, history.allowed);
 
-  const int32_t token = choose(logits, params, position);
+  const int32_t token = choose(logits, params, position, history.allowed);
   if (want_logprobs) logprobs->chosen = {token, (raw_[token] - log_z)};
   return token;
 }
 
-int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, int64_t position) {
+int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, int64_t position,
+                        std::span<const uint32_t> allowed) {
   const int32_t n = config_.vocab_size;
   const float inv_t = 1.0f / params.temperature;
   int32_t token;
@@ -146,7 +149,20 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
       token = sample_filtered(logits, params, position, z_max);
     }
   }
-  return token >= 0 ? token : fallback(logits);
+  return token >= 0 ? token : fallback(logits, allowed);
+}
+
+// A word at a time: all-ones words (most of a JSON string's mask) cost one compare.
+void Sampler::apply_mask(std::span<float> logits, std::span<const uint32_t> allowed) {
+  const size_t n = logits.size();
+  for (size_t word = 0; word * 32 < n; ++word) {
+    const uint32_t bits = word < allowed.size() ? allowed[word] : 0u;
+    if (bits == ~0u) continue;
+    const size_t end = std::min(n, word * 32 + 32);
+    for (size_t id = word * 32; id < end; ++id) {
+      if (((bits >> (id % 32)) & 1u) == 0) logits[id] = kNegInf;
+    }
+  }
 }
 
 // vLLM's apply_penalties, per token of the row's history: repetition (prompt and output),
@@ -213,10 +229,23 @@ void Sampler::logprobs_of(std::span<const float> logits, int32_t target, int32_t
   out.chosen = {target, valid ? logits[target] - log_z : kNegInf};
 }
 
-int32_t Sampler::fallback(std::span<float> logits) {
+int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> allowed) {
   // Everything was banned, -inf or NaN. The unbanned tokens are all -inf or NaN now, so
   // restoring the raw values of the biased and banned ones recovers the raw argmax.
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) logits[it->first] = it->second;
+  if (!allowed.empty()) {
+    // The grammar still decides: the best allowed raw logit, else the lowest allowed id.
+    apply_mask(logits, allowed);
+    const int32_t token = kernels_->argmax(logits.data(), config_.vocab_size);
+    if (token >= 0) return token;
+    const auto words = std::min(allowed.size(), (logits.size() + 31) / 32);
+    for (size_t word = 0; word < words; ++word) {
+      if (allowed[word] == 0) continue;
+      const auto id = static_cast<int32_t>(word * 32) + std::countr_zero(allowed[word]);
+      if (id < config_.vocab_size) return id;
+    }
+    // Nothing allowed (a grammar already ended): the row is finished; any token will do.
+  }
   const int32_t token = kernels_->argmax(logits.data(), config_.vocab_size);
   return token >= 0 ? token : 0;
 }

@@ -11,7 +11,9 @@
 //     whatever its number of occurrences: repetition over prompt and output, then
 //     frequency * count, then presence, over the output). ignore_eos then bans every id in
 //     SamplerConfig::eog_ids; RowHistory::ban_stop (min_tokens not reached) bans them and
-//     params.stop_token_ids. Banned tokens, -inf logits and NaN logits are never sampled.
+//     params.stop_token_ids. Then the grammar mask (RowHistory::allowed, when given) bans
+//     every token it does not allow. Banned tokens, -inf logits and NaN logits are never
+//     sampled.
 //  2. temperature <= 0 (or NaN): greedy. The token is the argmax of the biased logits, ties to
 //     the lowest id; nothing else applies and no noise is drawn.
 //  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
@@ -39,6 +41,8 @@
 // Edge cases: a +inf z beats everything (the lowest id among the +inf ones is returned). If
 // every token is banned, -inf or NaN, the sampler falls back to the argmax of the raw
 // (unbiased, unbanned) logits, ignoring NaN; if those are all -inf or NaN, it returns 0.
+// A grammar mask holds in the fallback too: the argmax is over the allowed tokens' raw
+// logits, else the lowest allowed id; only a mask that allows nothing falls back as above.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +63,9 @@ struct RowHistory {
   bool ban_stop = false;            // min_tokens not reached: eog_ids and stop_token_ids banned
   std::span<const int32_t> prompt;  // the prompt's tokens (repetition_penalty)
   std::span<const int32_t> output;  // the tokens generated so far (every penalty)
+  // The grammar's mask (grammar::Matcher::fill_mask): bit (id % 32) of word id / 32 set
+  // when token id may come next; ids past its end are not allowed. Empty: no constraint.
+  std::span<const uint32_t> allowed = {};
 };
 
 struct TokenLogprob {
@@ -104,7 +111,8 @@ class Sampler {
     int32_t id;
     float e;  // exp(z - z_max), filled only when top_p needs it
   };
-  int32_t choose(std::span<float> logits, const SamplingParams& params, int64_t position);
+  int32_t choose(std::span<float> logits, const SamplingParams& params, int64_t position,
+                 std::span<const uint32_t> allowed);
   int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
                           float z_max);
   // The top k tokens (fewer if fewer are above the floor) among those with
@@ -112,7 +120,9 @@ class Sampler {
   std::span<RankedToken> top_k_candidates(std::span<const float> z, float z_max, size_t k,
                                           float floor);
   int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
-  int32_t fallback(std::span<float> logits);
+  int32_t fallback(std::span<float> logits, std::span<const uint32_t> allowed);
+  // Sets every token that `allowed` does not allow to -inf.
+  void apply_mask(std::span<float> logits, std::span<const uint32_t> allowed);
   void ban(std::span<float> logits, std::span<const int32_t> ids);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
                        const RowHistory& history);
