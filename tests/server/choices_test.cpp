@@ -17,15 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-json post(uint16_t port, const std::string& route, const json& body) {
-  const HttpResult r = fetch(port, "POST", route, body.dump());
-  EXPECT_EQ(r.status, 200) << r.body;
-  return r.status == 200 ? r.json() : json::object();
-}
-json post(const std::string& route, const json& body) {
-  return post(shared_server().port(), route, body);
-}
-
 std::string text_of(const json& choice) {
   if (choice.contains("message")) return choice["message"]["content"];
   return choice["text"];
@@ -36,13 +27,13 @@ std::string replay(const std::string& route, json body, const json& prompt, uint
   body.erase("n");
   if (!prompt.is_null()) body["prompt"] = prompt;
   body["seed"] = seed;
-  const json one = post(route, body);
+  const json one = post_json(route, body);
   EXPECT_EQ(one["choices"].size(), 1u);
   return text_of(one["choices"][0]);
 }
 
 void expect_choices_replay(const std::string& route, const json& body, size_t count) {
-  const json whole = post(route, body);
+  const json whole = post_json(route, body);
   ASSERT_EQ(whole["choices"].size(), count);
   std::set<uint64_t> seeds;
   std::set<std::string> texts;
@@ -68,8 +59,9 @@ TEST(Choices, EachCompletionChoiceReplaysAloneWithItsSeed) {
                      {"temperature", 1.0},
                      {"ignore_eos", true}};
   expect_choices_replay("/v1/completions", body, 4);
-  const json whole = post("/v1/completions", body);
-  const json single = post("/v1/completions", json{{"prompt", body["prompt"]}, {"max_tokens", 1}});
+  const json whole = post_json("/v1/completions", body);
+  const json single =
+      post_json("/v1/completions", json{{"prompt", body["prompt"]}, {"max_tokens", 1}});
   EXPECT_EQ(whole["usage"]["prompt_tokens"], single["usage"]["prompt_tokens"]);  // counted once
   EXPECT_EQ(whole["usage"]["completion_tokens"], 4 * 12);                        // every choice's
   EXPECT_EQ(whole["seed"], 77);
@@ -91,13 +83,14 @@ TEST(Choices, PromptListsAreIndexedPromptTimesNPlusChoice) {
     const json body = {{"prompt", prompts},  {"n", 2},
                        {"seed", 11},         {"max_tokens", 8},
                        {"temperature", 1.0}, {"ignore_eos", true}};
-    const json whole = post("/v1/completions", body);
+    const json whole = post_json("/v1/completions", body);
     ASSERT_EQ(whole["choices"].size(), 4u);
     int64_t prompt_tokens = 0;
     for (size_t p = 0; p < 2; ++p) {
-      prompt_tokens += post("/v1/completions", json{{"prompt", prompts[p]},
-                                                    {"max_tokens", 1}})["usage"]["prompt_tokens"]
-                           .get<int64_t>();
+      prompt_tokens +=
+          post_json("/v1/completions",
+                    json{{"prompt", prompts[p]}, {"max_tokens", 1}})["usage"]["prompt_tokens"]
+              .get<int64_t>();
     }
     EXPECT_EQ(whole["usage"]["prompt_tokens"], prompt_tokens);  // each prompt once
     EXPECT_EQ(whole["usage"]["completion_tokens"], 4 * 8);
@@ -118,7 +111,7 @@ TEST(Choices, StreamedChoicesInterleaveByIndexAndEqualTheWholeResponse) {
                {"max_tokens", 10},
                {"temperature", 1.0},
                {"logprobs", 2}};
-  const json whole = post("/v1/completions", body);
+  const json whole = post_json("/v1/completions", body);
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
   HttpClient client(shared_server().port());
@@ -159,7 +152,7 @@ TEST(Choices, StreamedChoicesInterleaveByIndexAndEqualTheWholeResponse) {
 TEST(Choices, EchoAndLogprobsArePerChoice) {
   const json body = {{"prompt", "Echo me"}, {"n", 2},        {"seed", 8},         {"max_tokens", 3},
                      {"echo", true},        {"logprobs", 1}, {"ignore_eos", true}};
-  const json whole = post("/v1/completions", body);
+  const json whole = post_json("/v1/completions", body);
   ASSERT_EQ(whole["choices"].size(), 2u);
   const size_t prompt_tokens = whole["usage"]["prompt_tokens"];
   for (const json& choice : whole["choices"]) {
@@ -178,8 +171,8 @@ TEST(Choices, OverlapOnAndOffGiveTheSameChoices) {
                      {"seed", 21},
                      {"max_tokens", 20},
                      {"temperature", 0.9}};
-  const json on = post("/v1/completions", body);
-  const json plain = post(off.port(), "/v1/completions", body);
+  const json on = post_json("/v1/completions", body);
+  const json plain = post_json(off.port(), "/v1/completions", body);
   ASSERT_EQ(on["choices"].size(), 8u);
   ASSERT_EQ(plain["choices"].size(), 8u);
   for (size_t i = 0; i < 8; ++i) {

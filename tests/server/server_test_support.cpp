@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <gtest/gtest.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
@@ -229,6 +231,16 @@ HttpResult fetch(uint16_t port, const std::string& method, const std::string& ta
                  const std::string& body, const HeaderList& headers) {
   HttpClient client(port);
   return client.send(method, target, body, headers);
+}
+
+nlohmann::json post_json(uint16_t port, const std::string& route, const nlohmann::json& body) {
+  const HttpResult r = fetch(port, "POST", route, body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.status == 200 ? r.json() : nlohmann::json::object();
+}
+
+nlohmann::json post_json(const std::string& route, const nlohmann::json& body) {
+  return post_json(shared_server().port(), route, body);
 }
 
 std::vector<std::string> sse_data(std::string_view body) {

@@ -93,6 +93,11 @@ class HttpClient {
 HttpResult fetch(uint16_t port, const std::string& method, const std::string& target,
                  const std::string& body = "", const HeaderList& headers = {});
 
+// POSTs `body` as JSON and expects a 200 (a failed EXPECT otherwise); the parsed body, or
+// an empty object when the status was not 200. Without a port: the shared server's.
+nlohmann::json post_json(uint16_t port, const std::string& route, const nlohmann::json& body);
+nlohmann::json post_json(const std::string& route, const nlohmann::json& body);
+
 // The data fields of an SSE body's events, in order (events split on blank lines).
 std::vector<std::string> sse_data(std::string_view body);
 

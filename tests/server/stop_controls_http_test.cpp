@@ -13,12 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-json post(const std::string& route, const json& body) {
-  const HttpResult r = fetch(shared_server().port(), "POST", route, body.dump());
-  EXPECT_EQ(r.status, 200) << r.body;
-  return r.status == 200 ? r.json() : json::object();
-}
-
 // The greedy output's tokens, as text pieces and as ids (each piece tokenizes to one id).
 struct Greedy {
   std::vector<std::string> pieces;
@@ -35,11 +29,12 @@ json base_body() {
 Greedy greedy() {
   json body = base_body();
   body["logprobs"] = 0;
-  const json whole = post("/v1/completions", body);
+  const json whole = post_json("/v1/completions", body);
   Greedy out;
   for (const json& token : whole["choices"][0]["logprobs"]["tokens"]) {
     out.pieces.push_back(token);
-    const json ids = post("/tokenize", json{{"content", token}, {"add_special", false}})["tokens"];
+    const json ids =
+        post_json("/tokenize", json{{"content", token}, {"add_special", false}})["tokens"];
     out.ids.push_back(ids.size() == 1 ? ids[0].get<int32_t>() : -1);
   }
   return out;
@@ -65,12 +60,12 @@ TEST(StopControlsOverHttp, StopTokenIdsEndTheOutputAtThatTokenWithOrWithoutItsTe
   for (size_t i = 0; i < k; ++i) before += g.pieces[i];
   json body = base_body();
   body["stop_token_ids"] = {g.ids[k]};
-  const json stopped = post("/v1/completions", body);
+  const json stopped = post_json("/v1/completions", body);
   EXPECT_EQ(stopped["choices"][0]["text"], before);
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(stopped["usage"]["completion_tokens"], k + 1);  // the stop token counts
   body["include_stop_str_in_output"] = true;
-  const json kept = post("/v1/completions", body);
+  const json kept = post_json("/v1/completions", body);
   EXPECT_EQ(kept["choices"][0]["text"], before + g.pieces[k]);
   EXPECT_EQ(kept["choices"][0]["finish_reason"], "stop");
 }
@@ -82,11 +77,11 @@ TEST(StopControlsOverHttp, MinTokensHoldsOffStopTokensUntilReached) {
   ASSERT_GE(g.ids[0], 0);
   json body = base_body();
   body["stop_token_ids"] = {g.ids[0]};
-  const json at_once = post("/v1/completions", body);
+  const json at_once = post_json("/v1/completions", body);
   EXPECT_EQ(at_once["choices"][0]["text"], "");
   EXPECT_EQ(at_once["usage"]["completion_tokens"], 1);
   body["min_tokens"] = 4;
-  const json held = post("/v1/completions", body);
+  const json held = post_json("/v1/completions", body);
   EXPECT_GE(held["usage"]["completion_tokens"].get<int>(), 4);
   const std::string text = held["choices"][0]["text"];
   EXPECT_NE(text.rfind(g.pieces[0], 0), 0u) << "the banned token came first: " << text;
@@ -98,11 +93,11 @@ TEST(StopControlsOverHttp, MinTokensIgnoresStopStringsUntilReached) {
   ASSERT_FALSE(g.pieces[1].empty());
   json body = base_body();
   body["stop"] = {g.pieces[1]};
-  const json early = post("/v1/completions", body);
+  const json early = post_json("/v1/completions", body);
   const int early_tokens = early["usage"]["completion_tokens"];
   EXPECT_LE(early_tokens, 2);
   body["min_tokens"] = 8;
-  const json held = post("/v1/completions", body);
+  const json held = post_json("/v1/completions", body);
   EXPECT_GE(held["usage"]["completion_tokens"].get<int>(), 8);
   EXPECT_GT(held["choices"][0]["text"].get<std::string>().size(),
             early["choices"][0]["text"].get<std::string>().size());
