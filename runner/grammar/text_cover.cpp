@@ -4,6 +4,8 @@
 #include <array>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "runner/grammar/plain_text.h"
 
@@ -40,14 +42,46 @@ class Search {
       if (!first &&
           (a_.flags[static_cast<size_t>(pair.state)] & (Automaton::kAccepting | Automaton::kCalls)))
         exact_ = false;
-      if (cover_ >= 0 && started > cover_) exact_ = false;  // read past the shortest failure
       expand(pair, started);
     }
+    // Reading past the shortest failure is checked apart: the search meets each pair once,
+    // at its fewest characters, yet a pair may read on at more ([a-z]+ . "\x01" after two
+    // letters reads letters back into its own state, and fails on the second character
+    // after a non-letter).
+    if (exact_ && cover_ >= 0 && reads_past(state, cover_)) exact_ = false;
     if (cover_ < 0) return {static_cast<uint8_t>(cut_ ? cap_ : plain_text::kUnlimited), exact_};
     return {static_cast<uint8_t>(std::min<int>(cap_, cover_)), exact_};
   }
 
  private:
+  // Whether some plain text of more than n characters (the last possibly cut short) can be
+  // read from `state`: layer k holds the pairs reached after starting k characters.
+  bool reads_past(int32_t state, int n) const {
+    std::vector<Pair> layer = {{plain_text::kBoundary, state}};
+    for (int k = 0; k <= n && !layer.empty(); ++k) {
+      std::unordered_set<uint64_t> in_layer, in_next;
+      for (const Pair& p : layer) in_layer.insert(key_of(p));
+      std::vector<Pair> next;
+      for (size_t i = 0; i < layer.size(); ++i) {  // grows with the characters' later bytes
+        const Pair pair = layer[i];
+        const bool starts = plain_text::starts_character(pair.text);
+        for (const plain_text::Range& range : plain_text::ranges(pair.text)) {
+          for (int byte = range.lo; byte <= range.hi;) {
+            const int32_t to = a_.step(pair.state, static_cast<uint8_t>(byte));
+            byte = class_last_[a_.byte_class[static_cast<size_t>(byte)]] + 1;
+            if (to < 0) continue;
+            if (starts && k == n) return true;
+            const Pair q{range.next, to};
+            if (!(starts ? in_next : in_layer).insert(key_of(q)).second) continue;
+            (starts ? next : layer).push_back(q);
+          }
+        }
+      }
+      layer = std::move(next);
+    }
+    return false;
+  }
+
   void expand(Pair pair, int started) {
     const bool starts = plain_text::starts_character(pair.text);
     const int cost = started + (starts ? 1 : 0);
