@@ -25,7 +25,7 @@ std::string generated_text(const std::string& prompt, std::vector<std::string> s
   args.insert(args.end(), sampling.begin(), sampling.end());
   const CommandResult r = run_tandem(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_GT(r.out.size(), 1u);  // some text, not just the newline
+  EXPECT_GT(r.out.size(), 1u);               // some text, not just the newline
   return r.out.substr(0, r.out.size() - 1);  // generate ends its text with a newline
 }
 

@@ -19,12 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-json post(const std::string& route, const json& body) {
-  const HttpResult r = fetch(shared_server().port(), "POST", route, body.dump());
-  EXPECT_EQ(r.status, 200) << r.body;
-  return r.json();
-}
-
 // The choice's logprobs, whole, and the streamed chunks' logprobs laid end to end.
 std::vector<json> streamed_chunks(const std::string& route, json body) {
   body["stream"] = true;
@@ -44,7 +38,7 @@ TEST(Logprobs, CompletionsCarryTokensLogprobsTopAndOffsetsAndStreamTheSame) {
                      {"seed", 9},
                      {"logprobs", 3},
                      {"temperature", 0.8}};
-  const json whole = post("/v1/completions", body);
+  const json whole = post_json("/v1/completions", body);
   const json& lp = whole["choices"][0]["logprobs"];
   const size_t n = lp["tokens"].size();
   EXPECT_EQ(n, whole["usage"]["completion_tokens"].get<size_t>());
@@ -87,7 +81,7 @@ TEST(Logprobs, ChatContentHasTokenLogprobBytesAndSortedTopLogprobs) {
                      {"seed", 4},
                      {"logprobs", true},
                      {"top_logprobs", 2}};
-  const json whole = post("/v1/chat/completions", body);
+  const json whole = post_json("/v1/chat/completions", body);
   const json& content = whole["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), whole["usage"]["completion_tokens"].get<size_t>());
   for (const json& entry : content) {
@@ -117,7 +111,7 @@ TEST(Logprobs, ChatContentHasTokenLogprobBytesAndSortedTopLogprobs) {
 TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
   const json body = {
       {"prompt", "The tiny model says hello"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};
-  const json whole = post("/v1/completions", body);
+  const json whole = post_json("/v1/completions", body);
   const json& choice = whole["choices"][0];
   EXPECT_EQ(choice["text"], "The tiny model says hello");
   EXPECT_EQ(choice["finish_reason"], "length");
@@ -149,7 +143,7 @@ TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
   // The prompt's scores do not depend on what is generated after it.
   json longer = body;
   longer["max_tokens"] = 5;
-  const json with_output = post("/v1/completions", longer)["choices"][0];
+  const json with_output = post_json("/v1/completions", longer)["choices"][0];
   EXPECT_EQ(with_output["text"].get<std::string>().rfind("The tiny model says hello", 0), 0u);
   for (size_t i = 0; i < lp["tokens"].size(); ++i) {
     EXPECT_EQ(with_output["logprobs"]["token_logprobs"][i], lp["token_logprobs"][i]);
@@ -158,13 +152,13 @@ TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
 
 TEST(Penalties, ChangeTheOutputAndReplayWithTheSeed) {
   json body = {{"prompt", "The tiny model says"}, {"max_tokens", 24}, {"temperature", 0}};
-  const std::string plain = post("/v1/completions", body)["choices"][0]["text"];
+  const std::string plain = post_json("/v1/completions", body)["choices"][0]["text"];
   body["repetition_penalty"] = 1.8;
   body["frequency_penalty"] = 1.5;
   body["presence_penalty"] = 1.0;
-  const std::string penalized = post("/v1/completions", body)["choices"][0]["text"];
+  const std::string penalized = post_json("/v1/completions", body)["choices"][0]["text"];
   EXPECT_NE(plain, penalized);
-  EXPECT_EQ(post("/v1/completions", body)["choices"][0]["text"], penalized);
+  EXPECT_EQ(post_json("/v1/completions", body)["choices"][0]["text"], penalized);
   // Streamed equals whole with penalties too (the chained steps carry the counts).
   std::string streamed;
   for (const json& chunk : streamed_chunks("/v1/completions", body)) {
@@ -179,7 +173,7 @@ TEST(Responses, IdsAreLongAndUniqueAndFingerprintsNameTheModel) {
   std::string fingerprint;
   const std::regex id_form("cmpl-[0-9a-f]{32}");
   for (int i = 0; i < 5; ++i) {
-    const json r = post("/v1/completions", body);
+    const json r = post_json("/v1/completions", body);
     EXPECT_TRUE(std::regex_match(r["id"].get<std::string>(), id_form)) << r["id"];
     ids.insert(r["id"]);
     EXPECT_TRUE(std::regex_match(r["system_fingerprint"].get<std::string>(),
@@ -211,7 +205,7 @@ TEST(Responses, IdsAreLongAndUniqueAndFingerprintsNameTheModel) {
 
 TEST(Responses, SeedsTheServerDrawsFitADouble) {
   for (int i = 0; i < 40; ++i) {
-    const json r = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}});
+    const json r = post_json("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}});
     EXPECT_LT(r["seed"].get<uint64_t>(), uint64_t{1} << 53);
   }
 }
