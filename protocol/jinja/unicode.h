@@ -7,11 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/utf8_encode.h"  // append_utf8
+
 namespace tandem::jinja {
 
 // Decodes the code point at s[pos] and advances pos past it.
 char32_t decode_utf8(std::string_view s, size_t& pos);
-void append_utf8(char32_t cp, std::string& out);
 bool is_valid_utf8(std::string_view s);
 
 // Python's len(): the number of code points.

@@ -1,31 +1,12 @@
 #include "runner/grammar/utf8_sequences.h"
 
+#include <string>
+
+#include "protocol/utf8_encode.h"
+
 namespace tandem::grammar {
 
 namespace {
-
-int encode(char32_t cp, uint8_t* out) {
-  if (cp < 0x80) {
-    out[0] = static_cast<uint8_t>(cp);
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  return 4;
-}
 
 // Splits [lo, hi] until both ends encode to the same length and every continuation byte
 // position spans a whole aligned block, so the range is a product of byte ranges.
@@ -54,12 +35,14 @@ void split(char32_t lo, char32_t hi, std::vector<Utf8Sequence>& out) {
       }
     }
   }
-  uint8_t a[4], b[4];
-  const int n = encode(lo, a);
-  encode(hi, b);
+  std::string a, b;  // equal lengths: the splits above keep both ends in one length class
+  append_utf8(lo, a);
+  append_utf8(hi, b);
   Utf8Sequence sequence{};
-  sequence.length = static_cast<uint8_t>(n);
-  for (int i = 0; i < n; ++i) sequence.bytes[i] = {a[i], b[i]};
+  sequence.length = static_cast<uint8_t>(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    sequence.bytes[i] = {static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i])};
+  }
   out.push_back(sequence);
 }
 

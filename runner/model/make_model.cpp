@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numbers>
 
+#include "runner/tokenizer/utf8.h"
 #include "runner/util/float16.h"
 
 namespace tandem::make_model {
@@ -36,22 +37,6 @@ uint64_t fnv1a64(std::string_view text) {
     h *= 0x100000001b3ull;
   }
   return h;
-}
-
-// Unicode code point -> UTF-8.
-std::string utf8(uint32_t code_point) {
-  std::string s;
-  if (code_point < 0x80) {
-    s += static_cast<char>(code_point);
-  } else if (code_point < 0x800) {
-    s += static_cast<char>(0xc0 | (code_point >> 6));
-    s += static_cast<char>(0x80 | (code_point & 0x3f));
-  } else {
-    s += static_cast<char>(0xe0 | (code_point >> 12));
-    s += static_cast<char>(0x80 | ((code_point >> 6) & 0x3f));
-    s += static_cast<char>(0x80 | (code_point & 0x3f));
-  }
-  return s;
 }
 
 std::span<const uint8_t> as_bytes(const std::vector<float>& v) {
@@ -231,7 +216,7 @@ std::vector<std::string> byte_level_tokens() {
   for (uint32_t b = 0; b < 256; ++b) {
     const bool printable =
         (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-    tokens[b] = utf8(printable ? b : next_code_point++);
+    tokens[b] = utf8::encode(printable ? b : next_code_point++);
   }
   tokens.push_back("<|bos|>");
   tokens.push_back("<|eos|>");

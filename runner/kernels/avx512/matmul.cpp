@@ -4,12 +4,6 @@
 // called after the run-time check in kernels.cpp, so this file uses no standard-library
 // templates: an inline instantiation emitted here could be picked by the linker for
 // baseline code and fault on an older CPU.
-// GCC 12's avx512fintrin.h builds "undefined" vectors as `__m512 __Y = __Y;`, which
-// -Wuninitialized flags inside the intrinsics themselves (a known GCC bug).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include "runner/kernels/tile_loop.h"

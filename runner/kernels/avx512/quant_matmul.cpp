@@ -2,10 +2,6 @@
 // products per vpdpbusd (|w| unsigned times x with w's sign), sixteen 16-value groups
 // folded into one vector by two rounds of unpack-and-add and one permutation. Compiled
 // with -mavx512vnni and called only where the CPU has it (kernels.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include "runner/kernels/quant_matmul.h"

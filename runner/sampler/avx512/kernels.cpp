@@ -3,12 +3,6 @@
 // masses) is bit-identical. Compiled with -ffp-contract=off: no multiply-add may be fused.
 // Called only after the run-time CPU check, so this file instantiates no standard-library
 // template: an out-of-line copy emitted here could be picked by the linker for baseline code.
-// GCC 12's intrinsics build "undefined" vectors as `__m512 __Y = __Y;`, which its own
-// -Wuninitialized flags (a known GCC bug).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include "runner/sampler/kernels.h"
