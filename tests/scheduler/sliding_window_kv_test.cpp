@@ -165,6 +165,39 @@ TEST(SlidingWindowKv, ASequenceHoldsOnlyItsWindowOfLocalBlocks) {
   }
 }
 
+// A local group far smaller than the batch needs (4 blocks for 4 sequences that may each
+// want 4): prefill chunks wait for blocks, decode rows preempt, and every request still
+// ends with the output a roomy device gives.
+TEST(SlidingWindowKv, ALocalGroupSmallerThanTheBatchNeedsStillFinishesEveryRequest) {
+  for (bool overlap : {false, true}) {
+    SchedulerOptions options;
+    options.overlap = overlap;
+    options.max_step_tokens = 16;
+    options.max_batch = 4;
+    std::vector<std::string> texts[2];
+    uint64_t preemptions = 0;
+    for (int32_t local : {64, 4}) {
+      Harness h(options, device_config(64, local));
+      std::vector<std::shared_ptr<RecordingSink>> sinks;
+      for (int i = 0; i < 4; ++i) {
+        sinks.push_back(std::make_shared<RecordingSink>());
+        const std::string prompt = std::string(40 + i, static_cast<char>('k' + i));
+        ASSERT_TRUE(h.scheduler.submit(Harness::request(prompt, 30 + 5 * i, 3 + i, sinks.back()))
+                        .accepted());
+      }
+      h.drain();
+      for (const auto& sink : sinks) {
+        EXPECT_EQ(sink->error(), "");
+        texts[local == 4].push_back(sink->text());
+      }
+      EXPECT_EQ(h.scheduler.metrics().kv_local_blocks_used, 0);
+      if (local == 4) preemptions = h.scheduler.metrics().preemptions;
+    }
+    EXPECT_EQ(texts[0], texts[1]) << "overlap " << overlap;
+    EXPECT_GT(preemptions, 0u);
+  }
+}
+
 // A cancelled request and its choices give back their local blocks too.
 TEST(SlidingWindowKv, CancelAndShutdownGiveEveryLocalBlockBack) {
   SchedulerOptions options;
