@@ -128,16 +128,21 @@ int run_generate(const GenerateOptions& o) {
   const double prompt_seconds = seconds(start, first);
   const double decode_seconds = seconds(first, outcome.end);
   const int64_t generated = outcome.usage.completion_tokens;
+  const ModelCard& card = engine->card();
+  std::string kv_local;  // the sliding-window layers' own pool, when the model has one
+  if (card.kv_local_capacity_tokens > 0)
+    kv_local = "; sliding-window layers " + std::to_string(card.kv_local_capacity_tokens) +
+               " tokens at " + std::to_string(card.kv_local_bytes_per_token) + " bytes/token";
   std::fprintf(stderr,
                "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
-               "tok/s (%d threads, seed %llu, KV %s at %lld bytes/token, %lld tokens)\n",
+               "tok/s (%d threads, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
                prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
                static_cast<long long>(generated),
                generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
                engine->threads(), static_cast<unsigned long long>(seed),
                engine->card().kv_type.c_str(),
                static_cast<long long>(engine->card().kv_bytes_per_token),
-               static_cast<long long>(engine->card().kv_capacity_tokens));
+               static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
   return 0;
 }
 

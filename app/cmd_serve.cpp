@@ -112,15 +112,21 @@ int run_serve(ServeOptions o) {
     throw UsageError(std::string("--host/--port: ") + e.what());
   }
   engine->start();
+  std::string kv_local;  // the sliding-window layers' own pool, when the model has one
+  if (card.kv_local_capacity_tokens > 0)
+    kv_local = " + sliding-window layers " + std::to_string(card.kv_local_capacity_tokens) +
+               " tokens (window " + std::to_string(card.sliding_window) + ") at " +
+               std::to_string(card.kv_local_bytes_per_token) + " bytes each";
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s, "
-      "KV %lld tokens of %s at %lld bytes each, prefix cache %s, %d compute threads, overlap %s)\n",
+      "KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, %d compute threads, "
+      "overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
-      static_cast<long long>(card.kv_bytes_per_token), o.prefix_cache.c_str(), engine->threads(),
-      o.overlap.c_str());
+      static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(), o.prefix_cache.c_str(),
+      engine->threads(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");

@@ -58,6 +58,9 @@ Engine::Engine(EngineOptions options) {
   exec.kv_tokens = options.kv_tokens;
   exec.kv_type = options.kv_type;
   exec.eog_ids = tokenizer_->eog_ids();
+  exec.max_sequences = options.scheduler.max_batch;
+  exec.max_step_tokens = options.scheduler.max_step_tokens;
+  exec.local_kv_group = options.local_kv_group;
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();
   device_ = std::make_unique<Device>(std::move(executor));
@@ -74,6 +77,9 @@ Engine::Engine(EngineOptions options) {
       model_fingerprint(options.model, model_->file().data_offset(), tandem_version());
   card.kv_type = info.kv_type;
   card.kv_bytes_per_token = info.kv_bytes_per_token;
+  card.kv_local_capacity_tokens = int64_t{info.kv_local_blocks} * int64_t{info.kv_block_size};
+  card.kv_local_bytes_per_token = info.kv_local_bytes_per_token;
+  card.sliding_window = info.sliding_window;
   // The vocabulary as the grammar engine sees it, once per model (the trie and the plain
   // text index cost milliseconds for a 50k vocabulary; no request rebuilds them).
   card.grammars =

@@ -34,6 +34,9 @@ struct EngineOptions {
   int threads = 0;                // compute threads; 0: all cores
   int64_t kv_tokens = 0;          // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
   KvType kv_type = KvType::kF16;  // the KV cache's element type (--kv-dtype)
+  // false: sliding-window layers keep every position like the global ones (the layout
+  // before their own block group; tests compare the two).
+  bool local_kv_group = true;
   SchedulerOptions scheduler;
 };
 

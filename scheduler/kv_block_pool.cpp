@@ -50,17 +50,25 @@ void KvBlockPool::check_referenced(int32_t id) const {
 }
 
 void KvBlockPool::share(std::span<const int32_t> blocks, std::vector<int32_t>& out) {
-  for (int32_t id : blocks) check_referenced(id);
+  for (int32_t id : blocks)
+    if (id >= 0) check_referenced(id);
   for (int32_t id : blocks) {
-    ++blocks_[id].refs;
+    if (id >= 0) ++blocks_[id].refs;
     out.push_back(id);
   }
 }
 
+void KvBlockPool::release_one(int32_t block) {
+  std::vector<int32_t> one{block};
+  release(one);
+}
+
 void KvBlockPool::release(std::vector<int32_t>& blocks) {
-  for (int32_t id : blocks) check_referenced(id);
+  for (int32_t id : blocks)
+    if (id >= 0) check_referenced(id);
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     const int32_t id = *it;
+    if (id < 0) continue;
     Block& b = blocks_[id];
     if (b.refs <= 0)
       throw std::logic_error("KV pool: block " + std::to_string(id) + " listed twice");
@@ -88,6 +96,35 @@ void KvBlockPool::unregister(int32_t id) {
 }
 
 bool KvBlockPool::is_registered(int32_t block) const { return blocks_.at(block).registered; }
+
+// A tagged block's key: the tag as its hash, no parent and no tokens (kTagged tells it
+// from a chained one; a pool holds one kind or the other).
+namespace {
+constexpr int32_t kTagged = -2;
+}
+
+bool KvBlockPool::register_tagged(int32_t block, uint64_t tag) {
+  check_referenced(block);
+  Block& b = blocks_[block];
+  if (b.registered || find_tagged(tag) >= 0) return false;
+  b.key = PrefixKey{tag, kTagged, 0, {}};
+  b.registered = true;
+  index_.emplace(tag, block);
+  return true;
+}
+
+int32_t KvBlockPool::find_tagged(uint64_t tag) const {
+  auto [first, last] = index_.equal_range(tag);
+  for (auto it = first; it != last; ++it)
+    if (blocks_[it->second].key.parent == kTagged) return it->second;
+  return -1;
+}
+
+void KvBlockPool::take(int32_t block) {
+  Block& b = blocks_.at(block);
+  if (!b.registered) throw std::logic_error("KV pool: only a cached block can be taken");
+  if (b.refs++ == 0) lru_.erase(b.lru);
+}
 
 int32_t KvBlockPool::match(std::span<const int32_t> tokens, int32_t max_blocks,
                            std::vector<int32_t>& out) {

@@ -29,11 +29,13 @@ class KvBlockPool {
   // nobody references, least recently used first, when no block is free.
   bool reserve(int64_t n_tokens, std::vector<int32_t>& out);
   // Appends `blocks` (each referenced already) to `out`, one more reference each: a
-  // sequence that shares another's written blocks (n choices of one prompt).
+  // sequence that shares another's written blocks (n choices of one prompt). A negative
+  // entry (a sliding-window table's dropped block, kNoBlock) is copied as it is.
   void share(std::span<const int32_t> blocks, std::vector<int32_t>& out);
   // Drops one reference to every block in `blocks`, last block first (so a request's
-  // tail is evicted before its head), and clears it.
+  // tail is evicted before its head), and clears it. Negative entries are skipped.
   void release(std::vector<int32_t>& blocks);
+  void release_one(int32_t block);
 
   // The prefix cache. Appends to `out`, one new reference each, the cached blocks that
   // hold the full blocks of `tokens` from the start, as far as they are cached (at most
@@ -45,6 +47,18 @@ class KvBlockPool {
   // `block` is now the registered one.
   bool register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens);
   bool is_registered(int32_t block) const;
+
+  // The sliding-window group's prefix cache (a second pool of the same block size): a
+  // local block is registered under the global block that holds the same positions of
+  // the same prefix, named by tag_of (its id and generation), so it is found exactly
+  // while that global block keeps its content, and never after it was handed out afresh.
+  uint64_t tag_of(int32_t block) const {
+    return (static_cast<uint64_t>(block) << 32) | blocks_.at(block).generation;
+  }
+  // Registers `block` (referenced) under `tag`; false when the tag has a block already.
+  bool register_tagged(int32_t block, uint64_t tag);
+  int32_t find_tagged(uint64_t tag) const;  // the block registered under tag, or -1
+  void take(int32_t block);                 // one more reference to a registered block
 
   int32_t total() const { return static_cast<int32_t>(blocks_.size()); }
   // Blocks a reserve can have: free ones plus cached ones nobody references.

@@ -30,9 +30,15 @@ struct ModelCard {
   std::vector<std::string> names;  // --served-model-name's, else the model file's stem
   int32_t context_length = 0;      // the model's, or --ctx-size when smaller
   int32_t vocab_size = 0;
-  int64_t kv_capacity_tokens = 0;                 // the KV pool's size: no request may need more
-  std::string kv_type;                            // the KV cache's element type, "f16" etc.
-  int64_t kv_bytes_per_token = 0;                 // all layers, K and V
+  int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more
+  std::string kv_type;             // the KV cache's element type, "f16" etc.
+  int64_t kv_bytes_per_token = 0;  // the global layers, K and V
+  // Sliding-window layers (gemma2/3) keep only the window, in a pool of their own: its
+  // size in tokens (0: no such pool, every layer is counted above), the bytes per token
+  // of its layers, and the window.
+  int64_t kv_local_capacity_tokens = 0;
+  int64_t kv_local_bytes_per_token = 0;
+  int32_t sliding_window = 0;
   std::optional<ChatTemplateCard> chat_template;  // nullopt: the model has none
   // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
   // its size and tandem's version (model_fingerprint.h).

@@ -40,6 +40,14 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
   counters_.kv_blocks_total = pool_.total();
   counters_.kv_bytes_per_token = info_.kv_bytes_per_token;
   counters_.kv_capacity_tokens = int64_t{pool_.total()} * pool_.block_size();
+  if (info_.kv_local_blocks > 0) {
+    if (info_.sliding_window <= 0)
+      throw std::invalid_argument("scheduler: a local KV group needs a sliding window");
+    local_pool_.emplace(info_.kv_local_blocks, info_.kv_block_size);
+    counters_.kv_local_blocks_total = local_pool_->total();
+    counters_.kv_local_bytes_per_token = info_.kv_local_bytes_per_token;
+    counters_.sliding_window = info_.sliding_window;
+  }
   published_ = counters_;
 }
 
@@ -278,15 +286,17 @@ void Scheduler::fail(Request& r, ErrorKind kind, std::string_view message) {
 
 void Scheduler::retire_if_done(Request& r) {
   if (!r.finished || r.in_flight > 0) return;
-  pool_.release(r.blocks);
+  release_kv(r);
   live_.erase(r.id);  // r is gone
 }
 
 // A chunk of the prefill: the prompt (the last chunk samples the first token), or after a
 // preemption the prompt and the generated tokens but the last (nothing to sample: the
-// request decodes from its last token next).
-void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget) {
+// request decodes from its last token next). False, adding nothing, when the local group
+// has no blocks for the chunk (admission reserved the global ones for the whole prefill).
+bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget) {
   const int32_t n = std::min(r.prefill_end - r.prefill_launched, budget);
+  if (!grow_blocks(r, int64_t{r.prefill_launched} + n, r.prefill_launched)) return false;
   const bool last_chunk = r.prefill_launched + n == r.prefill_end;
   StepRow row;
   row.request_id = r.id;
@@ -294,6 +304,7 @@ void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
     row.tokens.push_back(r.token_at(i));
   row.position = r.prefill_launched;
   row.kv_blocks = r.blocks;
+  row.kv_local_blocks = r.local_blocks;
   row.sampling = r.in.sampling;
   row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
   row.penalty_prompt = r.penalty_prompt;
@@ -314,6 +325,7 @@ void Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   ++r.in_flight;
   budget -= n;
   counters_.prompt_tokens += n;
+  return true;
 }
 
 // One token for each decoding request, its block table grown to cover it first. When the
@@ -325,7 +337,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     if (!r->decoding) continue;
     const int32_t position = r->prompt_len + r->completion_tokens - 1;
     bool preempted_self = false;
-    while (!grow_blocks(*r, position + 1)) {
+    while (!grow_blocks(*r, position + 1, position)) {
       Request* victim = running_.back();
       preempt(*victim);
       if (victim == r) {
@@ -339,6 +351,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     row.tokens.assign(1, r->last_token);
     row.position = position;
     row.kv_blocks = r->blocks;
+    row.kv_local_blocks = r->local_blocks;
     row.sampling = r->in.sampling;
     row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
     row.penalty_prompt = r->penalty_prompt;
@@ -358,16 +371,17 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
 // A fresh batch, built when nothing is in flight: every decoding request (one token
 // each), then prompt chunks of requests part-way through prefill, then new admissions,
 // while the step's token budget and the batch cap allow.
-std::unique_ptr<Scheduler::Launched> Scheduler::schedule() {
+std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   auto step = std::make_unique<Launched>();
   StepPlan plan;
   int32_t budget = options_.max_step_tokens;
   add_decode_rows(plan, *step, budget);
+  bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;
-    if (!r->decoding) add_prefill_row(plan, *step, *r, budget);
+    if (!r->decoding) starved = !add_prefill_row(plan, *step, *r, budget) || starved;
   }
-  while (budget > 0 && static_cast<int32_t>(running_.size()) < options_.max_batch) {
+  while (admit && budget > 0 && static_cast<int32_t>(running_.size()) < options_.max_batch) {
     std::unique_ptr<Request> admitted;
     {
       std::lock_guard lock(inbox_mutex_);
@@ -383,9 +397,15 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule() {
     Request* r = admitted.get();
     live_.emplace(r->id, std::move(admitted));
     running_.push_back(r);
-    add_prefill_row(plan, *step, *r, budget);
+    starved = !add_prefill_row(plan, *step, *r, budget) || starved;
   }
-  if (plan.rows.empty()) return nullptr;
+  if (plan.rows.empty()) {
+    // Every running request waits for local blocks that only they hold (shares or a pool
+    // sized below the batch): the most recent one recomputes later, as decode would.
+    if (!starved || running_.size() < 2) return nullptr;
+    preempt(*running_.back());
+    return schedule(/*admit=*/false);  // not the one just sent back, again
+  }
   ++counters_.steps;
   counters_.last_step_rows = static_cast<int32_t>(plan.rows.size());
   step->step = device_.launch(std::move(plan));
@@ -420,7 +440,9 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
   if (admissible) return ChainBreak::kBatchChange;
   // The chained step writes each row's next position: its block table must cover it.
   for (Request* r : curr.rows)
-    if (!grow_blocks(*r, int64_t{r->prompt_len} + r->sampled_launched)) return ChainBreak::kKvFull;
+    if (!grow_blocks(*r, int64_t{r->prompt_len} + r->sampled_launched,
+                     int64_t{r->prompt_len} + r->sampled_launched - 1))
+      return ChainBreak::kKvFull;
   return std::nullopt;
 }
 
@@ -428,20 +450,21 @@ void Scheduler::launch_chained_from(Launched& curr) {
   next_ = std::make_unique<Launched>();
   next_->rows = curr.rows;
   next_->sample.assign(curr.rows.size(), 1);
-  std::vector<std::vector<int32_t>> tables;
+  std::vector<std::vector<int32_t>> tables, local_tables;
   for (Request* r : curr.rows) {
     // Fed the token curr samples, at the position after it (chain_break grew the table).
     const int32_t position = r->prompt_len + r->sampled_launched - 1;
     next_->first_position.push_back(position);  // as add_decode_rows records it
     next_->write_end.push_back(position + 1);
     tables.push_back(r->blocks);
+    if (local_pool_) local_tables.push_back(r->local_blocks);
     ++r->sampled_launched;
     ++r->in_flight;
   }
   ++counters_.steps;
   ++counters_.chained_steps;
   counters_.last_step_rows = static_cast<int32_t>(curr.rows.size());
-  next_->step = device_.launch_chained(curr.step, std::move(tables));
+  next_->step = device_.launch_chained(curr.step, std::move(tables), std::move(local_tables));
 }
 
 // curr's finalize threw: its rows, and next's (chained from it, so failed too), end with
@@ -486,7 +509,7 @@ void Scheduler::shutdown() {
   for (auto& [id, r] : live_) {
     if (!r->finished) fail(*r, ErrorKind::kShuttingDown, "the server is shutting down");
     r->in_flight = 0;
-    pool_.release(r->blocks);
+    release_kv(*r);
   }
   live_.clear();
   std::deque<std::unique_ptr<Request>> waiting;
@@ -513,6 +536,7 @@ void Scheduler::publish() {
   counters_.running = static_cast<int32_t>(running_.size());
   counters_.kv_blocks_used = pool_.used();
   counters_.kv_blocks_cached = pool_.cached();
+  if (local_pool_) counters_.kv_local_blocks_used = local_pool_->used();
   if (active != device_active_) {
     device_.set_active(active);
     device_active_ = active;

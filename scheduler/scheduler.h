@@ -58,9 +58,14 @@ struct SchedulerMetrics {
   int32_t last_step_rows = 0;
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_cached = 0;        // registered in the prefix cache (used or not)
-  int64_t kv_bytes_per_token = 0;      // the device's KV element type, all layers
-  int64_t kv_capacity_tokens = 0;      // the pool's size in token positions
+  int32_t kv_blocks_cached = 0;    // registered in the prefix cache (used or not)
+  int64_t kv_bytes_per_token = 0;  // the device's KV element type, all layers
+  int64_t kv_capacity_tokens = 0;  // the pool's size in token positions
+  // The sliding-window layers' group (0 blocks: none): each sequence holds only its window.
+  int32_t kv_local_blocks_used = 0;
+  int32_t kv_local_blocks_total = 0;
+  int64_t kv_local_bytes_per_token = 0;  // the local layers, per position of a local block
+  int32_t sliding_window = 0;
   uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
   uint64_t prefix_hit_tokens = 0;      // of which found there (not prefilled)
   uint64_t preemptions = 0;            // running requests sent back to recompute later
@@ -117,13 +122,18 @@ class Scheduler {
   void finish(Request& r, FinishReason reason, bool flush);
   void fail(Request& r, ErrorKind kind, std::string_view message);
   void retire_if_done(Request& r);
-  std::unique_ptr<Launched> schedule();
+  std::unique_ptr<Launched> schedule(bool admit = true);  // admit: take new requests too
   void add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget);
-  void add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
+  bool add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
   std::optional<ChainBreak> chain_break(const Launched& curr);
   // KV blocks (scheduler_kv.cpp).
   bool try_admit(Request& r);
-  bool grow_blocks(Request& r, int64_t positions);
+  // Grows r's tables (both groups) to cover `positions` positions, dropping the local
+  // blocks that no query from first_query on can see; all or nothing.
+  bool grow_blocks(Request& r, int64_t positions, int64_t first_query);
+  void drop_local_blocks(Request& r, int64_t first_query);
+  void take_local_prefix_hit(Request& r);
+  void release_kv(Request& r);
   void preempt(Request& r);
   void offer_written_blocks(Request& r, int32_t write_end);
   bool take_shared_prompt(Request& r);
@@ -140,6 +150,8 @@ class Scheduler {
   SchedulerOptions options_;
   DeviceInfo info_;
   KvBlockPool pool_;
+  // The sliding-window layers' group, when the device has one (DeviceInfo::kv_local_blocks).
+  std::optional<KvBlockPool> local_pool_;
 
   // Shared with submitters.
   mutable std::mutex inbox_mutex_;

@@ -24,7 +24,10 @@ struct Scheduler::PromptShare {
   uint64_t leader = 0;        // the member computing them; 0: none yet
   bool ready = false;         // `held` holds them
   std::vector<int32_t> held;  // the share's own references
-  int32_t unadmitted = 0;     // members not yet admitted once
+  // The local group's blocks of the same positions (kNoBlock before the window of the
+  // members' first query), when the model has sliding-window layers.
+  std::vector<int32_t> held_local;
+  int32_t unadmitted = 0;  // members not yet admitted once
 };
 
 struct Scheduler::Request {
@@ -47,10 +50,14 @@ struct Scheduler::Request {
   Detokenizer detok;
   StopMatcher stop;
   int32_t prompt_len = 0;
-  int32_t max_new = 0;             // max_tokens, capped by the context and the KV pool
-  int32_t prefill_end = 0;         // positions the prefill writes: the prompt, or after a
-                                   // preemption the prompt and all generated tokens but the last
-  std::vector<int32_t> blocks;     // the block table; grows as the sequence does
+  int32_t max_new = 0;          // max_tokens, capped by the context and the KV pool
+  int32_t prefill_end = 0;      // positions the prefill writes: the prompt, or after a
+                                // preemption the prompt and all generated tokens but the last
+  std::vector<int32_t> blocks;  // the block table; grows as the sequence does
+  // The sliding-window layers' table (a local group exists): same indexing, grows with the
+  // sequence, and blocks no future query can see become kNoBlock, their reference gone.
+  std::vector<int32_t> local_blocks;
+  int32_t local_dropped = 0;       // leading local entries known to be kNoBlock
   std::vector<int32_t> generated;  // accepted tokens (also the output penalties' history)
   // The repetition penalty's prompt history (StepRow), shared by every step; null when
   // the request has no prompt penalty.

@@ -21,10 +21,11 @@ bool Scheduler::try_admit(Request& r) {
     tokens.reserve(r.prefill_end);
     for (int32_t i = 0; i < r.prefill_end; ++i) tokens.push_back(r.token_at(i));
     pool_.match(tokens, (r.prefill_end - 1) / bs, r.blocks);
+    if (local_pool_) take_local_prefix_hit(r);
   }
   const int32_t cached = static_cast<int32_t>(r.blocks.size());
   if (!pool_.reserve(int64_t{r.prefill_end} - int64_t{cached} * bs, r.blocks)) {
-    pool_.release(r.blocks);
+    release_kv(r);
     return false;
   }
   r.prefill_launched = cached * bs;
@@ -57,6 +58,7 @@ bool Scheduler::take_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
   if (s.ready) {
     pool_.share(s.held, r.blocks);
+    if (local_pool_) local_pool_->share(s.held_local, r.local_blocks);
     return true;
   }
   if (s.leader != 0 && s.leader != r.id && live_.contains(s.leader)) return false;
@@ -70,8 +72,12 @@ void Scheduler::publish_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
   if (s.leader != r.id || s.ready || r.kv_written < s.blocks * pool_.block_size()) return;
   if (static_cast<int32_t>(r.blocks.size()) < s.blocks) return;
+  if (local_pool_ && static_cast<int32_t>(r.local_blocks.size()) < s.blocks) return;
   if (s.unadmitted > 0) {
     pool_.share(std::span<const int32_t>(r.blocks).first(s.blocks), s.held);
+    // drop_local_blocks kept the window before position s.blocks * block_size for this.
+    if (local_pool_)
+      local_pool_->share(std::span<const int32_t>(r.local_blocks).first(s.blocks), s.held_local);
     s.ready = true;
   }
   r.share.reset();
@@ -85,16 +91,80 @@ void Scheduler::leave_share(Request& r) {
   if (!r.admitted_before || s.leader != r.id) --s.unadmitted;
   if (s.unadmitted == 0 && s.ready) {
     pool_.release(s.held);
+    if (local_pool_) local_pool_->release(s.held_local);
     s.ready = false;
   }
   r.share.reset();
 }
 
-// Grows r's block table to cover `positions` positions; false when the pool is dry.
-bool Scheduler::grow_blocks(Request& r, int64_t positions) {
-  const int64_t have = static_cast<int64_t>(r.blocks.size()) * pool_.block_size();
-  if (have >= positions) return true;
-  return pool_.reserve(positions - have, r.blocks);
+// Grows r's block tables to cover `positions` positions, in both groups or in neither;
+// false when a pool is dry. The next query is at first_query: local blocks wholly before
+// its window go back first (they are never read again).
+bool Scheduler::grow_blocks(Request& r, int64_t positions, int64_t first_query) {
+  const int64_t bs = pool_.block_size();
+  const int64_t global = std::max<int64_t>(positions - int64_t(r.blocks.size()) * bs, 0);
+  if (!local_pool_) return global == 0 || pool_.reserve(global, r.blocks);
+  drop_local_blocks(r, first_query);
+  const int64_t local = std::max<int64_t>(positions - int64_t(r.local_blocks.size()) * bs, 0);
+  if (pool_.blocks_for(global) > pool_.free_blocks() ||
+      local_pool_->blocks_for(local) > local_pool_->free_blocks())
+    return false;
+  return pool_.reserve(global, r.blocks) && local_pool_->reserve(local, r.local_blocks);
+}
+
+// Drops r's local blocks that hold only positions before first_query - window + 1: no
+// query from first_query on sees them. A step still in flight may read them, but a block
+// handed out again is written only by a step launched later, which runs after it. A
+// leader of n choices keeps the window its members start from until it hands them over.
+void Scheduler::drop_local_blocks(Request& r, int64_t first_query) {
+  const int64_t bs = pool_.block_size();
+  int64_t keep_from = first_query - info_.sliding_window + 1;
+  if (r.share && r.share->leader == r.id && !r.share->ready)
+    keep_from = std::min(keep_from, r.share->blocks * bs - info_.sliding_window + 1);
+  if (keep_from <= 0) return;
+  const int32_t droppable =
+      static_cast<int32_t>(std::min<int64_t>(keep_from / bs, int64_t(r.local_blocks.size())));
+  for (; r.local_dropped < droppable; ++r.local_dropped) {
+    int32_t& id = r.local_blocks[r.local_dropped];
+    if (id >= 0) local_pool_->release_one(id);
+    id = kNoBlock;
+  }
+}
+
+// A prefix hit of k blocks is usable only if the local group still holds the blocks of
+// the window before position k * block_size (what the first computed query sees): walk k
+// down, block by block, until it does (as vLLM's sliding-window manager does), then take
+// those local blocks. A dropped, evicted or never cached local block costs hits, never a
+// wrong one: a local block is found under its global block's id and generation.
+void Scheduler::take_local_prefix_hit(Request& r) {
+  const int64_t bs = pool_.block_size();
+  auto first_needed = [&](int64_t k) {
+    return static_cast<int32_t>(std::max<int64_t>(0, k * bs - info_.sliding_window + 1) / bs);
+  };
+  auto local_of = [&](int32_t b) { return local_pool_->find_tagged(pool_.tag_of(r.blocks[b])); };
+  int32_t k = static_cast<int32_t>(r.blocks.size());
+  for (; k > 0; --k) {
+    bool held = true;
+    for (int32_t b = first_needed(k); b < k && held; ++b) held = local_of(b) >= 0;
+    if (held) break;
+    pool_.release_one(r.blocks.back());
+    r.blocks.pop_back();
+  }
+  r.local_dropped = first_needed(k);
+  r.local_blocks.assign(r.local_dropped, kNoBlock);
+  for (int32_t b = r.local_dropped; b < k; ++b) {
+    const int32_t id = local_of(b);
+    local_pool_->take(id);
+    r.local_blocks.push_back(id);
+  }
+}
+
+// Gives back everything r holds in both groups.
+void Scheduler::release_kv(Request& r) {
+  pool_.release(r.blocks);
+  if (local_pool_) local_pool_->release(r.local_blocks);
+  r.local_blocks.clear();
+  r.local_dropped = 0;
 }
 
 // Sends a running request back to the front of the queue, its blocks freed. It will be
@@ -102,7 +172,7 @@ bool Scheduler::grow_blocks(Request& r, int64_t positions) {
 // be cached); sampling is keyed by seed and position, so its output does not change.
 // Called only from schedule(), when no step is in flight.
 void Scheduler::preempt(Request& r) {
-  pool_.release(r.blocks);
+  release_kv(r);
   r.prefill_end = r.resuming() ? r.prompt_len + r.completion_tokens - 1 : r.prompt_len;
   r.prefill_launched = 0;
   r.kv_written = 0;
@@ -130,7 +200,11 @@ void Scheduler::offer_written_blocks(Request& r, int32_t write_end) {
        ++r.blocks_offered) {
     const int32_t b = r.blocks_offered;
     for (int32_t i = 0; i < bs; ++i) tokens[i] = r.token_at(int64_t{b} * bs + i);
-    pool_.register_block(r.blocks[b], b == 0 ? -1 : r.blocks[b - 1], tokens);
+    const bool ours = pool_.register_block(r.blocks[b], b == 0 ? -1 : r.blocks[b - 1], tokens);
+    // The local block of the same positions is found through the global one.
+    if (ours && local_pool_ && b < static_cast<int32_t>(r.local_blocks.size()) &&
+        r.local_blocks[b] >= 0)
+      local_pool_->register_tagged(r.local_blocks[b], pool_.tag_of(r.blocks[b]));
   }
 }
 

@@ -138,8 +138,19 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
   metric(out, "tandem_kv_blocks_cached", "gauge",
          "KV cache blocks registered in the prefix cache (referenced or not).", s.kv_blocks_cached);
   metric(out, "tandem_kv_bytes_per_token", "gauge",
-         "Bytes one token takes in the KV cache (all layers, K and V, in its element type).",
+         "Bytes one token takes in the KV cache (its global layers, every layer when none "
+         "is a sliding-window one; K and V, in its element type).",
          static_cast<double>(s.kv_bytes_per_token));
+  if (s.kv_local_blocks_total > 0) {
+    metric(out, "tandem_kv_local_blocks_used", "gauge",
+           "Sliding-window layers' KV blocks held by requests (only their windows).",
+           s.kv_local_blocks_used);
+    metric(out, "tandem_kv_local_blocks_capacity", "gauge",
+           "Sliding-window layers' KV blocks in their own pool.", s.kv_local_blocks_total);
+    metric(out, "tandem_kv_local_bytes_per_token", "gauge",
+           "Bytes one token position of a sliding-window block takes (those layers, K and V).",
+           static_cast<double>(s.kv_local_bytes_per_token));
+  }
   metric(out, "tandem_kv_capacity_tokens", "gauge", "Token positions the KV cache holds.",
          static_cast<double>(s.kv_capacity_tokens));
   metric(out, "tandem_prefix_cache_queried_tokens_total", "counter",

@@ -10,13 +10,51 @@ int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& opti
                                     : config.context_length;
 }
 
+namespace {
+
+int32_t local_layer_count(const ModelConfig& config, const CpuExecutorOptions& options) {
+  if (!options.local_kv_group) return 0;
+  int32_t n = 0;
+  for (int32_t l = 0; l < config.n_layer; ++l) n += config.is_local_layer(l) ? 1 : 0;
+  return n;
+}
+
+int32_t local_blocks_wanted(const ModelConfig& config, const CpuExecutorOptions& options) {
+  if (local_layer_count(config, options) == 0) return 0;
+  return std::max(options.max_sequences, 1) *
+         local_blocks_per_sequence(config.sliding_window, std::max(options.max_step_tokens, 1),
+                                   KvCache::kDefaultBlockSize);
+}
+
+}  // namespace
+
+int32_t local_blocks_per_sequence(int32_t window, int32_t max_step_tokens, int32_t block_size) {
+  return static_cast<int32_t>((int64_t{window} + max_step_tokens + block_size - 1) / block_size +
+                              1);
+}
+
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options) {
   if (options.kv_tokens > 0) return options.kv_tokens;
-  const int64_t per_token = static_cast<int64_t>(
-      KvCache::bytes_per_token(config.n_layer, config.kv_dim(), options.kv_type));
+  const int32_t n_local = local_layer_count(config, options);
+  const int64_t global_bytes =
+      std::max<int64_t>(1, static_cast<int64_t>(KvCache::bytes_per_token(
+                               config.n_layer - n_local, config.kv_dim(), options.kv_type)));
+  const int64_t local_bytes = static_cast<int64_t>(
+      n_local > 0 ? KvCache::bytes_per_token(n_local, config.kv_dim(), options.kv_type) : 0);
+  const int64_t budget = options.kv_budget_bytes;
+  // The local group holds min(wanted, global) tokens: the global tokens left once the
+  // wanted local group is paid for, when that leaves at least as many; else both groups
+  // the same size (the local one capped by the global one).
+  const int64_t wanted = int64_t{local_blocks_wanted(config, options)} * KvCache::kDefaultBlockSize;
+  const int64_t beyond = (budget - wanted * local_bytes) / global_bytes;
+  const int64_t tokens = beyond >= wanted ? beyond : budget / (global_bytes + local_bytes);
   // At least one full context, so any request that fits the model fits the cache.
-  return std::max<int64_t>(served_context(config, options),
-                           std::min<int64_t>(options.kv_budget_bytes / per_token, 1 << 20));
+  return std::max<int64_t>(served_context(config, options), std::min<int64_t>(tokens, 1 << 20));
+}
+
+int32_t cpu_kv_local_blocks(const ModelConfig& config, const CpuExecutorOptions& options,
+                            int32_t global_blocks) {
+  return std::min(local_blocks_wanted(config, options), global_blocks);
 }
 
 std::span<const uint32_t> grammar_mask(grammar::Matcher& matcher, std::vector<uint32_t>& buffer) {
@@ -31,13 +69,20 @@ int32_t block_count(const ModelConfig& config, const CpuExecutorOptions& options
   return static_cast<int32_t>((tokens + KvCache::kDefaultBlockSize - 1) /
                               KvCache::kDefaultBlockSize);
 }
+
+KvCache make_kv_cache(const ModelConfig& c, const CpuExecutorOptions& options) {
+  const int32_t blocks = block_count(c, options);
+  std::vector<bool> local(c.n_layer);
+  for (int32_t l = 0; l < c.n_layer; ++l) local[l] = c.is_local_layer(l);
+  return KvCache(c.n_layer, c.kv_dim(), blocks, options.kv_type, c.head_dim,
+                 KvCache::kDefaultBlockSize, local, cpu_kv_local_blocks(c, options, blocks));
+}
 }  // namespace
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions options)
     : model_(std::move(model)),
       pool_(options.threads > 0 ? options.threads : default_thread_count()),
-      kv_(model_->config().n_layer, model_->config().kv_dim(),
-          block_count(model_->config(), options), options.kv_type, model_->config().head_dim),
+      kv_(make_kv_cache(model_->config(), options)),
       forward_(*model_, kv_, pool_, served_context(model_->config(), options)) {
   const ModelConfig& c = model_->config();
   for (int i = 0; i < pool_.size(); ++i)
@@ -48,8 +93,10 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   info_.kv_block_size = kv_.block_size();
   info_.kv_blocks = kv_.n_blocks();
   info_.kv_type = kv_type_name(kv_.type());
-  info_.kv_bytes_per_token =
-      static_cast<int64_t>(KvCache::bytes_per_token(c.n_layer, c.kv_dim(), kv_.type()));
+  info_.kv_bytes_per_token = static_cast<int64_t>(kv_.global_bytes_per_token());
+  info_.kv_local_blocks = kv_.n_local_blocks();
+  info_.sliding_window = kv_.has_local_group() ? c.sliding_window : 0;
+  info_.kv_local_bytes_per_token = static_cast<int64_t>(kv_.local_bytes_per_token());
   info_.eog_ids = options.eog_ids;
 }
 
@@ -69,7 +116,8 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
   for (size_t i = 0; i < n; ++i) {
     const StepRow& r = plan.rows[i];
     const bool all = r.sampling.prompt_logprobs >= 0;
-    rows_.push_back(ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all});
+    rows_.push_back(
+        ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all, r.kv_local_blocks});
     if (r.sample || all) logit_row_[i] = n_logits;
     n_logits += all ? static_cast<int32_t>(r.tokens.size()) : (r.sample ? 1 : 0);
     any_logprobs = any_logprobs || (r.sample && r.sampling.logprobs >= 0);

@@ -23,6 +23,13 @@ struct CpuExecutorOptions {
   int64_t kv_budget_bytes = int64_t{2} << 30;  // used when kv_tokens is 0
   KvType kv_type = KvType::kF16;               // the cache's element type
   std::vector<int32_t> eog_ids;                // tokens that ignore_eos bans
+  // Size the sliding-window layers' block group (kv_cache.h): the scheduler runs at most
+  // max_sequences rows and feeds a row at most max_step_tokens tokens per step.
+  int32_t max_sequences = 64;
+  int32_t max_step_tokens = 512;
+  // false: local layers keep every position in the global group (no local group), the
+  // layout before the group existed; tests compare the two.
+  bool local_kv_group = true;
 };
 
 class CpuExecutor : public StepExecutor {
@@ -54,5 +61,12 @@ int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& opti
 std::span<const uint32_t> grammar_mask(grammar::Matcher& matcher, std::vector<uint32_t>& buffer);
 // The KV capacity in tokens that CpuExecutor picks for a model and options.
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options);
+// The local group's size in blocks (0: the model has no sliding layers, or the group is
+// off): each of max_sequences sequences may hold ceil((window + max_step_tokens) / block)
+// + 1 blocks at once, the window behind a chunk's first query and the chunk; never more
+// than the global group, which bounds what the sequences can hold in either group.
+int32_t cpu_kv_local_blocks(const ModelConfig& config, const CpuExecutorOptions& options,
+                            int32_t global_blocks);
+int32_t local_blocks_per_sequence(int32_t window, int32_t max_step_tokens, int32_t block_size);
 
 }  // namespace tandem

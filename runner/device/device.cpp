@@ -24,6 +24,7 @@ struct PendingStep::Slot {
   std::shared_ptr<Slot> prev;  // chained: whose tokens feed this step; dropped once used
   // chained: the rows' block tables where they grew since prev (empty: prev's tables)
   std::vector<std::vector<int32_t>> kv_blocks;
+  std::vector<std::vector<int32_t>> kv_local_blocks;  // likewise, the local group's tables
   // Written by the worker before `done` is released; read-only afterwards.
   std::vector<int32_t> tokens;
   // Only the scheduler reads these (finalize moves them out); a successor reads tokens.
@@ -153,6 +154,8 @@ struct Device::Worker {
           row.next_prompt_token = -1;
           row.sample = true;
           if (i < slot.kv_blocks.size()) row.kv_blocks = std::move(slot.kv_blocks[i]);
+          if (i < slot.kv_local_blocks.size())
+            row.kv_local_blocks = std::move(slot.kv_local_blocks[i]);
         }
       }
       slot.prev.reset();
@@ -264,7 +267,8 @@ PendingStep Device::launch(StepPlan plan) {
 }
 
 PendingStep Device::launch_chained(const PendingStep& prev,
-                                   std::vector<std::vector<int32_t>> kv_blocks) {
+                                   std::vector<std::vector<int32_t>> kv_blocks,
+                                   std::vector<std::vector<int32_t>> kv_local_blocks) {
   if (!prev.slot_) throw std::logic_error("launch_chained: no step to chain from");
   if (!prev.slot_->all_sample) {
     throw std::logic_error("launch_chained: every row of the previous step must sample");
@@ -278,6 +282,7 @@ PendingStep Device::launch_chained(const PendingStep& prev,
   slot->rows = prev.slot_->rows;
   slot->prev = prev.slot_;
   slot->kv_blocks = std::move(kv_blocks);
+  slot->kv_local_blocks = std::move(kv_local_blocks);
   return enqueue(std::move(slot));
 }
 

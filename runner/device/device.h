@@ -25,6 +25,11 @@ struct StepRow {
   // The request's block table (ids into the device's KV pool), covering at least
   // position + tokens.size() positions.
   std::vector<int32_t> kv_blocks;
+  // With a local (sliding-window) block group (DeviceInfo::kv_local_blocks > 0): the
+  // local layers' table, indexed the same way, kv_blocks' length at least. kNoBlock
+  // marks a block dropped out of the window: no query of this row may reach it. Empty
+  // without a local group.
+  std::vector<int32_t> kv_local_blocks;
   SamplingParams sampling;
   // A token sampled at a position below this one may not be an EOG or stop_token_ids id
   // (min_tokens: the prompt's length plus min_tokens). Absolute, so it holds along a chain.
@@ -51,6 +56,7 @@ struct StepPlan {
 };
 
 inline constexpr int32_t kNoToken = -1;
+inline constexpr int32_t kNoBlock = -1;  // a local table's block dropped out of the window
 
 struct StepResult {
   std::vector<int32_t> tokens;  // tokens[i] for rows[i]; kNoToken where !sample
@@ -69,7 +75,12 @@ struct DeviceInfo {
   int32_t kv_blocks = 0;  // size of the device's KV pool, in blocks
   std::vector<int32_t> eog_ids;
   std::string kv_type = "none";    // the KV cache's element type (kv_cache.h's names)
-  int64_t kv_bytes_per_token = 0;  // all layers, K and V; 0 where nothing is stored
+  int64_t kv_bytes_per_token = 0;  // the global group's layers, K and V; 0 where nothing is stored
+  // The local (sliding-window) group: its layers keep only the window of each sequence,
+  // in a pool of their own. 0 blocks: no local group (every layer is global).
+  int32_t kv_local_blocks = 0;
+  int32_t sliding_window = 0;            // a local layer's query at p sees keys p - window < j
+  int64_t kv_local_bytes_per_token = 0;  // the local layers, per position of a local block
 };
 
 // The model half of a device: runs one step synchronously, on the device worker thread.
@@ -148,9 +159,11 @@ class Device {
   // it, read on the worker when the step runs (the caller never reads it), at the position
   // after prev's tokens. Every row of prev must sample. At most one chained step per prev.
   // kv_blocks, when given, holds each row's block table for this step (the scheduler grows
-  // tables as sequences cross into new blocks); empty keeps prev's tables.
+  // tables as sequences cross into new blocks); empty keeps prev's tables. kv_local_blocks
+  // likewise for the local group's tables (grown, and dropped out of the window).
   PendingStep launch_chained(const PendingStep& prev,
-                             std::vector<std::vector<int32_t>> kv_blocks = {});
+                             std::vector<std::vector<int32_t>> kv_blocks = {},
+                             std::vector<std::vector<int32_t>> kv_local_blocks = {});
   // Blocks until the step has run; returns its tokens, or rethrows what execute threw.
   StepResult finalize(PendingStep& step);
 

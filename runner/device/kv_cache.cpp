@@ -56,10 +56,11 @@ size_t kv_element_offset(KvType type, int64_t index) {
 }
 
 KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type, int32_t head_dim,
-                 int32_t block_size)
+                 int32_t block_size, const std::vector<bool>& local_layers, int32_t n_local_blocks)
     : n_layer_(n_layer),
       kv_dim_(kv_dim),
       n_blocks_(n_blocks),
+      n_local_blocks_(std::max(n_local_blocks, 0)),
       block_size_(block_size),
       type_(type),
       vector_bytes_(kv_vector_bytes(type, kv_dim)) {
@@ -71,8 +72,27 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
         "q8_0 needs a head size that is a multiple of 32 (this "
         "model's is " +
         std::to_string(head) + ")");
-  n_bytes_ = static_cast<size_t>(n_layer) * n_blocks * 2 * block_size * vector_bytes_;
+  if (!local_layers.empty() && static_cast<int32_t>(local_layers.size()) != n_layer)
+    throw std::invalid_argument("KvCache: local_layers must name every layer");
+  layers_.resize(n_layer);
+  if (n_local_blocks_ > 0)
+    for (int32_t l = 0; l < static_cast<int32_t>(local_layers.size()); ++l)
+      if (local_layers[l]) {
+        layers_[l].local = true;
+        ++n_local_layers_;
+      }
+  if (n_local_layers_ == 0) n_local_blocks_ = 0;
+  const size_t block_bytes = 2 * static_cast<size_t>(block_size) * vector_bytes_;
+  const size_t global_layer_bytes = static_cast<size_t>(n_blocks) * block_bytes;
+  const size_t local_layer_bytes = static_cast<size_t>(n_local_blocks_) * block_bytes;
+  n_bytes_ = static_cast<size_t>(n_layer - n_local_layers_) * global_layer_bytes +
+             static_cast<size_t>(n_local_layers_) * local_layer_bytes;
   data_.reset(new uint8_t[n_bytes_]);
+  uint8_t* at = data_.get();
+  for (LayerPlace& place : layers_) {
+    place.base = at;
+    at += place.local ? local_layer_bytes : global_layer_bytes;
+  }
 }
 
 void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {

@@ -4,6 +4,12 @@
 // tables in each StepPlan); this class only maps (layer, block, slot) to memory and
 // converts F32 vectors into the stored type. Not thread-safe by itself: the forward pass
 // writes a row's slots before any thread reads them in the same step.
+//
+// Sliding-window layers (gemma2/3's local layers) may keep their K and V in a second block
+// group of the same block size: a query there never sees a key more than a window back,
+// so a sequence needs only the blocks of its window in that group, and the scheduler
+// frees the rest as the sequence advances (its own table, StepRow::kv_local_blocks).
+// Without a local group every layer lives in the one group, as before.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "runner/gguf/gguf.h"
 
@@ -34,12 +41,20 @@ class KvCache {
   static constexpr int32_t kDefaultBlockSize = 16;
 
   // Throws std::invalid_argument for a non-positive dimension, or Q8_0 with a head size
-  // that is not a multiple of 32 (a head must start on a block).
+  // that is not a multiple of 32 (a head must start on a block). local_layers[l] marks
+  // the layers kept in the local group of n_local_blocks blocks; with n_local_blocks 0
+  // (or no layer marked) there is no local group.
   KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type = KvType::kF16,
-          int32_t head_dim = 0, int32_t block_size = kDefaultBlockSize);
+          int32_t head_dim = 0, int32_t block_size = kDefaultBlockSize,
+          const std::vector<bool>& local_layers = {}, int32_t n_local_blocks = 0);
 
   int32_t n_layer() const { return n_layer_; }
-  int32_t n_blocks() const { return n_blocks_; }
+  int32_t n_blocks() const { return n_blocks_; }              // the global group's
+  int32_t n_local_blocks() const { return n_local_blocks_; }  // 0: no local group
+  bool has_local_group() const { return n_local_blocks_ > 0; }
+  // Whether `layer` reads and writes through the local group (and its block table).
+  bool is_local(int32_t layer) const { return layers_[layer].local; }
+  int32_t n_local_layers() const { return n_local_layers_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
   KvType type() const { return type_; }
@@ -61,20 +76,34 @@ class KvCache {
   static size_t bytes_per_token(int32_t n_layer, int32_t kv_dim, KvType type = KvType::kF16) {
     return static_cast<size_t>(n_layer) * 2 * kv_vector_bytes(type, kv_dim);
   }
+  // Bytes one token position of a group's block takes: the global group's (every layer
+  // when there is no local group) and the local group's (0 without one).
+  size_t global_bytes_per_token() const {
+    return bytes_per_token(n_layer_ - n_local_layers_, kv_dim_, type_);
+  }
+  size_t local_bytes_per_token() const {
+    return has_local_group() ? bytes_per_token(n_local_layers_, kv_dim_, type_) : 0;
+  }
 
  private:
-  // Layout: [layer][block][K|V][slot][kv_dim elements], so one head's keys for
-  // consecutive positions of a block sit one vector apart in one contiguous run.
+  // Layout of each group: [layer of the group][block][K|V][slot][kv_dim elements], so one
+  // head's keys for consecutive positions of a block sit one vector apart in one run.
   uint8_t* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) const {
-    size_t index =
-        ((static_cast<size_t>(layer) * n_blocks_ + block) * 2 + which) * block_size_ + slot;
-    return data_.get() + index * vector_bytes_;
+    return layers_[layer].base +
+           ((static_cast<size_t>(block) * 2 + which) * block_size_ + slot) * vector_bytes_;
   }
   void encode(const float* x, uint8_t* out) const;
+
+  struct LayerPlace {
+    uint8_t* base = nullptr;  // the layer's first block in its group
+    bool local = false;
+  };
 
   int32_t n_layer_;
   int32_t kv_dim_;
   int32_t n_blocks_;
+  int32_t n_local_blocks_;
+  int32_t n_local_layers_ = 0;
   int32_t block_size_;
   KvType type_;
   size_t vector_bytes_;
@@ -82,6 +111,7 @@ class KvCache {
   // Left uninitialized: the OS commits pages as steps first write them, so a large
   // --kv-tokens costs nothing until it is used. Slots are always written before read.
   std::unique_ptr<uint8_t[]> data_;
+  std::vector<LayerPlace> layers_;
 };
 
 }  // namespace tandem

@@ -25,7 +25,8 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 
 SimulatedExecutor::SimulatedExecutor(SimulatedDeviceConfig config) : config_(std::move(config)) {
   if (config_.vocab_size <= 0 || config_.kv_block_size <= 0 || config_.kv_blocks <= 0 ||
-      config_.context_length <= 0) {
+      config_.context_length <= 0 || config_.kv_local_blocks < 0 ||
+      (config_.kv_local_blocks > 0 && config_.sliding_window <= 0)) {
     throw std::invalid_argument("simulated device: sizes must be positive");
   }
   alphabet_ = config_.alphabet;
@@ -38,12 +39,16 @@ SimulatedExecutor::SimulatedExecutor(SimulatedDeviceConfig config) : config_(std
   }
   if (config_.verify_kv) {
     kv_.resize(static_cast<size_t>(config_.kv_blocks) * config_.kv_block_size);
+    local_kv_.resize(static_cast<size_t>(config_.kv_local_blocks) * config_.kv_block_size);
   }
 }
 
 DeviceInfo SimulatedExecutor::info() const {
-  return DeviceInfo{config_.vocab_size, config_.context_length, config_.kv_block_size,
-                    config_.kv_blocks, config_.eog_ids};
+  DeviceInfo info{config_.vocab_size, config_.context_length, config_.kv_block_size,
+                  config_.kv_blocks, config_.eog_ids};
+  info.kv_local_blocks = config_.kv_local_blocks;
+  info.sliding_window = config_.kv_local_blocks > 0 ? config_.sliding_window : 0;
+  return info;
 }
 
 int32_t SimulatedExecutor::next_token(int32_t last, int32_t position,
@@ -91,6 +96,37 @@ void SimulatedExecutor::verify_and_write_kv(const StepRow& row) {
     const int32_t token = row.tokens[p - row.position];
     slot(p) = KvSlot{static_cast<int32_t>(p), token, chain(p, token)};
   }
+  if (config_.kv_local_blocks > 0) verify_and_write_local_kv(row);
+}
+
+// The local table: every slot a query of this row can see (the window behind its first
+// query) must be what the global table holds there, after that table was verified; the
+// row's new slots are copied from it. A block dropped (kNoBlock) must be wholly before
+// the window.
+void SimulatedExecutor::verify_and_write_local_kv(const StepRow& row) {
+  const int64_t end = static_cast<int64_t>(row.position) + static_cast<int64_t>(row.tokens.size());
+  const int64_t bs = config_.kv_block_size;
+  if (static_cast<int64_t>(row.kv_local_blocks.size()) * bs < end)
+    fail(row, "local block table does not cover position " + std::to_string(end - 1));
+  const int64_t first_seen = std::max<int64_t>(0, row.position - config_.sliding_window + 1);
+  for (int64_t b = first_seen / bs; b < (end + bs - 1) / bs; ++b) {
+    const int32_t id = row.kv_local_blocks[b];
+    if (id < 0) fail(row, "local block " + std::to_string(b) + " dropped inside the window");
+    if (id >= config_.kv_local_blocks) fail(row, "local block id out of range");
+  }
+  auto global = [&](int64_t p) -> const KvSlot& {
+    return kv_[row.kv_blocks[p / bs] * bs + p % bs];
+  };
+  auto local = [&](int64_t p) -> KvSlot& {
+    return local_kv_[row.kv_local_blocks[p / bs] * bs + p % bs];
+  };
+  for (int64_t p = first_seen; p < row.position; ++p) {
+    const KvSlot& s = local(p);
+    if (s.position != p || s.chain != global(p).chain)
+      fail(row, "local KV at position " + std::to_string(p) +
+                    " is not this sequence's (overwritten or never written)");
+  }
+  for (int64_t p = row.position; p < end; ++p) local(p) = global(p);
 }
 
 // The drawn token when the grammar allows it, else the next allowed id after it (cyclic):

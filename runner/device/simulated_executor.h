@@ -36,6 +36,12 @@ struct SimulatedDeviceConfig {
   // blocks shared between requests with the same prefix (the prefix cache) pass, and a
   // block overwritten by another sequence, or freed too early and reused, fails.
   bool verify_kv = true;
+  // A local (sliding-window) block group (device.h): with kv_local_blocks > 0 rows carry
+  // a local table too, whose blocks inside each query's window of sliding_window
+  // positions must hold the same slots as the global table's (so a local block freed
+  // early and reused fails), and whose blocks outside it may be dropped.
+  int32_t kv_local_blocks = 0;
+  int32_t sliding_window = 0;
 };
 
 class SimulatedExecutor : public StepExecutor {
@@ -52,6 +58,7 @@ class SimulatedExecutor : public StepExecutor {
 
  private:
   void verify_and_write_kv(const StepRow& row);
+  void verify_and_write_local_kv(const StepRow& row);
   int32_t constrain(grammar::Matcher& matcher, int32_t drawn);
 
   SimulatedDeviceConfig config_;
@@ -62,6 +69,7 @@ class SimulatedExecutor : public StepExecutor {
     uint64_t chain = 0;  // hash of (the previous slot's chain, token, position)
   };
   std::vector<KvSlot> kv_;
+  std::vector<KvSlot> local_kv_;
   std::vector<uint32_t> mask_;  // a constrained row's grammar mask
 };
 

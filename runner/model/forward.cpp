@@ -77,7 +77,27 @@ ForwardPass::ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool, int3
         "q8_0 needs a head size that is a multiple of 32 (this "
         "model's is " +
         std::to_string(cfg_.head_dim) + ")");
+  for (int32_t l = 0; l < cfg_.n_layer && kv.has_local_group(); ++l)
+    if (kv.n_layer() != cfg_.n_layer || kv.is_local(l) != cfg_.is_local_layer(l))
+      throw std::invalid_argument("ForwardPass: the KV cache's local layers are not the model's");
   thread_scores_.resize(pool.size());
+}
+
+// A local table covers the row like the global one, and every block a query of the row
+// can see (from position - window + 1 on) is there: a dropped block is outside the
+// window by construction, and this makes sure of it before anything is read.
+void ForwardPass::validate_local_table(const ForwardRow& r) const {
+  const int64_t bs = kv_.block_size();
+  const int64_t end = static_cast<int64_t>(r.position) + static_cast<int64_t>(r.tokens.size());
+  if (static_cast<int64_t>(r.kv_local_blocks.size()) * bs < end)
+    throw std::invalid_argument("forward: the local block table does not cover the row");
+  const int64_t first_seen = std::max<int64_t>(0, r.position - cfg_.sliding_window + 1);
+  for (int64_t b = 0; b < static_cast<int64_t>(r.kv_local_blocks.size()); ++b) {
+    const int32_t id = r.kv_local_blocks[b];
+    if (id >= kv_.n_local_blocks() || (id < 0 && (b + 1) * bs > first_seen))
+      throw std::invalid_argument("forward: local KV block " + std::to_string(b) +
+                                  (id < 0 ? " dropped inside the window" : " out of range"));
+  }
 }
 
 void ForwardPass::validate(std::span<const ForwardRow> rows) const {
@@ -93,6 +113,7 @@ void ForwardPass::validate(std::span<const ForwardRow> rows) const {
       throw std::invalid_argument("forward: the block table does not cover the row");
     for (int32_t b : r.kv_blocks)
       if (b < 0 || b >= kv_.n_blocks()) throw std::invalid_argument("forward: bad KV block id");
+    if (kv_.has_local_group()) validate_local_table(r);
     for (int32_t t : r.tokens)
       if (t < 0 || t >= cfg_.n_vocab)
         throw std::invalid_argument("forward: token id " + std::to_string(t) +
@@ -204,7 +225,7 @@ void ForwardPass::qk_rope_and_store(int32_t l, int64_t t, std::span<const Forwar
   for (int32_t h = 0; h < cfg_.n_head_kv; ++h) per_head(k + h * hd, w.k_norm);
   const ForwardRow& r = rows[token_row_[t]];
   const int32_t pos = token_position_[t];
-  const int32_t block = r.kv_blocks[pos / kv_.block_size()];
+  const int32_t block = table(r, l)[pos / kv_.block_size()];
   const int32_t slot = pos % kv_.block_size();
   kv_.store(l, block, slot, k, k + kv_dim);
 }
@@ -277,6 +298,7 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
       const int32_t h = static_cast<int32_t>(task % cfg_.n_head);
       const size_t kv_off = kv_element_offset(kv_.type(), static_cast<int64_t>(h / group) * hd);
       const ForwardRow& r = rows[token_row_[t]];
+      const std::span<const int32_t> blocks = table(r, layer);
       const int32_t end = token_position_[t] + 1;
       const int32_t begin = window > 0 ? std::max(0, end - window) : 0;
       const int32_t n = end - begin;
@@ -285,7 +307,7 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
       auto for_each_span = [&](auto fn) {
         for (int32_t j = begin; j < end;) {
           const int32_t slot = j % bs, count = std::min(bs - slot, end - j);
-          fn(r.kv_blocks[j / bs], slot, j - begin, count);
+          fn(blocks[j / bs], slot, j - begin, count);
           j += count;
         }
       };

@@ -22,6 +22,9 @@ struct ForwardRow {
   std::span<const int32_t> kv_blocks;  // covers positions [0, position + tokens.size())
   bool want_logits = true;             // logits of the row's last token
   bool all_logits = false;             // logits of every token of the row, in order (echo)
+  // The local layers' table when the cache has a local group (kv_cache.h), as long; its
+  // entries may be kNoBlock (< 0) only for blocks wholly before every query's window.
+  std::span<const int32_t> kv_local_blocks = {};
 };
 
 class ForwardPass {
@@ -33,8 +36,8 @@ class ForwardPass {
 
   // Runs the batch and returns the logits of the rows that want them, in row order,
   // n_vocab floats each (all_logits rows: one per token); valid until the next run. Throws
-  // std::invalid_argument for a token out of the vocabulary, a position past the context, or a
-  // short block table.
+  // std::invalid_argument for a token out of the vocabulary, a position past the context, a
+  // short block table, or a dropped local block inside a query's window.
   std::span<float> run(std::span<const ForwardRow> rows);
 
  private:
@@ -45,6 +48,12 @@ class ForwardPass {
   void qk_rope_and_store(int32_t layer, int64_t token, std::span<const ForwardRow> rows);
   void attention(int32_t layer, std::span<const ForwardRow> rows);
   void softmax(float* scores, int32_t n) const;
+  // The block table `layer` reads and writes through: the local one for a local layer of
+  // a cache with a local group.
+  std::span<const int32_t> table(const ForwardRow& r, int32_t layer) const {
+    return kv_.is_local(layer) ? r.kv_local_blocks : r.kv_blocks;
+  }
+  void validate_local_table(const ForwardRow& r) const;
   void ffn_block(int32_t layer);
   int64_t output_logits(std::span<const ForwardRow> rows);
 

@@ -29,7 +29,7 @@ struct Planned {
 
 // A few shared prefixes (0 to 70 tokens, so some span several blocks and some end
 // mid-block), each request one of them plus its own 1 to 20 tokens.
-std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
+std::vector<Planned> plan(std::mt19937& rng, int32_t vocab, int32_t longest_output) {
   std::uniform_int_distribution<int32_t> token(2, vocab - 1);
   std::vector<std::vector<int32_t>> prefixes(3);
   for (auto& p : prefixes) p.resize(std::uniform_int_distribution<int>(0, 70)(rng));
@@ -41,7 +41,7 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
     const int own = std::uniform_int_distribution<int>(1, 20)(rng);
     for (int i = 0; i < own; ++i) r.prompt.push_back(token(rng));
     r.seed = rng();
-    r.max_tokens = std::uniform_int_distribution<int>(1, 12)(rng);
+    r.max_tokens = std::uniform_int_distribution<int>(1, longest_output)(rng);
   }
   // Some requests repeat another's whole prompt (a full hit but for the last token).
   out[9].prompt = out[0].prompt;
@@ -68,21 +68,33 @@ void drain(Engine& engine) {
   ASSERT_TRUE(engine.scheduler().drained());
 }
 
-TEST(PrefixCacheLaw, OutputsEqualComputingAloneWithTheCacheOff) {
-  ScratchDir dir;
-  const auto model = write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/3);
+struct LawCase {
+  std::filesystem::path model;
+  std::vector<KvType> kv_types;
+  uint32_t seeds = 4;
+  int32_t longest_output = 12;             // max_tokens is drawn from 1 to this
+  std::vector<int64_t> pools;              // kv_tokens of the run with the cache, drawn from these
+  bool alone_without_local_group = false;  // the reference keeps local layers in full
+};
+
+struct LawTotals {
   uint64_t hits = 0, preemptions = 0;
-  for (KvType kv_type : {KvType::kF16, KvType::kF32, KvType::kBf16}) {
-    for (uint32_t seed = 1; seed <= 4; ++seed) {
+};
+
+LawTotals check_law(const LawCase& c) {
+  LawTotals totals;
+  for (KvType kv_type : c.kv_types) {
+    for (uint32_t seed = 1; seed <= c.seeds; ++seed) {
       std::mt19937 rng(seed * 7919 + static_cast<uint32_t>(kv_type));
       EngineOptions alone_options;
-      alone_options.model = model;
+      alone_options.model = c.model;
       alone_options.threads = 1;
       alone_options.kv_type = kv_type;
       alone_options.kv_tokens = 1024;
       alone_options.scheduler.prefix_cache = false;
+      alone_options.local_kv_group = !c.alone_without_local_group;
       Engine alone(alone_options);
-      const std::vector<Planned> requests = plan(rng, alone.config().n_vocab);
+      const std::vector<Planned> requests = plan(rng, alone.config().n_vocab, c.longest_output);
       std::vector<std::string> expected;
       for (const Planned& p : requests) {
         auto sink = submit(alone, p);
@@ -91,8 +103,9 @@ TEST(PrefixCacheLaw, OutputsEqualComputingAloneWithTheCacheOff) {
       }
 
       EngineOptions options = alone_options;
+      options.local_kv_group = true;
       options.threads = 1 + static_cast<int>(rng() % 2);
-      options.kv_tokens = std::vector<int64_t>{112, 160, 256}[rng() % 3];
+      options.kv_tokens = c.pools[rng() % c.pools.size()];
       options.scheduler.prefix_cache = true;
       options.scheduler.overlap = rng() % 2 == 0;
       options.scheduler.max_step_tokens = std::vector<int32_t>{3, 7, 16, 64}[rng() % 4];
@@ -110,23 +123,54 @@ TEST(PrefixCacheLaw, OutputsEqualComputingAloneWithTheCacheOff) {
       }
       drain(together);
       for (size_t k = 0; k < order.size(); ++k) {
-        ASSERT_TRUE(sinks[k]->ended());
-        EXPECT_EQ(sinks[k]->reason(), FinishReason::kLength);
+        EXPECT_TRUE(sinks[k]->ended());
+        EXPECT_EQ(sinks[k]->reason(), FinishReason::kLength) << sinks[k]->error();
         EXPECT_EQ(sinks[k]->text(), expected[order[k]])
             << kv_type_name(kv_type) << " seed " << seed << " request " << order[k];
         EXPECT_LE(sinks[k]->usage().cached_tokens, sinks[k]->usage().prompt_tokens - 1);
       }
       const SchedulerMetrics m = together.scheduler().metrics();
       EXPECT_EQ(m.kv_blocks_used, 0);
-      hits += m.prefix_hit_tokens;
-      preemptions += m.preemptions;
+      EXPECT_EQ(m.kv_local_blocks_used, 0);
+      totals.hits += m.prefix_hit_tokens;
+      totals.preemptions += m.preemptions;
     }
   }
+  return totals;
+}
+
+TEST(PrefixCacheLaw, OutputsEqualComputingAloneWithTheCacheOff) {
+  ScratchDir dir;
+  const LawTotals t = check_law({write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/3),
+                                 {KvType::kF16, KvType::kF32, KvType::kBf16},
+                                 4,
+                                 12,
+                                 {112, 160, 256}});
   // The workload must have exercised what it claims to.
-  EXPECT_GT(hits, 0u);
-  EXPECT_GT(preemptions, 0u);
-  std::cout << "  prefix-cache law: " << hits << " tokens from the cache, " << preemptions
+  EXPECT_GT(t.hits, 0u);
+  EXPECT_GT(t.preemptions, 0u);
+  std::cout << "  prefix-cache law: " << t.hits << " tokens from the cache, " << t.preemptions
             << " preemptions\n";
+}
+
+// gemma2 and gemma3 (windows of 24 and 40 positions) with their sliding-window layers in
+// a block group of their own, prompts and outputs longer than the window: the same law,
+// against each request computed alone with every position of every layer kept.
+TEST(PrefixCacheLaw, SlidingWindowModelsEqualKeepingEveryPositionAlone) {
+  TANDEM_REQUIRE_SHARED();
+  for (const char* name : {"gemma2", "gemma3"}) {
+    const LawTotals t = check_law(
+        {*shared_dir() / "models" / "families" / (std::string(name) + "-tiny-s777-f16.gguf"),
+         {KvType::kF16},
+         3,
+         48,
+         {160, 208, 320},
+         true});
+    EXPECT_GT(t.hits, 0u) << name;
+    EXPECT_GT(t.preemptions, 0u) << name;
+    std::cout << "  " << name << ": " << t.hits << " tokens from the cache, " << t.preemptions
+              << " preemptions\n";
+  }
 }
 
 }  // namespace

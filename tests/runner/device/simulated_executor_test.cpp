@@ -89,5 +89,34 @@ TEST(SimulatedExecutor, CatchesKvOverwrittenByAnotherRequest) {
   EXPECT_THROW(sim.execute(StepPlan{{row(1, {8}, 4, {4})}}, out), std::runtime_error);
 }
 
+// The local (sliding-window) table: a local block inside the window that another
+// sequence overwrote (freed early, handed out again) fails, as does one dropped inside
+// the window; blocks wholly before the window may be dropped.
+TEST(SimulatedExecutor, CatchesALocalBlockReusedOrDroppedInsideTheWindow) {
+  SimulatedDeviceConfig config;
+  config.kv_block_size = 4;
+  config.kv_local_blocks = 8;
+  config.sliding_window = 6;
+  SimulatedExecutor sim(config);
+  std::vector<int32_t> out(1);
+  auto local_row = [](uint64_t id, std::vector<int32_t> tokens, int32_t position,
+                      std::vector<int32_t> blocks, std::vector<int32_t> local) {
+    StepRow r = row(id, std::move(tokens), position, std::move(blocks));
+    r.kv_local_blocks = std::move(local);
+    return r;
+  };
+  sim.execute(StepPlan{{local_row(1, {1, 2, 3, 4, 5, 6, 7, 8}, 0, {0, 1}, {0, 1})}}, out);
+  // Query at 8 sees 3..8: local block 0 (0..3) is still inside the window.
+  EXPECT_THROW(sim.execute(StepPlan{{local_row(1, {9}, 8, {0, 1, 2}, {kNoBlock, 1, 2})}}, out),
+               std::runtime_error);
+  sim.execute(StepPlan{{local_row(1, {9}, 8, {0, 1, 2}, {0, 1, 2})}}, out);
+  // Query at 9 sees 4..9: block 0 may go. Then local blocks 0 and 1 are handed to request
+  // 2 while request 1's window still sees block 1 (positions 4..7).
+  sim.execute(StepPlan{{local_row(1, {10}, 9, {0, 1, 2}, {kNoBlock, 1, 2})}}, out);
+  sim.execute(StepPlan{{local_row(2, {5, 5, 5, 5, 5, 5, 5, 5}, 0, {3, 4}, {0, 1})}}, out);
+  EXPECT_THROW(sim.execute(StepPlan{{local_row(1, {11}, 10, {0, 1, 2}, {kNoBlock, 1, 2})}}, out),
+               std::runtime_error);
+}
+
 }  // namespace
 }  // namespace tandem
