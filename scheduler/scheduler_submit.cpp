@@ -42,17 +42,18 @@ SubmitResult Scheduler::submit(std::vector<GenerationRequest> requests) {
   return accepted;
 }
 
-// Members of one submit with the same prompt share its full blocks but the last token's
-// (the one each member computes for its own logits). Not a prompt that is scored: each
-// scoring member computes every position.
+// Members of one submit with the same prompt share all of it but the last token (the one
+// each member computes for its own logits): the full blocks by reference, the rest by copy.
+// Not a prompt that is scored: each scoring member computes every position.
 void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
   const int32_t bs = pool_.block_size();
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& first = *requests[i];
-    const int32_t blocks = (first.prompt_len - 1) / bs;
-    if (first.share || blocks == 0 || first.in.sampling.prompt_logprobs >= 0) continue;
+    const int32_t before_last = first.prompt_len - 1;
+    if (first.share || before_last <= 0 || first.in.sampling.prompt_logprobs >= 0) continue;
     auto share = std::make_shared<PromptShare>();
-    share->blocks = blocks;
+    share->blocks = before_last / bs;
+    share->partial = before_last % bs;
     for (size_t j = i; j < requests.size(); ++j) {
       Request& other = *requests[j];
       if (other.share || other.in.sampling.prompt_logprobs >= 0 ||

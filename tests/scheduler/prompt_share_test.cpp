@@ -95,6 +95,48 @@ TEST(PromptShare, NChoicesUseThePromptsFullBlocksOnceAndPrefillThemOnce) {
   }
 }
 
+// A prompt shorter than a block (and the part of any prompt past its full blocks) is not
+// recomputed by every choice: the leader's partly filled block is copied into each member's
+// own, which then prefills only the prompt's last token. Each choice still equals the same
+// request alone (the simulated executor checks every KV read against the reader's own
+// sequence, so a wrong or missing copy fails the step).
+TEST(PromptShare, AShortPromptsPartlyFilledBlockIsCopiedSoEachChoicePrefillsOneToken) {
+  for (const std::string& prompt :
+       {std::string("abcdefghij"), std::string(16, 's'), std::string(16, 'f') + "abcdefghi"}) {
+    const auto p = static_cast<uint64_t>(prompt.size());
+    std::vector<std::string> alone;
+    for (int i = 0; i < 8; ++i) {
+      Harness solo({}, 64);
+      auto sink = std::make_shared<RecordingSink>();
+      ASSERT_TRUE(solo.scheduler.submit(solo.request(prompt, 1000 + i, 4, sink)).accepted());
+      solo.drain();
+      alone.push_back(sink->text());
+    }
+    for (bool overlap : {false, true}) {
+      for (bool cache : {false, true}) {
+        SchedulerOptions options;
+        options.overlap = overlap;
+        options.prefix_cache = cache;
+        Harness h(options, 64);
+        auto sinks = h.submit_choices(prompt, 8, 4);
+        const int32_t most = h.drain();
+        // 10 tokens: every choice prefilled 10 positions before; now the leader does, and
+        // each of the 7 others only its last token.
+        EXPECT_EQ(h.scheduler.metrics().prompt_tokens, p + 7u) << prompt;
+        const int32_t full = static_cast<int32_t>((p - 1) / 16);  // shared by reference
+        const int32_t own = static_cast<int32_t>((p + 4 + 15) / 16) - full;
+        EXPECT_EQ(most, full + 8 * own) << prompt;
+        EXPECT_EQ(h.scheduler.metrics().kv_blocks_used, 0);
+        for (int i = 0; i < 8; ++i) {
+          EXPECT_EQ(sinks[i]->text(), alone[i]) << prompt << " choice " << i;
+          EXPECT_EQ(sinks[i]->usage().prompt_tokens, static_cast<int32_t>(p));
+          EXPECT_EQ(sinks[i]->usage().cached_tokens, 0);
+        }
+      }
+    }
+  }
+}
+
 // Every choice is the request it would be alone, whatever the loop, the cache, the step
 // budget (chunked prefill of the shared part) or a pool so small that choices are
 // preempted and recompute alone.
