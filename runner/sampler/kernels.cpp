@@ -158,25 +158,20 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
   }
 }
 
-float lse_sum(const float* x, int32_t n, float x_max) {
+// Sum of exp_fn(x[i] - x_max) in the shared 16-lane order.
+template <float (*exp_fn)(float)>
+float lane_sum(const float* x, int32_t n, float x_max) {
   std::array<float, 16> lanes{};
   int32_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + exp_table(x[i + l] - x_max);
+    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + exp_fn(x[i + l] - x_max);
   }
-  for (; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_table(x[i] - x_max);
+  for (; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_fn(x[i] - x_max);
   return fold_lanes(lanes);
 }
 
-float z_sum(const float* z, int32_t n, float z_max) {
-  std::array<float, 16> lanes{};
-  int32_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + exp_shifted(z[i + l] - z_max);
-  }
-  for (; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_shifted(z[i] - z_max);
-  return fold_lanes(lanes);
-}
+float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table>(x, n, x_max); }
+float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted>(z, n, z_max); }
 
 void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
   *out = Ladder{};

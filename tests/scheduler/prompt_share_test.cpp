@@ -75,6 +75,19 @@ struct Harness {
   Scheduler scheduler;
 };
 
+// The text of choice i (seed 1000 + i, as submit_choices gives it) computed alone.
+std::vector<std::string> texts_alone(const std::string& prompt, int n, int32_t max_tokens) {
+  std::vector<std::string> alone;
+  for (int i = 0; i < n; ++i) {
+    Harness solo({}, 64);
+    auto sink = std::make_shared<RecordingSink>();
+    EXPECT_TRUE(solo.scheduler.submit(solo.request(prompt, 1000 + i, max_tokens, sink)).accepted());
+    solo.drain();
+    alone.push_back(sink->text());
+  }
+  return alone;
+}
+
 // 3 full blocks and one token more: the full blocks are shared, the fourth is each
 // choice's own (it holds the prompt's last token and the 4 generated ones).
 TEST(PromptShare, NChoicesUseThePromptsFullBlocksOnceAndPrefillThemOnce) {
@@ -104,14 +117,7 @@ TEST(PromptShare, AShortPromptsPartlyFilledBlockIsCopiedSoEachChoicePrefillsOneT
   for (const std::string& prompt :
        {std::string("abcdefghij"), std::string(16, 's'), std::string(16, 'f') + "abcdefghi"}) {
     const auto p = static_cast<uint64_t>(prompt.size());
-    std::vector<std::string> alone;
-    for (int i = 0; i < 8; ++i) {
-      Harness solo({}, 64);
-      auto sink = std::make_shared<RecordingSink>();
-      ASSERT_TRUE(solo.scheduler.submit(solo.request(prompt, 1000 + i, 4, sink)).accepted());
-      solo.drain();
-      alone.push_back(sink->text());
-    }
+    const std::vector<std::string> alone = texts_alone(prompt, 8, 4);
     for (bool overlap : {false, true}) {
       for (bool cache : {false, true}) {
         SchedulerOptions options;
@@ -142,15 +148,8 @@ TEST(PromptShare, AShortPromptsPartlyFilledBlockIsCopiedSoEachChoicePrefillsOneT
 // preempted and recompute alone.
 TEST(PromptShare, EachChoiceEqualsTheSameRequestAlone) {
   const std::string prompt = std::string(40, 'x') + "abcdefghijklmnopqrstuvw";  // 63 tokens
-  std::vector<std::string> alone;
-  for (int i = 0; i < 6; ++i) {
-    Harness solo({}, 64);
-    auto sink = std::make_shared<RecordingSink>();
-    ASSERT_TRUE(solo.scheduler.submit(solo.request(prompt, 1000 + i, 30, sink)).accepted());
-    solo.drain();
-    alone.push_back(sink->text());
-    ASSERT_EQ(alone.back().size(), 30u);
-  }
+  const std::vector<std::string> alone = texts_alone(prompt, 6, 30);
+  for (const std::string& text : alone) ASSERT_EQ(text.size(), 30u);
   for (bool overlap : {false, true}) {
     for (bool cache : {false, true}) {
       for (int32_t kv_blocks : {64, 12}) {

@@ -241,23 +241,19 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
   }
 }
 
-float lse_sum(const float* x, int32_t n, float x_max) {
+// Sum of exp_fn(x[i] - x_max), lane i % 16 taking element i, then folded.
+template <__m512 (*exp_fn)(__m512)>
+float lane_sum(const float* x, int32_t n, float x_max) {
   const __m512 top = set(x_max);
   __m512 lanes = _mm512_setzero_ps();
   for (int32_t i = 0; i < n; i += 16) {
-    lanes = add(lanes, exp_table16(sub(load_or_neg_inf(x + i, tail_mask(n - i)), top)));
+    lanes = add(lanes, exp_fn(sub(load_or_neg_inf(x + i, tail_mask(n - i)), top)));
   }
   return fold_lanes(lanes);
 }
 
-float z_sum(const float* z, int32_t n, float z_max) {
-  const __m512 top = set(z_max);
-  __m512 lanes = _mm512_setzero_ps();
-  for (int32_t i = 0; i < n; i += 16) {
-    lanes = add(lanes, exp_shifted16(sub(load_or_neg_inf(z + i, tail_mask(n - i)), top)));
-  }
-  return fold_lanes(lanes);
-}
+float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table16>(x, n, x_max); }
+float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted16>(z, n, z_max); }
 
 void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
   const __m512 top = set(z_max);
