@@ -26,6 +26,7 @@ bool Scheduler::try_admit(Request& r) {
   const int32_t cached = static_cast<int32_t>(r.blocks.size());
   if (!pool_.reserve(int64_t{r.prefill_end} - int64_t{cached} * bs, r.blocks)) {
     pool_.release(r.blocks);
+    r.prompt_copy = {};  // taken again, with the blocks, at the next try
     return false;
   }
   int32_t copied = 0;  // the share's partly filled block, copied into this request's own
