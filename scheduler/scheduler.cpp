@@ -305,6 +305,10 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   row.position = r.prefill_launched;
   row.kv_blocks = r.blocks;
   row.kv_local_blocks = r.local_blocks;
+  // A member of a prompt share copies the leader's partly filled block first. Copies run
+  // before any row of the step writes, so the source still holds the leader's KV even when
+  // the share let it go while this step was built (the last member's admission).
+  row.kv_copy = std::exchange(r.prompt_copy, KvSlotCopy{});
   row.sampling = r.in.sampling;
   row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
   row.penalty_prompt = r.penalty_prompt;

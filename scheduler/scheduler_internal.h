@@ -14,18 +14,24 @@
 
 namespace tandem {
 
-// The full blocks of a prompt that several requests of one submit share (n choices): the
-// first member admitted computes them (the leader); once a processed step has written
-// them, the share takes a reference to each, and members admitted after take theirs from
-// it instead of computing them. The share lets go when every member has been admitted
-// once (or dropped before that). A member preempted later recomputes alone.
+// The prompt that several requests of one submit share (n choices), all of it but its
+// last token (which each member computes for its own logits): its full blocks, shared by
+// reference, and the slots of the partly filled block after them, copied into each
+// member's own block (a member writes its next positions there, so that block cannot be
+// shared). The first member admitted computes them (the leader); once a processed step
+// has written them, the share takes a reference to each block, and members admitted after
+// take theirs from it (and copy the partial block's slots in their first step) instead of
+// computing them. The share lets go when every member has been admitted once (or dropped
+// before that). A member preempted later recomputes alone.
 struct Scheduler::PromptShare {
   int32_t blocks = 0;         // full blocks before the prompt's last token
+  int32_t partial = 0;        // slots of the next block before the prompt's last token
   uint64_t leader = 0;        // the member computing them; 0: none yet
   bool ready = false;         // `held` holds them
-  std::vector<int32_t> held;  // the share's own references
-  // The local group's blocks of the same positions (kNoBlock before the window of the
-  // members' first query), when the model has sliding-window layers.
+  std::vector<int32_t> held;  // the share's own references: the full blocks, then the
+                              // partly filled one when partial > 0
+  // The local group's blocks of the full blocks' positions (kNoBlock before the window of
+  // the members' first query), when the model has sliding-window layers (partial is 0).
   std::vector<int32_t> held_local;
   int32_t unadmitted = 0;  // members not yet admitted once
 };
@@ -86,6 +92,9 @@ struct Scheduler::Request {
   // n choices: the prompt's full blocks shared with the other members; null once this
   // request has no more to do with the share.
   std::shared_ptr<PromptShare> share;
+  // Taken from the share at admission: the leader's partly filled prompt block, to copy
+  // into this request's own by its first prefill row (StepRow::kv_copy).
+  KvSlotCopy prompt_copy;
 };
 
 // A launched step as the scheduler remembers it: which request each row belongs to.

@@ -14,9 +14,10 @@ bool Scheduler::try_admit(Request& r) {
   const int32_t bs = pool_.block_size();
   if (r.share && !take_shared_prompt(r)) return false;  // its leader is computing them
   const int32_t shared = static_cast<int32_t>(r.blocks.size());
+  const bool from_share = shared > 0 || r.prompt_copy.slots > 0;
   // A request that scores its prompt (echo with logprobs) computes every position: the
   // cache holds KV, not the logits it needs.
-  if (shared == 0 && options_.prefix_cache && r.in.sampling.prompt_logprobs < 0) {
+  if (!from_share && options_.prefix_cache && r.in.sampling.prompt_logprobs < 0) {
     std::vector<int32_t> tokens;
     tokens.reserve(r.prefill_end);
     for (int32_t i = 0; i < r.prefill_end; ++i) tokens.push_back(r.token_at(i));
@@ -26,15 +27,21 @@ bool Scheduler::try_admit(Request& r) {
   const int32_t cached = static_cast<int32_t>(r.blocks.size());
   if (!pool_.reserve(int64_t{r.prefill_end} - int64_t{cached} * bs, r.blocks)) {
     release_kv(r);
+    r.prompt_copy = {};  // taken again, with the blocks, at the next try
     return false;
   }
-  r.prefill_launched = cached * bs;
+  int32_t copied = 0;  // the share's partly filled block, copied into this request's own
+  if (r.prompt_copy.slots > 0) {
+    r.prompt_copy.to = r.blocks[cached];
+    copied = r.prompt_copy.slots;
+  }
+  r.prefill_launched = cached * bs + copied;
   r.kv_written = cached * bs;
   r.blocks_offered = cached;  // registered already, or shared (offered by their writer)
   if (!r.admitted_before) {
     r.admitted_before = true;
-    r.cached_tokens = shared > 0 ? 0 : std::min(cached * bs, r.prompt_len);
-    if (options_.prefix_cache && shared == 0) {
+    r.cached_tokens = from_share ? 0 : std::min(cached * bs, r.prompt_len);
+    if (options_.prefix_cache && !from_share) {
       counters_.prefix_queried_tokens += r.prompt_len;
       counters_.prefix_hit_tokens += r.cached_tokens;
     }
@@ -57,8 +64,9 @@ bool Scheduler::try_admit(Request& r) {
 bool Scheduler::take_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
   if (s.ready) {
-    pool_.share(s.held, r.blocks);
+    pool_.share(std::span<const int32_t>(s.held).first(s.blocks), r.blocks);
     if (local_pool_) local_pool_->share(s.held_local, r.local_blocks);
+    if (s.partial > 0) r.prompt_copy = {s.held[s.blocks], -1, s.partial};
     return true;
   }
   if (s.leader != 0 && s.leader != r.id && live_.contains(s.leader)) return false;
@@ -70,11 +78,16 @@ bool Scheduler::take_shared_prompt(Request& r) {
 // each, for the members still waiting. The leader's part ends here.
 void Scheduler::publish_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
-  if (s.leader != r.id || s.ready || r.kv_written < s.blocks * pool_.block_size()) return;
-  if (static_cast<int32_t>(r.blocks.size()) < s.blocks) return;
+  const int32_t table = s.blocks + (s.partial > 0 ? 1 : 0);
+  if (s.leader != r.id || s.ready || r.kv_written < s.blocks * pool_.block_size() + s.partial) {
+    return;
+  }
+  if (static_cast<int32_t>(r.blocks.size()) < table) return;
   if (local_pool_ && static_cast<int32_t>(r.local_blocks.size()) < s.blocks) return;
   if (s.unadmitted > 0) {
-    pool_.share(std::span<const int32_t>(r.blocks).first(s.blocks), s.held);
+    // The partly filled block is held too: the leader goes on writing its later slots, but
+    // the ones members copy stay as they are until the last member has copied them.
+    pool_.share(std::span<const int32_t>(r.blocks).first(table), s.held);
     // drop_local_blocks kept the window before position s.blocks * block_size for this.
     if (local_pool_)
       local_pool_->share(std::span<const int32_t>(r.local_blocks).first(s.blocks), s.held_local);
@@ -177,6 +190,7 @@ void Scheduler::preempt(Request& r) {
   r.prefill_launched = 0;
   r.kv_written = 0;
   r.blocks_offered = 0;
+  r.prompt_copy = {};  // recomputed with the rest
   r.decoding = false;
   std::erase(running_, &r);
   ++counters_.preemptions;

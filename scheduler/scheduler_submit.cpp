@@ -42,17 +42,22 @@ SubmitResult Scheduler::submit(std::vector<GenerationRequest> requests) {
   return accepted;
 }
 
-// Members of one submit with the same prompt share its full blocks but the last token's
-// (the one each member computes for its own logits). Not a prompt that is scored: each
-// scoring member computes every position.
+// Members of one submit with the same prompt share all of it but the last token (the one
+// each member computes for its own logits): the full blocks by reference, the rest by copy.
+// Not a prompt that is scored: each scoring member computes every position.
 void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
   const int32_t bs = pool_.block_size();
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& first = *requests[i];
-    const int32_t blocks = (first.prompt_len - 1) / bs;
-    if (first.share || blocks == 0 || first.in.sampling.prompt_logprobs >= 0) continue;
+    const int32_t before_last = first.prompt_len - 1;
+    if (first.share || before_last <= 0 || first.in.sampling.prompt_logprobs >= 0) continue;
     auto share = std::make_shared<PromptShare>();
-    share->blocks = blocks;
+    share->blocks = before_last / bs;
+    // With a sliding-window group the partly filled block is not copied: its local-layer
+    // slots live in the member's local block, which is taken only when its prefill chunk
+    // is built, so the member computes those few positions itself.
+    share->partial = local_pool_ ? 0 : before_last % bs;
+    if (share->blocks == 0 && share->partial == 0) continue;  // nothing to share
     for (size_t j = i; j < requests.size(); ++j) {
       Request& other = *requests[j];
       if (other.share || other.in.sampling.prompt_logprobs >= 0 ||

@@ -123,6 +123,9 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
     any_logprobs = any_logprobs || (r.sample && r.sampling.logprobs >= 0);
     any_prompt_logprobs = any_prompt_logprobs || all;
   }
+  for (const StepRow& r : plan.rows) {
+    kv_.copy_slots(r.kv_copy.from, r.kv_copy.to, r.kv_copy.slots);
+  }
   std::span<float> logits = forward_.run(rows_);
   result.tokens.assign(n, kNoToken);
   if (any_logprobs) result.logprobs.assign(n, RowLogprobs{});

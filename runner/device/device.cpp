@@ -152,6 +152,7 @@ struct Device::Worker {
           if (row.sampling.has_output_penalties()) row.penalty_output.push_back(prev.tokens[i]);
           row.tokens.assign(1, prev.tokens[i]);
           row.next_prompt_token = -1;
+          row.kv_copy = {};  // done once, by the step that first carried it
           row.sample = true;
           if (i < slot.kv_blocks.size()) row.kv_blocks = std::move(slot.kv_blocks[i]);
           if (i < slot.kv_local_blocks.size())

@@ -18,6 +18,15 @@
 
 namespace tandem {
 
+// The first `slots` KV slots of block `from` copied into block `to` (every layer, K and V),
+// before the step computes anything. n choices: a member's copy of the leader's partly
+// filled prompt block, which no choice may share (each writes its own next positions).
+struct KvSlotCopy {
+  int32_t from = -1;
+  int32_t to = -1;
+  int32_t slots = 0;  // 0: nothing to copy
+};
+
 struct StepRow {
   uint64_t request_id = 0;
   std::vector<int32_t> tokens;  // a prompt chunk (prefill) or one token (decode)
@@ -30,6 +39,8 @@ struct StepRow {
   // marks a block dropped out of the window: no query of this row may reach it. Empty
   // without a local group.
   std::vector<int32_t> kv_local_blocks;
+  // Done before the step's rows run; the source slots were written by an earlier step.
+  KvSlotCopy kv_copy;
   SamplingParams sampling;
   // A token sampled at a position below this one may not be an EOG or stop_token_ids id
   // (min_tokens: the prompt's length plus min_tokens). Absolute, so it holds along a chain.

@@ -100,6 +100,23 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
   encode(v, slot_ptr(layer, block, 1, slot));
 }
 
+// A block's K slots (and its V slots) are one contiguous run per layer, so each is one copy.
+void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
+  if (slots <= 0 || from == to) return;
+  if (from < 0 || from >= n_blocks_ || to < 0 || to >= n_blocks_ || slots > block_size_) {
+    throw std::out_of_range("KvCache::copy_slots: block or slot count out of range");
+  }
+  // A local layer's slots live in a block of the local group, whose id is not `from`'s;
+  // the scheduler makes no copies for models with sliding-window layers.
+  if (has_local_group()) throw std::logic_error("KvCache::copy_slots: a local group");
+  for (int32_t layer = 0; layer < n_layer_; ++layer) {
+    for (int32_t which = 0; which < 2; ++which) {
+      std::memcpy(slot_ptr(layer, to, which, 0), slot_ptr(layer, from, which, 0),
+                  static_cast<size_t>(slots) * vector_bytes_);
+    }
+  }
+}
+
 // kv_dim floats into the stored type: F16/BF16 round to nearest even (runner/util/
 // float16.h, the one converter); Q8_0 as ggml's quantize_row_q8_0_ref does it.
 void KvCache::encode(const float* x, uint8_t* out) const {

@@ -72,6 +72,10 @@ class KvCache {
   // Converts kv_dim floats of k and of v into the stored type, into one slot.
   void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
 
+  // Copies slots [0, slots) of block `from` into block `to`, in every layer, K and V.
+  // Not for a cache with a local group (throws std::logic_error).
+  void copy_slots(int32_t from, int32_t to, int32_t slots);
+
   // Bytes one token takes in the cache (all layers, K and V).
   static size_t bytes_per_token(int32_t n_layer, int32_t kv_dim, KvType type = KvType::kF16) {
     return static_cast<size_t>(n_layer) * 2 * kv_vector_bytes(type, kv_dim);

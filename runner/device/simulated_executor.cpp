@@ -129,6 +129,20 @@ void SimulatedExecutor::verify_and_write_local_kv(const StepRow& row) {
   for (int64_t p = row.position; p < end; ++p) local(p) = global(p);
 }
 
+// The slots keep their position, token and chain: a copy continues the sequence it came
+// from, so the reads that follow pass only if that sequence is the reader's own prefix.
+void SimulatedExecutor::copy_kv(const StepRow& row) {
+  const KvSlotCopy& copy = row.kv_copy;
+  if (copy.slots <= 0) return;
+  const int32_t bs = config_.kv_block_size;
+  if (copy.from < 0 || copy.from >= config_.kv_blocks || copy.to < 0 ||
+      copy.to >= config_.kv_blocks || copy.slots > bs) {
+    fail(row, "KV slot copy out of range");
+  }
+  if (!config_.verify_kv) return;
+  for (int32_t s = 0; s < copy.slots; ++s) kv_[copy.to * bs + s] = kv_[copy.from * bs + s];
+}
+
 // The drawn token when the grammar allows it, else the next allowed id after it (cyclic):
 // still a function of the row alone. The matcher then advances, as the real sampler's does.
 int32_t SimulatedExecutor::constrain(grammar::Matcher& matcher, int32_t drawn) {
@@ -150,6 +164,7 @@ int32_t SimulatedExecutor::constrain(grammar::Matcher& matcher, int32_t drawn) {
 
 void SimulatedExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
   const auto start = std::chrono::steady_clock::now();
+  for (const StepRow& row : plan.rows) copy_kv(row);  // before any row runs, as the CPU's
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const StepRow& row = plan.rows[i];
     if (row.tokens.empty()) fail(row, "a row with no tokens");

@@ -59,6 +59,7 @@ class SimulatedExecutor : public StepExecutor {
  private:
   void verify_and_write_kv(const StepRow& row);
   void verify_and_write_local_kv(const StepRow& row);
+  void copy_kv(const StepRow& row);
   int32_t constrain(grammar::Matcher& matcher, int32_t drawn);
 
   SimulatedDeviceConfig config_;

@@ -77,6 +77,26 @@ float exp_shifted(float d) {
   return valid ? e : 0.0f;
 }
 
+// d = (32 r + f) ln2 / 32 with r = round(d * 32 / ln 2): e^d = 2^(r >> 5) * 2^((r & 31) / 32)
+// * e^(f ln2 / 32), |f| <= 1/2, the last by its Taylor cubic (error ~6e-10). Branch-free.
+float exp_table(float d) {
+  const bool valid = d >= -86.0f;
+  const float dc = valid ? d : 0.0f;
+  const float t = dc * 46.1662413f;
+  const float r = (t + 12582912.0f) - 12582912.0f;
+  const float f = t - r;
+  float p = f * 1.69385097e-6f;
+  p = p + 2.34596198e-4f;
+  p = p * f;
+  p = p + 2.16608494e-2f;
+  p = p * f;
+  p = p + 1.0f;
+  const auto ri = static_cast<int32_t>(r);
+  const uint32_t scale_bits = static_cast<uint32_t>((ri >> 5) + 127) << 23;
+  const float e = (kExp2Table[ri & 31] * p) * std::bit_cast<float>(scale_bits);
+  return valid ? e : 0.0f;
+}
+
 float gumbel_from_bits(uint32_t bits) {
   const float u = uniform_open01(bits);
   return -log_approx(-log_approx(u));
@@ -130,15 +150,28 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
-float z_sum(const float* z, int32_t n, float z_max) {
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
+  out->count = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (copy != nullptr) copy[i] = x[i];
+    top_insert(out, k, x[i], i);
+  }
+}
+
+// Sum of exp_fn(x[i] - x_max) in the shared 16-lane order.
+template <float (*exp_fn)(float)>
+float lane_sum(const float* x, int32_t n, float x_max) {
   std::array<float, 16> lanes{};
   int32_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + exp_shifted(z[i + l] - z_max);
+    for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + exp_fn(x[i + l] - x_max);
   }
-  for (; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_shifted(z[i] - z_max);
+  for (; i < n; ++i) lanes[i & 15] = lanes[i & 15] + exp_fn(x[i] - x_max);
   return fold_lanes(lanes);
 }
+
+float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table>(x, n, x_max); }
+float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted>(z, n, z_max); }
 
 void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
   *out = Ladder{};
@@ -187,8 +220,8 @@ void noise(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float
 // Exact pruning as in the vector path: a running best, seeded with the top token's value, only
 // rises; a group of 4 whose largest z cannot reach it skips Philox, a token whose noise ceiling
 // cannot reach it skips the logs.
-int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
-  GumbelBest best = gumbel_start(z, argmax(z, n), nullptr, seed, position);
+int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position) {
+  GumbelBest best = gumbel_start(z, top >= -1 ? top : argmax(z, n), nullptr, seed, position);
   if (best.index < 0) return -1;
   for (int32_t base = 0; base < n; base += 4) {
     const int32_t end = std::min(n, base + 4);
@@ -226,8 +259,17 @@ int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t
   return best.index;
 }
 
-constexpr Kernels kPortable = {scale_max,       argmax, z_sum,         ladder,          collect,
-                               exp_shifted_row, noise,  gumbel_argmax, gumbel_argmax_at};
+constexpr Kernels kPortable = {.scale_max = scale_max,
+                               .argmax = argmax,
+                               .scan_top = scan_top,
+                               .lse_sum = lse_sum,
+                               .z_sum = z_sum,
+                               .ladder = ladder,
+                               .collect = collect,
+                               .exp_shifted = exp_shifted_row,
+                               .noise = noise,
+                               .gumbel_argmax = gumbel_argmax,
+                               .gumbel_argmax_at = gumbel_argmax_at};
 
 bool cpu_has_avx512() {
   __builtin_cpu_init();

@@ -26,11 +26,39 @@ struct Ladder {
   float mass[kRungs] = {};  // estimated sum of exp(z - z_max) over z - z_max >= -kRungDepth[r]
 };
 
+// The k best entries of a row (k <= kMaxTop), most likely first: value descending, ties to the
+// lower id. -inf and NaN are never listed, so count may be below k.
+inline constexpr int32_t kMaxTop = 32;
+struct TopList {
+  int32_t count = 0;
+  float value[kMaxTop];
+  int32_t id[kMaxTop];
+};
+
+// Puts (v, id) into a list of at most k, if it belongs there. Ids must come in increasing
+// order (an equal value already listed has the lower id and stays ahead). Both paths' scans
+// call it for the same entries in the same order, so their lists are identical.
+inline void top_insert(TopList* list, int32_t k, float v, int32_t id) {
+  if (!(v > (list->count < k ? -__builtin_inff() : list->value[k - 1]))) return;
+  int32_t at = list->count < k ? list->count++ : k - 1;
+  for (; at > 0 && list->value[at - 1] < v; --at) {
+    list->value[at] = list->value[at - 1];
+    list->id[at] = list->id[at - 1];
+  }
+  list->value[at] = v;
+  list->id[at] = id;
+}
+
 struct Kernels {
   // z[i] *= inv_t in place (skipped when inv_t == 1); returns max z, NaN ignored (-inf if none).
   float (*scale_max)(float* z, int32_t n, float inv_t);
   // The lowest index of the largest value, NaN ignored; -1 when every value is -inf or NaN.
   int32_t (*argmax)(const float* x, int32_t n);
+  // One pass for the log-probabilities: the best k (1 <= k <= kMaxTop) of x into *out (so
+  // out->id[0] is argmax's answer), and a copy of x into `copy` unless it is null.
+  void (*scan_top)(const float* x, int32_t n, int32_t k, float* copy, TopList* out);
+  // The log-probabilities' Z: sum of exp_table(x[i] - x_max), in the shared 16-lane order.
+  float (*lse_sum)(const float* x, int32_t n, float x_max);
   // Z = sum of exp_shifted(z[i] - z_max), in the shared 16-lane order.
   float (*z_sum)(const float* z, int32_t n, float z_max);
   // The ladder's mass estimates (a hint: the two paths may differ in the last bits).
@@ -44,7 +72,8 @@ struct Kernels {
   // out[j] = gumbel_noise(seed, position, ids[j]) for j < n.
   void (*noise)(uint64_t seed, int64_t position, const int32_t* ids, int32_t n, float* out);
   // The lowest i maximizing z[i] + gumbel_noise(seed, position, i); -1 if none is finite.
-  int32_t (*gumbel_argmax)(const float* z, int32_t n, uint64_t seed, int64_t position);
+  // top: argmax(z, n) when the caller knows it already, else -2 (the kernel finds it).
+  int32_t (*gumbel_argmax)(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position);
   // The same over a set of tokens: the index j maximizing z[j] + gumbel_noise(seed, position,
   // ids[j]), ties to the lowest ids[j]; -1 if none is finite. ids are distinct.
   int32_t (*gumbel_argmax_at)(const float* z, const int32_t* ids, int32_t n, uint64_t seed,
@@ -59,6 +88,17 @@ const Kernels& detected();
 // Scalar definitions that the vector paths reproduce bit for bit.
 float log_approx(float x);   // natural log of a positive normal float, ~1 ulp
 float exp_shifted(float d);  // e^d for d <= 0; 0 when d < -86 (also -inf and NaN)
+// e^d for d <= 0 (0 when d < -86, also -inf and NaN), within (3 + 1.2 |d|) 1e-7
+// relative (the argument's float rounding grows with |d|): 2^(j/32) from
+// kExp2Table times a cubic in the rest, with fewer operations than exp_shifted's degree-7
+// polynomial, for the one pass that needs an exp of every entry (the logprobs' Z).
+float exp_table(float d);
+inline constexpr float kExp2Table[32] = {
+    1.0f,        1.0218972f,  1.04427373f, 1.06714046f, 1.09050775f, 1.1143868f,  1.13878858f,
+    1.1637249f,  1.18920708f, 1.21524739f, 1.24185777f, 1.26905096f, 1.29683959f, 1.32523668f,
+    1.35425556f, 1.38390994f, 1.41421354f, 1.44518077f, 1.47682619f, 1.50916445f, 1.54221082f,
+    1.5759809f,  1.61049032f, 1.64575553f, 1.68179286f, 1.71861935f, 1.75625217f, 1.79470909f,
+    1.8340081f,  1.87416768f, 1.91520655f, 1.95714414f};
 float gumbel_noise(uint64_t seed, int64_t position, int32_t id);  // as in sampler.h
 float gumbel_from_bits(uint32_t bits);  // -log(-log(uniform_open01(bits)))
 // An upper bound of gumbel_from_bits(bits), cheap enough to decide whether a token's logs are

@@ -90,7 +90,12 @@ Sampler::Sampler(SamplerConfig config)
   kept_ids_.resize(n);
   kept_z_.resize(n);
   seen_.assign(n, 0);
+  top_list_ = std::make_unique<sampler_kernels::TopList>();
 }
+
+Sampler::~Sampler() = default;
+Sampler::Sampler(Sampler&&) noexcept = default;
+Sampler& Sampler::operator=(Sampler&&) noexcept = default;
 
 bool Sampler::uses_avx512() const { return kernels_ != &sampler_kernels::portable(); }
 
@@ -103,6 +108,18 @@ void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
   }
 }
 
+// Whether sampling changes the row in place before it picks (bias, penalties, bans, the
+// grammar's mask, a temperature other than 1). An untouched row still holds the raw logits
+// when the token is known, and its argmax is the log-probability scan's.
+bool Sampler::touches_row(const SamplingParams& params, const RowHistory& history) const {
+  const float inv_t = 1.0f / params.temperature;
+  const bool penalties = params.repetition_penalty != 1.0f ||
+                         ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) &&
+                          !history.output.empty());
+  return !params.logit_bias.empty() || penalties || params.ignore_eos || history.ban_stop ||
+         !history.allowed.empty() || (params.temperature > 0.0f && inv_t != 1.0f);
+}
+
 int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, int64_t position,
                         const RowHistory& history, RowLogprobs* logprobs) {
   const int32_t n = config_.vocab_size;
@@ -112,9 +129,16 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   }
   const bool want_logprobs = logprobs != nullptr && params.logprobs >= 0;
   float log_z = 0.0f;
+  bool touched = false;
+  int32_t raw_top = kUnknownTop;
   if (want_logprobs) {
-    log_z = log_normalizer(logits, params.logprobs, *logprobs);
-    raw_.assign(logits.begin(), logits.end());  // the chosen token's logit, once it is known
+    // The chosen token's raw logit is read once the token is known: from the row itself when
+    // nothing will change it, else from a copy that the scan writes as it reads.
+    touched = touches_row(params, history);
+    if (touched) raw_.resize(static_cast<size_t>(n));
+    log_z = log_normalizer(logits, params.logprobs, *logprobs, touched ? raw_.data() : nullptr,
+                           raw_top);
+    if (touched) raw_top = kUnknownTop;
   }
   saved_.clear();
   for (const auto& [id, bias] : params.logit_bias) {
@@ -127,26 +151,32 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   if (history.ban_stop) ban(logits, params.stop_token_ids);
   if (!history.allowed.empty()) apply_mask(logits, history.allowed);
 
-  const int32_t token = choose(logits, params, position, history.allowed);
-  if (want_logprobs) logprobs->chosen = {token, (raw_[token] - log_z)};
+  const int32_t token = choose(logits, params, position, history.allowed, raw_top);
+  if (want_logprobs) logprobs->chosen = {token, (touched ? raw_[token] : logits[token]) - log_z};
   return token;
 }
 
+// raw_top: the row's argmax when the caller knows it (an untouched row whose logprobs were
+// scanned), else kUnknownTop; it spares the passes that would find it again.
 int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, int64_t position,
-                        std::span<const uint32_t> allowed) {
+                        std::span<const uint32_t> allowed, int32_t raw_top) {
   const int32_t n = config_.vocab_size;
   const float inv_t = 1.0f / params.temperature;
+  const bool known = raw_top != kUnknownTop;
   int32_t token;
   if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) {
-    token = kernels_->argmax(logits.data(), n);
+    token = known ? raw_top : kernels_->argmax(logits.data(), n);
   } else {
-    const float z_max = kernels_->scale_max(logits.data(), n, inv_t);
+    // scale_max's answer when inv_t is 1 (the row is untouched): the max, -0 made +0.
+    const float z_max = !known         ? kernels_->scale_max(logits.data(), n, inv_t)
+                        : raw_top >= 0 ? logits[raw_top] + 0.0f
+                                       : kNegInf;
     if (z_max == kPosInf) {
-      token = kernels_->argmax(logits.data(), n);  // the lowest id among the +inf ones
+      token = known ? raw_top : kernels_->argmax(logits.data(), n);  // lowest id of the +infs
     } else if (z_max == kNegInf) {
       token = -1;
     } else {
-      token = sample_filtered(logits, params, position, z_max);
+      token = sample_filtered(logits, params, position, z_max, raw_top);
     }
   }
   return token >= 0 ? token : fallback(logits, allowed);
@@ -203,17 +233,30 @@ void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& par
   }
 }
 
-float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out) {
+float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out,
+                              float* copy, int32_t& top) {
   const auto n = static_cast<int32_t>(logits.size());
   out.top.clear();
-  const int32_t top = kernels_->argmax(logits.data(), n);
+  // One pass finds the k best (at least the argmax) and copies the row when asked; rows
+  // asking for more than the kernels list (never, through the API's 20) take the long way.
+  const bool listed = k <= sampler_kernels::kMaxTop;
+  if (listed) {
+    kernels_->scan_top(logits.data(), n, std::max(k, 1), copy, top_list_.get());
+    top = top_list_->count > 0 ? top_list_->id[0] : -1;
+  } else {
+    if (copy != nullptr) std::copy(logits.begin(), logits.end(), copy);
+    top = kernels_->argmax(logits.data(), n);
+  }
   if (top < 0) return kPosInf;  // nothing finite: every log-probability is -inf
   const float x_max = logits[top];
   if (x_max == kPosInf) return kPosInf;
   // Z = sum of exp(x - x_max) >= 1 (the top term is 1), in the kernels' fixed order.
-  const float z = kernels_->z_sum(logits.data(), n, x_max);
+  const float z = kernels_->lse_sum(logits.data(), n, x_max);
   const float log_z = x_max + static_cast<float>(std::log(static_cast<double>(z)));
-  if (k > 0) {
+  if (k > 0 && listed) {
+    for (int32_t i = 0; i < std::min(k, top_list_->count); ++i)
+      out.top.push_back({top_list_->id[i], top_list_->value[i] - log_z});
+  } else if (k > 0) {
     std::span<RankedToken> best =
         top_k_candidates(logits, x_max, static_cast<size_t>(std::min(k, n)), -FLT_MAX);
     std::sort(best.begin(), best.end(), precedes<RankedToken>);
@@ -224,7 +267,8 @@ float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogpr
 
 void Sampler::logprobs_of(std::span<const float> logits, int32_t target, int32_t k,
                           RowLogprobs& out) {
-  const float log_z = log_normalizer(logits, k, out);
+  int32_t top;
+  const float log_z = log_normalizer(logits, k, out, nullptr, top);
   const bool valid = target >= 0 && target < static_cast<int32_t>(logits.size());
   out.chosen = {target, valid ? logits[target] - log_z : kNegInf};
 }
@@ -251,13 +295,14 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
 }
 
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
-                                 float z_max) {
+                                 float z_max, int32_t raw_top) {
   const int32_t n = config_.vocab_size;
   const bool k_on = params.top_k > 0 && params.top_k < n;
   const bool p_on = params.top_p < 1.0f;
   const bool m_on = params.min_p > 0.0f;
   if (!k_on && !p_on && !m_on) {
-    return kernels_->gumbel_argmax(z.data(), n, params.seed, position);
+    const int32_t top = raw_top != kUnknownTop ? raw_top : -2;  // -2: the kernel finds it
+    return kernels_->gumbel_argmax(z.data(), n, top, params.seed, position);
   }
   // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
   // the floor: min_p's cut, or every finite token.

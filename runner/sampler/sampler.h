@@ -50,13 +50,16 @@
 #include <utility>
 #include <vector>
 
+#include <memory>
+
 #include "protocol/sampling_params.h"
 
 namespace tandem {
 
 namespace sampler_kernels {
 struct Kernels;
-}
+struct TopList;
+}  // namespace sampler_kernels
 
 // What the sampler needs of a row besides its logits and parameters.
 struct RowHistory {
@@ -90,6 +93,9 @@ struct SamplerConfig {
 class Sampler {
  public:
   explicit Sampler(SamplerConfig config);
+  ~Sampler();
+  Sampler(Sampler&&) noexcept;
+  Sampler& operator=(Sampler&&) noexcept;
 
   // Samples one token from a row of logits (vocab_size floats; overwritten as scratch).
   // position: the sequence position of the token being sampled (the counter's upper words).
@@ -111,10 +117,12 @@ class Sampler {
     int32_t id;
     float e;  // exp(z - z_max), filled only when top_p needs it
   };
+  static constexpr int32_t kUnknownTop = -2;  // no argmax known in advance
+  bool touches_row(const SamplingParams& params, const RowHistory& history) const;
   int32_t choose(std::span<float> logits, const SamplingParams& params, int64_t position,
-                 std::span<const uint32_t> allowed);
+                 std::span<const uint32_t> allowed, int32_t raw_top);
   int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
-                          float z_max);
+                          float z_max, int32_t raw_top);
   // The top k tokens (fewer if fewer are above the floor) among those with
   // z - z_max >= floor, in ranked_, in no particular order.
   std::span<RankedToken> top_k_candidates(std::span<const float> z, float z_max, size_t k,
@@ -126,8 +134,10 @@ class Sampler {
   void ban(std::span<float> logits, std::span<const int32_t> ids);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
                        const RowHistory& history);
-  // log Z of the row, and the top k into out.top.
-  float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out);
+  // log Z of the row, and the top k into out.top; the row's argmax (-1: nothing finite) into
+  // top, and a copy of the row into `copy` unless it is null.
+  float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out, float* copy,
+                       int32_t& top);
 
   SamplerConfig config_;
   const sampler_kernels::Kernels* kernels_;
@@ -141,7 +151,8 @@ class Sampler {
   std::vector<uint32_t> seen_;                    // per id: the stamp of the last penalty pass
   uint32_t stamp_ = 0;
   std::vector<int32_t> counts_;  // the output's ids, sorted, for counting
-  std::vector<float> raw_;       // the row as it came, when logprobs are asked
+  std::vector<float> raw_;       // the row as it came, when logprobs are asked of a touched row
+  std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
 };
 
 }  // namespace tandem

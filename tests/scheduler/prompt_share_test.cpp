@@ -75,6 +75,19 @@ struct Harness {
   Scheduler scheduler;
 };
 
+// The text of choice i (seed 1000 + i, as submit_choices gives it) computed alone.
+std::vector<std::string> texts_alone(const std::string& prompt, int n, int32_t max_tokens) {
+  std::vector<std::string> alone;
+  for (int i = 0; i < n; ++i) {
+    Harness solo({}, 64);
+    auto sink = std::make_shared<RecordingSink>();
+    EXPECT_TRUE(solo.scheduler.submit(solo.request(prompt, 1000 + i, max_tokens, sink)).accepted());
+    solo.drain();
+    alone.push_back(sink->text());
+  }
+  return alone;
+}
+
 // 3 full blocks and one token more: the full blocks are shared, the fourth is each
 // choice's own (it holds the prompt's last token and the 4 generated ones).
 TEST(PromptShare, NChoicesUseThePromptsFullBlocksOnceAndPrefillThemOnce) {
@@ -95,20 +108,48 @@ TEST(PromptShare, NChoicesUseThePromptsFullBlocksOnceAndPrefillThemOnce) {
   }
 }
 
+// A prompt shorter than a block (and the part of any prompt past its full blocks) is not
+// recomputed by every choice: the leader's partly filled block is copied into each member's
+// own, which then prefills only the prompt's last token. Each choice still equals the same
+// request alone (the simulated executor checks every KV read against the reader's own
+// sequence, so a wrong or missing copy fails the step).
+TEST(PromptShare, AShortPromptsPartlyFilledBlockIsCopiedSoEachChoicePrefillsOneToken) {
+  for (const std::string& prompt :
+       {std::string("abcdefghij"), std::string(16, 's'), std::string(16, 'f') + "abcdefghi"}) {
+    const auto p = static_cast<uint64_t>(prompt.size());
+    const std::vector<std::string> alone = texts_alone(prompt, 8, 4);
+    for (bool overlap : {false, true}) {
+      for (bool cache : {false, true}) {
+        SchedulerOptions options;
+        options.overlap = overlap;
+        options.prefix_cache = cache;
+        Harness h(options, 64);
+        auto sinks = h.submit_choices(prompt, 8, 4);
+        const int32_t most = h.drain();
+        // 10 tokens: every choice prefilled 10 positions before; now the leader does, and
+        // each of the 7 others only its last token.
+        EXPECT_EQ(h.scheduler.metrics().prompt_tokens, p + 7u) << prompt;
+        const int32_t full = static_cast<int32_t>((p - 1) / 16);  // shared by reference
+        const int32_t own = static_cast<int32_t>((p + 4 + 15) / 16) - full;
+        EXPECT_EQ(most, full + 8 * own) << prompt;
+        EXPECT_EQ(h.scheduler.metrics().kv_blocks_used, 0);
+        for (int i = 0; i < 8; ++i) {
+          EXPECT_EQ(sinks[i]->text(), alone[i]) << prompt << " choice " << i;
+          EXPECT_EQ(sinks[i]->usage().prompt_tokens, static_cast<int32_t>(p));
+          EXPECT_EQ(sinks[i]->usage().cached_tokens, 0);
+        }
+      }
+    }
+  }
+}
+
 // Every choice is the request it would be alone, whatever the loop, the cache, the step
 // budget (chunked prefill of the shared part) or a pool so small that choices are
 // preempted and recompute alone.
 TEST(PromptShare, EachChoiceEqualsTheSameRequestAlone) {
   const std::string prompt = std::string(40, 'x') + "abcdefghijklmnopqrstuvw";  // 63 tokens
-  std::vector<std::string> alone;
-  for (int i = 0; i < 6; ++i) {
-    Harness solo({}, 64);
-    auto sink = std::make_shared<RecordingSink>();
-    ASSERT_TRUE(solo.scheduler.submit(solo.request(prompt, 1000 + i, 30, sink)).accepted());
-    solo.drain();
-    alone.push_back(sink->text());
-    ASSERT_EQ(alone.back().size(), 30u);
-  }
+  const std::vector<std::string> alone = texts_alone(prompt, 6, 30);
+  for (const std::string& text : alone) ASSERT_EQ(text.size(), 30u);
   for (bool overlap : {false, true}) {
     for (bool cache : {false, true}) {
       for (int32_t kv_blocks : {64, 12}) {

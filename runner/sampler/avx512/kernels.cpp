@@ -80,6 +80,24 @@ __m512 exp_shifted16(__m512 d) {
   return _mm512_maskz_mov_ps(valid, mul(y, _mm512_castsi512_ps(scale)));
 }
 
+// exp_table, lane by lane: the table's 32 entries in two registers, picked by r's low 5 bits.
+__m512 exp_table16(__m512 d) {
+  const __mmask16 valid = _mm512_cmp_ps_mask(d, set(-86.0f), _CMP_GE_OQ);
+  d = _mm512_maskz_mov_ps(valid, d);
+  const __m512 t = mul(d, set(46.1662413f));
+  const __m512 r = sub(add(t, set(12582912.0f)), set(12582912.0f));
+  const __m512 f = sub(t, r);
+  __m512 p = add(mul(f, set(1.69385097e-6f)), set(2.34596198e-4f));
+  p = add(mul(p, f), set(2.16608494e-2f));
+  p = add(mul(p, f), set(1.0f));
+  const __m512i ri = _mm512_cvttps_epi32(r);
+  const __m512 low = _mm512_loadu_ps(kExp2Table), high = _mm512_loadu_ps(kExp2Table + 16);
+  const __m512 table = _mm512_permutex2var_ps(low, ri, high);
+  const __m512i scale =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_srai_epi32(ri, 5), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mov_ps(valid, mul(mul(table, p), _mm512_castsi512_ps(scale)));
+}
+
 __m512 gumbel_from_bits16(__m512i bits) {
   const __m512 k = _mm512_cvtepi32_ps(_mm512_srli_epi32(bits, 9));
   const __m512 u = add(mul(k, set(0x1p-23f)), set(0x1p-24f));
@@ -181,14 +199,55 @@ int32_t argmax(const float* x, int32_t n) {
   return -1;  // unreachable: top came from x
 }
 
-float z_sum(const float* z, int32_t n, float z_max) {
-  const __m512 top = set(z_max);
+// Four vectors at a time are compared with the list's threshold at once: past the first few
+// hundred entries almost no entry beats the k-th best, so the pass runs at argmax's speed
+// (plus the copy's stores). Entries that do are inserted in id order, as the portable scan.
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
+  out->count = 0;
+  auto threshold = [&] { return out->count < k ? kNegInf : out->value[k - 1]; };
+  auto visit = [&](int32_t i, __m512 v, __mmask16 mask) {
+    __mmask16 hit = _mm512_mask_cmp_ps_mask(mask, v, set(threshold()), _CMP_GT_OQ);
+    while (hit != 0) {
+      const int32_t lane = static_cast<int32_t>(__builtin_ctz(hit));
+      hit = static_cast<__mmask16>(hit & (hit - 1));
+      top_insert(out, k, x[i + lane], i + lane);
+    }
+  };
+  int32_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512 v[4];
+    for (int a = 0; a < 4; ++a) {
+      v[a] = _mm512_loadu_ps(x + i + 16 * a);
+      if (copy != nullptr) _mm512_storeu_ps(copy + i + 16 * a, v[a]);
+    }
+    // Four compares, not a max of the four: vmaxps would let a NaN hide a larger lane.
+    const __m512 bar = set(threshold());
+    __mmask16 any = 0;
+    for (int a = 0; a < 4; ++a) any |= _mm512_cmp_ps_mask(v[a], bar, _CMP_GT_OQ);
+    if (any == 0) continue;
+    for (int a = 0; a < 4; ++a) visit(i + 16 * a, v[a], 0xffff);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 mask = tail_mask(n - i);
+    const __m512 v = load_or_neg_inf(x + i, mask);
+    if (copy != nullptr) _mm512_mask_storeu_ps(copy + i, mask, v);
+    visit(i, v, mask);
+  }
+}
+
+// Sum of exp_fn(x[i] - x_max), lane i % 16 taking element i, then folded.
+template <__m512 (*exp_fn)(__m512)>
+float lane_sum(const float* x, int32_t n, float x_max) {
+  const __m512 top = set(x_max);
   __m512 lanes = _mm512_setzero_ps();
   for (int32_t i = 0; i < n; i += 16) {
-    lanes = add(lanes, exp_shifted16(sub(load_or_neg_inf(z + i, tail_mask(n - i)), top)));
+    lanes = add(lanes, exp_fn(sub(load_or_neg_inf(x + i, tail_mask(n - i)), top)));
   }
   return fold_lanes(lanes);
 }
+
+float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table16>(x, n, x_max); }
+float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted16>(z, n, z_max); }
 
 void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
   const __m512 top = set(z_max);
@@ -278,8 +337,8 @@ __m512 noise_ceiling16(__m512i bits) {
 // id, and the tokens come in id order after the seed is settled below). A block of 64 whose
 // largest z + kNoiseCeiling falls short of B skips Philox; a lane whose z + noise_ceiling16
 // falls short skips the two logs. Real logits' long low tail skips whole blocks.
-int32_t gumbel_argmax(const float* z, int32_t n, uint64_t seed, int64_t position) {
-  GumbelBest best = gumbel_start(z, argmax(z, n), nullptr, seed, position);
+int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position) {
+  GumbelBest best = gumbel_start(z, top >= -1 ? top : argmax(z, n), nullptr, seed, position);
   if (best.index < 0) return -1;
 
   // 64 ids per iteration: 16 Philox blocks (4 words each), transposed into id order.
@@ -363,7 +422,16 @@ int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t
 
 }  // namespace
 
-extern const Kernels kKernels = {scale_max,       argmax, z_sum,         ladder,          collect,
-                                 exp_shifted_row, noise,  gumbel_argmax, gumbel_argmax_at};
+extern const Kernels kKernels = {.scale_max = scale_max,
+                                 .argmax = argmax,
+                                 .scan_top = scan_top,
+                                 .lse_sum = lse_sum,
+                                 .z_sum = z_sum,
+                                 .ladder = ladder,
+                                 .collect = collect,
+                                 .exp_shifted = exp_shifted_row,
+                                 .noise = noise,
+                                 .gumbel_argmax = gumbel_argmax,
+                                 .gumbel_argmax_at = gumbel_argmax_at};
 
 }  // namespace tandem::sampler_kernels::avx512_impl

@@ -141,5 +141,45 @@ TEST(ExecutorLogprobs, APromptsLogprobsDoNotDependOnTheBatchOrTheChunking) {
   EXPECT_EQ(ga.chosen.logprob, rw.logprobs.at(0).chosen.logprob);
 }
 
+// n choices: a member copies the leader's partly filled prompt block (StepRow::kv_copy) and
+// computes only the prompt's last token; its next token and logprobs are the leader's bit
+// for bit, for every KV element type (the copy moves the stored bytes, whatever they are).
+TEST(ExecutorKvCopy, AMemberThatCopiesTheLeadersPartialBlockScoresAsTheLeader) {
+  ScratchDir dir;
+  const auto path = write_tiny_llama(dir.path(), gguf::TensorType::kF32);
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kBf16}) {
+    CpuExecutorOptions o = options(2);
+    o.kv_type = type;
+    CpuExecutor exec(Model::load(path), o);
+    StepRow leader = prompt_row(1, kPrompt, 0, {0}, -1, true);
+    leader.sampling.prompt_logprobs = -1;
+    StepPlan first;
+    first.rows.push_back(leader);
+    StepResult r1;
+    r1.tokens.assign(1, kNoToken);
+    exec.execute_step(first, r1);
+
+    const auto before_last = static_cast<int32_t>(kPrompt.size()) - 1;
+    StepRow member = prompt_row(2, {kPrompt.back()}, before_last, {5}, -1, true);
+    member.sampling.prompt_logprobs = -1;
+    member.kv_copy = {0, 5, before_last};
+    StepPlan second;
+    second.rows.push_back(member);
+    StepResult r2;
+    r2.tokens.assign(1, kNoToken);
+    exec.execute_step(second, r2);
+
+    ASSERT_EQ(r2.tokens[0], r1.tokens[0]) << kv_type_name(type);
+    const RowLogprobs& a = r1.logprobs.at(0);
+    const RowLogprobs& b = r2.logprobs.at(0);
+    EXPECT_EQ(a.chosen.logprob, b.chosen.logprob) << kv_type_name(type);
+    ASSERT_EQ(a.top.size(), b.top.size());
+    for (size_t i = 0; i < a.top.size(); ++i) {
+      EXPECT_EQ(a.top[i].id, b.top[i].id);
+      EXPECT_EQ(a.top[i].logprob, b.top[i].logprob);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tandem::testing

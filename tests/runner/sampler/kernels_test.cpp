@@ -59,6 +59,20 @@ TEST(SamplerKernels, ExpIsAccurateAndZeroFarBelowTheTop) {
   EXPECT_EQ(exp_shifted(std::numeric_limits<float>::quiet_NaN()), 0.0f);
 }
 
+// The logprobs' exp: the argument's rounding (d * 32 / ln 2 in float, and the constant's)
+// adds ~1.2e-7 * |d| of relative error, but a term that far down weighs e^d in Z, so log Z
+// stays within ~1e-6 (a float ulp at log Z ~ 10; measured worst here 4.5e-7 at d = -5.8).
+TEST(SamplerKernels, TableExpIsAccurateAndZeroFarBelowTheTop) {
+  for (float d = 0.0f; d > -86.0f; d -= 0.001f) {
+    const double exact = std::exp(double(d));
+    EXPECT_NEAR(exp_table(d), exact, (3e-7 + 1.2e-7 * -d) * exact) << d;
+  }
+  EXPECT_EQ(exp_table(0.0f), 1.0f);
+  EXPECT_EQ(exp_table(-86.5f), 0.0f);
+  EXPECT_EQ(exp_table(-kInf), 0.0f);
+  EXPECT_EQ(exp_table(std::numeric_limits<float>::quiet_NaN()), 0.0f);
+}
+
 TEST(SamplerKernels, NoiseIsMinusLogMinusLogOfThePhiloxUniform) {
   const uint64_t seed = 0x0123456789abcdefull;
   const int64_t position = (int64_t{5} << 32) + 77;
@@ -110,6 +124,12 @@ TEST(SamplerKernels, VectorExpMatchesTheScalarDefinitionBitForBit) {
   for (size_t i = 0; i < z.size(); ++i) {
     ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << z[i];
   }
+  // The table exp, one entry at a time through the sum (a lone term folds with zeros).
+  for (size_t i = 0; i < z.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(exp_table(z[i] - 1.0f)),
+              std::bit_cast<uint32_t>(avx512()->lse_sum(&z[i], 1, 1.0f)))
+        << z[i];
+  }
 }
 
 TEST(SamplerKernels, VectorRowKernelsMatchThePortableOnes) {
@@ -126,6 +146,9 @@ TEST(SamplerKernels, VectorRowKernelsMatchThePortableOnes) {
       ASSERT_EQ(0, std::memcmp(za.data(), zb.data(), sizeof(float) * n)) << n;
       ASSERT_EQ(port.argmax(za.data(), n), vec.argmax(za.data(), n)) << n;
 
+      ASSERT_EQ(std::bit_cast<uint32_t>(port.lse_sum(za.data(), n, max_a)),
+                std::bit_cast<uint32_t>(vec.lse_sum(za.data(), n, max_a)))
+          << n;
       const float sum_a = port.z_sum(za.data(), n, max_a);
       ASSERT_EQ(std::bit_cast<uint32_t>(sum_a),
                 std::bit_cast<uint32_t>(vec.z_sum(za.data(), n, max_a)))
@@ -152,8 +175,8 @@ TEST(SamplerKernels, VectorRowKernelsMatchThePortableOnes) {
         }
       }
       for (uint64_t seed : {uint64_t{3}, uint64_t{1} << 33}) {
-        ASSERT_EQ(port.gumbel_argmax(za.data(), n, seed, 9),
-                  vec.gumbel_argmax(za.data(), n, seed, 9))
+        ASSERT_EQ(port.gumbel_argmax(za.data(), n, -2, seed, 9),
+                  vec.gumbel_argmax(za.data(), n, -2, seed, 9))
             << n << " seed " << seed;
       }
     }
@@ -193,7 +216,7 @@ TEST(SamplerKernels, PrunedDenseGumbelPicksWhatTheFullPassPicks) {
           }
         }
         for (const Kernels* k : paths) {
-          ASSERT_EQ(k->gumbel_argmax(row.data(), 3000, seed, 5), full)
+          ASSERT_EQ(k->gumbel_argmax(row.data(), 3000, -2, seed, 5), full)
               << "sd " << sd << " seed " << seed << " avx512 " << (k != &portable());
         }
       }
@@ -247,6 +270,49 @@ TEST(SamplerKernels, ArgmaxTakesTheLowestIndexOfTiesAndSkipsNaN) {
     std::vector<float> none(37, -kInf);
     none[5] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_EQ(k->argmax(none.data(), 37), -1);
+  }
+}
+
+// The log-probability scan lists the k best in rank order (value descending, ties to the
+// lower id; no -inf or NaN), exactly as sorting the row does, copies the row, and both paths
+// give the same list: on messy rows (ties, -inf, NaN), ascending rows (every entry enters the
+// list) and rows with fewer finite entries than k.
+TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
+  std::vector<std::vector<float>> rows;
+  for (int32_t n : {1, 5, 16, 17, 64, 65, 100, 3000, 32000}) rows.push_back(messy_row(n, 7));
+  std::vector<float> ascending(300);
+  for (int32_t i = 0; i < 300; ++i) ascending[i] = static_cast<float>(i % 150);
+  rows.push_back(ascending);
+  std::vector<float> sparse(200, -kInf);
+  sparse[3] = std::numeric_limits<float>::quiet_NaN();
+  sparse[50] = 1.0f;
+  sparse[190] = 1.0f;
+  rows.push_back(sparse);
+  for (const std::vector<float>& row : rows) {
+    const auto n = static_cast<int32_t>(row.size());
+    std::vector<int32_t> order;
+    for (int32_t i = 0; i < n; ++i) {
+      if (row[i] > -kInf) order.push_back(i);  // NaN fails the compare too
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    for (const Kernels* k : {&portable(), avx512()}) {
+      if (k == nullptr) continue;
+      for (int32_t want : {1, 5, 20, kMaxTop}) {
+        TopList list;
+        std::vector<float> copy(n, 0.0f);
+        k->scan_top(row.data(), n, want, copy.data(), &list);
+        ASSERT_EQ(list.count, std::min<int32_t>(want, static_cast<int32_t>(order.size())));
+        for (int32_t i = 0; i < list.count; ++i) {
+          ASSERT_EQ(list.id[i], order[i]) << n << " k " << want << " at " << i;
+          ASSERT_EQ(list.value[i], row[order[i]]);
+        }
+        ASSERT_EQ(0, std::memcmp(copy.data(), row.data(), sizeof(float) * n));
+        if (list.count > 0) {
+          ASSERT_EQ(list.id[0], k->argmax(row.data(), n));
+        }
+      }
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -196,6 +197,34 @@ TEST(SamplerLogprobs, AreTheRawLogSoftmaxWhateverTheSamplingParameters) {
         EXPECT_NEAR(lp.top[i].logprob, want[order[i]], 1e-5);
       }
     }
+  }
+}
+
+// Asking for logprobs never changes the token: an untouched row hands the scan's argmax to
+// greedy and to T = 1's Gumbel pass, a touched one is copied first. Rows with ties, -inf,
+// NaN and a +inf; greedy, T = 1 with and without filters, T = 0.8, bias, penalties, bans.
+TEST(SamplerLogprobs, AskingForThemNeverChangesTheToken) {
+  const int32_t n = 2000;
+  Sampler with({n, {1}}), without({n, {1}});
+  for (uint64_t seed = 0; seed < 80; ++seed) {
+    std::vector<float> logits = normal_logits(n, 3.0f, static_cast<uint32_t>(seed));
+    logits[5] = logits[900];  // a tie
+    logits[6] = -std::numeric_limits<float>::infinity();
+    logits[7] = std::numeric_limits<float>::quiet_NaN();
+    if (seed % 17 == 0) logits[1500] = std::numeric_limits<float>::infinity();
+    SamplingParams p;
+    p.seed = seed;
+    p.temperature = seed % 4 == 0 ? 0.0f : (seed % 4 == 3 ? 0.8f : 1.0f);
+    p.top_k = seed % 5 == 1 ? 40 : 0;
+    if (seed % 7 == 2) p.logit_bias = {{3, 5.0f}};
+    if (seed % 9 == 4) p.repetition_penalty = 1.3f;
+    p.ignore_eos = seed % 11 == 5;
+    std::vector<float> a = logits, b = logits;
+    RowLogprobs lp;
+    const int32_t plain = without.sample(a, p, 3, {false, kPrompt, kOutput});
+    p.logprobs = static_cast<int32_t>(seed % 6);
+    ASSERT_EQ(with.sample(b, p, 3, {false, kPrompt, kOutput}, &lp), plain) << seed;
+    EXPECT_EQ(lp.chosen.id, plain);
   }
 }
 
