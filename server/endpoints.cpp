@@ -217,6 +217,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                       {},
                       request.sampling.logprobs >= 0,
                       request.n,
+                      {},
                       {}};
   std::vector<ChoiceId> ids;
   int64_t prompt_tokens = 0;

@@ -270,7 +270,7 @@ async function toolCallsRoundTrip(client, id) {
     },
   }];
   const request = {
-    model: id, messages: [{ role: 'user', content: 'What is 2 + 3?' }], tools, max_tokens: 200, seed: 5,
+    model: id, messages: [{ role: 'user', content: 'What is 2 + 3?' }], tools, max_tokens: 400, seed: 5,
     tool_choice: { type: 'function', function: { name: 'add' } }, parallel_tool_calls: false,
   };
   const whole = await client.chat.completions.create(request);

@@ -104,6 +104,22 @@ TEST(FramedJson, KeysNameTheFramingExactly) {
   EXPECT_NE(framed_json_key(hermes(1)), framed_json_key(hermes(2)));
 }
 
+// Qwen's <tool_call> is one vocabulary token with those bytes (a user-defined token): the
+// matcher allows it whole where the grammar's literal starts, as well as its spelling.
+TEST(FramedJson, AMarkerThatIsOneTokenIsAllowedWhole) {
+  std::vector<std::string> tokens = {"", "<tool_call>", "<tool", "<", "x"};
+  for (int b = 0; b < 256; ++b) tokens.push_back(std::string(1, static_cast<char>(b)));
+  const auto vocab = std::make_shared<const Vocabulary>(tokens, std::vector<int32_t>{0});
+  Matcher matcher(std::make_shared<const CompiledGrammar>(compile_framed_json(hermes(1)), vocab));
+  std::vector<uint32_t> mask(vocab->mask_words(), 0);
+  matcher.fill_mask(mask);
+  const std::vector<int32_t> allowed = testing::allowed_ids(mask, vocab->size());
+  EXPECT_EQ(allowed, (std::vector<int32_t>{1, 2, 3, 5 + '<'}));
+  ASSERT_TRUE(matcher.advance(1));
+  matcher.fill_mask(mask);
+  EXPECT_EQ(testing::allowed_ids(mask, vocab->size()), (std::vector<int32_t>{5 + '\n'}));
+}
+
 TEST(FramedJson, RandomWalksEndInCallsWhoseArgumentsValidate) {
   const auto compiled = std::make_shared<const CompiledGrammar>(
       compile_framed_json(hermes(GrammarBuilder::kUnbounded)), testing::synthetic_vocabulary());
