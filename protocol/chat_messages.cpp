@@ -3,6 +3,7 @@
 #include <string>
 
 #include "protocol/request_fields.h"
+#include "protocol/tool_calls/tool_fields.h"
 
 namespace tandem::request_fields {
 namespace {
@@ -151,7 +152,10 @@ namespace tandem {
 
 std::variant<ChatInputs, ApiError> parse_apply_template_request(std::string_view body) {
   try {
-    return request_fields::read_chat_inputs(request_fields::parse_body_object(body));
+    const request_fields::Json parsed = request_fields::parse_body_object(body);
+    ChatInputs inputs = request_fields::read_chat_inputs(parsed);
+    inputs.tools = request_fields::read_tool_request(parsed).definitions;
+    return inputs;
   } catch (const request_fields::RequestRejected& rejected) {
     return rejected.error;
   }

@@ -24,6 +24,8 @@ struct ChatInputs {
   // enable_thinking) and documents (for RAG templates). null when absent.
   nlohmann::ordered_json template_kwargs = nullptr;
   nlohmann::ordered_json documents = nullptr;
+  // The request's tools as sent (validated), or null: the template's `tools`.
+  nlohmann::ordered_json tools = nullptr;
   bool add_generation_prompt = true;
 };
 

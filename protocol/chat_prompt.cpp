@@ -83,6 +83,7 @@ std::variant<std::vector<PromptSegment>, ApiError> render_chat_request(
   options.bos_token = bos_token;
   options.eos_token = eos_token;
   options.documents = inputs.documents;
+  options.tools = inputs.tools;
   options.extra = inputs.template_kwargs;
   auto rendered = chat_template.render(inputs.messages, options);
   if (const auto* error = std::get_if<ChatTemplateError>(&rendered)) {

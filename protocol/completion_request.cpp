@@ -9,6 +9,7 @@
 #include "protocol/generation_fields.h"
 #include "protocol/output_constraint_fields.h"
 #include "protocol/request_fields.h"
+#include "protocol/tool_calls/tool_fields.h"
 
 namespace tandem {
 namespace {
@@ -200,9 +201,21 @@ void read_unsupported_options(const Json& body, Endpoint endpoint) {
     }
     return;
   }
-  if (const Json* tools = find_field(body, "tools")) {
-    request_fields::require_array(*tools, "tools");
-    if (!tools->empty()) reject_unsupported("tools", "(tool calling)");
+}
+
+// tools reach the chat template whatever tool_choice says (as vLLM renders them); a
+// required or named call constrains the output, so it cannot stand beside another constraint.
+void read_tools(const Json& body, CompletionRequest& request) {
+  request.tools = request_fields::read_tool_request(body);
+  request.chat.tools = request.tools.definitions;
+  if (request.tools.constrains() && request.constraint.active()) {
+    reject("'tool_choice' " +
+               std::string(request.tools.choice.mode == ToolChoice::Mode::kRequired
+                               ? "'required'"
+                               : "naming a function") +
+               " and '" + request.constraint.param +
+               "' both constrain the output; send one of them.",
+           "tool_choice");
   }
 }
 
@@ -240,16 +253,19 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
   read_unsupported_options(body, endpoint);
   request.constraint = request_fields::read_output_constraint(body);
-  if (request.constraint.active()) {
+  if (endpoint == Endpoint::kChatCompletions) read_tools(body, request);
+  if (request.constraint.active() || request.tools.constrains()) {
     // The grammar decides where the output ends: end-of-generation is allowed exactly where
     // it accepts, so a ban on it cannot be honoured.
+    const std::string by =
+        request.constraint.active() ? request.constraint.param : std::string("tool_choice");
     if (sampling.ignore_eos) {
-      reject("'ignore_eos' cannot be combined with '" + request.constraint.param +
+      reject("'ignore_eos' cannot be combined with '" + by +
                  "': the grammar decides where the output ends.",
              "ignore_eos");
     }
     if (sampling.min_tokens > 0) {
-      reject("'min_tokens' cannot be combined with '" + request.constraint.param +
+      reject("'min_tokens' cannot be combined with '" + by +
                  "': the grammar decides where the output ends.",
              "min_tokens");
     }

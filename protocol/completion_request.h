@@ -14,6 +14,7 @@
 #include "protocol/chat_messages.h"
 #include "protocol/output_constraint.h"
 #include "protocol/sampling_params.h"
+#include "protocol/tool_calls/tool_request.h"
 
 namespace tandem {
 
@@ -77,6 +78,9 @@ struct CompletionRequest {
   std::string user;
   // response_format, json_schema or grammar: the shape the output must have.
   OutputConstraint constraint;
+  // Chat: tools, tool_choice and parallel_tool_calls (tools also sit in chat.tools for the
+  // template). Completions: none.
+  ToolRequest tools;
 
   bool has_prompt_tokens() const { return !prompt_tokens.empty(); }
   size_t prompt_count() const {

@@ -3,17 +3,6 @@
 namespace tandem::request_fields {
 namespace {
 
-// OpenAI's rule for response_format.json_schema.name: 1 to 64 of a-z A-Z 0-9 _ -.
-bool valid_schema_name(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // A schema is an object or a boolean (JSON Schema allows both; true is any value).
 std::string schema_text(const Json& schema, const std::string& param) {
   if (!schema.is_object() && !schema.is_boolean()) {
@@ -32,7 +21,7 @@ OutputConstraint read_json_schema_format(const Json& format) {
   }
   require_object(*spec, "response_format.json_schema");
   if (const Json* name = find_field(*spec, "name")) {
-    if (!valid_schema_name(read_string(*name, "response_format.json_schema.name"))) {
+    if (!valid_openai_name(read_string(*name, "response_format.json_schema.name"))) {
       reject(
           "'response_format.json_schema.name' must be 1 to 64 characters of a-z, A-Z, 0-9, "
           "'_' and '-'.",
@@ -77,6 +66,16 @@ OutputConstraint read_response_format(const Json& format) {
 }
 
 }  // namespace
+
+bool valid_openai_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 OutputConstraint read_output_constraint(const Json& body) {
   OutputConstraint constraint;

@@ -10,4 +10,7 @@ namespace tandem::request_fields {
 
 OutputConstraint read_output_constraint(const Json& body);
 
+// OpenAI's rule for the names of schemas and functions: 1 to 64 of a-z A-Z 0-9 _ -.
+bool valid_openai_name(const std::string& name);
+
 }  // namespace tandem::request_fields

@@ -36,6 +36,18 @@ std::string ResponseEncoder::text_event(std::string_view text, const LogprobsPie
   return sse_data(chunk(choice, text, std::nullopt, logprobs));
 }
 
+std::string ResponseEncoder::tool_call_events(int32_t choice,
+                                              std::span<const ToolCallOut> calls) const {
+  std::string events;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    for (const bool first : {true, false}) {
+      events += sse_data(chat_tool_call_chunk_json(header_, choices_.at(choice),
+                                                   static_cast<int32_t>(i), calls[i], first));
+    }
+  }
+  return events;
+}
+
 std::string ResponseEncoder::finish_event(int32_t choice, FinishReason finish) const {
   return sse_data(chunk(choice, "", finish));
 }

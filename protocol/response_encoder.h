@@ -32,6 +32,8 @@ class ResponseEncoder {
   // empty).
   std::string text_event(std::string_view text, const LogprobsPiece* logprobs = nullptr,
                          int32_t choice = 0) const;
+  // Chat: choice `choice`'s tool calls as OpenAI streams them (two chunks per call).
+  std::string tool_call_events(int32_t choice, std::span<const ToolCallOut> calls) const;
   // The chunk that ends one choice, with its finish reason.
   std::string finish_event(int32_t choice, FinishReason finish) const;
   // After every choice's finish: the usage chunk when asked for, and [DONE].

@@ -33,6 +33,23 @@ Json envelope(const ResponseHeader& header, const char* object) {
               {"seed", header.seed},       {"system_fingerprint", header.system_fingerprint}};
 }
 
+Json tool_call_json(const ToolCallOut& call) {
+  return Json{{"id", call.id},
+              {"type", "function"},
+              {"function", Json{{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+// OpenAI's assistant message: content null when the model only called tools.
+Json message_json(const ChoiceResult& c) {
+  Json message{{"role", "assistant"}, {"content", c.text}};
+  if (c.tool_calls.empty()) return message;
+  if (c.text.empty()) message["content"] = nullptr;
+  Json calls = Json::array();
+  for (const ToolCallOut& call : c.tool_calls) calls.push_back(tool_call_json(call));
+  message["tool_calls"] = std::move(calls);
+  return message;
+}
+
 }  // namespace
 
 std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low) {
@@ -66,7 +83,7 @@ std::string chat_completion_response_json(const ResponseHeader& header,
     body["choices"].push_back(
         Json{{"index", c.id.index},
              {"seed", c.id.seed},
-             {"message", Json{{"role", "assistant"}, {"content", c.text}}},
+             {"message", message_json(c)},
              {"logprobs", logprobs_json(Endpoint::kChatCompletions, c.logprobs)},
              {"finish_reason", finish_reason_name(c.finish)}});
   }
@@ -126,6 +143,26 @@ std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                         {"delta", std::move(delta)},
                         {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
                         {"finish_reason", finish_json(finish)}}});
+  return dump(body);
+}
+
+std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,
+                                      const ToolCallOut& call, bool first) {
+  Json delta_call{{"index", index}};
+  if (first) {
+    delta_call["id"] = call.id;
+    delta_call["type"] = "function";
+    delta_call["function"] = Json{{"name", call.name}, {"arguments", ""}};
+  } else {
+    delta_call["function"] = Json{{"arguments", call.arguments}};
+  }
+  Json body = envelope(header, "chat.completion.chunk");
+  body["choices"] =
+      Json::array({Json{{"index", choice.index},
+                        {"seed", choice.seed},
+                        {"delta", Json{{"tool_calls", Json::array({std::move(delta_call)})}}},
+                        {"logprobs", nullptr},
+                        {"finish_reason", nullptr}}});
   return dump(body);
 }
 

@@ -34,12 +34,21 @@ struct ChoiceId {
   uint64_t seed = 0;
 };
 
+// A tool call the model made, as a chat response reports it.
+struct ToolCallOut {
+  std::string id;         // "call_..." unique in the response
+  std::string name;       // the function's
+  std::string arguments;  // a JSON object's text
+};
+
 // A finished choice of a response that is not streamed.
 struct ChoiceResult {
   ChoiceId id;
   std::string_view text;
   FinishReason finish = FinishReason::kStop;
   const LogprobsPiece* logprobs = nullptr;  // null: the choice's logprobs are null
+  // Chat: message.tool_calls, when not empty (content is then null when text is empty).
+  std::span<const ToolCallOut> tool_calls = {};
 };
 
 // "cmpl-<32 hex digits>" or "chatcmpl-<32 hex digits>": high then low, 64 bits each. The
@@ -80,6 +89,10 @@ std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish,
                             const LogprobsPiece* logprobs = nullptr,
                             std::optional<ChoiceId> choice = std::nullopt);
+// A tool call as OpenAI streams it: the first chunk of call `index` carries its id, type,
+// function name and empty arguments; then (first false) a chunk with the arguments.
+std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,
+                                      const ToolCallOut& call, bool first);
 // The chunk sent after the last one when stream_options.include_usage: choices [] and usage.
 std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, const Usage& usage);
 

@@ -34,6 +34,7 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
       std::make_shared<const JinjaChatTemplate>(std::move(std::get<JinjaChatTemplate>(compiled)));
   card.bos_token = token_text(tokenizer, tokenizer.bos_id());
   card.eos_token = token_text(tokenizer, tokenizer.eos_id());
+  card.tool_format = detect_tool_call_format(source);
   return card;
 }
 

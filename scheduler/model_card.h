@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/chat_prompt.h"
+#include "protocol/tool_calls/tool_call_format.h"
 #include "runner/grammar/grammar_cache.h"
 
 namespace tandem {
@@ -23,6 +24,8 @@ struct ChatTemplateCard {
   // The tokenizer's BOS and EOS text, which transformers passes as bos_token and eos_token.
   std::optional<std::string> bos_token;
   std::optional<std::string> eos_token;
+  // How the model family writes tool calls, read from the template's source.
+  ToolCallFormat tool_format = ToolCallFormat::kJson;
 };
 
 struct ModelCard {

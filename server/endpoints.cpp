@@ -10,6 +10,7 @@
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
 #include "server/output_grammar.h"
+#include "server/tool_grammar.h"
 
 namespace tandem::server {
 namespace {
@@ -160,7 +161,10 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
-  auto grammar = compile_output_constraint(request.constraint, model_.grammars.get());
+  auto grammar =
+      request.tools.constrains()
+          ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
+          : compile_output_constraint(request.constraint, model_.grammars.get());
   if (auto* error = std::get_if<ApiError>(&grammar)) return error_answer(*error);
   auto prompts = prompts_of(request);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
@@ -213,6 +217,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                       {},
                       request.sampling.logprobs >= 0,
                       request.n,
+                      {},
                       {}};
   std::vector<ChoiceId> ids;
   int64_t prompt_tokens = 0;
@@ -242,10 +247,19 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
     }
   }
   plan.encoder = ResponseEncoder(endpoint, header, request.include_usage, std::move(ids));
+  if (request.tools.parses()) {
+    // Call ids: the response id's digits, then the choice and the call's index.
+    plan.tools = ToolCallReading{true, tool_format(),
+                                 "call_" + header.id.substr(header.id.find('-') + 1) + "_"};
+  }
   plan.access = AccessRecord{
       endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
       header.id, std::move(request.user), prompt_tokens, request.stream};
   return plan;
+}
+
+ToolCallFormat Endpoints::tool_format() const {
+  return model_.chat_template ? model_.chat_template->tool_format : ToolCallFormat::kJson;
 }
 
 std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(

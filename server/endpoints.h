@@ -25,6 +25,7 @@
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
 #include "server/access_log.h"
+#include "server/generation_response.h"
 #include "server/server_metrics.h"
 
 namespace tandem::server {
@@ -62,6 +63,7 @@ struct GenerationPlan {
   int32_t n = 1;          // choices per prompt
   // Per choice, completions' echo: the prompt's text, sent before the output; or empty.
   std::vector<std::string> echoes;
+  ToolCallReading tools;  // chat with tools: the outputs are read for calls
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405
@@ -126,6 +128,8 @@ class Endpoints {
   Result health(std::string_view body);
   Result metrics_page(std::string_view body);
   uint64_t draw_seed();
+  // How the served model writes tool calls (its chat template's family; plain JSON without).
+  ToolCallFormat tool_format() const;
   std::string next_response_id(Endpoint endpoint);
 
   Scheduler& scheduler_;

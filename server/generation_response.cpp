@@ -5,11 +5,13 @@
 namespace tandem::server {
 
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
-                                       int32_t per_prompt, std::vector<std::string> echoes)
+                                       int32_t per_prompt, std::vector<std::string> echoes,
+                                       ToolCallReading tools)
     : encoder_(std::move(encoder)),
       stream_(stream),
       logprobs_(logprobs),
       per_prompt_(per_prompt < 1 ? 1 : per_prompt),
+      tools_(std::move(tools)),
       choices_(static_cast<size_t>(encoder_.choice_count())) {
   for (size_t i = 0; i < choices_.size() && i < echoes.size(); ++i) {
     (stream_ ? choices_[i].echo : choices_[i].text) = std::move(echoes[i]);
@@ -32,8 +34,45 @@ std::string GenerationResponse::text(int32_t choice, std::string_view text) {
     c.text += text;
     return {};
   }
+  if (tools_.enabled) {
+    c.output += text;
+    const size_t safe = tool_call_safe_prefix(tools_.format, c.output, c.released);
+    if (safe == 0) return {};
+    std::string events = text_event(choice, c, std::string_view(c.output).substr(c.released, safe));
+    c.released += safe;
+    return events;
+  }
   std::string events = text_event(choice, c, c.echo + std::string(text));
   c.echo.clear();
+  return events;
+}
+
+std::vector<ToolCallOut> GenerationResponse::tool_calls_of(int32_t index, ParsedToolCalls& parsed,
+                                                           FinishReason& reason) const {
+  std::vector<ToolCallOut> calls;
+  for (size_t i = 0; i < parsed.calls.size(); ++i) {
+    calls.push_back(ToolCallOut{tools_.id_prefix + std::to_string(index) + "_" + std::to_string(i),
+                                std::move(parsed.calls[i].name),
+                                std::move(parsed.calls[i].arguments)});
+  }
+  // A call cut short by max_tokens does not parse; one that parsed ends the turn.
+  if (!calls.empty() && reason == FinishReason::kStop) reason = FinishReason::kToolCalls;
+  return calls;
+}
+
+std::string GenerationResponse::finish_tool_calls(int32_t index, Choice& c) {
+  ParsedToolCalls parsed = parse_tool_calls(tools_.format, c.output);
+  if (parsed.calls.empty()) parsed.content = c.output;
+  std::string events;
+  // What was held back: the content after what was sent (the sent part is its prefix).
+  if (c.released < parsed.content.size() || !c.pending.empty()) {
+    const std::string_view rest = c.released < parsed.content.size()
+                                      ? std::string_view(parsed.content).substr(c.released)
+                                      : std::string_view();
+    events += text_event(index, c, rest);
+  }
+  const std::vector<ToolCallOut> calls = tool_calls_of(index, parsed, c.reason);
+  events += encoder_.tool_call_events(index, calls);
   return events;
 }
 
@@ -55,13 +94,15 @@ std::string GenerationResponse::finish(int32_t choice, FinishReason reason, cons
   usage_.completion_tokens += usage.completion_tokens;
   if (!stream_) return {};
   std::string events;
-  // What no text chunk carried yet: the echoed prompt (max_tokens 0), or the tokens after
-  // the last text (an EOS, a stop, bytes held back).
-  if (!c.echo.empty() || !c.pending.empty()) {
+  if (tools_.enabled) {
+    events += finish_tool_calls(choice, c);
+  } else if (!c.echo.empty() || !c.pending.empty()) {
+    // What no text chunk carried yet: the echoed prompt (max_tokens 0), or the tokens after
+    // the last text (an EOS, a stop, bytes held back).
     events += text_event(choice, c, c.echo);
     c.echo.clear();
   }
-  events += encoder_.finish_event(choice, reason);
+  events += encoder_.finish_event(choice, c.reason);
   if (all_finished()) events += encoder_.end_events(usage_);
   return events;
 }
@@ -70,9 +111,21 @@ std::string GenerationResponse::whole_body() {
   std::vector<LogprobsPiece> pieces;
   pieces.reserve(choices_.size());
   std::vector<ChoiceResult> results;
-  for (const Choice& c : choices_) {
+  std::vector<ParsedToolCalls> parsed(choices_.size());
+  std::vector<std::vector<ToolCallOut>> calls(choices_.size());
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice& c = choices_[i];
     pieces.push_back(LogprobsPiece{c.pending, 0});
-    results.push_back(ChoiceResult{{}, c.text, c.reason, logprobs_ ? &pieces.back() : nullptr});
+    ChoiceResult result{{}, c.text, c.reason, logprobs_ ? &pieces.back() : nullptr};
+    if (tools_.enabled) {
+      parsed[i] = parse_tool_calls(tools_.format, c.text);
+      if (!parsed[i].calls.empty()) {
+        calls[i] = tool_calls_of(static_cast<int32_t>(i), parsed[i], result.finish);
+        result.text = parsed[i].content;
+        result.tool_calls = calls[i];
+      }
+    }
+    results.push_back(result);
   }
   return encoder_.whole_body(results, usage_);
 }

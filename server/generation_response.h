@@ -14,15 +14,25 @@
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"
 #include "protocol/response_encoder.h"
+#include "protocol/tool_calls/tool_call_parser.h"
 
 namespace tandem::server {
+
+// Chat with tools (tool_choice other than "none"): each choice's output is read for calls
+// in the model family's format. A stream holds back text that may begin a call and, when
+// the choice ends, sends the calls as tool_calls deltas.
+struct ToolCallReading {
+  bool enabled = false;
+  ToolCallFormat format = ToolCallFormat::kJson;
+  std::string id_prefix;  // "call_<hex>": each call's id adds its choice and index
+};
 
 class GenerationResponse {
  public:
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
   // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
-                     std::vector<std::string> echoes);
+                     std::vector<std::string> echoes, ToolCallReading tools = {});
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
@@ -45,13 +55,22 @@ class GenerationResponse {
     int64_t text_offset = 0;             // streamed: where the pending tokens' text begins
     FinishReason reason = FinishReason::kStop;
     bool finished = false;
+    // Streamed with tools: the whole output so far, and how much of it was sent as content.
+    std::string output;
+    size_t released = 0;
   };
   std::string text_event(int32_t index, Choice& c, std::string_view text);
+  // The calls' ids and the finish reason once calls were read.
+  std::vector<ToolCallOut> tool_calls_of(int32_t index, ParsedToolCalls& parsed,
+                                         FinishReason& reason) const;
+  // Streamed with tools: what the choice's end sends besides its finish chunk.
+  std::string finish_tool_calls(int32_t index, Choice& c);
 
   ResponseEncoder encoder_;
   bool stream_;
   bool logprobs_;
   int32_t per_prompt_;
+  ToolCallReading tools_;
   std::vector<Choice> choices_;
   int32_t finished_ = 0;
   Usage usage_;

@@ -50,6 +50,10 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::json_object() {
   return get(key_of('o', ""), [] { return json_object_grammar(); });
 }
 
+std::shared_ptr<const CompiledGrammar> GrammarCache::framed_json(const FramedJson& framed) {
+  return get(key_of('f', framed_json_key(framed)), [&] { return compile_framed_json(framed); });
+}
+
 size_t GrammarCache::size() const {
   std::lock_guard lock(mutex_);
   return entries_.size();

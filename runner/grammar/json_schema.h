@@ -63,8 +63,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "runner/grammar/builder.h"
 
@@ -84,6 +85,27 @@ std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json&
                                                    const BuildLimits& limits = {});
 std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema,
                                                    const BuildLimits& limits = {});
+
+// Text with JSON values in it, for formats that frame JSON (tool calls:
+// "<tool_call>\n{\"name\": \"f\", \"arguments\": " ARGS "}\n</tool_call>"): `open`, then
+// between min_items and max_items items separated by `separator`, then `close`. An item is
+// one of `alternatives`, each a sequence of parts: literal text, or a JSON value valid
+// against a schema (compiled as compile_json_schema would, its "$ref"s relative to itself).
+struct FramedJson {
+  struct Part {
+    std::string text;                         // a literal, when !is_schema
+    nlohmann::ordered_json schema = nullptr;  // when is_schema
+    bool is_schema = false;
+  };
+  std::vector<std::vector<Part>> alternatives;
+  std::string open, separator, close;
+  uint32_t min_items = 1;
+  uint32_t max_items = 1;  // GrammarBuilder::kUnbounded: no limit
+};
+std::shared_ptr<const Grammar> compile_framed_json(const FramedJson& framed,
+                                                   const BuildLimits& limits = {});
+// A text that names the FramedJson exactly (for caches).
+std::string framed_json_key(const FramedJson& framed);
 
 // OpenAI's response_format {"type": "json_object"}: any JSON object.
 std::shared_ptr<const Grammar> json_object_grammar();

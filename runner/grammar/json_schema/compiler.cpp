@@ -239,9 +239,11 @@ ExprId SchemaCompiler::schema(const Json& s, const std::string& path) {
   return typed(s, path);
 }
 
-std::shared_ptr<const Grammar> SchemaCompiler::compile() {
+std::shared_ptr<const Grammar> SchemaCompiler::compile() { return build(schema(root_, "#")); }
+
+std::shared_ptr<const Grammar> SchemaCompiler::build(ExprId start) {
   const RuleId root = b_.rule("root");
-  b_.define(root, schema(root_, "#"));
+  b_.define(root, start);
   try {
     return b_.build(root, limits_);
   } catch (const GrammarError& e) {

@@ -24,6 +24,8 @@ class SchemaCompiler {
   SchemaCompiler(const Json& root, const BuildLimits& limits) : root_(root), limits_(limits) {}
 
   std::shared_ptr<const Grammar> compile();
+  // The grammar whose start is `root`, an expression built in builder() (framed.cpp).
+  std::shared_ptr<const Grammar> build(ExprId root);
 
   // A (sub)schema at `path` (a JSON pointer: "#/properties/a") as an expression.
   ExprId schema(const Json& s, const std::string& path);

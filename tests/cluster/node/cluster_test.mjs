@@ -258,6 +258,36 @@ function benchResult(name, res, json, requests) {
 const model = path.join(work, 'demo.gguf');
 const serveArgs = ['--model', model, '--kv-tokens', '8192', '--threads', '1', '--shutdown-grace', '10'];
 
+// Tool calls (issue 17) as the official client reads them: a named function constrains the
+// output to one call whose arguments fit the schema; the client's stream helper assembles
+// the streamed deltas into the same call.
+async function toolCallsRoundTrip(client, id) {
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'add', description: 'Adds two integers',
+      parameters: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false },
+    },
+  }];
+  const request = {
+    model: id, messages: [{ role: 'user', content: 'What is 2 + 3?' }], tools, max_tokens: 400, seed: 5,
+    tool_choice: { type: 'function', function: { name: 'add' } }, parallel_tool_calls: false,
+  };
+  const whole = await client.chat.completions.create(request);
+  const call = whole.choices[0].message.tool_calls?.[0];
+  const args = call ? JSON.parse(call.function.arguments) : {};
+  check(whole.choices[0].finish_reason === 'tool_calls' && whole.choices[0].message.tool_calls.length === 1 &&
+    call.type === 'function' && call.id.startsWith('call_') && call.function.name === 'add' &&
+    Number.isInteger(args.a) && Number.isInteger(args.b) && Object.keys(args).length === 2,
+    'openai: chat.completions.create() with a named tool gives one call with valid arguments', JSON.stringify(whole.choices[0]));
+  const runner = client.chat.completions.stream(request);
+  const streamed = await runner.finalChatCompletion();
+  const scall = streamed.choices[0].message.tool_calls?.[0];
+  check(streamed.choices[0].finish_reason === 'tool_calls' && streamed.choices[0].message.tool_calls.length === 1 &&
+    scall.function.name === 'add' && scall.function.arguments === call?.function.arguments,
+    'openai: chat.completions.stream() assembles the same tool call from the deltas', JSON.stringify(streamed.choices[0]));
+}
+
 async function phaseLoad(c) {
   log('phase 1: load through the proxy');
   const P = c.port;
@@ -323,6 +353,7 @@ async function phaseLoad(c) {
     for await (const chunk of chatStream) for (const c of chunk.choices) byIndex[c.index] += c.delta?.content ?? '';
     check(byIndex.every((t, i) => t === chatN.choices[i].message.content),
       'openai: streamed chat with n 4 interleaves by index and equals the whole answer');
+    await toolCallsRoundTrip(client, id);
   } catch (e) {
     check(false, 'openai client through nginx', String(e));
   }

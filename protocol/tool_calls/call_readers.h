@@ -1,0 +1,38 @@
+// Internal to protocol/tool_calls/: the pieces every format's reader shares, and one
+// reader per format (hermes_calls.cpp, llama3_calls.cpp, mistral_calls.cpp, json_calls.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/tool_calls/tool_call_parser.h"
+
+namespace tandem::tool_calls {
+
+using Json = nlohmann::ordered_json;
+
+// Where the JSON object or array that starts at text[begin] ends (one past its closing
+// bracket), by bracket depth outside strings; nullopt when it does not close.
+std::optional<size_t> json_end(std::string_view text, size_t begin);
+// The JSON value in text (whole, space around it allowed); nullopt when it is not JSON.
+std::optional<Json> parse_json(std::string_view text);
+// {"name": NAME, "arguments" or "parameters": OBJECT or its JSON text}: the call; nullopt
+// when the object is not one.
+std::optional<ParsedToolCall> call_of(const Json& object);
+// A JSON array of call objects, or one call object: the calls; nullopt when any is not one.
+std::optional<std::vector<ParsedToolCall>> calls_of(const Json& value);
+
+bool is_space(char c);
+std::string_view trim(std::string_view text);
+// Content made only of space is no content.
+std::string content_or_empty(std::string text);
+
+ParsedToolCalls read_hermes(std::string_view text);
+ParsedToolCalls read_llama3(std::string_view text);
+ParsedToolCalls read_mistral(std::string_view text);
+ParsedToolCalls read_json(std::string_view text);
+
+}  // namespace tandem::tool_calls

@@ -1,0 +1,48 @@
+// How a model family writes tool calls in its output, detected from its chat template's
+// source (as llama.cpp's common/chat.cpp and vLLM's tool parsers tell them apart), and the
+// text around the calls' JSON, which both the output grammar (tool_choice "required" or a
+// named function) and the parser (tool_call_parser.h) follow.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace tandem {
+
+enum class ToolCallFormat {
+  // No family recognized: the calls as a JSON array of {"name", "arguments"} objects
+  // (a single such object is read too).
+  kJson,
+  // Hermes, Qwen2.5, Qwen3: "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>",
+  // one block per call.
+  kHermes,
+  // Llama 3.1+: {"name": ..., "parameters": {...}} ("arguments" read too), optionally after
+  // <|python_tag|>; several calls separated by "; ".
+  kLlama3,
+  // Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (v3 to v7 tokenizers).
+  kMistral,
+  // Mistral templates that write [ARGS] (v11 tokenizers): [TOOL_CALLS]name[ARGS]{...} per
+  // call. Read by the same parser as kMistral, which takes either form.
+  kMistralArgs,
+};
+
+// "json", "hermes", "llama3", "mistral", "mistral-args": for logs and /v1/models.
+const char* tool_call_format_name(ToolCallFormat format);
+
+// The format a chat template's source shows: the markers it writes for assistant calls.
+ToolCallFormat detect_tool_call_format(std::string_view template_source);
+
+// The text of a format's calls, for the grammar of tool_choice "required" or a named
+// function: open, then calls separated by `separator`, then close; a call of function NAME
+// is before_name + NAME + after_name + ARGUMENTS (a JSON object) + after_arguments.
+struct ToolCallFraming {
+  std::string open;
+  std::string separator;
+  std::string close;
+  std::string before_name;
+  std::string after_name;
+  std::string after_arguments;
+};
+ToolCallFraming tool_call_framing(ToolCallFormat format);
+
+}  // namespace tandem

@@ -1,0 +1,26 @@
+// The grammar of a request's tool calls when tool_choice is "required" or names a function:
+// the output is one call (or, with parallel_tool_calls, one or more) of the callable
+// functions, in the model family's format (protocol/tool_calls/tool_call_format.h), each
+// call's arguments valid against that function's parameters schema. Compiled through the
+// model card's grammar cache, so requests with the same tools share one compilation.
+#pragma once
+
+#include <memory>
+#include <variant>
+
+#include "protocol/api_error.h"
+#include "protocol/tool_calls/tool_call_format.h"
+#include "protocol/tool_calls/tool_request.h"
+#include "runner/grammar/grammar_cache.h"
+
+namespace tandem::server {
+
+// The FramedJson (runner/grammar/json_schema.h) of the request's calls in `format`.
+grammar::FramedJson tool_call_grammar_spec(const ToolRequest& tools, ToolCallFormat format);
+
+// Null when the request does not constrain its output to calls. A parameters schema the
+// engine cannot compile is a 400 naming that tool's "tools[i].function.parameters".
+std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_tool_call_grammar(
+    const ToolRequest& tools, ToolCallFormat format, grammar::GrammarCache* grammars);
+
+}  // namespace tandem::server

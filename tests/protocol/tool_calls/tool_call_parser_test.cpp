@@ -1,0 +1,205 @@
+// The tool-call parsers, on outputs written as each family writes them (from the models'
+// cards and vLLM's and llama.cpp's parser tests): calls come out with their arguments as
+// compact JSON text, the text around them as content, and anything that does not parse
+// stays content. A stream that holds back possible calls sends the same content.
+#include "protocol/tool_calls/tool_call_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tandem {
+namespace {
+
+void expect_calls(const ParsedToolCalls& parsed, const std::vector<ParsedToolCall>& calls) {
+  ASSERT_EQ(parsed.calls.size(), calls.size()) << parsed.content;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(parsed.calls[i].name, calls[i].name) << i;
+    EXPECT_EQ(parsed.calls[i].arguments, calls[i].arguments) << i;
+  }
+}
+
+TEST(HermesToolCalls, ReadsQwenParallelCalls) {
+  const auto parsed =
+      parse_tool_calls(ToolCallFormat::kHermes,
+                       "<tool_call>\n{\"name\": \"get_current_temperature\", "
+                       "\"arguments\": {\"location\": \"San Francisco, CA, USA\"}}\n"
+                       "</tool_call>\n<tool_call>\n{\"name\": "
+                       "\"get_temperature_date\", \"arguments\": {\"location\": "
+                       "\"San Francisco, CA, USA\", \"date\": \"2024-10-01\"}}\n"
+                       "</tool_call>");
+  EXPECT_EQ(parsed.content, "");
+  expect_calls(parsed, {{"get_current_temperature", R"({"location":"San Francisco, CA, USA"})"},
+                        {"get_temperature_date",
+                         R"({"location":"San Francisco, CA, USA","date":"2024-10-01"})"}});
+}
+
+TEST(HermesToolCalls, KeepsTheTextBeforeAsContent) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kHermes,
+      "<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", "
+      "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+  EXPECT_EQ(parsed.content, "<think>\nThe user wants the weather.\n</think>\n\n");
+  expect_calls(parsed, {{"get_weather", R"({"city":"Paris"})"}});
+}
+
+TEST(HermesToolCalls, ReadsABlockWhoseClosingTagNeverCame) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}}\n");
+  expect_calls(parsed, {{"f", R"({"a":[1,2]})"}});
+}
+
+TEST(HermesToolCalls, ABlockThatIsNotACallStaysContent) {
+  const std::string text =
+      "Let me try.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}\n</tool_call>";
+  const auto parsed = parse_tool_calls(ToolCallFormat::kHermes, text);
+  EXPECT_EQ(parsed.content, text);
+  EXPECT_TRUE(parsed.calls.empty());
+  // One good block beside a bad one: the good one is a call, the bad one content.
+  const auto mixed = parse_tool_calls(
+      ToolCallFormat::kHermes,
+      "<tool_call>{\"name\": \"g\"}</tool_call><tool_call>{\"arguments\": {}}</tool_call>");
+  expect_calls(mixed, {{"g", "{}"}});
+  EXPECT_EQ(mixed.content, "<tool_call>{\"arguments\": {}}</tool_call>");
+}
+
+TEST(HermesToolCalls, ArgumentsWrittenAsAJsonStringAreRead) {
+  const auto parsed =
+      parse_tool_calls(ToolCallFormat::kHermes,
+                       R"(<tool_call>{"name": "f", "arguments": "{\"x\": \"}\"}"}</tool_call>)");
+  expect_calls(parsed, {{"f", R"({"x":"}"})"}});
+}
+
+TEST(Llama3ToolCalls, ReadsTheJsonObjectWithParameters) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kLlama3,
+      R"({"name": "get_current_conditions", "parameters": {"location": "San Francisco, CA", "unit": "Fahrenheit"}})");
+  EXPECT_EQ(parsed.content, "");
+  expect_calls(parsed, {{"get_current_conditions",
+                         R"({"location":"San Francisco, CA","unit":"Fahrenheit"})"}});
+}
+
+TEST(Llama3ToolCalls, ReadsPythonTagAndSeveralCalls) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kLlama3,
+      "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"x\": 1}}; {\"name\": \"b\", "
+      "\"arguments\": {\"y\": \"{;}\"}}");
+  expect_calls(parsed, {{"a", R"({"x":1})"}, {"b", R"({"y":"{;}"})"}});
+}
+
+TEST(Llama3ToolCalls, TextOrABrokenCallIsContent) {
+  for (const std::string& text :
+       {std::string("The weather in Paris is sunny."),
+        std::string("Here: {\"name\": \"a\", \"parameters\": {}}"),
+        std::string("{\"name\": \"a\", \"parameters\": {}} and then some text"),
+        std::string("{\"name\": \"a\", \"parameters\": {\"x\": }"), std::string("{\"x\": 1}")}) {
+    const auto parsed = parse_tool_calls(ToolCallFormat::kLlama3, text);
+    EXPECT_EQ(parsed.content, text);
+    EXPECT_TRUE(parsed.calls.empty()) << text;
+  }
+}
+
+TEST(MistralToolCalls, ReadsTheArrayAfterTheMarker) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kMistral,
+      R"([TOOL_CALLS][{"name": "get_current_weather", "arguments": {"location": "Paris, France", "format": "celsius"}}, {"name": "b", "arguments": {}}])");
+  EXPECT_EQ(parsed.content, "");
+  expect_calls(
+      parsed,
+      {{"get_current_weather", R"({"location":"Paris, France","format":"celsius"})"}, {"b", "{}"}});
+}
+
+TEST(MistralToolCalls, ReadsTheArgsFormWithContentBefore) {
+  const auto parsed = parse_tool_calls(ToolCallFormat::kMistralArgs,
+                                       "Checking both.[TOOL_CALLS]get_weather[ARGS]{\"city\": "
+                                       "\"Paris\"}[TOOL_CALLS]get_time[ARGS]{}");
+  EXPECT_EQ(parsed.content, "Checking both.");
+  expect_calls(parsed, {{"get_weather", R"({"city":"Paris"})"}, {"get_time", "{}"}});
+}
+
+TEST(MistralToolCalls, ReadsTheArrayWhenTheMarkerWasASkippedControlToken) {
+  const auto parsed =
+      parse_tool_calls(ToolCallFormat::kMistral, R"( [{"name": "f", "arguments": {"q": "x"}}])");
+  expect_calls(parsed, {{"f", R"({"q":"x"})"}});
+  const std::string not_calls = "[1, 2, 3] are the numbers.";
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kMistral, not_calls).content, not_calls);
+  const std::string broken = R"([TOOL_CALLS][{"name": "f", "arguments": {"q": )";
+  const auto cut = parse_tool_calls(ToolCallFormat::kMistral, broken);
+  EXPECT_EQ(cut.content, broken);
+  EXPECT_TRUE(cut.calls.empty());
+}
+
+TEST(JsonToolCalls, ReadsAnArrayOrOneObject) {
+  expect_calls(parse_tool_calls(ToolCallFormat::kJson,
+                                R"([{"name": "a", "arguments": {"x": 1}}, {"name": "b"}])"),
+               {{"a", R"({"x":1})"}, {"b", "{}"}});
+  expect_calls(parse_tool_calls(ToolCallFormat::kJson, R"({"name": "a", "arguments": {}})"),
+               {{"a", "{}"}});
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kJson, "[]").calls.empty());
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kJson, R"({"name": 3})").calls.empty());
+}
+
+// What a stream sends: the safe prefix as the text grows piece by piece, then at the end
+// the parsed content after what was sent. It must equal the parsed content, and nothing
+// of a call may have been sent as content.
+std::string streamed_content(ToolCallFormat format, const std::string& text, size_t piece) {
+  std::string output, sent;
+  size_t released = 0;
+  for (size_t at = 0; at < text.size(); at += piece) {
+    output += text.substr(at, piece);
+    const size_t safe = tool_call_safe_prefix(format, output, released);
+    sent += output.substr(released, safe);
+    released += safe;
+  }
+  ParsedToolCalls parsed = parse_tool_calls(format, output);
+  EXPECT_LE(released, parsed.content.size()) << text;
+  EXPECT_EQ(parsed.content.substr(0, released), sent) << text;
+  return sent + parsed.content.substr(std::min(released, parsed.content.size()));
+}
+
+TEST(ToolCallStream, SendsTheSameContentAsTheWholeOutputWhateverThePieces) {
+  const std::vector<std::pair<ToolCallFormat, std::string>> outputs = {
+      {ToolCallFormat::kHermes,
+       "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"},
+      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"},
+      {ToolCallFormat::kHermes, "a < b <tool and <tool_call> broken"},
+      {ToolCallFormat::kHermes, "plain text, no calls at all  "},
+      {ToolCallFormat::kLlama3, "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}"},
+      {ToolCallFormat::kLlama3, "  {\"name\": \"a\", \"parameters\": {}}"},
+      {ToolCallFormat::kLlama3, "No call {here}."},
+      {ToolCallFormat::kMistral, "Hi [TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}]"},
+      {ToolCallFormat::kMistralArgs, "[TOOL_CALLS]a[ARGS]{\"x\": 1}"},
+      {ToolCallFormat::kJson, "[{\"name\": \"a\", \"arguments\": {}}]"},
+      {ToolCallFormat::kJson, "Just words."},
+  };
+  for (const auto& [format, text] : outputs) {
+    const std::string whole = parse_tool_calls(format, text).content;
+    for (size_t piece : {1u, 2u, 3u, 7u, 1000u}) {
+      EXPECT_EQ(streamed_content(format, text, piece), whole) << text << " / " << piece;
+    }
+  }
+}
+
+TEST(ToolCallStream, HoldsOnlyWhatMayBeginACall) {
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hello <tool", 0), 5u);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hello <b>", 0), 9u);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hi <tool_call>{", 0), 2u);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kLlama3, " {\"name\"", 0), 0u);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kLlama3, "Sunny.", 0), 6u);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kJson, "Sunny.", 3), 3u);
+}
+
+TEST(ToolCallFormat, IsDetectedFromTheTemplateSource) {
+  EXPECT_EQ(detect_tool_call_format("{{ '<tool_call>\\n' }}{{ tool_call | tojson }}"),
+            ToolCallFormat::kHermes);
+  EXPECT_EQ(detect_tool_call_format("<tool_call>\\n<function={{ name }}>"), ToolCallFormat::kJson);
+  EXPECT_EQ(detect_tool_call_format("[TOOL_CALLS]{{ calls|tojson }}"), ToolCallFormat::kMistral);
+  EXPECT_EQ(detect_tool_call_format("[TOOL_CALLS]{{ name }}[ARGS]{{ args }}"),
+            ToolCallFormat::kMistralArgs);
+  EXPECT_EQ(detect_tool_call_format("<|python_tag|>"), ToolCallFormat::kLlama3);
+  EXPECT_EQ(detect_tool_call_format("{{ messages }}"), ToolCallFormat::kJson);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,186 @@
+// Tool calling over HTTP against a real `tandem serve` (tiny random-weight model):
+// tool_choice "required" and a named function constrain the output to calls in the
+// template family's format, which come back as message.tool_calls (arguments valid against
+// the tool's schema, finish_reason "tool_calls"), streamed as OpenAI's deltas with the same
+// calls; tools reach the template; "none" leaves the output plain; bad tools are 400s.
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/runner/grammar/schema_validator.h"
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+// ChatML that lists the tools by name (the tiny model's context is 512 byte tokens: the
+// whole definitions would not fit); the "<tool_call>" in its comment makes the server read
+// Hermes calls, as in Qwen's template.
+constexpr const char* kHermesTemplate =
+    "{# calls: <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call> #}{%- if tools %}"
+    "<|im_start|>system\n<tools>{% for tool in tools %} {{ tool.function.name }}{% endfor %}"
+    "</tools><|im_end|>\n{% endif %}{% for message in messages %}<|im_start|>"
+    "{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if "
+    "add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+const ordered_json kTools = ordered_json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                  "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"]}}},
+  {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+   "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"],
+   "additionalProperties": false}}}])");
+
+ServerProcess& hermes_server() {
+  static ScratchDir dir;
+  static const std::filesystem::path path = [] {
+    const auto file = dir.file("hermes.jinja");
+    std::ofstream(file) << kHermesTemplate;
+    return file;
+  }();
+  static ServerProcess server(tiny_model(), {"--chat-template", path.string()});
+  return server;
+}
+
+// Raises '"', ']' and '}' and lowers the blanks, as structured_output_test does, so that a
+// random model's strings end within the budget.
+ordered_json tool_request(const ordered_json& tool_choice, uint64_t seed) {
+  return {{"messages", {{{"role", "user"}, {"content", "What is the weather in Paris?"}}}},
+          {"tools", kTools},
+          {"tool_choice", tool_choice},
+          {"max_tokens", 400},
+          {"seed", seed},
+          {"logit_bias", {{"9", -4}, {"10", -4}, {"32", -4}, {"34", 3}, {"93", 2}, {"125", 2}}}};
+}
+
+json schema_of(const std::string& name) {
+  for (const auto& tool : kTools) {
+    if (tool["function"]["name"] == name) return json::parse(tool["function"]["parameters"].dump());
+  }
+  ADD_FAILURE() << "no tool " << name;
+  return json::object();
+}
+
+// The calls of a whole response, after checking what every such response must say.
+json checked_calls(const json& body) {
+  const json& choice = body["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << body.dump();
+  const json& message = choice["message"];
+  EXPECT_TRUE(message["content"].is_null()) << body.dump();
+  EXPECT_TRUE(message["tool_calls"].is_array()) << body.dump();
+  std::set<std::string> ids;
+  for (const json& call : message["tool_calls"]) {
+    EXPECT_EQ(call["type"], "function");
+    EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u) << call.dump();
+    EXPECT_TRUE(ids.insert(call["id"].get<std::string>()).second) << "ids are unique";
+    const std::string name = call["function"]["name"];
+    const json arguments = json::parse(call["function"]["arguments"].get<std::string>());
+    EXPECT_EQ(grammar::testing::validate(arguments, schema_of(name)), std::nullopt)
+        << arguments.dump();
+  }
+  return message["tool_calls"];
+}
+
+TEST(ToolCallsHttp, RequiredGivesValidCallsInTheHermesFormat) {
+  const uint16_t port = hermes_server().port();
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(seed);
+    const json calls =
+        checked_calls(post_json(port, "/v1/chat/completions", tool_request("required", seed)));
+    EXPECT_GE(calls.size(), 1u);
+  }
+}
+
+TEST(ToolCallsHttp, ANamedFunctionWithoutParallelCallsGivesExactlyThatOneCall) {
+  ordered_json named = {{"type", "function"}, {"function", {{"name", "add"}}}};
+  for (uint16_t port : {hermes_server().port(), shared_server().port()}) {  // Hermes; plain JSON
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      ordered_json body = tool_request(named, seed);
+      body["parallel_tool_calls"] = false;
+      const json calls = checked_calls(post_json(port, "/v1/chat/completions", body));
+      ASSERT_EQ(calls.size(), 1u);
+      EXPECT_EQ(calls[0]["function"]["name"], "add");
+    }
+  }
+}
+
+TEST(ToolCallsHttp, StreamedCallsAreTheWholeResponsesCalls) {
+  const uint16_t port = hermes_server().port();
+  for (uint64_t seed : {3u, 8u}) {
+    const json whole =
+        checked_calls(post_json(port, "/v1/chat/completions", tool_request("required", seed)));
+    ordered_json body = tool_request("required", seed);
+    body["stream"] = true;
+    const HttpResult sse = fetch(port, "POST", "/v1/chat/completions", body.dump());
+    ASSERT_EQ(sse.status, 200);
+    json calls = json::array();
+    std::string content, finish;
+    for (const std::string& data : sse_data(sse.body)) {
+      if (data == "[DONE]") continue;
+      const json chunk = json::parse(data);
+      if (chunk["choices"].empty()) continue;
+      const json& choice = chunk["choices"][0];
+      if (choice["finish_reason"].is_string()) finish = choice["finish_reason"];
+      const json& delta = choice["delta"];
+      if (delta.contains("content")) content += delta["content"].get<std::string>();
+      if (!delta.contains("tool_calls")) continue;
+      for (const json& piece : delta["tool_calls"]) {
+        const size_t index = piece["index"];
+        if (index == calls.size()) {  // a call's first chunk: id, type, name
+          ASSERT_TRUE(piece.contains("id")) << data;
+          calls.push_back({{"id", piece["id"]},
+                           {"type", piece["type"]},
+                           {"function", {{"name", piece["function"]["name"]}, {"arguments", ""}}}});
+        }
+        ASSERT_LT(index, calls.size()) << data;
+        calls[index]["function"]["arguments"] =
+            calls[index]["function"]["arguments"].get<std::string>() +
+            piece["function"].value("arguments", "");
+      }
+    }
+    EXPECT_EQ(finish, "tool_calls");
+    EXPECT_EQ(content, "");
+    ASSERT_EQ(calls.size(), whole.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i]["function"], whole[i]["function"]) << i;
+    }
+  }
+}
+
+TEST(ToolCallsHttp, ToolsReachTheTemplateAndNoneLeavesTheOutputPlain) {
+  const uint16_t port = hermes_server().port();
+  ordered_json body = tool_request("none", 2);
+  const HttpResult rendered = fetch(port, "POST", "/apply-template", body.dump());
+  ASSERT_EQ(rendered.status, 200) << rendered.body;
+  const std::string prompt = rendered.json()["prompt"];
+  EXPECT_NE(prompt.find("<tools> get_weather add</tools>"), std::string::npos) << prompt;
+  body["max_tokens"] = 8;
+  const json answer = post_json(port, "/v1/chat/completions", body);
+  EXPECT_TRUE(answer["choices"][0]["message"]["content"].is_string()) << answer.dump();
+  EXPECT_FALSE(answer["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_NE(answer["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST(ToolCallsHttp, BadToolsAreRefusedByName) {
+  const uint16_t port = hermes_server().port();
+  ordered_json unknown = tool_request({{"type", "function"}, {"function", {{"name", "nope"}}}}, 1);
+  HttpResult result = fetch(port, "POST", "/v1/chat/completions", unknown.dump());
+  ASSERT_EQ(result.status, 400) << result.body;
+  EXPECT_EQ(result.json()["error"]["param"], "tool_choice.function.name");
+  ordered_json bad_schema = tool_request("required", 1);
+  bad_schema["tools"][1]["function"]["parameters"]["properties"]["a"]["multipleOf"] = 3;
+  result = fetch(port, "POST", "/v1/chat/completions", bad_schema.dump());
+  ASSERT_EQ(result.status, 400) << result.body;
+  EXPECT_EQ(result.json()["error"]["param"], "tools[1].function.parameters");
+  EXPECT_NE(result.body.find("multipleOf"), std::string::npos) << result.body;
+  EXPECT_EQ(fetch(port, "GET", "/health").status, 200);
+}
+
+}  // namespace
+}  // namespace tandem::testing
