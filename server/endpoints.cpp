@@ -239,7 +239,9 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
       generation.max_tokens = request.max_tokens;
       generation.stop = request.stop;
       generation.include_stop_str_in_output = request.include_stop_str_in_output;
-      generation.skip_special_tokens = request.skip_special_tokens;
+      generation.skip_special_tokens =
+          request.skip_special_tokens &&
+          !(request.tools.parses() && tool_call_marker_is_control_token(tool_format()));
       generation.grammar = grammar;
       ids.push_back(ChoiceId{index, generation.sampling.seed});
       plan.choices.push_back(std::move(generation));

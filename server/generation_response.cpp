@@ -60,6 +60,13 @@ std::vector<ToolCallOut> GenerationResponse::tool_calls_of(int32_t index, Parsed
   return calls;
 }
 
+FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason reason) const {
+  if (!tools_.enabled || reason != FinishReason::kStop) return reason;
+  const Choice& c = choices_.at(choice);
+  const bool calls = !parse_tool_calls(tools_.format, stream_ ? c.output : c.text).calls.empty();
+  return calls ? FinishReason::kToolCalls : reason;
+}
+
 std::string GenerationResponse::finish_tool_calls(int32_t index, Choice& c) {
   ParsedToolCalls parsed = parse_tool_calls(tools_.format, c.output);
   if (parsed.calls.empty()) parsed.content = c.output;

@@ -43,6 +43,9 @@ class GenerationResponse {
   // Streamed: the choice's last events, and the stream's end after the last choice.
   std::string finish(int32_t choice, FinishReason reason, const Usage& usage);
   bool all_finished() const { return finished_ == choices(); }
+  // The finish reason a finished choice reports: "tool_calls" for a stop whose output
+  // holds calls (for the metrics; the response says the same).
+  FinishReason reported_reason(int32_t choice, FinishReason reason) const;
   // Not streamed, once all_finished(): the whole body.
   std::string whole_body();
   const ResponseEncoder& encoder() const { return encoder_; }

@@ -357,7 +357,7 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
-  metrics.count_finish(reason);
+  metrics.count_finish(g.response.reported_reason(choice, reason));
   if (reason == FinishReason::kCancelled) {  // only a vanished client is: nobody to answer
     end_generation();                        // cancels the other choices too
     close();

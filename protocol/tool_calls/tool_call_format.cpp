@@ -43,6 +43,11 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
   return ToolCallFormat::kJson;
 }
 
+bool tool_call_marker_is_control_token(ToolCallFormat format) {
+  return format == ToolCallFormat::kMistral || format == ToolCallFormat::kMistralArgs ||
+         format == ToolCallFormat::kLlama3;
+}
+
 ToolCallFraming tool_call_framing(ToolCallFormat format) {
   // As each family's template writes an assistant's calls (and its parser reads them).
   switch (format) {

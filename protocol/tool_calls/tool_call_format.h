@@ -29,6 +29,12 @@ enum class ToolCallFormat {
 // "json", "hermes", "llama3", "mistral", "mistral-args": for logs and /v1/models.
 const char* tool_call_format_name(ToolCallFormat format);
 
+// Whether the format's call marker is a control token of its family's vocabulary
+// (Mistral's [TOOL_CALLS], Llama's <|python_tag|>), whose text is dropped when special
+// tokens are skipped: a request that parses calls keeps them in its output text then, as
+// vLLM's Mistral tool parser does, so the parser sees the marker.
+bool tool_call_marker_is_control_token(ToolCallFormat format);
+
 // The format a chat template's source shows: the markers it writes for assistant calls.
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 

@@ -89,12 +89,19 @@ json checked_calls(const json& body) {
 
 TEST(ToolCallsHttp, RequiredGivesValidCallsInTheHermesFormat) {
   const uint16_t port = hermes_server().port();
+  const auto counted = [&] {
+    const std::string metrics = fetch(port, "GET", "/metrics").body;
+    return metric_value(metrics, R"(tandem_generations_finished_total{reason="tool_calls"})")
+        .value_or(0);
+  };
+  const double before = counted();
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(seed);
     const json calls =
         checked_calls(post_json(port, "/v1/chat/completions", tool_request("required", seed)));
     EXPECT_GE(calls.size(), 1u);
   }
+  EXPECT_EQ(counted() - before, 6) << "the metrics count each call-ending answer as tool_calls";
 }
 
 TEST(ToolCallsHttp, ANamedFunctionWithoutParallelCallsGivesExactlyThatOneCall) {

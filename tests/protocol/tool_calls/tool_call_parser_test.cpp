@@ -190,6 +190,22 @@ TEST(ToolCallStream, HoldsOnlyWhatMayBeginACall) {
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kJson, "Sunny.", 3), 3u);
 }
 
+// Mistral's [TOOL_CALLS] and Llama's <|python_tag|> are control tokens: their text must be
+// kept in a tool-parsing request's output (skip_special_tokens off), or the Mistral [ARGS]
+// form could not be read at all. Hermes's <tool_call> and the plain JSON have none.
+TEST(ToolCallFormat, MarkersThatAreControlTokensAreKeptOnlyForTheirFamilies) {
+  EXPECT_TRUE(tool_call_marker_is_control_token(ToolCallFormat::kMistral));
+  EXPECT_TRUE(tool_call_marker_is_control_token(ToolCallFormat::kMistralArgs));
+  EXPECT_TRUE(tool_call_marker_is_control_token(ToolCallFormat::kLlama3));
+  EXPECT_FALSE(tool_call_marker_is_control_token(ToolCallFormat::kHermes));
+  EXPECT_FALSE(tool_call_marker_is_control_token(ToolCallFormat::kJson));
+  // With the marker kept, the [ARGS] form is read.
+  const ParsedToolCalls parsed =
+      parse_tool_calls(ToolCallFormat::kMistralArgs, "[TOOL_CALLS]add[ARGS]{\"a\": 1}");
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].name, "add");
+}
+
 TEST(ToolCallFormat, IsDetectedFromTheTemplateSource) {
   EXPECT_EQ(detect_tool_call_format("{{ '<tool_call>\\n' }}{{ tool_call | tojson }}"),
             ToolCallFormat::kHermes);
