@@ -120,10 +120,9 @@ int run_serve(ServeOptions o) {
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
       "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, %d compute "
-      "threads, overlap %s)
-      ",
-      o.server.host.c_str(),
-      static_cast<unsigned>(port), path.string().c_str(), card.context_length, card.vocab_size,
+      "threads, overlap %s)\n",
+      o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
+      card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       card.chat_template ? tool_call_format_name(card.chat_template->tool_format) : "none",
       static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
