@@ -63,7 +63,9 @@ struct Shared {
     uint32_t u32[kWarps];
   } slots;
   uint32_t hist_count[kBins];
-  unsigned long long hist_mass[kBins];
+  // Each bin's mass, a 64-bit integer kept as two words: 32-bit shared atomics are native,
+  // 64-bit adds would be compare-and-swap loops that stall under contention.
+  uint32_t hist_mass_lo[kBins], hist_mass_hi[kBins];
   // The radix walk: the rank-key prefix chosen so far, what lies before its bucket, the bucket.
   uint32_t prefix, base_count, bucket_count;
   unsigned long long base_mass, bucket_mass;
@@ -134,6 +136,52 @@ __device__ uint32_t exclusive_scan(uint32_t v, Shared& s) {
   return s.slots.u32[warp] + inclusive - v;
 }
 
+// ---- passes over a row: several loads in flight per thread ----
+
+constexpr int kUnroll = 2;                         // chunks of 4 loaded before any is used
+constexpr int32_t kSpan = 4 * kThreads * kUnroll;  // ids one round of a pass covers
+
+__device__ __forceinline__ float4 load4(const float* p, int32_t i, int32_t vocab, bool aligned) {
+  if (aligned && i + 3 < vocab) return *reinterpret_cast<const float4*>(p + i);
+  float4 v = make_float4(kNegInf, kNegInf, kNegInf, kNegInf);
+  if (i < vocab) v.x = p[i];
+  if (i + 1 < vocab) v.y = p[i + 1];
+  if (i + 2 < vocab) v.z = p[i + 2];
+  if (i + 3 < vocab) v.w = p[i + 3];
+  return v;
+}
+__device__ __forceinline__ float lane4(float4 v, int j) {
+  return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
+// Calls f(chunk, first id) for this thread's chunks of 4 ids, in rising id order. A pass that
+// loads one entry at a time waits out an L2 round trip per entry; this keeps kUnroll chunks
+// in flight. Entries past the row read as -inf.
+template <typename F>
+__device__ __forceinline__ void for_each_chunk(const float* p, int32_t vocab, F&& f) {
+  const bool aligned = (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+  for (int32_t base = 4 * static_cast<int32_t>(threadIdx.x); base < vocab; base += kSpan) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = load4(p, base + u * 4 * kThreads, vocab, aligned);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (base + u * 4 * kThreads < vocab) f(v[u], base + u * 4 * kThreads);
+    }
+  }
+}
+
+// Calls f(value, id) for this thread's entries, in rising id order.
+template <typename F>
+__device__ __forceinline__ void for_each_entry(const float* p, int32_t vocab, F&& f) {
+  for_each_chunk(p, vocab, [&](float4 v, int32_t first) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (first + j < vocab) f(lane4(v, j), first + j);
+    }
+  });
+}
+
 // ---- step 1 and 2: edits, z, argmax ----
 
 __device__ __forceinline__ bool is_edited(const uint32_t* bitmap, int32_t i) {
@@ -166,13 +214,12 @@ __device__ void mark_edits(const LogitEdit* edits, int32_t n_edits, int32_t voca
 __device__ Best scan_row(const float* raw, int32_t vocab, const LogitEdit* edits, int32_t n_edits,
                          const uint32_t* bitmap, float inv_t, bool scale, float* out) {
   Best local = {kNegInf, -1};
-  for (int32_t i = threadIdx.x; i < vocab; i += kThreads) {
-    if (n_edits > 0 && is_edited(bitmap, i)) continue;
-    float z = raw[i];
-    if (scale) z = __fmul_rn(z, inv_t);
+  for_each_entry(raw, vocab, [&](float x, int32_t i) {
+    if (n_edits > 0 && is_edited(bitmap, i)) return;
+    const float z = scale ? __fmul_rn(x, inv_t) : x;
     if (out != nullptr) out[i] = z;
     if (z > local.v) local = {z, i};  // ids rise, so `>` keeps the lowest
-  }
+  });
   for (int32_t j = threadIdx.x; j < n_edits; j += kThreads) {
     if (!first_edit(edits, j, vocab)) continue;
     const int32_t id = edits[j].id;
@@ -218,7 +265,13 @@ struct BinRun {
   unsigned long long mass = 0;
   __device__ void flush(Shared& s) {
     if (count > 0) atomicAdd(&s.hist_count[bin], count);
-    if (mass > 0) atomicAdd(&s.hist_mass[bin], mass);
+    if (mass > 0) {
+      // The low word's carry goes to the high word: exact in any order of the adds.
+      const auto lo = static_cast<uint32_t>(mass);
+      const uint32_t old = atomicAdd(&s.hist_mass_lo[bin], lo);
+      const uint32_t hi = static_cast<uint32_t>(mass >> 32) + (old + lo < old ? 1u : 0u);
+      if (hi > 0) atomicAdd(&s.hist_mass_hi[bin], hi);
+    }
     count = 0;
     mass = 0;
   }
@@ -238,12 +291,13 @@ struct Cut {
   float floor;
   uint32_t key = UINT32_MAX;  // kept: key < this, or key == this and id <= id_cut
   int32_t id_cut = INT32_MAX;
-  bool all = false;  // no filter: every token takes part (the CPU's plain Gumbel pass)
+  int key_shift = 0;  // the low bits of the rank key that `key` leaves out
+  bool all = false;   // no filter: every token takes part (the CPU's plain Gumbel pass)
   __device__ bool candidate(float z) const { return __fsub_rn(z, z_max) >= floor; }
   __device__ bool keeps(float z, int32_t id) const {
     if (all) return true;
     if (!candidate(z)) return false;
-    const uint32_t k = rank_key(z);
+    const uint32_t k = rank_key(z) >> key_shift;
     return k < key || (k == key && id <= id_cut);
   }
 };
@@ -261,21 +315,20 @@ __device__ Totals histogram_pass(const float* z, int32_t vocab, const Cut& cut, 
   uint32_t candidates = 0;
   unsigned long long z_sum = 0;
   const int shift = 24 - 8 * level;
-  for (int32_t i = threadIdx.x; i < vocab; i += kThreads) {
-    const float zi = z[i];
+  for_each_entry(z, vocab, [&](float zi, int32_t) {
     const float d = __fsub_rn(zi, cut.z_max);
     // Z counts every token; the masses of deeper levels only the prefix's.
     unsigned long long m = level == 0 && weigh ? mass_of(d) : 0ull;
     z_sum += m;
-    if (!(d >= cut.floor)) continue;
+    if (!(d >= cut.floor)) return;
     const uint32_t key = rank_key(zi);
     if (level > 0) {
-      if ((key >> (shift + 8)) != prefix) continue;
+      if ((key >> (shift + 8)) != prefix) return;
       if (weigh) m = mass_of(d);
     }
     candidates += 1;
     run.add(static_cast<int32_t>((key >> shift) & 0xffu), m, s);
-  }
+  });
   run.flush(s);
   Totals t = {0, 0};
   if (level == 0) {
@@ -288,13 +341,17 @@ __device__ Totals histogram_pass(const float* z, int32_t vocab, const Cut& cut, 
 
 // Warp 0: the first bin whose end satisfies the cut (n_count tokens, or `target` mass); the
 // prefix descends into it. Lane l looks at bins 8l .. 8l + 7 after a scan of the lanes' sums.
+__device__ __forceinline__ unsigned long long bin_mass(const Shared& s, int b) {
+  return (static_cast<unsigned long long>(s.hist_mass_hi[b]) << 32) | s.hist_mass_lo[b];
+}
+
 __device__ void choose_bin(uint32_t n_count, unsigned long long target, Shared& s) {
   const int lane = threadIdx.x & 31;
   uint32_t count = 0;
   unsigned long long mass = 0;
   for (int b = lane * 8; b < lane * 8 + 8; ++b) {
     count += s.hist_count[b];
-    mass += s.hist_mass[b];
+    mass += bin_mass(s, b);
   }
   uint32_t count_incl = count;
   unsigned long long mass_incl = mass;
@@ -311,7 +368,7 @@ __device__ void choose_bin(uint32_t n_count, unsigned long long target, Shared& 
   int found = -1;
   for (int b = lane * 8; b < lane * 8 + 8 && found < 0; ++b) {
     const uint32_t c = s.hist_count[b];
-    const unsigned long long m = s.hist_mass[b];
+    const unsigned long long m = bin_mass(s, b);
     if (before + c >= n_count || mass_before + m >= target) {
       found = b;
     } else {
@@ -325,14 +382,15 @@ __device__ void choose_bin(uint32_t n_count, unsigned long long target, Shared& 
     s.base_count = before;
     s.base_mass = mass_before;
     s.bucket_count = s.hist_count[found];
-    s.bucket_mass = s.hist_mass[found];
+    s.bucket_mass = bin_mass(s, found);
   }
 }
 
 __device__ void clear_histogram(Shared& s) {
   for (int b = threadIdx.x; b < kBins; b += kThreads) {
     s.hist_count[b] = 0;
-    s.hist_mass[b] = 0;
+    s.hist_mass_lo[b] = 0;
+    s.hist_mass_hi[b] = 0;
   }
 }
 
@@ -364,7 +422,8 @@ __device__ int32_t tie_cut(const float* z, int32_t vocab, const Cut& cut, uint32
 // candidates or `target` mass), after level 0's histogram. Returns n.
 __device__ uint32_t radix_select(const float* z, int32_t vocab, Cut& cut, bool weigh,
                                  uint32_t n_count, unsigned long long target, Shared& s) {
-  for (int level = 0; level < 4; ++level) {
+  int level = 0;
+  for (;; ++level) {
     if (level > 0) {
       const uint32_t prefix = s.prefix;
       histogram_pass(z, vocab, cut, weigh, level, prefix, s);
@@ -373,8 +432,11 @@ __device__ uint32_t radix_select(const float* z, int32_t vocab, Cut& cut, bool w
     __syncthreads();
     clear_histogram(s);
     __syncthreads();
+    // A bin that holds one candidate holds the n-th token alone: the rest of its key is moot.
+    if (level == 3 || s.bucket_count == 1) break;
   }
-  // The last bin is one key: t tied tokens of equal mass; keep the first m of them.
+  cut.key_shift = 24 - 8 * level;
+  // The last bin is one key (or one token): t tied tokens of equal mass; keep the first m.
   const uint32_t t = s.bucket_count;
   const unsigned long long each = s.bucket_mass / t;
   uint32_t m = n_count - s.base_count;
@@ -395,26 +457,24 @@ __device__ int32_t gumbel_pass(const float* z, int32_t vocab, const Cut& cut, in
                                uint64_t seed, int64_t position, Shared& s) {
   const uint4 top_block = noise_block(seed, position, static_cast<uint32_t>(top) >> 2);
   Best best = {__fadd_rn(z[top], gumbel_from_bits(word(top_block, top & 3))), top};
-  const int32_t groups = (vocab + 3) / 4;
-  for (int32_t g = threadIdx.x; g < groups; g += kThreads) {
-    float zs[4];
+  for_each_chunk(z, vocab, [&](float4 v, int32_t first) {
     bool kept[4];
     float group_max = kNegInf;
+#pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int32_t id = 4 * g + j;
-      zs[j] = id < vocab ? z[id] : kNegInf;
-      kept[j] = id < vocab && cut.keeps(zs[j], id);
-      if (kept[j] && zs[j] > group_max) group_max = zs[j];
+      kept[j] = first + j < vocab && cut.keeps(lane4(v, j), first + j);
+      if (kept[j] && lane4(v, j) > group_max) group_max = lane4(v, j);
     }
-    if (!(__fadd_rn(group_max, kNoiseCeiling) >= best.v)) continue;
-    const uint4 block = noise_block(seed, position, static_cast<uint32_t>(g));
+    if (!(__fadd_rn(group_max, kNoiseCeiling) >= best.v)) return;
+    const uint4 block = noise_block(seed, position, static_cast<uint32_t>(first) >> 2);
+#pragma unroll
     for (int j = 0; j < 4; ++j) {
       const uint32_t bits = word(block, j);
-      if (!kept[j] || !(__fadd_rn(zs[j], noise_ceiling(bits)) >= best.v)) continue;
-      const Best b = {__fadd_rn(zs[j], gumbel_from_bits(bits)), 4 * g + j};
+      if (!kept[j] || !(__fadd_rn(lane4(v, j), noise_ceiling(bits)) >= best.v)) continue;
+      const Best b = {__fadd_rn(lane4(v, j), gumbel_from_bits(bits)), first + j};
       if (beats(b, best)) best = b;
     }
-  }
+  });
   return reduce_best(best, s).id;
 }
 

@@ -275,6 +275,15 @@ TEST(CudaSampler, TokensEqualTheCpuSamplersOnRandomMixedRows) {
               tally.compared, tally.close_cuts, tally.close_mismatches);
 }
 
+// A few rows of each kind, for a quick look (and for compute-sanitizer, docs/gpu.md).
+TEST(CudaSampler, TokensEqualTheCpuSamplersOnASmallBatch) {
+  SKIP_WITHOUT_GPU();
+  Tally tally;
+  compare_batch(4099, 48, 101, tally);
+  compare_batch(49152, 16, 102, tally);
+  EXPECT_EQ(tally.mismatches, 0);
+}
+
 // ---- the distribution over seeds ----
 
 struct Setting {
