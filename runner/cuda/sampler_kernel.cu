@@ -12,7 +12,10 @@
 //     32-bit rank key (8 bits a level, 4 levels) finds the n-th token: per-bin counts and
 //     masses are integers (masses in fixed point, 2^-40 units), so the shared-memory atomics
 //     that build them give the same sums in any order. Ties at the cut go to the lower ids
-//     (a block scan in id order finds the m-th). THE ONE INEXACT STEP: top_p's prefix mass
+//     (a block scan in id order finds the m-th). When the level-0 bins up to the cut's hold at
+//     most kListCap candidates (top_k, min_p and most top_p rows), they are gathered into
+//     shared memory once and the deeper levels and the Gumbel pass read only them; results
+//     never depend on the list's order. THE ONE INEXACT STEP: top_p's prefix mass
 //     is summed exactly (integers) in rank order and compared with p * Z computed from the
 //     same integers, where the CPU sums floats in its own order (a quickselect's), so a cut
 //     within float rounding of p (relative ~1e-6) can fall one token apart.
@@ -25,12 +28,14 @@
 // integers. Must be built without -ftz=true / --use_fast_math (denormals are kept).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
+#include "runner/cuda/sampler_kernel.block.cuh"
 #include "runner/cuda/sampler_kernel.cuh"
 #include "runner/cuda/sampler_kernel.h"
 
@@ -38,30 +43,15 @@ namespace tandem::cuda {
 namespace {
 
 using namespace device_math;
+using namespace block;
 
-constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 256;
-constexpr unsigned kFull = 0xffffffffu;
-constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kPosInf = __builtin_huge_valf();
 constexpr int32_t kStrideAlign = 64;  // scratch rows start on 256-byte boundaries
-
-// An argmax candidate: id -1 exactly when v is -inf (nothing found).
-struct Best {
-  float v;
-  int32_t id;
-};
-__device__ __forceinline__ bool beats(Best b, Best a) {
-  return b.v > a.v || (b.v == a.v && b.id < a.id);
-}
+constexpr uint32_t kListCap = 4096;   // candidates a row may gather into shared memory
 
 struct Shared {
-  union {
-    Best best[kWarps];
-    unsigned long long u64[kWarps];
-    uint32_t u32[kWarps];
-  } slots;
+  BlockSlots slots;
   uint32_t hist_count[kBins];
   // Each bin's mass, a 64-bit integer kept as two words: 32-bit shared atomics are native,
   // 64-bit adds would be compare-and-swap loops that stall under contention.
@@ -70,117 +60,8 @@ struct Shared {
   uint32_t prefix, base_count, bucket_count;
   unsigned long long base_mass, bucket_mass;
   int32_t id_cut;
+  uint32_t listed;  // entries gathered into the list so far
 };
-
-// ---- block-wide reductions and scans: fixed trees, so the same bits on every run ----
-
-__device__ __forceinline__ Best shfl_xor(Best b, int o) {
-  return {__shfl_xor_sync(kFull, b.v, o), __shfl_xor_sync(kFull, b.id, o)};
-}
-__device__ __forceinline__ Best combine(Best a, Best b) { return beats(b, a) ? b : a; }
-
-__device__ Best reduce_best(Best v, Shared& s) {
-  for (int o = 16; o > 0; o >>= 1) v = combine(v, shfl_xor(v, o));
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  __syncthreads();  // the slots' previous readers are done
-  if (lane == 0) s.slots.best[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = s.slots.best[lane];
-    for (int o = 16; o > 0; o >>= 1) v = combine(v, shfl_xor(v, o));
-    __syncwarp();
-    if (lane == 0) s.slots.best[0] = v;
-  }
-  __syncthreads();
-  return s.slots.best[0];
-}
-
-__device__ unsigned long long reduce_sum(unsigned long long v, Shared& s) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  __syncthreads();
-  if (lane == 0) s.slots.u64[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = s.slots.u64[lane];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-    __syncwarp();
-    if (lane == 0) s.slots.u64[0] = v;
-  }
-  __syncthreads();
-  return s.slots.u64[0];
-}
-
-// The sum of v over the threads before this one.
-__device__ uint32_t exclusive_scan(uint32_t v, Shared& s) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  uint32_t inclusive = v;
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint32_t up = __shfl_up_sync(kFull, inclusive, o);
-    if (lane >= o) inclusive += up;
-  }
-  __syncthreads();
-  if (lane == 31) s.slots.u32[warp] = inclusive;
-  __syncthreads();
-  if (warp == 0) {
-    const uint32_t total = s.slots.u32[lane];
-    uint32_t before = total;
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint32_t up = __shfl_up_sync(kFull, before, o);
-      if (lane >= o) before += up;
-    }
-    __syncwarp();
-    s.slots.u32[lane] = before - total;
-  }
-  __syncthreads();
-  return s.slots.u32[warp] + inclusive - v;
-}
-
-// ---- passes over a row: several loads in flight per thread ----
-
-constexpr int kUnroll = 2;                         // chunks of 4 loaded before any is used
-constexpr int32_t kSpan = 4 * kThreads * kUnroll;  // ids one round of a pass covers
-
-__device__ __forceinline__ float4 load4(const float* p, int32_t i, int32_t vocab, bool aligned) {
-  if (aligned && i + 3 < vocab) return *reinterpret_cast<const float4*>(p + i);
-  float4 v = make_float4(kNegInf, kNegInf, kNegInf, kNegInf);
-  if (i < vocab) v.x = p[i];
-  if (i + 1 < vocab) v.y = p[i + 1];
-  if (i + 2 < vocab) v.z = p[i + 2];
-  if (i + 3 < vocab) v.w = p[i + 3];
-  return v;
-}
-__device__ __forceinline__ float lane4(float4 v, int j) {
-  return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
-
-// Calls f(chunk, first id) for this thread's chunks of 4 ids, in rising id order. A pass that
-// loads one entry at a time waits out an L2 round trip per entry; this keeps kUnroll chunks
-// in flight. Entries past the row read as -inf.
-template <typename F>
-__device__ __forceinline__ void for_each_chunk(const float* p, int32_t vocab, F&& f) {
-  const bool aligned = (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-  for (int32_t base = 4 * static_cast<int32_t>(threadIdx.x); base < vocab; base += kSpan) {
-    float4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = load4(p, base + u * 4 * kThreads, vocab, aligned);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (base + u * 4 * kThreads < vocab) f(v[u], base + u * 4 * kThreads);
-    }
-  }
-}
-
-// Calls f(value, id) for this thread's entries, in rising id order.
-template <typename F>
-__device__ __forceinline__ void for_each_entry(const float* p, int32_t vocab, F&& f) {
-  for_each_chunk(p, vocab, [&](float4 v, int32_t first) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if (first + j < vocab) f(lane4(v, j), first + j);
-    }
-  });
-}
 
 // ---- step 1 and 2: edits, z, argmax ----
 
@@ -245,7 +126,7 @@ __device__ int32_t fallback(const float* raw, int32_t vocab, const LogitEdit* ed
     const Best b = {raw[edits[j].id], edits[j].id};
     if (b.v > kNegInf && beats(b, local)) local = b;
   }
-  const Best best = reduce_best(local, s);
+  const Best best = reduce_best(local, s.slots);
   return best.id >= 0 ? best.id : 0;
 }
 
@@ -307,15 +188,37 @@ struct Totals {
   unsigned long long z_sum;  // Z over the whole row, fixed point
 };
 
+// Where the select and the Gumbel pass read z: the whole row, or the candidates gathered into
+// shared memory (the first level-0 bins, when they hold at most kListCap): a pass over the list
+// costs a few loads a thread where one over the row reads it all again.
+struct RowSource {
+  const float* z;
+  int32_t vocab;
+  template <typename F>
+  __device__ void for_each(F&& f) const {
+    for_each_entry(z, vocab, f);
+  }
+};
+struct ListSource {
+  const float* z;
+  const int32_t* id;
+  uint32_t n;  // in no particular order (atomics place them): nothing below depends on it
+  template <typename F>
+  __device__ void for_each(F&& f) const {
+    for (uint32_t i = threadIdx.x; i < n; i += kThreads) f(z[i], id[i]);
+  }
+};
+
 // One level's histogram of the candidates whose key starts with `prefix` (level 0: all of
 // them, and the totals too). Ends with the histogram complete (synchronized).
-__device__ Totals histogram_pass(const float* z, int32_t vocab, const Cut& cut, bool weigh,
-                                 int level, uint32_t prefix, Shared& s) {
+template <typename Source>
+__device__ Totals histogram_pass(const Source& src, const Cut& cut, bool weigh, int level,
+                                 uint32_t prefix, Shared& s) {
   BinRun run;
   uint32_t candidates = 0;
   unsigned long long z_sum = 0;
   const int shift = 24 - 8 * level;
-  for_each_entry(z, vocab, [&](float zi, int32_t) {
+  src.for_each([&](float zi, int32_t) {
     const float d = __fsub_rn(zi, cut.z_max);
     // Z counts every token; the masses of deeper levels only the prefix's.
     unsigned long long m = level == 0 && weigh ? mass_of(d) : 0ull;
@@ -332,8 +235,8 @@ __device__ Totals histogram_pass(const float* z, int32_t vocab, const Cut& cut, 
   run.flush(s);
   Totals t = {0, 0};
   if (level == 0) {
-    t.candidates = static_cast<uint32_t>(reduce_sum(candidates, s));
-    t.z_sum = reduce_sum(z_sum, s);
+    t.candidates = static_cast<uint32_t>(reduce_sum(candidates, s.slots));
+    t.z_sum = reduce_sum(z_sum, s.slots);
   }
   __syncthreads();
   return t;
@@ -396,15 +299,17 @@ __device__ void clear_histogram(Shared& s) {
 
 // The id of the m-th candidate (1-based, in id order) whose key is `key`: each thread counts
 // a contiguous slice of ids, a scan places the slices, and one thread walks its slice.
-__device__ int32_t tie_cut(const float* z, int32_t vocab, const Cut& cut, uint32_t key, uint32_t m,
+__device__ int32_t tie_cut(const RowSource& src, const Cut& cut, uint32_t key, uint32_t m,
                            Shared& s) {
+  const float* z = src.z;
+  const int32_t vocab = src.vocab;
   const int32_t slice = (vocab + kThreads - 1) / kThreads;
   const int32_t begin = min(vocab, static_cast<int32_t>(threadIdx.x) * slice);
   const int32_t end = min(vocab, begin + slice);
   auto tied = [&](int32_t i) { return cut.candidate(z[i]) && rank_key(z[i]) == key; };
   uint32_t count = 0;
   for (int32_t i = begin; i < end; ++i) count += tied(i) ? 1u : 0u;
-  const uint32_t before = exclusive_scan(count, s);
+  const uint32_t before = exclusive_scan(count, s.slots);
   if (before < m && m <= before + count) {
     uint32_t seen = before;
     for (int32_t i = begin; i < end; ++i) {
@@ -418,22 +323,40 @@ __device__ int32_t tie_cut(const float* z, int32_t vocab, const Cut& cut, uint32
   return s.id_cut;
 }
 
+// The same over the list: each tied entry counts the tied entries with lower ids.
+__device__ int32_t tie_cut(const ListSource& src, const Cut& cut, uint32_t key, uint32_t m,
+                           Shared& s) {
+  auto tied = [&](uint32_t i) { return cut.candidate(src.z[i]) && rank_key(src.z[i]) == key; };
+  for (uint32_t i = threadIdx.x; i < src.n; i += kThreads) {
+    if (!tied(i)) continue;
+    uint32_t below = 0;
+    for (uint32_t j = 0; j < src.n; ++j) below += tied(j) && src.id[j] < src.id[i] ? 1u : 0u;
+    if (below + 1 == m) s.id_cut = src.id[i];
+  }
+  __syncthreads();
+  return s.id_cut;
+}
+
+// Level `level`'s bin choice, then the histogram cleared for the next level.
+__device__ void choose_and_clear(uint32_t n_count, unsigned long long target, Shared& s) {
+  if (threadIdx.x < 32) choose_bin(n_count, target, s);
+  __syncthreads();
+  clear_histogram(s);
+  __syncthreads();
+}
+
 // The rank key and tie cut of the n-th kept token (n = the smallest prefix holding n_count
-// candidates or `target` mass), after level 0's histogram. Returns n.
-__device__ uint32_t radix_select(const float* z, int32_t vocab, Cut& cut, bool weigh,
-                                 uint32_t n_count, unsigned long long target, Shared& s) {
+// candidates or `target` mass), once level 0's bin is chosen. Returns n.
+template <typename Source>
+__device__ uint32_t radix_select(const Source& src, Cut& cut, bool weigh, uint32_t n_count,
+                                 unsigned long long target, Shared& s) {
   int level = 0;
-  for (;; ++level) {
-    if (level > 0) {
-      const uint32_t prefix = s.prefix;
-      histogram_pass(z, vocab, cut, weigh, level, prefix, s);
-    }
-    if (threadIdx.x < 32) choose_bin(n_count, target, s);
-    __syncthreads();
-    clear_histogram(s);
-    __syncthreads();
-    // A bin that holds one candidate holds the n-th token alone: the rest of its key is moot.
-    if (level == 3 || s.bucket_count == 1) break;
+  // A bin that holds one candidate holds the n-th token alone: the rest of its key is moot.
+  while (level < 3 && s.bucket_count > 1) {
+    ++level;
+    const uint32_t prefix = s.prefix;
+    histogram_pass(src, cut, weigh, level, prefix, s);
+    choose_and_clear(n_count, target, s);
   }
   cut.key_shift = 24 - 8 * level;
   // The last bin is one key (or one token): t tied tokens of equal mass; keep the first m.
@@ -447,17 +370,24 @@ __device__ uint32_t radix_select(const float* z, int32_t vocab, Cut& cut, bool w
   m = max(1u, min(m, t));
   cut.key = s.prefix;
   const uint32_t n = s.base_count + m;
-  if (m < t && n > 1) cut.id_cut = tie_cut(z, vocab, cut, cut.key, m, s);
+  if (m < t && n > 1) cut.id_cut = tie_cut(src, cut, cut.key, m, s);
   return n;
 }
 
 // ---- step 4: Gumbel-max over the kept tokens ----
 
-__device__ int32_t gumbel_pass(const float* z, int32_t vocab, const Cut& cut, int32_t top,
-                               uint64_t seed, int64_t position, Shared& s) {
-  const uint4 top_block = noise_block(seed, position, static_cast<uint32_t>(top) >> 2);
-  Best best = {__fadd_rn(z[top], gumbel_from_bits(word(top_block, top & 3))), top};
-  for_each_chunk(z, vocab, [&](float4 v, int32_t first) {
+// Where every Gumbel pass starts: the top token with its noise (kernels.cpp's gumbel_start).
+__device__ Best gumbel_start(float z_top, int32_t top, uint64_t seed, int64_t position) {
+  const uint4 block = noise_block(seed, position, static_cast<uint32_t>(top) >> 2);
+  return {__fadd_rn(z_top, gumbel_from_bits(word(block, top & 3))), top};
+}
+
+// Over the row, 4 ids (one Philox block) at a time, pruned as kernels.cpp's gumbel_argmax.
+__device__ int32_t gumbel_pass(const RowSource& src, const Cut& cut, int32_t top, uint64_t seed,
+                               int64_t position, Shared& s) {
+  const int32_t vocab = src.vocab;
+  Best best = gumbel_start(src.z[top], top, seed, position);
+  for_each_chunk(src.z, vocab, [&](float4 v, int32_t first) {
     bool kept[4];
     float group_max = kNegInf;
 #pragma unroll
@@ -475,19 +405,52 @@ __device__ int32_t gumbel_pass(const float* z, int32_t vocab, const Cut& cut, in
       if (beats(b, best)) best = b;
     }
   });
-  return reduce_best(best, s).id;
+  return reduce_best(best, s.slots).id;
 }
 
-// Steps 3 and 4 for a row whose z_max is finite; `top` is the lowest id holding it.
-__device__ int32_t sample_filtered(const SampleRow& row, const float* z, int32_t vocab, float z_max,
-                                   int32_t top, Shared& s) {
-  const bool k_on = row.top_k > 0 && row.top_k < vocab;
+// Over the list, one token at a time, pruned as kernels.cpp's gumbel_argmax_at.
+__device__ int32_t gumbel_pass(const ListSource& src, const Cut& cut, float z_top, int32_t top,
+                               uint64_t seed, int64_t position, Shared& s) {
+  Best best = gumbel_start(z_top, top, seed, position);
+  src.for_each([&](float z, int32_t id) {
+    if (!cut.keeps(z, id) || !(__fadd_rn(z, kNoiseCeiling) >= best.v)) return;
+    const uint32_t bits = word(noise_block(seed, position, static_cast<uint32_t>(id) >> 2), id & 3);
+    if (!(__fadd_rn(z, noise_ceiling(bits)) >= best.v)) return;
+    const Best b = {__fadd_rn(z, gumbel_from_bits(bits)), id};
+    if (beats(b, best)) best = b;
+  });
+  return reduce_best(best, s.slots).id;
+}
+
+// Gathers the candidates whose level-0 bin is at most `last_bin` into the list (the caller
+// knows that they fit).
+__device__ ListSource gather(const RowSource& row, const Cut& cut, uint32_t last_bin, void* area,
+                             Shared& s) {
+  auto* list_z = static_cast<float*>(area);
+  auto* list_id = reinterpret_cast<int32_t*>(list_z + kListCap);
+  if (threadIdx.x == 0) s.listed = 0;
+  __syncthreads();
+  row.for_each([&](float z, int32_t id) {
+    if (!cut.candidate(z) || (rank_key(z) >> 24) > last_bin) return;
+    const uint32_t slot = atomicAdd(&s.listed, 1u);
+    list_z[slot] = z;
+    list_id[slot] = id;
+  });
+  __syncthreads();
+  return {list_z, list_id, s.listed};
+}
+
+// Steps 3 and 4 for a row whose z_max is finite; `top` is the lowest id holding it. `area`:
+// the block's dynamic shared memory (room for kListCap entries).
+__device__ int32_t sample_filtered(const SampleRow& row, const RowSource& src, float z_max,
+                                   int32_t top, void* area, Shared& s) {
+  const bool k_on = row.top_k > 0 && row.top_k < src.vocab;
   const bool p_on = row.top_p < 1.0f;
   const bool m_on = row.min_p > 0.0f;
   Cut cut = {z_max, m_on ? row.log_min_p : -FLT_MAX};
   if (!k_on && !p_on && !m_on) {
     cut.all = true;
-    return gumbel_pass(z, vocab, cut, top, row.seed, row.position, s);
+    return gumbel_pass(src, cut, top, row.seed, row.position, s);
   }
   if (p_on && !(row.top_p > 0.0f)) return top;  // the top token alone reaches p
   if (threadIdx.x == 0) {
@@ -496,20 +459,28 @@ __device__ int32_t sample_filtered(const SampleRow& row, const float* z, int32_t
   }
   clear_histogram(s);
   __syncthreads();
-  const Totals totals = histogram_pass(z, vocab, cut, p_on, 0, 0, s);
+  const Totals totals = histogram_pass(src, cut, p_on, 0, 0, s);
   uint32_t n_count = totals.candidates;
   if (k_on) n_count = min(n_count, static_cast<uint32_t>(row.top_k));
+  if (n_count <= 1) return top;  // a single kept token: no noise drawn
   unsigned long long target = ULLONG_MAX;
   if (p_on) {
     target = static_cast<unsigned long long>(
         ceil(static_cast<double>(row.top_p) * static_cast<double>(totals.z_sum)));
   }
-  uint32_t n = n_count;
-  if (n > 1 && (p_on || n_count < totals.candidates)) {
-    n = radix_select(z, vocab, cut, p_on, n_count, target, s);
+  const bool select = p_on || n_count < totals.candidates;
+  if (select) choose_and_clear(n_count, target, s);
+  // The kept tokens all lie in the level-0 bins up to the chosen one.
+  const uint32_t listed = select ? s.base_count + s.bucket_count : totals.candidates;
+  if (listed <= kListCap) {
+    const ListSource list = gather(src, cut, select ? s.prefix : 255u, area, s);
+    const uint32_t n = select ? radix_select(list, cut, p_on, n_count, target, s) : n_count;
+    if (n <= 1) return top;
+    return gumbel_pass(list, cut, src.z[top], top, row.seed, row.position, s);
   }
-  if (n <= 1) return top;  // a single kept token: no noise drawn
-  return gumbel_pass(z, vocab, cut, top, row.seed, row.position, s);
+  const uint32_t n = select ? radix_select(src, cut, p_on, n_count, target, s) : n_count;
+  if (n <= 1) return top;
+  return gumbel_pass(src, cut, top, row.seed, row.position, s);
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -530,14 +501,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (n_edits > 0) mark_edits(row_edits, n_edits, vocab, edited_bitmap);
   const Best local =
       scan_row(raw, vocab, row_edits, n_edits, edited_bitmap, inv_t, scale, copy ? z_row : nullptr);
-  const Best best = reduce_best(local, s);  // synchronizes, so z_row is complete
+  const Best best = reduce_best(local, s.slots);  // synchronizes, so z_row is complete
   int32_t token = best.id;
   if (!greedy) {
     const float z_max = __fadd_rn(best.v, 0.0f);
     if (z_max == kNegInf) {
       token = -1;
     } else if (z_max != kPosInf) {
-      token = sample_filtered(row, copy ? z_row : raw, vocab, z_max, best.id, s);
+      const RowSource src = {copy ? z_row : raw, vocab};
+      token = sample_filtered(row, src, z_max, best.id, edited_bitmap, s);
     }  // +inf: the lowest id among the +inf ones, best.id
   }
   if (token < 0) token = fallback(raw, vocab, row_edits, n_edits, s);
@@ -558,12 +530,14 @@ size_t sample_scratch_bytes(int32_t max_rows, int32_t vocab) {
 void launch_sample(const SampleRow* rows, int32_t n_rows, const LogitEdit* edits, float* logits,
                    int32_t vocab, int32_t* tokens, void* scratch, void* stream) {
   if (n_rows <= 0) return;
+  // Dynamic shared memory: the edited-id bitmap in the first pass, then the candidate list.
   const size_t bitmap_bytes = static_cast<size_t>((vocab + 31) / 32) * sizeof(uint32_t);
-  if (bitmap_bytes > 40 * 1024) {  // past the default dynamic shared memory (48 KiB in all)
+  const size_t area_bytes = std::max(bitmap_bytes, kListCap * (sizeof(float) + sizeof(int32_t)));
+  if (area_bytes > 40 * 1024) {  // past the default dynamic shared memory (48 KiB in all)
     cudaFuncSetAttribute(sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         static_cast<int>(bitmap_bytes));
+                         static_cast<int>(area_bytes));
   }
-  sample_rows<<<n_rows, kThreads, bitmap_bytes, static_cast<cudaStream_t>(stream)>>>(
+  sample_rows<<<n_rows, kThreads, area_bytes, static_cast<cudaStream_t>(stream)>>>(
       rows, edits, logits, vocab, tokens, static_cast<float*>(scratch), row_stride(vocab));
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
