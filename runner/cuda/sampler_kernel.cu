@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <climits>
 #include <cstdint>
@@ -48,7 +49,7 @@ using namespace block;
 constexpr int kBins = 256;
 constexpr float kPosInf = __builtin_huge_valf();
 constexpr int32_t kStrideAlign = 64;  // scratch rows start on 256-byte boundaries
-constexpr uint32_t kListCap = 4096;   // candidates a row may gather into shared memory
+constexpr uint32_t kListCap = 16384;  // candidates a row may gather into shared memory (128 KiB)
 
 struct Shared {
   BlockSlots slots;
@@ -323,20 +324,6 @@ __device__ int32_t tie_cut(const RowSource& src, const Cut& cut, uint32_t key, u
   return s.id_cut;
 }
 
-// The same over the list: each tied entry counts the tied entries with lower ids.
-__device__ int32_t tie_cut(const ListSource& src, const Cut& cut, uint32_t key, uint32_t m,
-                           Shared& s) {
-  auto tied = [&](uint32_t i) { return cut.candidate(src.z[i]) && rank_key(src.z[i]) == key; };
-  for (uint32_t i = threadIdx.x; i < src.n; i += kThreads) {
-    if (!tied(i)) continue;
-    uint32_t below = 0;
-    for (uint32_t j = 0; j < src.n; ++j) below += tied(j) && src.id[j] < src.id[i] ? 1u : 0u;
-    if (below + 1 == m) s.id_cut = src.id[i];
-  }
-  __syncthreads();
-  return s.id_cut;
-}
-
 // Level `level`'s bin choice, then the histogram cleared for the next level.
 __device__ void choose_and_clear(uint32_t n_count, unsigned long long target, Shared& s) {
   if (threadIdx.x < 32) choose_bin(n_count, target, s);
@@ -348,8 +335,8 @@ __device__ void choose_and_clear(uint32_t n_count, unsigned long long target, Sh
 // The rank key and tie cut of the n-th kept token (n = the smallest prefix holding n_count
 // candidates or `target` mass), once level 0's bin is chosen. Returns n.
 template <typename Source>
-__device__ uint32_t radix_select(const Source& src, Cut& cut, bool weigh, uint32_t n_count,
-                                 unsigned long long target, Shared& s) {
+__device__ uint32_t radix_select(const Source& src, const RowSource& row, Cut& cut, bool weigh,
+                                 uint32_t n_count, unsigned long long target, Shared& s) {
   int level = 0;
   // A bin that holds one candidate holds the n-th token alone: the rest of its key is moot.
   while (level < 3 && s.bucket_count > 1) {
@@ -370,7 +357,7 @@ __device__ uint32_t radix_select(const Source& src, Cut& cut, bool weigh, uint32
   m = max(1u, min(m, t));
   cut.key = s.prefix;
   const uint32_t n = s.base_count + m;
-  if (m < t && n > 1) cut.id_cut = tie_cut(src, cut, cut.key, m, s);
+  if (m < t && n > 1) cut.id_cut = tie_cut(row, cut, cut.key, m, s);  // rare: one row pass
   return n;
 }
 
@@ -474,11 +461,11 @@ __device__ int32_t sample_filtered(const SampleRow& row, const RowSource& src, f
   const uint32_t listed = select ? s.base_count + s.bucket_count : totals.candidates;
   if (listed <= kListCap) {
     const ListSource list = gather(src, cut, select ? s.prefix : 255u, area, s);
-    const uint32_t n = select ? radix_select(list, cut, p_on, n_count, target, s) : n_count;
+    const uint32_t n = select ? radix_select(list, src, cut, p_on, n_count, target, s) : n_count;
     if (n <= 1) return top;
     return gumbel_pass(list, cut, src.z[top], top, row.seed, row.position, s);
   }
-  const uint32_t n = select ? radix_select(src, cut, p_on, n_count, target, s) : n_count;
+  const uint32_t n = select ? radix_select(src, src, cut, p_on, n_count, target, s) : n_count;
   if (n <= 1) return top;
   return gumbel_pass(src, cut, top, row.seed, row.position, s);
 }
@@ -516,6 +503,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) tokens[blockIdx.x] = token;
 }
 
+// Raises the kernel's dynamic shared memory limit on the current device when a launch needs
+// more than it was last allowed: a host call, not a stream operation, made on a device's first
+// launch (and again only for a larger vocabulary), so a warm-up launch precedes graph capture.
+void allow_shared_memory(size_t bytes) {
+  constexpr int kDevices = 64;
+  static std::atomic<size_t> allowed[kDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) device = 0;
+  if (allowed[device].load() >= bytes) return;
+  const cudaError_t err = cudaFuncSetAttribute(
+      sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("launch_sample: shared memory: ") +
+                             cudaGetErrorString(err));
+  }
+  allowed[device].store(bytes);
+}
+
 size_t row_stride(int32_t vocab) {
   return static_cast<size_t>((vocab + kStrideAlign - 1) / kStrideAlign) * kStrideAlign;
 }
@@ -533,10 +538,7 @@ void launch_sample(const SampleRow* rows, int32_t n_rows, const LogitEdit* edits
   // Dynamic shared memory: the edited-id bitmap in the first pass, then the candidate list.
   const size_t bitmap_bytes = static_cast<size_t>((vocab + 31) / 32) * sizeof(uint32_t);
   const size_t area_bytes = std::max(bitmap_bytes, kListCap * (sizeof(float) + sizeof(int32_t)));
-  if (area_bytes > 40 * 1024) {  // past the default dynamic shared memory (48 KiB in all)
-    cudaFuncSetAttribute(sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         static_cast<int>(area_bytes));
-  }
+  allow_shared_memory(area_bytes);
   sample_rows<<<n_rows, kThreads, area_bytes, static_cast<cudaStream_t>(stream)>>>(
       rows, edits, logits, vocab, tokens, static_cast<float*>(scratch), row_stride(vocab));
   const cudaError_t err = cudaGetLastError();
