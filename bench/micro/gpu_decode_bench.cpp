@@ -72,6 +72,7 @@ struct Mode {
   const char* name;
   bool graphs;
   bool device_fed;
+  bool profile = false;
 };
 
 // tok/s of `steps` decode steps of `rows` rows after a 32-token prefill each.
@@ -80,6 +81,7 @@ double decode_rate(const std::shared_ptr<const tandem::Model>& model, int rows, 
   tandem::CudaExecutorOptions o;
   o.kv_tokens = int64_t{rows} * 256 + 256;
   o.graphs = mode.graphs;
+  o.profile = mode.profile;
   o.max_sequences = rows;
   std::unique_ptr<tandem::StepExecutor> exec = tandem::make_cuda_executor(model, o);
   tandem::StepPlan plan;
@@ -145,6 +147,11 @@ int main(int argc, char** argv) {
                         {"host-fed, graphs", true, false},
                         {"device-fed (chained), plain launches", false, true},
                         {"device-fed (chained), graphs", true, true}};
+  for (int rows : {1, 64}) {  // where the time goes (printed by the executor, to stderr)
+    std::fprintf(stderr, "rows %d, ", rows);
+    double gap = -1;
+    decode_rate(model, rows, std::min(steps, 32), {"profile", false, false, true}, &gap);
+  }
   for (int rows : {1, 8, 32, 64}) {
     for (const Mode& mode : modes) {
       double gap = -1;

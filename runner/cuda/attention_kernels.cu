@@ -15,6 +15,30 @@ constexpr int kKeyTile = 128;  // keys per step of the online softmax; also the 
 __device__ inline float widen(float v) { return v; }
 __device__ inline float widen(__half v) { return __half2float(v); }
 __device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+// Eight elements widened to F32 with one 16-byte load (two for F32); p 16-byte aligned.
+__device__ inline void load8(const float* p, float out[8]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0];
+  const float4 b = reinterpret_cast<const float4*>(p)[1];
+  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
+  out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+}
+template <typename T2, typename F>
+__device__ inline void load8_pairs(const void* p, float out[8], F to_float2) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const T2* h = reinterpret_cast<const T2*>(&raw);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = to_float2(h[k]);
+    out[2 * k] = f.x, out[2 * k + 1] = f.y;
+  }
+}
+__device__ inline void load8(const __half* p, float out[8]) {
+  load8_pairs<__half2>(p, out, [](__half2 h) { return __half22float2(h); });
+}
+__device__ inline void load8(const __nv_bfloat16* p, float out[8]) {
+  load8_pairs<__nv_bfloat162>(p, out, [](__nv_bfloat162 h) { return __bfloat1622float2(h); });
+}
+
 __device__ inline void narrow(float v, float* p) { *p = v; }
 __device__ inline void narrow(float v, __half* p) { *p = __float2half_rn(v); }
 __device__ inline void narrow(float v, __nv_bfloat16* p) { *p = __float2bfloat16_rn(v); }
@@ -95,6 +119,41 @@ __global__ void qk_rope_store_kernel(float* qkv, QkvParams p, TokenMeta meta, Kv
   }
 }
 
+// q . K[j] in head-dimension order; vector: 8 elements per load (16-byte aligned rows).
+template <typename KT>
+__device__ inline float score_dot(const float* q, const KT* k, int32_t hd, bool vector) {
+  float dot = 0;
+  int32_t d = 0;
+  if (vector) {
+    for (; d + 8 <= hd; d += 8) {
+      float kv[8];
+      load8(k + d, kv);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) dot = fmaf(q[d + u], kv[u], dot);
+    }
+  }
+  for (; d < hd; ++d) dot = fmaf(q[d], widen(k[d]), dot);
+  return dot;
+}
+
+// a * correction + sum over the tile's keys of prob[jj] * V[jj][d], in key order; the loads
+// of kUnroll keys are issued before their products, so a thread has that many in flight.
+template <typename KT>
+__device__ inline float accumulate_values(float a, const float* prob, const int64_t* offset,
+                                          const KT* values, int32_t d, int32_t count) {
+  constexpr int kUnroll = 16;
+  int32_t jj = 0;
+  for (; jj + kUnroll <= count; jj += kUnroll) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = widen(values[offset[jj + u] + d]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) a = fmaf(prob[jj + u], v[u], a);
+  }
+  for (; jj < count; ++jj) a = fmaf(prob[jj], widen(values[offset[jj] + d]), a);
+  return a;
+}
+
 // One block per (token, head), kKeyTile threads: thread j scores key tile + j, the tile's
 // softmax is folded into the running max and sum (online softmax), and thread d (and
 // d + kKeyTile) accumulates output dimension d over the tile's keys in key order. Every
@@ -104,10 +163,12 @@ __global__ void attention_kernel(const float* qkv, AttentionParams p, TokenMeta 
                                  int32_t layer, float* out) {
   __shared__ float q[256];
   __shared__ float prob[kKeyTile];
+  __shared__ int64_t offset[kKeyTile];  // the tile's keys' cache rows, in elements
   __shared__ float scratch[32];
   const int32_t t = blockIdx.x, h = blockIdx.y, hd = p.head_dim;
   const int32_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
   const int32_t kv_head = h / (p.n_head / p.n_head_kv);
+  const bool vector = hd % 8 == 0 && kv_dim % 8 == 0;
   const float* qrow = qkv + static_cast<int64_t>(t) * (q_dim + 2 * kv_dim) + h * hd;
   for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) q[d] = qrow[d];
   const int32_t end = meta.position[t] + 1;
@@ -122,10 +183,9 @@ __global__ void attention_kernel(const float* qkv, AttentionParams p, TokenMeta 
     const int32_t j = tile + threadIdx.x;
     float score = -INFINITY;
     if (j < end) {
-      const KT* k = keys + slot_of(table, j, kv.block_size) * kv_dim;
-      float dot = 0;
-      for (int32_t d = 0; d < hd; ++d) dot = fmaf(q[d], widen(k[d]), dot);
-      score = dot * p.scale;
+      const int64_t at = slot_of(table, j, kv.block_size) * kv_dim;
+      offset[threadIdx.x] = at;
+      score = score_dot(q, keys + at, hd, vector) * p.scale;
       if (p.softcap > 0) score = p.softcap * tanhf(score / p.softcap);
     }
     const float new_max = fmaxf(running_max, block_reduce<true>(score, scratch));
@@ -137,14 +197,10 @@ __global__ void attention_kernel(const float* qkv, AttentionParams p, TokenMeta 
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int32_t d = threadIdx.x + c * kKeyTile;
-      if (d >= hd) continue;
-      float a = acc[c] * correction;
-      for (int32_t jj = 0; jj < count; ++jj)
-        a = fmaf(prob[jj], widen(values[slot_of(table, tile + jj, kv.block_size) * kv_dim + d]), a);
-      acc[c] = a;
+      if (d < hd) acc[c] = accumulate_values(acc[c] * correction, prob, offset, values, d, count);
     }
     running_max = new_max;
-    __syncthreads();  // prob is rewritten by the next tile
+    __syncthreads();  // prob and offset are rewritten by the next tile
   }
   float* o = out + static_cast<int64_t>(t) * q_dim + h * hd;
 #pragma unroll

@@ -1,12 +1,14 @@
 #include "runner/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
 
 #include "runner/cuda/cuda_check.h"
 #include "runner/cuda/device_model.h"
+#include "runner/cuda/kernel_timer.h"
 #include "runner/cuda/sampler_kernel.h"
 #include "runner/cuda/step_buffers.h"
 #include "runner/cuda/step_staging.h"
@@ -88,6 +90,9 @@ class CudaExecutor final : public StepExecutor {
   void run_graph(const StepStaging& s);
   void sample_on_host(const Submitted& step, StepResult& result);
   void record_timing(const Submitted& step);
+  void mark(const char* group) {
+    if (timer_) timer_->mark(group);
+  }
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
@@ -101,6 +106,7 @@ class CudaExecutor final : public StepExecutor {
   std::deque<Submitted> in_flight_;
   int last_context_ = -1;
   std::map<int32_t, cudaGraphExec_t> graphs_;  // decode steps by row count
+  std::unique_ptr<KernelTimer> timer_;         // options.profile
   Sampler host_sampler_;
   std::vector<uint32_t> mask_;
 
@@ -123,6 +129,10 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const Model> model, CudaExecutorOptio
   const KvElement element = kv_element(options_.kv_type);
   TANDEM_CUDA_CHECK(cudaSetDevice(options_.device));
   TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (options_.profile) {
+    timer_ = std::make_unique<KernelTimer>(stream_);
+    options_.graphs = false;
+  }
   CpuExecutorOptions served;
   served.context_length = options_.context_length;
   const int32_t context = served_context(cfg_, served);
@@ -148,6 +158,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const Model> model, CudaExecutorOptio
 
 CudaExecutor::~CudaExecutor() {
   cudaStreamSynchronize(stream_);
+  if (timer_) std::fprintf(stderr, "cuda profile, per step:\n%s", timer_->report().c_str());
+  timer_.reset();
   for (auto& [rows, graph] : graphs_) cudaGraphExecDestroy(graph);
   buffers_.reset();
   weights_.reset();
@@ -180,16 +192,21 @@ bool CudaExecutor::can_chain_on_device(const StepPlan& plan) const {
 void CudaExecutor::enqueue_forward(const StepStaging& s) {
   StepBuffers& b = *buffers_;
   const int32_t n = s.n_tokens(), n_logits = s.n_logits();
+  if (timer_) timer_->start();
   embed(weights_->embedding(), b.token_meta().token, cfg_.embed_scale, b.x, n, stream_);
+  mark("embed");
   for (int32_t l = 0; l < cfg_.n_layer; ++l) enqueue_layer(l, n);
   rms_norm(b.x, b.logit_source(), weights_->output_norm(), b.last, n_logits, cfg_.n_embd,
            cfg_.rms_eps, stream_);
+  mark("norm");
   matmul(weights_->output(), b.last, n_logits, b.logits, false, stream_);
   soft_cap(b.logits, int64_t{n_logits} * cfg_.n_vocab, cfg_.final_softcap, stream_);
+  mark("output matmul");
   const auto n_sample = static_cast<int32_t>(s.sample_rows.size());
   if (n_sample > 0)
     launch_sample(b.sample_rows(), n_sample, b.edits(), b.logits, cfg_.n_vocab, b.sampled,
                   b.scratch, stream_);
+  mark("sampler");
 }
 
 // x += post_norm(Wo attention(rope(norm(Wqkv norm(x))))); x += post_norm(Wdown ffn(norm(x)))
@@ -198,8 +215,8 @@ void CudaExecutor::enqueue_layer(int32_t l, int32_t n) {
   const cuda::DeviceLayer& w = weights_->layers()[l];
   const int32_t e = cfg_.n_embd;
   const bool local = cfg_.is_local_layer(l);
-  rms_norm(b.x, nullptr, w.attn_norm, b.xn, n, e, cfg_.rms_eps, stream_);
-  matmul(w.qkv, b.xn, n, b.qkv, false, stream_);
+  matmul(w.qkv, b.x, n, b.qkv, false, stream_, NormIn{w.attn_norm, cfg_.rms_eps});
+  mark("norm + qkv");
   const QkvParams qp{cfg_.n_head,
                      cfg_.n_head_kv,
                      cfg_.head_dim,
@@ -212,25 +229,30 @@ void CudaExecutor::enqueue_layer(int32_t l, int32_t n) {
                      w.k_norm,
                      cfg_.rms_eps};
   qk_rope_store(b.qkv, qp, b.token_meta(), kv_, l, n, stream_);
+  mark("rope + store");
   const AttentionParams ap{cfg_.n_head,     cfg_.n_head_kv,    cfg_.head_dim,
                            cfg_.attn_scale, cfg_.attn_softcap, local ? cfg_.sliding_window : 0};
   attention(b.qkv, ap, b.token_meta(), kv_, l, b.attn, n, stream_);
+  mark("attention");
   if (cfg_.post_norms) {
     matmul(w.attn_out, b.attn, n, b.proj, false, stream_);
     norm_add(b.proj, w.post_attn_norm, b.x, n, e, cfg_.rms_eps, stream_);
   } else {
     matmul(w.attn_out, b.attn, n, b.x, true, stream_);
   }
-  rms_norm(b.x, nullptr, w.ffn_norm, b.xn, n, e, cfg_.rms_eps, stream_);
+  mark("out matmul");
+
   const auto act = cfg_.activation == tandem::Activation::kSilu ? cuda::Activation::kSilu
                                                                 : cuda::Activation::kGeluTanh;
-  gated_matmul(w.gate_up, b.xn, n, cfg_.n_ff, act, b.ffn, stream_);
+  gated_matmul(w.gate_up, b.x, n, cfg_.n_ff, act, b.ffn, stream_, NormIn{w.ffn_norm, cfg_.rms_eps});
+  mark("norm + gate-up");
   if (cfg_.post_norms) {
     matmul(w.down, b.ffn, n, b.proj, false, stream_);
     norm_add(b.proj, w.post_ffn_norm, b.x, n, e, cfg_.rms_eps, stream_);
   } else {
     matmul(w.down, b.ffn, n, b.x, true, stream_);
   }
+  mark("down matmul");
 }
 
 // A decode step of n rows replays the graph captured for n rows (captured on first use):
@@ -272,13 +294,14 @@ void CudaExecutor::submit(const StepPlan& plan, bool device_inputs) {
   step.device_inputs = device_inputs;
   step.n_rows = plan.rows.size();
   step.sampled_row = staging_.sampled_row;
+  StagingSlot& slot = b.slot(step.context);
+  // Before the host rows move: the slot's pinned logits buffer is sized by them.
+  const size_t meta_bytes = b.pack(staging_, step.context);
   step.host_rows = std::move(staging_.host_rows);
   for (const StepRow& r : plan.rows) {
     step.any_logprobs = step.any_logprobs || (r.sample && r.sampling.logprobs >= 0);
     step.any_prompt_logprobs = step.any_prompt_logprobs || r.sampling.prompt_logprobs >= 0;
   }
-  StagingSlot& slot = b.slot(step.context);
-  const size_t meta_bytes = b.pack(staging_, step.context);
 
   TANDEM_CUDA_CHECK(cudaEventRecord(slot.start, stream_));
   TANDEM_CUDA_CHECK(
@@ -307,6 +330,10 @@ void CudaExecutor::submit(const StepPlan& plan, bool device_inputs) {
     at += floats;
   }
   TANDEM_CUDA_CHECK(cudaEventRecord(slot.end, stream_));
+  if (timer_) {  // profiling: each step alone
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    timer_->settle();
+  }
   last_context_ = step.context;
   in_flight_.push_back(std::move(step));
 }

@@ -34,7 +34,10 @@ struct CudaExecutorOptions {
   int32_t max_sequences = 64;                  // rows per step, at most (buffers' first size)
   int32_t max_step_tokens = 512;               // tokens per step, at most (likewise)
   bool graphs = true;                          // replay decode steps as CUDA graphs
-  int device = 0;                              // CUDA device ordinal
+  // Time each kernel group (every step alone, no graphs) and print the breakdown to
+  // stderr when the executor goes: a measuring tool for bench_gpu_decode.
+  bool profile = false;
+  int device = 0;  // CUDA device ordinal
 };
 
 // Thrown when the process cannot use a GPU: a build without CUDA, no driver, no device.

@@ -113,23 +113,43 @@ __global__ void soft_cap_kernel(float* x, int64_t n, float cap) {
 constexpr int kRowsPerBlock = 4;
 constexpr int kTokenTile = 8;
 
-// acc[m] += W[row] . x[m0 + m] for m < count; the lanes split the row in 8-wide chunks
-// (kVector) or single elements, always in the same order, then fold in a fixed tree.
-template <typename T, bool kVector>
+// The tile's RMSNorm scales, one per token, each summed by one warp in the same order in
+// every block, so a token's normed input does not depend on which block or batch reads it.
+__device__ void tile_scales(const float* x, int32_t n_in, int32_t count, float eps,
+                            float* scale /* shared [kTokenTile] */) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int m = warp; m < count; m += kRowsPerBlock) {
+    const float* row = x + static_cast<int64_t>(m) * n_in;
+    double ss = 0;
+    for (int32_t i = lane; i < n_in; i += 32) ss += static_cast<double>(row[i]) * row[i];
+    ss = warp_sum(ss);
+    if (lane == 0) scale[m] = static_cast<float>(1.0 / sqrt(ss / n_in + eps));
+  }
+  __syncthreads();
+}
+
+// acc[m] += W[row] . xn[m0 + m] for m < count, xn = x, or x * scale[m] * norm (kNorm); the
+// lanes split the row in 8-wide chunks (kVector) or single elements, always in the same
+// order, then fold in a fixed tree.
+template <typename T, bool kVector, bool kNorm>
 __device__ inline void dot_tile(const T* w_row, const float* x, int32_t n_in, int32_t count,
-                                float acc[kTokenTile]) {
+                                const float* scale, const float* norm, float acc[kTokenTile]) {
   const int lane = threadIdx.x % 32;
   if constexpr (kVector) {
     for (int32_t i = lane * 8; i < n_in; i += 256) {
-      float wv[8];
+      float wv[8], nv[8];
       load8(w_row + i, wv);
+      if constexpr (kNorm) load8(norm + i, nv);
 #pragma unroll
       for (int m = 0; m < kTokenTile; ++m) {
         if (m >= count) break;
         float xv[8];
         load8(x + static_cast<int64_t>(m) * n_in + i, xv);
 #pragma unroll
-        for (int k = 0; k < 8; ++k) acc[m] = fmaf(wv[k], xv[k], acc[m]);
+        for (int k = 0; k < 8; ++k) {
+          const float xk = kNorm ? xv[k] * scale[m] * nv[k] : xv[k];
+          acc[m] = fmaf(wv[k], xk, acc[m]);
+        }
       }
     }
   } else {
@@ -138,7 +158,8 @@ __device__ inline void dot_tile(const T* w_row, const float* x, int32_t n_in, in
 #pragma unroll
       for (int m = 0; m < kTokenTile; ++m) {
         if (m >= count) break;
-        acc[m] = fmaf(wv, x[static_cast<int64_t>(m) * n_in + i], acc[m]);
+        const float xi = x[static_cast<int64_t>(m) * n_in + i];
+        acc[m] = fmaf(wv, kNorm ? xi * scale[m] * norm[i] : xi, acc[m]);
       }
     }
   }
@@ -146,16 +167,19 @@ __device__ inline void dot_tile(const T* w_row, const float* x, int32_t n_in, in
   for (int m = 0; m < kTokenTile; ++m) acc[m] = warp_sum(acc[m]);
 }
 
-template <typename T, bool kVector>
+template <typename T, bool kVector, bool kNorm>
 __global__ void matmul_kernel(const T* w, const float* x, int32_t n_rows, int32_t n_in,
-                              int32_t n_out, float* y, bool accumulate) {
+                              int32_t n_out, float* y, bool accumulate, NormIn norm) {
+  __shared__ float scale[kTokenTile];
   const int32_t o = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
-  if (o >= n_out) return;
   const int32_t m0 = blockIdx.y * kTokenTile;
   const int32_t count = min(kTokenTile, n_rows - m0);
+  const float* xt = x + static_cast<int64_t>(m0) * n_in;
+  if constexpr (kNorm) tile_scales(xt, n_in, count, norm.eps, scale);  // every warp: it syncs
+  if (o >= n_out) return;
   float acc[kTokenTile] = {};
-  dot_tile<T, kVector>(w + static_cast<int64_t>(o) * n_in, x + static_cast<int64_t>(m0) * n_in,
-                       n_in, count, acc);
+  dot_tile<T, kVector, kNorm>(w + static_cast<int64_t>(o) * n_in, xt, n_in, count, scale,
+                              norm.weight, acc);
   if (threadIdx.x % 32 != 0) return;
   for (int m = 0; m < count; ++m) {
     float* out = y + static_cast<int64_t>(m0 + m) * n_out + o;
@@ -169,49 +193,75 @@ __device__ inline float activate(float g, Activation act) {
   return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
 }
 
-template <typename T, bool kVector>
+template <typename T, bool kVector, bool kNorm>
 __global__ void gated_matmul_kernel(const T* w, const float* x, int32_t n_rows, int32_t n_in,
-                                    int32_t ff, Activation act, float* out) {
+                                    int32_t ff, Activation act, float* out, NormIn norm) {
+  __shared__ float scale[kTokenTile];
   const int32_t o = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
-  if (o >= ff) return;
   const int32_t m0 = blockIdx.y * kTokenTile;
   const int32_t count = min(kTokenTile, n_rows - m0);
   const float* xt = x + static_cast<int64_t>(m0) * n_in;
+  if constexpr (kNorm) tile_scales(xt, n_in, count, norm.eps, scale);
+  if (o >= ff) return;
   float gate[kTokenTile] = {}, up[kTokenTile] = {};
-  dot_tile<T, kVector>(w + static_cast<int64_t>(o) * n_in, xt, n_in, count, gate);
-  dot_tile<T, kVector>(w + static_cast<int64_t>(ff + o) * n_in, xt, n_in, count, up);
+  dot_tile<T, kVector, kNorm>(w + static_cast<int64_t>(o) * n_in, xt, n_in, count, scale,
+                              norm.weight, gate);
+  dot_tile<T, kVector, kNorm>(w + static_cast<int64_t>(ff + o) * n_in, xt, n_in, count, scale,
+                              norm.weight, up);
   if (threadIdx.x % 32 != 0) return;
   for (int m = 0; m < count; ++m)
     out[static_cast<int64_t>(m0 + m) * ff + o] = activate(gate[m], act) * up[m];
 }
 
+// Picks the instantiation: 8-wide chunks when rows allow 16-byte loads, the norm when given.
+template <template <typename, bool, bool> class Kernel, typename T, typename... Args>
+void launch_variant(dim3 grid, int32_t n_in, const NormIn& norm, cudaStream_t stream,
+                    Args... args) {
+  const bool vector = n_in % 8 == 0;
+  const dim3 block(32 * kRowsPerBlock);
+  if (vector && norm.weight)
+    Kernel<T, true, true>::launch(grid, block, stream, args..., norm);
+  else if (vector)
+    Kernel<T, true, false>::launch(grid, block, stream, args..., norm);
+  else if (norm.weight)
+    Kernel<T, false, true>::launch(grid, block, stream, args..., norm);
+  else
+    Kernel<T, false, false>::launch(grid, block, stream, args..., norm);
+}
+
+template <typename T, bool kVector, bool kNorm>
+struct Matmul {
+  template <typename... Args>
+  static void launch(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+    matmul_kernel<T, kVector, kNorm><<<grid, block, 0, stream>>>(args...);
+  }
+};
+
+template <typename T, bool kVector, bool kNorm>
+struct Gated {
+  template <typename... Args>
+  static void launch(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+    gated_matmul_kernel<T, kVector, kNorm><<<grid, block, 0, stream>>>(args...);
+  }
+};
+
 template <typename T>
 void launch_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y, bool accumulate,
-                   cudaStream_t stream) {
+                   const NormIn& norm, cudaStream_t stream) {
   const dim3 grid((w.n_out + kRowsPerBlock - 1) / kRowsPerBlock,
                   (n_rows + kTokenTile - 1) / kTokenTile);
-  const T* data = static_cast<const T*>(w.data);
   const auto n_in = static_cast<int32_t>(w.n_in), n_out = static_cast<int32_t>(w.n_out);
-  if (n_in % 8 == 0)
-    matmul_kernel<T, true>
-        <<<grid, 32 * kRowsPerBlock, 0, stream>>>(data, x, n_rows, n_in, n_out, y, accumulate);
-  else
-    matmul_kernel<T, false>
-        <<<grid, 32 * kRowsPerBlock, 0, stream>>>(data, x, n_rows, n_in, n_out, y, accumulate);
+  launch_variant<Matmul, T>(grid, n_in, norm, stream, static_cast<const T*>(w.data), x, n_rows,
+                            n_in, n_out, y, accumulate);
 }
 
 template <typename T>
 void launch_gated(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t ff, Activation act,
-                  float* out, cudaStream_t stream) {
+                  float* out, const NormIn& norm, cudaStream_t stream) {
   const dim3 grid((ff + kRowsPerBlock - 1) / kRowsPerBlock, (n_rows + kTokenTile - 1) / kTokenTile);
-  const T* data = static_cast<const T*>(w.data);
   const auto n_in = static_cast<int32_t>(w.n_in);
-  if (n_in % 8 == 0)
-    gated_matmul_kernel<T, true>
-        <<<grid, 32 * kRowsPerBlock, 0, stream>>>(data, x, n_rows, n_in, ff, act, out);
-  else
-    gated_matmul_kernel<T, false>
-        <<<grid, 32 * kRowsPerBlock, 0, stream>>>(data, x, n_rows, n_in, ff, act, out);
+  launch_variant<Gated, T>(grid, n_in, norm, stream, static_cast<const T*>(w.data), x, n_rows, n_in,
+                           ff, act, out);
 }
 
 }  // namespace
@@ -252,28 +302,28 @@ void soft_cap(float* x, int64_t n, float cap, cudaStream_t stream) {
 }
 
 void matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y, bool accumulate,
-            cudaStream_t stream) {
+            cudaStream_t stream, NormIn norm) {
   if (n_rows == 0) return;
   switch (w.type) {
     case WeightType::kF32:
-      return launch_matmul<float>(w, x, n_rows, y, accumulate, stream);
+      return launch_matmul<float>(w, x, n_rows, y, accumulate, norm, stream);
     case WeightType::kF16:
-      return launch_matmul<__half>(w, x, n_rows, y, accumulate, stream);
+      return launch_matmul<__half>(w, x, n_rows, y, accumulate, norm, stream);
     case WeightType::kBF16:
-      return launch_matmul<__nv_bfloat16>(w, x, n_rows, y, accumulate, stream);
+      return launch_matmul<__nv_bfloat16>(w, x, n_rows, y, accumulate, norm, stream);
   }
 }
 
 void gated_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t ff, Activation act,
-                  float* out, cudaStream_t stream) {
+                  float* out, cudaStream_t stream, NormIn norm) {
   if (n_rows == 0) return;
   switch (w.type) {
     case WeightType::kF32:
-      return launch_gated<float>(w, x, n_rows, ff, act, out, stream);
+      return launch_gated<float>(w, x, n_rows, ff, act, out, norm, stream);
     case WeightType::kF16:
-      return launch_gated<__half>(w, x, n_rows, ff, act, out, stream);
+      return launch_gated<__half>(w, x, n_rows, ff, act, out, norm, stream);
     case WeightType::kBF16:
-      return launch_gated<__nv_bfloat16>(w, x, n_rows, ff, act, out, stream);
+      return launch_gated<__nv_bfloat16>(w, x, n_rows, ff, act, out, norm, stream);
   }
 }
 

@@ -61,15 +61,22 @@ void embed(const DeviceMatrix& table, const int32_t* token, float scale, float* 
 void rms_norm(const float* x, const int32_t* rows, const float* weight, float* out, int32_t n_rows,
               int32_t n, float eps, cudaStream_t stream);
 
-// y[m][o] (=, or += with accumulate) sum_i x[m][i] W[o][i].
+// An RMSNorm fused into a matmul's input: x[m] / rms(x[m]) * weight, computed per token
+// inside the matmul (one launch and one activation round trip less). weight null: none.
+struct NormIn {
+  const float* weight = nullptr;
+  float eps = 0;
+};
+
+// y[m][o] (=, or += with accumulate) sum_i xn[m][i] W[o][i], xn = x or its norm.
 void matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y, bool accumulate,
-            cudaStream_t stream);
+            cudaStream_t stream, NormIn norm = {});
 
 enum class Activation : int32_t { kSilu = 0, kGeluTanh = 1 };
 // out[m][o] = act(sum_i x W[o]) * (sum_i x W[ff + o]) for o < ff: the FFN's gate and up in one
 // pass (W holds [gate; up], 2 * ff rows).
 void gated_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t ff, Activation act,
-                  float* out, cudaStream_t stream);
+                  float* out, cudaStream_t stream, NormIn norm = {});
 
 // Per token: qkv bias, per-head q/k RMSNorm, RoPE, then K and V into the token's cache slot.
 struct QkvParams {

@@ -70,7 +70,6 @@ void StepBuffers::allocate_device() {
   const int64_t t = cap_tokens_, e = cfg_.n_embd;
   meta_ = device_alloc<char>(layout().bytes);
   x = device_alloc<float>(t * e);
-  xn = device_alloc<float>(t * e);
   qkv = device_alloc<float>(t * (cfg_.q_dim() + 2 * cfg_.kv_dim()));
   attn = device_alloc<float>(t * cfg_.q_dim());
   proj = device_alloc<float>(t * e);
@@ -82,10 +81,10 @@ void StepBuffers::allocate_device() {
 }
 
 void StepBuffers::free_device() {
-  for (void* p : {static_cast<void*>(meta_), static_cast<void*>(x), static_cast<void*>(xn),
-                  static_cast<void*>(qkv), static_cast<void*>(attn), static_cast<void*>(proj),
-                  static_cast<void*>(ffn), static_cast<void*>(last), static_cast<void*>(logits),
-                  static_cast<void*>(sampled), scratch})
+  for (void* p :
+       {static_cast<void*>(meta_), static_cast<void*>(x), static_cast<void*>(qkv),
+        static_cast<void*>(attn), static_cast<void*>(proj), static_cast<void*>(ffn),
+        static_cast<void*>(last), static_cast<void*>(logits), static_cast<void*>(sampled), scratch})
     cudaFree(p);
 }
 

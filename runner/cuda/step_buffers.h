@@ -50,8 +50,8 @@ class StepBuffers {
   const SampleRow* sample_rows() const;
   const LogitEdit* edits() const;
 
-  float *x = nullptr, *xn = nullptr, *qkv = nullptr, *attn = nullptr, *proj = nullptr,
-        *ffn = nullptr, *last = nullptr, *logits = nullptr;
+  float *x = nullptr, *qkv = nullptr, *attn = nullptr, *proj = nullptr, *ffn = nullptr,
+        *last = nullptr, *logits = nullptr;
   int32_t* sampled = nullptr;  // the last sampler's tokens, by sampled row
   void* scratch = nullptr;     // the sampler's
 

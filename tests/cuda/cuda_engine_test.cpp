@@ -156,6 +156,42 @@ TEST(GpuEngine, APrefixCacheHitGivesTheSameText) {
   EXPECT_GT(engine.scheduler().metrics().prefix_hit_tokens, hits);
 }
 
+// n choices on the GPU: the leader's partly filled prompt block is copied into each
+// member's own (copy_kv_slots), and every choice equals the same request alone.
+TEST(GpuEngine, EachOfNChoicesEqualsTheSameRequestAlone) {
+  TANDEM_REQUIRE_GPU();
+  ScratchDir dir;
+  const auto model = write_tiny_llama(dir.path(), gguf::TensorType::kF16, 19);
+  for (const std::string& prompt : {std::string("abcdefghij"), std::string(40, 'y') + "z"}) {
+    Engine engine(gpu_options(model, true, KvType::kF16));
+    engine.start();
+    std::vector<Ask> asks(4);
+    for (int i = 0; i < 4; ++i) {
+      asks[i].prompt = prompt;
+      asks[i].sampling.seed = 500 + i;
+      asks[i].sampling.temperature = 0.9f;
+      asks[i].max_tokens = 12;
+    }
+    std::vector<std::shared_ptr<RecordingSink>> sinks;
+    std::vector<GenerationRequest> list;
+    for (const Ask& a : asks) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      GenerationRequest r;
+      r.prompt = engine.tokenizer().encode(a.prompt, true, false);
+      r.sampling = a.sampling;
+      r.sampling.ignore_eos = true;
+      r.max_tokens = a.max_tokens;
+      r.sink = sinks.back();
+      list.push_back(std::move(r));
+    }
+    ASSERT_TRUE(engine.scheduler().submit(std::move(list)).accepted());
+    for (size_t i = 0; i < asks.size(); ++i) {
+      sinks[i]->wait();
+      EXPECT_EQ(sinks[i]->text(), run(engine, {asks[i]}).front()) << prompt << " choice " << i;
+    }
+  }
+}
+
 // The GPU and the CPU on the same file: greedy texts agree where the logits leave no near
 // tie (a random tiny model has few), so this only reports how far they agree; the shared
 // goldens (golden_cuda_test.cpp) hold the GPU to llama.cpp's tokens with margins.

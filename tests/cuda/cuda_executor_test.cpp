@@ -89,7 +89,7 @@ TEST(CudaExecutor, RefusesABadPlanAndRunsTheNextOne) {
   StepResult result;
   EXPECT_THROW(exec->execute_step(bad, result), std::invalid_argument);
   bad = prefill();
-  bad.rows[2].kv_blocks.resize(1);
+  bad.rows[2].kv_blocks.clear();
   EXPECT_THROW(exec->execute_step(bad, result), std::invalid_argument);
   StepPlan good = prefill();
   exec->execute_step(good, result);
