@@ -67,6 +67,7 @@ void add_engine_flags(CLI::App& cmd, bench::BenchOptions& o, CLI::Option* model)
       cmd.add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
           ->check(CLI::Range(1, 1 << 24)),
       add_kv_dtype_option(cmd, o.kv_dtype),
+      add_device_option(cmd, o.device),
   };
   for (CLI::Option* flag : flags) flag->needs(model);
 }

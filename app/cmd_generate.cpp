@@ -27,6 +27,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   int threads = 0;
   std::string kv_dtype = "f16";
+  std::string device = "cpu";
   bool ignore_eos = false;
 };
 
@@ -89,6 +90,7 @@ int run_generate(const GenerateOptions& o) {
   options.model = o.model;
   options.threads = o.threads;
   options.kv_type = *parse_kv_type(o.kv_dtype);
+  options.device = o.device;
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(options);
@@ -133,16 +135,17 @@ int run_generate(const GenerateOptions& o) {
   if (card.kv_local_capacity_tokens > 0)
     kv_local = "; sliding-window layers " + std::to_string(card.kv_local_capacity_tokens) +
                " tokens at " + std::to_string(card.kv_local_bytes_per_token) + " bytes/token";
-  std::fprintf(stderr,
-               "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
-               "tok/s (%d threads, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
-               prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
-               static_cast<long long>(generated),
-               generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
-               engine->threads(), static_cast<unsigned long long>(seed),
-               engine->card().kv_type.c_str(),
-               static_cast<long long>(engine->card().kv_bytes_per_token),
-               static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
+  std::fprintf(
+      stderr,
+      "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
+      "tok/s (device %s, %d threads, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
+      prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
+      static_cast<long long>(generated),
+      generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
+      engine->device_description().c_str(), engine->threads(),
+      static_cast<unsigned long long>(seed), engine->card().kv_type.c_str(),
+      static_cast<long long>(engine->card().kv_bytes_per_token),
+      static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
   return 0;
 }
 
@@ -164,6 +167,7 @@ Subcommand make_generate_command(CLI::App& app) {
       ->check(CLI::Range(0.0f, 0.999999f));
   cmd->add_option("--seed", opts->seed, "Sampling seed (default: random, printed)");
   add_kv_dtype_option(*cmd, opts->kv_dtype);
+  add_device_option(*cmd, opts->device);
   cmd->add_option("--threads", opts->threads, "Compute threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");

@@ -31,6 +31,7 @@ struct ServeOptions {
   int32_t max_step_tokens = 512;
   int64_t kv_tokens = 0;
   std::string kv_dtype = "f16";
+  std::string device = "cpu";
   std::string prefix_cache = "on";
   int32_t max_queue = 256;
   server::ServerOptions server;
@@ -88,6 +89,7 @@ int run_serve(ServeOptions o) {
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
   engine_options.kv_type = *parse_kv_type(o.kv_dtype);
+  engine_options.device = o.device;
   engine_options.scheduler.overlap = o.overlap == "on";
   engine_options.scheduler.max_batch = o.max_batch;
   engine_options.scheduler.max_step_tokens = o.max_step_tokens;
@@ -119,15 +121,15 @@ int run_serve(ServeOptions o) {
                std::to_string(card.kv_local_bytes_per_token) + " bytes each";
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
-      "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, %d compute "
-      "threads, overlap %s)\n",
+      "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, device %s, "
+      "%d compute threads, overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       card.chat_template ? tool_call_format_name(card.chat_template->tool_format) : "none",
       static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
       static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(), o.prefix_cache.c_str(),
-      engine->threads(), o.overlap.c_str());
+      engine->device_description().c_str(), engine->threads(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
@@ -170,6 +172,7 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
   add_kv_dtype_option(*cmd, opts->kv_dtype);
+  add_device_option(*cmd, opts->device);
   cmd->add_option("--prefix-cache", opts->prefix_cache,
                   "Reuse the KV blocks of prompt prefixes computed before")
       ->check(CLI::IsMember({"on", "off"}))

@@ -29,6 +29,13 @@ inline CLI::Option* add_kv_dtype_option(CLI::App& cmd, std::string& value) {
       ->capture_default_str();
 }
 
+// --device, as serve, generate and bench take it: where the steps run.
+inline CLI::Option* add_device_option(CLI::App& cmd, std::string& value) {
+  return cmd.add_option("--device", value, "Where steps run: cpu, or cuda (an NVIDIA GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+}
+
 // One registration function per subcommand; main calls each in turn.
 using SubcommandFactory = Subcommand (*)(CLI::App& app);
 const std::vector<SubcommandFactory>& subcommand_factories();

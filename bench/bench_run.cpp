@@ -1,5 +1,6 @@
 #include "bench/bench_run.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -60,6 +61,7 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
     s["max_step_tokens"] = o.max_step_tokens;
     s["kv_tokens"] = o.kv_tokens;
     s["kv_dtype"] = o.kv_dtype;
+    s["device"] = o.device;
     s["prefix_cache"] = o.prefix_cache;
     s["max_queue"] = o.max_queue;
   }
@@ -139,6 +141,11 @@ DeviceFigures device_figures(const SchedulerMetrics& before, const SchedulerMetr
   device.prefix_queried_tokens = after.prefix_queried_tokens - before.prefix_queried_tokens;
   device.prefix_hit_tokens = after.prefix_hit_tokens - before.prefix_hit_tokens;
   device.preemptions = after.preemptions - before.preemptions;
+  if (after.gpu_busy_seconds >= 0 && duration_seconds > 0) {
+    const double busy = after.gpu_busy_seconds - before.gpu_busy_seconds;
+    device.gpu_idle_fraction = std::max(0.0, 1.0 - busy / duration_seconds);
+    device.chained_gap_median_us = after.chained_gap_median_us;
+  }
   return device;
 }
 
@@ -155,6 +162,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   const std::optional<KvType> kv_type = parse_kv_type(o.kv_dtype);
   if (!kv_type) throw std::invalid_argument("--kv-dtype: unknown type " + o.kv_dtype);
   eo.kv_type = *kv_type;
+  eo.device = o.device;
   eo.scheduler.overlap = overlap;
   eo.scheduler.max_batch = o.max_batch;
   eo.scheduler.max_step_tokens = o.max_step_tokens;

@@ -42,6 +42,7 @@ struct BenchOptions {
   int32_t max_step_tokens = 512;
   int64_t kv_tokens = 0;
   std::string kv_dtype = "f16";  // the KV cache's element type (kv_cache.h's names)
+  std::string device = "cpu";    // --device: cpu or cuda
   int32_t max_queue = 256;
 };
 

@@ -71,6 +71,13 @@ std::string format_table(const std::vector<RunReport>& runs) {
     rows.push_back({"Device busy (s)", device(&DeviceFigures::busy_seconds, 2)});
     rows.push_back({"Device idle (s)", device(&DeviceFigures::idle_seconds, 2)});
     rows.push_back({"Device idle fraction", device(&DeviceFigures::idle_fraction, 3)});
+    bool any_gpu = false;
+    for (const RunReport& r : runs) any_gpu |= r.device && r.device->gpu_idle_fraction >= 0;
+    if (any_gpu) {
+      rows.push_back({"GPU idle fraction", device(&DeviceFigures::gpu_idle_fraction, 3)});
+      rows.push_back(
+          {"Chained step gap p50 (us)", device(&DeviceFigures::chained_gap_median_us, 1)});
+    }
     rows.push_back({"Steps (chained)", [](const RunReport& r) {
                       return r.device ? std::to_string(r.device->steps) + " (" +
                                             std::to_string(r.device->chained_steps) + ")"
@@ -162,6 +169,10 @@ nlohmann::json run_json(const RunReport& run) {
     j["device"] = {{"busy_s", d.busy_seconds},         {"idle_s", d.idle_seconds},
                    {"idle_fraction", d.idle_fraction}, {"steps", d.steps},
                    {"chained_steps", d.chained_steps}, {"preemptions", d.preemptions}};
+    if (d.gpu_idle_fraction >= 0) {
+      j["device"]["gpu_idle_fraction"] = d.gpu_idle_fraction;
+      j["device"]["chained_gap_median_us"] = d.chained_gap_median_us;
+    }
     j["prefix_cache_queried_tokens"] = d.prefix_queried_tokens;
     j["prefix_cache_hit_tokens"] = d.prefix_hit_tokens;
     j["prefix_cache_hit_rate"] = d.prefix_queried_tokens > 0

@@ -23,6 +23,10 @@ struct DeviceFigures {
   uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
   uint64_t prefix_hit_tokens = 0;      // of which found there
   uint64_t preemptions = 0;
+  // With a GPU (its own clock; else -1): the fraction of the run it was not running a
+  // step, and the median idle gap before a chained step, in microseconds.
+  double gpu_idle_fraction = -1;
+  double chained_gap_median_us = -1;
 };
 
 struct RunReport {

@@ -40,6 +40,41 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
 
 }  // namespace
 
+std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options) {
+  if (options.device == "cuda") {
+    CudaExecutorOptions exec;
+    exec.context_length = options.context_length;
+    exec.kv_tokens = options.kv_tokens;
+    exec.kv_type = options.kv_type;
+    exec.eog_ids = tokenizer_->eog_ids();
+    exec.max_sequences = options.scheduler.max_batch;
+    exec.max_step_tokens = options.scheduler.max_step_tokens;
+    try {
+      auto executor = make_cuda_executor(model_, exec);
+      device_description_ = cuda_device_description();
+      return executor;
+    } catch (const CudaUnavailable& e) {
+      throw EngineOptionError(e.what());
+    } catch (const std::invalid_argument& e) {
+      throw EngineOptionError(e.what());
+    }
+  }
+  if (options.device != "cpu")
+    throw EngineOptionError("--device: unknown device '" + options.device + "' (cpu or cuda)");
+  CpuExecutorOptions exec;
+  exec.threads = options.threads;
+  exec.context_length = options.context_length;
+  exec.kv_tokens = options.kv_tokens;
+  exec.kv_type = options.kv_type;
+  exec.eog_ids = tokenizer_->eog_ids();
+  exec.max_sequences = options.scheduler.max_batch;
+  exec.max_step_tokens = options.scheduler.max_step_tokens;
+  exec.local_kv_group = options.local_kv_group;
+  auto executor = std::make_unique<CpuExecutor>(model_, exec);
+  threads_ = executor->threads();
+  return executor;
+}
+
 Engine::Engine(EngineOptions options) {
   model_ = Model::load(options.model);
   tokenizer_ = Tokenizer::from_gguf(model_->file());
@@ -53,18 +88,7 @@ Engine::Engine(EngineOptions options) {
   ModelCard card;
   card.chat_template = load_chat_template(options, model_->file(), *tokenizer_);
 
-  CpuExecutorOptions exec;
-  exec.threads = options.threads;
-  exec.context_length = options.context_length;
-  exec.kv_tokens = options.kv_tokens;
-  exec.kv_type = options.kv_type;
-  exec.eog_ids = tokenizer_->eog_ids();
-  exec.max_sequences = options.scheduler.max_batch;
-  exec.max_step_tokens = options.scheduler.max_step_tokens;
-  exec.local_kv_group = options.local_kv_group;
-  auto executor = std::make_unique<CpuExecutor>(model_, exec);
-  threads_ = executor->threads();
-  device_ = std::make_unique<Device>(std::move(executor));
+  device_ = std::make_unique<Device>(make_executor(options));
   scheduler_ = std::make_unique<Scheduler>(*device_, *tokenizer_, options.scheduler);
 
   const DeviceInfo& info = device_->info();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/cuda/cuda_executor.h"
 #include "runner/device/cpu_executor.h"
 #include "runner/device/device.h"
 #include "runner/grammar/grammar_cache.h"
@@ -37,11 +38,14 @@ struct EngineOptions {
   // false: sliding-window layers keep every position like the global ones (the layout
   // before their own block group; tests compare the two).
   bool local_kv_group = true;
+  // Where steps run (--device): "cpu", or "cuda" (the GPU executor, runner/cuda/).
+  std::string device = "cpu";
   SchedulerOptions scheduler;
 };
 
-// A chat template (the GGUF's or --chat-template's) that does not compile, or a
-// --ctx-size beyond the model's context. what() is one line naming the problem.
+// A chat template (the GGUF's or --chat-template's) that does not compile, a --ctx-size
+// beyond the model's context, or --device cuda where no GPU can be used (or with an option
+// the GPU executor cannot honour). what() is one line naming the problem.
 struct EngineOptionError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -63,6 +67,8 @@ class Engine {
   const Model& model() const { return *model_; }
   const DeviceInfo& device_info() const { return device_->info(); }
   int threads() const { return threads_; }
+  // "cpu", or the GPU's name and memory with --device cuda.
+  const std::string& device_description() const { return device_description_; }
   // The model as /v1/models and the bench describe it.
   const ModelCard& card() const { return card_; }
   // Structured output: the card's grammars, compiled for this model's vocabulary.
@@ -73,8 +79,11 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<StepExecutor> make_executor(const EngineOptions& options);
+
   ModelCard card_;
   int threads_ = 0;
+  std::string device_description_ = "cpu";
 };
 
 }  // namespace tandem

@@ -70,6 +70,8 @@ SchedulerMetrics Scheduler::metrics() const {
   const DeviceCounters device = device_.counters();
   out.device_busy_seconds = device.busy_seconds;
   out.device_idle_seconds = device.idle_seconds;
+  out.gpu_busy_seconds = device.device_busy_seconds;
+  out.chained_gap_median_us = device.chained_gap_median_us;
   return out;
 }
 

@@ -53,6 +53,10 @@ struct SchedulerMetrics {
   double host_seconds = 0;         // the loop's own time, outside waits for the device
   double device_busy_seconds = 0;
   double device_idle_seconds = 0;
+  // Measured on a GPU's own clock (DeviceCounters), else -1: its time running steps, and
+  // the median time it sat idle between a step and the chained step after it.
+  double gpu_busy_seconds = -1;
+  double chained_gap_median_us = -1;
   int32_t waiting = 0;  // queue size
   int32_t running = 0;  // batch size: admitted, not finished
   int32_t last_step_rows = 0;

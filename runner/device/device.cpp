@@ -31,6 +31,9 @@ struct PendingStep::Slot {
   std::vector<RowLogprobs> logprobs;
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   std::exception_ptr error;
+  // Asynchronous executors: this step took its inputs on the device from a step that then
+  // failed, so its own result means nothing (worker thread only).
+  bool inputs_failed = false;
   std::atomic<bool> done{false};
 };
 
@@ -136,48 +139,46 @@ struct Device::Worker {
     return slot;
   }
 
-  void run(Slot& slot) {
-    if (slot.chained) {
-      Slot& prev = *slot.prev;  // ran before this one: steps run in launch order
-      if (prev.error) {
-        slot.error = std::make_exception_ptr(
-            std::runtime_error("the step this chained step continues failed"));
-      } else {
-        // The plan moves along the chain: prev's plan is the worker's alone.
-        slot.plan = std::move(prev.plan);
-        for (size_t i = 0; i < slot.plan.rows.size(); ++i) {
-          StepRow& row = slot.plan.rows[i];
-          row.position += static_cast<int32_t>(row.tokens.size());
-          // The penalties count the token fed now, which the host has not processed yet.
-          if (row.sampling.has_output_penalties()) row.penalty_output.push_back(prev.tokens[i]);
-          row.tokens.assign(1, prev.tokens[i]);
-          row.next_prompt_token = -1;
-          row.kv_copy = {};  // done once, by the step that first carried it
-          row.sample = true;
-          if (i < slot.kv_blocks.size()) row.kv_blocks = std::move(slot.kv_blocks[i]);
-          if (i < slot.kv_local_blocks.size())
-            row.kv_local_blocks = std::move(slot.kv_local_blocks[i]);
-        }
-      }
+  // A chained step's plan, built from prev's (which moves along the chain: prev's plan is
+  // the worker's alone). Each row is fed prev's token for it, or kNoToken with
+  // device_inputs (the executor reads it from its own memory).
+  void prepare_chained(Slot& slot, bool device_inputs) {
+    Slot& prev = *slot.prev;  // ran (or was submitted) before this one: launch order
+    if (prev.error) {
+      slot.error = std::make_exception_ptr(
+          std::runtime_error("the step this chained step continues failed"));
       slot.prev.reset();
+      return;
     }
-    const auto start = Clock::now();
-    if (!slot.error) {
-      StepResult result;
-      result.tokens.assign(slot.plan.rows.size(), kNoToken);
-      try {
-        executor->execute_step(slot.plan, result);
-        slot.tokens = std::move(result.tokens);
-        slot.logprobs = std::move(result.logprobs);
-        slot.prompt_logprobs = std::move(result.prompt_logprobs);
-      } catch (...) {
-        slot.error = std::current_exception();
-      }
+    slot.plan = std::move(prev.plan);
+    for (size_t i = 0; i < slot.plan.rows.size(); ++i) {
+      StepRow& row = slot.plan.rows[i];
+      const int32_t fed = device_inputs ? kNoToken : prev.tokens[i];
+      row.position += static_cast<int32_t>(row.tokens.size());
+      // The penalties count the token fed now, which the host has not processed yet
+      // (device_inputs never carries penalties: can_chain_on_device says no).
+      if (row.sampling.has_output_penalties()) row.penalty_output.push_back(fed);
+      row.tokens.assign(1, fed);
+      row.next_prompt_token = -1;
+      row.kv_copy = {};  // done once, by the step that first carried it
+      row.sample = true;
+      if (i < slot.kv_blocks.size()) row.kv_blocks = std::move(slot.kv_blocks[i]);
+      if (i < slot.kv_local_blocks.size()) row.kv_local_blocks = std::move(slot.kv_local_blocks[i]);
     }
-    const auto end = Clock::now();
+    slot.prev.reset();
+  }
+
+  void store(Slot& slot, StepResult& result) {
+    slot.tokens = std::move(result.tokens);
+    slot.logprobs = std::move(result.logprobs);
+    slot.prompt_logprobs = std::move(result.prompt_logprobs);
+  }
+
+  // Counts the step and hands it to finalize().
+  void publish(Slot& slot, Clock::duration busy) {
     {
       std::lock_guard lock(stats_mutex);
-      stats.busy_seconds += seconds(end - start);
+      stats.busy_seconds += seconds(busy);
       ++stats.steps;
       if (slot.chained) ++stats.chained_steps;
     }
@@ -190,8 +191,103 @@ struct Device::Worker {
     if (wake) done_cv.notify_one();
   }
 
+  void run(Slot& slot) {
+    if (slot.chained) prepare_chained(slot, false);
+    const auto start = Clock::now();
+    if (!slot.error) {
+      StepResult result;
+      result.tokens.assign(slot.plan.rows.size(), kNoToken);
+      try {
+        executor->execute_step(slot.plan, result);
+        store(slot, result);
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
+    }
+    publish(slot, Clock::now() - start);
+  }
+
   void loop() {
+    if (executor->asynchronous()) return loop_async();
     while (auto slot = take()) run(*slot);
+  }
+
+  // --- asynchronous executors (StepExecutor::submit) ---
+
+  // Submits a step; false (the step carrying the error) when submit threw.
+  bool submit(Slot& slot, bool device_inputs) {
+    if (slot.error) return false;
+    try {
+      executor->submit(slot.plan, device_inputs);
+      return true;
+    } catch (...) {
+      slot.error = std::current_exception();
+      return false;
+    }
+  }
+
+  void collect(Slot& slot, Clock::time_point submitted) {
+    StepResult result;  // slot.plan may have moved on to a chained successor already
+    result.tokens.assign(slot.rows, kNoToken);
+    try {
+      executor->collect(result);
+      store(slot, result);
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    if (slot.inputs_failed && !slot.error)
+      slot.error = std::make_exception_ptr(
+          std::runtime_error("the step this chained step continues failed"));
+    publish(slot, Clock::now() - submitted);
+  }
+
+  // Waits until a launch is queued (true) or the step in flight has finished (false),
+  // whichever comes first; the device keeps running meanwhile.
+  bool launch_before_ready() {
+    for (;;) {
+      if (queued.load(std::memory_order_acquire) != taken) return true;
+      if (executor->ready()) return false;
+      for (int i = 0; i < 64; ++i) cpu_relax();
+      std::this_thread::yield();
+    }
+  }
+
+  // One step stays in flight on the device while the next is enqueued behind it: a chained
+  // successor whose rows can take their tokens on the device is submitted before its
+  // predecessor is collected, so the device never waits for the host in between.
+  void loop_async() {
+    std::shared_ptr<Slot> in_flight;
+    Clock::time_point in_flight_since;
+    for (;;) {
+      if (in_flight && !launch_before_ready()) {
+        collect(*in_flight, in_flight_since);
+        in_flight.reset();
+        continue;
+      }
+      std::shared_ptr<Slot> slot = take();
+      if (!slot) break;
+      const bool on_device = slot->chained && in_flight && slot->prev == in_flight &&
+                             executor->can_chain_on_device(in_flight->plan);
+      if (!on_device && in_flight) {
+        collect(*in_flight, in_flight_since);
+        in_flight.reset();
+      }
+      if (slot->chained) prepare_chained(*slot, on_device);
+      const auto now = Clock::now();
+      if (!submit(*slot, on_device)) {
+        if (in_flight) collect(*in_flight, in_flight_since);
+        in_flight.reset();
+        publish(*slot, Clock::duration{});
+        continue;
+      }
+      if (in_flight) {
+        collect(*in_flight, in_flight_since);
+        slot->inputs_failed = in_flight->error != nullptr;
+      }
+      in_flight = std::move(slot);
+      in_flight_since = now;
+    }
+    if (in_flight) collect(*in_flight, in_flight_since);
   }
 
   void begin_wait() {
@@ -242,6 +338,14 @@ struct Device::Worker {
 
   std::thread thread;  // last: started once everything above exists
 };
+
+void StepExecutor::submit(const StepPlan&, bool) {
+  throw std::logic_error("StepExecutor::submit: this executor is synchronous");
+}
+
+void StepExecutor::collect(StepResult&) {
+  throw std::logic_error("StepExecutor::collect: this executor is synchronous");
+}
 
 Device::Device(std::unique_ptr<StepExecutor> executor, DeviceOptions options)
     : info_(executor->info()), options_(options) {
@@ -304,6 +408,11 @@ DeviceCounters Device::counters() const {
   DeviceCounters out = worker_->stats;
   if (worker_->waiting && worker_->active) {
     out.idle_seconds += seconds(Clock::now() - worker_->idle_since);
+  }
+  double busy = 0, gap = 0;
+  if (worker_->executor->device_timing(busy, gap)) {
+    out.device_busy_seconds = busy;
+    out.chained_gap_median_us = gap;
   }
   return out;
 }

@@ -107,6 +107,31 @@ class StepExecutor {
   virtual void execute_step(const StepPlan& plan, StepResult& result) {
     execute(plan, result.tokens);
   }
+
+  // Executors whose device runs apart from the worker thread (a GPU) also split a step in
+  // two, so that the worker enqueues step N+1 before it waits for step N:
+  // - submit() enqueues the step's work and returns at once. With device_inputs, the
+  //   plan's rows are those of the step submitted just before, in order, and each is fed
+  //   the token that step sampled for it, read from the device's own memory (the rows'
+  //   tokens hold kNoToken); the host has not seen those tokens yet.
+  // - ready() says whether the oldest submitted step has finished; collect() waits for it
+  //   and writes its result (either may throw, for that step).
+  // At most two steps are submitted and not yet collected.
+  virtual bool asynchronous() const { return false; }
+  virtual void submit(const StepPlan& plan, bool device_inputs);
+  virtual bool ready() { return true; }
+  virtual void collect(StepResult& result);
+  // Whether the successor of a step with these rows may take its inputs on the device:
+  // false when a row needs its sampled token on the host first (a grammar to advance,
+  // penalties to count).
+  virtual bool can_chain_on_device(const StepPlan& /*plan*/) const { return false; }
+  // Time measured on the device itself (events around each step), where the executor has
+  // a device of its own; false where it has none (the CPU's busy time is the worker's).
+  // Called from any thread.
+  virtual bool device_timing(double& busy_seconds, double& chained_gap_median_us) const {
+    (void)busy_seconds, (void)chained_gap_median_us;
+    return false;
+  }
 };
 
 struct DeviceOptions {
@@ -126,6 +151,11 @@ struct DeviceCounters {
   double idle_seconds = 0;  // waiting for a launch while active
   uint64_t steps = 0;       // steps executed, chained ones included
   uint64_t chained_steps = 0;
+  // From an asynchronous executor's own clock (StepExecutor::device_timing), else -1: the
+  // time its device spent running steps, and the median time it sat idle between a step
+  // and the chained step after it.
+  double device_busy_seconds = -1;
+  double chained_gap_median_us = -1;
 };
 
 // A launched step. Move-only; valid until destroyed (finalize does not invalidate it, so a

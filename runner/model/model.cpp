@@ -48,26 +48,21 @@ kernels::WeightSource matrix(const gguf::File& file, const std::string& name, in
   return {t.type, t.data, n_out, n_in};
 }
 
-// Q, K and V as one packed matrix, from attn_qkv (phi3) or the three tensors.
-kernels::PackedWeights load_qkv(const gguf::File& f, const ModelConfig& c, const std::string& p) {
+// Q, K and V as one matrix, from attn_qkv (phi3) or the three tensors.
+std::vector<kernels::WeightSource> qkv_sources(const gguf::File& f, const ModelConfig& c,
+                                               const std::string& p) {
   const int64_t e = c.n_embd, q = c.q_dim(), kv = c.kv_dim();
-  if (c.fused_qkv)
-    return kernels::PackedWeights::pack(matrix(f, p + "attn_qkv.weight", e, q + 2 * kv));
-  const kernels::WeightSource qkv[] = {matrix(f, p + "attn_q.weight", e, q),
-                                       matrix(f, p + "attn_k.weight", e, kv),
-                                       matrix(f, p + "attn_v.weight", e, kv)};
-  return kernels::PackedWeights::pack(qkv);
+  if (c.fused_qkv) return {matrix(f, p + "attn_qkv.weight", e, q + 2 * kv)};
+  return {matrix(f, p + "attn_q.weight", e, q), matrix(f, p + "attn_k.weight", e, kv),
+          matrix(f, p + "attn_v.weight", e, kv)};
 }
 
-// Gate and up as one packed matrix, from ffn_up holding [gate; up] (phi3) or the two.
-kernels::PackedWeights load_gate_up(const gguf::File& f, const ModelConfig& c,
-                                    const std::string& p) {
+// Gate and up as one matrix, from ffn_up holding [gate; up] (phi3) or the two.
+std::vector<kernels::WeightSource> gate_up_sources(const gguf::File& f, const ModelConfig& c,
+                                                   const std::string& p) {
   const int64_t e = c.n_embd, ff = c.n_ff;
-  if (c.fused_gate_up)
-    return kernels::PackedWeights::pack(matrix(f, p + "ffn_up.weight", e, 2 * ff));
-  const kernels::WeightSource gate_up[] = {matrix(f, p + "ffn_gate.weight", e, ff),
-                                           matrix(f, p + "ffn_up.weight", e, ff)};
-  return kernels::PackedWeights::pack(gate_up);
+  if (c.fused_gate_up) return {matrix(f, p + "ffn_up.weight", e, 2 * ff)};
+  return {matrix(f, p + "ffn_gate.weight", e, ff), matrix(f, p + "ffn_up.weight", e, ff)};
 }
 
 LayerWeights load_layer(const gguf::File& f, const ModelConfig& c, int32_t l) {
@@ -75,7 +70,8 @@ LayerWeights load_layer(const gguf::File& f, const ModelConfig& c, int32_t l) {
   const int64_t e = c.n_embd, q = c.q_dim(), kv = c.kv_dim();
   LayerWeights w;
   w.attn_norm = load_vector(f, p + "attn_norm.weight", e);
-  w.qkv = load_qkv(f, c, p);
+  w.qkv_sources = qkv_sources(f, c, p);
+  w.qkv = kernels::PackedWeights::pack(w.qkv_sources);
   if (c.qkv_bias) {
     for (auto [name, n] : {std::pair{"attn_q.bias", q}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
       std::vector<float> b = load_vector(f, p + name, n);
@@ -86,14 +82,17 @@ LayerWeights load_layer(const gguf::File& f, const ModelConfig& c, int32_t l) {
     w.q_norm = load_vector(f, p + "attn_q_norm.weight", c.head_dim);
     w.k_norm = load_vector(f, p + "attn_k_norm.weight", c.head_dim);
   }
-  w.attn_out = kernels::PackedWeights::pack(matrix(f, p + "attn_output.weight", q, e));
+  w.attn_out_sources = {matrix(f, p + "attn_output.weight", q, e)};
+  w.attn_out = kernels::PackedWeights::pack(w.attn_out_sources);
   w.ffn_norm = load_vector(f, p + "ffn_norm.weight", e);
   if (c.post_norms) {
     w.post_attn_norm = load_vector(f, p + "post_attention_norm.weight", e);
     w.post_ffn_norm = load_vector(f, p + "post_ffw_norm.weight", e);
   }
-  w.gate_up = load_gate_up(f, c, p);
-  w.down = kernels::PackedWeights::pack(matrix(f, p + "ffn_down.weight", c.n_ff, e));
+  w.gate_up_sources = gate_up_sources(f, c, p);
+  w.gate_up = kernels::PackedWeights::pack(w.gate_up_sources);
+  w.down_sources = {matrix(f, p + "ffn_down.weight", c.n_ff, e)};
+  w.down = kernels::PackedWeights::pack(w.down_sources);
   return w;
 }
 
@@ -122,8 +121,8 @@ std::unique_ptr<Model> Model::load(gguf::File file) {
   for (int32_t l = 0; l < c.n_layer; ++l) m->layers_.push_back(load_layer(f, c, l));
   m->output_norm_ = load_vector(f, "output_norm.weight", e);
   m->tied_ = f.find_tensor("output.weight") == nullptr;
-  m->output_ = kernels::PackedWeights::pack(
-      matrix(f, m->tied_ ? "token_embd.weight" : "output.weight", e, c.n_vocab));
+  m->output_source_ = matrix(f, m->tied_ ? "token_embd.weight" : "output.weight", e, c.n_vocab);
+  m->output_ = kernels::PackedWeights::pack(m->output_source_);
   return m;
 }
 

@@ -25,6 +25,9 @@ struct LayerWeights {
   std::vector<float> post_ffn_norm;   // post_norms: n_embd; else empty
   kernels::PackedWeights gate_up;     // n_embd -> [gate (n_ff) | up (n_ff)]
   kernels::PackedWeights down;        // n_ff -> n_embd
+  // Each packed matrix's GGUF sources (into the mapped file), in packing order, for
+  // executors that keep weights in a layout of their own (the CUDA executor).
+  std::vector<kernels::WeightSource> qkv_sources, attn_out_sources, gate_up_sources, down_sources;
 };
 
 class Model {
@@ -44,6 +47,8 @@ class Model {
   // rope.scaling.original_context_length and rope_factors_short.weight when not.
   const std::vector<float>& rope_freq_factors(int32_t served_context) const;
   const kernels::PackedWeights& output() const { return output_; }
+  const kernels::WeightSource& output_source() const { return output_source_; }
+  const gguf::TensorInfo& token_embedding() const { return *token_embd_; }
   bool tied_embeddings() const { return tied_; }
 
   // Writes token `id`'s embedding (n_embd floats) to out. id must be in [0, n_vocab).
@@ -60,6 +65,7 @@ class Model {
   std::vector<float> rope_freq_factors_;       // rope_freqs.weight, or empty
   std::vector<float> rope_long_, rope_short_;  // LongRoPE's factors, or empty
   kernels::PackedWeights output_;              // output.weight, or token_embd.weight when tied
+  kernels::WeightSource output_source_;
   bool tied_ = false;
   const gguf::TensorInfo* token_embd_ = nullptr;
 };

@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "runner/cuda/cuda_executor.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::testing {
@@ -67,6 +68,21 @@ TEST(GenerateCli, BadFlagValuesExitTwoNamingTheFlag) {
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
   }
+}
+
+// --device cuda where no GPU can be used (no device, no driver, or a build without CUDA):
+// exit 2 and one line saying why, as for any option that cannot be honoured.
+TEST(GenerateCli, DeviceCudaWithoutAGpuExitsTwoWithOneLine) {
+  if (cuda_unavailable_reason().empty()) GTEST_SKIP() << "a GPU is present";
+  ScratchDir dir;
+  auto model = make_tiny(dir);
+  auto r = run_tandem({"generate", "--model", model, "--prompt", "x", "--device", "cuda"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device cuda: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  auto bad = run_tandem({"generate", "--model", model, "--prompt", "x", "--device", "tpu"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--device"), std::string::npos) << bad.err;
 }
 
 }  // namespace

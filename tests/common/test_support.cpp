@@ -14,7 +14,10 @@
 namespace tandem::testing {
 
 std::optional<std::filesystem::path> shared_dir() {
-  std::filesystem::path dir = TANDEM_SHARED_DIR;
+  // TANDEM_SHARED_DIR in the environment wins: the GPU machine runs the tests built here
+  // from another checkout path, with the shared files it was sent.
+  const char* env = std::getenv("TANDEM_SHARED_DIR");
+  std::filesystem::path dir = env && *env ? env : TANDEM_SHARED_DIR;
   if (std::filesystem::is_directory(dir / "models") || std::filesystem::is_directory(dir / "vocab"))
     return std::filesystem::canonical(dir);
   return std::nullopt;

@@ -1,0 +1,204 @@
+// The attention half of the forward pass on the GPU: q/k norms, RoPE and the KV cache
+// writes (qk_rope_store), attention over the paged cache (attention) and the block copy
+// that n choices use (copy_kv_slots). See forward_kernels.h for the contract.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "runner/cuda/forward_kernels.h"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kKeyTile = 128;  // keys per step of the online softmax; also the block size
+
+__device__ inline float widen(float v) { return v; }
+__device__ inline float widen(__half v) { return __half2float(v); }
+__device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline void narrow(float v, float* p) { *p = v; }
+__device__ inline void narrow(float v, __half* p) { *p = __float2half_rn(v); }
+__device__ inline void narrow(float v, __nv_bfloat16* p) { *p = __float2bfloat16_rn(v); }
+
+__device__ inline float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, off));
+  return v;
+}
+
+template <bool kMax>
+__device__ float block_reduce(float v, float* scratch /* [32] */) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
+  v = kMax ? warp_max(v) : warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = lane < n_warps ? scratch[lane] : (kMax ? -INFINITY : 0.0f);
+  return kMax ? warp_max(total) : warp_sum(total);
+}
+
+// The cache slot of key j of a token's sequence.
+__device__ inline int64_t slot_of(const int32_t* table, int32_t j, int32_t block_size) {
+  return static_cast<int64_t>(table[j / block_size]) * block_size + j % block_size;
+}
+
+// One block per token. Bias first (the whole row), then each warp takes heads: the head's
+// RMSNorm (q_norm for q heads, k_norm for k heads) and RoPE; then K and V are stored.
+template <typename KT>
+__global__ void qk_rope_store_kernel(float* qkv, QkvParams p, TokenMeta meta, KvView kv,
+                                     int32_t layer) {
+  const int32_t hd = p.head_dim, q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
+  const int32_t width = q_dim + 2 * kv_dim;
+  float* row = qkv + static_cast<int64_t>(blockIdx.x) * width;
+  if (p.bias)
+    for (int32_t i = threadIdx.x; i < width; i += blockDim.x) row[i] += p.bias[i];
+  __syncthreads();
+  const int32_t pos = meta.position[blockIdx.x];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
+  const int32_t half = p.n_rot / 2;
+  for (int32_t h = warp; h < p.n_head + p.n_head_kv; h += n_warps) {
+    float* head = row + static_cast<int64_t>(h) * hd;
+    const float* norm = h < p.n_head ? p.q_norm : p.k_norm;
+    if (norm) {
+      double ss = 0;
+      for (int32_t d = lane; d < hd; d += 32) ss += static_cast<double>(head[d]) * head[d];
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) ss += __shfl_xor_sync(kFullMask, ss, off);
+      const float scale = static_cast<float>(1.0 / sqrt(ss / hd + p.eps));
+      __syncwarp();
+      for (int32_t d = lane; d < hd; d += 32) head[d] = head[d] * scale * norm[d];
+      __syncwarp();
+    }
+    for (int32_t i = lane; i < half; i += 32) {
+      const int32_t a = p.neox ? i : 2 * i, b = p.neox ? i + half : 2 * i + 1;
+      const double angle = static_cast<double>(pos) * p.frequencies[i];
+      const float c = static_cast<float>(cos(angle) * p.attn_factor);
+      const float s = static_cast<float>(sin(angle) * p.attn_factor);
+      const float x0 = head[a], x1 = head[b];
+      head[a] = x0 * c - x1 * s;
+      head[b] = x0 * s + x1 * c;
+    }
+    __syncwarp();
+  }
+  __syncthreads();
+  const int32_t* table = meta.tables + meta.table_start[blockIdx.x];
+  const int64_t at = slot_of(table, pos, kv.block_size) * kv_dim;
+  KT* k = reinterpret_cast<KT*>(kv.k(layer)) + at;
+  KT* v = reinterpret_cast<KT*>(kv.v(layer)) + at;
+  for (int32_t i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+    narrow(row[q_dim + i], k + i);
+    narrow(row[q_dim + kv_dim + i], v + i);
+  }
+}
+
+// One block per (token, head), kKeyTile threads: thread j scores key tile + j, the tile's
+// softmax is folded into the running max and sum (online softmax), and thread d (and
+// d + kKeyTile) accumulates output dimension d over the tile's keys in key order. Every
+// reduction has a fixed shape, so a token's output does not depend on the batch.
+template <typename KT>
+__global__ void attention_kernel(const float* qkv, AttentionParams p, TokenMeta meta, KvView kv,
+                                 int32_t layer, float* out) {
+  __shared__ float q[256];
+  __shared__ float prob[kKeyTile];
+  __shared__ float scratch[32];
+  const int32_t t = blockIdx.x, h = blockIdx.y, hd = p.head_dim;
+  const int32_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
+  const int32_t kv_head = h / (p.n_head / p.n_head_kv);
+  const float* qrow = qkv + static_cast<int64_t>(t) * (q_dim + 2 * kv_dim) + h * hd;
+  for (int32_t d = threadIdx.x; d < hd; d += blockDim.x) q[d] = qrow[d];
+  const int32_t end = meta.position[t] + 1;
+  const int32_t begin = p.window > 0 ? max(0, end - p.window) : 0;
+  const int32_t* table = meta.tables + meta.table_start[t];
+  const KT* keys = reinterpret_cast<const KT*>(kv.k(layer)) + kv_head * hd;
+  const KT* values = reinterpret_cast<const KT*>(kv.v(layer)) + kv_head * hd;
+  __syncthreads();
+
+  float running_max = -INFINITY, sum = 0, acc[2] = {0, 0};
+  for (int32_t tile = begin; tile < end; tile += kKeyTile) {
+    const int32_t j = tile + threadIdx.x;
+    float score = -INFINITY;
+    if (j < end) {
+      const KT* k = keys + slot_of(table, j, kv.block_size) * kv_dim;
+      float dot = 0;
+      for (int32_t d = 0; d < hd; ++d) dot = fmaf(q[d], widen(k[d]), dot);
+      score = dot * p.scale;
+      if (p.softcap > 0) score = p.softcap * tanhf(score / p.softcap);
+    }
+    const float new_max = fmaxf(running_max, block_reduce<true>(score, scratch));
+    const float correction = expf(running_max - new_max);
+    const float weight = j < end ? expf(score - new_max) : 0.0f;
+    prob[threadIdx.x] = weight;
+    sum = sum * correction + block_reduce<false>(weight, scratch);  // syncs: prob is visible
+    const int32_t count = min(kKeyTile, end - tile);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int32_t d = threadIdx.x + c * kKeyTile;
+      if (d >= hd) continue;
+      float a = acc[c] * correction;
+      for (int32_t jj = 0; jj < count; ++jj)
+        a = fmaf(prob[jj], widen(values[slot_of(table, tile + jj, kv.block_size) * kv_dim + d]), a);
+      acc[c] = a;
+    }
+    running_max = new_max;
+    __syncthreads();  // prob is rewritten by the next tile
+  }
+  float* o = out + static_cast<int64_t>(t) * q_dim + h * hd;
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const int32_t d = threadIdx.x + c * kKeyTile;
+    if (d < hd) o[d] = acc[c] / sum;
+  }
+}
+
+__global__ void copy_slots_kernel(KvView kv, int32_t from, int32_t to, int32_t slots) {
+  const int32_t layer = blockIdx.x / 2;
+  char* pool = blockIdx.x % 2 == 0 ? kv.k(layer) : kv.v(layer);
+  const size_t block_bytes = static_cast<size_t>(kv.block_size) * kv.kv_dim * kv.element_bytes();
+  const size_t bytes = static_cast<size_t>(slots) * kv.kv_dim * kv.element_bytes();
+  const char* src = pool + block_bytes * from;
+  char* dst = pool + block_bytes * to;
+  for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
+}
+
+}  // namespace
+
+void qk_rope_store(float* qkv, const QkvParams& p, const TokenMeta& meta, const KvView& kv,
+                   int32_t layer, int32_t n_tokens, cudaStream_t stream) {
+  if (n_tokens == 0) return;
+  switch (kv.element) {
+    case KvElement::kF32:
+      return qk_rope_store_kernel<float><<<n_tokens, 128, 0, stream>>>(qkv, p, meta, kv, layer);
+    case KvElement::kF16:
+      return qk_rope_store_kernel<__half><<<n_tokens, 128, 0, stream>>>(qkv, p, meta, kv, layer);
+    case KvElement::kBF16:
+      return qk_rope_store_kernel<__nv_bfloat16>
+          <<<n_tokens, 128, 0, stream>>>(qkv, p, meta, kv, layer);
+  }
+}
+
+void attention(const float* qkv, const AttentionParams& p, const TokenMeta& meta, const KvView& kv,
+               int32_t layer, float* out, int32_t n_tokens, cudaStream_t stream) {
+  if (n_tokens == 0) return;
+  const dim3 grid(n_tokens, p.n_head);
+  switch (kv.element) {
+    case KvElement::kF32:
+      return attention_kernel<float><<<grid, kKeyTile, 0, stream>>>(qkv, p, meta, kv, layer, out);
+    case KvElement::kF16:
+      return attention_kernel<__half><<<grid, kKeyTile, 0, stream>>>(qkv, p, meta, kv, layer, out);
+    case KvElement::kBF16:
+      return attention_kernel<__nv_bfloat16>
+          <<<grid, kKeyTile, 0, stream>>>(qkv, p, meta, kv, layer, out);
+  }
+}
+
+void copy_kv_slots(const KvView& kv, int32_t n_layer, int32_t from, int32_t to, int32_t slots,
+                   cudaStream_t stream) {
+  if (slots <= 0 || from < 0 || to < 0) return;
+  copy_slots_kernel<<<2 * n_layer, 256, 0, stream>>>(kv, from, to, slots);
+}
+
+}  // namespace tandem::cuda

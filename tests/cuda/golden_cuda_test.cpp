@@ -1,0 +1,171 @@
+// The GPU executor on the GGUF files in ../shared/models against llama.cpp's greedy tokens,
+// as tests/runner/model/golden_test.cpp checks the CPU: the same margins, and every step
+// sampled twice, by the fused kernel on the device and by the CPU Sampler on the device's
+// logits (a logprobs request), which must pick the same token.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "runner/cuda/cuda_executor.h"
+#include "tests/common/test_support.h"
+#include "tests/cuda/cuda_test_support.h"
+
+namespace tandem::testing {
+namespace {
+
+constexpr double kRoundingMargin = 2e-3;
+constexpr double kLogitDifferenceTolerance = 2e-2;
+constexpr int32_t kTopLogprobs = 20;
+
+class CudaGoldenModels : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::filesystem::path model_path() const {
+    return *shared_dir() / "models" / (GetParam() + ".gguf");
+  }
+  nlohmann::json golden() const {
+    const auto dir = *shared_dir() / "models";
+    std::ifstream in(dir / (GetParam() + ".gguf.golden.json"));
+    if (!in) in.open(dir / (GetParam() + ".golden.json"));
+    return in ? nlohmann::json::parse(in) : nlohmann::json{};
+  }
+};
+
+// Largest gap between our and llama.cpp's logprob(top1) - logprob(k) over the golden top 5
+// that our top list holds; -1 when it holds none of them.
+double top5_deviation(const RowLogprobs& ours, const nlohmann::json& top5) {
+  auto ours_of = [&](int32_t id) -> std::optional<double> {
+    for (const TokenLogprob& t : ours.top)
+      if (t.id == id) return t.logprob;
+    return std::nullopt;
+  };
+  const auto first = top5[0].get<std::pair<int32_t, double>>();
+  const std::optional<double> our_first = ours_of(first.first);
+  if (!our_first) return -1;
+  double worst = 0;
+  for (const auto& entry : top5) {
+    const auto [id, logprob] = entry.get<std::pair<int32_t, double>>();
+    if (const auto o = ours_of(id))
+      worst = std::max(worst, std::abs((*our_first - *o) - (first.second - logprob)));
+  }
+  return worst;
+}
+
+// One step of one sequence: the fused kernel's greedy token, and the host's with logprobs.
+struct Stepped {
+  int32_t device_token = -1;
+  int32_t host_token = -1;
+  RowLogprobs logprobs;
+};
+
+class Sequence {
+ public:
+  Sequence(StepExecutor& exec, std::vector<int32_t> blocks)
+      : exec_(exec), blocks_(std::move(blocks)) {}
+  Stepped step(const std::vector<int32_t>& tokens, int32_t position) {
+    Stepped out;
+    for (bool host : {false, true}) {
+      StepRow row;
+      row.tokens = tokens;
+      row.position = position;
+      row.kv_blocks = blocks_;
+      row.sampling.temperature = 0;
+      row.sampling.ignore_eos = true;  // llama.cpp's goldens exclude the EOG ids
+      if (host) row.sampling.logprobs = kTopLogprobs;
+      StepPlan plan;
+      plan.rows.push_back(std::move(row));
+      StepResult result;
+      exec_.execute_step(plan, result);
+      (host ? out.host_token : out.device_token) = result.tokens.at(0);
+      if (host) out.logprobs = result.logprobs.at(0);
+    }
+    return out;
+  }
+
+ private:
+  StepExecutor& exec_;
+  std::vector<int32_t> blocks_;
+};
+
+TEST_P(CudaGoldenModels, GreedyTokensEqualTheGoldenFile) {
+  TANDEM_REQUIRE_SHARED();
+  TANDEM_REQUIRE_GPU();
+  const nlohmann::json g = golden();
+  ASSERT_TRUE(g.contains("cases")) << "missing golden file for " << GetParam();
+  std::shared_ptr<const Model> model = Model::load(model_path());
+  std::vector<int32_t> eog = {
+      static_cast<int32_t>(model->file().get_int_or("tokenizer.ggml.eos_token_id", 2))};
+  if (g.contains("notes") && g["notes"].contains("eog_token_ids"))
+    eog = g["notes"]["eog_token_ids"].get<std::vector<int32_t>>();
+  CudaExecutorOptions options;
+  options.kv_tokens = 64 * 16;
+  options.eog_ids = eog;
+  std::unique_ptr<StepExecutor> exec = make_cuda_executor(model, options);
+  std::vector<int32_t> blocks(64);
+  std::iota(blocks.begin(), blocks.end(), 0);
+
+  int exact = 0;
+  double worst = 0;
+  for (size_t ci = 0; ci < g["cases"].size(); ++ci) {
+    const auto& c = g["cases"][ci];
+    const nlohmann::json* check = g.contains("notes") ? &g["notes"]["checks"][ci] : nullptr;
+    std::vector<int32_t> seq = c["prompt_tokens"].get<std::vector<int32_t>>();
+    const auto expected = c["greedy_tokens"].get<std::vector<int32_t>>();
+    Sequence sequence(*exec, blocks);
+    std::vector<int32_t> feed = seq;
+    int32_t position = 0;
+    for (size_t step = 0; step < expected.size(); ++step) {
+      const Stepped s = sequence.step(feed, position);
+      EXPECT_EQ(s.device_token, s.host_token) << "the device's greedy token is not the host's";
+      const nlohmann::json* top5 = check ? &(*check)["top5_non_eog"] : nullptr;
+      if (top5 && top5->size() == expected.size() && (*top5)[step][0][0] == expected[step]) {
+        const double deviation = top5_deviation(s.logprobs, (*top5)[step]);
+        worst = std::max(worst, deviation);
+        EXPECT_LE(deviation, kLogitDifferenceTolerance) << c["prompt"] << " step " << step;
+      }
+      if (s.device_token != expected[step]) {
+        const double margin = check ? (*check)["top1_top2_logit_margins"][step].get<double>() : 1;
+        EXPECT_LT(margin, kRoundingMargin)
+            << c["prompt"] << ": token " << s.device_token << " at step " << step << ", expected "
+            << expected[step];
+        std::cout << "  [rounding] " << GetParam() << " case " << ci << ": differs at step " << step
+                  << " of " << expected.size() << " (golden margin " << margin << ")\n";
+        break;
+      }
+      exact += step + 1 == expected.size();
+      position += static_cast<int32_t>(feed.size());
+      feed = {s.device_token};
+    }
+  }
+  std::cout << "  " << GetParam() << " on the GPU: " << exact << "/" << g["cases"].size()
+            << " prompts match exactly; top-5 logit differences within " << worst
+            << " of llama.cpp's\n";
+}
+
+// Whichever of the shared files the run has (the device machine is sent a few at a time).
+std::vector<std::string> present_models() {
+  std::vector<std::string> names;
+  for (const char* n : {"rand-tiny-llama-spm-f32", "rand-tiny-llama-spm-f16",
+                        "families/llama3-tiny-s777-f16", "families/mistral-nemo-tiny-s777-f16",
+                        "families/qwen3-tiny-s777-f16", "families/phi3-tiny-s777-f16",
+                        "families/gemma2-tiny-s777-f16", "families/gemma3-tiny-s777-f16"})
+    if (!shared_dir() ||
+        std::filesystem::exists(*shared_dir() / "models" / (std::string(n) + ".gguf")))
+      names.push_back(n);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, CudaGoldenModels, ::testing::ValuesIn(present_models()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace tandem::testing
