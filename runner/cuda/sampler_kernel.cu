@@ -512,22 +512,25 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) tokens[blockIdx.x] = token;
 }
 
+// Dynamic shared memory: the edited-id bitmap in the first pass, then the candidate list.
+size_t area_bytes(int32_t vocab) {
+  const size_t bitmap_bytes = static_cast<size_t>((vocab + 31) / 32) * sizeof(uint32_t);
+  return std::max(bitmap_bytes, kListCap * (sizeof(float) + sizeof(int32_t)));
+}
+
 // Raises the kernel's dynamic shared memory limit on the current device when a launch needs
-// more than it was last allowed: a host call, not a stream operation, made on a device's first
-// launch (and again only for a larger vocabulary), so a warm-up launch precedes graph capture.
-void allow_shared_memory(size_t bytes) {
+// more than it was last allowed: a host call, not a stream operation, made once per device and
+// vocabulary size (by sample_scratch_bytes, before any capture, or by the first launch).
+cudaError_t allow_shared_memory(size_t bytes) {
   constexpr int kDevices = 64;
   static std::atomic<size_t> allowed[kDevices];
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) device = 0;
-  if (allowed[device].load() >= bytes) return;
+  if (allowed[device].load() >= bytes) return cudaSuccess;
   const cudaError_t err = cudaFuncSetAttribute(
       sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (err != cudaSuccess) {
-    throw std::runtime_error(std::string("launch_sample: shared memory: ") +
-                             cudaGetErrorString(err));
-  }
-  allowed[device].store(bytes);
+  if (err == cudaSuccess) allowed[device].store(bytes);
+  return err;
 }
 
 size_t row_stride(int32_t vocab) {
@@ -538,17 +541,22 @@ size_t row_stride(int32_t vocab) {
 
 size_t sample_scratch_bytes(int32_t max_rows, int32_t vocab) {
   if (max_rows <= 0 || vocab <= 0) return 0;
+  // Readies the kernel for this vocabulary now, outside any graph capture; without a device
+  // the error is cleared and the first launch tries again.
+  if (allow_shared_memory(area_bytes(vocab)) != cudaSuccess) cudaGetLastError();
   return static_cast<size_t>(max_rows) * row_stride(vocab) * sizeof(float);
 }
 
 void launch_sample(const SampleRow* rows, int32_t n_rows, const LogitEdit* edits, float* logits,
                    int32_t vocab, int32_t* tokens, void* scratch, void* stream) {
   if (n_rows <= 0) return;
-  // Dynamic shared memory: the edited-id bitmap in the first pass, then the candidate list.
-  const size_t bitmap_bytes = static_cast<size_t>((vocab + 31) / 32) * sizeof(uint32_t);
-  const size_t area_bytes = std::max(bitmap_bytes, kListCap * (sizeof(float) + sizeof(int32_t)));
-  allow_shared_memory(area_bytes);
-  sample_rows<<<n_rows, kThreads, area_bytes, static_cast<cudaStream_t>(stream)>>>(
+  const size_t area = area_bytes(vocab);
+  const cudaError_t allowed = allow_shared_memory(area);
+  if (allowed != cudaSuccess) {
+    throw std::runtime_error(std::string("launch_sample: shared memory: ") +
+                             cudaGetErrorString(allowed));
+  }
+  sample_rows<<<n_rows, kThreads, area, static_cast<cudaStream_t>(stream)>>>(
       rows, edits, logits, vocab, tokens, static_cast<float*>(scratch), row_stride(vocab));
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
