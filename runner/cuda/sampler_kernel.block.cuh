@@ -8,7 +8,7 @@
 namespace tandem::cuda::block {
 
 constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
+constexpr int kWarps = kThreads / 32;  // 32: a reduction's second level is one warp
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -20,10 +20,11 @@ struct Best {
 
 // The shared words a block-wide reduction or scan passes through.
 union BlockSlots {
-  Best best[32];
-  unsigned long long u64[32];
-  uint32_t u32[32];
+  Best best[kWarps];
+  unsigned long long u64[kWarps];
+  uint32_t u32[kWarps];
 };
+static_assert(kWarps == 32, "the reductions' second level reads one slot per lane of warp 0");
 __device__ __forceinline__ bool beats(Best b, Best a) {
   return b.v > a.v || (b.v == a.v && b.id < a.id);
 }

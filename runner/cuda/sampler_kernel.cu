@@ -9,7 +9,7 @@
 //  3. Filters: the kept set is the first n tokens in rank order. min_p's candidates are the
 //     tokens with z - z_max >= log_min_p (the host's logf, in SampleRow); top_k counts them;
 //     top_p weighs each by the sampler's own exp_shifted(z - z_max). A radix select over the
-//     32-bit rank key (8 bits a level, 4 levels) finds the n-th token: per-bin counts and
+//     32-bit rank key (11 bits, then 7, 7, 7) finds the n-th token: per-bin counts and
 //     masses are integers (masses in fixed point, 2^-40 units), so the shared-memory atomics
 //     that build them give the same sums in any order. Ties at the cut go to the lower ids
 //     (a block scan in id order finds the m-th). When the level-0 bins up to the cut's hold at
@@ -24,6 +24,8 @@
 //     a running best that starts at the top token), then the (value desc, id asc) reduction.
 //     A single kept token is returned without noise. The fallback is the CPU's: its raw row
 //     after restoring the edited ids, whose other entries are all -inf or NaN by then.
+// Resources: 1024 threads and 64 registers a thread (one block per SM), ~25 KiB of static and
+// 128 KiB of dynamic shared memory (Hopper allows 227 KiB).
 // Deterministic: every float result comes from fixed trees or single threads; the atomics add
 // integers. Must be built without -ftz=true / --use_fast_math (denormals are kept).
 #include <cuda_runtime.h>
@@ -46,7 +48,12 @@ namespace {
 using namespace device_math;
 using namespace block;
 
-constexpr int kBins = 256;
+// The radix select's digits: 11 bits (sign, exponent, 2 mantissa bits) then 7, 7, 7. A first
+// digit of a float's top 8 bits would put a whole binade pair in one bin (a quarter of a
+// row, often), too many to gather and a hot spot for the histogram's atomics.
+constexpr int kBins = 2048;
+__device__ __forceinline__ int digit_bits(int level) { return level == 0 ? 11 : 7; }
+__device__ __forceinline__ int digit_shift(int level) { return 21 - 7 * level; }
 constexpr float kPosInf = __builtin_huge_valf();
 constexpr int32_t kStrideAlign = 64;  // scratch rows start on 256-byte boundaries
 constexpr uint32_t kListCap = 16384;  // candidates a row may gather into shared memory (128 KiB)
@@ -218,7 +225,8 @@ __device__ Totals histogram_pass(const Source& src, const Cut& cut, bool weigh, 
   BinRun run;
   uint32_t candidates = 0;
   unsigned long long z_sum = 0;
-  const int shift = 24 - 8 * level;
+  const int shift = digit_shift(level);
+  const uint32_t digit_mask = (1u << digit_bits(level)) - 1u;
   src.for_each([&](float zi, int32_t) {
     const float d = __fsub_rn(zi, cut.z_max);
     // Z counts every token; the masses of deeper levels only the prefix's.
@@ -227,11 +235,11 @@ __device__ Totals histogram_pass(const Source& src, const Cut& cut, bool weigh, 
     if (!(d >= cut.floor)) return;
     const uint32_t key = rank_key(zi);
     if (level > 0) {
-      if ((key >> (shift + 8)) != prefix) return;
+      if ((key >> (shift + digit_bits(level))) != prefix) return;
       if (weigh) m = mass_of(d);
     }
     candidates += 1;
-    run.add(static_cast<int32_t>((key >> shift) & 0xffu), m, s);
+    run.add(static_cast<int32_t>((key >> shift) & digit_mask), m, s);
   });
   run.flush(s);
   Totals t = {0, 0};
@@ -244,16 +252,18 @@ __device__ Totals histogram_pass(const Source& src, const Cut& cut, bool weigh, 
 }
 
 // Warp 0: the first bin whose end satisfies the cut (n_count tokens, or `target` mass); the
-// prefix descends into it. Lane l looks at bins 8l .. 8l + 7 after a scan of the lanes' sums.
+// prefix descends into it. Each lane looks at a run of bins after a scan of the lanes' sums.
 __device__ __forceinline__ unsigned long long bin_mass(const Shared& s, int b) {
   return (static_cast<unsigned long long>(s.hist_mass_hi[b]) << 32) | s.hist_mass_lo[b];
 }
 
-__device__ void choose_bin(uint32_t n_count, unsigned long long target, Shared& s) {
+__device__ void choose_bin(int level, uint32_t n_count, unsigned long long target, Shared& s) {
   const int lane = threadIdx.x & 31;
+  const int per_lane = (1 << digit_bits(level)) / 32;
+  const int first = lane * per_lane, last = first + per_lane;
   uint32_t count = 0;
   unsigned long long mass = 0;
-  for (int b = lane * 8; b < lane * 8 + 8; ++b) {
+  for (int b = first; b < last; ++b) {
     count += s.hist_count[b];
     mass += bin_mass(s, b);
   }
@@ -270,7 +280,7 @@ __device__ void choose_bin(uint32_t n_count, unsigned long long target, Shared& 
   uint32_t before = s.base_count + count_incl - count;
   unsigned long long mass_before = s.base_mass + mass_incl - mass;
   int found = -1;
-  for (int b = lane * 8; b < lane * 8 + 8 && found < 0; ++b) {
+  for (int b = first; b < last && found < 0; ++b) {
     const uint32_t c = s.hist_count[b];
     const unsigned long long m = bin_mass(s, b);
     if (before + c >= n_count || mass_before + m >= target) {
@@ -282,7 +292,7 @@ __device__ void choose_bin(uint32_t n_count, unsigned long long target, Shared& 
   }
   const unsigned ballot = __ballot_sync(kFull, found >= 0);
   if (ballot != 0 && lane == __ffs(ballot) - 1) {
-    s.prefix = (s.prefix << 8) | static_cast<uint32_t>(found);
+    s.prefix = (s.prefix << digit_bits(level)) | static_cast<uint32_t>(found);
     s.base_count = before;
     s.base_mass = mass_before;
     s.bucket_count = s.hist_count[found];
@@ -325,8 +335,9 @@ __device__ int32_t tie_cut(const RowSource& src, const Cut& cut, uint32_t key, u
 }
 
 // Level `level`'s bin choice, then the histogram cleared for the next level.
-__device__ void choose_and_clear(uint32_t n_count, unsigned long long target, Shared& s) {
-  if (threadIdx.x < 32) choose_bin(n_count, target, s);
+__device__ void choose_and_clear(int level, uint32_t n_count, unsigned long long target,
+                                 Shared& s) {
+  if (threadIdx.x < 32) choose_bin(level, n_count, target, s);
   __syncthreads();
   clear_histogram(s);
   __syncthreads();
@@ -343,9 +354,9 @@ __device__ uint32_t radix_select(const Source& src, const RowSource& row, Cut& c
     ++level;
     const uint32_t prefix = s.prefix;
     histogram_pass(src, cut, weigh, level, prefix, s);
-    choose_and_clear(n_count, target, s);
+    choose_and_clear(level, n_count, target, s);
   }
-  cut.key_shift = 24 - 8 * level;
+  cut.key_shift = digit_shift(level);
   // The last bin is one key (or one token): t tied tokens of equal mass; keep the first m.
   const uint32_t t = s.bucket_count;
   const unsigned long long each = s.bucket_mass / t;
@@ -418,7 +429,7 @@ __device__ ListSource gather(const RowSource& row, const Cut& cut, uint32_t last
   if (threadIdx.x == 0) s.listed = 0;
   __syncthreads();
   row.for_each([&](float z, int32_t id) {
-    if (!cut.candidate(z) || (rank_key(z) >> 24) > last_bin) return;
+    if (!cut.candidate(z) || (rank_key(z) >> digit_shift(0)) > last_bin) return;
     const uint32_t slot = atomicAdd(&s.listed, 1u);
     list_z[slot] = z;
     list_id[slot] = id;
@@ -456,11 +467,11 @@ __device__ int32_t sample_filtered(const SampleRow& row, const RowSource& src, f
         ceil(static_cast<double>(row.top_p) * static_cast<double>(totals.z_sum)));
   }
   const bool select = p_on || n_count < totals.candidates;
-  if (select) choose_and_clear(n_count, target, s);
+  if (select) choose_and_clear(0, n_count, target, s);
   // The kept tokens all lie in the level-0 bins up to the chosen one.
   const uint32_t listed = select ? s.base_count + s.bucket_count : totals.candidates;
   if (listed <= kListCap) {
-    const ListSource list = gather(src, cut, select ? s.prefix : 255u, area, s);
+    const ListSource list = gather(src, cut, select ? s.prefix : kBins - 1u, area, s);
     const uint32_t n = select ? radix_select(list, src, cut, p_on, n_count, target, s) : n_count;
     if (n <= 1) return top;
     return gumbel_pass(list, cut, src.z[top], top, row.seed, row.position, s);
@@ -503,22 +514,25 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) tokens[blockIdx.x] = token;
 }
 
+// Dynamic shared memory: the edited-id bitmap in the first pass, then the candidate list.
+size_t area_bytes(int32_t vocab) {
+  const size_t bitmap_bytes = static_cast<size_t>((vocab + 31) / 32) * sizeof(uint32_t);
+  return std::max(bitmap_bytes, kListCap * (sizeof(float) + sizeof(int32_t)));
+}
+
 // Raises the kernel's dynamic shared memory limit on the current device when a launch needs
-// more than it was last allowed: a host call, not a stream operation, made on a device's first
-// launch (and again only for a larger vocabulary), so a warm-up launch precedes graph capture.
-void allow_shared_memory(size_t bytes) {
+// more than it was last allowed: a host call, not a stream operation, made once per device and
+// vocabulary size (by sample_scratch_bytes, before any capture, or by the first launch).
+cudaError_t allow_shared_memory(size_t bytes) {
   constexpr int kDevices = 64;
   static std::atomic<size_t> allowed[kDevices];
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) device = 0;
-  if (allowed[device].load() >= bytes) return;
+  if (allowed[device].load() >= bytes) return cudaSuccess;
   const cudaError_t err = cudaFuncSetAttribute(
       sample_rows, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (err != cudaSuccess) {
-    throw std::runtime_error(std::string("launch_sample: shared memory: ") +
-                             cudaGetErrorString(err));
-  }
-  allowed[device].store(bytes);
+  if (err == cudaSuccess) allowed[device].store(bytes);
+  return err;
 }
 
 size_t row_stride(int32_t vocab) {
@@ -529,17 +543,22 @@ size_t row_stride(int32_t vocab) {
 
 size_t sample_scratch_bytes(int32_t max_rows, int32_t vocab) {
   if (max_rows <= 0 || vocab <= 0) return 0;
+  // Readies the kernel for this vocabulary now, outside any graph capture; without a device
+  // the error is cleared and the first launch tries again.
+  if (allow_shared_memory(area_bytes(vocab)) != cudaSuccess) cudaGetLastError();
   return static_cast<size_t>(max_rows) * row_stride(vocab) * sizeof(float);
 }
 
 void launch_sample(const SampleRow* rows, int32_t n_rows, const LogitEdit* edits, float* logits,
                    int32_t vocab, int32_t* tokens, void* scratch, void* stream) {
   if (n_rows <= 0) return;
-  // Dynamic shared memory: the edited-id bitmap in the first pass, then the candidate list.
-  const size_t bitmap_bytes = static_cast<size_t>((vocab + 31) / 32) * sizeof(uint32_t);
-  const size_t area_bytes = std::max(bitmap_bytes, kListCap * (sizeof(float) + sizeof(int32_t)));
-  allow_shared_memory(area_bytes);
-  sample_rows<<<n_rows, kThreads, area_bytes, static_cast<cudaStream_t>(stream)>>>(
+  const size_t area = area_bytes(vocab);
+  const cudaError_t allowed = allow_shared_memory(area);
+  if (allowed != cudaSuccess) {
+    throw std::runtime_error(std::string("launch_sample: shared memory: ") +
+                             cudaGetErrorString(allowed));
+  }
+  sample_rows<<<n_rows, kThreads, area, static_cast<cudaStream_t>(stream)>>>(
       rows, edits, logits, vocab, tokens, static_cast<float*>(scratch), row_stride(vocab));
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {

@@ -42,16 +42,17 @@ struct SampleRow {
   }
 };
 
-// Scratch the kernel needs for up to max_rows rows of `vocab` entries, in bytes.
+// Scratch the kernel needs for up to max_rows rows of `vocab` entries, in bytes. Also readies
+// the kernel for `vocab` on the current device (its shared-memory limit, a host call), so
+// that launches captured in a graph afterwards make no such call.
 size_t sample_scratch_bytes(int32_t max_rows, int32_t vocab);
 
 // Samples rows[i] into tokens[i] for i < n_rows (n_rows <= the scratch's max_rows). Every
 // pointer is device memory; logits (n_logit_rows x vocab floats) are only read, so rows may
 // share a logits row. `stream` is a cudaStream_t. Enqueues only (no synchronization, no host
-// allocation), so it can be captured in a CUDA graph; the first launch on a device (and the
-// first with a larger vocabulary) also raises the kernel's shared-memory limit, a host call
-// that is not a stream operation, so make one launch before capturing. One thread block per
-// row. Throws std::runtime_error when the launch fails.
+// allocation), so it can be captured in a CUDA graph once sample_scratch_bytes (or a launch)
+// has run for this vocabulary on this device. One thread block per row. Throws
+// std::runtime_error when the launch fails.
 void launch_sample(const SampleRow* rows, int32_t n_rows, const LogitEdit* edits, float* logits,
                    int32_t vocab, int32_t* tokens, void* scratch, void* stream);
 

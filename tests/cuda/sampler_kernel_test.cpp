@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <vector>
@@ -154,6 +156,54 @@ bool top_p_cut_is_close(const std::vector<float>& row, const SamplingParams& par
   return false;
 }
 
+// A launch captured in a CUDA graph and replayed samples what a plain launch does. First in
+// the file, so the capture is the process's first launch: sample_scratch_bytes has readied
+// the kernel, and the capture must make no host call of its own.
+TEST(CudaSampler, AGraphCapturedFirstReplaysWhatAPlainLaunchSamples) {
+  SKIP_WITHOUT_GPU();
+  constexpr int32_t kVocab = 128256;
+  constexpr int32_t kRows = 8;
+  std::vector<float> logits;
+  std::vector<SampleRow> rows(kRows);
+  for (int32_t r = 0; r < kRows; ++r) {
+    const std::vector<float> row = testing::normal_logits(kVocab, 2.0f, 40 + r);
+    logits.insert(logits.end(), row.begin(), row.end());
+    rows[r].logits_row = r;
+    rows[r].top_k = r % 2 == 0 ? 0 : 40;
+    rows[r].top_p = r % 3 == 0 ? 0.9f : 1.0f;
+    rows[r].seed = 1000u + static_cast<uint64_t>(r);
+    rows[r].position = 77;
+    rows[r].edits_end = r == 1 ? 1 : 0;
+  }
+  const std::vector<LogitEdit> edits = {{0, 1.0f}};
+  DeviceBuffer d_logits(logits), d_rows(rows), d_edits(edits);
+  DeviceBuffer d_tokens(kRows * sizeof(int32_t)), d_scratch(sample_scratch_bytes(kRows, kVocab));
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream));
+  auto launch = [&] {
+    launch_sample(d_rows.as<SampleRow>(), kRows, d_edits.as<LogitEdit>(), d_logits.as<float>(),
+                  kVocab, d_tokens.as<int32_t>(), d_scratch.ptr, stream);
+  };
+  std::vector<int32_t> plain(kRows), replayed(kRows, -1);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  launch();
+  check(cudaStreamEndCapture(stream, &graph));
+  check(cudaGraphInstantiate(&exec, graph, 0));
+  check(cudaGraphLaunch(exec, stream));
+  check(cudaStreamSynchronize(stream));
+  check(cudaMemcpy(replayed.data(), d_tokens.ptr, kRows * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  check(cudaMemset(d_tokens.ptr, 0xff, kRows * sizeof(int32_t)));
+  launch();
+  check(cudaStreamSynchronize(stream));
+  check(cudaMemcpy(plain.data(), d_tokens.ptr, kRows * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(replayed, plain);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 // ---- random rows ----
 
 struct RowMaker {
@@ -215,7 +265,9 @@ struct Tally {
 };
 
 // One launch of `n_rows` random rows of one vocabulary, each compared with the CPU Sampler.
-void compare_batch(int32_t vocab, int n_rows, uint64_t seed, Tally& tally) {
+// many_biases: logit_bias entries added to each row, over a narrow range of ids (so most
+// ids are edited several times), past the block's thread count.
+void compare_batch(int32_t vocab, int n_rows, uint64_t seed, Tally& tally, int many_biases = 0) {
   RowMaker make{std::mt19937_64(seed), vocab};
   const std::vector<int32_t> eog = {2, vocab - 1};
   const int n_logit_rows = std::max(1, n_rows * 3 / 4);  // some rows share a logits row
@@ -228,6 +280,10 @@ void compare_batch(int32_t vocab, int n_rows, uint64_t seed, Tally& tally) {
   for (Case& c : cases) {
     c.logits_row = make.pick(n_logit_rows);
     c.params = make.params();
+    for (int j = 0; j < many_biases; ++j) {
+      const float bias = make.pick(20) == 0 ? -100.0f : make.uniform(-3.0f, 3.0f);
+      c.params.logit_bias.push_back({make.pick(std::min(vocab, 600)), bias});
+    }
     c.ban_stop = make.pick(5) == 0;
     c.position = make.pick(3) == 0 ? static_cast<int64_t>(make.rng() >> 20) : make.pick(4096);
   }
@@ -284,49 +340,55 @@ TEST(CudaSampler, TokensEqualTheCpuSamplersOnASmallBatch) {
   EXPECT_EQ(tally.mismatches, 0);
 }
 
-// A launch captured in a CUDA graph and replayed samples what the plain launch did.
-TEST(CudaSampler, AGraphReplaySamplesWhatTheLaunchDid) {
+// Rows with 1500 logit_bias entries each, most ids edited several times: edits apply in list
+// order whatever their number.
+TEST(CudaSampler, TokensEqualTheCpuSamplersWithLongEditLists) {
+  SKIP_WITHOUT_GPU();
+  Tally tally;
+  compare_batch(32000, 24, 103, tally, 1500);
+  EXPECT_EQ(tally.mismatches, 0);
+}
+
+// Three values over 128256 ids, so each tie group is far past the candidate list: cuts inside
+// a group (top_k, top_p) keep its lowest ids, and min_p keeps or drops a group whole. top_p cuts
+// inside the top group, whose masses are all 1, so both sides count whole tokens; a target
+// within 0.05 of a whole number (float Z against the kernel's exact one) is not asked.
+TEST(CudaSampler, TiesAtTheCutGoToTheLowestIdsInLargeGroups) {
   SKIP_WITHOUT_GPU();
   constexpr int32_t kVocab = 128256;
-  constexpr int32_t kRows = 8;
-  std::vector<float> logits;
-  std::vector<SampleRow> rows(kRows);
-  for (int32_t r = 0; r < kRows; ++r) {
-    const std::vector<float> row = testing::normal_logits(kVocab, 2.0f, 40 + r);
-    logits.insert(logits.end(), row.begin(), row.end());
-    rows[r].logits_row = r;
-    rows[r].top_k = r % 2 == 0 ? 0 : 40;
-    rows[r].top_p = r % 3 == 0 ? 0.9f : 1.0f;
-    rows[r].seed = 1000u + static_cast<uint64_t>(r);
-    rows[r].position = 77;
-    rows[r].edits_end = r == 1 ? 1 : 0;
+  std::vector<float> logits(kVocab);
+  for (int32_t i = 0; i < kVocab; ++i) logits[i] = static_cast<float>((i * 7) % 3);
+  std::vector<Case> cases;
+  for (int32_t k : {0, 2, 100, 42752, 50000, 100000}) {
+    for (float p : {1.0f, 0.3f, 0.55f}) {
+      for (float m : {0.0f, 0.2f, 0.5f}) {
+        Case c;
+        c.params.top_k = k;
+        c.params.top_p = p;
+        c.params.min_p = m;
+        c.params.seed = 7u + cases.size();
+        c.position = 5;
+        cases.push_back(c);
+      }
+    }
   }
-  const std::vector<LogitEdit> edits = {{0, 1.0f}};
-  DeviceBuffer d_logits(logits), d_rows(rows), d_edits(edits);
-  DeviceBuffer d_tokens(kRows * sizeof(int32_t)), d_scratch(sample_scratch_bytes(kRows, kVocab));
-  cudaStream_t stream;
-  check(cudaStreamCreate(&stream));
-  auto launch = [&] {
-    launch_sample(d_rows.as<SampleRow>(), kRows, d_edits.as<LogitEdit>(), d_logits.as<float>(),
-                  kVocab, d_tokens.as<int32_t>(), d_scratch.ptr, stream);
-  };
-  launch();
-  std::vector<int32_t> plain(kRows), replayed(kRows, -1);
-  check(cudaMemcpy(plain.data(), d_tokens.ptr, kRows * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  check(cudaMemset(d_tokens.ptr, 0xff, kRows * sizeof(int32_t)));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  launch();
-  check(cudaStreamEndCapture(stream, &graph));
-  check(cudaGraphInstantiate(&exec, graph, 0));
-  check(cudaGraphLaunch(exec, stream));
-  check(cudaStreamSynchronize(stream));
-  check(cudaMemcpy(replayed.data(), d_tokens.ptr, kRows * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  EXPECT_EQ(replayed, plain);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  const std::vector<int32_t> tokens = sample_on_device(logits, kVocab, cases, {});
+  Sampler sampler({kVocab, {}});
+  std::array<float, 16> lanes{};  // Z in the CPU kernels' order
+  for (int32_t i = 0; i < kVocab; ++i) {
+    lanes[i & 15] = lanes[i & 15] + sampler_kernels::exp_shifted(logits[i] - 2.0f);
+  }
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const float target = cases[i].params.top_p * lanes[0];
+    if (cases[i].params.top_p < 1.0f && std::abs(target - std::round(target)) < 0.05f) continue;
+    std::vector<float> row = logits;
+    EXPECT_EQ(tokens[i], sampler.sample(row, cases[i].params, cases[i].position))
+        << "top_k " << cases[i].params.top_k << ", top_p " << cases[i].params.top_p << ", min_p "
+        << cases[i].params.min_p;
+  }
 }
 
 // ---- the distribution over seeds ----
