@@ -1,11 +1,13 @@
-// The forward pass's kernels on the GPU (forward_kernels.cu), launched by DeviceForward.
+// The forward pass's kernels on the GPU (forward_kernels.cu), launched by CudaExecutor.
 // Activations are F32; weights stay in their stored type (F32, F16 or BF16; other GGUF
-// types are widened to F32 at upload), products accumulate in F32.
+// types are widened to F32 at upload), products accumulate in F32, one warp per output row
+// and token tile (a first tensor-core version, 16x16x16 wmma tiles over 64-row blocks, ran
+// 2-5x slower on the H200: 576-wide outputs gave 9 blocks; see docs/gpu.md).
 //
 // The law every kernel keeps (DESIGN.md, law 2): a token's result depends only on its own
-// inputs, never on the batch. Matmuls give each (token, output) one warp-level dot product
-// in a fixed order whatever the number of tokens; norms, RoPE and attention work per token
-// with fixed-shape block reductions.
+// inputs, never on the batch. Matmuls give each (token, output) one dot product in a fixed
+// order whatever the number of tokens; norms, RoPE and attention work per token with
+// fixed-shape block reductions.
 #pragma once
 
 #include <cuda_runtime.h>

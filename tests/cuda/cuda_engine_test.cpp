@@ -195,10 +195,12 @@ TEST(GpuEngine, EachOfNChoicesEqualsTheSameRequestAlone) {
 // The GPU and the CPU on the same file: greedy texts agree where the logits leave no near
 // tie (a random tiny model has few), so this only reports how far they agree; the shared
 // goldens (golden_cuda_test.cpp) hold the GPU to llama.cpp's tokens with margins.
-TEST(GpuEngine, ReportsHowFarGreedyAgreesWithTheCpu) {
+class GpuAgainstCpu : public ::testing::TestWithParam<gguf::TensorType> {};
+
+TEST_P(GpuAgainstCpu, ReportsHowFarGreedyAgreesWithTheCpu) {
   TANDEM_REQUIRE_GPU();
   ScratchDir dir;
-  const auto model = write_tiny_llama(dir.path(), gguf::TensorType::kF32, 17);
+  const auto model = write_tiny_llama(dir.path(), GetParam(), 17);
   Ask a;
   a.prompt = "Once upon a time";
   a.sampling.temperature = 0;
@@ -212,10 +214,15 @@ TEST(GpuEngine, ReportsHowFarGreedyAgreesWithTheCpu) {
   const std::string c = run(cpu_engine, {a}).front(), g = run(gpu_engine, {a}).front();
   size_t same = 0;
   while (same < std::min(c.size(), g.size()) && c[same] == g[same]) ++same;
-  std::cout << "  greedy text: GPU and CPU agree on the first " << same << " of " << c.size()
+  std::cout << "  greedy text, " << gguf::type_name(GetParam())
+            << " weights: GPU and CPU agree on the first " << same << " of " << c.size()
             << " bytes\n";
   EXPECT_GT(same, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, GpuAgainstCpu,
+                         ::testing::Values(gguf::TensorType::kF32, gguf::TensorType::kBF16),
+                         [](const auto& info) { return std::string(gguf::type_name(info.param)); });
 
 }  // namespace
 }  // namespace tandem::testing
