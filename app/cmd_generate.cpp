@@ -135,17 +135,16 @@ int run_generate(const GenerateOptions& o) {
   if (card.kv_local_capacity_tokens > 0)
     kv_local = "; sliding-window layers " + std::to_string(card.kv_local_capacity_tokens) +
                " tokens at " + std::to_string(card.kv_local_bytes_per_token) + " bytes/token";
-  std::fprintf(
-      stderr,
-      "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
-      "tok/s (device %s, %d threads, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
-      prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
-      static_cast<long long>(generated),
-      generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
-      engine->device_description().c_str(), engine->threads(),
-      static_cast<unsigned long long>(seed), engine->card().kv_type.c_str(),
-      static_cast<long long>(engine->card().kv_bytes_per_token),
-      static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
+  std::fprintf(stderr,
+               "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
+               "tok/s (device %s, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
+               prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
+               static_cast<long long>(generated),
+               generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
+               engine->device_description().c_str(), static_cast<unsigned long long>(seed),
+               engine->card().kv_type.c_str(),
+               static_cast<long long>(engine->card().kv_bytes_per_token),
+               static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
   return 0;
 }
 

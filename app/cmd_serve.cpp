@@ -122,14 +122,14 @@ int run_serve(ServeOptions o) {
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
       "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, device %s, "
-      "%d compute threads, overlap %s)\n",
+      "overlap %s)\n",
       o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       card.chat_template ? tool_call_format_name(card.chat_template->tool_format) : "none",
       static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
       static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(), o.prefix_cache.c_str(),
-      engine->device_description().c_str(), engine->threads(), o.overlap.c_str());
+      engine->device_description().c_str(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");

@@ -72,6 +72,7 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   exec.local_kv_group = options.local_kv_group;
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();
+  device_description_ = "cpu, " + std::to_string(threads_) + " compute threads";
   return executor;
 }
 

@@ -67,7 +67,7 @@ class Engine {
   const Model& model() const { return *model_; }
   const DeviceInfo& device_info() const { return device_->info(); }
   int threads() const { return threads_; }
-  // "cpu", or the GPU's name and memory with --device cuda.
+  // "cpu, N compute threads", or the GPU's name and memory with --device cuda.
   const std::string& device_description() const { return device_description_; }
   // The model as /v1/models and the bench describe it.
   const ModelCard& card() const { return card_; }
@@ -83,7 +83,7 @@ class Engine {
 
   ModelCard card_;
   int threads_ = 0;
-  std::string device_description_ = "cpu";
+  std::string device_description_;
 };
 
 }  // namespace tandem
