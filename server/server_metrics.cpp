@@ -166,6 +166,14 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
          "Seconds the device spent executing steps.", s.device_busy_seconds);
   metric(out, "tandem_device_idle_seconds_total", "counter",
          "Seconds the device waited for a launch while requests were live.", s.device_idle_seconds);
+  if (s.gpu_busy_seconds >= 0) {  // a GPU's own clock (--device cuda)
+    metric(out, "tandem_gpu_busy_seconds_total", "counter",
+           "Seconds the GPU spent running steps, on its own clock.", s.gpu_busy_seconds);
+    metric(out, "tandem_gpu_chained_gap_microseconds", "gauge",
+           "Median time the GPU sat idle between a step and the chained step after it "
+           "(the last 4096 chained steps; -1 before any).",
+           s.chained_gap_median_us);
+  }
   metric(out, "tandem_steps_total", "counter", "Steps executed.", static_cast<double>(s.steps));
   metric(out, "tandem_chained_steps_total", "counter",
          "Decode steps launched chained to their predecessor (overlap).",

@@ -37,5 +37,19 @@ TEST(ServerMetrics, FinishesAreCountedByOutcomeUnderTheirLabels) {
   EXPECT_NE(finished_lines(metrics).find("{reason=\"tool_calls\"} 1\n"), std::string::npos);
 }
 
+// The GPU's own figures appear only where a GPU measured them (gpu_busy_seconds >= 0).
+TEST(ServerMetrics, GpuFiguresAppearOnlyWithAGpu) {
+  ServerMetrics metrics;
+  SchedulerMetrics cpu;
+  EXPECT_EQ(metrics.render(cpu).find("tandem_gpu_"), std::string::npos);
+  SchedulerMetrics gpu;
+  gpu.gpu_busy_seconds = 2.5;
+  gpu.chained_gap_median_us = 1.25;
+  const std::string page = metrics.render(gpu);
+  EXPECT_NE(page.find("\ntandem_gpu_busy_seconds_total 2.5"), std::string::npos) << page;
+  EXPECT_NE(page.find("\ntandem_gpu_chained_gap_microseconds 1.25"), std::string::npos) << page;
+  EXPECT_NE(page.find("# TYPE tandem_gpu_busy_seconds_total counter"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tandem::server
