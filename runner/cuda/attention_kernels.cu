@@ -1,69 +1,13 @@
 // The attention half of the forward pass on the GPU: q/k norms, RoPE and the KV cache
 // writes (qk_rope_store), attention over the paged cache (attention) and the block copy
 // that n choices use (copy_kv_slots). See forward_kernels.h for the contract.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+#include "runner/cuda/device_helpers.cuh"
 #include "runner/cuda/forward_kernels.h"
 
 namespace tandem::cuda {
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kKeyTile = 128;  // keys per step of the online softmax; also the block size
-
-__device__ inline float widen(float v) { return v; }
-__device__ inline float widen(__half v) { return __half2float(v); }
-__device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-// Eight elements widened to F32 with one 16-byte load (two for F32); p 16-byte aligned.
-__device__ inline void load8(const float* p, float out[8]) {
-  const float4 a = reinterpret_cast<const float4*>(p)[0];
-  const float4 b = reinterpret_cast<const float4*>(p)[1];
-  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
-  out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
-}
-template <typename T2, typename F>
-__device__ inline void load8_pairs(const void* p, float out[8], F to_float2) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const T2* h = reinterpret_cast<const T2*>(&raw);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 f = to_float2(h[k]);
-    out[2 * k] = f.x, out[2 * k + 1] = f.y;
-  }
-}
-__device__ inline void load8(const __half* p, float out[8]) {
-  load8_pairs<__half2>(p, out, [](__half2 h) { return __half22float2(h); });
-}
-__device__ inline void load8(const __nv_bfloat16* p, float out[8]) {
-  load8_pairs<__nv_bfloat162>(p, out, [](__nv_bfloat162 h) { return __bfloat1622float2(h); });
-}
-
-__device__ inline void narrow(float v, float* p) { *p = v; }
-__device__ inline void narrow(float v, __half* p) { *p = __float2half_rn(v); }
-__device__ inline void narrow(float v, __nv_bfloat16* p) { *p = __float2bfloat16_rn(v); }
-
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
-  return v;
-}
-__device__ inline float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, off));
-  return v;
-}
-
-template <bool kMax>
-__device__ float block_reduce(float v, float* scratch /* [32] */) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
-  v = kMax ? warp_max(v) : warp_sum(v);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  float total = lane < n_warps ? scratch[lane] : (kMax ? -INFINITY : 0.0f);
-  return kMax ? warp_max(total) : warp_sum(total);
-}
 
 // The cache slot of key j of a token's sequence.
 __device__ inline int64_t slot_of(const int32_t* table, int32_t j, int32_t block_size) {
@@ -90,8 +34,7 @@ __global__ void qk_rope_store_kernel(float* qkv, QkvParams p, TokenMeta meta, Kv
     if (norm) {
       double ss = 0;
       for (int32_t d = lane; d < hd; d += 32) ss += static_cast<double>(head[d]) * head[d];
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) ss += __shfl_xor_sync(kFullMask, ss, off);
+      ss = warp_sum(ss);
       const float scale = static_cast<float>(1.0 / sqrt(ss / hd + p.eps));
       __syncwarp();
       for (int32_t d = lane; d < hd; d += 32) head[d] = head[d] * scale * norm[d];
@@ -188,11 +131,11 @@ __global__ void attention_kernel(const float* qkv, AttentionParams p, TokenMeta 
       score = score_dot(q, keys + at, hd, vector) * p.scale;
       if (p.softcap > 0) score = p.softcap * tanhf(score / p.softcap);
     }
-    const float new_max = fmaxf(running_max, block_reduce<true>(score, scratch));
+    const float new_max = fmaxf(running_max, block_max(score, scratch));
     const float correction = expf(running_max - new_max);
     const float weight = j < end ? expf(score - new_max) : 0.0f;
     prob[threadIdx.x] = weight;
-    sum = sum * correction + block_reduce<false>(weight, scratch);  // syncs: prob is visible
+    sum = sum * correction + block_sum(weight, scratch);  // syncs: prob is visible
     const int32_t count = min(kKeyTile, end - tile);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {

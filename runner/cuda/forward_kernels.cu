@@ -1,68 +1,11 @@
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cfloat>
 
 #include "runner/cuda/cuda_check.h"
+#include "runner/cuda/device_helpers.cuh"
 #include "runner/cuda/forward_kernels.h"
 
 namespace tandem::cuda {
 namespace {
-
-constexpr unsigned kFullMask = 0xffffffffu;
-
-// --- element loads: every stored type widened to F32 exactly ---
-
-__device__ inline float widen(float v) { return v; }
-__device__ inline float widen(__half v) { return __half2float(v); }
-__device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-__device__ inline void load8(const float* p, float out[8]) {
-  const float4 a = reinterpret_cast<const float4*>(p)[0];
-  const float4 b = reinterpret_cast<const float4*>(p)[1];
-  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
-  out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
-}
-__device__ inline void load8(const __half* p, float out[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const __half2* h = reinterpret_cast<const __half2*>(&raw);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 f = __half22float2(h[k]);
-    out[2 * k] = f.x, out[2 * k + 1] = f.y;
-  }
-}
-__device__ inline void load8(const __nv_bfloat16* p, float out[8]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 f = __bfloat1622float2(h[k]);
-    out[2 * k] = f.x, out[2 * k + 1] = f.y;
-  }
-}
-
-// --- fixed-shape reductions: the same tree whatever the data, so results are repeatable ---
-
-template <typename V>
-__device__ inline V warp_sum(V v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
-  return v;
-}
-
-// Every thread gets the block's sum (blockDim.x a multiple of 32, at most 1024).
-template <typename V>
-__device__ V block_sum(V v, V* scratch /* [32] */) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
-  v = warp_sum(v);
-  __syncthreads();  // scratch may still be read by a previous call
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  V total = lane < n_warps ? scratch[lane] : V(0);
-  total = warp_sum(total);
-  return total;
-}
 
 // --- embedding and norms ---
 
