@@ -38,17 +38,25 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
   return card;
 }
 
+// The settings every executor takes from the engine's options (CpuExecutorOptions or
+// CudaExecutorOptions).
+template <typename ExecutorOptions>
+ExecutorOptions executor_options(const EngineOptions& options, const Tokenizer& tokenizer) {
+  ExecutorOptions exec;
+  exec.context_length = options.context_length;
+  exec.kv_tokens = options.kv_tokens;
+  exec.kv_type = options.kv_type;
+  exec.eog_ids = tokenizer.eog_ids();
+  exec.max_sequences = options.scheduler.max_batch;
+  exec.max_step_tokens = options.scheduler.max_step_tokens;
+  return exec;
+}
+
 }  // namespace
 
 std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options) {
   if (options.device == "cuda") {
-    CudaExecutorOptions exec;
-    exec.context_length = options.context_length;
-    exec.kv_tokens = options.kv_tokens;
-    exec.kv_type = options.kv_type;
-    exec.eog_ids = tokenizer_->eog_ids();
-    exec.max_sequences = options.scheduler.max_batch;
-    exec.max_step_tokens = options.scheduler.max_step_tokens;
+    const auto exec = executor_options<CudaExecutorOptions>(options, *tokenizer_);
     try {
       auto executor = make_cuda_executor(model_, exec);
       device_description_ = cuda_device_description();
@@ -61,14 +69,8 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   }
   if (options.device != "cpu")
     throw EngineOptionError("--device: unknown device '" + options.device + "' (cpu or cuda)");
-  CpuExecutorOptions exec;
+  auto exec = executor_options<CpuExecutorOptions>(options, *tokenizer_);
   exec.threads = options.threads;
-  exec.context_length = options.context_length;
-  exec.kv_tokens = options.kv_tokens;
-  exec.kv_type = options.kv_type;
-  exec.eog_ids = tokenizer_->eog_ids();
-  exec.max_sequences = options.scheduler.max_batch;
-  exec.max_step_tokens = options.scheduler.max_step_tokens;
   exec.local_kv_group = options.local_kv_group;
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();

@@ -87,6 +87,7 @@ class CudaExecutor final : public StepExecutor {
  private:
   void enqueue_forward(const StepStaging& s);
   void enqueue_layer(int32_t l, int32_t n_tokens);
+  void add_projection(const DeviceMatrix& w, const float* in, const float* post_norm, int32_t n);
   void run_graph(const StepStaging& s);
   void sample_on_host(const Submitted& step, StepResult& result);
   void record_timing(const Submitted& step);
@@ -209,11 +210,10 @@ void CudaExecutor::enqueue_forward(const StepStaging& s) {
   mark("sampler");
 }
 
-// x += post_norm(Wo attention(rope(norm(Wqkv norm(x))))); x += post_norm(Wdown ffn(norm(x)))
+// x += post_norm(Wo attention(rope(Wqkv norm(x)))); x += post_norm(Wdown ffn(norm(x)))
 void CudaExecutor::enqueue_layer(int32_t l, int32_t n) {
   StepBuffers& b = *buffers_;
   const cuda::DeviceLayer& w = weights_->layers()[l];
-  const int32_t e = cfg_.n_embd;
   const bool local = cfg_.is_local_layer(l);
   matmul(w.qkv, b.x, n, b.qkv, false, stream_, NormIn{w.attn_norm, cfg_.rms_eps});
   mark("norm + qkv");
@@ -234,25 +234,25 @@ void CudaExecutor::enqueue_layer(int32_t l, int32_t n) {
                            cfg_.attn_scale, cfg_.attn_softcap, local ? cfg_.sliding_window : 0};
   attention(b.qkv, ap, b.token_meta(), kv_, l, b.attn, n, stream_);
   mark("attention");
-  if (cfg_.post_norms) {
-    matmul(w.attn_out, b.attn, n, b.proj, false, stream_);
-    norm_add(b.proj, w.post_attn_norm, b.x, n, e, cfg_.rms_eps, stream_);
-  } else {
-    matmul(w.attn_out, b.attn, n, b.x, true, stream_);
-  }
+  add_projection(w.attn_out, b.attn, w.post_attn_norm, n);
   mark("out matmul");
 
   const auto act = cfg_.activation == tandem::Activation::kSilu ? cuda::Activation::kSilu
                                                                 : cuda::Activation::kGeluTanh;
   gated_matmul(w.gate_up, b.x, n, cfg_.n_ff, act, b.ffn, stream_, NormIn{w.ffn_norm, cfg_.rms_eps});
   mark("norm + gate-up");
-  if (cfg_.post_norms) {
-    matmul(w.down, b.ffn, n, b.proj, false, stream_);
-    norm_add(b.proj, w.post_ffn_norm, b.x, n, e, cfg_.rms_eps, stream_);
-  } else {
-    matmul(w.down, b.ffn, n, b.x, true, stream_);
-  }
+  add_projection(w.down, b.ffn, w.post_ffn_norm, n);
   mark("down matmul");
+}
+
+// x += post_norm(W in): the residual add is the matmul's epilogue, or, for families with
+// post-norms (gemma), the norm's.
+void CudaExecutor::add_projection(const DeviceMatrix& w, const float* in, const float* post_norm,
+                                  int32_t n) {
+  StepBuffers& b = *buffers_;
+  if (!cfg_.post_norms) return matmul(w, in, n, b.x, true, stream_);
+  matmul(w, in, n, b.proj, false, stream_);
+  norm_add(b.proj, post_norm, b.x, n, cfg_.n_embd, cfg_.rms_eps, stream_);
 }
 
 // A decode step of n rows replays the graph captured for n rows (captured on first use):
