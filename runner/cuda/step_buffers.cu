@@ -47,7 +47,7 @@ StepBuffers::~StepBuffers() {
   }
 }
 
-StepBuffers::Layout StepBuffers::layout() const {
+StepBuffers::Layout StepBuffers::compute_layout() const {
   Layout l{};
   size_t at = 0;
   auto region = [&](size_t& offset, size_t bytes) {
@@ -68,7 +68,8 @@ StepBuffers::Layout StepBuffers::layout() const {
 
 void StepBuffers::allocate_device() {
   const int64_t t = cap_tokens_, e = cfg_.n_embd;
-  meta_ = device_alloc<char>(layout().bytes);
+  layout_ = compute_layout();
+  meta_ = device_alloc<char>(layout_.bytes);
   x = device_alloc<float>(t * e);
   qkv = device_alloc<float>(t * (cfg_.q_dim() + 2 * cfg_.kv_dim()));
   attn = device_alloc<float>(t * cfg_.q_dim());
@@ -105,7 +106,7 @@ void StepBuffers::grow_device(const StepStaging& s) {
 
 size_t StepBuffers::pack(const StepStaging& s, int i) {
   StagingSlot& slot = slots_[i];
-  const Layout l = layout();
+  const Layout& l = layout_;
   if (slot.meta_bytes < l.bytes) {
     cudaFreeHost(slot.meta);
     slot.meta = nullptr;
@@ -141,7 +142,7 @@ size_t StepBuffers::pack(const StepStaging& s, int i) {
 }
 
 TokenMeta StepBuffers::token_meta() const {
-  const Layout l = layout();
+  const Layout& l = layout_;
   return TokenMeta{reinterpret_cast<const int32_t*>(meta_ + l.token),
                    reinterpret_cast<const int32_t*>(meta_ + l.position),
                    reinterpret_cast<const int32_t*>(meta_ + l.table_start),
@@ -149,13 +150,13 @@ TokenMeta StepBuffers::token_meta() const {
 }
 
 const int32_t* StepBuffers::logit_source() const {
-  return reinterpret_cast<const int32_t*>(meta_ + layout().logit_source);
+  return reinterpret_cast<const int32_t*>(meta_ + layout_.logit_source);
 }
 const SampleRow* StepBuffers::sample_rows() const {
-  return reinterpret_cast<const SampleRow*>(meta_ + layout().sample_rows);
+  return reinterpret_cast<const SampleRow*>(meta_ + layout_.sample_rows);
 }
 const LogitEdit* StepBuffers::edits() const {
-  return reinterpret_cast<const LogitEdit*>(meta_ + layout().edits);
+  return reinterpret_cast<const LogitEdit*>(meta_ + layout_.edits);
 }
 
 }  // namespace tandem::cuda

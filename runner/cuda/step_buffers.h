@@ -59,12 +59,13 @@ class StepBuffers {
   struct Layout {
     size_t token, position, table_start, logit_source, sample_rows, edits, tables, bytes;
   };
-  Layout layout() const;
+  Layout compute_layout() const;  // from the capacities
   void allocate_device();
   void free_device();
 
   const ModelConfig& cfg_;
   int32_t cap_rows_, cap_tokens_, cap_edits_ = 4096, cap_tables_;
+  Layout layout_{};  // the metadata regions' offsets for the capacities (set with them)
   char* meta_ = nullptr;
   StagingSlot slots_[kSlots];
 };

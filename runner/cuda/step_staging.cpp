@@ -54,6 +54,16 @@ HostRow host_row(const StepRow& r, size_t index, int32_t first_logit, int32_t lo
 
 }  // namespace
 
+void StepStaging::clear() {
+  for (auto* v : {&token, &position, &table_start, &tables, &logit_source}) v->clear();
+  sample_rows.clear();
+  sampled_row.clear();
+  edits.clear();
+  kv_copies.clear();
+  host_rows.clear();
+  decode_only = true;
+}
+
 bool sampled_on_host(const StepRow& row) {
   return row.grammar != nullptr || row.sampling.logprobs >= 0 ||
          row.sampling.prompt_logprobs >= 0 || row.sampling.has_output_penalties();
@@ -61,7 +71,7 @@ bool sampled_on_host(const StepRow& row) {
 
 void stage_step(const StepPlan& plan, bool device_inputs, const StagingLimits& limits,
                 StepStaging& out) {
-  out = StepStaging{};
+  out.clear();
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const StepRow& r = plan.rows[i];
     validate(r, device_inputs, limits);

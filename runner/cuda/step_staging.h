@@ -45,6 +45,8 @@ struct StepStaging {
   bool decode_only = true;
 
   int32_t n_tokens() const { return static_cast<int32_t>(token.size()); }
+  // Empties every array, keeping its capacity: one StepStaging serves every step.
+  void clear();
   int32_t n_logits() const { return static_cast<int32_t>(logit_source.size()); }
 };
 
@@ -60,9 +62,9 @@ struct StagingLimits {
 // grammar masks, log-probabilities).
 bool sampled_on_host(const StepRow& row);
 
-// Flattens `plan` into `out` (cleared first). With device_inputs the rows' tokens are
-// placeholders (the device feeds them). Throws std::invalid_argument, naming the problem,
-// for a token outside the vocabulary, a position past the context, or a block table that
+// Flattens `plan` into `out` (cleared first, its arrays' capacity kept). With device_inputs the
+// rows' tokens are placeholders (the device feeds them). Throws std::invalid_argument, naming the
+// problem, for a token outside the vocabulary, a position past the context, or a block table that
 // is short or names a block outside the pool.
 void stage_step(const StepPlan& plan, bool device_inputs, const StagingLimits& limits,
                 StepStaging& out);
