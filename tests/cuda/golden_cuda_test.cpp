@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "runner/cuda/cuda_executor.h"
+#include "tests/common/golden_files.h"
 #include "tests/common/test_support.h"
 #include "tests/cuda/cuda_test_support.h"
 
@@ -22,18 +22,7 @@ constexpr double kRoundingMargin = 2e-3;
 constexpr double kLogitDifferenceTolerance = 2e-2;
 constexpr int32_t kTopLogprobs = 20;
 
-class CudaGoldenModels : public ::testing::TestWithParam<std::string> {
- protected:
-  std::filesystem::path model_path() const {
-    return *shared_dir() / "models" / (GetParam() + ".gguf");
-  }
-  nlohmann::json golden() const {
-    const auto dir = *shared_dir() / "models";
-    std::ifstream in(dir / (GetParam() + ".gguf.golden.json"));
-    if (!in) in.open(dir / (GetParam() + ".golden.json"));
-    return in ? nlohmann::json::parse(in) : nlohmann::json{};
-  }
-};
+class CudaGoldenModels : public GoldenFileTest {};
 
 // Largest gap between our and llama.cpp's logprob(top1) - logprob(k) over the golden top 5
 // that our top list holds; -1 when it holds none of them.
@@ -95,15 +84,11 @@ TEST_P(CudaGoldenModels, GreedyTokensEqualTheGoldenFile) {
   TANDEM_REQUIRE_SHARED();
   TANDEM_REQUIRE_GPU();
   const nlohmann::json g = golden();
-  ASSERT_TRUE(g.contains("cases")) << "missing golden file for " << GetParam();
+  ASSERT_FALSE(g["cases"].empty());
   std::shared_ptr<const Model> model = Model::load(model_path());
-  std::vector<int32_t> eog = {
-      static_cast<int32_t>(model->file().get_int_or("tokenizer.ggml.eos_token_id", 2))};
-  if (g.contains("notes") && g["notes"].contains("eog_token_ids"))
-    eog = g["notes"]["eog_token_ids"].get<std::vector<int32_t>>();
   CudaExecutorOptions options;
   options.kv_tokens = 64 * 16;
-  options.eog_ids = eog;
+  options.eog_ids = golden_eog_ids(*model, g);
   std::unique_ptr<StepExecutor> exec = make_cuda_executor(model, options);
   std::vector<int32_t> blocks(64);
   std::iota(blocks.begin(), blocks.end(), 0);
@@ -149,23 +134,14 @@ TEST_P(CudaGoldenModels, GreedyTokensEqualTheGoldenFile) {
 // Whichever of the shared files the run has (the device machine is sent a few at a time).
 std::vector<std::string> present_models() {
   std::vector<std::string> names;
-  for (const char* n : {"rand-tiny-llama-spm-f32", "rand-tiny-llama-spm-f16",
-                        "families/llama3-tiny-s777-f16", "families/mistral-nemo-tiny-s777-f16",
-                        "families/qwen3-tiny-s777-f16", "families/phi3-tiny-s777-f16",
-                        "families/gemma2-tiny-s777-f16", "families/gemma3-tiny-s777-f16"})
-    if (!shared_dir() ||
-        std::filesystem::exists(*shared_dir() / "models" / (std::string(n) + ".gguf")))
+  for (const std::string& n : golden_model_names())
+    if (!shared_dir() || std::filesystem::exists(*shared_dir() / "models" / (n + ".gguf")))
       names.push_back(n);
   return names;
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, CudaGoldenModels, ::testing::ValuesIn(present_models()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+                         golden_test_name);
 
 }  // namespace
 }  // namespace tandem::testing

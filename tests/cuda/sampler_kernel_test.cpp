@@ -19,6 +19,7 @@
 
 #include "runner/cuda/sampler_kernel.h"
 #include "runner/sampler/sampler.h"
+#include "tests/runner/sampler/distribution_support.h"
 #include "tests/runner/sampler/reference.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
@@ -393,21 +394,12 @@ TEST(CudaSampler, TiesAtTheCutGoToTheLowestIdsInLargeGroups) {
 
 // ---- the distribution over seeds ----
 
-struct Setting {
-  float temperature;
-  int32_t top_k;
-  float top_p;
-  float min_p;
-};
+using Setting = testing::DistributionSetting;
 
 // Total variation between the device's token frequencies over 100,000 seeds (and a few
 // positions) and softmax(z) restricted to the kept set (tests/runner/sampler/reference.h).
 double total_variation(const std::vector<float>& logits, const Setting& s) {
-  SamplingParams params;
-  params.temperature = s.temperature;
-  params.top_k = s.top_k;
-  params.top_p = s.top_p;
-  params.min_p = s.min_p;
+  const SamplingParams params = s.params();
   constexpr int kDraws = 100000;
   std::vector<Case> cases(kDraws);
   for (int d = 0; d < kDraws; ++d) {
@@ -423,9 +415,7 @@ double total_variation(const std::vector<float>& logits, const Setting& s) {
     if (t < 0 || t >= vocab) return 1.0;
     hits[t] += 1;
   }
-  double tv = 0.0;
-  for (int32_t i = 0; i < vocab; ++i) tv += std::abs(double(hits[i]) / kDraws - expected[i]);
-  return tv / 2.0;
+  return testing::total_variation(hits, kDraws, expected);
 }
 
 class CudaSamplerDistribution : public ::testing::TestWithParam<Setting> {};
@@ -436,14 +426,9 @@ TEST_P(CudaSamplerDistribution, MatchesTheRenormalizedSoftmaxOfTheKeptSet) {
   EXPECT_LE(total_variation(testing::normal_logits(32, 1.5f, 7), GetParam()), 0.01);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Settings, CudaSamplerDistribution,
-    ::testing::Values(Setting{1.0f, 0, 1.0f, 0.0f}, Setting{0.5f, 0, 1.0f, 0.0f},
-                      Setting{2.0f, 0, 1.0f, 0.0f}, Setting{0.7f, 5, 1.0f, 0.0f},
-                      Setting{1.3f, 0, 0.8f, 0.0f}, Setting{1.5f, 0, 1.0f, 0.05f},
-                      Setting{1.5f, 12, 0.95f, 0.02f}, Setting{1.5f, 20, 0.7f, 0.01f},
-                      Setting{1.2f, 6, 1.0f, 0.05f}, Setting{2.0f, 8, 0.95f, 0.0f}),
-    [](const auto& info) { return "Setting" + std::to_string(info.index); });
+INSTANTIATE_TEST_SUITE_P(Settings, CudaSamplerDistribution,
+                         ::testing::ValuesIn(testing::distribution_settings()),
+                         [](const auto& info) { return "Setting" + std::to_string(info.index); });
 
 // The same 32 logits spread over a 49152-entry row whose other entries are ~e^-30 below: the
 // radix select and the Gumbel pass at a real vocabulary's size.

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -12,6 +11,7 @@
 #include "runner/model/forward.h"
 #include "runner/model/model.h"
 #include "runner/tokenizer/tokenizer.h"
+#include "tests/common/golden_files.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::testing {
@@ -25,20 +25,7 @@ constexpr double kRoundingMargin = 2e-3;
 // llama.cpp's (logprob differences are logit differences).
 constexpr double kLogitDifferenceTolerance = 2e-2;
 
-class GoldenModels : public ::testing::TestWithParam<std::string> {
- protected:
-  std::filesystem::path model_path() const {
-    return *shared_dir() / "models" / (GetParam() + ".gguf");
-  }
-  // The golden file (NAME.gguf.golden.json or NAME.golden.json).
-  nlohmann::json golden() const {
-    const auto dir = *shared_dir() / "models";
-    std::ifstream in(dir / (GetParam() + ".gguf.golden.json"));
-    if (!in) in.open(dir / (GetParam() + ".golden.json"));
-    if (!in) ADD_FAILURE() << "missing golden file for " << GetParam();
-    return in ? nlohmann::json::parse(in) : nlohmann::json{{"cases", nlohmann::json::array()}};
-  }
-};
+class GoldenModels : public GoldenFileTest {};
 
 // Greedy over the logits with the end-of-generation ids excluded (llama.cpp's ignore_eos).
 int32_t greedy(std::span<const float> logits, const std::vector<int32_t>& eog) {
@@ -69,10 +56,7 @@ TEST_P(GoldenModels, GreedyTokensEqualTheGoldenFile) {
   const nlohmann::json g = golden();
   ASSERT_FALSE(g["cases"].empty());
   std::unique_ptr<Model> model = Model::load(model_path());
-  std::vector<int32_t> eog = {
-      static_cast<int32_t>(model->file().get_int_or("tokenizer.ggml.eos_token_id", 2))};
-  if (g.contains("notes") && g["notes"].contains("eog_token_ids"))
-    eog = g["notes"]["eog_token_ids"].get<std::vector<int32_t>>();
+  const std::vector<int32_t> eog = golden_eog_ids(*model, g);
   ThreadPool pool(2);
   KvCache kv(model->config().n_layer, model->config().kv_dim(), 64);
   ForwardPass forward(*model, kv, pool);
@@ -133,18 +117,8 @@ TEST_P(GoldenModels, TokenizerEncodesThePromptsAsTheGoldenFile) {
         << "tokenizer disagrees on: " << c["prompt"];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SharedModels, GoldenModels,
-    ::testing::Values("rand-tiny-llama-spm-f32", "rand-tiny-llama-spm-f16",
-                      "families/llama3-tiny-s777-f16", "families/mistral-nemo-tiny-s777-f16",
-                      "families/qwen3-tiny-s777-f16", "families/phi3-tiny-s777-f16",
-                      "families/gemma2-tiny-s777-f16", "families/gemma3-tiny-s777-f16"),
-    [](const auto& info) {
-      std::string n = info.param;
-      for (char& ch : n)
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenModels, ::testing::ValuesIn(golden_model_names()),
+                         golden_test_name);
 
 // The quantized files (Q4_0, Q3_K_M, Q4_K_M, IQ4_XS, made by llama.cpp). tandem multiplies
 // them as llama.cpp does (activations quantized per row to Q8_0/Q8_K, integer dots), but the
@@ -197,12 +171,7 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, QuantizedGoldenModels,
                                            "kquants/rand-kq-llama-q3_k_m",
                                            "kquants/rand-kq-llama-q4_k_m",
                                            "kquants/rand-kq-llama-iq4_xs"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+                         golden_test_name);
 
 }  // namespace
 }  // namespace tandem::testing
