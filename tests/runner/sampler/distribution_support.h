@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/sampling_params.h"
+#include "tests/runner/sampler/sampler_test_support.h"
 
 namespace tandem::testing {
 
@@ -17,14 +18,7 @@ struct DistributionSetting {
   float top_p;
   float min_p;
 
-  SamplingParams params() const {
-    SamplingParams p;
-    p.temperature = temperature;
-    p.top_k = top_k;
-    p.top_p = top_p;
-    p.min_p = min_p;
-    return p;
-  }
+  SamplingParams params() const { return sampling_with(temperature, top_k, top_p, min_p); }
 };
 
 // Plain sampling and each filter alone and combined, on normal_logits(32, 1.5f, 7).

@@ -19,14 +19,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-SamplingParams with(float temperature, int32_t top_k = 0, float top_p = 1.0f, float min_p = 0.0f) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  p.min_p = min_p;
-  return p;
-}
+using testing::sampling_with;
 
 // Logits whose softmax at T = 1 is exactly proportional to `probs`.
 std::vector<float> from_probs(std::initializer_list<float> probs) {
@@ -56,129 +49,129 @@ using testing::normal_logits;
 
 TEST(Sampler, TopKKeepsExactlyKTokens) {
   const std::vector<float> logits = {0.1f, 2.0f, 0.5f, 1.9f, -1.0f, 1.8f, 0.0f};
-  EXPECT_EQ(drawn(logits, with(1.0f, 3)), (std::set<int32_t>{1, 3, 5}));
-  EXPECT_EQ(drawn(logits, with(5.0f, 1)), (std::set<int32_t>{1}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 3)), (std::set<int32_t>{1, 3, 5}));
+  EXPECT_EQ(drawn(logits, sampling_with(5.0f, 1)), (std::set<int32_t>{1}));
 }
 
 TEST(Sampler, TopKTiesAtTheKthPlaceGoToTheLowestIds) {
   const std::vector<float> logits = {1.0f, 5.0f, 3.0f, 3.0f, 3.0f, 0.0f};
-  EXPECT_EQ(drawn(logits, with(1.0f, 2)), (std::set<int32_t>{1, 2}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 3)), (std::set<int32_t>{1, 2, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 4)), (std::set<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 2)), (std::set<int32_t>{1, 2}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 3)), (std::set<int32_t>{1, 2, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 4)), (std::set<int32_t>{1, 2, 3, 4}));
 }
 
 TEST(Sampler, TopKAtOrAboveTheVocabularyIsOff) {
   const std::vector<float> logits = {0.0f, 0.3f, -0.2f, 0.1f};
   const std::set<int32_t> all = {0, 1, 2, 3};
-  EXPECT_EQ(drawn(logits, with(1.0f, 4)), all);
-  EXPECT_EQ(drawn(logits, with(1.0f, 1000)), all);
-  EXPECT_EQ(drawn(logits, with(1.0f, 0)), all);
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 4)), all);
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 1000)), all);
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0)), all);
 }
 
 TEST(Sampler, MinusInfinityTokensAreNeverKept) {
   const std::vector<float> logits = {-kInf, 0.0f, -kInf, 0.2f, -kInf};
-  EXPECT_EQ(drawn(logits, with(1.0f, 4)), (std::set<int32_t>{1, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f)), (std::set<int32_t>{1, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.99f)), (std::set<int32_t>{1, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 1.0f, 0.01f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 4)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.99f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.01f)), (std::set<int32_t>{1, 3}));
 }
 
 TEST(Sampler, NaNLogitsAreNeverSampled) {
   const std::vector<float> logits = {kNaN, 0.0f, kNaN, 0.1f};
-  EXPECT_EQ(drawn(logits, with(1.0f)), (std::set<int32_t>{1, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 3, 0.99f, 0.01f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 3, 0.99f, 0.01f)), (std::set<int32_t>{1, 3}));
   Sampler sampler({4, {}});
-  EXPECT_EQ(draw(sampler, logits, with(0.0f)), 3);
+  EXPECT_EQ(draw(sampler, logits, sampling_with(0.0f)), 3);
 }
 
 TEST(Sampler, TopPKeepsTheShortestPrefixReachingP) {
   // Probabilities 0.1, 0.5, 0.15, 0.25 by id; rank order 1, 3, 2, 0.
   const std::vector<float> logits = from_probs({0.1f, 0.5f, 0.15f, 0.25f});
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.4f)), (std::set<int32_t>{1}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.7f)), (std::set<int32_t>{1, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.8f)), (std::set<int32_t>{1, 3, 2}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.95f)), (std::set<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.4f)), (std::set<int32_t>{1}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.7f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.8f)), (std::set<int32_t>{1, 3, 2}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.95f)), (std::set<int32_t>{0, 1, 2, 3}));
 }
 
 TEST(Sampler, TopPTiesBeyondTheCutGoToTheLowestIds) {
   const std::vector<float> logits = from_probs({0.2f, 0.2f, 0.4f, 0.2f});
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.5f)), (std::set<int32_t>{0, 2}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.7f)), (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.5f)), (std::set<int32_t>{0, 2}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.7f)), (std::set<int32_t>{0, 1, 2}));
 }
 
 TEST(Sampler, TopPIsComputedOnTheTemperedDistribution) {
   // At T = 1 the top token holds 0.5 of the mass; at T = 0.5 it holds 0.25/(0.25+0.0625*2).
   const std::vector<float> logits = from_probs({0.5f, 0.25f, 0.25f});
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 0.6f)), (std::set<int32_t>{0, 1}));
-  EXPECT_EQ(drawn(logits, with(0.5f, 0, 0.6f)), (std::set<int32_t>{0}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.6f)), (std::set<int32_t>{0, 1}));
+  EXPECT_EQ(drawn(logits, sampling_with(0.5f, 0, 0.6f)), (std::set<int32_t>{0}));
 }
 
 TEST(Sampler, MinPKeepsTokensAboveTheFractionOfTheTopOne) {
   const std::vector<float> logits = from_probs({0.1f, 0.5f, 0.15f, 0.25f});
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 1.0f, 0.31f)), (std::set<int32_t>{1, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 1.0f, 0.29f)), (std::set<int32_t>{1, 2, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 1.0f, 0.9f)), (std::set<int32_t>{1}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.31f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.29f)), (std::set<int32_t>{1, 2, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.9f)), (std::set<int32_t>{1}));
 }
 
 TEST(Sampler, MinPKeepsOrDropsTiedTokensTogether) {
   const std::vector<float> logits = from_probs({0.2f, 0.2f, 0.4f, 0.2f});
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 1.0f, 0.45f)), (std::set<int32_t>{0, 1, 2, 3}));
-  EXPECT_EQ(drawn(logits, with(1.0f, 0, 1.0f, 0.55f)), (std::set<int32_t>{2}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.45f)), (std::set<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.55f)), (std::set<int32_t>{2}));
 }
 
 TEST(Sampler, FiltersComposeAsAnIntersection) {
   const std::vector<float> logits = from_probs({0.1f, 0.5f, 0.15f, 0.25f});
   // top_p 0.8 keeps {1, 3, 2}; top_k 2 keeps {1, 3}; min_p 0.29 keeps {1, 3, 2}.
-  EXPECT_EQ(drawn(logits, with(1.0f, 2, 0.8f, 0.29f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 2, 0.8f, 0.29f)), (std::set<int32_t>{1, 3}));
   // top_k 3 keeps {1, 3, 2}; top_p 0.7 keeps {1, 3}.
-  EXPECT_EQ(drawn(logits, with(1.0f, 3, 0.7f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 3, 0.7f)), (std::set<int32_t>{1, 3}));
   // top_k 3 and top_p 0.95 keep three and four; min_p 0.4 keeps {1, 3}.
-  EXPECT_EQ(drawn(logits, with(1.0f, 3, 0.95f, 0.4f)), (std::set<int32_t>{1, 3}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 3, 0.95f, 0.4f)), (std::set<int32_t>{1, 3}));
 }
 
 TEST(Sampler, GreedyTiesGoToTheLowestIdWhateverTheSeed) {
   const std::vector<float> logits = {0.0f, 3.0f, -1.0f, 3.0f, 3.0f};
-  EXPECT_EQ(drawn(logits, with(0.0f), 200), (std::set<int32_t>{1}));
+  EXPECT_EQ(drawn(logits, sampling_with(0.0f), 200), (std::set<int32_t>{1}));
 }
 
 TEST(Sampler, GreedyIgnoresTheFilters) {
   const std::vector<float> logits = {0.0f, 3.0f, -1.0f, 2.0f};
   Sampler sampler({4, {}});
-  EXPECT_EQ(draw(sampler, logits, with(0.0f, 2, 0.1f, 0.5f)), 1);
+  EXPECT_EQ(draw(sampler, logits, sampling_with(0.0f, 2, 0.1f, 0.5f)), 1);
 }
 
 TEST(Sampler, TopKOfOneIsGreedyWithTheSameTieRule) {
   const std::vector<float> logits = {0.0f, 3.0f, -1.0f, 3.0f};
-  EXPECT_EQ(drawn(logits, with(1.5f, 1), 200), (std::set<int32_t>{1}));
+  EXPECT_EQ(drawn(logits, sampling_with(1.5f, 1), 200), (std::set<int32_t>{1}));
 }
 
 TEST(Sampler, LogitBiasIsAddedBeforeEverythingElse) {
   const std::vector<float> logits = {0.0f, 3.0f, -1.0f, 2.0f};
-  SamplingParams params = with(0.0f);
+  SamplingParams params = sampling_with(0.0f);
   params.logit_bias = {{2, 10.0f}};
   Sampler sampler({4, {}});
   EXPECT_EQ(draw(sampler, logits, params), 2);
-  params = with(1.0f, 1);  // top_k sees the biased logits
+  params = sampling_with(1.0f, 1);  // top_k sees the biased logits
   params.logit_bias = {{0, 3.5f}};
   EXPECT_EQ(drawn(logits, params), (std::set<int32_t>{0}));
 }
 
 TEST(Sampler, LogitBiasOfMinus100BansTheToken) {
   const std::vector<float> logits = {0.0f, 30.0f, -1.0f, 2.0f};
-  SamplingParams params = with(1.0f);
+  SamplingParams params = sampling_with(1.0f);
   params.logit_bias = {{1, -100.0f}, {0, -150.0f}};
   EXPECT_EQ(drawn(logits, params), (std::set<int32_t>{2, 3}));
   params.temperature = 0.0f;
   Sampler sampler({4, {}});
   EXPECT_EQ(draw(sampler, logits, params), 3);
   // -99.5 only lowers the logit: 30 - 99.5 is still finite, so the token stays possible.
-  params = with(100.0f);
+  params = sampling_with(100.0f);
   params.logit_bias = {{1, -99.5f}};
   EXPECT_TRUE(drawn(logits, params).contains(1));
 }
 
 TEST(Sampler, LogitBiasOutsideTheVocabularyIsIgnored) {
-  SamplingParams params = with(0.0f);
+  SamplingParams params = sampling_with(0.0f);
   params.logit_bias = {{-1, 50.0f}, {4, 50.0f}, {1 << 30, -100.0f}};
   Sampler sampler({4, {}});
   EXPECT_EQ(draw(sampler, {0.0f, 3.0f, -1.0f, 2.0f}, params), 1);
@@ -187,7 +180,7 @@ TEST(Sampler, LogitBiasOutsideTheVocabularyIsIgnored) {
 TEST(Sampler, IgnoreEosBansEveryEndOfGenerationId) {
   const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.0f, 0.5f};
   Sampler sampler({5, {1, 3}});
-  SamplingParams params = with(0.0f);
+  SamplingParams params = sampling_with(0.0f);
   EXPECT_EQ(draw(sampler, logits, params), 1);
   params.ignore_eos = true;
   EXPECT_EQ(draw(sampler, logits, params), 2);
@@ -203,24 +196,25 @@ TEST(Sampler, IgnoreEosBansEveryEndOfGenerationId) {
 TEST(Sampler, EverythingBannedFallsBackToTheRawArgmax) {
   const std::vector<float> logits = {0.0f, 5.0f, 1.0f};
   Sampler sampler({3, {1}});
-  SamplingParams params = with(1.0f, 2, 0.9f);
+  SamplingParams params = sampling_with(1.0f, 2, 0.9f);
   params.logit_bias = {{0, -100.0f}, {2, -100.0f}};
   params.ignore_eos = true;
   EXPECT_EQ(draw(sampler, logits, params), 1);
   params.temperature = 0.0f;
   EXPECT_EQ(draw(sampler, logits, params), 1);
-  EXPECT_EQ(draw(sampler, {-kInf, kNaN, -kInf}, with(1.0f)), 0);
+  EXPECT_EQ(draw(sampler, {-kInf, kNaN, -kInf}, sampling_with(1.0f)), 0);
 }
 
 TEST(Sampler, InfiniteLogitWinsOutright) {
-  EXPECT_EQ(drawn({0.0f, kInf, 1.0f, kInf}, with(1.0f, 0, 0.5f), 100), (std::set<int32_t>{1}));
+  EXPECT_EQ(drawn({0.0f, kInf, 1.0f, kInf}, sampling_with(1.0f, 0, 0.5f), 100),
+            (std::set<int32_t>{1}));
 }
 
 TEST(Sampler, SameSeedAndPositionGiveTheSameToken) {
   const std::vector<float> logits = normal_logits(1000, 2.0f, 1);
   Sampler a({1000, {}}), b({1000, {}});
   for (uint64_t s = 0; s < 200; ++s) {
-    SamplingParams params = with(1.0f, 0, 0.95f);
+    SamplingParams params = sampling_with(1.0f, 0, 0.95f);
     params.seed = s * 7919;
     const int32_t first = draw(a, logits, params, 42);
     EXPECT_EQ(draw(a, logits, params, 42), first);
@@ -231,7 +225,7 @@ TEST(Sampler, SameSeedAndPositionGiveTheSameToken) {
 // The share of (x, y) draw pairs that agree, against the chance two independent draws agree.
 void expect_independent_draws(uint64_t seed_a, uint64_t seed_b, int64_t pos_a, int64_t pos_b) {
   const std::vector<float> logits = normal_logits(16, 1.0f, 2);
-  SamplingParams params = with(1.0f);
+  SamplingParams params = sampling_with(1.0f);
   const std::vector<double> p = testing::reference_probs(logits, params);
   double collide = 0.0;
   for (double v : p) collide += v * v;
@@ -265,8 +259,8 @@ TEST(Sampler, ARowsTokenDoesNotDependOnOtherRows) {
   std::vector<SamplingParams> params;
   for (int r = 0; r < 6; ++r) {
     rows.push_back(normal_logits(n, 3.0f, 100 + r));
-    params.push_back(
-        with(0.6f + 0.2f * r, r % 2 == 0 ? 0 : 40, r < 3 ? 0.9f : 1.0f, r == 5 ? 0.05f : 0.0f));
+    params.push_back(sampling_with(0.6f + 0.2f * r, r % 2 == 0 ? 0 : 40, r < 3 ? 0.9f : 1.0f,
+                                   r == 5 ? 0.05f : 0.0f));
     params.back().seed = 1000 + r;
   }
   // Each row alone, in a fresh sampler.
@@ -288,20 +282,20 @@ TEST(Sampler, ARowsTokenDoesNotDependOnOtherRows) {
 TEST(Sampler, RejectsARowOfTheWrongLength) {
   Sampler sampler({8, {}});
   std::vector<float> row(7, 0.0f);
-  EXPECT_THROW(sampler.sample(row, with(1.0f), 0), std::invalid_argument);
+  EXPECT_THROW(sampler.sample(row, sampling_with(1.0f), 0), std::invalid_argument);
 }
 
 // The fast paths (ladder rungs, quickselect, vector kernels) against the full-sort reference
 // on real vocabulary sizes and logit spreads.
 TEST(Sampler, MatchesTheFullSortReferenceOnLargeVocabularies) {
-  const std::vector<SamplingParams> settings = {with(1.0f),
-                                                with(0.8f, 40),
-                                                with(1.0f, 0, 0.9f),
-                                                with(1.2f, 0, 0.5f),
-                                                with(0.7f, 0, 1.0f, 0.05f),
-                                                with(1.0f, 50, 0.95f, 0.02f),
-                                                with(1.0f, 2000),
-                                                with(1.5f, 0, 0.999f)};
+  const std::vector<SamplingParams> settings = {sampling_with(1.0f),
+                                                sampling_with(0.8f, 40),
+                                                sampling_with(1.0f, 0, 0.9f),
+                                                sampling_with(1.2f, 0, 0.5f),
+                                                sampling_with(0.7f, 0, 1.0f, 0.05f),
+                                                sampling_with(1.0f, 50, 0.95f, 0.02f),
+                                                sampling_with(1.0f, 2000),
+                                                sampling_with(1.5f, 0, 0.999f)};
   for (int32_t n : {1000, 32000, 128256}) {
     for (float sd : {1.0f, 3.0f, 8.0f}) {
       const std::vector<float> logits = normal_logits(n, sd, static_cast<uint32_t>(n) + 3);

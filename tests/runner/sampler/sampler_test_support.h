@@ -13,6 +13,17 @@
 
 namespace tandem::testing {
 
+// Sampling parameters with the given temperature and filters, the rest at their defaults.
+inline SamplingParams sampling_with(float temperature, int32_t top_k = 0, float top_p = 1.0f,
+                                    float min_p = 0.0f) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  return p;
+}
+
 // n logits drawn from N(0, sd), the same for the same seed.
 inline std::vector<float> normal_logits(int32_t n, float sd, uint32_t seed) {
   std::mt19937 rng(seed);
