@@ -66,6 +66,9 @@ void add_engine_flags(CLI::App& cmd, bench::BenchOptions& o, CLI::Option* model)
           ->check(CLI::Range(int64_t{16}, int64_t{1} << 32)),
       cmd.add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
           ->check(CLI::Range(1, 1 << 24)),
+      cmd.add_option("--ceilings", o.ceilings,
+                     "With --model: measure the CPU's ceilings after the runs (~2 s) and report "
+                     "speeds as fractions of them (default true)"),
       add_kv_dtype_option(cmd, o.kv_dtype),
       add_device_option(cmd, o.device),
   };

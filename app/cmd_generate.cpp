@@ -9,6 +9,7 @@
 #include <random>
 
 #include "app/command.h"
+#include "runner/model/roofline.h"
 #include "scheduler/engine.h"
 
 namespace tandem::app {
@@ -29,6 +30,7 @@ struct GenerateOptions {
   std::string kv_dtype = "f16";
   std::string device = "cpu";
   bool ignore_eos = false;
+  bool ceilings = false;
 };
 
 // Prints text as the scheduler thread hands it over; the main thread waits on `done`.
@@ -83,6 +85,23 @@ GenerationRequest make_request(const GenerateOptions& o, std::vector<int32_t> pr
 
 double seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
+}
+
+// Measures the machine's ceilings with the engine's thread count and prints the run's
+// speeds against them: decode (one row per step) against the memory floor, the prompt
+// (one step of many rows) against the compute peak.
+void print_ceiling_fractions(const Engine& engine, double prompt_tok_s, double decode_tok_s) {
+  ThreadPool pool(engine.threads());
+  const kernels::MachineCeilings c = kernels::measure_ceilings(pool);
+  const Model::TokenWork work = engine.model().work_per_token();
+  const Roofline decode = roofline(work, c, decode_tok_s, decode_tok_s);
+  const Roofline prompt = roofline(work, c, prompt_tok_s, 0);
+  std::fprintf(stderr,
+               "%s\ndecode: %.2f of the memory floor (%.1f MB of weights per token: %.1f GB/s of "
+               "%.1f); prompt: %.1f GFLOP/s, %.2f of the %s peak (%.0f)\n",
+               kernels::describe(c).c_str(), decode.bandwidth_fraction, work.weight_bytes / 1e6,
+               decode.weight_gbps, c.read_gbps_all_threads, prompt.gflops, prompt.peak_fraction,
+               kernels::peak_name(work.peak), prompt.peak_gflops);
 }
 
 int run_generate(const GenerateOptions& o) {
@@ -145,6 +164,12 @@ int run_generate(const GenerateOptions& o) {
                engine->card().kv_type.c_str(),
                static_cast<long long>(engine->card().kv_bytes_per_token),
                static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
+  if (o.ceilings) {
+    engine->stop();  // its threads idle, so the measurement has the cores to itself
+    print_ceiling_fractions(
+        *engine, prompt_tokens / prompt_seconds,
+        generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0);
+  }
   return 0;
 }
 
@@ -170,7 +195,13 @@ Subcommand make_generate_command(CLI::App& app) {
   cmd->add_option("--threads", opts->threads, "Compute threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
-  return {cmd, [opts] { return run_generate(*opts); }};
+  cmd->add_flag("--ceilings", opts->ceilings,
+                "Then measure the CPU's ceilings (~2 s) and print the speeds as fractions of them");
+  return {cmd, [opts] {
+            if (opts->ceilings && opts->device != "cpu")
+              throw UsageError("--ceilings: measures the CPU, so it needs --device cpu");
+            return run_generate(*opts);
+          }};
 }
 
 }  // namespace tandem::app

@@ -18,6 +18,7 @@
 #include "bench/progress.h"
 #include "bench/report.h"
 #include "bench/workload.h"
+#include "runner/model/roofline.h"
 #include "scheduler/engine.h"
 #include "server/http_server.h"
 
@@ -111,6 +112,8 @@ struct ModeRun {
   RunReport report;
   std::vector<RequestRecord> records;
   std::string model_id;  // the engine's ModelCard id, as `tandem serve` lists it
+  int threads = 0;       // the engine's compute threads
+  Model::TokenWork work;
 };
 
 // The engine settings a run compares: overlap, the prefix cache, and structured output.
@@ -221,6 +224,8 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
 
   ModeRun run;
   run.model_id = engine.card().id;
+  run.threads = engine.threads();
+  run.work = engine.model().work_per_token();
   run.report.label = label;
   run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
@@ -349,6 +354,39 @@ int compare_constrained(const std::vector<ModeRun>& runs, json& document, std::o
   return plain.failed + constrained.failed > 0 ? 1 : 0;
 }
 
+// Measures the CPU's ceilings with the runs' thread count (the engines have stopped) and
+// fills each run's figures against them; the ceilings go to the document and one line out.
+void add_ceiling_fractions(std::vector<ModeRun>& runs, std::vector<RunReport>& reports,
+                           json& document, std::ostream& out) {
+  ThreadPool pool(runs.front().threads);
+  const kernels::MachineCeilings c = kernels::measure_ceilings(pool);
+  document["ceilings"] = {{"threads", c.threads},
+                          {"f32_fma_gflops", c.f32_fma_gflops},
+                          {"bf16_dot_gflops", c.bf16_dot_gflops},
+                          {"int8_dot_gops", c.int8_dot_gops},
+                          {"read_gbps_one_thread", c.read_gbps_one_thread},
+                          {"read_gbps_all_threads", c.read_gbps_all_threads},
+                          {"weights_peak", kernels::peak_name(runs.front().work.peak)}};
+  out << kernels::describe(c) << "; the weights run on "
+      << kernels::peak_name(runs.front().work.peak) << "\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunSummary& s = runs[i].report.summary;
+    DeviceFigures& d = *runs[i].report.device;
+    if (s.duration_seconds <= 0) continue;
+    // Tokens through the forward pass: the prompts less their cached prefixes, and the output.
+    const double tokens = static_cast<double>(s.prompt_tokens) -
+                          static_cast<double>(d.prefix_hit_tokens) +
+                          static_cast<double>(s.output_tokens);
+    const Roofline r = roofline(runs[i].work, c, tokens / s.duration_seconds,
+                                static_cast<double>(d.steps) / s.duration_seconds);
+    d.matmul_gflops = r.gflops;
+    d.peak_fraction = r.peak_fraction;
+    d.weight_gbps = r.weight_gbps;
+    d.bandwidth_fraction = r.bandwidth_fraction;
+    reports[reports.size() - runs.size() + i] = runs[i].report;
+  }
+}
+
 // The runs of an in-process engine (--model), one per overlap mode: their reports, the
 // settings and, for --overlap compare, the comparison into the document.
 int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
@@ -384,6 +422,7 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
     runs.push_back(run_engine_mode(o, mode, workload));
     reports.push_back(runs.back().report);
   }
+  if (o.ceilings && o.device == "cpu") add_ceiling_fractions(runs, reports, document, out);
   document["settings"] = settings_json(o, o.model.string(), path);
   document["settings"]["model_name"] = runs.front().model_id;
   if (schema) document["settings"]["json_schema"] = o.json_schema.string();

@@ -44,6 +44,9 @@ struct BenchOptions {
   std::string kv_dtype = "f16";  // the KV cache's element type (kv_cache.h's names)
   std::string device = "cpu";    // --device: cpu or cuda
   int32_t max_queue = 256;
+  // --model on the CPU: measure the machine's ceilings after the runs and report each
+  // run's matmul rate and weight streaming as fractions of them.
+  bool ceilings = true;
 };
 
 // Returns the exit status: 0, or 1 when no request completed or --overlap compare found

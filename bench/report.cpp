@@ -78,6 +78,20 @@ std::string format_table(const std::vector<RunReport>& runs) {
       rows.push_back(
           {"Chained step gap p50 (us)", device(&DeviceFigures::chained_gap_median_us, 1)});
     }
+    bool any_roofline = false;
+    for (const RunReport& r : runs) any_roofline |= r.device && r.device->peak_fraction >= 0;
+    if (any_roofline) {
+      auto of = [](double DeviceFigures::*value, double DeviceFigures::*fraction) {
+        return [value, fraction](const RunReport& r) {
+          if (!r.device || (*r.device).*fraction < 0) return std::string("-");
+          return fixed((*r.device).*value, 1) + " (" + fixed((*r.device).*fraction, 2) + ")";
+        };
+      };
+      rows.push_back({"Matmul GFLOP/s (of peak)",
+                      of(&DeviceFigures::matmul_gflops, &DeviceFigures::peak_fraction)});
+      rows.push_back({"Weights read GB/s (of bandwidth)",
+                      of(&DeviceFigures::weight_gbps, &DeviceFigures::bandwidth_fraction)});
+    }
     rows.push_back({"Steps (chained)", [](const RunReport& r) {
                       return r.device ? std::to_string(r.device->steps) + " (" +
                                             std::to_string(r.device->chained_steps) + ")"
@@ -172,6 +186,12 @@ nlohmann::json run_json(const RunReport& run) {
     if (d.gpu_idle_fraction >= 0) {
       j["device"]["gpu_idle_fraction"] = d.gpu_idle_fraction;
       j["device"]["chained_gap_median_us"] = d.chained_gap_median_us;
+    }
+    if (d.peak_fraction >= 0) {
+      j["device"]["matmul_gflops"] = d.matmul_gflops;
+      j["device"]["peak_fraction"] = d.peak_fraction;
+      j["device"]["weight_gbps"] = d.weight_gbps;
+      j["device"]["bandwidth_fraction"] = d.bandwidth_fraction;
     }
     j["prefix_cache_queried_tokens"] = d.prefix_queried_tokens;
     j["prefix_cache_hit_tokens"] = d.prefix_hit_tokens;

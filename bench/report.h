@@ -27,6 +27,14 @@ struct DeviceFigures {
   // step, and the median idle gap before a chained step, in microseconds.
   double gpu_idle_fraction = -1;
   double chained_gap_median_us = -1;
+  // Against the CPU's ceilings measured in the same bench (runner/model/roofline.h); -1
+  // when not measured (--ceilings off, or a GPU): matmul GFLOP/s over the run's wall time
+  // and its fraction of the weights' instruction peak; weight GB/s streamed by the steps
+  // and its fraction of the read bandwidth.
+  double matmul_gflops = -1;
+  double peak_fraction = -1;
+  double weight_gbps = -1;
+  double bandwidth_fraction = -1;
 };
 
 struct RunReport {

@@ -85,6 +85,24 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
   return c;
 }
 
+double peak_gflops(const MachineCeilings& c, Peak peak) {
+  if (peak == Peak::kBf16Dot && c.bf16_dot_gflops > 0) return c.bf16_dot_gflops;
+  if (peak == Peak::kInt8Dot && c.int8_dot_gops > 0) return c.int8_dot_gops;
+  return c.f32_fma_gflops;
+}
+
+const char* peak_name(Peak peak) {
+  switch (peak) {
+    case Peak::kBf16Dot:
+      return "BF16 dot";
+    case Peak::kInt8Dot:
+      return "int8 dot";
+    case Peak::kF32Fma:
+      break;
+  }
+  return "F32 FMA";
+}
+
 std::string describe(const MachineCeilings& c) {
   char line[256];
   std::snprintf(line, sizeof line,

@@ -25,6 +25,14 @@ struct MachineCeilings {
 MachineCeilings measure_ceilings(ThreadPool& pool, double seconds = 0.2,
                                  int64_t buffer_bytes = int64_t{512} << 20);
 
+// The instruction a matmul's inner loop is built on, whose measured peak bounds it.
+enum class Peak { kF32Fma, kBf16Dot, kInt8Dot };
+
+// The peak for `peak` in GFLOP/s (GOP/s for int8), or the F32 FMA peak where that
+// instruction was not measured (the CPU lacks it).
+double peak_gflops(const MachineCeilings& c, Peak peak);
+const char* peak_name(Peak peak);  // "F32 FMA", "BF16 dot", "int8 dot"
+
 // One line: "ceilings (2 threads): F32 FMA 150 GFLOP/s, BF16 dot 380 GFLOP/s, ...".
 std::string describe(const MachineCeilings& c);
 

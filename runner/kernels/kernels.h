@@ -13,6 +13,7 @@
 #include <span>
 
 #include "runner/gguf/gguf.h"
+#include "runner/kernels/ceilings.h"
 #include "runner/util/thread_pool.h"
 
 namespace tandem::kernels {
@@ -55,6 +56,10 @@ class PackedWeights {
   int64_t n_out() const;
   int64_t n_in() const;
   size_t bytes() const;  // memory the packed form takes
+  // The instruction the matmul's inner loop runs on this CPU (its peak bounds the speed):
+  // BF16 dot for BF16 weights on AVX512-BF16, int8 dot for the quantized path with VNNI,
+  // F32 FMA otherwise (F32, F16, Q8_0 and widened weights).
+  Peak peak() const;
   struct Impl;
   const Impl& impl() const { return *impl_; }
 

@@ -137,6 +137,27 @@ void Model::embed(int32_t id, float* out) const {
   kernels::dequantize_row(token_embd_->type, token_embd_->data + row_bytes * id, out, e);
 }
 
+Model::TokenWork Model::work_per_token() const {
+  TokenWork work;
+  double bytes_by_peak[3] = {};
+  auto add = [&](const kernels::PackedWeights& w) {
+    work.weight_bytes += static_cast<double>(w.bytes());
+    work.flops += 2.0 * static_cast<double>(w.n_in()) * static_cast<double>(w.n_out());
+    bytes_by_peak[static_cast<int>(w.peak())] += static_cast<double>(w.bytes());
+  };
+  add(output_);
+  for (const auto& w : layers_) {
+    add(w.qkv);
+    add(w.attn_out);
+    add(w.gate_up);
+    add(w.down);
+  }
+  for (int p = 1; p < 3; ++p)
+    if (bytes_by_peak[p] > bytes_by_peak[static_cast<int>(work.peak)])
+      work.peak = static_cast<kernels::Peak>(p);
+  return work;
+}
+
 size_t Model::packed_bytes() const {
   size_t total = output_.bytes();
   for (const auto& w : layers_)

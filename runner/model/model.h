@@ -56,6 +56,16 @@ class Model {
 
   size_t packed_bytes() const;  // memory taken by the repacked weights
 
+  // What one token costs the matmuls: the weight bytes a decode step streams (every packed
+  // matrix once, whatever the batch), the multiply-adds as flops (2 per weight), and the
+  // instruction most of those bytes run on, whose peak bounds batched steps.
+  struct TokenWork {
+    double weight_bytes = 0;
+    double flops = 0;
+    kernels::Peak peak = kernels::Peak::kF32Fma;
+  };
+  TokenWork work_per_token() const;
+
  private:
   explicit Model(gguf::File file) : file_(std::move(file)) {}
   gguf::File file_;

@@ -31,6 +31,25 @@ TEST(GenerateCli, GreedyRunsAreRepeatableAndReportSpeed) {
   EXPECT_NE(a.err.find("generated 12 tokens"), std::string::npos) << a.err;
 }
 
+// --ceilings measures the CPU after the run and prints the speeds against it; it measures
+// the CPU, so it refuses another device before loading anything.
+TEST(GenerateCli, CeilingsPrintTheSpeedsAsFractionsOfTheMachine) {
+  ScratchDir dir;
+  auto model = make_tiny(dir);
+  auto r = run_tandem({"generate", "--model", model, "--prompt", "Hello", "--max-tokens", "8",
+                       "--ignore-eos", "--threads", "1", "--ceilings"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ceilings (1 threads): F32 FMA "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("decode: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" of the memory floor ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" of the F32 FMA peak"), std::string::npos) << r.err;  // F32 weights
+  auto cuda =
+      run_tandem({"generate", "--model", model, "--prompt", "x", "--device", "cuda", "--ceilings"});
+  EXPECT_EQ(cuda.exit_code, 2);
+  EXPECT_NE(cuda.err.find("--ceilings: "), std::string::npos) << cuda.err;
+  EXPECT_EQ(cuda.err.find('\n'), cuda.err.size() - 1) << cuda.err;
+}
+
 TEST(GenerateCli, SeededSamplingIsRepeatable) {
   ScratchDir dir;
   auto model = make_tiny(dir);

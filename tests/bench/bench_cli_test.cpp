@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/model/model.h"
 #include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 
@@ -61,6 +62,30 @@ TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
     for (const char* key : {"busy_s", "idle_s", "idle_fraction", "steps"})
       EXPECT_TRUE(run["device"].contains(key)) << key;
   }
+  // Each run against the ceilings measured after it: the matmul rate is the model's flops
+  // per token times the tokens through the forward pass, the weight rate its bytes per step
+  // times the steps, both over the run's wall time.
+  EXPECT_NE(r.out.find("Matmul GFLOP/s (of peak)"), std::string::npos) << r.out;
+  ASSERT_TRUE(doc.contains("ceilings"));
+  const double bandwidth = doc["ceilings"]["read_gbps_all_threads"].get<double>();
+  EXPECT_GT(bandwidth, 0);
+  EXPECT_EQ(doc["ceilings"]["threads"], 1);
+  const Model::TokenWork work = Model::load(model_)->work_per_token();
+  for (const auto& run : doc["runs"]) {
+    const double seconds = run["duration_s"].get<double>();
+    const double tokens = run["prompt_tokens"].get<double>() -
+                          run["prefix_cache_hit_tokens"].get<double>() +
+                          run["output_tokens"].get<double>();
+    const auto& d = run["device"];
+    EXPECT_NEAR(d["matmul_gflops"].get<double>(), work.flops * tokens / seconds / 1e9,
+                1e-9 * d["matmul_gflops"].get<double>());
+    EXPECT_NEAR(d["weight_gbps"].get<double>(),
+                work.weight_bytes * d["steps"].get<double>() / seconds / 1e9,
+                1e-9 * d["weight_gbps"].get<double>());
+    EXPECT_NEAR(d["bandwidth_fraction"].get<double>(), d["weight_gbps"].get<double>() / bandwidth,
+                1e-12);
+    EXPECT_GT(d["peak_fraction"].get<double>(), 0);
+  }
   EXPECT_EQ(doc["runs"][0]["outputs_digest"], doc["runs"][1]["outputs_digest"]);
   EXPECT_EQ(doc["runs"][0]["device"]["chained_steps"], 0);
   EXPECT_GT(doc["runs"][1]["device"]["chained_steps"].get<int>(), 0);
@@ -73,7 +98,7 @@ TEST_F(BenchCli, OfflineRunCountsExactPromptTokens) {
   const std::string json = dir_.file("offline.json").string();
   const CommandResult r =
       run_tandem({"bench", "--model", model_, "--offline", "--requests", "5", "--prompt-tokens",
-                  "7", "--max-tokens", "3", "--threads", "1", "--json", json});
+                  "7", "--max-tokens", "3", "--threads", "1", "--ceilings", "off", "--json", json});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("Completed requests"), std::string::npos);
   const nlohmann::json doc = read_json("offline.json");
@@ -81,6 +106,8 @@ TEST_F(BenchCli, OfflineRunCountsExactPromptTokens) {
   EXPECT_EQ(doc["runs"][0]["prompt_tokens"], 5 * 7);
   EXPECT_EQ(doc["runs"][0]["output_tokens"], 5 * 3);
   EXPECT_EQ(doc["runs"][0]["path"], "offline");
+  EXPECT_FALSE(doc.contains("ceilings"));  // --ceilings off
+  EXPECT_FALSE(doc["runs"][0]["device"].contains("peak_fraction"));
 }
 
 TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {

@@ -161,6 +161,46 @@ TEST(Kernels, MatmulMatchesFloat64ReferenceForEveryTypeAndOddShape) {
   }
 }
 
+// An F16 matrix whose every value is a BF16 value (an F16 file converted from a BF16
+// checkpoint) is packed as BF16: same peak, same outputs bit for bit as the BF16 matrix on
+// every ISA. One F16 value that BF16 cannot hold keeps the whole matrix on the exact path.
+TEST(Kernels, F16WeightsHoldingOnlyBf16ValuesRunAsBf16) {
+  ThreadPool pool(2);
+  const Matrix b = random_matrix(TensorType::kBF16, 70, 96, 11);
+  Matrix h{TensorType::kF16, b.n_out, b.n_in, std::vector<uint8_t>(b.bytes.size()), b.values};
+  for (size_t i = 0; i < b.values.size(); ++i) {
+    const uint16_t half = half_from_float(b.values[i]);
+    ASSERT_EQ(float_from_half(half), b.values[i]) << "test data: value " << i << " not a half";
+    std::memcpy(h.bytes.data() + 2 * i, &half, 2);
+  }
+  Matrix inexact = h;
+  uint16_t one;
+  std::memcpy(&one, inexact.bytes.data() + 2 * 37, 2);
+  one ^= 1;  // the lowest mantissa bit: an F16 value with more bits than BF16 has
+  std::memcpy(inexact.bytes.data() + 2 * 37, &one, 2);
+  inexact.values[37] = float_from_half(one);
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    const PackedWeights as_bf16 = PackedWeights::pack(b.source());
+    const PackedWeights from_f16 = PackedWeights::pack(h.source());
+    const PackedWeights exact = PackedWeights::pack(inexact.source());
+    EXPECT_EQ(from_f16.peak(), as_bf16.peak()) << isa_name(isa);
+    EXPECT_EQ(exact.peak(), Peak::kF32Fma) << isa_name(isa);
+    for (int64_t n_rows : {1, 5, 32}) {
+      const auto x = random_activations(n_rows * b.n_in, 3 + n_rows);
+      std::vector<float> y_bf16(n_rows * b.n_out), y_f16(n_rows * b.n_out),
+          y_exact(n_rows * b.n_out);
+      matmul(pool, as_bf16, x.data(), n_rows, y_bf16.data());
+      matmul(pool, from_f16, x.data(), n_rows, y_f16.data());
+      matmul(pool, exact, x.data(), n_rows, y_exact.data());
+      ASSERT_EQ(0, std::memcmp(y_bf16.data(), y_f16.data(), y_f16.size() * 4))
+          << isa_name(isa) << " rows " << n_rows;
+      expect_close_to_reference(inexact, x, n_rows, y_exact, false,
+                                label_of(isa, TensorType::kF16, b.n_out, b.n_in, n_rows));
+    }
+  }
+}
+
 TEST(Kernels, MatmulWritesOnlyItsOutputs) {
   ThreadPool pool(2);
   for (Isa isa : runnable_isas()) {
