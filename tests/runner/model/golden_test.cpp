@@ -125,17 +125,20 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, GoldenModels, ::testing::ValuesIn(golden_
 // rest of the pass is not llama.cpp's bit for bit (its attention runs in F16), and on these
 // random models Q8 activations make the logits chaotic: measured, rounding our own K and V
 // to F16 moves our top-5 logit differences by 0.03-0.17 (by 0.001-0.004 with F32
-// activations), as much as we differ from llama.cpp (0.02-0.27 after the prompt). So the
-// 2e-2 bound above cannot hold here without reproducing llama.cpp's attention; this checks
-// the noise floor only: after the prompt, the greedy token where llama.cpp's top two are
-// kQuantMargin apart and the top-5 logit differences within kQuantTolerance (a wrong block
-// scale or quant moves them by whole units).
+// activations), as much as we differ from llama.cpp. So the 2e-2 bounds above cannot hold
+// here without reproducing llama.cpp's attention; this checks against that noise floor
+// instead. Every step is fed llama.cpp's token (teacher forcing); where llama.cpp's top two
+// are at least kQuantMargin apart our greedy token must be its token, and at every step the
+// top-5 logit differences must be within kQuantTolerance of llama.cpp's. Measured over all
+// 192 steps of each file: 0.22 (Q4_0), 0.40 (Q3_K_M), 0.34 (Q4_K_M), 0.27 (IQ4_XS); 68-75
+// steps per file are compared token for token. A wrong block scale moves them by whole
+// units (masking the Q4_K scales' sixth bit gave 7.6 and 8.4).
 constexpr double kQuantMargin = 0.4;
-constexpr double kQuantTolerance = 0.35;
+constexpr double kQuantTolerance = 0.5;
 
 class QuantizedGoldenModels : public GoldenModels {};
 
-TEST_P(QuantizedGoldenModels, PromptsGiveTheGoldenFirstTokenAndTop5) {
+TEST_P(QuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies) {
   TANDEM_REQUIRE_SHARED();
   const nlohmann::json g = golden();
   ASSERT_FALSE(g["cases"].empty());
@@ -148,22 +151,38 @@ TEST_P(QuantizedGoldenModels, PromptsGiveTheGoldenFirstTokenAndTop5) {
   std::vector<int32_t> blocks(64);
   std::iota(blocks.begin(), blocks.end(), 0);
   double worst = 0;
+  size_t compared = 0, total = 0;
   for (size_t ci = 0; ci < g["cases"].size(); ++ci) {
     const auto& c = g["cases"][ci];
     const nlohmann::json& check = g["notes"]["checks"][ci];
-    const std::vector<int32_t> seq = c["prompt_tokens"].get<std::vector<int32_t>>();
+    std::vector<int32_t> seq = c["prompt_tokens"].get<std::vector<int32_t>>();
+    const auto expected = c["greedy_tokens"].get<std::vector<int32_t>>();
+    const nlohmann::json& top5 = check["top5_non_eog"];
+    total += expected.size();
     ForwardRow row{seq, 0, blocks, true};
-    std::span<float> logits = forward.run({&row, 1});
-    const int32_t expected = c["greedy_tokens"][0].get<int32_t>();
-    if (check["top1_top2_logit_margins"][0].get<double>() >= kQuantMargin) {
-      EXPECT_EQ(greedy(logits, eog), expected) << c["prompt"];
+    for (size_t step = 0; step < expected.size(); ++step) {
+      std::span<float> logits = forward.run({&row, 1});
+      // Where llama.cpp's top two are closer than these files' noise either token is its
+      // answer; elsewhere ours must be the same. The golden token is fed next either way
+      // (teacher forcing), so every later step still sees llama.cpp's sequence.
+      const nlohmann::json& margin = check["top1_top2_logit_margins"][step];
+      if (margin.is_number() && margin.get<double>() >= kQuantMargin) {
+        EXPECT_EQ(greedy(logits, eog), expected[step]) << c["prompt"] << " step " << step;
+        ++compared;
+      }
+      if (top5.size() == expected.size() && top5[step][0][0] == expected[step]) {
+        const double deviation = top5_deviation(logits, top5[step]);
+        worst = std::max(worst, deviation);
+        EXPECT_LE(deviation, kQuantTolerance) << c["prompt"] << " step " << step;
+      }
+      seq.push_back(expected[step]);
+      row = {{&seq.back(), 1}, static_cast<int32_t>(seq.size() - 1), blocks, true};
     }
-    const double deviation = top5_deviation(logits, check["top5_non_eog"][0]);
-    worst = std::max(worst, deviation);
-    EXPECT_LE(deviation, kQuantTolerance) << c["prompt"];
   }
-  std::cout << "  " << GetParam() << ": top-5 logit differences after the prompt within " << worst
-            << " of llama.cpp's\n";
+  std::cout << "  " << GetParam() << ": " << compared << " of " << total
+            << " greedy tokens compared (the rest are near-ties), top-5 logit differences within "
+            << worst << " of llama.cpp's\n";
+  EXPECT_GT(compared, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, QuantizedGoldenModels,
