@@ -1,5 +1,6 @@
 // The whole forward pass of one step (all layers, attention, head, sampling) on the
-// smollm2-135m shape: batch-1, 8-row and 32-row decode steps, as tok/s; and a 16-row
+// smollm2-135m shape: batch-1, 8-row and 32-row decode steps, as tok/s; a 512- and a
+// 1024-token prefill in one step; and a 16-row
 // decode step at context 1024 for each KV element type (the forward pass alone). The model is
 // written once with make-model (F16 and BF16, vocab from ../shared's llama-spm GGUF when
 // present, so the head is 32000 wide as in perf-notes), or read from TANDEM_BENCH_MODEL.
@@ -118,6 +119,31 @@ void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
                                  tandem::KvCache::bytes_per_token(c.n_layer, c.kv_dim(), kv_type) /
                                  1e6;
 }
+
+// One prompt of `tokens` tokens prefilled in one step (the forward pass alone, F16 KV, BF16
+// weights): the GEMMs at M = tokens and the causal attention over the prompt.
+void BM_Prefill(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto model = bench_model(TensorType::kBF16);
+  const tandem::ModelConfig& c = model->config();
+  tandem::ThreadPool pool(static_cast<int>(state.range(1)));
+  const int n_blocks = (n + 15) / 16;
+  tandem::KvCache kv(c.n_layer, c.kv_dim(), n_blocks, tandem::KvType::kF16, c.head_dim);
+  tandem::ForwardPass forward(*model, kv, pool);
+  std::vector<int32_t> table(n_blocks), prompt(n);
+  std::iota(table.begin(), table.end(), 0);
+  for (int i = 0; i < n; ++i) prompt[i] = 100 + (i * 37) % 20000;
+  const tandem::ForwardRow row{prompt, 0, table, true};
+  for (auto _ : state) benchmark::DoNotOptimize(forward.run({&row, 1}).data());
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Prefill)
+    ->Args({512, 2})
+    ->Args({1024, 2})
+    ->ArgNames({"tokens", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f32_kv, tandem::KvType::kF32)
     ->Arg(2)

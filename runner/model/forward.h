@@ -46,8 +46,10 @@ class ForwardPass {
   void embed_and_angles(std::span<const ForwardRow> rows);
   void attention_block(int32_t layer, std::span<const ForwardRow> rows);
   void qk_rope_and_store(int32_t layer, int64_t token, std::span<const ForwardRow> rows);
+  // attention.cpp: flash-style, over the paged cache block by block with an online softmax.
   void attention(int32_t layer, std::span<const ForwardRow> rows);
-  void softmax(float* scores, int32_t n) const;
+  void attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
+                   int32_t n_queries, int32_t head, std::vector<float>& scratch);
   // The block table `layer` reads and writes through: the local one for a local layer of
   // a cache with a local group.
   std::span<const int32_t> table(const ForwardRow& r, int32_t layer) const {
@@ -72,7 +74,8 @@ class ForwardPass {
   // Activations, [token][width].
   std::vector<float> x_, xn_, qkv_, attn_, proj_, gate_up_, ffn_;
   std::vector<float> last_, logits_;               // [logit row][n_embd | n_vocab]
-  std::vector<std::vector<float>> thread_scores_;  // per pool thread: attention scores
+  std::vector<std::vector<float>> thread_scores_;  // per pool thread: attention scratch
+  std::vector<int64_t> query_tiles_;  // attention: each tile's first token, then n_tokens
 };
 
 }  // namespace tandem

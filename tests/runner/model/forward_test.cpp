@@ -273,6 +273,36 @@ TEST_P(ForwardBatching, ChunkedPrefillEqualsOneShotPrefill) {
   EXPECT_EQ(got, expected);
 }
 
+// Attention runs a prefill row's tokens in tiles that walk the cache together; each query
+// must still compute exactly as it would alone. Every position's logits from one 37-token
+// prefill (tiles of 16, 16, 5) equal those of the same prompt fed one token at a time (tiles
+// of one) and in chunks of 5 starting mid-block, bit for bit.
+TEST_P(ForwardBatching, EveryPositionsLogitsAreTheSameWhateverTheQueryTiles) {
+  ScratchDir dir;
+  auto path = write_tiny_llama(dir.path(), GetParam());
+  std::vector<int32_t> prompt(37);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(7 + 13 * i % 50);
+  Harness whole(path);
+  auto bw = whole.take_blocks(3);
+  ForwardRow all{prompt, 0, bw, true, /*all_logits=*/true};
+  const auto expected = copy(whole.forward.run({&all, 1}));
+  const size_t n_vocab = expected.size() / prompt.size();
+  std::span<const int32_t> p(prompt);
+  for (int32_t chunk : {1, 5}) {
+    Harness h(path);
+    auto b = h.take_blocks(3);
+    for (int32_t at = 0; at < static_cast<int32_t>(prompt.size()); at += chunk) {
+      const int32_t n = std::min<int32_t>(chunk, static_cast<int32_t>(prompt.size()) - at);
+      ForwardRow row{p.subspan(at, n), at, b, true, /*all_logits=*/true};
+      const auto got = copy(h.forward.run({&row, 1}));
+      for (int32_t i = 0; i < n; ++i)
+        ASSERT_TRUE(std::equal(got.begin() + i * n_vocab, got.begin() + (i + 1) * n_vocab,
+                               expected.begin() + (at + i) * n_vocab))
+            << "chunk " << chunk << " position " << at + i;
+    }
+  }
+}
+
 TEST_P(ForwardBatching, ThreadCountDoesNotChangeLogits) {
   ScratchDir dir;
   auto path = write_tiny_llama(dir.path(), GetParam());

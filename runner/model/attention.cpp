@@ -1,0 +1,119 @@
+// Attention over the paged KV cache, flash-style: each query walks its keys block by block
+// of the cache with an online softmax (running max and sum, the accumulated values rescaled
+// when the max grows), so no score row of the whole context is ever formed. A prefill row's
+// consecutive tokens go in tiles of kQueryTile that walk the blocks together: each block's
+// keys and values are read once from memory and then served from cache to the tile's other
+// queries. Each query's arithmetic is its own and in the same order (its keys split at the
+// same block boundaries, the same kernel calls) whatever tile, chunk or batch it is in, so
+// a row's result does not depend on them (law 2), and decode is the tile of one.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "runner/kernels/kernels.h"
+#include "runner/model/forward.h"
+
+namespace tandem {
+namespace {
+
+constexpr int32_t kQueryTile = 16;
+
+// One query's running state: the largest score so far, the sum of exp(score - max), and
+// the values weighted by exp(score - max) (hd floats, in the caller's scratch).
+struct OnlineSoftmax {
+  float max = -INFINITY;
+  float sum = 0;
+  float* acc = nullptr;
+};
+
+}  // namespace
+
+void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
+  const int64_t n_tokens = static_cast<int64_t>(token_row_.size());
+  // Tiles: runs of up to kQueryTile consecutive tokens of one row.
+  query_tiles_.clear();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const bool same_row = t > 0 && token_row_[t] == token_row_[t - 1];
+    if (!same_row || t - query_tiles_.back() == kQueryTile) query_tiles_.push_back(t);
+  }
+  const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size());
+  query_tiles_.push_back(n_tokens);
+  const int64_t n_tasks = n_tiles * cfg_.n_head;
+  std::atomic<int64_t> next{0};
+  pool_.run_on_all([&](int thread, int) {
+    std::vector<float>& scratch = thread_scores_[thread];
+    for (int64_t task = next.fetch_add(1); task < n_tasks; task = next.fetch_add(1)) {
+      const int64_t tile = task / cfg_.n_head;
+      const int64_t first = query_tiles_[tile];
+      attend_tile(layer, rows, first, static_cast<int32_t>(query_tiles_[tile + 1] - first),
+                  static_cast<int32_t>(task % cfg_.n_head), scratch);
+    }
+  });
+}
+
+// Queries first_token .. + n_queries - 1 (one row's consecutive positions), head `head`.
+void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
+                              int32_t n_queries, int32_t head, std::vector<float>& scratch) {
+  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
+  const int64_t q_dim = cfg_.q_dim(), qkv_width = q_dim + 2 * cfg_.kv_dim();
+  const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  const int32_t bs = kv_.block_size();
+  const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
+  const size_t kv_off = kv_element_offset(kv_.type(), static_cast<int64_t>(head / group) * hd);
+  const std::span<const int32_t> blocks = table(rows[token_row_[first_token]], layer);
+
+  // The threads' scratch vectors may sit next to each other on the heap: 16 floats (a cache
+  // line) past what is written keep one thread's writes off the next one's lines.
+  const size_t needed = static_cast<size_t>(n_queries) * hd + bs + 16;
+  if (scratch.size() < needed) scratch.resize(needed);
+  float* scores = scratch.data() + static_cast<size_t>(n_queries) * hd;
+  OnlineSoftmax state[kQueryTile];
+  for (int32_t i = 0; i < n_queries; ++i) {
+    state[i] = {-INFINITY, 0, scratch.data() + static_cast<size_t>(i) * hd};
+    std::fill(state[i].acc, state[i].acc + hd, 0.0f);
+  }
+  // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
+  auto end_of = [&](int32_t i) { return token_position_[first_token + i] + 1; };
+  auto begin_of = [&](int32_t i) { return window > 0 ? std::max(0, end_of(i) - window) : 0; };
+
+  // The tile's keys, a cache block at a time; each query takes its part of the block.
+  const int32_t last_end = end_of(n_queries - 1);
+  for (int32_t j = begin_of(0); j < last_end;) {
+    const int32_t block_end = std::min((j / bs + 1) * bs, last_end);
+    for (int32_t i = 0; i < n_queries; ++i) {
+      const int32_t from = std::max(j, begin_of(i)), to = std::min(block_end, end_of(i));
+      if (from >= to) continue;
+      const int32_t block = blocks[from / bs], slot = from % bs, n = to - from;
+      const float* q = &qkv_[(first_token + i) * qkv_width + static_cast<int64_t>(head) * hd];
+      kernels::dot_rows(type, q, kv_.k(layer, block, slot) + kv_off, stride, n, hd, scores);
+      OnlineSoftmax& s = state[i];
+      float block_max = -INFINITY;
+      for (int32_t k = 0; k < n; ++k) {
+        scores[k] *= cfg_.attn_scale;
+        if (cfg_.attn_softcap > 0)
+          scores[k] = cfg_.attn_softcap * std::tanh(scores[k] / cfg_.attn_softcap);
+        block_max = std::max(block_max, scores[k]);
+      }
+      if (block_max > s.max) {  // rescale what was summed against the old max
+        const float factor = std::exp(s.max - block_max);
+        s.sum *= factor;
+        for (int32_t d = 0; d < hd; ++d) s.acc[d] *= factor;
+        s.max = block_max;
+      }
+      for (int32_t k = 0; k < n; ++k) {
+        scores[k] = std::exp(scores[k] - s.max);
+        s.sum += scores[k];
+      }
+      kernels::axpy_rows(type, scores, kv_.v(layer, block, slot) + kv_off, stride, n, hd, s.acc);
+    }
+    j = block_end;
+  }
+  for (int32_t i = 0; i < n_queries; ++i) {
+    float* out = &attn_[(first_token + i) * q_dim + static_cast<int64_t>(head) * hd];
+    const float inv = 1.0f / state[i].sum;
+    for (int32_t d = 0; d < hd; ++d) out[d] = state[i].acc[d] * inv;
+  }
+}
+
+}  // namespace tandem
