@@ -26,6 +26,7 @@ namespace {
 // Below this largest magnitude a group is all zero (ggml's GROUP_MAX_EPS); F16 scales
 // could not represent it anyway.
 constexpr float kGroupEps = 1e-15f;
+constexpr float kF16Max = 65504.0f;
 
 int nearest(float v) { return static_cast<int>(std::lrintf(v)); }
 
@@ -658,11 +659,19 @@ void quantize_row(TensorType type, const float* x, int64_t n, void* out, ScaleSe
                                 std::to_string(per_block) + "-value " + type_name(type) +
                                 " blocks");
   }
+  // Block types hold F16 scales (and mins): a value beyond F16's range would give an
+  // infinite scale.
+  const bool has_f16_scales = per_block > 1;
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(x[i])) {
       throw std::invalid_argument(std::string("cannot quantize ") +
                                   (std::isnan(x[i]) ? "NaN" : "an infinite value") + " (value " +
                                   std::to_string(i) + ") to " + type_name(type));
+    }
+    if (has_f16_scales && std::fabs(x[i]) > kF16Max) {
+      throw std::invalid_argument("cannot quantize " + std::to_string(x[i]) + " (value " +
+                                  std::to_string(i) + ") to " + type_name(type) +
+                                  ": beyond the F16 range of its block scales");
     }
   }
   const bool s = search == ScaleSearch::kSearch;

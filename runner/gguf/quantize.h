@@ -25,7 +25,8 @@ enum class ScaleSearch {
 
 // Writes n values of x as `type` into out (tensor_bytes(type, n) bytes; any alignment).
 // Every TensorType is accepted (F32/F16/BF16 are plain conversions). Throws
-// std::invalid_argument when n is not a whole number of blocks or x holds a NaN or an Inf.
+// std::invalid_argument when n is not a whole number of blocks, x holds a NaN or an Inf, or
+// (block types, whose scales are F16) a magnitude above 65504.
 void quantize_row(TensorType type, const float* x, int64_t n, void* out,
                   ScaleSearch search = ScaleSearch::kSearch);
 

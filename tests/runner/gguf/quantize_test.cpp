@@ -203,7 +203,7 @@ TEST_P(QuantizeType, VerySmallValuesStayFiniteAndBounded) {
   }
 }
 
-TEST_P(QuantizeType, RefusesNaNInfAndPartialBlocks) {
+TEST_P(QuantizeType, RefusesNaNInfOutOfRangeAndPartialBlocks) {
   const TensorType t = GetParam();
   std::vector<float> x(256, 0.5f);
   std::vector<uint8_t> out(tensor_bytes(t, 256));
@@ -212,6 +212,8 @@ TEST_P(QuantizeType, RefusesNaNInfAndPartialBlocks) {
   x[17] = INFINITY;
   EXPECT_THROW(quantize_row(t, x.data(), 256, out.data()), std::invalid_argument);
   x[17] = -INFINITY;
+  EXPECT_THROW(quantize_row(t, x.data(), 256, out.data()), std::invalid_argument);
+  x[17] = -1e5f;  // beyond F16's range: the block scale would be infinite
   EXPECT_THROW(quantize_row(t, x.data(), 256, out.data()), std::invalid_argument);
   x[17] = 0.5f;
   EXPECT_THROW(quantize_row(t, x.data(), block_elements(t) - 1, out.data()), std::invalid_argument);
