@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -178,6 +179,11 @@ class Writer {
   // `data` holds tensor_bytes(type, product(dims)) bytes; it is copied.
   void add_tensor(std::string name, TensorType type, std::vector<uint64_t> dims,
                   std::span<const uint8_t> data);
+  // A tensor whose bytes `produce` returns when write() reaches it, so a file is written
+  // one tensor in memory at a time. It must return exactly tensor_bytes(type, product(dims))
+  // bytes (else write() throws GgufError); each producer is called once per write().
+  void add_tensor(std::string name, TensorType type, std::vector<uint64_t> dims,
+                  std::function<std::vector<uint8_t>()> produce);
   // Throws std::runtime_error on an I/O failure.
   void write(const std::filesystem::path& path) const;
 
@@ -187,6 +193,8 @@ class Writer {
     TensorType type;
     std::vector<uint64_t> dims;
     std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    std::function<std::vector<uint8_t>()> produce;  // set: data is made at write time
   };
   std::vector<std::pair<std::string, Value>> metadata_;
   std::vector<PendingTensor> tensors_;

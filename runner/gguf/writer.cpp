@@ -177,7 +177,20 @@ void Writer::add_tensor(std::string name, TensorType type, std::vector<uint64_t>
   for (const auto& t : tensors_) {
     if (t.name == name) throw GgufError("duplicate tensor name '" + name + "'");
   }
-  tensors_.push_back({std::move(name), type, std::move(dims), {data.begin(), data.end()}});
+  tensors_.push_back(
+      {std::move(name), type, std::move(dims), {data.begin(), data.end()}, data.size(), {}});
+}
+
+void Writer::add_tensor(std::string name, TensorType type, std::vector<uint64_t> dims,
+                        std::function<std::vector<uint8_t>()> produce) {
+  if (!is_supported_type(static_cast<uint32_t>(type)))
+    throw GgufError("tensor '" + name + "' has unsupported type " +
+                    std::to_string(static_cast<uint32_t>(type)));
+  const uint64_t n_bytes = tensor_bytes(type, element_count(dims));
+  for (const auto& t : tensors_) {
+    if (t.name == name) throw GgufError("duplicate tensor name '" + name + "'");
+  }
+  tensors_.push_back({std::move(name), type, std::move(dims), {}, n_bytes, std::move(produce)});
 }
 
 void Writer::write(const std::filesystem::path& path) const {
@@ -205,7 +218,7 @@ void Writer::write(const std::filesystem::path& path) const {
     for (auto d : t.dims) header.put<uint64_t>(d);
     header.put<uint32_t>(static_cast<uint32_t>(t.type));
     header.put<uint64_t>(offset);
-    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    offset += (t.n_bytes + alignment - 1) / alignment * alignment;
   }
   header.pad_to(alignment);
 
@@ -230,8 +243,25 @@ void Writer::write(const std::filesystem::path& path) const {
   write_bytes(header.bytes.data(), header.bytes.size());
   static const uint8_t kZeros[256] = {};
   for (const auto& t : tensors_) {
-    write_bytes(t.data.data(), t.data.size());
-    uint64_t pad = (alignment - t.data.size() % alignment) % alignment;
+    if (t.produce) {
+      std::vector<uint8_t> made;
+      try {
+        made = t.produce();
+        if (made.size() != t.n_bytes) {
+          throw GgufError("tensor '" + t.name + "': " + std::to_string(made.size()) +
+                          " bytes produced, its dims and type need " + std::to_string(t.n_bytes));
+        }
+      } catch (...) {  // no half-written file stays behind
+        out.reset();
+        std::error_code ignored;
+        std::filesystem::remove(temp, ignored);
+        throw;
+      }
+      write_bytes(made.data(), made.size());
+    } else {
+      write_bytes(t.data.data(), t.data.size());
+    }
+    uint64_t pad = (alignment - t.n_bytes % alignment) % alignment;
     while (pad > 0) {
       const size_t n = pad < sizeof(kZeros) ? pad : sizeof(kZeros);
       write_bytes(kZeros, n);

@@ -2,13 +2,12 @@
 // built-in byte-level vocabulary and the GGUF they are written to.
 #include "runner/model/make_model.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numbers>
 
+#include "runner/gguf/quantize.h"
+#include "runner/model/quantize_model.h"
 #include "runner/tokenizer/utf8.h"
-#include "runner/util/float16.h"
 
 namespace tandem::make_model {
 
@@ -107,29 +106,42 @@ std::vector<std::string> model_shape_names() {
   return names;
 }
 
+namespace {
+
+struct Dtype {
+  const char* name;
+  gguf::TensorType type;
+};
+constexpr Dtype kDtypes[] = {
+    {"f32", gguf::TensorType::kF32},       {"f16", gguf::TensorType::kF16},
+    {"bf16", gguf::TensorType::kBF16},     {"q8_0", gguf::TensorType::kQ8_0},
+    {"q4_0", gguf::TensorType::kQ4_0},     {"q4_1", gguf::TensorType::kQ4_1},
+    {"q5_0", gguf::TensorType::kQ5_0},     {"q5_1", gguf::TensorType::kQ5_1},
+    {"q2_k", gguf::TensorType::kQ2_K},     {"q3_k", gguf::TensorType::kQ3_K},
+    {"q4_k", gguf::TensorType::kQ4_K},     {"q5_k", gguf::TensorType::kQ5_K},
+    {"q6_k", gguf::TensorType::kQ6_K},     {"iq4_nl", gguf::TensorType::kIQ4_NL},
+    {"iq4_xs", gguf::TensorType::kIQ4_XS},
+};
+
+}  // namespace
+
 std::optional<gguf::TensorType> dtype_from_name(std::string_view name) {
-  if (name == "f32") return gguf::TensorType::kF32;
-  if (name == "f16") return gguf::TensorType::kF16;
-  if (name == "bf16") return gguf::TensorType::kBF16;
-  if (name == "q8_0") return gguf::TensorType::kQ8_0;
+  for (const auto& d : kDtypes) {
+    if (name == d.name) return d.type;
+  }
   return std::nullopt;
 }
 
-std::vector<std::string> dtype_names() { return {"f32", "f16", "bf16", "q8_0"}; }
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> names;
+  for (const auto& d : kDtypes) names.emplace_back(d.name);
+  return names;
+}
 
-uint32_t file_type(gguf::TensorType dtype) {
-  switch (dtype) {
-    case gguf::TensorType::kF32:
-      return 0;
-    case gguf::TensorType::kF16:
-      return 1;
-    case gguf::TensorType::kQ8_0:
-      return 7;
-    case gguf::TensorType::kBF16:
-      return 32;
-    default:  // make-model writes only the types dtype_from_name names
-      throw std::invalid_argument(std::string("make-model cannot write ") + gguf::type_name(dtype));
-  }
+uint32_t file_type(gguf::TensorType dtype) { return quantize_model::file_type_of(dtype); }
+
+gguf::TensorType weight_type(gguf::TensorType dtype, uint64_t row_length) {
+  return quantize_model::row_fallback(dtype, row_length);
 }
 
 std::vector<PlannedTensor> plan_tensors(const ModelShape& shape, uint64_t vocab_size) {
@@ -174,38 +186,7 @@ std::vector<float> random_weights(uint64_t seed, std::string_view tensor_name, u
 }
 
 std::vector<uint8_t> encode_weights(gguf::TensorType type, std::span<const float> values) {
-  std::vector<uint8_t> bytes(gguf::tensor_bytes(type, values.size()));
-  switch (type) {
-    case gguf::TensorType::kF32:
-      std::memcpy(bytes.data(), values.data(), bytes.size());
-      break;
-    case gguf::TensorType::kF16:
-    case gguf::TensorType::kBF16:
-      for (size_t i = 0; i < values.size(); ++i) {
-        const uint16_t h = type == gguf::TensorType::kF16 ? half_from_float(values[i])
-                                                          : bfloat_from_float(values[i]);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-      break;
-    case gguf::TensorType::kQ8_0:
-      // ggml's quantize_row_q8_0_ref: d = amax / 127, q = round(x / d) (as x * (1/d)).
-      for (size_t b = 0; b < values.size() / gguf::kQ8_0BlockSize; ++b) {
-        const float* x = values.data() + b * gguf::kQ8_0BlockSize;
-        float amax = 0.0f;
-        for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) amax = std::max(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
-        const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-        gguf::BlockQ8_0 block{};
-        block.scale_f16 = half_from_float(d);
-        for (int j = 0; j < gguf::kQ8_0BlockSize; ++j)
-          block.qs[j] = static_cast<int8_t>(std::round(x[j] * inverse));
-        std::memcpy(bytes.data() + b * sizeof(block), &block, sizeof(block));
-      }
-      break;
-    default:
-      throw std::invalid_argument(std::string("make-model cannot encode ") + gguf::type_name(type));
-  }
-  return bytes;
+  return gguf::quantize(type, values);
 }
 
 std::vector<std::string> byte_level_tokens() {
@@ -258,9 +239,11 @@ void write_random_model(const MakeModelOptions& options) {
       const std::vector<float> ones(n, 1.0f);
       writer.add_tensor(tensor.name, gguf::TensorType::kF32, tensor.dims, as_bytes(ones));
     } else {
-      const std::vector<float> weights = random_weights(options.seed, tensor.name, n);
-      writer.add_tensor(tensor.name, options.dtype, tensor.dims,
-                        encode_weights(options.dtype, weights));
+      // Made when the writer reaches it: one tensor in memory at a time.
+      const gguf::TensorType type = weight_type(options.dtype, tensor.dims[0]);
+      writer.add_tensor(tensor.name, type, tensor.dims, [seed = options.seed, tensor, n, type] {
+        return encode_weights(type, random_weights(seed, tensor.name, n));
+      });
     }
   }
   writer.write(options.out);

@@ -38,10 +38,12 @@ std::span<const ModelShape> model_shapes();
 const ModelShape* find_model_shape(std::string_view name);
 std::vector<std::string> model_shape_names();
 
-// f32, f16, bf16, q8_0 <-> the GGUF tensor type.
+// f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl,
+// iq4_xs <-> the GGUF tensor type.
 std::optional<gguf::TensorType> dtype_from_name(std::string_view name);
 std::vector<std::string> dtype_names();
-// general.file_type in llama.cpp's numbering (0 F32, 1 F16, 7 Q8_0, 32 BF16).
+// general.file_type in llama.cpp's numbering (0 F32, 1 F16, 7 Q8_0, 32 BF16, 15 Q4_K_M, ...;
+// Q3_K/Q4_K/Q5_K as their _S mixes).
 uint32_t file_type(gguf::TensorType dtype);
 
 struct MakeModelOptions {
@@ -67,8 +69,13 @@ std::vector<PlannedTensor> plan_tensors(const ModelShape& shape, uint64_t vocab_
 
 // n samples of N(0, kWeightStddev) drawn from a stream seeded by (seed, tensor name).
 std::vector<float> random_weights(uint64_t seed, std::string_view tensor_name, uint64_t n);
-// Encodes F32 values as `type` (Q8_0 the ggml reference way); n must fill whole blocks.
+// Encodes F32 values as `type` with gguf::quantize (Q8_0 the ggml reference way); n must
+// fill whole blocks.
 std::vector<uint8_t> encode_weights(gguf::TensorType type, std::span<const float> values);
+// The type a weight matrix with rows of `row_length` is written as for --dtype `dtype`:
+// `dtype` where its blocks divide the rows, else llama-quantize's fallback
+// (quantize_model::row_fallback; e.g. smollm2's 576-wide rows: Q4_K -> Q5_0).
+gguf::TensorType weight_type(gguf::TensorType dtype, uint64_t row_length);
 
 // The built-in byte-level vocabulary: the 256 GPT-2 byte strings, <|bos|>, <|eos|>.
 std::vector<std::string> byte_level_tokens();

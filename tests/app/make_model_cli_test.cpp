@@ -43,7 +43,7 @@ TEST(MakeModelCli, BadShapeExitsTwoNamingTheFlag) {
 
 TEST(MakeModelCli, BadDtypeExitsTwoNamingTheFlag) {
   ScratchDir dir;
-  expect_one_line_naming(run_tandem({"make-model", "--shape", "tiny", "--dtype", "q4_k", "--out",
+  expect_one_line_naming(run_tandem({"make-model", "--shape", "tiny", "--dtype", "q1_0", "--out",
                                      dir.file("x.gguf").string()}),
                          "--dtype");
 }

@@ -1,6 +1,9 @@
 // The GGUF writer, checked by reading its files back with the reader.
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -184,6 +187,43 @@ TEST(GgufWriter, RejectsTensorDataOfTheWrongSize) {
   const std::vector<uint8_t> data(10);
   EXPECT_THROW(writer.add_tensor("x", TensorType::kF32, {3}, data), GgufError);
   EXPECT_THROW(writer.add_tensor("q", TensorType::kQ8_0, {16}, data), GgufError);
+}
+
+// A tensor produced at write time is written exactly as the same bytes given up front.
+TEST(GgufWriter, ProducedTensorsWriteLikeGivenOnes) {
+  ScratchDir dir;
+  std::vector<uint8_t> bytes(34 * 3);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  const std::vector<uint8_t> small = {1, 2, 3, 4};
+  Writer given, produced;
+  given.add_tensor("a", TensorType::kF32, {1}, small);
+  given.add_tensor("q", TensorType::kQ8_0, {32, 3}, bytes);
+  produced.add_tensor("a", TensorType::kF32, {1}, [&] { return small; });
+  int calls = 0;
+  produced.add_tensor("q", TensorType::kQ8_0, {32, 3}, [&] {
+    ++calls;
+    return bytes;
+  });
+  given.write(dir.file("given.gguf"));
+  produced.write(dir.file("produced.gguf"));
+  EXPECT_EQ(calls, 1);
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(slurp(dir.file("given.gguf")), slurp(dir.file("produced.gguf")));
+}
+
+// A producer that returns the wrong size, or throws, fails the write and leaves no file.
+TEST(GgufWriter, AFailingProducerLeavesNoFile) {
+  ScratchDir dir;
+  Writer wrong_size, throwing;
+  wrong_size.add_tensor("t", TensorType::kF32, {2}, [] { return std::vector<uint8_t>(4); });
+  throwing.add_tensor("t", TensorType::kF32, {2},
+                      []() -> std::vector<uint8_t> { throw std::invalid_argument("no"); });
+  EXPECT_THROW(wrong_size.write(dir.file("a.gguf")), GgufError);
+  EXPECT_THROW(throwing.write(dir.file("b.gguf")), std::invalid_argument);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 TEST(GgufWriter, RefusesDuplicateKeysAndTensorNames) {
