@@ -10,6 +10,7 @@
 #include <iostream>
 #include <numeric>
 
+#include "runner/model/quantize_model.h"
 #include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 #include "tests/runner/model/reference_model.h"
@@ -301,6 +302,30 @@ TEST_P(ForwardBatching, EveryPositionsLogitsAreTheSameWhateverTheQueryTiles) {
             << "chunk " << chunk << " position " << at + i;
     }
   }
+}
+
+// An F16 file converted from a BF16 one (how most published F16 GGUFs are made) holds only
+// BF16 values, so its matrices take the BF16 path: the same logits as the BF16 file, bit for
+// bit, in one step of several rows.
+TEST(ForwardF16FromBf16, AnF16FileConvertedFromBf16GivesTheBf16FilesLogits) {
+  ScratchDir dir;
+  // BF16 -> F16 rounds the tiniest weights onto F16's subnormal grid, so the F16 file is
+  // compared with its own values written back as BF16 (exact: they all are BF16 values).
+  const auto original = write_tiny_llama(dir.path(), TensorType::kBF16);
+  const auto f16 = dir.file("from-bf16-f16.gguf"), bf16 = dir.file("back-to-bf16.gguf");
+  quantize_model::quantize_file(original, f16, *quantize_model::find_target("F16"));
+  quantize_model::quantize_file(f16, bf16, *quantize_model::find_target("BF16"));
+  std::vector<int32_t> prompt = {4, 8, 15, 16, 23, 42, 7, 9};
+  std::vector<std::vector<float>> logits;
+  for (const auto& path : {bf16, f16}) {
+    Harness h(path);
+    auto b = h.take_blocks(1), c = h.take_blocks(1);
+    const ForwardRow rows[] = {{prompt, 0, b, true}, {std::span(prompt).first(3), 0, c, true}};
+    logits.push_back(copy(h.forward.run(rows)));
+  }
+  // Without the BF16 path (F16 kept exact, F32 activations) they would differ on a CPU with
+  // AVX512-BF16, where the BF16 file rounds its activations to BF16.
+  EXPECT_EQ(logits[0], logits[1]);
 }
 
 TEST_P(ForwardBatching, ThreadCountDoesNotChangeLogits) {
