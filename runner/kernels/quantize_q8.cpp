@@ -22,7 +22,7 @@ int nearest_int(float v) {
 }
 
 // quantize_row_q8_0_ref / q8_1_ref for one block of 32: d = amax / 127, q = roundf(x / d).
-void q8_legacy_block(const float* x, int8_t* q, float* d_out, float* s_out) {
+void q8_legacy_block(const float* x, int8_t* q, float* d_out, float* s_out, int32_t* qsum) {
   float amax = 0.f;
   for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[j]));
   const float d = amax / 127.f;
@@ -33,6 +33,7 @@ void q8_legacy_block(const float* x, int8_t* q, float* d_out, float* s_out) {
     sum += q[j];
   }
   *d_out = f16_round(d);
+  *qsum = sum;
   if (s_out != nullptr) *s_out = f16_round(static_cast<float>(sum) * d);
 }
 
@@ -78,13 +79,17 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
     out.s.resize(n_rows * n_blocks);
   }
   if (format == ActFormat::kQ8_K && out.bsums.size() < values / 16) out.bsums.resize(values / 16);
+  if (format != ActFormat::kQ8_K && out.qsum.size() < static_cast<size_t>(n_rows * n_blocks)) {
+    out.qsum.resize(n_rows * n_blocks);
+  }
   for (int64_t b = 0; b < n_rows * n_blocks; ++b) {
     const float* xb = x + b * block;
     int8_t* qb = out.q.data() + b * block;
     if (format == ActFormat::kQ8_K) {
       q8_k_block(xb, qb, &out.d[b], &out.bsums[b * 16]);
     } else {
-      q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr);
+      q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
+                      &out.qsum[b]);
     }
   }
   out.view = {format,
@@ -92,7 +97,8 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
               out.q.data(),
               out.d.data(),
               format == ActFormat::kQ8_1 ? out.s.data() : nullptr,
-              format == ActFormat::kQ8_K ? out.bsums.data() : nullptr};
+              format == ActFormat::kQ8_K ? out.bsums.data() : nullptr,
+              format != ActFormat::kQ8_K ? out.qsum.data() : nullptr};
 }
 
 }  // namespace tandem::kernels::detail

@@ -24,13 +24,14 @@ struct ActRows {
   const float* d = nullptr;        // per block: the scale (value = d * q)
   const float* s = nullptr;        // Q8_1: per block of 32, d * sum(q) rounded to F16
   const int32_t* bsums = nullptr;  // Q8_K: per 16 values, sum(q)
+  const int32_t* qsum = nullptr;   // Q8_0/Q8_1: per block of 32, sum(q) (exact)
 };
 
 // Owns the storage of quantized rows (reused between calls: no allocation once grown).
 struct QuantizedActivations {
   std::vector<int8_t> q;
   std::vector<float> d, s;
-  std::vector<int32_t> bsums;
+  std::vector<int32_t> bsums, qsum;
   ActRows view;
 };
 
