@@ -69,8 +69,10 @@ struct IsaKernels {
 };
 
 // The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations
-// quantized per row as ggml does, integer dot products per block. The ISA files supply only
-// the integer group sums (exact, so every ISA gives the same bits); see quant_matmul.h.
+// quantized per row as ggml does, integer dot products per block: the portable form
+// (quant_matmul.h, the reference) and the AVX2 / AVX-512 VNNI forms (quant_vector.h, each
+// ISA file supplying a few steps), which compute the same exact integers and float steps,
+// so every ISA gives the same bits.
 struct QuantMatmulArgs;
 using QuantLoop = void (*)(const QuantMatmulArgs& args, int64_t out_begin, int64_t out_end);
 QuantLoop portable_quant_loop();

@@ -1,11 +1,12 @@
-// The quantized matmul every instruction set shares. Internal to runner/kernels/: the ISA
-// files (quant_portable.cpp, avx2/quant_matmul.cpp, avx512/quant_matmul.cpp) include it and
-// supply one thing, a struct S with
+// The quantized matmul's portable form: the reference the vector forms (quant_vector.h, for
+// AVX2 and AVX-512 VNNI) are checked against bit for bit, and the arithmetic they follow.
+// Internal to runner/kernels/: quant_portable.cpp includes it and supplies one thing, a
+// struct S with
 //   static void group_sums(const int8_t* w, const int8_t* x, int64_t n, int32_t* out);
 // out[g] = sum of w[i] * x[i] over the g-th 16 values (n a multiple of 32). Those sums are
-// exact integers, so every ISA computes the same ones.
+// exact integers.
 //
-// How one output y[m][o] is computed, whatever the ISA and whatever the number of rows:
+// How one output y[m][o] is computed, whatever the form and whatever the number of rows:
 //  1. weight row o, kept in its GGUF blocks, is unpacked to one int8 per weight (the block's
 //     quant as ggml's integer dot products see it: Q4_0 nibble - 8, Q4_K nibble, Q6_K six
 //     bits - 32, IQ4 the table's value, ...) and its scales decoded (RowScales);
@@ -14,8 +15,10 @@
 //  4. the block's integer scales combine those sums exactly (int32), and per block the float
 //     scales are applied in one fixed order (finish_* below, compiled without contraction),
 //     accumulating in one float over the blocks in order.
-// So a row's result does not depend on the batch (law 2) nor on the ISA. For batches the
-// rows of kChunk outputs are unpacked once and used for every activation row.
+// So a row's result does not depend on the batch (law 2) nor on the ISA: the vector forms
+// may reach the integers of step 4 another way (any exact way gives the same integers) but
+// not the float steps. For batches the rows of kChunk outputs are unpacked once and used for
+// every activation row.
 //
 // Everything sits in an anonymous namespace and uses no standard-library template, for the
 // reason tile_loop.h gives.
@@ -488,7 +491,7 @@ void quant_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   }
 }
 
-// The 16-value sums one at a time: the portable form, and the ISA files' tails.
+// The 16-value sums one at a time: the portable form.
 inline void group_sums_scalar(const int8_t* w, const int8_t* x, int64_t n, int32_t* out) {
   for (int64_t g = 0; g < n / 16; ++g) {
     int32_t sum = 0;

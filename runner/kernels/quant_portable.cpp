@@ -1,5 +1,6 @@
-// The quantized matmul in plain C++: the reference the AVX2 and AVX-512 forms are checked
-// against bit for bit (tests/runner/kernels/quant_matmul_test.cpp).
+// The quantized matmul in plain C++ (quant_matmul.h): the reference the AVX2 and AVX-512
+// vector forms (quant_vector.h) are checked against bit for bit
+// (tests/runner/kernels/quant_matmul_test.cpp).
 #include "runner/kernels/quant_matmul.h"
 
 namespace tandem::kernels::detail {

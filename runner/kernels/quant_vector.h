@@ -1,0 +1,597 @@
+// The quantized matmul's vector form, shared by avx2/quant_matmul.cpp and
+// avx512/quant_matmul.cpp (256-bit AVX2 intrinsics; each file adds its own -m flags). It
+// computes the integers and float steps of quant_matmul.h's portable form, which stays the
+// reference it is tested against bit for bit, without that form's scalar unpacking:
+//  - a span of 256 weights of kSpanRows weight rows at a time is decoded with vector
+//    instructions into a small buffer that stays in L1 (DecodedSpan): 32 quants per
+//    vector, the block scales beside them;
+//  - every activation row then takes its integer dots from that buffer: the quants are kept
+//    unsigned where the type allows (Q4_0's nibble n is n - 8: the dot is sum(n * x) minus
+//    8 * sum(x), the activations' exact block sums), so one vpmaddubsw/vpdpbusd step needs no
+//    sign fix-up; IQ4's signed table values take |w| and x with w's sign;
+//  - per block the float steps of finish_legacy / finish_super follow, the same operations
+//    in the same order (the per-block products in vector lanes, the sum over blocks in
+//    block order), so every ISA and every batch size gives the portable form's bits.
+// The ISA file supplies a struct S:
+//   static __m256i dot4(__m256i u, __m256i x): int32 lane k = sum of the four products
+//       u[4k + i] * x[4k + i], u unsigned (at most 128), x signed;
+//   static __m256i madd_add(__m256i acc, __m256i pairs, __m256i scales): acc plus the int16
+//       pairs times the int16 scales, each two adjacent products summed into an int32 lane;
+//   static __m256i bits_to_bytes(uint32_t bits, char value): byte j = value where bit j
+//       of bits is set, else 0.
+// Everything sits in an anonymous namespace and uses no standard-library template, for the
+// reason tile_loop.h gives.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runner/gguf/quant.h"
+#include "runner/kernels/quant_matmul.h"
+#include "runner/kernels/quantize_q8.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+constexpr int64_t kSpan = 256;         // weights per row in one step: 8 chunks of 32
+constexpr int64_t kSpanRows = 4;       // weight rows decoded together for a batch
+constexpr int64_t kPrefetchSpans = 2;  // how far ahead each row's blocks are prefetched
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+inline __m256i bytes_of(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+
+// (v >> shift) & mask per byte (16-bit shifts; the mask drops what crossed from the next byte).
+inline __m256i bits_at(__m256i v, int shift, int mask) {
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), bytes_of(mask));
+}
+
+// Legacy nibbles: 16 bytes to 32 values, the low nibbles (elements 0-15) then the high ones.
+inline __m256i legacy_nibbles(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), bytes_of(0x0F));
+}
+
+inline __m256i iq4_values(__m256i nibbles) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(gguf::kIq4NlValues));
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles);
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- Per type: the quants of a chunk and the scales of a block -----------------------------
+// Legacy types (blocks of 32): quants<S>(block) gives the block's 32 quants, and the block's
+// d (and m for Q4_1/Q5_1, kHasMin) are read by the loop. Super-block types: chunk<S>(block, c)
+// gives values 32c..32c+31, and scales(block) the block's scales:
+//   sc16: group j's integer scale in int16 lane j;
+//   bias: per group (int32, groups 0-7 then 8-15) what its activation sum is multiplied by,
+//         the min (kMins) or the offset times the scale (kOffset, the unsigned correction);
+//   d, dm: the block's float d and dmin (0 where there is none).
+// kSigned: the quants are signed (IQ4); kOffset: what the unsigned quants exceed the real ones
+// by; kBias: a super-block type with a bias.
+
+struct SuperScales {
+  __m256i sc16, bias_lo, bias_hi;
+  float d, dm;
+};
+
+// Int16 lanes 0-7 the scale of group 2c, 8-15 that of group 2c + 1, for vpmaddwd.
+inline __m256i chunk_scale(__m256i sc16, int c) {
+  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  return _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(c)), spread);
+}
+
+// Sixteen int8 scales (as a vector's low 16 bytes) to sc16 and, times kMul, to the bias.
+template <int kMul>
+inline void signed_scales(__m128i bytes, SuperScales& s) {
+  s.sc16 = _mm256_cvtepi8_epi16(bytes);
+  s.bias_lo = _mm256_mullo_epi32(_mm256_cvtepi8_epi32(bytes), _mm256_set1_epi32(kMul));
+  s.bias_hi =
+      _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)), _mm256_set1_epi32(kMul));
+}
+
+template <class Block, int kOff, bool kMin, bool kFifthBit, bool kTable>
+struct Legacy {
+  static constexpr bool kSuper = false, kSigned = kTable, kHasMin = kMin, kBias = false;
+  static constexpr int kOffset = kOff;
+  using B = Block;
+  template <class S>
+  static __m256i quants(const Block& b) {
+    __m256i q = legacy_nibbles(b.qs);
+    if constexpr (kFifthBit) q = _mm256_or_si256(q, S::bits_to_bytes(load_u32(b.qh), 0x10));
+    if constexpr (kTable) q = iq4_values(q);
+    return q;
+  }
+};
+using VQ4_0 = Legacy<gguf::BlockQ4_0, 8, false, false, false>;
+using VQ4_1 = Legacy<gguf::BlockQ4_1, 0, true, false, false>;
+using VQ5_0 = Legacy<gguf::BlockQ5_0, 16, false, true, false>;
+using VQ5_1 = Legacy<gguf::BlockQ5_1, 0, true, true, false>;
+using VIq4Nl = Legacy<gguf::BlockIq4Nl, 0, false, false, true>;
+
+// Q2_K: value 32 * s + l of each 128 is bits 2s..2s+1 of qs[l]; scale and min per 16.
+struct VQ2_K {
+  static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;
+  static constexpr int kOffset = 0;
+  using B = gguf::BlockQ2_K;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    return bits_at(load32(b.qs + 32 * (c / 4)), 2 * (c % 4), 3);
+  }
+  static SuperScales scales(const B& b) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i mins = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
+    return {_mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(0x0F))), _mm256_cvtepu8_epi32(mins),
+            _mm256_cvtepu8_epi32(_mm_srli_si128(mins, 8)), half(b.d), half(b.dmin)};
+  }
+};
+
+// Q3_K: the two low bits as Q2_K plus 4 where the hmask bit is set, 4 over the real quant.
+struct VQ3_K {
+  static constexpr bool kSuper = true, kSigned = false, kMins = false, kBias = true;
+  static constexpr int kOffset = 4;
+  using B = gguf::BlockQ3_K;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    const __m256i low = bits_at(load32(b.qs + 32 * (c / 4)), 2 * (c % 4), 3);
+    return _mm256_or_si256(low, _mm256_slli_epi16(bits_at(load32(b.hmask), c, 1), 2));
+  }
+  static SuperScales scales(const B& b) {
+    // q3_k_scales' unpacking, the sixteen 6-bit scales kept in a vector's bytes, then - 32.
+    constexpr uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t aux[3];
+    __builtin_memcpy(aux, b.scales, 12);
+    const __m128i six_bits = _mm_setr_epi32(
+        static_cast<int>((aux[0] & kmask2) | (((aux[2] >> 0) & kmask1) << 4)),
+        static_cast<int>((aux[1] & kmask2) | (((aux[2] >> 2) & kmask1) << 4)),
+        static_cast<int>(((aux[0] >> 4) & kmask2) | (((aux[2] >> 4) & kmask1) << 4)),
+        static_cast<int>(((aux[1] >> 4) & kmask2) | (((aux[2] >> 6) & kmask1) << 4)));
+    SuperScales s;
+    signed_scales<kOffset>(_mm_sub_epi8(six_bits, _mm_set1_epi8(32)), s);
+    s.d = half(b.d);
+    s.dm = 0.f;
+    return s;
+  }
+};
+
+// Q4_K/Q5_K: 64 values per 32 bytes, the low nibbles then the high ones; Q5_K's fifth bit
+// of chunk c is bit c of qh[l]. Scales and mins unpacked as ggml's AVX2 form does (utmp).
+template <class Block, bool kFifthBit>
+struct VK4 {
+  static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;
+  static constexpr int kOffset = 0;
+  using B = Block;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    __m256i q = bits_at(load32(b.qs + 32 * (c / 2)), 4 * (c % 2), 0x0F);
+    if constexpr (kFifthBit) {
+      q = _mm256_or_si256(q, _mm256_slli_epi16(bits_at(load32(b.qh), c, 1), 4));
+    }
+    return q;
+  }
+  static SuperScales scales(const B& b) {
+    constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    uint32_t u[4];
+    __builtin_memcpy(u, b.scales, 12);
+    u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+    const uint32_t mins_low = u[1] & kmask1;
+    u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+    u[2] = mins_low;
+    u[0] &= kmask1;
+    // Bytes 0-7: the eight scales, 8-15: the eight mins; each serves two groups.
+    const __m128i v = _mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]),
+                                     static_cast<int>(u[2]), static_cast<int>(u[3]));
+    const __m128i mins = _mm_unpackhi_epi8(v, v);
+    return {_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v)), _mm256_cvtepu8_epi32(mins),
+            _mm256_cvtepu8_epi32(_mm_srli_si128(mins, 8)), half(b.d), half(b.dmin)};
+  }
+};
+using VQ4_K = VK4<gguf::BlockQ4_K, false>;
+using VQ5_K = VK4<gguf::BlockQ5_K, true>;
+
+// Q6_K: chunk c = 4n + k takes ql's low (k < 2) or high nibbles at 64n + 32 (k & 1), and
+// bits 2k..2k+1 of qh[32n + l] on top; 32 over the real quant.
+struct VQ6_K {
+  static constexpr bool kSuper = true, kSigned = false, kMins = false, kBias = true;
+  static constexpr int kOffset = 32;
+  using B = gguf::BlockQ6_K;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    const int n = c / 4, k = c % 4;
+    const __m256i low = bits_at(load32(b.ql + 64 * n + 32 * (k & 1)), 4 * (k / 2), 0x0F);
+    return _mm256_or_si256(low, _mm256_slli_epi16(bits_at(load32(b.qh + 32 * n), 2 * k, 3), 4));
+  }
+  static SuperScales scales(const B& b) {
+    SuperScales s;
+    signed_scales<kOffset>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), s);
+    s.d = half(b.d);
+    s.dm = 0.f;
+    return s;
+  }
+};
+
+struct VIq4Xs {
+  static constexpr bool kSuper = true, kSigned = true, kMins = false, kBias = false;
+  static constexpr int kOffset = 0;
+  using B = gguf::BlockIq4Xs;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    return iq4_values(legacy_nibbles(b.qs + 16 * c));
+  }
+  static SuperScales scales(const B& b) {
+    // Sub-block ib's 6-bit scale: nibble ib of scales_l (low nibble first), and bits
+    // 2ib..2ib+1 of scales_h (spread one pair per byte by pdep) on top; minus 32. Each
+    // serves two groups.
+    const __m128i l = _mm_cvtsi32_si128(static_cast<int>(load_u32(b.scales_l)));
+    const __m128i low = _mm_unpacklo_epi8(_mm_and_si128(l, _mm_set1_epi8(0x0F)),
+                                          _mm_and_si128(_mm_srli_epi16(l, 4), _mm_set1_epi8(0x0F)));
+    const __m128i high = _mm_cvtsi64_si128(
+        static_cast<long long>(_pdep_u64(b.scales_h, 0x0303030303030303ull) << 4));
+    const __m128i ls = _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(ls, ls));
+    return {sc16, _mm256_setzero_si256(), _mm256_setzero_si256(), half(b.d), 0.f};
+  }
+};
+
+// ---- Dots against activation rows -----------------------------------------------------------
+
+inline int32_t sum_lanes(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Eight vectors of eight int32 to the sum of each, in order.
+inline __m256i sum_each(const __m256i (&p)[8]) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+  // a: sums of p0..p3 over lanes 0-3, then over lanes 4-7 (b likewise for p4..p7).
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                          _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// A chunk's product pairs as vpmaddubsw makes them (|w| <= 128: no saturation), x taking
+// w's sign where the quants are signed.
+template <class T>
+inline __m256i pairs(__m256i w, __m256i x) {
+  if constexpr (T::kSigned) return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+  return _mm256_maddubs_epi16(w, x);
+}
+template <class S, class T>
+inline __m256i dot4(__m256i w, __m256i x) {
+  if constexpr (T::kSigned) return S::dot4(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+  return S::dot4(w, x);
+}
+
+// Eight values at p (the rest 0 when fewer are left): a span's per-block activation scales
+// and sums, which end with the row.
+inline __m256 load_floats(const float* p, int count) {
+  if (count == 8) return _mm256_loadu_ps(p);
+  alignas(32) float v[8] = {};
+  for (int i = 0; i < count; ++i) v[i] = p[i];
+  return _mm256_load_ps(v);
+}
+inline __m256i load_ints(const int32_t* p, int count) {
+  if (count == 8) return load32(p);
+  alignas(32) int32_t v[8] = {};
+  for (int i = 0; i < count; ++i) v[i] = p[i];
+  return load32(v);
+}
+
+// The F16 fields at byte `offset` of `count` consecutive blocks, as floats (the rest 0;
+// vcvtph2ps is exact, as half() is).
+template <class Block>
+inline __m256 block_halves(const Block* b, int count, size_t offset) {
+  auto field = [&](int c) {
+    uint16_t h;
+    __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(b + c) + offset, 2);
+    return static_cast<short>(h);
+  };
+  __m128i h;
+  if (count == 8) {
+    h = _mm_setr_epi16(field(0), field(1), field(2), field(3), field(4), field(5), field(6),
+                       field(7));
+  } else {
+    h = _mm_setzero_si128();
+    alignas(16) uint16_t v[8] = {};
+    for (int c = 0; c < count; ++c) v[c] = static_cast<uint16_t>(field(c));
+    h = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+  }
+  return _mm256_cvtph_ps(h);
+}
+
+// A legacy span's per-block float terms: `count` blocks' exact dots (p[c], eight int32
+// partial sums each) less the offset times the activations' block sums, then
+// r.d[i] * xd[i] * g (+ r.dm[i] * xs[i]) per block in its lane (finish_legacy's operations).
+template <class T>
+inline __m256 legacy_terms(const __m256i (&p)[8], int count, __m256 d, __m256 dm, const ActRows& x,
+                           int64_t first_block) {
+  __m256i sums = sum_each(p);
+  if constexpr (T::kOffset != 0) {
+    const __m256i xsum = load_ints(x.qsum + first_block, count);
+    sums = _mm256_sub_epi32(sums, _mm256_mullo_epi32(xsum, _mm256_set1_epi32(T::kOffset)));
+  }
+  __m256 t = _mm256_mul_ps(_mm256_mul_ps(d, load_floats(x.d + first_block, count)),
+                           _mm256_cvtepi32_ps(sums));
+  if constexpr (T::kHasMin) {
+    t = _mm256_add_ps(t, _mm256_mul_ps(dm, load_floats(x.s + first_block, count)));
+  }
+  return t;
+}
+
+// Four dots' sums (acc, one per lane) plus their spans' terms (t[k]: dot k's per-block terms
+// in lanes), added block after block: each lane adds its terms in block order, as the
+// one-dot form does.
+inline __m128 add_terms4(__m128 acc, const __m256 (&t)[4], int count) {
+  const __m256 lo01 = _mm256_unpacklo_ps(t[0], t[1]), hi01 = _mm256_unpackhi_ps(t[0], t[1]);
+  const __m256 lo23 = _mm256_unpacklo_ps(t[2], t[3]), hi23 = _mm256_unpackhi_ps(t[2], t[3]);
+  // by_block[c % 4] holds block c's four terms at lanes 4 * (c / 4).
+  const __m256 by_block[4] = {
+      _mm256_shuffle_ps(lo01, lo23, 0x44), _mm256_shuffle_ps(lo01, lo23, 0xEE),
+      _mm256_shuffle_ps(hi01, hi23, 0x44), _mm256_shuffle_ps(hi01, hi23, 0xEE)};
+  for (int c = 0; c < count && c < 4; ++c)
+    acc = _mm_add_ps(acc, _mm256_castps256_ps128(by_block[c]));
+  for (int c = 4; c < count; ++c) acc = _mm_add_ps(acc, _mm256_extractf128_ps(by_block[c - 4], 1));
+  return acc;
+}
+
+// Four super-block dots (v[k]: dot k's scaled group sums, v[4 + k] its bias products) and
+// finish_super's step for each in its lane: d * xd * dot - dm * xd * summs, added to acc.
+template <class T>
+inline __m128 add_super4(__m128 acc, const __m256i (&v)[8], __m128 d, __m128 dm, __m128 xd) {
+  const __m256i sums = sum_each(v);
+  __m128i dot = _mm256_castsi256_si128(sums), summs = _mm_setzero_si128();
+  if constexpr (T::kMins) {
+    summs = _mm256_extracti128_si256(sums, 1);
+  } else if constexpr (T::kBias) {
+    dot = _mm_sub_epi32(dot, _mm256_extracti128_si256(sums, 1));
+  }
+  const __m128 t = _mm_sub_ps(_mm_mul_ps(_mm_mul_ps(d, xd), _mm_cvtepi32_ps(dot)),
+                              _mm_mul_ps(_mm_mul_ps(dm, xd), _mm_cvtepi32_ps(summs)));
+  return _mm_add_ps(acc, t);
+}
+
+inline __m256i bias_products(const SuperScales& s, const int32_t* bsums) {
+  return _mm256_add_epi32(_mm256_mullo_epi32(s.bias_lo, load32(bsums)),
+                          _mm256_mullo_epi32(s.bias_hi, load32(bsums + 8)));
+}
+
+inline void prefetch_span(const uint8_t* row, int64_t span, int64_t n_spans, int64_t span_bytes) {
+  if (span + kPrefetchSpans >= n_spans) return;
+  const uint8_t* ahead = row + (span + kPrefetchSpans) * span_bytes;
+  for (int64_t b = 0; b < span_bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+}
+
+// ---- One activation row (a decode step): four weight rows streamed together, in registers --
+
+// y[0..3] = the dots of weight rows `rows[0..3]` with x row 0.
+template <class S, class T>
+void four_dots_legacy(const uint8_t* const (&rows)[4], const ActRows& x, float* y) {
+  using B = typename T::B;
+  const int64_t nb = x.n_in / 32, n_spans = (nb + 7) / 8;
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t span = 0; span < n_spans; ++span) {
+    const int count = nb - 8 * span < 8 ? static_cast<int>(nb - 8 * span) : 8;
+    const int8_t* xq = x.q + span * kSpan;
+    __m256 t[4];
+    for (int r = 0; r < 4; ++r) {
+      prefetch_span(rows[r], span, n_spans, 8 * sizeof(B));
+      const B* b = blocks_of<B>(rows[r]) + 8 * span;
+      __m256i p[8];
+      for (int c = 0; c < 8; ++c) {
+        p[c] = c < count ? dot4<S, T>(T::template quants<S>(b[c]), load32(xq + 32 * c))
+                         : _mm256_setzero_si256();
+      }
+      __m256 dm = _mm256_setzero_ps();
+      if constexpr (T::kHasMin) dm = block_halves(b, count, offsetof(B, m));
+      t[r] = legacy_terms<T>(p, count, block_halves(b, count, offsetof(B, d)), dm, x, 8 * span);
+    }
+    acc = add_terms4(acc, t, count);
+  }
+  _mm_storeu_ps(y, acc);
+}
+
+template <class S, class T>
+void four_dots_super(const uint8_t* const (&rows)[4], const ActRows& x, float* y) {
+  using B = typename T::B;
+  const int64_t nb = x.n_in / 256;
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const int8_t* xq = x.q + i * kSpan;
+    __m256i v[8];
+    float d[4], dm[4];
+    for (int r = 0; r < 4; ++r) {
+      prefetch_span(rows[r], i, nb, sizeof(B));
+      const B& b = blocks_of<B>(rows[r])[i];
+      const SuperScales s = T::scales(b);
+      __m256i isum = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        const __m256i pr = pairs<T>(T::template chunk<S>(b, c), load32(xq + 32 * c));
+        isum = S::madd_add(isum, pr, chunk_scale(s.sc16, c));
+      }
+      v[r] = isum;
+      v[4 + r] = T::kBias ? bias_products(s, x.bsums + i * 16) : _mm256_setzero_si256();
+      d[r] = s.d;
+      dm[r] = s.dm;
+    }
+    // Lanes set from registers (_mm_setr_ps), not stored and reloaded: a vector load of
+    // four scalar stores cannot be forwarded and stalls.
+    acc = add_super4<T>(acc, v, _mm_setr_ps(d[0], d[1], d[2], d[3]),
+                        _mm_setr_ps(dm[0], dm[1], dm[2], dm[3]), _mm_set1_ps(x.d[i]));
+  }
+  _mm_storeu_ps(y, acc);
+}
+
+// ---- A batch: kSpanRows weight rows decoded per span into L1, four x rows at a time ---------
+
+// One weight row's span, decoded: its quants, and the block scales (legacy: d and dm per
+// block in lanes; super: the block's SuperScales).
+struct DecodedSpan {
+  alignas(32) uint8_t q[kSpan];
+  __m256 d, dm;
+  SuperScales s;
+};
+
+template <class S, class T>
+int decode_span(const uint8_t* row, int64_t span, int64_t n, DecodedSpan& out) {
+  using B = typename T::B;
+  if constexpr (T::kSuper) {
+    const B& b = blocks_of<B>(row)[span];
+    for (int c = 0; c < 8; ++c) store32(out.q + 32 * c, T::template chunk<S>(b, c));
+    out.s = T::scales(b);
+    return 8;
+  } else {
+    const B* b = blocks_of<B>(row) + 8 * span;
+    const int64_t left = n / 32 - 8 * span;
+    const int count = left < 8 ? static_cast<int>(left) : 8;
+    for (int c = 0; c < count; ++c) store32(out.q + 32 * c, T::template quants<S>(b[c]));
+    out.d = block_halves(b, count, offsetof(B, d));
+    out.dm = _mm256_setzero_ps();
+    if constexpr (T::kHasMin) out.dm = block_halves(b, count, offsetof(B, m));
+    return count;
+  }
+}
+
+// R running sums (R = 4 or 1) as the lanes of a vector, and back.
+template <int R>
+inline __m128 load_sums(const float* acc) {
+  if constexpr (R == 4) return _mm_loadu_ps(acc);
+  return _mm_setr_ps(acc[0], 0.f, 0.f, 0.f);
+}
+template <int R>
+inline void store_sums(float* acc, __m128 v) {
+  if constexpr (R == 4) {
+    _mm_storeu_ps(acc, v);
+  } else {
+    acc[0] = _mm_cvtss_f32(v);
+  }
+}
+
+// acc[0..R-1] += this span's part of the dots of one decoded weight row with x rows
+// m0..m0+R-1 (R = 4, or 1 for the last rows): each weight chunk loaded once for the R.
+template <class S, class T, int R>
+inline void span_rows(const DecodedSpan& w, int count, const ActRows& x, int64_t m0, int64_t span,
+                      float* acc) {
+  const int8_t* xq = x.q + m0 * x.n_in + span * kSpan;
+  const int64_t row = x.n_in;
+  if constexpr (T::kSuper) {
+    const int64_t nb = x.n_in / 256;
+    __m256i v[8];  // the rows' scaled group sums, then their bias products
+    for (int r = 0; r < 8; ++r) v[r] = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i q = load32(w.q + 32 * c), sc = chunk_scale(w.s.sc16, c);
+      for (int r = 0; r < R; ++r) {
+        v[r] = S::madd_add(v[r], pairs<T>(q, load32(xq + r * row + 32 * c)), sc);
+      }
+    }
+    float xd[4] = {};
+    for (int r = 0; r < R; ++r) {
+      if constexpr (T::kBias) v[4 + r] = bias_products(w.s, x.bsums + ((m0 + r) * nb + span) * 16);
+      xd[r] = x.d[(m0 + r) * nb + span];
+    }
+    const __m128 xdv = _mm_setr_ps(xd[0], xd[1], xd[2], xd[3]);
+    store_sums<R>(
+        acc, add_super4<T>(load_sums<R>(acc), v, _mm_set1_ps(w.s.d), _mm_set1_ps(w.s.dm), xdv));
+  } else {
+    const int64_t nb = x.n_in / 32;
+    __m256 t[4];
+    for (int r = 0; r < 4; ++r) t[r] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      __m256i p[8];
+      for (int c = 0; c < 8; ++c) {
+        p[c] = c < count ? dot4<S, T>(load32(w.q + 32 * c), load32(xq + r * row + 32 * c))
+                         : _mm256_setzero_si256();
+      }
+      t[r] = legacy_terms<T>(p, count, w.d, w.dm, x, (m0 + r) * nb + 8 * span);
+    }
+    store_sums<R>(acc, add_terms4(load_sums<R>(acc), t, count));
+  }
+}
+
+template <class S, class T>
+void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  const int64_t n = a.n_in;
+  if (a.n_rows == 1) {
+    for (int64_t o0 = out_begin; o0 < out_end; o0 += 4) {
+      // A short last group repeats its last row (computed twice, stored once).
+      const uint8_t* rows[4];
+      for (int64_t r = 0; r < 4; ++r) {
+        rows[r] = a.w + (o0 + r < out_end ? o0 + r : out_end - 1) * a.row_bytes;
+      }
+      alignas(16) float y[4];
+      if constexpr (T::kSuper) {
+        four_dots_super<S, T>(rows, a.x, y);
+      } else {
+        four_dots_legacy<S, T>(rows, a.x, y);
+      }
+      for (int64_t r = 0; r < 4 && o0 + r < out_end; ++r) a.y[o0 + r] = y[r];
+    }
+    return;
+  }
+  const int64_t n_spans = (n + kSpan - 1) / kSpan;
+  const int64_t span_bytes = static_cast<int64_t>((T::kSuper ? 1 : 8) * sizeof(typename T::B));
+  // The sums of the decoded rows, row i's for x rows 0..n_rows-1 contiguous.
+  auto* acc = static_cast<float*>(quant_scratch(static_cast<size_t>(kSpanRows * a.n_rows) * 4));
+  DecodedSpan decoded[kSpanRows];
+  for (int64_t o0 = out_begin; o0 < out_end; o0 += kSpanRows) {
+    const int64_t rows = out_end - o0 < kSpanRows ? out_end - o0 : kSpanRows;
+    for (int64_t i = 0; i < rows * a.n_rows; ++i) acc[i] = 0.f;
+    for (int64_t span = 0; span < n_spans; ++span) {
+      int count = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        const uint8_t* row = a.w + (o0 + i) * a.row_bytes;
+        prefetch_span(row, span, n_spans, span_bytes);
+        count = decode_span<S, T>(row, span, n, decoded[i]);
+      }
+      for (int64_t i = 0; i < rows; ++i) {
+        float* acc_i = acc + i * a.n_rows;
+        int64_t m = 0;
+        for (; m + 4 <= a.n_rows; m += 4) {
+          span_rows<S, T, 4>(decoded[i], count, a.x, m, span, acc_i + m);
+        }
+        for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], count, a.x, m, span, acc_i + m);
+      }
+    }
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t m = 0; m < a.n_rows; ++m) a.y[m * a.n_out + o0 + i] = acc[i * a.n_rows + m];
+  }
+}
+
+template <class S>
+void quant_vector_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  switch (a.kind) {
+    case QuantKind::kQ4_0:
+      return quant_rows_vector<S, VQ4_0>(a, out_begin, out_end);
+    case QuantKind::kQ4_1:
+      return quant_rows_vector<S, VQ4_1>(a, out_begin, out_end);
+    case QuantKind::kQ5_0:
+      return quant_rows_vector<S, VQ5_0>(a, out_begin, out_end);
+    case QuantKind::kQ5_1:
+      return quant_rows_vector<S, VQ5_1>(a, out_begin, out_end);
+    case QuantKind::kQ2_K:
+      return quant_rows_vector<S, VQ2_K>(a, out_begin, out_end);
+    case QuantKind::kQ3_K:
+      return quant_rows_vector<S, VQ3_K>(a, out_begin, out_end);
+    case QuantKind::kQ4_K:
+      return quant_rows_vector<S, VQ4_K>(a, out_begin, out_end);
+    case QuantKind::kQ5_K:
+      return quant_rows_vector<S, VQ5_K>(a, out_begin, out_end);
+    case QuantKind::kQ6_K:
+      return quant_rows_vector<S, VQ6_K>(a, out_begin, out_end);
+    case QuantKind::kIq4Nl:
+      return quant_rows_vector<S, VIq4Nl>(a, out_begin, out_end);
+    case QuantKind::kIq4Xs:
+      return quant_rows_vector<S, VIq4Xs>(a, out_begin, out_end);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::kernels::detail
