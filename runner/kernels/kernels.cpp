@@ -366,7 +366,11 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
 namespace {
 
 // The quantized path: activations quantized once per call on the submitting thread (the
-// buffer lives as long as the thread), then ranges of outputs over the pool.
+// buffer lives as long as the thread), then ranges of outputs over the pool. The ranges are
+// whole multiples of kQuantUnit outputs (the rows decoded together), not of the 64-wide
+// panels, so that a 576-output matrix splits as evenly over two threads at M = 1 as at 32.
+constexpr int64_t kQuantUnit = 16;
+
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
   thread_local detail::QuantizedActivations activations;
@@ -374,18 +378,18 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
-    int64_t n_panels;
+    int64_t n_units;
     int64_t n_tasks;
   } job;
   job.args = {*impl.quant, impl.buffer->data, impl.row_bytes, impl.n_in,
               impl.n_out,  activations.view,  n_rows,         y};
   const bool vnni = detected_isa() != Isa::kAvx2 && has_avx512vnni();
   job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
-  job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
-  job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
+  job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
+  job.n_tasks = std::min<int64_t>(job.n_units, kTasksPerThread * pool.size());
   auto range = [](const Job& j, int64_t t) {
-    const int64_t begin = t * j.n_panels / j.n_tasks * kPanel;
-    const int64_t end = std::min((t + 1) * j.n_panels / j.n_tasks * kPanel, j.args.n_out);
+    const int64_t begin = t * j.n_units / j.n_tasks * kQuantUnit;
+    const int64_t end = std::min((t + 1) * j.n_units / j.n_tasks * kQuantUnit, j.args.n_out);
     j.loop(j.args, begin, end);
   };
   if (job.n_tasks <= 1) return range(job, 0);
