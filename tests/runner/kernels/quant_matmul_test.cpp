@@ -219,6 +219,93 @@ TEST(QuantMatmul, PortableAvx2AndAvx512AreBitIdentical) {
   }
 }
 
+// Blocks at the edges of every type's range: each block all 0x00 bytes, all 0xff, nibbles
+// alternating 0x0f / 0xf0, or random; its F16 scales zero, tiny, or random in sign and size.
+std::vector<uint8_t> extreme_rows(const TypeCase& c, int64_t n_out, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t block_bytes = gguf::block_bytes(c.type);
+  const int64_t n_blocks = n_out * n_in / gguf::block_elements(c.type);
+  std::vector<uint8_t> bytes(n_blocks * block_bytes);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    uint8_t* block = bytes.data() + i * block_bytes;
+    const int pattern = static_cast<int>(rng() % 4);
+    for (int64_t j = 0; j < block_bytes; ++j) {
+      const uint8_t fixed[3] = {0x00, 0xff, static_cast<uint8_t>(j % 2 ? 0xf0 : 0x0f)};
+      block[j] = pattern < 3 ? fixed[pattern] : static_cast<uint8_t>(rng());
+    }
+    for (int offset : c.half_offsets) {
+      const int size = static_cast<int>(rng() % 4);
+      const float scale = size == 0 ? 0.f : size == 1 ? 1e-7f : 0.05f * normal(rng);
+      const uint16_t h = half_from_float(scale);
+      std::memcpy(block + offset, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+// Activations with the quantizers' extremes: rows at +-127 (one sign, alternating), a row
+// of zeros, and random rows.
+std::vector<float> extreme_activations(int64_t n_rows, int64_t n_in, uint32_t seed) {
+  auto x = random_activations(n_rows, n_in, seed);
+  for (int64_t m = 0; m < n_rows; ++m) {
+    float* row = x.data() + m * n_in;
+    for (int64_t k = 0; k < n_in; ++k) {
+      if (m % 4 == 1) row[k] = 3.f;
+      if (m % 4 == 2) row[k] = k % 2 ? -3.f : 3.f;
+      if (m % 8 == 3) row[k] = 0.f;
+    }
+  }
+  return x;
+}
+
+// The AVX2 and AVX-512 VNNI forms decode the blocks with vector instructions and take the
+// integer dots from unsigned quants (quant_vector.h); the portable form unpacks every quant
+// to an int8 and sums groups of 16 (quant_matmul.h). Both must give the same bits for every
+// type, batch size and range of outputs, on the blocks' extremes.
+TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
+  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
+      {"avx2", detail::avx2_quant_loop()}};
+  if (cpu_has_vnni())
+    loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
+  else
+    std::cout << "  (no AVX512-VNNI here: that form is not checked)\n";
+  for (const TypeCase& c : type_cases()) {
+    const bool legacy = gguf::block_elements(c.type) == 32;
+    // Legacy rows of 576 and 1568 end in a part of a 256-value span.
+    for (int64_t n_in :
+         legacy ? std::vector<int64_t>{32, 576, 1568} : std::vector<int64_t>{256, 1536}) {
+      const int64_t n_out = 13;
+      const auto w = extreme_rows(c, n_out, n_in, 7 + static_cast<uint32_t>(n_in));
+      for (int64_t n_rows : {int64_t{1}, int64_t{3}, int64_t{16}, int64_t{33}}) {
+        const auto x = extreme_activations(n_rows, n_in, 11 + static_cast<uint32_t>(n_rows));
+        detail::QuantizedActivations act;
+        detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
+        auto run = [&](detail::QuantLoop loop, int64_t begin, int64_t end) {
+          std::vector<float> y(n_rows * n_out, std::nanf(""));
+          const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
+                                             n_out,  act.view, n_rows,           y.data()};
+          loop(args, begin, end);
+          return y;
+        };
+        const auto portable = run(detail::portable_quant_loop(), 0, n_out);
+        for (const auto& [name, loop] : loops) {
+          const auto y = run(loop, 0, n_out);
+          ASSERT_EQ(0, std::memcmp(y.data(), portable.data(), y.size() * 4))
+              << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows;
+          // A range that starts and ends inside a group of decoded rows.
+          const auto part = run(loop, 1, n_out - 2);
+          for (int64_t m = 0; m < n_rows; ++m)
+            for (int64_t o = 1; o < n_out - 2; ++o)
+              ASSERT_EQ(__builtin_bit_cast(uint32_t, part[m * n_out + o]),
+                        __builtin_bit_cast(uint32_t, portable[m * n_out + o]))
+                  << name << " " << name_of(c) << " n_in " << n_in << " row " << m << " out " << o;
+        }
+      }
+    }
+  }
+}
+
 // Through the public matmul: every ISA the CPU runs gives the portable bits, and a row's
 // result does not depend on how many rows come with it or on the thread count.
 TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
