@@ -69,7 +69,22 @@ PackedWeights make_weights(TensorType type, int64_t n_out, int64_t n_in, Xorshif
       std::memcpy(bytes.data(), blocks.data(), bytes.size());
       break;
     }
-    default:  // the quantized types' kernels come with their own cases
+    case TensorType::kQ4_0:
+    case TensorType::kQ5_0:
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K: {
+      // Random bytes with bit 6 of every byte cleared: each F16 scale is finite and below 2
+      // (the values do not matter to the speed). n_in must be whole blocks of the type.
+      const int64_t block = tandem::gguf::block_elements(type);
+      if (n_in % block != 0) std::abort();
+      bytes.resize(n / block * tandem::gguf::block_bytes(type));
+      for (auto& b : bytes) {
+        rng.next();
+        b = static_cast<uint8_t>(rng.s >> 56) & 0xbf;
+      }
+      break;
+    }
+    default:  // the other quantized types' kernels come with their own cases
       std::abort();
   }
   return PackedWeights::pack(WeightSource{type, bytes.data(), n_out, n_in});
@@ -161,6 +176,10 @@ BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kBF16)->Apply(decode_args);
 BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kF16)->Apply(decode_args);
 BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ8_0)->Apply(decode_args);
 BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kF32)->Apply(decode_args);
+// The quantized kernels (quant_vector.h) on the whole model: a Q4_K_M file of this shape is
+// mostly Q5_0 (576-wide rows cannot hold 256-value K-quant blocks).
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ5_0)->Apply(decode_args);
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ4_0)->Apply(decode_args);
 
 // One shape, weights possibly cache-resident: the kernel's compute rate.
 template <TensorType kType>
