@@ -32,6 +32,9 @@
 #include "runner/kernels/quant_matmul.h"
 #include "runner/kernels/quantize_q8.h"
 
+// Per-span steps inlined into their loops, where a literal block count folds the conditions.
+#define TANDEM_QUANT_INLINE __attribute__((always_inline)) inline
+
 namespace tandem::kernels::detail {
 namespace {
 
@@ -276,13 +279,13 @@ inline __m256i dot4(__m256i w, __m256i x) {
 
 // Eight values at p (the rest 0 when fewer are left): a span's per-block activation scales
 // and sums, which end with the row.
-inline __m256 load_floats(const float* p, int count) {
+TANDEM_QUANT_INLINE __m256 load_floats(const float* p, int count) {
   if (count == 8) return _mm256_loadu_ps(p);
   alignas(32) float v[8] = {};
   for (int i = 0; i < count; ++i) v[i] = p[i];
   return _mm256_load_ps(v);
 }
-inline __m256i load_ints(const int32_t* p, int count) {
+TANDEM_QUANT_INLINE __m256i load_ints(const int32_t* p, int count) {
   if (count == 8) return load32(p);
   alignas(32) int32_t v[8] = {};
   for (int i = 0; i < count; ++i) v[i] = p[i];
@@ -292,7 +295,7 @@ inline __m256i load_ints(const int32_t* p, int count) {
 // The F16 fields at byte `offset` of `count` consecutive blocks, as floats (the rest 0;
 // vcvtph2ps is exact, as half() is).
 template <class Block>
-inline __m256 block_halves(const Block* b, int count, size_t offset) {
+TANDEM_QUANT_INLINE __m256 block_halves(const Block* b, int count, size_t offset) {
   auto field = [&](int c) {
     uint16_t h;
     __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(b + c) + offset, 2);
@@ -315,8 +318,8 @@ inline __m256 block_halves(const Block* b, int count, size_t offset) {
 // partial sums each) less the offset times the activations' block sums, then
 // r.d[i] * xd[i] * g (+ r.dm[i] * xs[i]) per block in its lane (finish_legacy's operations).
 template <class T>
-inline __m256 legacy_terms(const __m256i (&p)[8], int count, __m256 d, __m256 dm, const ActRows& x,
-                           int64_t first_block) {
+TANDEM_QUANT_INLINE __m256 legacy_terms(const __m256i (&p)[8], int count, __m256 d, __m256 dm,
+                                        const ActRows& x, int64_t first_block) {
   __m256i sums = sum_each(p);
   if constexpr (T::kOffset != 0) {
     const __m256i xsum = load_ints(x.qsum + first_block, count);
@@ -333,7 +336,7 @@ inline __m256 legacy_terms(const __m256i (&p)[8], int count, __m256 d, __m256 dm
 // Four dots' sums (acc, one per lane) plus their spans' terms (t[k]: dot k's per-block terms
 // in lanes), added block after block: each lane adds its terms in block order, as the
 // one-dot form does.
-inline __m128 add_terms4(__m128 acc, const __m256 (&t)[4], int count) {
+TANDEM_QUANT_INLINE __m128 add_terms4(__m128 acc, const __m256 (&t)[4], int count) {
   const __m256 lo01 = _mm256_unpacklo_ps(t[0], t[1]), hi01 = _mm256_unpackhi_ps(t[0], t[1]);
   const __m256 lo23 = _mm256_unpacklo_ps(t[2], t[3]), hi23 = _mm256_unpackhi_ps(t[2], t[3]);
   // by_block[c % 4] holds block c's four terms at lanes 4 * (c / 4).
@@ -389,6 +392,28 @@ inline void prefetch_four(const uint8_t* const (&rows)[4], int64_t pos, int64_t 
 // ---- One activation row (a decode step): four weight rows streamed together, in registers --
 
 // y[0..3] = the dots of weight rows `rows[0..3]` with x row 0.
+// One span of four_dots_legacy: `count` blocks (a literal 8 for whole spans, so that the
+// per-block conditions fold away).
+template <class S, class T>
+TANDEM_QUANT_INLINE __m128 four_rows_legacy_span(const uint8_t* const (&rows)[4], int64_t span,
+                                                 int count, const ActRows& x, __m128 acc) {
+  using B = typename T::B;
+  const int8_t* xq = x.q + span * kSpan;
+  __m256 t[4];
+  for (int r = 0; r < 4; ++r) {
+    const B* b = blocks_of<B>(rows[r]) + 8 * span;
+    __m256i p[8];
+    for (int c = 0; c < 8; ++c) {
+      p[c] = c < count ? dot4<S, T>(T::template quants<S>(b[c]), load32(xq + 32 * c))
+                       : _mm256_setzero_si256();
+    }
+    __m256 dm = _mm256_setzero_ps();
+    if constexpr (T::kHasMin) dm = block_halves(b, count, offsetof(B, m));
+    t[r] = legacy_terms<T>(p, count, block_halves(b, count, offsetof(B, d)), dm, x, 8 * span);
+  }
+  return add_terms4(acc, t, count);
+}
+
 template <class S, class T>
 void four_dots_legacy(const uint8_t* const (&rows)[4], int64_t row_bytes, const ActRows& x,
                       float* y) {
@@ -396,22 +421,13 @@ void four_dots_legacy(const uint8_t* const (&rows)[4], int64_t row_bytes, const 
   const int64_t nb = x.n_in / 32, n_spans = (nb + 7) / 8;
   __m128 acc = _mm_setzero_ps();
   for (int64_t span = 0; span < n_spans; ++span) {
-    const int count = nb - 8 * span < 8 ? static_cast<int>(nb - 8 * span) : 8;
-    const int8_t* xq = x.q + span * kSpan;
-    __m256 t[4];
     prefetch_four(rows, span * 8 * int64_t{sizeof(B)}, 8 * sizeof(B), row_bytes, kDecodePrefetch);
-    for (int r = 0; r < 4; ++r) {
-      const B* b = blocks_of<B>(rows[r]) + 8 * span;
-      __m256i p[8];
-      for (int c = 0; c < 8; ++c) {
-        p[c] = c < count ? dot4<S, T>(T::template quants<S>(b[c]), load32(xq + 32 * c))
-                         : _mm256_setzero_si256();
-      }
-      __m256 dm = _mm256_setzero_ps();
-      if constexpr (T::kHasMin) dm = block_halves(b, count, offsetof(B, m));
-      t[r] = legacy_terms<T>(p, count, block_halves(b, count, offsetof(B, d)), dm, x, 8 * span);
+    const int64_t left = nb - 8 * span;
+    if (left >= 8) {
+      acc = four_rows_legacy_span<S, T>(rows, span, 8, x, acc);
+    } else {
+      acc = four_rows_legacy_span<S, T>(rows, span, static_cast<int>(left), x, acc);
     }
-    acc = add_terms4(acc, t, count);
   }
   _mm_storeu_ps(y, acc);
 }
@@ -496,8 +512,8 @@ inline void store_sums(float* acc, __m128 v) {
 // acc[0..R-1] += this span's part of the dots of one decoded weight row with x rows
 // m0..m0+R-1 (R = 4, or 1 for the last rows): each weight chunk loaded once for the R.
 template <class S, class T, int R>
-inline void span_rows(const DecodedSpan& w, int count, const ActRows& x, int64_t m0, int64_t span,
-                      float* acc) {
+TANDEM_QUANT_INLINE void span_rows(const DecodedSpan& w, int count, const ActRows& x, int64_t m0,
+                                   int64_t span, float* acc) {
   const int8_t* xq = x.q + m0 * x.n_in + span * kSpan;
   const int64_t row = x.n_in;
   if constexpr (T::kSuper) {
@@ -572,10 +588,16 @@ void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_
       for (int64_t i = 0; i < rows; ++i) {
         float* acc_i = acc + i * a.n_rows;
         int64_t m = 0;
-        for (; m + 4 <= a.n_rows; m += 4) {
-          span_rows<S, T, 4>(decoded[i], count, a.x, m, span, acc_i + m);
+        if (count == 8) {
+          for (; m + 4 <= a.n_rows; m += 4)
+            span_rows<S, T, 4>(decoded[i], 8, a.x, m, span, acc_i + m);
+          for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], 8, a.x, m, span, acc_i + m);
+        } else {
+          for (; m + 4 <= a.n_rows; m += 4) {
+            span_rows<S, T, 4>(decoded[i], count, a.x, m, span, acc_i + m);
+          }
+          for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], count, a.x, m, span, acc_i + m);
         }
-        for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], count, a.x, m, span, acc_i + m);
       }
     }
     for (int64_t i = 0; i < rows; ++i)
