@@ -278,40 +278,33 @@ inline __m256i dot4(__m256i w, __m256i x) {
 }
 
 // Eight values at p (the rest 0 when fewer are left): a span's per-block activation scales
-// and sums, which end with the row.
+// and sums, which end with the row. A short span takes masked loads (masked-off lanes are
+// neither read nor faulted on), not scalar stores reloaded as a vector, which cannot be
+// forwarded and stall (a 576-wide row ends in a span of two blocks).
+TANDEM_QUANT_INLINE __m256i lanes_below(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 TANDEM_QUANT_INLINE __m256 load_floats(const float* p, int count) {
   if (count == 8) return _mm256_loadu_ps(p);
-  alignas(32) float v[8] = {};
-  for (int i = 0; i < count; ++i) v[i] = p[i];
-  return _mm256_load_ps(v);
+  return _mm256_maskload_ps(p, lanes_below(count));
 }
 TANDEM_QUANT_INLINE __m256i load_ints(const int32_t* p, int count) {
   if (count == 8) return load32(p);
-  alignas(32) int32_t v[8] = {};
-  for (int i = 0; i < count; ++i) v[i] = p[i];
-  return load32(v);
+  return _mm256_maskload_epi32(p, lanes_below(count));
 }
 
 // The F16 fields at byte `offset` of `count` consecutive blocks, as floats (the rest 0;
-// vcvtph2ps is exact, as half() is).
+// vcvtph2ps is exact, as half() is). Lanes are set from registers, as above.
 template <class Block>
 TANDEM_QUANT_INLINE __m256 block_halves(const Block* b, int count, size_t offset) {
-  auto field = [&](int c) {
+  auto field = [&](int c) -> short {
+    if (c >= count) return 0;
     uint16_t h;
     __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(b + c) + offset, 2);
     return static_cast<short>(h);
   };
-  __m128i h;
-  if (count == 8) {
-    h = _mm_setr_epi16(field(0), field(1), field(2), field(3), field(4), field(5), field(6),
-                       field(7));
-  } else {
-    h = _mm_setzero_si128();
-    alignas(16) uint16_t v[8] = {};
-    for (int c = 0; c < count; ++c) v[c] = static_cast<uint16_t>(field(c));
-    h = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
-  }
-  return _mm256_cvtph_ps(h);
+  return _mm256_cvtph_ps(_mm_setr_epi16(field(0), field(1), field(2), field(3), field(4), field(5),
+                                        field(6), field(7)));
 }
 
 // A legacy span's per-block float terms: `count` blocks' exact dots (p[c], eight int32
@@ -389,6 +382,30 @@ inline void prefetch_four(const uint8_t* const (&rows)[4], int64_t pos, int64_t 
   }
 }
 
+// f.template operator()<count>() for count in 1..8: a span's block count as a literal, so
+// that the inlined span steps fold their per-block conditions (a row's last span is short).
+template <class F>
+TANDEM_QUANT_INLINE void with_block_count(int count, F&& f) {
+  switch (count) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
+    case 5:
+      return f.template operator()<5>();
+    case 6:
+      return f.template operator()<6>();
+    case 7:
+      return f.template operator()<7>();
+    default:
+      return f.template operator()<8>();
+  }
+}
+
 // ---- One activation row (a decode step): four weight rows streamed together, in registers --
 
 // y[0..3] = the dots of weight rows `rows[0..3]` with x row 0.
@@ -423,11 +440,9 @@ void four_dots_legacy(const uint8_t* const (&rows)[4], int64_t row_bytes, const 
   for (int64_t span = 0; span < n_spans; ++span) {
     prefetch_four(rows, span * 8 * int64_t{sizeof(B)}, 8 * sizeof(B), row_bytes, kDecodePrefetch);
     const int64_t left = nb - 8 * span;
-    if (left >= 8) {
-      acc = four_rows_legacy_span<S, T>(rows, span, 8, x, acc);
-    } else {
-      acc = four_rows_legacy_span<S, T>(rows, span, static_cast<int>(left), x, acc);
-    }
+    with_block_count(left < 8 ? static_cast<int>(left) : 8, [&]<int kCount>() {
+      acc = four_rows_legacy_span<S, T>(rows, span, kCount, x, acc);
+    });
   }
   _mm_storeu_ps(y, acc);
 }
@@ -588,15 +603,16 @@ void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_
       for (int64_t i = 0; i < rows; ++i) {
         float* acc_i = acc + i * a.n_rows;
         int64_t m = 0;
-        if (count == 8) {
-          for (; m + 4 <= a.n_rows; m += 4)
-            span_rows<S, T, 4>(decoded[i], 8, a.x, m, span, acc_i + m);
-          for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], 8, a.x, m, span, acc_i + m);
-        } else {
+        auto rows_of_x = [&]<int kCount>() {
           for (; m + 4 <= a.n_rows; m += 4) {
-            span_rows<S, T, 4>(decoded[i], count, a.x, m, span, acc_i + m);
+            span_rows<S, T, 4>(decoded[i], kCount, a.x, m, span, acc_i + m);
           }
-          for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], count, a.x, m, span, acc_i + m);
+          for (; m < a.n_rows; ++m) span_rows<S, T, 1>(decoded[i], kCount, a.x, m, span, acc_i + m);
+        };
+        if constexpr (T::kSuper) {
+          rows_of_x.template operator()<8>();
+        } else {
+          with_block_count(count, rows_of_x);
         }
       }
     }
