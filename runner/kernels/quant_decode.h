@@ -1,0 +1,223 @@
+// How the vector form of the quantized matmul (quant_vector.h) decodes each type: 32 quants
+// of a block per 256-bit vector, as the integers the portable form's unpacking gives
+// (quant_matmul.h) or those plus a fixed offset (kept unsigned for vpmaddubsw/vpdpbusd), and
+// a super-block's scales as vectors. Included by quant_vector.h only; AVX2 intrinsics, each
+// ISA file compiling them with its own -m flags. S is the ISA file's struct (quant_vector.h).
+// Everything sits in an anonymous namespace and uses no standard-library template, for the
+// reason tile_loop.h gives.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runner/gguf/quant.h"
+#include "runner/kernels/quant_matmul.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void store32(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+inline __m256i bytes_of(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+
+// (v >> shift) & mask per byte (16-bit shifts; the mask drops what crossed from the next byte).
+inline __m256i bits_at(__m256i v, int shift, int mask) {
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), bytes_of(mask));
+}
+
+// Legacy nibbles: 16 bytes to 32 values, the low nibbles (elements 0-15) then the high ones.
+inline __m256i legacy_nibbles(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), bytes_of(0x0F));
+}
+
+inline __m256i iq4_values(__m256i nibbles) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(gguf::kIq4NlValues));
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles);
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- Per type: the quants of a chunk and the scales of a block -----------------------------
+// Legacy types (blocks of 32): quants<S>(block) gives the block's 32 quants, and the block's
+// d (and m for Q4_1/Q5_1, kHasMin) are read by the loop. Super-block types: chunk<S>(block, c)
+// gives values 32c..32c+31, and scales(block) the block's scales:
+//   sc16: group j's integer scale in int16 lane j;
+//   bias: per group (int32, groups 0-7 then 8-15) what its activation sum is multiplied by,
+//         the min (kMins) or the offset times the scale (kOffset, the unsigned correction);
+//   d, dm: the block's float d and dmin (0 where there is none).
+// kSigned: the quants are signed (IQ4); kOffset: what the unsigned quants exceed the real ones
+// by; kBias: a super-block type with a bias.
+
+struct SuperScales {
+  __m256i sc16, bias_lo, bias_hi;
+  float d, dm;
+};
+
+// Int16 lanes 0-7 the scale of group 2c, 8-15 that of group 2c + 1, for vpmaddwd.
+inline __m256i chunk_scale(__m256i sc16, int c) {
+  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  return _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(c)), spread);
+}
+
+// Sixteen int8 scales (as a vector's low 16 bytes) to sc16 and, times kMul, to the bias.
+template <int kMul>
+inline void signed_scales(__m128i bytes, SuperScales& s) {
+  s.sc16 = _mm256_cvtepi8_epi16(bytes);
+  s.bias_lo = _mm256_mullo_epi32(_mm256_cvtepi8_epi32(bytes), _mm256_set1_epi32(kMul));
+  s.bias_hi =
+      _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)), _mm256_set1_epi32(kMul));
+}
+
+template <class Block, int kOff, bool kMin, bool kFifthBit, bool kTable>
+struct Legacy {
+  static constexpr bool kSuper = false, kSigned = kTable, kHasMin = kMin, kBias = false;
+  static constexpr int kOffset = kOff;
+  using B = Block;
+  template <class S>
+  static __m256i quants(const Block& b) {
+    __m256i q = legacy_nibbles(b.qs);
+    if constexpr (kFifthBit) q = _mm256_or_si256(q, S::bits_to_bytes(load_u32(b.qh), 0x10));
+    if constexpr (kTable) q = iq4_values(q);
+    return q;
+  }
+};
+using VQ4_0 = Legacy<gguf::BlockQ4_0, 8, false, false, false>;
+using VQ4_1 = Legacy<gguf::BlockQ4_1, 0, true, false, false>;
+using VQ5_0 = Legacy<gguf::BlockQ5_0, 16, false, true, false>;
+using VQ5_1 = Legacy<gguf::BlockQ5_1, 0, true, true, false>;
+using VIq4Nl = Legacy<gguf::BlockIq4Nl, 0, false, false, true>;
+
+// Q2_K: value 32 * s + l of each 128 is bits 2s..2s+1 of qs[l]; scale and min per 16.
+struct VQ2_K {
+  static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;
+  static constexpr int kOffset = 0;
+  using B = gguf::BlockQ2_K;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    return bits_at(load32(b.qs + 32 * (c / 4)), 2 * (c % 4), 3);
+  }
+  static SuperScales scales(const B& b) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i mins = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
+    return {_mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(0x0F))), _mm256_cvtepu8_epi32(mins),
+            _mm256_cvtepu8_epi32(_mm_srli_si128(mins, 8)), half(b.d), half(b.dmin)};
+  }
+};
+
+// Q3_K: the two low bits as Q2_K plus 4 where the hmask bit is set, 4 over the real quant.
+struct VQ3_K {
+  static constexpr bool kSuper = true, kSigned = false, kMins = false, kBias = true;
+  static constexpr int kOffset = 4;
+  using B = gguf::BlockQ3_K;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    const __m256i low = bits_at(load32(b.qs + 32 * (c / 4)), 2 * (c % 4), 3);
+    return _mm256_or_si256(low, _mm256_slli_epi16(bits_at(load32(b.hmask), c, 1), 2));
+  }
+  static SuperScales scales(const B& b) {
+    // q3_k_scales' unpacking, the sixteen 6-bit scales kept in a vector's bytes, then - 32.
+    constexpr uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t aux[3];
+    __builtin_memcpy(aux, b.scales, 12);
+    const __m128i six_bits = _mm_setr_epi32(
+        static_cast<int>((aux[0] & kmask2) | (((aux[2] >> 0) & kmask1) << 4)),
+        static_cast<int>((aux[1] & kmask2) | (((aux[2] >> 2) & kmask1) << 4)),
+        static_cast<int>(((aux[0] >> 4) & kmask2) | (((aux[2] >> 4) & kmask1) << 4)),
+        static_cast<int>(((aux[1] >> 4) & kmask2) | (((aux[2] >> 6) & kmask1) << 4)));
+    SuperScales s;
+    signed_scales<kOffset>(_mm_sub_epi8(six_bits, _mm_set1_epi8(32)), s);
+    s.d = half(b.d);
+    s.dm = 0.f;
+    return s;
+  }
+};
+
+// Q4_K/Q5_K: 64 values per 32 bytes, the low nibbles then the high ones; Q5_K's fifth bit
+// of chunk c is bit c of qh[l]. Scales and mins unpacked as ggml's AVX2 form does (utmp).
+template <class Block, bool kFifthBit>
+struct VK4 {
+  static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;
+  static constexpr int kOffset = 0;
+  using B = Block;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    __m256i q = bits_at(load32(b.qs + 32 * (c / 2)), 4 * (c % 2), 0x0F);
+    if constexpr (kFifthBit) {
+      q = _mm256_or_si256(q, _mm256_slli_epi16(bits_at(load32(b.qh), c, 1), 4));
+    }
+    return q;
+  }
+  static SuperScales scales(const B& b) {
+    constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    uint32_t u[4];
+    __builtin_memcpy(u, b.scales, 12);
+    u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+    const uint32_t mins_low = u[1] & kmask1;
+    u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+    u[2] = mins_low;
+    u[0] &= kmask1;
+    // Bytes 0-7: the eight scales, 8-15: the eight mins; each serves two groups.
+    const __m128i v = _mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]),
+                                     static_cast<int>(u[2]), static_cast<int>(u[3]));
+    const __m128i mins = _mm_unpackhi_epi8(v, v);
+    return {_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v)), _mm256_cvtepu8_epi32(mins),
+            _mm256_cvtepu8_epi32(_mm_srli_si128(mins, 8)), half(b.d), half(b.dmin)};
+  }
+};
+using VQ4_K = VK4<gguf::BlockQ4_K, false>;
+using VQ5_K = VK4<gguf::BlockQ5_K, true>;
+
+// Q6_K: chunk c = 4n + k takes ql's low (k < 2) or high nibbles at 64n + 32 (k & 1), and
+// bits 2k..2k+1 of qh[32n + l] on top; 32 over the real quant.
+struct VQ6_K {
+  static constexpr bool kSuper = true, kSigned = false, kMins = false, kBias = true;
+  static constexpr int kOffset = 32;
+  using B = gguf::BlockQ6_K;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    const int n = c / 4, k = c % 4;
+    const __m256i low = bits_at(load32(b.ql + 64 * n + 32 * (k & 1)), 4 * (k / 2), 0x0F);
+    return _mm256_or_si256(low, _mm256_slli_epi16(bits_at(load32(b.qh + 32 * n), 2 * k, 3), 4));
+  }
+  static SuperScales scales(const B& b) {
+    SuperScales s;
+    signed_scales<kOffset>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), s);
+    s.d = half(b.d);
+    s.dm = 0.f;
+    return s;
+  }
+};
+
+struct VIq4Xs {
+  static constexpr bool kSuper = true, kSigned = true, kMins = false, kBias = false;
+  static constexpr int kOffset = 0;
+  using B = gguf::BlockIq4Xs;
+  template <class S>
+  static __m256i chunk(const B& b, int c) {
+    return iq4_values(legacy_nibbles(b.qs + 16 * c));
+  }
+  static SuperScales scales(const B& b) {
+    // Sub-block ib's 6-bit scale: nibble ib of scales_l (low nibble first), and bits
+    // 2ib..2ib+1 of scales_h (spread one pair per byte by pdep) on top; minus 32. Each
+    // serves two groups.
+    const __m128i l = _mm_cvtsi32_si128(static_cast<int>(load_u32(b.scales_l)));
+    const __m128i low = _mm_unpacklo_epi8(_mm_and_si128(l, _mm_set1_epi8(0x0F)),
+                                          _mm_and_si128(_mm_srli_epi16(l, 4), _mm_set1_epi8(0x0F)));
+    const __m128i high = _mm_cvtsi64_si128(
+        static_cast<long long>(_pdep_u64(b.scales_h, 0x0303030303030303ull) << 4));
+    const __m128i ls = _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(ls, ls));
+    return {sc16, _mm256_setzero_si256(), _mm256_setzero_si256(), half(b.d), 0.f};
+  }
+};
+
+}  // namespace
+}  // namespace tandem::kernels::detail
