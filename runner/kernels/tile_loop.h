@@ -55,33 +55,15 @@ template <class V, int R>
   }
 }
 
-// While a panel is served from cache to its second and later row tiles, those passes fetch
-// the next panel into L2, each a share of its steps (every `period`-th, from `phase`), so
-// that the next panel's first pass does not wait on memory. Set by panel_loop per pass.
-struct NextPanelFetch {
-  int64_t offset = 0;  // bytes from a step's weights to the same step in the next panel; 0: off
-  int64_t period = 1, phase = 0;
-};
-inline thread_local NextPanelFetch t_next_panel;
-
 // Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
 // Weights apart), prefetching kPrefetchAhead bytes ahead in that stream.
 template <class V, class Weight, class Step>
 [[gnu::always_inline]] inline void stream(const void* weights, int col, int64_t n_steps,
                                           Step&& step) {
   const Weight* p = static_cast<const Weight*>(weights) + col;
-  const NextPanelFetch next = t_next_panel;
-  int64_t tick = next.phase;  // steps until this pass's next fetch into the next panel
   for (int64_t s = 0; s < n_steps; ++s) {
     const Weight* ws = p + s * kPanel;
-    if (next.offset == 0) {
-      prefetch_row<V, kSubPanel<V> * sizeof(Weight)>(ws);
-    } else if (tick-- == 0) {
-      tick = next.period - 1;
-      constexpr size_t kRowBytes = kSubPanel<V> * sizeof(Weight);
-      for (size_t offset = 0; offset < kRowBytes; offset += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(ws) + next.offset + offset, 0, 2);
-    }
+    prefetch_row<V, kSubPanel<V> * sizeof(Weight)>(ws);
     step(s, ws);
   }
 }
@@ -215,19 +197,13 @@ inline void run_rows(int64_t rows, const MatmulArgs& a, const uint8_t* panel, in
 // from memory once and then served from cache to the remaining row tiles.
 template <class Tile>
 void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
-  const int64_t passes = (a.n_rows + Tile::kMaxRows - 1) / Tile::kMaxRows;
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = a.panels + p * a.panel_bytes;
-    const bool has_next = p + 1 < panel_end;
-    for (int64_t row0 = 0, pass = 0; row0 < a.n_rows; row0 += Tile::kMaxRows, ++pass) {
+    for (int64_t row0 = 0; row0 < a.n_rows; row0 += Tile::kMaxRows) {
       const int64_t rows = a.n_rows - row0 < Tile::kMaxRows ? a.n_rows - row0 : Tile::kMaxRows;
-      t_next_panel = pass > 0 && has_next
-                         ? NextPanelFetch{static_cast<int64_t>(a.panel_bytes), passes - 1, pass - 1}
-                         : NextPanelFetch{};
       run_rows<Tile>(rows, a, panel, row0, p * kPanel);
     }
   }
-  t_next_panel = NextPanelFetch{};
 }
 
 }  // namespace
