@@ -502,6 +502,10 @@ void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t str
                                                    n, y);
 }
 
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+  return active_kernels().exp_shifted_sum(x, n, shift);
+}
+
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   active_kernels().silu_mul(gate, up, out, n);
 }

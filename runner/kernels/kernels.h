@@ -95,5 +95,9 @@ void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t str
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+// x[i] = e^(x[i] - shift) with the same vectorized e^x (x - shift clamped to [-87, 88]),
+// returning the results' sum, added in index order. An element's result depends only on
+// x[i] and shift (and the ISA), never on n.
+float exp_shifted_sum(float* x, int64_t n, float shift);
 
 }  // namespace tandem::kernels

@@ -101,10 +101,7 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
         for (int32_t d = 0; d < hd; ++d) s.acc[d] *= factor;
         s.max = block_max;
       }
-      for (int32_t k = 0; k < n; ++k) {
-        scores[k] = std::exp(scores[k] - s.max);
-        s.sum += scores[k];
-      }
+      s.sum += kernels::exp_shifted_sum(scores, n, s.max);
       kernels::axpy_rows(type, scores, kv_.v(layer, block, slot) + kv_off, stride, n, hd, s.acc);
     }
     j = block_end;

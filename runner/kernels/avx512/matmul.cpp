@@ -108,16 +108,29 @@ void dot_rows_of(const float* q, const uint8_t* k, int64_t stride, int64_t count
     for (int64_t j = 0; j < count; ++j) out[j] = dot_elements<Avx512, E>(q, k + j * stride, n);
     return;
   }
-  auto fold = [&](int64_t j) {
-    __m512 acc = _mm512_setzero_ps();
-    if (j < count)
-      for (int64_t i = 0; i < n; i += 16)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), E::load(k + j * stride, i), acc);
+  auto fold = [](__m512 acc) {
     const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   };
   for (int64_t j = 0; j < count; j += 4) {
-    const __m128 a = fold(j), b = fold(j + 1), c = fold(j + 2), d = fold(j + 3);
+    // The four keys' products accumulate side by side (four independent FMA chains), each
+    // key's over i in order; a missing key (past count) stays zero.
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    if (count - j >= 4) {
+      for (int64_t i = 0; i < n; i += 16) {
+        const __m512 qi = _mm512_loadu_ps(q + i);
+        for (int r = 0; r < 4; ++r)
+          acc[r] = _mm512_fmadd_ps(qi, E::load(k + (j + r) * stride, i), acc[r]);
+      }
+    } else {
+      for (int64_t i = 0; i < n; i += 16) {
+        const __m512 qi = _mm512_loadu_ps(q + i);
+        for (int r = 0; r < count - j; ++r)
+          acc[r] = _mm512_fmadd_ps(qi, E::load(k + (j + r) * stride, i), acc[r]);
+      }
+    }
+    const __m128 a = fold(acc[0]), b = fold(acc[1]), c = fold(acc[2]), d = fold(acc[3]);
     const __m128 sums = _mm_hadd_ps(_mm_hadd_ps(a, b), _mm_hadd_ps(c, d));
     const int64_t left = count - j;
     if (left >= 4) {

@@ -201,6 +201,41 @@ TEST(Kernels, F16WeightsHoldingOnlyBf16ValuesRunAsBf16) {
   }
 }
 
+// The attention's softmax exponentials: each element is e^(x - shift) within a few ulp of
+// std::exp, the same bits whatever n, its position and the ISA, and the sum is the
+// elements added in order.
+TEST(Kernels, ExpShiftedSumIsElementwiseAndSumsInOrder) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> score(-30.f, 8.f);
+  std::vector<float> x(41);
+  for (float& v : x) v = score(rng);
+  const float shift = 7.5f;
+  std::vector<float> alone(x.size());
+  {
+    IsaScope scope(runnable_isas().front());
+    for (size_t i = 0; i < x.size(); ++i) {
+      float one = x[i];
+      exp_shifted_sum(&one, 1, shift);
+      alone[i] = one;
+      const double exact = std::exp(static_cast<double>(x[i] - shift));  // of the float argument
+      EXPECT_NEAR(one, exact, 4e-7 * exact) << x[i];
+    }
+  }
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (int64_t n : {1, 5, 16, 17, 41}) {
+      std::vector<float> y(x.begin(), x.begin() + n);
+      const float sum = exp_shifted_sum(y.data(), n, shift);
+      float expected_sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(y[i], alone[i]) << isa_name(isa) << " n " << n << " element " << i;
+        expected_sum += alone[i];
+      }
+      EXPECT_EQ(sum, expected_sum) << isa_name(isa) << " n " << n;
+    }
+  }
+}
+
 TEST(Kernels, MatmulWritesOnlyItsOutputs) {
   ThreadPool pool(2);
   for (Isa isa : runnable_isas()) {
