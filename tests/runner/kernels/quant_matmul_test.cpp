@@ -185,13 +185,19 @@ TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
   }
 }
 
-TEST(QuantMatmul, PortableAvx2AndAvx512AreBitIdentical) {
+// The vector forms this CPU can run, by name.
+std::vector<std::pair<const char*, detail::QuantLoop>> vector_loops() {
   std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
       {"avx2", detail::avx2_quant_loop()}};
   if (cpu_has_vnni())
     loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
   else
     std::cout << "  (no AVX512-VNNI here: that form is not checked)\n";
+  return loops;
+}
+
+TEST(QuantMatmul, PortableAvx2AndAvx512AreBitIdentical) {
+  const auto loops = vector_loops();
   for (const TypeCase& c : type_cases()) {
     // 256 * 9 + 256: the vector loops' full steps and their tails.
     for (int64_t n_in : {int64_t{256}, int64_t{512}, int64_t{2560}}) {
@@ -264,12 +270,7 @@ std::vector<float> extreme_activations(int64_t n_rows, int64_t n_in, uint32_t se
 // to an int8 and sums groups of 16 (quant_matmul.h). Both must give the same bits for every
 // type, batch size and range of outputs, on the blocks' extremes.
 TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
-  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
-      {"avx2", detail::avx2_quant_loop()}};
-  if (cpu_has_vnni())
-    loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
-  else
-    std::cout << "  (no AVX512-VNNI here: that form is not checked)\n";
+  const auto loops = vector_loops();
   for (const TypeCase& c : type_cases()) {
     const bool legacy = gguf::block_elements(c.type) == 32;
     // Legacy rows of 576 and 1568 end in a part of a 256-value span.
