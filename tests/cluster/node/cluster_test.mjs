@@ -401,12 +401,18 @@ async function phaseKill(c) {
   log('phase 2: SIGKILL a replica mid-run');
   const P = c.port;
   const jsonC = path.join(work, 'bench-c.json');
-  // Six long streams (demo model: context 2048), two a replica under least_conn; once they
-  // have all begun, bench C (open loop: 100 requests/s for 4 s at least, at most 4 in flight);
-  // the kill comes as soon as bench C is under way, with the streams still running.
+  // Bench C first (open loop: 100 requests/s for 4 s at least, at most 4 in flight); once it
+  // is under way, six long streams (demo model: context 2048), two a replica under
+  // least_conn; the kill comes as soon as every stream has its replica, while they run.
+  // (Streams first and bench C after them left too little time: a 1900-token stream on the
+  // demo model can end within a second, before a loaded machine had bench C going.)
+  const before = c.accessLog().length;
+  const benchC = bench(P, ['--requests', '400', '--request-rate', '100', '--concurrency', '4', '--max-tokens', '24',
+    '--seed', '3'], jsonC);
+  await poll('bench C under way', 30000, () => c.accessLog().length >= before + 6);
+  const tStreams = Date.now();
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${P}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
   const streams = [];
-  const t0 = Date.now();
   for (let k = 0; k < 6; k++) {
     const s = { k, replica: '', firstText: false, done: false, error: null, text: '', began: 0, ended: 0 };
     // X-Session-Id tags the stream in the proxy's log (no affinity in this cluster).
@@ -430,17 +436,14 @@ async function phaseKill(c) {
       }, (e) => (s.error = `${e.constructor.name}: ${e.message}`));
     streams.push(s);
   }
-  await poll('all six long streams have begun', 30000, () => streams.every((s) => s.firstText || s.error || s.done));
-  const before = c.accessLog().length;
-  const benchC = bench(P, ['--requests', '400', '--request-rate', '100', '--concurrency', '4', '--max-tokens', '24',
-    '--seed', '3'], jsonC);
-  await poll('bench C under way', 30000, () => c.accessLog().length >= before + 6);
+  await poll('all six long streams have their replica', 30000, () => streams.every((s) => s.replica || s.error || s.done));
+  const t0 = tStreams;
   // The victim: a replica with a long stream that nginx is still proxying (no log line yet;
   // the Node client may lag behind what the replica has sent, so its own view will not do).
   const logged = new Set(c.accessLog().map((e) => e.session));
   const running = streams.filter((s) => s.replica && !logged.has(`long-${s.k}`) && !s.error);
-  log(`streams began at +${streams.map((s) => s.began - t0).join(', +')} ms; bench C under way at ` +
-    `+${Date.now() - t0} ms; ${running.length} streams still proxied`);
+  log(`streams began at ${streams.map((s) => (s.began ? `+${s.began - t0}` : 'none yet')).join(', ')} ms; ` +
+    `kill at +${Date.now() - t0} ms; ${running.length} streams still proxied`);
   if (running.length === 0)
     fatal(`the long streams ended before the kill: ${streams.map((s) => `${s.k}: began +${s.began - t0} ms, ` +
       `ended +${s.ended - t0} ms, ${s.error || 'done'}`).join('; ')}`);
