@@ -40,7 +40,7 @@ TEST(ChatTemplate, ApplyTemplateRendersTheFilesOwnTemplate) {
 
 TEST(ChatTemplate, ToolTurnsAreServed) {
   const HttpResult result = fetch(shared_server().port(), "POST", "/v1/chat/completions", R"({
-      "max_tokens": 2, "messages": [
+      "max_tokens": 2, "ignore_eos": true, "messages": [
       {"role": "user", "content": "weather?"},
       {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
           "function": {"name": "weather", "arguments": "{}"}}]},
