@@ -127,6 +127,9 @@ bool has_avx512vnni() {
   return vnni;
 }
 
+// Whether the quantized path runs its AVX-512 VNNI form (else the AVX2 one).
+bool quant_uses_vnni() { return detected_isa() != Isa::kAvx2 && has_avx512vnni(); }
+
 // The quantized types with integer kernels (quant_matmul.h); their rows stay in GGUF blocks.
 std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
   switch (type) {
@@ -235,7 +238,7 @@ size_t PackedWeights::bytes() const { return impl_->buffer ? impl_->buffer->size
 
 Peak PackedWeights::peak() const {
   if (impl_->quant) {
-    return detected_isa() != Isa::kAvx2 && has_avx512vnni() ? Peak::kInt8Dot : Peak::kF32Fma;
+    return quant_uses_vnni() ? Peak::kInt8Dot : Peak::kF32Fma;
   }
   const bool bf16_dot = active_kernels().to_bf16_pairs != nullptr;
   return impl_->type == PackedType::kBf16Pairs && bf16_dot ? Peak::kBf16Dot : Peak::kF32Fma;
@@ -383,8 +386,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   } job;
   job.args = {*impl.quant, impl.buffer->data, impl.row_bytes, impl.n_in,
               impl.n_out,  activations.view,  n_rows,         y};
-  const bool vnni = detected_isa() != Isa::kAvx2 && has_avx512vnni();
-  job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
+  job.loop = quant_uses_vnni() ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, kTasksPerThread * pool.size());
   auto range = [](const Job& j, int64_t t) {
