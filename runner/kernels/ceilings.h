@@ -27,6 +27,7 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds = 0.2,
 
 // The instruction a matmul's inner loop is built on, whose measured peak bounds it.
 enum class Peak { kF32Fma, kBf16Dot, kInt8Dot };
+inline constexpr int kPeakCount = 3;
 
 // The peak for `peak` in GFLOP/s (GOP/s for int8), or the F32 FMA peak where that
 // instruction was not measured (the CPU lacks it).

@@ -139,29 +139,21 @@ void Model::embed(int32_t id, float* out) const {
 
 Model::TokenWork Model::work_per_token() const {
   TokenWork work;
-  double bytes_by_peak[3] = {};
-  auto add = [&](const kernels::PackedWeights& w) {
+  double bytes_by_peak[kernels::kPeakCount] = {};
+  for_each_packed([&](const kernels::PackedWeights& w) {
     work.weight_bytes += static_cast<double>(w.bytes());
     work.flops += 2.0 * static_cast<double>(w.n_in()) * static_cast<double>(w.n_out());
     bytes_by_peak[static_cast<int>(w.peak())] += static_cast<double>(w.bytes());
-  };
-  add(output_);
-  for (const auto& w : layers_) {
-    add(w.qkv);
-    add(w.attn_out);
-    add(w.gate_up);
-    add(w.down);
-  }
-  for (int p = 1; p < 3; ++p)
+  });
+  for (int p = 1; p < kernels::kPeakCount; ++p)
     if (bytes_by_peak[p] > bytes_by_peak[static_cast<int>(work.peak)])
       work.peak = static_cast<kernels::Peak>(p);
   return work;
 }
 
 size_t Model::packed_bytes() const {
-  size_t total = output_.bytes();
-  for (const auto& w : layers_)
-    total += w.qkv.bytes() + w.attn_out.bytes() + w.gate_up.bytes() + w.down.bytes();
+  size_t total = 0;
+  for_each_packed([&](const kernels::PackedWeights& w) { total += w.bytes(); });
   return total;
 }
 

@@ -66,6 +66,19 @@ class Model {
   };
   TokenWork work_per_token() const;
 
+  // Calls fn(matrix) for every packed matrix a decode step multiplies by: the output head,
+  // then each layer's qkv, attn_out, gate_up and down.
+  template <class Fn>
+  void for_each_packed(Fn&& fn) const {
+    fn(output_);
+    for (const LayerWeights& w : layers_) {
+      fn(w.qkv);
+      fn(w.attn_out);
+      fn(w.gate_up);
+      fn(w.down);
+    }
+  }
+
  private:
   explicit Model(gguf::File file) : file_(std::move(file)) {}
   gguf::File file_;
