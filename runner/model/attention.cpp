@@ -28,16 +28,20 @@ struct OnlineSoftmax {
 
 }  // namespace
 
-void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
+// Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
+// then n_tokens. The same for every layer, so planned once per step.
+void ForwardPass::plan_query_tiles() {
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size());
-  // Tiles: runs of up to kQueryTile consecutive tokens of one row.
   query_tiles_.clear();
   for (int64_t t = 0; t < n_tokens; ++t) {
     const bool same_row = t > 0 && token_row_[t] == token_row_[t - 1];
     if (!same_row || t - query_tiles_.back() == kQueryTile) query_tiles_.push_back(t);
   }
-  const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size());
   query_tiles_.push_back(n_tokens);
+}
+
+void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
+  const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size()) - 1;
   const int64_t n_tasks = n_tiles * cfg_.n_head;
   std::atomic<int64_t> next{0};
   pool_.run_on_all([&](int thread, int) {

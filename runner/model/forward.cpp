@@ -156,6 +156,7 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
     }
 
   embed_and_angles(rows);
+  plan_query_tiles();
   for (int32_t l = 0; l < cfg_.n_layer; ++l) {
     attention_block(l, rows);
     ffn_block(l);

@@ -47,6 +47,7 @@ class ForwardPass {
   void attention_block(int32_t layer, std::span<const ForwardRow> rows);
   void qk_rope_and_store(int32_t layer, int64_t token, std::span<const ForwardRow> rows);
   // attention.cpp: flash-style, over the paged cache block by block with an online softmax.
+  void plan_query_tiles();
   void attention(int32_t layer, std::span<const ForwardRow> rows);
   void attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
                    int32_t n_queries, int32_t head, std::vector<float>& scratch);
@@ -75,7 +76,7 @@ class ForwardPass {
   std::vector<float> x_, xn_, qkv_, attn_, proj_, gate_up_, ffn_;
   std::vector<float> last_, logits_;               // [logit row][n_embd | n_vocab]
   std::vector<std::vector<float>> thread_scores_;  // per pool thread: attention scratch
-  std::vector<int64_t> query_tiles_;  // attention: each tile's first token, then n_tokens
+  std::vector<int64_t> query_tiles_;  // attention's tiles: each one's first token, then n_tokens
 };
 
 }  // namespace tandem
