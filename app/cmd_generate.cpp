@@ -149,6 +149,8 @@ int run_generate(const GenerateOptions& o) {
   const double prompt_seconds = seconds(start, first);
   const double decode_seconds = seconds(first, outcome.end);
   const int64_t generated = outcome.usage.completion_tokens;
+  const double decode_tok_s =
+      generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0;
   const ModelCard& card = engine->card();
   std::string kv_local;  // the sliding-window layers' own pool, when the model has one
   if (card.kv_local_capacity_tokens > 0)
@@ -158,17 +160,14 @@ int run_generate(const GenerateOptions& o) {
                "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
                "tok/s (device %s, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
                prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
-               static_cast<long long>(generated),
-               generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0,
+               static_cast<long long>(generated), decode_tok_s,
                engine->device_description().c_str(), static_cast<unsigned long long>(seed),
                engine->card().kv_type.c_str(),
                static_cast<long long>(engine->card().kv_bytes_per_token),
                static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
   if (o.ceilings) {
     engine->stop();  // its threads idle, so the measurement has the cores to itself
-    print_ceiling_fractions(
-        *engine, prompt_tokens / prompt_seconds,
-        generated > 1 && decode_seconds > 0 ? (generated - 1) / decode_seconds : 0.0);
+    print_ceiling_fractions(*engine, prompt_tokens / prompt_seconds, decode_tok_s);
   }
   return 0;
 }

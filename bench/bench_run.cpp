@@ -356,8 +356,7 @@ int compare_constrained(const std::vector<ModeRun>& runs, json& document, std::o
 
 // Measures the CPU's ceilings with the runs' thread count (the engines have stopped) and
 // fills each run's figures against them; the ceilings go to the document and one line out.
-void add_ceiling_fractions(std::vector<ModeRun>& runs, std::vector<RunReport>& reports,
-                           json& document, std::ostream& out) {
+void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostream& out) {
   ThreadPool pool(runs.front().threads);
   const kernels::MachineCeilings c = kernels::measure_ceilings(pool);
   document["ceilings"] = {{"threads", c.threads},
@@ -383,7 +382,6 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, std::vector<RunReport>& r
     d.peak_fraction = r.peak_fraction;
     d.weight_gbps = r.weight_gbps;
     d.bandwidth_fraction = r.bandwidth_fraction;
-    reports[reports.size() - runs.size() + i] = runs[i].report;
   }
 }
 
@@ -418,11 +416,9 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
   else
     modes = {{o.overlap == "on", cache, o.overlap == "on" ? "overlap on" : "overlap off"}};
   std::vector<ModeRun> runs;
-  for (const Mode& mode : modes) {
-    runs.push_back(run_engine_mode(o, mode, workload));
-    reports.push_back(runs.back().report);
-  }
-  if (o.ceilings && o.device == "cpu") add_ceiling_fractions(runs, reports, document, out);
+  for (const Mode& mode : modes) runs.push_back(run_engine_mode(o, mode, workload));
+  if (o.ceilings && o.device == "cpu") add_ceiling_fractions(runs, document, out);
+  for (const ModeRun& run : runs) reports.push_back(run.report);
   document["settings"] = settings_json(o, o.model.string(), path);
   document["settings"]["model_name"] = runs.front().model_id;
   if (schema) document["settings"]["json_schema"] = o.json_schema.string();
