@@ -6,7 +6,9 @@
 // - decode tok/s at 1, 8, 32 and 64 rows with steps chained on the device (each step's
 //   tokens fed from device memory, the next step enqueued before the host reads the last),
 //   with the CUDA graph off and on, and with the host feeding every step (a round trip per
-//   step), side by side; and the median device idle gap between chained steps.
+//   step), side by side, and chained graphs without programmatic dependent launch (each
+//   kernel waiting for the last to end before it starts); and the median device idle gap
+//   between chained steps.
 // The model: TANDEM_BENCH_MODEL, else make-model's smollm2-135m in BF16 (written once).
 //   build-test/bench/bench_gpu_decode [steps]
 #include <algorithm>
@@ -73,6 +75,7 @@ struct Mode {
   bool graphs;
   bool device_fed;
   bool profile = false;
+  bool dependent_launch = true;
 };
 
 // tok/s of `steps` decode steps of `rows` rows after a 32-token prefill each.
@@ -82,6 +85,7 @@ double decode_rate(const std::shared_ptr<const tandem::Model>& model, int rows, 
   o.kv_tokens = int64_t{rows} * 256 + 256;
   o.graphs = mode.graphs;
   o.profile = mode.profile;
+  o.dependent_launch = mode.dependent_launch;
   o.max_sequences = rows;
   std::unique_ptr<tandem::StepExecutor> exec = tandem::make_cuda_executor(model, o);
   tandem::StepPlan plan;
@@ -146,7 +150,8 @@ int main(int argc, char** argv) {
   const Mode modes[] = {{"host-fed, plain launches", false, false},
                         {"host-fed, graphs", true, false},
                         {"device-fed (chained), plain launches", false, true},
-                        {"device-fed (chained), graphs", true, true}};
+                        {"device-fed (chained), graphs", true, true},
+                        {"device-fed, graphs, no dependent launch", true, true, false, false}};
   for (int rows : {1, 64}) {  // where the time goes (printed by the executor, to stderr)
     std::fprintf(stderr, "rows %d, ", rows);
     double gap = -1;

@@ -279,6 +279,7 @@ void CudaExecutor::submit(const StepPlan& plan, bool device_inputs) {
   const StagingLimits limits{cfg_.n_vocab, info_.context_length, info_.kv_blocks,
                              info_.kv_block_size, options_.eog_ids};
   stage_step(plan, device_inputs, limits, staging_);  // validates before anything is enqueued
+  set_dependent_launch(options_.dependent_launch);
   if (device_inputs && (!staging_.decode_only || last_context_ < 0))
     throw std::logic_error("cuda submit: device inputs need a decode step after another step");
   StepBuffers& b = *buffers_;

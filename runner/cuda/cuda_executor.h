@@ -34,6 +34,9 @@ struct CudaExecutorOptions {
   int32_t max_sequences = 64;                  // rows per step, at most (buffers' first size)
   int32_t max_step_tokens = 512;               // tokens per step, at most (likewise)
   bool graphs = true;                          // replay decode steps as CUDA graphs
+  // Start each kernel while the one before it finishes (programmatic dependent launch,
+  // runner/cuda/dependent_launch.cuh); off only to measure what it gives.
+  bool dependent_launch = true;
   // Time each kernel group (every step alone, no graphs) and print the breakdown to
   // stderr when the executor goes: a measuring tool for bench_gpu_decode.
   bool profile = false;

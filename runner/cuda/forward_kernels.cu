@@ -1,8 +1,12 @@
 #include <cfloat>
 
+#include <atomic>
+
 #include "runner/cuda/cuda_check.h"
+#include "runner/cuda/dependent_launch.cuh"
 #include "runner/cuda/device_helpers.cuh"
 #include "runner/cuda/forward_kernels.h"
+#include "runner/cuda/mma_matmul.h"
 
 namespace tandem::cuda {
 namespace {
@@ -12,6 +16,7 @@ namespace {
 template <typename T>
 __global__ void embed_kernel(const T* table, int64_t n_vocab, int32_t n_embd, const int32_t* token,
                              float scale, float* x) {
+  dependents_may_launch();  // the next kernel's prologue may overlap this one
   int64_t id = token[blockIdx.x];
   if (id < 0 || id >= n_vocab)
     id = 0;  // a device-fed token is always valid; never read out of range
@@ -23,6 +28,8 @@ __global__ void embed_kernel(const T* table, int64_t n_vocab, int32_t n_embd, co
 // One block per row; the sum of squares in double, as the CPU takes it.
 __global__ void rms_norm_kernel(const float* x, const int32_t* rows, const float* weight,
                                 float* out, int32_t n, float eps) {
+  dependents_may_launch();
+  wait_for_previous_kernels();
   __shared__ double scratch[32];
   const int64_t src = rows ? rows[blockIdx.x] : blockIdx.x;
   const float* in = x + src * n;
@@ -36,6 +43,8 @@ __global__ void rms_norm_kernel(const float* x, const int32_t* rows, const float
 
 __global__ void norm_add_kernel(const float* p, const float* weight, float* x, int32_t n,
                                 float eps) {
+  dependents_may_launch();
+  wait_for_previous_kernels();
   __shared__ double scratch[32];
   const float* in = p + static_cast<int64_t>(blockIdx.x) * n;
   float* o = x + static_cast<int64_t>(blockIdx.x) * n;
@@ -47,6 +56,8 @@ __global__ void norm_add_kernel(const float* p, const float* weight, float* x, i
 }
 
 __global__ void soft_cap_kernel(float* x, int64_t n, float cap) {
+  dependents_may_launch();
+  wait_for_previous_kernels();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) x[i] = cap * tanhf(x[i] / cap);
 }
@@ -113,6 +124,8 @@ __device__ inline void dot_tile(const T* w_row, const float* x, int32_t n_in, in
 template <typename T, bool kVector, bool kNorm>
 __global__ void matmul_kernel(const T* w, const float* x, int32_t n_rows, int32_t n_in,
                               int32_t n_out, float* y, bool accumulate, NormIn norm) {
+  dependents_may_launch();
+  wait_for_previous_kernels();
   __shared__ float scale[kTokenTile];
   const int32_t o = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int32_t m0 = blockIdx.y * kTokenTile;
@@ -139,6 +152,8 @@ __device__ inline float activate(float g, Activation act) {
 template <typename T, bool kVector, bool kNorm>
 __global__ void gated_matmul_kernel(const T* w, const float* x, int32_t n_rows, int32_t n_in,
                                     int32_t ff, Activation act, float* out, NormIn norm) {
+  dependents_may_launch();
+  wait_for_previous_kernels();
   __shared__ float scale[kTokenTile];
   const int32_t o = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int32_t m0 = blockIdx.y * kTokenTile;
@@ -176,7 +191,7 @@ template <typename T, bool kVector, bool kNorm>
 struct Matmul {
   template <typename... Args>
   static void launch(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
-    matmul_kernel<T, kVector, kNorm><<<grid, block, 0, stream>>>(args...);
+    launch_dependent(matmul_kernel<T, kVector, kNorm>, grid, block, stream, args...);
   }
 };
 
@@ -184,7 +199,7 @@ template <typename T, bool kVector, bool kNorm>
 struct Gated {
   template <typename... Args>
   static void launch(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
-    gated_matmul_kernel<T, kVector, kNorm><<<grid, block, 0, stream>>>(args...);
+    launch_dependent(gated_matmul_kernel<T, kVector, kNorm>, grid, block, stream, args...);
   }
 };
 
@@ -207,7 +222,13 @@ void launch_gated(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t
                            ff, act, out);
 }
 
+std::atomic<bool> dependent_launch{true};
+
 }  // namespace
+
+bool dependent_launch_enabled() { return dependent_launch.load(std::memory_order_relaxed); }
+
+void set_dependent_launch(bool on) { dependent_launch.store(on, std::memory_order_relaxed); }
 
 void embed(const DeviceMatrix& table, const int32_t* token, float scale, float* x, int32_t n_tokens,
            cudaStream_t stream) {
@@ -231,22 +252,24 @@ void embed(const DeviceMatrix& table, const int32_t* token, float scale, float* 
 
 void rms_norm(const float* x, const int32_t* rows, const float* weight, float* out, int32_t n_rows,
               int32_t n, float eps, cudaStream_t stream) {
-  if (n_rows > 0) rms_norm_kernel<<<n_rows, 256, 0, stream>>>(x, rows, weight, out, n, eps);
+  if (n_rows > 0)
+    launch_dependent(rms_norm_kernel, n_rows, 256, stream, x, rows, weight, out, n, eps);
 }
 
 void norm_add(const float* p, const float* weight, float* x, int32_t n_tokens, int32_t n, float eps,
               cudaStream_t stream) {
-  if (n_tokens > 0) norm_add_kernel<<<n_tokens, 256, 0, stream>>>(p, weight, x, n, eps);
+  if (n_tokens > 0) launch_dependent(norm_add_kernel, n_tokens, 256, stream, p, weight, x, n, eps);
 }
 
 void soft_cap(float* x, int64_t n, float cap, cudaStream_t stream) {
   if (cap <= 0 || n == 0) return;
-  soft_cap_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(x, n, cap);
+  launch_dependent(soft_cap_kernel, static_cast<unsigned>((n + 255) / 256), 256, stream, x, n, cap);
 }
 
 void matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y, bool accumulate,
             cudaStream_t stream, NormIn norm) {
   if (n_rows == 0) return;
+  if (mma_matmul_fits(w)) return mma_matmul(w, x, n_rows, y, accumulate, norm, stream);
   switch (w.type) {
     case WeightType::kF32:
       return launch_matmul<float>(w, x, n_rows, y, accumulate, norm, stream);
@@ -260,6 +283,7 @@ void matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y, boo
 void gated_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t ff, Activation act,
                   float* out, cudaStream_t stream, NormIn norm) {
   if (n_rows == 0) return;
+  if (mma_matmul_fits(w)) return mma_gated_matmul(w, x, n_rows, ff, act, out, norm, stream);
   switch (w.type) {
     case WeightType::kF32:
       return launch_gated<float>(w, x, n_rows, ff, act, out, norm, stream);

@@ -1,8 +1,9 @@
 // The forward pass's kernels on the GPU (forward_kernels.cu), launched by CudaExecutor.
 // Activations are F32; weights stay in their stored type (F32, F16 or BF16; other GGUF
-// types are widened to F32 at upload), products accumulate in F32, one warp per output row
-// and token tile (a first tensor-core version, 16x16x16 wmma tiles over 64-row blocks, ran
-// 2-5x slower on the H200: 576-wide outputs gave 9 blocks; see docs/gpu.md).
+// types are widened to F32 at upload), products accumulate in F32. F16 and BF16 matrices
+// run on the tensor cores (mma_matmul.h: TF32 activations, 16-row blocks whose warps split
+// K); F32 matrices on F32 FMAs, one warp per output row and token tile. Every kernel of a
+// step but the first starts while the one before it finishes (dependent_launch.cuh).
 //
 // The law every kernel keeps (DESIGN.md, law 2): a token's result depends only on its own
 // inputs, never on the batch. Matmuls give each (token, output) one dot product in a fixed
@@ -53,6 +54,11 @@ struct KvView {
   }
   __host__ __device__ char* v(int32_t layer) const { return k(layer) + pool_bytes(); }
 };
+
+// Whether the step's kernels start with programmatic dependent launch (dependent_launch.cuh:
+// each may begin while the one before it finishes). On by default; the benchmarks turn it
+// off to measure what it gives. Read when a kernel is launched or a graph captured.
+void set_dependent_launch(bool on);
 
 // x[t] = embedding row token[t] * scale.
 void embed(const DeviceMatrix& table, const int32_t* token, float scale, float* x, int32_t n_tokens,

@@ -16,10 +16,12 @@ namespace {
 
 constexpr int32_t kRows = 4;
 
-std::unique_ptr<StepExecutor> executor(const std::filesystem::path& path, bool graphs) {
+std::unique_ptr<StepExecutor> executor(const std::filesystem::path& path, bool graphs,
+                                       bool dependent_launch = true) {
   CudaExecutorOptions o;
   o.kv_tokens = 1024;
   o.graphs = graphs;
+  o.dependent_launch = dependent_launch;
   o.max_sequences = 2;  // smaller than the steps below: the buffers must grow
   o.max_step_tokens = 8;
   return make_cuda_executor(Model::load(path), o);
@@ -65,13 +67,17 @@ std::vector<std::vector<int32_t>> decode(StepExecutor& exec, int steps, bool dev
   return out;
 }
 
+// The plain executor launches each kernel after the last has ended; the other starts each
+// while the last finishes (dependent launch), in graphs and in plain launches.
 TEST(CudaExecutor, GraphsAndDeviceFedStepsGiveThePlainLaunchesTokens) {
   TANDEM_REQUIRE_GPU();
   ScratchDir dir;
   const auto path = write_tiny_llama(dir.path(), gguf::TensorType::kF16, 3);
-  auto plain = executor(path, false);
+  auto plain = executor(path, false, false);
+  auto overlapped = executor(path, false, true);
   auto graphed = executor(path, true);
   const auto expected = decode(*plain, 12, false);
+  EXPECT_EQ(decode(*overlapped, 12, false), expected);
   EXPECT_EQ(decode(*graphed, 12, false), expected);
   EXPECT_EQ(decode(*graphed, 12, true), expected);
   double busy = 0, gap = 0;
