@@ -1,16 +1,46 @@
 #include "runner/cuda/device_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "runner/cuda/cuda_check.h"
 #include "runner/kernels/kernels.h"
+#include "runner/util/float16.h"
 
 namespace tandem::cuda {
 namespace {
 
 bool kept_as_is(gguf::TensorType t) {
   return t == gguf::TensorType::kF32 || t == gguf::TensorType::kF16 || t == gguf::TensorType::kBF16;
+}
+
+// Types whose every block is an F16 scale d (its first two bytes) times integers of at most
+// 8 bits, over 32 elements: repacked as int8 q and F32 d, exactly.
+bool scaled_int8_type(gguf::TensorType t) {
+  return t == gguf::TensorType::kQ8_0 || t == gguf::TensorType::kQ5_0 ||
+         t == gguf::TensorType::kQ4_0 || t == gguf::TensorType::kIQ4_NL;
+}
+
+// One row as q and d (q = w / d, checked exact); false if some element is not q * d.
+bool split_scaled_row(gguf::TensorType type, const uint8_t* src, int64_t n, float* widened,
+                      int8_t* q, float* d) {
+  kernels::dequantize_row(type, src, widened, n);
+  const uint64_t block_bytes = gguf::tensor_bytes(type, 32);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    uint16_t bits;
+    std::memcpy(&bits, src + b * block_bytes, sizeof bits);
+    const float scale = float_from_half(bits);
+    if (!std::isfinite(scale)) return false;
+    d[b] = scale;
+    for (int64_t j = b * 32; j < b * 32 + 32; ++j) {
+      const float v = scale == 0 ? 0.0f : widened[j] / scale;
+      if (!(v >= -128 && v <= 127) || std::nearbyint(v) != v || v * scale != widened[j])
+        return false;
+      q[j] = static_cast<int8_t>(v);
+    }
+  }
+  return true;
 }
 
 WeightType weight_type(gguf::TensorType t) {
@@ -72,9 +102,40 @@ const float* DeviceModel::upload_vector(const std::vector<float>& v) {
   return static_cast<const float*>(upload(v.data(), v.size() * sizeof(float)));
 }
 
+// The sources' rows one after another as int8 and a scale per 32 (scaled_int8_type); an
+// empty matrix if some block is not of that form.
+DeviceMatrix DeviceModel::upload_scaled_int8(const std::vector<kernels::WeightSource>& sources) {
+  DeviceMatrix m;
+  m.type = WeightType::kScaledInt8;
+  m.n_in = sources.front().n_in;
+  for (const kernels::WeightSource& s : sources) m.n_out += s.n_out;
+  std::vector<int8_t> q(static_cast<size_t>(m.n_out * m.n_in));
+  std::vector<float> d(static_cast<size_t>(m.n_out * (m.n_in / 32))), widened(m.n_in);
+  int64_t row = 0;
+  for (const kernels::WeightSource& s : sources) {
+    const auto* src = static_cast<const uint8_t*>(s.data);
+    const uint64_t row_bytes = gguf::tensor_bytes(s.type, static_cast<uint64_t>(s.n_in));
+    for (int64_t r = 0; r < s.n_out; ++r, ++row)
+      if (!split_scaled_row(s.type, src + row_bytes * r, m.n_in, widened.data(),
+                            q.data() + row * m.n_in, d.data() + row * (m.n_in / 32)))
+        return {};
+  }
+  m.data = upload(q.data(), q.size());
+  m.scales = static_cast<const float*>(upload(d.data(), d.size() * sizeof(float)));
+  return m;
+}
+
 // The sources' rows one after another, in their own type when they share one the kernels
-// read, else widened to F32 (kernels::dequantize_row: exact).
+// read (scaled int8 for the types that repack exactly), else widened to F32
+// (kernels::dequantize_row: exact).
 DeviceMatrix DeviceModel::upload_matrix(const std::vector<kernels::WeightSource>& sources) {
+  const gguf::TensorType first = sources.front().type;
+  const bool all_scaled =
+      scaled_int8_type(first) && sources.front().n_in % 32 == 0 &&
+      std::all_of(sources.begin(), sources.end(),
+                  [&](const kernels::WeightSource& s) { return s.type == first; });
+  if (all_scaled)
+    if (DeviceMatrix m = upload_scaled_int8(sources); m.data) return m;
   DeviceMatrix m;
   m.n_in = sources.front().n_in;
   bool same = kept_as_is(sources.front().type);

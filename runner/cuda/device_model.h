@@ -45,6 +45,7 @@ class DeviceModel {
   void* upload(const void* data, size_t bytes);
   const float* upload_vector(const std::vector<float>& v);
   DeviceMatrix upload_matrix(const std::vector<kernels::WeightSource>& sources);
+  DeviceMatrix upload_scaled_int8(const std::vector<kernels::WeightSource>& sources);
   const double* upload_frequencies(const Model& model, const RopeParams& p, int32_t served);
 
   std::vector<void*> allocations_;

@@ -25,6 +25,20 @@ __global__ void embed_kernel(const T* table, int64_t n_vocab, int32_t n_embd, co
   for (int32_t i = threadIdx.x; i < n_embd; i += blockDim.x) out[i] = widen(row[i]) * scale;
 }
 
+// embed_kernel for kScaledInt8 tables: q * d (exactly the dequantized weight) * scale.
+__global__ void embed_scaled_int8_kernel(const int8_t* table, const float* scales, int64_t n_vocab,
+                                         int32_t n_embd, const int32_t* token, float scale,
+                                         float* x) {
+  dependents_may_launch();
+  int64_t id = token[blockIdx.x];
+  if (id < 0 || id >= n_vocab) id = 0;
+  const int8_t* row = table + id * n_embd;
+  const float* d = scales + id * (n_embd / 32);
+  float* out = x + static_cast<int64_t>(blockIdx.x) * n_embd;
+  for (int32_t i = threadIdx.x; i < n_embd; i += blockDim.x)
+    out[i] = static_cast<float>(row[i]) * d[i / 32] * scale;
+}
+
 // One block per row; the sum of squares in double, as the CPU takes it.
 __global__ void rms_norm_kernel(const float* x, const int32_t* rows, const float* weight,
                                 float* out, int32_t n, float eps) {
@@ -243,6 +257,10 @@ void embed(const DeviceMatrix& table, const int32_t* token, float scale, float* 
       embed_kernel<<<n_tokens, 256, 0, stream>>>(static_cast<const __half*>(table.data),
                                                  table.n_out, e, token, scale, x);
       break;
+    case WeightType::kScaledInt8:
+      embed_scaled_int8_kernel<<<n_tokens, 256, 0, stream>>>(
+          static_cast<const int8_t*>(table.data), table.scales, table.n_out, e, token, scale, x);
+      break;
     case WeightType::kBF16:
       embed_kernel<<<n_tokens, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(table.data),
                                                  table.n_out, e, token, scale, x);
@@ -277,6 +295,8 @@ void matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y, boo
       return launch_matmul<__half>(w, x, n_rows, y, accumulate, norm, stream);
     case WeightType::kBF16:
       return launch_matmul<__nv_bfloat16>(w, x, n_rows, y, accumulate, norm, stream);
+    case WeightType::kScaledInt8:  // always fits the tensor cores (rows of whole blocks)
+      break;
   }
 }
 
@@ -291,6 +311,8 @@ void gated_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t
       return launch_gated<__half>(w, x, n_rows, ff, act, out, norm, stream);
     case WeightType::kBF16:
       return launch_gated<__nv_bfloat16>(w, x, n_rows, ff, act, out, norm, stream);
+    case WeightType::kScaledInt8:
+      break;
   }
 }
 

@@ -1,7 +1,8 @@
 // The forward pass's kernels on the GPU (forward_kernels.cu), launched by CudaExecutor.
-// Activations are F32; weights stay in their stored type (F32, F16 or BF16; other GGUF
-// types are widened to F32 at upload), products accumulate in F32. F16 and BF16 matrices
-// run on the tensor cores (mma_matmul.h: TF32 activations, 16-row blocks whose warps split
+// Activations are F32; weights stay in their stored type (F32, F16 or BF16; Q8_0, Q5_0,
+// Q4_0 and IQ4_NL as int8 with a scale per 32; other GGUF types are widened to F32 at
+// upload), products accumulate in F32. F16, BF16 and scaled int8 matrices run on the tensor
+// cores (mma_matmul.h: TF32 activations, 16-row blocks whose warps split
 // K); F32 matrices on F32 FMAs, one warp per output row and token tile. Every kernel of a
 // step but the first starts while the one before it finishes (dependent_launch.cuh).
 //
@@ -17,7 +18,10 @@
 
 namespace tandem::cuda {
 
-enum class WeightType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+// kScaledInt8: W = q * d with q int8 and d one F32 scale per 32 elements of a row, the
+// form the GGUF types Q8_0, Q5_0, Q4_0 and IQ4_NL take when repacked (exactly: each of
+// their blocks is an F16 scale times small integers).
+enum class WeightType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2, kScaledInt8 = 3 };
 
 // A matrix W[n_out][n_in] in device memory, rows contiguous.
 struct DeviceMatrix {
@@ -25,6 +29,7 @@ struct DeviceMatrix {
   const void* data = nullptr;
   int64_t n_out = 0;
   int64_t n_in = 0;
+  const float* scales = nullptr;  // kScaledInt8: [n_out][n_in / 32]
 };
 
 enum class KvElement : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };

@@ -7,6 +7,7 @@
 // activations) and mma step s of a 32-wide chunk takes elements 2s and 2s + 1 of every
 // lane's eight: the loads stay wide and coalesced and nothing is shuffled.
 #include <cstdint>
+#include <type_traits>
 
 #include "runner/cuda/dependent_launch.cuh"
 #include "runner/cuda/device_helpers.cuh"
@@ -55,12 +56,22 @@ struct MmaArgs {
   bool accumulate;
   Activation act;
   NormIn norm;
+  const float* scales;  // kScaledInt8 weights' scales, else null
 };
+
+// Eight int8 weights (8 bytes, aligned: rows hold whole 32-element blocks) as floats.
+__device__ inline void load8_int8(const int8_t* p, float out[8]) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const auto* q = reinterpret_cast<const int8_t*>(&raw);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out[j] = static_cast<float>(q[j]);
+}
 
 // One lane's view of a block: its two weight rows per A tile, its token of each tile.
 template <typename T, int kA, int kTiles>
 struct Lane {
   const T* row[kA][2];
+  const float* scale_row[kA][2];  // int8 weights: the rows' scales, one per chunk
   bool row_ok[2];
   const float* token[kTiles];
   bool token_ok[kTiles];
@@ -68,18 +79,31 @@ struct Lane {
 
 // One 32-wide chunk at K offset k (this lane's 8 elements start there): acc[a][tile] +=
 // W_a[rows] x[tile tokens]; squares[tile] += x^2 (kNorm: x is multiplied by the norm's
-// weight before it meets W, and the token's RMS scale is applied at the end).
+// weight before it meets W, and the token's RMS scale is applied at the end). Int8 weights
+// (T = int8_t) meet x as the integers they are, exact in TF32; the chunk is one block, so
+// its sum is multiplied by the row's block scale before it joins acc.
 template <typename T, int kA, bool kNorm, int kTiles>
 __device__ inline void chunk_step(const Lane<T, kA, kTiles>& lane, int32_t k, bool in, int tiles,
                                   const float* norm, float acc[kA][kTiles][4],
                                   float squares[kTiles]) {
+  constexpr bool kInt8 = std::is_same_v<T, int8_t>;
   float w[kA][2][8];
+  float block_scale[kA][2] = {};
+  if constexpr (kInt8)
+#pragma unroll
+    for (int a = 0; a < kA; ++a)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (in && lane.row_ok[h]) block_scale[a][h] = lane.scale_row[a][h][k / kChunk];
 #pragma unroll
   for (int a = 0; a < kA; ++a)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (in && lane.row_ok[h]) {
-        load8(lane.row[a][h] + k, w[a][h]);
+        if constexpr (kInt8)
+          load8_int8(lane.row[a][h] + k, w[a][h]);
+        else
+          load8(lane.row[a][h] + k, w[a][h]);
       } else {
 #pragma unroll
         for (int j = 0; j < 8; ++j) w[a][h][j] = 0;
@@ -108,13 +132,20 @@ __device__ inline void chunk_step(const Lane<T, kA, kTiles>& lane, int32_t k, bo
       }
       b[j] = tf32_bits(xv[j]);
     }
+    float block[kA][4] = {};
 #pragma unroll
     for (int s = 0; s < 4; ++s)
 #pragma unroll
       for (int a = 0; a < kA; ++a)
-        mma_tf32(acc[a][tile], __float_as_uint(w[a][0][2 * s]), __float_as_uint(w[a][1][2 * s]),
-                 __float_as_uint(w[a][0][2 * s + 1]), __float_as_uint(w[a][1][2 * s + 1]), b[2 * s],
-                 b[2 * s + 1]);
+        mma_tf32(kInt8 ? block[a] : acc[a][tile], __float_as_uint(w[a][0][2 * s]),
+                 __float_as_uint(w[a][1][2 * s]), __float_as_uint(w[a][0][2 * s + 1]),
+                 __float_as_uint(w[a][1][2 * s + 1]), b[2 * s], b[2 * s + 1]);
+    if constexpr (kInt8)
+#pragma unroll
+      for (int a = 0; a < kA; ++a)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)  // r < 2: row g, else row g + 8
+          acc[a][tile][r] = fmaf(block_scale[a][r / 2], block[a][r], acc[a][tile][r]);
   }
 }
 
@@ -147,8 +178,11 @@ __global__ void __launch_bounds__(S::kThreads) mma_matmul_kernel(MmaArgs p) {
     const int32_t o = o0 + g + 8 * h;
     lane.row_ok[h] = o < p.n_out;
 #pragma unroll
-    for (int a = 0; a < kA; ++a)
-      lane.row[a][h] = w + (static_cast<int64_t>(a) * p.n_out + (lane.row_ok[h] ? o : 0)) * p.n_in;
+    for (int a = 0; a < kA; ++a) {
+      const int64_t r = static_cast<int64_t>(a) * p.n_out + (lane.row_ok[h] ? o : 0);
+      lane.row[a][h] = w + r * p.n_in;
+      lane.scale_row[a][h] = p.scales ? p.scales + r * (p.n_in / kChunk) : nullptr;
+    }
   }
 #pragma unroll
   for (int tile = 0; tile < kTiles; ++tile) {
@@ -244,13 +278,16 @@ template <int kA>
 void launch_typed(const DeviceMatrix& w, const MmaArgs& args, cudaStream_t stream) {
   if (w.type == WeightType::kF16)
     launch<__half, kA>(args, stream);
-  else
+  else if (w.type == WeightType::kBF16)
     launch<__nv_bfloat16, kA>(args, stream);
+  else
+    launch<int8_t, kA>(args, stream);
 }
 
 }  // namespace
 
 bool mma_matmul_fits(const DeviceMatrix& w) {
+  if (w.type == WeightType::kScaledInt8) return w.n_in % kChunk == 0 && w.n_in > 0 && w.scales;
   return (w.type == WeightType::kF16 || w.type == WeightType::kBF16) && w.n_in % 8 == 0 &&
          w.n_in > 0;
 }
@@ -268,15 +305,16 @@ void mma_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, float* y,
                      y,
                      accumulate,
                      Activation::kSilu,
-                     norm};
+                     norm,
+                     w.scales};
   launch_typed<1>(w, args, stream);
 }
 
 void mma_gated_matmul(const DeviceMatrix& w, const float* x, int32_t n_rows, int32_t ff,
                       Activation act, float* out, const NormIn& norm, cudaStream_t stream) {
   if (n_rows == 0) return;
-  const MmaArgs args{w.data, x,   n_rows, static_cast<int32_t>(w.n_in), ff, ff, out,
-                     false,  act, norm};
+  const MmaArgs args{w.data, x,    n_rows,  static_cast<int32_t>(w.n_in), ff, ff, out, false,
+                     act,    norm, w.scales};
   launch_typed<2>(w, args, stream);
 }
 

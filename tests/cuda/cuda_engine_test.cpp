@@ -119,6 +119,32 @@ TEST_P(GpuLaws, ARequestGivesTheSameTextAloneAndInABatch) {
     EXPECT_EQ(run(engine, {asks[i]}).front(), together[i]) << "ask " << i;
 }
 
+// Quantized weights that the GPU keeps as int8 times a scale per 32 (Q8_0, Q4_0): the laws
+// hold there too (alone or in any batch, overlap on or off).
+class GpuQuantizedLaws : public ::testing::TestWithParam<gguf::TensorType> {};
+
+TEST_P(GpuQuantizedLaws, ARequestGivesTheSameTextAloneInABatchAndWithOverlapOff) {
+  TANDEM_REQUIRE_GPU();
+  ScratchDir dir;
+  const auto model = write_tiny_llama(dir.path(), GetParam(), 23);
+  const std::vector<Ask> asks = mixed_asks();
+  std::vector<std::string> together;
+  {
+    Engine engine(gpu_options(model, true, KvType::kF16));
+    engine.start();
+    together = run(engine, asks);
+    for (size_t i = 0; i < asks.size(); i += 4)
+      EXPECT_EQ(run(engine, {asks[i]}).front(), together[i]) << "ask " << i;
+  }
+  Engine off(gpu_options(model, false, KvType::kF16));
+  off.start();
+  EXPECT_EQ(run(off, asks), together);
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, GpuQuantizedLaws,
+                         ::testing::Values(gguf::TensorType::kQ8_0, gguf::TensorType::kQ4_0),
+                         [](const auto& info) { return std::string(gguf::type_name(info.param)); });
+
 INSTANTIATE_TEST_SUITE_P(KvTypes, GpuLaws,
                          ::testing::Values(KvType::kF16, KvType::kBf16, KvType::kF32),
                          [](const auto& info) { return std::string(kv_type_name(info.param)); });
@@ -221,7 +247,8 @@ TEST_P(GpuAgainstCpu, ReportsHowFarGreedyAgreesWithTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WeightTypes, GpuAgainstCpu,
-                         ::testing::Values(gguf::TensorType::kF32, gguf::TensorType::kBF16),
+                         ::testing::Values(gguf::TensorType::kF32, gguf::TensorType::kBF16,
+                                           gguf::TensorType::kQ8_0, gguf::TensorType::kQ4_0),
                          [](const auto& info) { return std::string(gguf::type_name(info.param)); });
 
 }  // namespace

@@ -1,8 +1,9 @@
-// The tensor-core matmuls (runner/cuda/mma_matmul.cu) against a double-precision reference
-// on random data, with every shape edge the kernel has: K not a multiple of its 32-wide
-// chunk, outputs not a multiple of its 16-row tile, tokens spanning two 32-token tiles, the
-// fused RMSNorm, the residual add and the gated FFN. And law 2: a token's outputs are the
-// same bits whether it runs alone, in a small batch or in the whole one.
+// The tensor-core matmuls (runner/cuda/mma_matmul.cu), F16, BF16 and int8 times a scale per
+// 32 (Q8_0, Q4_0 ... repacked), against a double-precision reference on random data, with every
+// shape edge the kernel has: K not a multiple of its 32-wide chunk, outputs not a multiple of its
+// 16-row tile, tokens spanning two 32-token tiles, the fused RMSNorm, the residual add and the
+// gated FFN. And law 2: a token's outputs are the same bits whether it runs alone, in a small batch
+// or in the whole one.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -44,7 +45,9 @@ struct DeviceBuffer {
 };
 
 struct Data {
-  std::vector<uint16_t> w_bits;  // the stored weights
+  std::vector<uint16_t> w_bits;  // the stored weights (F16, BF16)
+  std::vector<int8_t> q;         // or (kScaledInt8) the integers
+  std::vector<float> d;          // and a scale per 32 of a row, F16 values as GGUF's
   std::vector<float> w;          // their values
   std::vector<float> x, norm, y0;
 };
@@ -53,7 +56,16 @@ Data make_data(const Case& c, int32_t rows, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Data d;
-  for (int64_t i = 0; i < int64_t{rows} * c.n_in; ++i) {
+  if (c.type == WeightType::kScaledInt8) {
+    std::uniform_int_distribution<int> integer(-128, 127);
+    for (int64_t b = 0; b < int64_t{rows} * c.n_in / 32; ++b)
+      d.d.push_back(float_from_half(half_from_float(normal(rng) * 0.004f)));
+    for (int64_t i = 0; i < int64_t{rows} * c.n_in; ++i) {
+      d.q.push_back(static_cast<int8_t>(integer(rng)));
+      d.w.push_back(d.q.back() * d.d[i / 32]);  // exact: 8 by 11 significant bits
+    }
+  }
+  for (int64_t i = 0; c.type != WeightType::kScaledInt8 && i < int64_t{rows} * c.n_in; ++i) {
     const float v = normal(rng) * 0.2f;
     const uint16_t bits = c.type == WeightType::kF16 ? half_from_float(v) : bfloat_from_float(v);
     d.w_bits.push_back(bits);
@@ -71,13 +83,19 @@ Data make_data(const Case& c, int32_t rows, uint32_t seed) {
 
 // y for tokens [first, first + count), run as a batch of their own.
 std::vector<float> run(const Case& c, const Data& d, int32_t first, int32_t count) {
-  DeviceBuffer<uint16_t> w(d.w_bits);
+  DeviceBuffer<uint16_t> w(d.w_bits.empty() ? std::vector<uint16_t>(1) : d.w_bits);
+  DeviceBuffer<int8_t> q(d.q.empty() ? std::vector<int8_t>(1) : d.q);
+  DeviceBuffer<float> scales(d.d.empty() ? std::vector<float>(1) : d.d);
   DeviceBuffer<float> x(std::vector<float>(d.x.begin() + int64_t{first} * c.n_in,
                                            d.x.begin() + int64_t{first + count} * c.n_in));
   DeviceBuffer<float> norm(d.norm);
   DeviceBuffer<float> y(std::vector<float>(d.y0.begin() + int64_t{first} * c.n_out,
                                            d.y0.begin() + int64_t{first + count} * c.n_out));
   DeviceMatrix m{c.type, w.p, c.gated ? 2 * c.n_out : c.n_out, c.n_in};
+  if (c.type == WeightType::kScaledInt8) {
+    m.data = q.p;
+    m.scales = scales.p;
+  }
   EXPECT_TRUE(cuda::mma_matmul_fits(m));
   const cuda::NormIn in{c.norm ? norm.p : nullptr, 1e-5f};
   if (c.gated)
@@ -150,20 +168,27 @@ TEST_P(TensorCoreMatmul, AgreesWithDoublesAndATokensBitsDoNotDependOnItsBatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, TensorCoreMatmul,
-                         ::testing::Values(Case{WeightType::kBF16, 40, 40, 37, false, false, false},
-                                           Case{WeightType::kF16, 40, 40, 37, false, false, true},
-                                           Case{WeightType::kBF16, 96, 576, 37, true, false, false},
-                                           Case{WeightType::kF16, 72, 1536, 20, false, false, true},
-                                           Case{WeightType::kBF16, 48, 264, 70, true, true, false},
-                                           Case{WeightType::kF16, 24, 576, 37, true, true, false}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           const Case& c = info.param;
-                           return std::string(c.type == WeightType::kF16 ? "F16" : "BF16") + "_" +
-                                  std::to_string(c.n_out) + "x" + std::to_string(c.n_in) +
-                                  "_tokens" + std::to_string(c.n_tokens) + (c.norm ? "_norm" : "") +
-                                  (c.gated ? "_gated" : "") + (c.accumulate ? "_accumulate" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TensorCoreMatmul,
+    ::testing::Values(Case{WeightType::kBF16, 40, 40, 37, false, false, false},
+                      Case{WeightType::kF16, 40, 40, 37, false, false, true},
+                      Case{WeightType::kBF16, 96, 576, 37, true, false, false},
+                      Case{WeightType::kF16, 72, 1536, 20, false, false, true},
+                      Case{WeightType::kBF16, 48, 264, 70, true, true, false},
+                      Case{WeightType::kF16, 24, 576, 37, true, true, false},
+                      Case{WeightType::kScaledInt8, 40, 64, 37, false, false, true},
+                      Case{WeightType::kScaledInt8, 96, 576, 37, true, false, false},
+                      Case{WeightType::kScaledInt8, 72, 1536, 20, false, false, false},
+                      Case{WeightType::kScaledInt8, 24, 576, 37, true, true, false}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      const Case& c = info.param;
+      const char* type = c.type == WeightType::kF16    ? "F16"
+                         : c.type == WeightType::kBF16 ? "BF16"
+                                                       : "ScaledInt8";
+      return std::string(type) + "_" + std::to_string(c.n_out) + "x" + std::to_string(c.n_in) +
+             "_tokens" + std::to_string(c.n_tokens) + (c.norm ? "_norm" : "") +
+             (c.gated ? "_gated" : "") + (c.accumulate ? "_accumulate" : "");
+    });
 
 }  // namespace
 }  // namespace tandem::testing
