@@ -2,19 +2,26 @@
 // GgufError; a file that parses must keep gguf.h's promises: every value's tag matches its
 // payload, lookups find what the listing holds, every tensor lies whole and aligned inside
 // the input. Then the model config, the tokenizer and the model itself are built from it;
-// they too may only throw GgufError, and what they accept must be self-consistent.
+// they too may only throw GgufError, and what they accept must be self-consistent. Every
+// tensor of a supported type is also dequantized, and a small 2-D one packed and
+// multiplied, whatever its blocks hold (NaN or huge scales, any quant bits): the CPU's
+// quantized kernels see the bytes a hostile file gives them.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "runner/gguf/gguf.h"
+#include "runner/kernels/kernels.h"
 #include "runner/model/config.h"
 #include "runner/model/model.h"
 #include "runner/tokenizer/tokenizer.h"
+#include "runner/util/thread_pool.h"
 
 namespace {
 
@@ -117,6 +124,30 @@ void check_file(const tandem::gguf::File& file, const uint8_t* data, size_t size
   }
 }
 
+// The first up to 4096 elements (whole blocks) of each tensor dequantized; a 2-D tensor of
+// up to 64k elements packed and multiplied by one activation row. Sizes are capped so an
+// input stays fast.
+void exercise_tensor_data(const tandem::gguf::File& file) {
+  static tandem::ThreadPool pool(1);
+  for (const auto& tensor : file.tensors()) {
+    const int64_t block = tandem::gguf::block_elements(tensor.type);
+    const auto n = static_cast<int64_t>(std::min<uint64_t>(tensor.n_elements, 4096));
+    if (n / block == 0) continue;
+    std::vector<float> out(static_cast<size_t>(n / block * block));
+    tandem::kernels::dequantize_row(tensor.type, tensor.data, out.data(),
+                                    static_cast<int64_t>(out.size()));
+    if (tensor.dims.size() != 2 || tensor.n_elements > 65536) continue;
+    const auto n_in = static_cast<int64_t>(tensor.dims[0]);
+    const auto n_out = static_cast<int64_t>(tensor.dims[1]);
+    if (n_in == 0 || n_out == 0 || n_in % block != 0) continue;
+    const auto packed = tandem::kernels::PackedWeights::pack(
+        tandem::kernels::WeightSource{tensor.type, tensor.data, n_out, n_in});
+    std::vector<float> x(static_cast<size_t>(n_in)), y(static_cast<size_t>(n_out));
+    for (int64_t i = 0; i < n_in; ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+    tandem::kernels::matmul(pool, packed, x.data(), 1, y.data());
+  }
+}
+
 void check_config(const tandem::gguf::File& file) {
   try {
     const auto c = tandem::ModelConfig::from_gguf(file);
@@ -162,6 +193,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   check_file(*file, data, size);
+  exercise_tensor_data(*file);
   check_config(*file);
   check_tokenizer(*file);
   try {
