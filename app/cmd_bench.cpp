@@ -49,10 +49,12 @@ CLI::Validator positive(bool allow_infinite) {
 struct BenchFlags {
   bench::BenchOptions options;
   std::string prompt_tokens = "32";
+  std::string prefill_chunk = "auto";
 };
 
 // The flags that set the in-process engine, as `tandem serve` takes them: each needs --model.
-void add_engine_flags(CLI::App& cmd, bench::BenchOptions& o, CLI::Option* model) {
+void add_engine_flags(CLI::App& cmd, BenchFlags& f, CLI::Option* model) {
+  bench::BenchOptions& o = f.options;
   const std::initializer_list<CLI::Option*> flags = {
       cmd.add_option("--served-model-name", o.served_model_name,
                      "With --model: the model's id (default: the file's stem)"),
@@ -71,6 +73,7 @@ void add_engine_flags(CLI::App& cmd, bench::BenchOptions& o, CLI::Option* model)
                      "speeds as fractions of them (default true)"),
       add_kv_dtype_option(cmd, o.kv_dtype),
       add_device_option(cmd, o.device),
+      add_prefill_chunk_option(cmd, f.prefill_chunk),
   };
   for (CLI::Option* flag : flags) flag->needs(model);
 }
@@ -131,7 +134,7 @@ Subcommand make_bench_command(CLI::App& app) {
                   "Constrain outputs to this JSON Schema (response_format json_schema); with "
                   "--model, runs unconstrained and constrained side by side")
       ->check(CLI::ExistingFile);
-  add_engine_flags(*cmd, o, model);
+  add_engine_flags(*cmd, *flags, model);
 
   return {cmd, [flags, url, model, overlap, prefix_cache] {
             bench::BenchOptions& o = flags->options;
@@ -142,6 +145,7 @@ Subcommand make_bench_command(CLI::App& app) {
             if (prefix_cache->count() > 0 && model->count() == 0)
               throw UsageError("--prefix-cache needs --model (it sets the in-process engine)");
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
+            o.prefill_chunk = prefill_chunk_value(flags->prefill_chunk);
             try {
               return bench::run_bench(o, std::cout);
             } catch (const std::invalid_argument& e) {

@@ -29,6 +29,7 @@ struct ServeOptions {
   int threads = 0;
   int32_t max_batch = 64;
   int32_t max_step_tokens = 512;
+  std::string prefill_chunk = "auto";
   int64_t kv_tokens = 0;
   std::string kv_dtype = "f16";
   std::string device = "cpu";
@@ -93,6 +94,7 @@ int run_serve(ServeOptions o) {
   engine_options.scheduler.overlap = o.overlap == "on";
   engine_options.scheduler.max_batch = o.max_batch;
   engine_options.scheduler.max_step_tokens = o.max_step_tokens;
+  engine_options.scheduler.prefill_chunk = prefill_chunk_value(o.prefill_chunk);
   engine_options.scheduler.max_queue = o.max_queue;
   engine_options.scheduler.prefix_cache = o.prefix_cache == "on";
   std::unique_ptr<Engine> engine;
@@ -169,6 +171,7 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--max-step-tokens", opts->max_step_tokens, "Tokens fed per step")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  add_prefill_chunk_option(*cmd, opts->prefill_chunk);
   cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
   add_kv_dtype_option(*cmd, opts->kv_dtype);

@@ -36,6 +36,29 @@ inline CLI::Option* add_device_option(CLI::App& cmd, std::string& value) {
       ->capture_default_str();
 }
 
+// --prefill-chunk, as serve and bench take it: "auto" (0: paced by measured step times,
+// scheduler/prefill_pacer.h) or the prompt tokens a step takes while requests decode.
+inline int32_t prefill_chunk_value(const std::string& text) {
+  return text == "auto" ? 0 : static_cast<int32_t>(std::stol(text));
+}
+inline CLI::Option* add_prefill_chunk_option(CLI::App& cmd, std::string& value) {
+  return cmd
+      .add_option("--prefill-chunk", value,
+                  "Prompt tokens a step takes while other requests decode: auto (paced so "
+                  "their token gaps stay under about 2 decode steps) or a count")
+      ->check([](const std::string& text) -> std::string {
+        if (text == "auto") return "";
+        try {
+          size_t end = 0;
+          const long n = std::stol(text, &end);
+          if (end == text.size() && n >= 1 && n <= (1 << 20)) return "";
+        } catch (const std::exception&) {
+        }
+        return "'auto' or a count from 1 to 1048576, not '" + text + "'";
+      })
+      ->capture_default_str();
+}
+
 // One registration function per subcommand; main calls each in turn.
 using SubcommandFactory = Subcommand (*)(CLI::App& app);
 const std::vector<SubcommandFactory>& subcommand_factories();

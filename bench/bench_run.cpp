@@ -60,6 +60,8 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
     s["threads"] = o.threads;
     s["max_batch"] = o.max_batch;
     s["max_step_tokens"] = o.max_step_tokens;
+    s["prefill_chunk"] =
+        o.prefill_chunk == 0 ? nlohmann::json("auto") : nlohmann::json(o.prefill_chunk);
     s["kv_tokens"] = o.kv_tokens;
     s["kv_dtype"] = o.kv_dtype;
     s["device"] = o.device;
@@ -169,6 +171,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   eo.scheduler.overlap = overlap;
   eo.scheduler.max_batch = o.max_batch;
   eo.scheduler.max_step_tokens = o.max_step_tokens;
+  eo.scheduler.prefill_chunk = o.prefill_chunk;
   eo.scheduler.max_queue = o.max_queue;
   eo.scheduler.prefix_cache = mode.prefix_cache;
   Engine engine(eo);

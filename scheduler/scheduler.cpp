@@ -32,10 +32,13 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
       tokenizer_(tokenizer),
       options_(std::move(options)),
       info_(device.info()),
-      pool_(info_.kv_blocks, info_.kv_block_size) {
-  if (options_.max_batch < 1 || options_.max_step_tokens < 1 || options_.max_queue < 0) {
+      pool_(info_.kv_blocks, info_.kv_block_size),
+      pacer_(options_.max_step_tokens, options_.prefill_chunk) {
+  if (options_.max_batch < 1 || options_.max_step_tokens < 1 || options_.max_queue < 0 ||
+      options_.prefill_chunk < 0) {
     throw std::invalid_argument(
-        "scheduler: max_batch and max_step_tokens must be >= 1, max_queue >= 0");
+        "scheduler: max_batch and max_step_tokens must be >= 1, max_queue and prefill_chunk "
+        ">= 0");
   }
   counters_.kv_blocks_total = pool_.total();
   counters_.kv_bytes_per_token = info_.kv_bytes_per_token;
@@ -187,6 +190,7 @@ void Scheduler::apply_cancels() {
 }
 
 void Scheduler::process(Launched& step, const StepResult& result) {
+  pacer_.record(result.seconds, step.decode_rows, step.prompt_tokens);
   for (size_t i = 0; i < step.rows.size(); ++i) {
     Request& r = *step.rows[i];
     --r.in_flight;
@@ -325,6 +329,7 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   step.sample.push_back(plan.rows.back().sample);
   step.write_end.push_back(r.prefill_launched + n);
   step.decode_only = false;
+  step.prompt_tokens += n;
   r.prefill_launched += n;
   if (plan.rows.back().sample) ++r.sampled_launched;
   if (last_chunk && r.resuming()) r.decoding = true;  // its KV is written before the next step
@@ -370,18 +375,21 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     step.write_end.push_back(position + 1);
     ++r->sampled_launched;
     ++r->in_flight;
+    ++step.decode_rows;
     --budget;
   }
 }
 
 // A fresh batch, built when nothing is in flight: every decoding request (one token
 // each), then prompt chunks of requests part-way through prefill, then new admissions,
-// while the step's token budget and the batch cap allow.
+// while the step's token budget, the pacer's prompt budget (decode rows wait on prompt
+// tokens: prefill_pacer.h) and the batch cap allow.
 std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   auto step = std::make_unique<Launched>();
   StepPlan plan;
   int32_t budget = options_.max_step_tokens;
   add_decode_rows(plan, *step, budget);
+  budget = std::min(budget, pacer_.prompt_budget(step->decode_rows));
   bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;
@@ -462,6 +470,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
     const int32_t position = r->prompt_len + r->sampled_launched - 1;
     next_->first_position.push_back(position);  // as add_decode_rows records it
     next_->write_end.push_back(position + 1);
+    ++next_->decode_rows;
     tables.push_back(r->blocks);
     if (local_pool_) local_tables.push_back(r->local_blocks);
     ++r->sampled_launched;

@@ -21,6 +21,7 @@
 #include "runner/device/device.h"
 #include "runner/tokenizer/tokenizer.h"
 #include "scheduler/kv_block_pool.h"
+#include "scheduler/prefill_pacer.h"
 #include "scheduler/request.h"
 
 namespace tandem {
@@ -29,8 +30,12 @@ struct SchedulerOptions {
   bool overlap = true;            // --overlap on|off
   int32_t max_batch = 64;         // --max-batch: requests running at once
   int32_t max_step_tokens = 512;  // --max-step-tokens: tokens fed per step (decode rows count 1)
-  int32_t max_queue = 256;        // --max-queue: requests waiting for admission
-  bool prefix_cache = true;       // --prefix-cache on|off: reuse cached KV blocks of prefixes
+  // --prefill-chunk: prompt tokens a step may take while other requests decode; 0 (auto):
+  // paced by the measured step times so decoding streams wait at most about 2 decode steps
+  // for their next token (prefill_pacer.h).
+  int32_t prefill_chunk = 0;
+  int32_t max_queue = 256;   // --max-queue: requests waiting for admission
+  bool prefix_cache = true;  // --prefix-cache on|off: reuse cached KV blocks of prefixes
   // Runs on the scheduler thread after each step is processed. Benchmarks put synthetic
   // host work here; tests may observe the loop. Leave empty in production.
   std::function<void()> after_process;
@@ -154,6 +159,7 @@ class Scheduler {
   SchedulerOptions options_;
   DeviceInfo info_;
   KvBlockPool pool_;
+  PrefillPacer pacer_;  // scheduler thread only
   // The sliding-window layers' group, when the device has one (DeviceInfo::kv_local_blocks).
   std::optional<KvBlockPool> local_pool_;
 

@@ -31,6 +31,7 @@ struct PendingStep::Slot {
   std::vector<RowLogprobs> logprobs;
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   std::exception_ptr error;
+  double seconds = 0;  // the worker's time on the step, written before `done`
   // Asynchronous executors: this step took its inputs on the device from a step that then
   // failed, so its own result means nothing (worker thread only).
   bool inputs_failed = false;
@@ -176,6 +177,7 @@ struct Device::Worker {
 
   // Counts the step and hands it to finalize().
   void publish(Slot& slot, Clock::duration busy) {
+    slot.seconds = seconds(busy);
     {
       std::lock_guard lock(stats_mutex);
       stats.busy_seconds += seconds(busy);
@@ -398,7 +400,8 @@ StepResult Device::finalize(PendingStep& step) {
   if (observer_) observer_({DeviceEvent::Kind::kFinalize, slot.sequence, slot.chained});
   if (slot.error) std::rethrow_exception(slot.error);
   // The tokens are copied: a chained successor may be reading them on the worker right now.
-  return StepResult{slot.tokens, std::move(slot.logprobs), std::move(slot.prompt_logprobs)};
+  return StepResult{slot.tokens, std::move(slot.logprobs), std::move(slot.prompt_logprobs),
+                    slot.seconds};
 }
 
 void Device::set_active(bool active) { worker_->set_active(active); }

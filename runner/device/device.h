@@ -77,6 +77,10 @@ struct StepResult {
   // that has a successor in the prompt (the successor's log-probability given the prefix);
   // empty when no row asks.
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
+  // Set by Device::finalize: how long the device worker spent on the step (the executor's
+  // run; for an asynchronous executor, from its submit to its collect). The scheduler paces
+  // prompt chunks with it.
+  double seconds = 0;
 };
 
 struct DeviceInfo {

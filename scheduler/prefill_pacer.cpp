@@ -1,0 +1,40 @@
+#include "scheduler/prefill_pacer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tandem {
+namespace {
+
+double blend(double average, double sample) {
+  return average <= 0 ? sample
+                      : (1 - PrefillPacer::kWeight) * average + PrefillPacer::kWeight * sample;
+}
+
+}  // namespace
+
+int32_t PrefillPacer::prompt_budget(int32_t decode_rows) const {
+  if (decode_rows == 0) return max_step_tokens_;
+  if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
+  if (decode_seconds_ <= 0 || token_seconds_ <= 0) return max_step_tokens_;
+  const double tokens = kShare * decode_seconds_ / token_seconds_;
+  if (!std::isfinite(tokens)) return max_step_tokens_;
+  return static_cast<int32_t>(
+      std::clamp<double>(std::floor(tokens), kMinChunk, std::max(kMinChunk, max_step_tokens_)));
+}
+
+void PrefillPacer::record(double seconds, int32_t decode_rows, int32_t prompt_tokens) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return;
+  if (prompt_tokens == 0) {
+    if (decode_rows > 0) decode_seconds_ = blend(decode_seconds_, seconds);
+    return;
+  }
+  // The prompt tokens' share of the step: what it took beyond a decode step of its rows
+  // (the average decode step stands for it; with no decode rows, all of it).
+  const double prompt_seconds = decode_rows > 0 ? seconds - decode_seconds_ : seconds;
+  if (decode_rows > 0 && decode_seconds_ <= 0) return;  // nothing to subtract yet
+  if (prompt_seconds <= 0) return;
+  token_seconds_ = blend(token_seconds_, prompt_seconds / prompt_tokens);
+}
+
+}  // namespace tandem
