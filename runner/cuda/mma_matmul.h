@@ -1,8 +1,9 @@
-// The matmuls on the tensor cores (mma_matmul.cu): F16 and BF16 weights times F32
-// activations rounded to TF32 (10 mantissa bits; the weights' values are TF32 exactly),
-// accumulated in F32 by mma.sync m16n8k8. forward_kernels.cu's matmul() and gated_matmul()
-// route here every F16/BF16 matrix whose rows are a multiple of 8 long; F32 weights stay on
-// the F32 FMA kernels.
+// The matmuls on the tensor cores (mma_matmul.cu): F16, BF16 and scaled int8 weights
+// (Q8_0, Q5_0, Q4_0 and IQ4_NL repacked: forward_kernels.h) times F32 activations rounded
+// to TF32 (10 mantissa bits; the weights' values are TF32 exactly, int8 ones as integers
+// whose chunk sums are then scaled by their block's scale), accumulated in F32 by mma.sync
+// m16n8k8. forward_kernels.cu's matmul() and gated_matmul() route here every matrix that
+// mma_matmul_fits; F32 weights stay on the F32 FMA kernels.
 //
 // Law 2 (a token's result never depends on its batch) holds by construction: a block takes
 // 16 output rows and up to 16 tokens; its warps (8, or 16 for rows of 1024 or more: the

@@ -25,6 +25,23 @@ constexpr int32_t kTopLogprobs = 20;
 
 class CudaGoldenModels : public GoldenFileTest {};
 
+// The GPU executor for a golden file: room for one sequence of 64 blocks, the file's EOG
+// ids banned as llama.cpp's goldens exclude them.
+std::unique_ptr<StepExecutor> golden_executor(const std::filesystem::path& path,
+                                              const nlohmann::json& golden) {
+  std::shared_ptr<const Model> model = Model::load(path);
+  CudaExecutorOptions options;
+  options.kv_tokens = 64 * 16;
+  options.eog_ids = golden_eog_ids(*model, golden);
+  return make_cuda_executor(model, options);
+}
+
+std::vector<int32_t> all_blocks() {
+  std::vector<int32_t> blocks(64);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  return blocks;
+}
+
 // Largest gap between our and llama.cpp's logprob(top1) - logprob(k) over the golden top 5
 // that our top list holds; -1 when it holds none of them.
 double top5_deviation(const RowLogprobs& ours, const nlohmann::json& top5) {
@@ -86,13 +103,8 @@ TEST_P(CudaGoldenModels, GreedyTokensEqualTheGoldenFile) {
   TANDEM_REQUIRE_GPU();
   const nlohmann::json g = golden();
   ASSERT_FALSE(g["cases"].empty());
-  std::shared_ptr<const Model> model = Model::load(model_path());
-  CudaExecutorOptions options;
-  options.kv_tokens = 64 * 16;
-  options.eog_ids = golden_eog_ids(*model, g);
-  std::unique_ptr<StepExecutor> exec = make_cuda_executor(model, options);
-  std::vector<int32_t> blocks(64);
-  std::iota(blocks.begin(), blocks.end(), 0);
+  std::unique_ptr<StepExecutor> exec = golden_executor(model_path(), g);
+  const std::vector<int32_t> blocks = all_blocks();
 
   int exact = 0;
   double worst = 0;
@@ -165,13 +177,8 @@ TEST_P(CudaQuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies
   if (!std::filesystem::exists(model_path())) GTEST_SKIP() << model_path() << " is not here";
   const nlohmann::json g = golden();
   ASSERT_FALSE(g["cases"].empty());
-  std::shared_ptr<const Model> model = Model::load(model_path());
-  CudaExecutorOptions options;
-  options.kv_tokens = 64 * 16;
-  options.eog_ids = golden_eog_ids(*model, g);
-  std::unique_ptr<StepExecutor> exec = make_cuda_executor(model, options);
-  std::vector<int32_t> blocks(64);
-  std::iota(blocks.begin(), blocks.end(), 0);
+  std::unique_ptr<StepExecutor> exec = golden_executor(model_path(), g);
+  const std::vector<int32_t> blocks = all_blocks();
   double worst = 0;
   size_t compared = 0, total = 0;
   for (size_t ci = 0; ci < g["cases"].size(); ++ci) {
