@@ -94,6 +94,7 @@ int run_serve(ServeOptions o) {
   engine_options.scheduler.overlap = o.overlap == "on";
   engine_options.scheduler.max_batch = o.max_batch;
   engine_options.scheduler.max_step_tokens = o.max_step_tokens;
+  engine_options.scheduler.paced_prefill = o.prefill_chunk == "auto";
   engine_options.scheduler.prefill_chunk = prefill_chunk_value(o.prefill_chunk);
   engine_options.scheduler.max_queue = o.max_queue;
   engine_options.scheduler.prefix_cache = o.prefix_cache == "on";

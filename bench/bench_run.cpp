@@ -171,6 +171,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   eo.scheduler.overlap = overlap;
   eo.scheduler.max_batch = o.max_batch;
   eo.scheduler.max_step_tokens = o.max_step_tokens;
+  eo.scheduler.paced_prefill = o.prefill_chunk == 0;
   eo.scheduler.prefill_chunk = o.prefill_chunk;
   eo.scheduler.max_queue = o.max_queue;
   eo.scheduler.prefix_cache = mode.prefix_cache;

@@ -40,7 +40,7 @@ struct BenchOptions {
   int threads = 0;
   int32_t max_batch = 64;
   int32_t max_step_tokens = 512;
-  int32_t prefill_chunk = 0;  // --prefill-chunk: 0 auto (SchedulerOptions::prefill_chunk)
+  int32_t prefill_chunk = 0;  // --prefill-chunk: 0 auto (SchedulerOptions::paced_prefill)
   int64_t kv_tokens = 0;
   std::string kv_dtype = "f16";  // the KV cache's element type (kv_cache.h's names)
   std::string device = "cpu";    // --device: cpu or cuda

@@ -16,7 +16,7 @@ double blend(double average, double sample) {
 int32_t PrefillPacer::prompt_budget(int32_t decode_rows) const {
   if (decode_rows == 0) return max_step_tokens_;
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
-  if (decode_seconds_ <= 0 || token_seconds_ <= 0) return max_step_tokens_;
+  if (!paced_ || decode_seconds_ <= 0 || token_seconds_ <= 0) return max_step_tokens_;
   const double tokens = kShare * decode_seconds_ / token_seconds_;
   if (!std::isfinite(tokens)) return max_step_tokens_;
   return static_cast<int32_t>(

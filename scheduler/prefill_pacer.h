@@ -8,9 +8,10 @@
 //
 // T_decode and t_token are moving averages of the device's own step times
 // (StepResult::seconds): decode-only steps give T_decode; steps with prompt tokens give
-// t_token = (T - T_decode) / n. Until both are measured, and with a fixed chunk
-// (--prefill-chunk N), the budget is fixed. The pace changes only how a prompt is cut,
-// never a token: chunked prefill equals one-shot prefill (law 2, PrefixCacheLaw.*).
+// t_token = (T - T_decode) / n. Until both are measured, with a fixed chunk
+// (--prefill-chunk N), and unpaced (the library's default), the budget is fixed. The pace changes
+// only how a prompt is cut, never a token: chunked prefill equals one-shot prefill (law 2,
+// PrefixCacheLaw.*).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +24,10 @@ class PrefillPacer {
   static constexpr int32_t kMinChunk = 16;  // a prompt always moves on
   static constexpr double kWeight = 0.2;    // of the newest measure in each average
 
-  // fixed_chunk > 0: that many prompt tokens a step beside decode rows (no pacing).
-  PrefillPacer(int32_t max_step_tokens, int32_t fixed_chunk)
-      : max_step_tokens_(max_step_tokens), fixed_chunk_(fixed_chunk) {}
+  // fixed_chunk > 0: that many prompt tokens a step beside decode rows (no pacing); else
+  // paced, or (not paced) the whole step budget.
+  PrefillPacer(int32_t max_step_tokens, int32_t fixed_chunk, bool paced)
+      : max_step_tokens_(max_step_tokens), fixed_chunk_(fixed_chunk), paced_(paced) {}
 
   // Prompt tokens the next step may take when it also carries `decode_rows` decode rows.
   int32_t prompt_budget(int32_t decode_rows) const;
@@ -39,6 +41,7 @@ class PrefillPacer {
  private:
   int32_t max_step_tokens_;
   int32_t fixed_chunk_;
+  bool paced_;
   double decode_seconds_ = 0;
   double token_seconds_ = 0;
 };

@@ -33,7 +33,7 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
       options_(std::move(options)),
       info_(device.info()),
       pool_(info_.kv_blocks, info_.kv_block_size),
-      pacer_(options_.max_step_tokens, options_.prefill_chunk) {
+      pacer_(options_.max_step_tokens, options_.prefill_chunk, options_.paced_prefill) {
   if (options_.max_batch < 1 || options_.max_step_tokens < 1 || options_.max_queue < 0 ||
       options_.prefill_chunk < 0) {
     throw std::invalid_argument(

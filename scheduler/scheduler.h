@@ -30,9 +30,12 @@ struct SchedulerOptions {
   bool overlap = true;            // --overlap on|off
   int32_t max_batch = 64;         // --max-batch: requests running at once
   int32_t max_step_tokens = 512;  // --max-step-tokens: tokens fed per step (decode rows count 1)
-  // --prefill-chunk: prompt tokens a step may take while other requests decode; 0 (auto):
-  // paced by the measured step times so decoding streams wait at most about 2 decode steps
-  // for their next token (prefill_pacer.h).
+  // --prefill-chunk: prompt tokens a step may take while other requests decode. auto
+  // (paced_prefill): paced by the measured step times so decoding streams wait at most
+  // about 2 decode steps for their next token (prefill_pacer.h); N (prefill_chunk > 0): at
+  // most N. Neither, the default here (serve's and bench's is auto): the whole step
+  // budget, so a step's contents never depend on a timing (the scheduler suites rely on it).
+  bool paced_prefill = false;
   int32_t prefill_chunk = 0;
   int32_t max_queue = 256;   // --max-queue: requests waiting for admission
   bool prefix_cache = true;  // --prefix-cache on|off: reuse cached KV blocks of prefixes

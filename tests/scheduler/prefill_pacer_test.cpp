@@ -22,7 +22,7 @@ using testing::fake_device_info;
 using testing::RecordingSink;
 
 TEST(PrefillPacer, TakesTheWholeStepUntilItHasMeasuredBothCosts) {
-  PrefillPacer pacer(512, 0);
+  PrefillPacer pacer(512, 0, true);
   EXPECT_EQ(pacer.prompt_budget(0), 512);
   EXPECT_EQ(pacer.prompt_budget(8), 512);
   pacer.record(0.010, 8, 0);  // a decode step: T_decode known, t_token not yet
@@ -30,7 +30,7 @@ TEST(PrefillPacer, TakesTheWholeStepUntilItHasMeasuredBothCosts) {
 }
 
 TEST(PrefillPacer, KeepsAMixedStepWithinAboutTwoDecodeSteps) {
-  PrefillPacer pacer(512, 0);
+  PrefillPacer pacer(512, 0, true);
   pacer.record(0.010, 8, 0);            // T_decode = 10 ms
   pacer.record(0.010 + 0.0032, 8, 64);  // 64 prompt tokens beside 8 rows: t_token = 50 us
   EXPECT_DOUBLE_EQ(pacer.decode_step_seconds(), 0.010);
@@ -41,11 +41,11 @@ TEST(PrefillPacer, KeepsAMixedStepWithinAboutTwoDecodeSteps) {
 }
 
 TEST(PrefillPacer, ClampsToAFloorAndTheStepBudgetAndIgnoresNonsense) {
-  PrefillPacer slow(512, 0);
+  PrefillPacer slow(512, 0, true);
   slow.record(0.001, 4, 0);
   slow.record(0.101, 0, 100);  // 1 ms a token: 0.8 tokens fit, but a prompt must move on
   EXPECT_EQ(slow.prompt_budget(4), PrefillPacer::kMinChunk);
-  PrefillPacer fast(512, 0);
+  PrefillPacer fast(512, 0, true);
   fast.record(0.100, 4, 0);
   fast.record(0.000512, 0, 512);  // 1 us a token: 80000 would fit
   EXPECT_EQ(fast.prompt_budget(4), 512);
@@ -59,12 +59,19 @@ TEST(PrefillPacer, ClampsToAFloorAndTheStepBudgetAndIgnoresNonsense) {
 }
 
 TEST(PrefillPacer, AFixedChunkIsKeptWhileRequestsDecode) {
-  PrefillPacer pacer(512, 96);
+  PrefillPacer pacer(512, 96, true);
   pacer.record(0.010, 8, 0);
   pacer.record(0.020, 8, 64);
   EXPECT_EQ(pacer.prompt_budget(8), 96);
   EXPECT_EQ(pacer.prompt_budget(0), 512);
-  EXPECT_EQ(PrefillPacer(64, 96).prompt_budget(8), 64);
+  EXPECT_EQ(PrefillPacer(64, 96, true).prompt_budget(8), 64);
+}
+
+TEST(PrefillPacer, UnpacedItGivesTheWholeStepWhateverItMeasured) {
+  PrefillPacer pacer(512, 0, false);
+  pacer.record(0.010, 8, 0);
+  pacer.record(0.020, 8, 64);
+  EXPECT_EQ(pacer.prompt_budget(8), 512);
 }
 
 // A model whose step takes base + per_token * (tokens fed) of wall time, as a real step's
@@ -111,13 +118,14 @@ struct LongPromptRun {
 };
 
 // Four streams start decoding; then a 1200-token prompt arrives (request 5).
-LongPromptRun run_long_prompt(int32_t prefill_chunk) {
+LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk) {
   constexpr int32_t kLong = 1200;
   ByteTokenizer tokenizer;
   auto executor = std::make_unique<TimedExecutor>(5, kLong);
   TimedExecutor* timed = executor.get();
   Device device(std::move(executor));
   SchedulerOptions options;
+  options.paced_prefill = paced;
   options.prefill_chunk = prefill_chunk;
   Scheduler scheduler(device, tokenizer, options);
   std::vector<std::shared_ptr<RecordingSink>> sinks;
@@ -141,8 +149,8 @@ LongPromptRun run_long_prompt(int32_t prefill_chunk) {
 }
 
 TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNotChange) {
-  const LongPromptRun paced = run_long_prompt(0);
-  const LongPromptRun fixed = run_long_prompt(512);
+  const LongPromptRun paced = run_long_prompt(true, 0);
+  const LongPromptRun fixed = run_long_prompt(false, 512);
   EXPECT_EQ(paced.texts, fixed.texts);
   auto largest_mixed = [](const LongPromptRun& run, int& chunks) {
     int32_t largest = 0;
