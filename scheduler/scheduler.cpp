@@ -549,6 +549,7 @@ void Scheduler::publish() {
     active = active || !waiting_.empty();
   }
   counters_.running = static_cast<int32_t>(running_.size());
+  counters_.prefill_chunk_tokens = pacer_.prompt_budget(1);
   counters_.kv_blocks_used = pool_.used();
   counters_.kv_blocks_cached = pool_.cached();
   if (local_pool_) counters_.kv_local_blocks_used = local_pool_->used();

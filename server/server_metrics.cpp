@@ -131,6 +131,10 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
               "Time from a generation request's arrival to its end.");
   metric(out, "tandem_requests_running", "gauge", "Requests admitted and generating.", s.running);
   metric(out, "tandem_requests_waiting", "gauge", "Requests waiting for admission.", s.waiting);
+  metric(out, "tandem_prefill_chunk_tokens", "gauge",
+         "Prompt tokens a step may take beside decoding requests now (--prefill-chunk: paced "
+         "by step times under auto).",
+         s.prefill_chunk_tokens);
   metric(out, "tandem_kv_blocks_used", "gauge", "KV cache blocks reserved by requests.",
          s.kv_blocks_used);
   metric(out, "tandem_kv_blocks_capacity", "gauge", "KV cache blocks in the pool (used plus free).",

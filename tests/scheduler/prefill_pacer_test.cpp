@@ -115,6 +115,7 @@ class TimedExecutor : public StepExecutor {
 struct LongPromptRun {
   std::vector<TimedExecutor::Shape> shapes;
   std::vector<std::string> texts;
+  int32_t chunk_metric = 0;  // SchedulerMetrics::prefill_chunk_tokens at the end
 };
 
 // Four streams start decoding; then a 1200-token prompt arrives (request 5).
@@ -143,7 +144,7 @@ LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk) {
   submit(kLong, 2);
   for (int i = 0; i < 100000 && !scheduler.drained(); ++i) scheduler.run_once();
   EXPECT_TRUE(scheduler.drained());
-  LongPromptRun out{timed->shapes(), {}};
+  LongPromptRun out{timed->shapes(), {}, scheduler.metrics().prefill_chunk_tokens};
   for (auto& s : sinks) out.texts.push_back(s->text());
   return out;
 }
@@ -172,6 +173,9 @@ TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNot
             << paced_largest << "), fixed " << fixed_chunks << "\n";
   EXPECT_GE(paced_chunks, 1200 / 256);
   EXPECT_LT(fixed_chunks, paced_chunks);
+  EXPECT_EQ(fixed.chunk_metric, 512);  // /metrics' tandem_prefill_chunk_tokens
+  EXPECT_GE(paced.chunk_metric, PrefillPacer::kMinChunk);
+  EXPECT_LE(paced.chunk_metric, 256);
 }
 
 }  // namespace

@@ -117,6 +117,9 @@ TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
   EXPECT_TRUE(metric_value(m, "tandem_kv_blocks_used").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_requests_running").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_requests_waiting").has_value());
+  // serve paces prompt chunks by default: between the pacer's floor and the step budget.
+  EXPECT_GE(metric_value(m, "tandem_prefill_chunk_tokens").value_or(0), 16);
+  EXPECT_LE(metric_value(m, "tandem_prefill_chunk_tokens").value_or(1e9), 512);
   EXPECT_TRUE(metric_value(m, "tandem_device_busy_seconds_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_device_idle_seconds_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_chain_breaks_total{reason=\"finish\"}").has_value());
