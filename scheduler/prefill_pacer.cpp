@@ -29,10 +29,11 @@ void PrefillPacer::record(double seconds, int32_t decode_rows, int32_t prompt_to
     if (decode_rows > 0) decode_seconds_ = blend(decode_seconds_, seconds);
     return;
   }
-  // The prompt tokens' share of the step: what it took beyond a decode step of its rows
-  // (the average decode step stands for it; with no decode rows, all of it).
-  const double prompt_seconds = decode_rows > 0 ? seconds - decode_seconds_ : seconds;
+  // The prompt tokens' share of the step: what it took beyond a decode step (the average
+  // decode step stands for the cost every step pays, the weights streamed once, whether or
+  // not it has decode rows); before any decode step was measured, all of it.
   if (decode_rows > 0 && decode_seconds_ <= 0) return;  // nothing to subtract yet
+  const double prompt_seconds = decode_seconds_ > 0 ? seconds - decode_seconds_ : seconds;
   if (prompt_seconds <= 0) return;
   token_seconds_ = blend(token_seconds_, prompt_seconds / prompt_tokens);
 }

@@ -8,7 +8,9 @@
 //
 // T_decode and t_token are moving averages of the device's own step times
 // (StepResult::seconds): decode-only steps give T_decode; steps with prompt tokens give
-// t_token = (T - T_decode) / n. Until both are measured, with a fixed chunk
+// t_token = (T - T_decode) / n (T_decode stands for the cost every step pays, so a short
+// prompt's step does not make its tokens look dear; before it is known, T / n). Until both are
+// measured, with a fixed chunk
 // (--prefill-chunk N), and unpaced (the library's default), the budget is fixed. The pace changes
 // only how a prompt is cut, never a token: chunked prefill equals one-shot prefill (law 2,
 // PrefixCacheLaw.*).

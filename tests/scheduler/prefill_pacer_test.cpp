@@ -46,16 +46,24 @@ TEST(PrefillPacer, ClampsToAFloorAndTheStepBudgetAndIgnoresNonsense) {
   slow.record(0.101, 0, 100);  // 1 ms a token: 0.8 tokens fit, but a prompt must move on
   EXPECT_EQ(slow.prompt_budget(4), PrefillPacer::kMinChunk);
   PrefillPacer fast(512, 0, true);
-  fast.record(0.100, 4, 0);
-  fast.record(0.000512, 0, 512);  // 1 us a token: 80000 would fit
+  fast.record(0.001, 4, 0);
+  fast.record(0.001 + 0.000512, 0, 512);  // 1 us a token beyond the step's cost: 800 fit
   EXPECT_EQ(fast.prompt_budget(4), 512);
   const double before = fast.prompt_token_seconds();
   fast.record(std::nan(""), 0, 10);
   fast.record(-1, 4, 0);
   fast.record(0, 0, 10);
-  fast.record(0.050, 4, 10);  // faster than a decode step alone: says nothing of t_token
+  fast.record(0.0005, 4, 10);  // faster than a decode step alone: says nothing of t_token
   EXPECT_EQ(fast.prompt_token_seconds(), before);
-  EXPECT_EQ(fast.decode_step_seconds(), 0.100);
+  EXPECT_EQ(fast.decode_step_seconds(), 0.001);
+}
+
+TEST(PrefillPacer, AShortPromptsStepDoesNotMakeItsTokensLookDear) {
+  PrefillPacer pacer(512, 0, true);
+  pacer.record(0.010, 4, 0);           // T_decode = 10 ms: what every step pays
+  pacer.record(0.010 + 0.0005, 0, 5);  // a 5-token prompt alone: 100 us a token, not 2.1 ms
+  EXPECT_NEAR(pacer.prompt_token_seconds(), 100e-6, 1e-12);
+  EXPECT_NEAR(pacer.prompt_budget(4), 80, 1);  // 0.8 * 10 ms / 100 us, floored
 }
 
 TEST(PrefillPacer, AFixedChunkIsKeptWhileRequestsDecode) {
