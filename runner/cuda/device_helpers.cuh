@@ -1,7 +1,8 @@
-// The device-side pieces the forward kernels share (forward_kernels.cu, attention_kernels.cu):
-// stored elements widened to F32 exactly and F32 narrowed to a stored type, eight elements
-// per 16-byte load, and warp and block reductions of fixed shape (the same tree whatever
-// the data, so a row's result repeats and does not depend on its batch). CUDA code only.
+// The device-side pieces the forward kernels share (forward_kernels.cu, attention_kernels.cu,
+// mma_matmul.cu): stored elements widened to F32 exactly and F32 narrowed to a stored type,
+// eight elements per 16-byte load, warp and block reductions of fixed shape (the same tree
+// whatever the data, so a row's result repeats and does not depend on its batch), and the
+// FFN's activation. CUDA code only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,11 +10,14 @@
 
 #include <cmath>
 
+#include "runner/cuda/forward_kernels.h"
+
 namespace tandem::cuda {
 
 inline constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ inline float widen(float v) { return v; }
+__device__ inline float widen(int8_t v) { return v; }  // kScaledInt8's integers
 __device__ inline float widen(__half v) { return __half2float(v); }
 __device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
 
@@ -78,6 +82,13 @@ __device__ inline float block_max(float v, float* scratch /* [32] */) {
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   return warp_max(lane < n_warps ? scratch[lane] : -INFINITY);
+}
+
+// The gated FFN's activation of its gate: SiLU, or GELU's tanh form (gemma).
+__device__ inline float activate(float g, Activation act) {
+  if (act == Activation::kSilu) return g / (1.0f + expf(-g));
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
 }
 
 }  // namespace tandem::cuda

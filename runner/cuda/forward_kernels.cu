@@ -1,6 +1,7 @@
 #include <cfloat>
 
 #include <atomic>
+#include <type_traits>
 
 #include "runner/cuda/cuda_check.h"
 #include "runner/cuda/dependent_launch.cuh"
@@ -13,30 +14,23 @@ namespace {
 
 // --- embedding and norms ---
 
+// x[t] = embedding row token[t] * scale. An int8 table (kScaledInt8) is multiplied by its
+// block scales first, which gives exactly the dequantized weights; block_scales is null
+// for the other types.
 template <typename T>
-__global__ void embed_kernel(const T* table, int64_t n_vocab, int32_t n_embd, const int32_t* token,
-                             float scale, float* x) {
+__global__ void embed_kernel(const T* table, const float* block_scales, int64_t n_vocab,
+                             int32_t n_embd, const int32_t* token, float scale, float* x) {
   dependents_may_launch();  // the next kernel's prologue may overlap this one
   int64_t id = token[blockIdx.x];
   if (id < 0 || id >= n_vocab)
     id = 0;  // a device-fed token is always valid; never read out of range
   const T* row = table + id * n_embd;
   float* out = x + static_cast<int64_t>(blockIdx.x) * n_embd;
-  for (int32_t i = threadIdx.x; i < n_embd; i += blockDim.x) out[i] = widen(row[i]) * scale;
-}
-
-// embed_kernel for kScaledInt8 tables: q * d (exactly the dequantized weight) * scale.
-__global__ void embed_scaled_int8_kernel(const int8_t* table, const float* scales, int64_t n_vocab,
-                                         int32_t n_embd, const int32_t* token, float scale,
-                                         float* x) {
-  dependents_may_launch();
-  int64_t id = token[blockIdx.x];
-  if (id < 0 || id >= n_vocab) id = 0;
-  const int8_t* row = table + id * n_embd;
-  const float* d = scales + id * (n_embd / 32);
-  float* out = x + static_cast<int64_t>(blockIdx.x) * n_embd;
-  for (int32_t i = threadIdx.x; i < n_embd; i += blockDim.x)
-    out[i] = static_cast<float>(row[i]) * d[i / 32] * scale;
+  for (int32_t i = threadIdx.x; i < n_embd; i += blockDim.x) {
+    float w = widen(row[i]);
+    if constexpr (std::is_same_v<T, int8_t>) w *= block_scales[id * (n_embd / 32) + i / 32];
+    out[i] = w * scale;
+  }
 }
 
 // One block per row; the sum of squares in double, as the CPU takes it.
@@ -157,12 +151,6 @@ __global__ void matmul_kernel(const T* w, const float* x, int32_t n_rows, int32_
   }
 }
 
-__device__ inline float activate(float g, Activation act) {
-  if (act == Activation::kSilu) return g / (1.0f + expf(-g));
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
-}
-
 template <typename T, bool kVector, bool kNorm>
 __global__ void gated_matmul_kernel(const T* w, const float* x, int32_t n_rows, int32_t n_in,
                                     int32_t ff, Activation act, float* out, NormIn norm) {
@@ -248,23 +236,18 @@ void embed(const DeviceMatrix& table, const int32_t* token, float scale, float* 
            cudaStream_t stream) {
   if (n_tokens == 0) return;
   const auto e = static_cast<int32_t>(table.n_in);
+  auto launch = [&](auto* data) {
+    embed_kernel<<<n_tokens, 256, 0, stream>>>(data, table.scales, table.n_out, e, token, scale, x);
+  };
   switch (table.type) {
     case WeightType::kF32:
-      embed_kernel<<<n_tokens, 256, 0, stream>>>(static_cast<const float*>(table.data), table.n_out,
-                                                 e, token, scale, x);
-      break;
+      return launch(static_cast<const float*>(table.data));
     case WeightType::kF16:
-      embed_kernel<<<n_tokens, 256, 0, stream>>>(static_cast<const __half*>(table.data),
-                                                 table.n_out, e, token, scale, x);
-      break;
-    case WeightType::kScaledInt8:
-      embed_scaled_int8_kernel<<<n_tokens, 256, 0, stream>>>(
-          static_cast<const int8_t*>(table.data), table.scales, table.n_out, e, token, scale, x);
-      break;
+      return launch(static_cast<const __half*>(table.data));
     case WeightType::kBF16:
-      embed_kernel<<<n_tokens, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(table.data),
-                                                 table.n_out, e, token, scale, x);
-      break;
+      return launch(static_cast<const __nv_bfloat16*>(table.data));
+    case WeightType::kScaledInt8:
+      return launch(static_cast<const int8_t*>(table.data));
   }
 }
 

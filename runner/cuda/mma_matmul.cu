@@ -149,12 +149,6 @@ __device__ inline void chunk_step(const Lane<T, kA, kTiles>& lane, int32_t k, bo
   }
 }
 
-__device__ inline float activate(float g, Activation act) {
-  if (act == Activation::kSilu) return g / (1.0f + expf(-g));
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
-}
-
 // kA = 1: y = W xn (+ y); kA = 2: y = act(W_gate xn) * (W_up xn). xn = x, or with kNorm
 // x / rms(x) * norm.
 template <typename T, int kA, bool kNorm, typename S>
