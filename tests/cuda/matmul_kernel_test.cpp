@@ -29,21 +29,6 @@ struct Case {
   bool norm, gated, accumulate;
 };
 
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  explicit DeviceBuffer(const std::vector<T>& host) {
-    TANDEM_CUDA_CHECK(cudaMalloc(&p, host.size() * sizeof(T) + 16));
-    TANDEM_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  std::vector<T> read(size_t n) const {
-    std::vector<T> host(n);
-    TANDEM_CUDA_CHECK(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-};
-
 struct Data {
   std::vector<uint16_t> w_bits;  // the stored weights (F16, BF16)
   std::vector<int8_t> q;         // or (kScaledInt8) the integers
@@ -83,28 +68,26 @@ Data make_data(const Case& c, int32_t rows, uint32_t seed) {
 
 // y for tokens [first, first + count), run as a batch of their own.
 std::vector<float> run(const Case& c, const Data& d, int32_t first, int32_t count) {
-  DeviceBuffer<uint16_t> w(d.w_bits.empty() ? std::vector<uint16_t>(1) : d.w_bits);
-  DeviceBuffer<int8_t> q(d.q.empty() ? std::vector<int8_t>(1) : d.q);
-  DeviceBuffer<float> scales(d.d.empty() ? std::vector<float>(1) : d.d);
-  DeviceBuffer<float> x(std::vector<float>(d.x.begin() + int64_t{first} * c.n_in,
-                                           d.x.begin() + int64_t{first + count} * c.n_in));
-  DeviceBuffer<float> norm(d.norm);
-  DeviceBuffer<float> y(std::vector<float>(d.y0.begin() + int64_t{first} * c.n_out,
-                                           d.y0.begin() + int64_t{first + count} * c.n_out));
-  DeviceMatrix m{c.type, w.p, c.gated ? 2 * c.n_out : c.n_out, c.n_in};
+  DeviceBuffer w(d.w_bits), q(d.q), scales(d.d), norm(d.norm);
+  DeviceBuffer x(std::vector<float>(d.x.begin() + int64_t{first} * c.n_in,
+                                    d.x.begin() + int64_t{first + count} * c.n_in));
+  DeviceBuffer y(std::vector<float>(d.y0.begin() + int64_t{first} * c.n_out,
+                                    d.y0.begin() + int64_t{first + count} * c.n_out));
+  DeviceMatrix m{c.type, w.ptr, c.gated ? 2 * c.n_out : c.n_out, c.n_in};
   if (c.type == WeightType::kScaledInt8) {
-    m.data = q.p;
-    m.scales = scales.p;
+    m.data = q.ptr;
+    m.scales = scales.as<float>();
   }
   EXPECT_TRUE(cuda::mma_matmul_fits(m));
-  const cuda::NormIn in{c.norm ? norm.p : nullptr, 1e-5f};
+  const cuda::NormIn in{c.norm ? norm.as<float>() : nullptr, 1e-5f};
   if (c.gated)
-    cuda::gated_matmul(m, x.p, count, c.n_out, cuda::Activation::kSilu, y.p, nullptr, in);
+    cuda::gated_matmul(m, x.as<float>(), count, c.n_out, cuda::Activation::kSilu, y.as<float>(),
+                       nullptr, in);
   else
-    cuda::matmul(m, x.p, count, y.p, c.accumulate, nullptr, in);
+    cuda::matmul(m, x.as<float>(), count, y.as<float>(), c.accumulate, nullptr, in);
   TANDEM_CUDA_CHECK(cudaGetLastError());
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
-  return y.read(static_cast<size_t>(count) * c.n_out);
+  return y.read<float>(static_cast<size_t>(count) * c.n_out);
 }
 
 // The reference dot product of weight row o with token m's (normed) input, and the sum of

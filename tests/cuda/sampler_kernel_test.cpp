@@ -19,12 +19,15 @@
 
 #include "runner/cuda/sampler_kernel.h"
 #include "runner/sampler/sampler.h"
+#include "tests/cuda/cuda_test_support.h"
 #include "tests/runner/sampler/distribution_support.h"
 #include "tests/runner/sampler/reference.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
 namespace tandem::cuda {
 namespace {
+
+using testing::DeviceBuffer;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -38,23 +41,6 @@ bool has_gpu() {
   if (!has_gpu()) GTEST_SKIP() << "no CUDA device: the device sampler is not run"
 
 void check(cudaError_t err) { ASSERT_EQ(err, cudaSuccess) << cudaGetErrorString(err); }
-
-// Device memory for a vector's contents, freed on scope exit.
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  explicit DeviceBuffer(size_t bytes) { check(cudaMalloc(&ptr, std::max<size_t>(bytes, 1))); }
-  template <typename T>
-  explicit DeviceBuffer(const std::vector<T>& v) : DeviceBuffer(v.size() * sizeof(T)) {
-    check(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr);
-  }
-};
 
 // One row to sample: what the CPU Sampler takes, and its row of logits.
 struct Case {
