@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -40,5 +41,35 @@ std::vector<int32_t> golden_eog_ids(const Model& model, const nlohmann::json& go
 
 // gtest's name for a parameter: the path with every non-alphanumeric character as '_'.
 std::string golden_test_name(const ::testing::TestParamInfo<std::string>& info);
+
+// A quantized golden file checked step by step with teacher forcing (golden_test.cpp on
+// the CPU, golden_cuda_test.cpp on the GPU): where llama.cpp's top two logits are at least
+// `margin` apart our greedy token must be its token, and where its top-5 list starts with
+// its token our top-5 logit differences stay within `tolerance` of its.
+struct QuantizedGoldenCheck {
+  double margin;
+  double tolerance;
+  size_t compared = 0;  // steps whose greedy token was compared (the rest are near-ties)
+  double worst = 0;     // the largest top-5 difference seen
+
+  // Step `step` of case `c` (its notes `check`): our greedy token `ours`, and
+  // deviation(top5 row) our top-5 logit differences from llama.cpp's.
+  template <typename Deviation>
+  void step(const nlohmann::json& c, const nlohmann::json& check, size_t step, int32_t ours,
+            Deviation deviation) {
+    const auto expected = c["greedy_tokens"][step].get<int32_t>();
+    const nlohmann::json& gap = check["top1_top2_logit_margins"][step];
+    if (gap.is_number() && gap.get<double>() >= margin) {
+      EXPECT_EQ(ours, expected) << c["prompt"] << " step " << step;
+      ++compared;
+    }
+    const nlohmann::json& top5 = check["top5_non_eog"];
+    if (top5.size() == c["greedy_tokens"].size() && top5[step][0][0] == expected) {
+      const double d = deviation(top5[step]);
+      worst = std::max(worst, d);
+      EXPECT_LE(d, tolerance) << c["prompt"] << " step " << step;
+    }
+  }
+};
 
 }  // namespace tandem::testing

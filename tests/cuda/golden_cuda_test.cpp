@@ -179,13 +179,11 @@ TEST_P(CudaQuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies
   ASSERT_FALSE(g["cases"].empty());
   std::unique_ptr<StepExecutor> exec = golden_executor(model_path(), g);
   const std::vector<int32_t> blocks = all_blocks();
-  double worst = 0;
-  size_t compared = 0, total = 0;
+  QuantizedGoldenCheck tally{kGpuQuantMargin, kGpuQuantTolerance};
+  size_t total = 0;
   for (size_t ci = 0; ci < g["cases"].size(); ++ci) {
     const auto& c = g["cases"][ci];
-    const nlohmann::json& check = g["notes"]["checks"][ci];
     const auto expected = c["greedy_tokens"].get<std::vector<int32_t>>();
-    const nlohmann::json& top5 = check["top5_non_eog"];
     total += expected.size();
     Sequence sequence(*exec, blocks);
     std::vector<int32_t> feed = c["prompt_tokens"].get<std::vector<int32_t>>();
@@ -193,24 +191,16 @@ TEST_P(CudaQuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies
     for (size_t step = 0; step < expected.size(); ++step) {
       const Stepped s = sequence.step(feed, position);
       EXPECT_EQ(s.device_token, s.host_token) << "the device's greedy token is not the host's";
-      const nlohmann::json& margin = check["top1_top2_logit_margins"][step];
-      if (margin.is_number() && margin.get<double>() >= kGpuQuantMargin) {
-        EXPECT_EQ(s.device_token, expected[step]) << c["prompt"] << " step " << step;
-        ++compared;
-      }
-      if (top5.size() == expected.size() && top5[step][0][0] == expected[step]) {
-        const double deviation = top5_deviation(s.logprobs, top5[step]);
-        worst = std::max(worst, deviation);
-        EXPECT_LE(deviation, kGpuQuantTolerance) << c["prompt"] << " step " << step;
-      }
+      tally.step(c, g["notes"]["checks"][ci], step, s.device_token,
+                 [&](const nlohmann::json& top5) { return top5_deviation(s.logprobs, top5); });
       position += static_cast<int32_t>(feed.size());
       feed = {expected[step]};  // teacher forcing
     }
   }
-  std::cout << "  " << GetParam() << " on the GPU: " << compared << " of " << total
+  std::cout << "  " << GetParam() << " on the GPU: " << tally.compared << " of " << total
             << " greedy tokens compared (the rest are near-ties), top-5 logit differences within "
-            << worst << " of llama.cpp's\n";
-  EXPECT_GT(compared, 0u);
+            << tally.worst << " of llama.cpp's\n";
+  EXPECT_GT(tally.compared, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, CudaQuantizedGoldenModels,

@@ -150,14 +150,12 @@ TEST_P(QuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies) {
   ForwardPass forward(*model, kv, pool);
   std::vector<int32_t> blocks(64);
   std::iota(blocks.begin(), blocks.end(), 0);
-  double worst = 0;
-  size_t compared = 0, total = 0;
+  QuantizedGoldenCheck tally{kQuantMargin, kQuantTolerance};
+  size_t total = 0;
   for (size_t ci = 0; ci < g["cases"].size(); ++ci) {
     const auto& c = g["cases"][ci];
-    const nlohmann::json& check = g["notes"]["checks"][ci];
     std::vector<int32_t> seq = c["prompt_tokens"].get<std::vector<int32_t>>();
     const auto expected = c["greedy_tokens"].get<std::vector<int32_t>>();
-    const nlohmann::json& top5 = check["top5_non_eog"];
     total += expected.size();
     ForwardRow row{seq, 0, blocks, true};
     for (size_t step = 0; step < expected.size(); ++step) {
@@ -165,24 +163,16 @@ TEST_P(QuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies) {
       // Where llama.cpp's top two are closer than these files' noise either token is its
       // answer; elsewhere ours must be the same. The golden token is fed next either way
       // (teacher forcing), so every later step still sees llama.cpp's sequence.
-      const nlohmann::json& margin = check["top1_top2_logit_margins"][step];
-      if (margin.is_number() && margin.get<double>() >= kQuantMargin) {
-        EXPECT_EQ(greedy(logits, eog), expected[step]) << c["prompt"] << " step " << step;
-        ++compared;
-      }
-      if (top5.size() == expected.size() && top5[step][0][0] == expected[step]) {
-        const double deviation = top5_deviation(logits, top5[step]);
-        worst = std::max(worst, deviation);
-        EXPECT_LE(deviation, kQuantTolerance) << c["prompt"] << " step " << step;
-      }
+      tally.step(c, g["notes"]["checks"][ci], step, greedy(logits, eog),
+                 [&](const nlohmann::json& top5) { return top5_deviation(logits, top5); });
       seq.push_back(expected[step]);
       row = {{&seq.back(), 1}, static_cast<int32_t>(seq.size() - 1), blocks, true};
     }
   }
-  std::cout << "  " << GetParam() << ": " << compared << " of " << total
+  std::cout << "  " << GetParam() << ": " << tally.compared << " of " << total
             << " greedy tokens compared (the rest are near-ties), top-5 logit differences within "
-            << worst << " of llama.cpp's\n";
-  EXPECT_GT(compared, 0u);
+            << tally.worst << " of llama.cpp's\n";
+  EXPECT_GT(tally.compared, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, QuantizedGoldenModels,
