@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ struct QuantizedGoldenCheck {
   double margin;
   double tolerance;
   size_t compared = 0;  // steps whose greedy token was compared (the rest are near-ties)
+  size_t total = 0;     // steps checked
   double worst = 0;     // the largest top-5 difference seen
 
   // Step `step` of case `c` (its notes `check`): our greedy token `ours`, and
@@ -57,6 +59,7 @@ struct QuantizedGoldenCheck {
   template <typename Deviation>
   void step(const nlohmann::json& c, const nlohmann::json& check, size_t step, int32_t ours,
             Deviation deviation) {
+    ++total;
     const auto expected = c["greedy_tokens"][step].get<int32_t>();
     const nlohmann::json& gap = check["top1_top2_logit_margins"][step];
     if (gap.is_number() && gap.get<double>() >= margin) {
@@ -69,6 +72,15 @@ struct QuantizedGoldenCheck {
       worst = std::max(worst, d);
       EXPECT_LE(d, tolerance) << c["prompt"] << " step " << step;
     }
+  }
+
+  // Prints the tally after `label` and requires that some token was compared.
+  void finish(const std::string& label) const {
+    std::cout << "  " << label << ": " << compared << " of " << total
+              << " greedy tokens compared (the rest are near-ties), top-5 logit differences "
+                 "within "
+              << worst << " of llama.cpp's\n";
+    EXPECT_GT(compared, 0u);
   }
 };
 
