@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runner/kernels/kernels.h"
 #include "runner/util/float16.h"
 
 namespace tandem {
@@ -124,12 +125,11 @@ void KvCache::encode(const float* x, uint8_t* out) const {
     case KvType::kF32:
       std::memcpy(out, x, sizeof(float) * kv_dim_);
       return;
-    case KvType::kF16:
+    case KvType::kF16:  // the vector forms of half_from_float and bfloat_from_float
+      kernels::to_half(x, reinterpret_cast<uint16_t*>(out), kv_dim_);
+      return;
     case KvType::kBf16:
-      for (int32_t i = 0; i < kv_dim_; ++i) {
-        const uint16_t h = type_ == KvType::kF16 ? half_from_float(x[i]) : bfloat_from_float(x[i]);
-        std::memcpy(out + 2 * i, &h, 2);
-      }
+      kernels::to_bfloat(x, reinterpret_cast<uint16_t*>(out), kv_dim_);
       return;
     case KvType::kQ8_0:
       for (int32_t b = 0; b * gguf::kQ8_0BlockSize < kv_dim_; ++b) {

@@ -67,6 +67,9 @@ struct IsaKernels {
   // The same two over KV vectors of a stored type, indexed by KvElements (stride in bytes).
   KvDotRows kv_dot_rows[kKvElementCount] = {};
   KvAxpyRows kv_axpy_rows[kKvElementCount] = {};
+  // Narrowing for the KV cache's 16-bit types, as runner/util/float16.h rounds.
+  void (*to_half)(const float* x, uint16_t* out, int64_t n) = nullptr;
+  void (*to_bfloat)(const float* x, uint16_t* out, int64_t n) = nullptr;
 };
 
 // The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations

@@ -508,6 +508,10 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
   return active_kernels().exp_shifted_sum(x, n, shift);
 }
 
+void to_half(const float* x, uint16_t* out, int64_t n) { active_kernels().to_half(x, out, n); }
+
+void to_bfloat(const float* x, uint16_t* out, int64_t n) { active_kernels().to_bfloat(x, out, n); }
+
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   active_kernels().silu_mul(gate, up, out, n);
 }

@@ -92,6 +92,11 @@ void dot_rows(gguf::TensorType type, const float* q, const void* k, int64_t stri
               int64_t n, float* out);
 void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t stride, int64_t count,
                int64_t n, float* y);
+// out = x narrowed to F16 or BF16, rounding to nearest with ties to even: bit for bit what
+// half_from_float and bfloat_from_float give (runner/util/float16.h), NaNs included. The KV
+// cache's writes; vectorized, where the scalar converters cost a branch per element.
+void to_half(const float* x, uint16_t* out, int64_t n);
+void to_bfloat(const float* x, uint16_t* out, int64_t n);
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

@@ -9,6 +9,8 @@
 //   round(v)                      to the nearest integer, ties to even
 //   finish_dot(acc0, acc1, a, b, n)  adds the last n < kWidth products and reduces
 //   load_bf16(const uint16_t*)    kWidth BF16 values widened to F32 (the KV cache's)
+//   store_half(uint16_t*, v)      kWidth lanes narrowed to F16, ties to even
+//   store_bfloat(uint16_t*, v)    kWidth lanes narrowed to BF16, ties to even
 // + - * / are GCC's vector operators, which is how both compilers define the intrinsics
 // (_mm256_add_ps is a + b): the same instructions, each rounded on its own.
 // Internal to runner/kernels/, in an anonymous namespace for the reason in tile_loop.h.
@@ -112,6 +114,27 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
   float sum = 0;
   for (int64_t j = 0; j < n; ++j) sum += x[j];
   return sum;
+}
+
+// out = x narrowed to F16 (Bfloat false) or BF16 (true): the tail through a padded buffer
+// and the same instructions, so each element's bits depend on it alone.
+template <class V, bool Bfloat>
+void narrow(const float* x, uint16_t* out, int64_t n) {
+  constexpr int kW = V::kWidth;
+  auto store = [](uint16_t* o, typename V::Vec v) {
+    if constexpr (Bfloat) {
+      V::store_bfloat(o, v);
+    } else {
+      V::store_half(o, v);
+    }
+  };
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) store(out + i, V::load(x + i));
+  if (i < n) {
+    uint16_t tail[kW];
+    store(tail, V::load_first(x + i, n - i));
+    for (int64_t j = 0; j < n - i; ++j) out[i + j] = tail[j];
+  }
 }
 
 // y += sum_j w[j] * v[j * stride], accumulated in j order, kWidth outputs at a time in
@@ -324,7 +347,9 @@ constexpr IsaKernels make_kernels(DotRows dot_rows, KvDotTable kv_dot,
           &axpy_rows<V>,
           {kv_dot.rows[0], kv_dot.rows[1], kv_dot.rows[2], kv_dot.rows[3]},
           {&kv_axpy_rows_f32<V>, &kv_axpy_rows<V, F16Elements<V>>,
-           &kv_axpy_rows<V, Bf16Elements<V>>, &kv_axpy_rows<V, Q8Elements<V>>}};
+           &kv_axpy_rows<V, Bf16Elements<V>>, &kv_axpy_rows<V, Q8Elements<V>>},
+          &narrow<V, false>,
+          &narrow<V, true>};
 }
 
 }  // namespace

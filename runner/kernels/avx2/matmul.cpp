@@ -45,6 +45,23 @@ struct Avx2 {
     const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), scale);
   }
+  // kWidth floats narrowed to F16 (vcvtps2ph, ties to even) or BF16 (ties to even in
+  // integer steps, a NaN kept quiet), as runner/util/float16.h rounds them.
+  static void store_half(uint16_t* out, Vec v) {
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), h);
+  }
+  static void store_bfloat(uint16_t* out, Vec v) {
+    const __m256i bits = _mm256_castps_si256(v), high = _mm256_srli_epi32(bits, 16);
+    const __m256i odd = _mm256_and_si256(high, _mm256_set1_epi32(1));
+    const __m256i bias = _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, bias), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+    const __m128i packed =
+        _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), packed);
+  }
 
   // 2^n built in the exponent bits (n stays in the normal range after exp_ps's clamp).
   static Vec scale_pow2(Vec v, Vec n) {

@@ -39,6 +39,21 @@ struct Avx512 {
     const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), scale);
   }
+  // kWidth floats narrowed to F16 (vcvtps2ph, ties to even) or BF16 (ties to even in
+  // integer steps, a NaN kept quiet), as runner/util/float16.h rounds them.
+  static void store_half(uint16_t* out, Vec v) {
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), h);
+  }
+  static void store_bfloat(uint16_t* out, Vec v) {
+    const __m512i bits = _mm512_castps_si512(v), high = _mm512_srli_epi32(bits, 16);
+    const __m512i odd = _mm512_and_si512(high, _mm512_set1_epi32(1));
+    const __m512i bias = _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(bits, bias), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(r));
+  }
 
   static Vec scale_pow2(Vec v, Vec n) { return _mm512_scalef_ps(v, n); }
   static Vec clamp(Vec v, Vec lo, Vec hi) { return _mm512_min_ps(_mm512_max_ps(v, lo), hi); }

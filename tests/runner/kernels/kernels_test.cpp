@@ -442,6 +442,50 @@ TEST(Kernels, SiluMulMatchesFloat64AndIgnoresTheLength) {
   }
 }
 
+// The KV cache's narrowing against the scalar converters, bit for bit, on every ISA: the
+// values around each rounding decision (ties, one ulp either side, with an even and an odd
+// kept bit), F16's subnormals and overflow edge, infinities, NaNs with payloads, and random
+// bit patterns; at lengths that leave every tail size.
+TEST(Kernels, NarrowingToF16AndBf16MatchesTheScalarConvertersBitForBit) {
+  std::vector<uint32_t> bits = {0u,          0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                0xffc00001u, 0x7f800001u, 0x7fa00000u, 0xff812345u, 0x477ff000u,
+                                0x477fefffu, 0x477fe000u, 0x38800000u, 0x33000000u, 0x33000001u,
+                                0x32ffffffu, 0x387fc000u, 0x7f7fffffu};
+  std::mt19937 rng(5);
+  for (int i = 0; i < 4096; ++i) {
+    const uint32_t high = rng() & 0xffff0000u;
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u, 0x17fffu, 0x18000u}) bits.push_back(high + low);
+    // F16: the 13 dropped bits at the tie, around it, and in the subnormal range.
+    const uint32_t base = (rng() & 0x80000000u) | ((rng() % 40 + 100) << 23) | (rng() & 0x7fc000u);
+    for (uint32_t low : {0xfffu, 0x1000u, 0x1001u, 0x3000u}) bits.push_back(base + low);
+    bits.push_back(static_cast<uint32_t>(rng()));
+  }
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * sizeof(float));
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (int64_t len : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{15}, int64_t{17},
+                        static_cast<int64_t>(x.size())}) {
+      std::vector<uint16_t> half(len, 0xdead), bfloat(len, 0xdead);
+      to_half(x.data(), half.data(), len);
+      to_bfloat(x.data(), bfloat.data(), len);
+      for (int64_t i = 0; i < len; ++i) {
+        ASSERT_EQ(half[i], half_from_float(x[i]))
+            << isa_name(isa) << " F16 of bits " << std::hex << bits[i];
+        ASSERT_EQ(bfloat[i], bfloat_from_float(x[i]))
+            << isa_name(isa) << " BF16 of bits " << std::hex << bits[i];
+      }
+    }
+    // Nothing past n is written.
+    std::vector<uint16_t> out(9, 0xbeef);
+    to_half(x.data(), out.data(), 3);
+    to_bfloat(x.data(), out.data() + 4, 3);
+    EXPECT_EQ(out[3], 0xbeef);
+    EXPECT_EQ(out[7], 0xbeef);
+    EXPECT_EQ(out[8], 0xbeef);
+  }
+}
+
 TEST(Kernels, TestHookRefusesAnIsaThisCpuLacksAndNamesEveryIsa) {
   const auto isas = runnable_isas();
   ASSERT_FALSE(isas.empty());
