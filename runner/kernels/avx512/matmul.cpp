@@ -72,9 +72,11 @@ struct Avx512 {
 // x[2k]*w[2k] + x[2k+1]*w[2k+1] to its F32 accumulator, pair after pair. Only this ISA
 // has it, so its k loop lives here; the tiling around it is the shared one.
 struct Bf16DotTile : TileShape<Avx512, 6> {
+  static int64_t steps(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<Avx512, R>& acc, const MatmulArgs& a,
-                                            const uint8_t* panel, int64_t row0, int col) {
+                                            const uint8_t* panel, int64_t row0, int col,
+                                            const FarPrefetch& far) {
     const int64_t n_pairs = (a.n_in + 1) / 2;
     const uint32_t* x = a.x_pairs + row0 * n_pairs;
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
@@ -85,7 +87,7 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
         for (int v = 0; v < Avx512::kVecs; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], xr, w[v]);
       }
     };
-    stream<Avx512, uint32_t>(panel, col, n_pairs, pair);
+    stream<Avx512, uint32_t>(panel, col, n_pairs, far, pair);
   }
 };
 
