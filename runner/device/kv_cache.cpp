@@ -88,7 +88,7 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
   const size_t local_layer_bytes = static_cast<size_t>(n_local_blocks_) * block_bytes;
   n_bytes_ = static_cast<size_t>(n_layer - n_local_layers_) * global_layer_bytes +
              static_cast<size_t>(n_local_layers_) * local_layer_bytes;
-  data_.reset(new uint8_t[n_bytes_]);
+  data_ = allocate_large(n_bytes_);
   uint8_t* at = data_.get();
   for (LayerPlace& place : layers_) {
     place.base = at;

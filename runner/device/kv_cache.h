@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runner/gguf/gguf.h"
+#include "runner/util/huge_pages.h"
 
 namespace tandem {
 
@@ -112,9 +113,10 @@ class KvCache {
   KvType type_;
   size_t vector_bytes_;
   size_t n_bytes_;
-  // Left uninitialized: the OS commits pages as steps first write them, so a large
-  // --kv-tokens costs nothing until it is used. Slots are always written before read.
-  std::unique_ptr<uint8_t[]> data_;
+  // On huge pages (a batch's slots are scattered over it), left uninitialized: the OS
+  // commits pages as steps first write them, so a large --kv-tokens costs nothing until it
+  // is used. Slots are always written before read.
+  LargeBytes data_;
   std::vector<LayerPlace> layers_;
 };
 

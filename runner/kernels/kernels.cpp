@@ -5,7 +5,6 @@
 #include "runner/kernels/kernels.h"
 
 #include <cpuid.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +24,7 @@
 #include "runner/kernels/quant_matmul.h"
 #include "runner/kernels/quantize_q8.h"
 #include "runner/util/float16.h"
+#include "runner/util/huge_pages.h"
 
 namespace tandem::kernels {
 
@@ -85,24 +85,18 @@ const detail::IsaKernels& active_kernels() {
   return detail::avx2_kernels();
 }
 
-// Page-aligned storage that asks for huge pages: the weights are streamed end to end
-// every step and 4 KiB pages would cost a TLB miss every 4 KiB.
+// Zeroed storage on huge pages (runner/util/huge_pages.h): the weights are streamed end to
+// end every step and 4 KiB pages would cost a TLB miss every 4 KiB.
 struct AlignedBuffer {
-  static constexpr size_t kHugePage = size_t{2} << 20;
+  LargeBytes bytes;
   uint8_t* data = nullptr;
   size_t size = 0;
 
-  explicit AlignedBuffer(size_t n) : size(n) {
-    const size_t align = n >= kHugePage ? kHugePage : 64;
-    const size_t rounded = (std::max<size_t>(n, 1) + align - 1) / align * align;
-    data = static_cast<uint8_t*>(std::aligned_alloc(align, rounded));
-    if (data == nullptr) throw std::bad_alloc();
-    if (align == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);
-    std::memset(data, 0, rounded);
+  // Zeroed to the next 64 bytes: a vector load at the end may read into them.
+  explicit AlignedBuffer(size_t n) : bytes(allocate_large(padded(n))), data(bytes.get()), size(n) {
+    std::memset(data, 0, padded(n));
   }
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  ~AlignedBuffer() { std::free(data); }
+  static size_t padded(size_t n) { return (std::max<size_t>(n, 1) + 63) / 64 * 64; }
 };
 
 size_t panel_bytes_for(PackedType type, int64_t n_in) {
