@@ -5,6 +5,7 @@
 #include "runner/kernels/kernels.h"
 
 #include <cpuid.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -401,6 +402,43 @@ void* detail::quant_scratch(size_t bytes) {
   return scratch.data();
 }
 
+namespace {
+
+// From this many rows, a matmul's tasks round the activations to BF16 together.
+constexpr int64_t kRowsToShareRounding = 8;
+
+// Rounding a matmul's activation rows to BF16 pairs, shared by its tasks: each task first
+// claims and rounds chunks of rows until none are left, then waits for the chunks other
+// tasks are still rounding. A chunk is only ever waited on while a running task rounds
+// it, so this cannot deadlock, even where the pool runs the tasks one after another.
+struct RowRounding {
+  static constexpr int kChunks = 4;
+  // What rounds (null: nothing to round, or rounded already).
+  void (*round)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) = nullptr;
+  const float* x = nullptr;
+  uint32_t* pairs = nullptr;
+  int64_t n_rows = 0, n_in = 0;
+  std::atomic<int> next{0}, done{0};
+
+  void run_alone() {
+    round(x, n_rows, n_in, pairs);
+    round = nullptr;
+  }
+  void help_and_wait() {
+    if (round == nullptr) return;
+    const int64_t n_pairs = (n_in + 1) / 2;
+    for (int c = next.fetch_add(1, std::memory_order_relaxed); c < kChunks;
+         c = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t begin = n_rows * c / kChunks, end = n_rows * (c + 1) / kChunks;
+      round(x + begin * n_in, end - begin, n_in, pairs + begin * n_pairs);
+      done.fetch_add(1, std::memory_order_release);
+    }
+    while (done.load(std::memory_order_acquire) < kChunks) _mm_pause();
+  }
+};
+
+}  // namespace
+
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
   const PackedWeights::Impl& impl = w.impl();
   if (n_rows <= 0 || impl.n_out == 0) return;
@@ -422,27 +460,35 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   job.args.y = y;
   job.loop = isa.matmul[static_cast<int>(impl.type)];
 
-  if (impl.type == PackedType::kBf16Pairs && isa.to_bf16_pairs != nullptr) {
-    // Activations rounded to BF16 once per call, on the submitting thread (cheap next
-    // to the matmul); the buffer lives as long as the thread, so steps allocate nothing.
-    thread_local std::vector<uint32_t> pairs;
-    const size_t needed = static_cast<size_t>(n_rows) * ((impl.n_in + 1) / 2);
-    if (pairs.size() < needed) pairs.resize(needed);
-    isa.to_bf16_pairs(x, n_rows, impl.n_in, pairs.data());
-    job.args.x_pairs = pairs.data();
-  }
-
   // A few contiguous ranges of panels per thread: each task's weight stream stays long
   // and sequential (what the prefetchers like), and a thread the hypervisor delays
   // leaves its unclaimed ranges to the others.
   job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
   job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
+  RowRounding rounding;
+  if (impl.type == PackedType::kBf16Pairs && isa.to_bf16_pairs != nullptr) {
+    // Activations rounded to BF16 once per call into a buffer that lives as long as the
+    // thread, so steps allocate nothing.
+    thread_local std::vector<uint32_t> pairs;
+    const size_t needed = static_cast<size_t>(n_rows) * ((impl.n_in + 1) / 2);
+    if (pairs.size() < needed) pairs.resize(needed);
+    job.args.x_pairs = pairs.data();
+    rounding.round = isa.to_bf16_pairs;
+    rounding.x = x;
+    rounding.pairs = pairs.data();
+    rounding.n_rows = n_rows;
+    rounding.n_in = impl.n_in;
+    // Few rows: on the submitting thread. Many: shared by the tasks (below).
+    if (job.n_tasks <= 1 || n_rows < kRowsToShareRounding) rounding.run_alone();
+  }
   if (job.n_tasks <= 1) {
     job.loop(job.args, 0, job.n_panels);
     return;
   }
-  const Job* j = &job;  // one pointer: std::function keeps it without allocating
-  pool.parallel_for(job.n_tasks, [j](int64_t t) {
+  const Job* j = &job;  // two pointers: std::function keeps them without allocating
+  RowRounding* r = &rounding;
+  pool.parallel_for(job.n_tasks, [j, r](int64_t t) {
+    r->help_and_wait();
     j->loop(j->args, t * j->n_panels / j->n_tasks, (t + 1) * j->n_panels / j->n_tasks);
   });
 }

@@ -157,6 +157,8 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
 
   embed_and_angles(rows);
   plan_query_tiles();
+  // Each block's closing pass over the tokens adds its residual and norms x for the next
+  // block (xn), so a layer costs two fewer pool dispatches than separate norm passes.
   for (int32_t l = 0; l < cfg_.n_layer; ++l) {
     attention_block(l, rows);
     ffn_block(l);
@@ -165,8 +167,8 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
   return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
 }
 
-// x = embedding * embed_scale; RoPE's cos and sin (times the attention factor) once per
-// token, shared by all layers.
+// x = embedding * embed_scale, and xn = the first layer's attention norm of it; RoPE's cos
+// and sin (times the attention factor) once per token, shared by all layers.
 void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
   const int32_t half = cfg_.n_rot / 2;
@@ -176,6 +178,7 @@ void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
     model_.embed(r.tokens[token_position_[t] - r.position], x);
     if (cfg_.embed_scale != 1.0f)
       for (int64_t i = 0; i < e; ++i) x[i] *= cfg_.embed_scale;
+    rms_norm(x, model_.layers()[0].attn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
     for (int table = 0; table < 2; ++table) {
       const RopeParams& p = table == 0 ? cfg_.rope : cfg_.rope_local;
       const int64_t at = (table * n_tokens + t) * half;
@@ -189,13 +192,11 @@ void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
   });
 }
 
-// x += post_norm(Wo * attention(rope(qk_norm(Wq,k,v * norm(x)))))
+// x += post_norm(Wo * attention(rope(qk_norm(Wq,k,v * xn)))), xn = norm(x) on entry;
+// then xn = ffn_norm(x).
 void ForwardPass::attention_block(int32_t l, std::span<const ForwardRow> rows) {
   const LayerWeights& w = model_.layers()[l];
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
-  pool_.parallel_for(n_tokens, [&](int64_t t) {
-    rms_norm(&x_[t * e], w.attn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
-  });
   kernels::matmul(pool_, w.qkv, xn_.data(), n_tokens, qkv_.data());
   pool_.parallel_for(n_tokens, [&](int64_t t) { qk_rope_and_store(l, t, rows); });
   attention(l, rows);
@@ -204,6 +205,7 @@ void ForwardPass::attention_block(int32_t l, std::span<const ForwardRow> rows) {
     float* p = &proj_[t * e];
     if (cfg_.post_norms) rms_norm(p, w.post_attn_norm.data(), p, e, cfg_.rms_eps);
     add(&x_[t * e], p, e);
+    rms_norm(&x_[t * e], w.ffn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
   });
 }
 
@@ -231,14 +233,13 @@ void ForwardPass::qk_rope_and_store(int32_t l, int64_t t, std::span<const Forwar
   kv_.store(l, block, slot, k, k + kv_dim);
 }
 
-// x += post_norm(W_down * (act(W_gate * xn) * (W_up * xn))), xn = norm(x)
+// x += post_norm(W_down * (act(W_gate * xn) * (W_up * xn))), xn = norm(x) on entry; then
+// xn = the next layer's attention norm of x (the output norm is output_logits' own).
 void ForwardPass::ffn_block(int32_t l) {
   const LayerWeights& w = model_.layers()[l];
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
   const int64_t ff = cfg_.n_ff;
-  pool_.parallel_for(n_tokens, [&](int64_t t) {
-    rms_norm(&x_[t * e], w.ffn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
-  });
+  const float* next_norm = l + 1 < cfg_.n_layer ? model_.layers()[l + 1].attn_norm.data() : nullptr;
   kernels::matmul(pool_, w.gate_up, xn_.data(), n_tokens, gate_up_.data());
   pool_.parallel_for(n_tokens, [&](int64_t t) {
     const float* g = &gate_up_[t * 2 * ff];
@@ -249,6 +250,7 @@ void ForwardPass::ffn_block(int32_t l) {
     float* p = &proj_[t * e];
     if (cfg_.post_norms) rms_norm(p, w.post_ffn_norm.data(), p, e, cfg_.rms_eps);
     add(&x_[t * e], p, e);
+    if (next_norm != nullptr) rms_norm(&x_[t * e], next_norm, &xn_[t * e], e, cfg_.rms_eps);
   });
 }
 
