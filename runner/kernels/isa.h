@@ -50,6 +50,13 @@ using KvDotRows = void (*)(const float* q, const uint8_t* k, int64_t stride, int
                            int64_t n, float* out);
 using KvAxpyRows = void (*)(const float* w, const uint8_t* v, int64_t stride, int64_t count,
                             int64_t n, float* y);
+// The same for n_q queries at once (kernels.h, dot_rows_multi and axpy_rows_multi).
+using KvDotRowsMulti = void (*)(const float* q, int64_t q_stride, int n_q, const uint8_t* k,
+                                int64_t stride, int64_t count, int64_t n, float* out,
+                                int64_t out_stride);
+using KvAxpyRowsMulti = void (*)(const float* w, int64_t w_stride, int n_q, const uint8_t* v,
+                                 int64_t stride, int64_t count, int64_t n, float* y,
+                                 int64_t y_stride);
 
 struct IsaKernels {
   PanelLoop matmul[kPackedTypeCount] = {};
@@ -67,6 +74,8 @@ struct IsaKernels {
   // The same two over KV vectors of a stored type, indexed by KvElements (stride in bytes).
   KvDotRows kv_dot_rows[kKvElementCount] = {};
   KvAxpyRows kv_axpy_rows[kKvElementCount] = {};
+  KvDotRowsMulti kv_dot_rows_multi[kKvElementCount] = {};
+  KvAxpyRowsMulti kv_axpy_rows_multi[kKvElementCount] = {};
   // Narrowing for the KV cache's 16-bit types, as runner/util/float16.h rounds.
   void (*to_half)(const float* x, uint16_t* out, int64_t n) = nullptr;
   void (*to_bfloat)(const float* x, uint16_t* out, int64_t n) = nullptr;

@@ -544,6 +544,19 @@ void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t str
                                                    n, y);
 }
 
+void dot_rows_multi(gguf::TensorType type, const float* q, int64_t q_stride, int n_q, const void* k,
+                    int64_t stride, int64_t count, int64_t n, float* out, int64_t out_stride) {
+  active_kernels().kv_dot_rows_multi[kv_elements(type)](
+      q, q_stride, n_q, static_cast<const uint8_t*>(k), stride, count, n, out, out_stride);
+}
+
+void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, int n_q,
+                     const void* v, int64_t stride, int64_t count, int64_t n, float* y,
+                     int64_t y_stride) {
+  active_kernels().kv_axpy_rows_multi[kv_elements(type)](
+      w, w_stride, n_q, static_cast<const uint8_t*>(v), stride, count, n, y, y_stride);
+}
+
 float exp_shifted_sum(float* x, int64_t n, float shift) {
   return active_kernels().exp_shifted_sum(x, n, shift);
 }

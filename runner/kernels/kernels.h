@@ -97,6 +97,15 @@ void axpy_rows(gguf::TensorType type, const float* w, const void* v, int64_t str
 // cache's writes; vectorized, where the scalar converters cost a branch per element.
 void to_half(const float* x, uint16_t* out, int64_t n);
 void to_bfloat(const float* x, uint16_t* out, int64_t n);
+// The same two for n_q queries at once, each with its own inputs and outputs (query a's
+// at q + a * q_stride, out + a * out_stride; w + a * w_stride, y + a * y_stride): every
+// query's results are the one-query kernels' bit for bit, and each stored vector is read
+// and widened once for all of them (the query heads that share a KV head, under GQA).
+void dot_rows_multi(gguf::TensorType type, const float* q, int64_t q_stride, int n_q, const void* k,
+                    int64_t stride, int64_t count, int64_t n, float* out, int64_t out_stride);
+void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, int n_q,
+                     const void* v, int64_t stride, int64_t count, int64_t n, float* y,
+                     int64_t y_stride);
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

@@ -306,6 +306,60 @@ void kv_axpy_rows(const float* w, const uint8_t* v, int64_t stride, int64_t coun
   }
 }
 
+// Several queries' kv_axpy_rows at once, NQ of them: y_q += sum_j w_q[j] * v_j, each stored
+// vector loaded and widened once for all NQ. Every output element is its own FMA chain
+// over j, in j order, so each y_q gets exactly kv_axpy_rows' bits. n is a multiple of 4 *
+// kWidth.
+template <class V, class E, int NQ>
+void kv_axpy_rows_group(const float* w, int64_t w_stride, const uint8_t* v, int64_t stride,
+                        int64_t count, int64_t n, float* y, int64_t y_stride) {
+  constexpr int kW = V::kWidth;
+  for (int64_t i = 0; i < n; i += 4 * kW) {
+    typename V::Vec acc[NQ][4];
+    for (int q = 0; q < NQ; ++q)
+      for (int c = 0; c < 4; ++c) acc[q][c] = V::load(y + q * y_stride + i + c * kW);
+    for (int64_t j = 0; j < count; ++j) {
+      typename V::Vec x[4];
+      for (int c = 0; c < 4; ++c) x[c] = E::load(v + j * stride, i + c * kW);
+      for (int q = 0; q < NQ; ++q) {
+        const typename V::Vec wq = V::broadcast(w + q * w_stride + j);
+        for (int c = 0; c < 4; ++c) acc[q][c] = V::fma(wq, x[c], acc[q][c]);
+      }
+    }
+    for (int q = 0; q < NQ; ++q)
+      for (int c = 0; c < 4; ++c) V::store(y + q * y_stride + i + c * kW, acc[q][c]);
+  }
+}
+
+// n_q queries: in groups whose accumulators and widened values fit the registers (3 with
+// 32 zmm, 2 with 16 ymm); a length the groups do not cover goes query by query.
+template <class V, class E, KvAxpyRows Single>
+void kv_axpy_rows_multi(const float* w, int64_t w_stride, int n_q, const uint8_t* v, int64_t stride,
+                        int64_t count, int64_t n, float* y, int64_t y_stride) {
+  constexpr int kGroup = V::kWidth == 16 ? 3 : 2;
+  if (n % (4 * V::kWidth) != 0) {
+    for (int q = 0; q < n_q; ++q) Single(w + q * w_stride, v, stride, count, n, y + q * y_stride);
+    return;
+  }
+  int q = 0;
+  for (; q + kGroup <= n_q; q += kGroup)
+    kv_axpy_rows_group<V, E, kGroup>(w + q * w_stride, w_stride, v, stride, count, n,
+                                     y + q * y_stride, y_stride);
+  if (n_q - q == 2)
+    kv_axpy_rows_group<V, E, 2>(w + q * w_stride, w_stride, v, stride, count, n, y + q * y_stride,
+                                y_stride);
+  if (n_q - q == 1)
+    kv_axpy_rows_group<V, E, 1>(w + q * w_stride, w_stride, v, stride, count, n, y + q * y_stride,
+                                y_stride);
+}
+
+// The dot form where an ISA has no grouped kernel: query by query.
+template <KvDotRows Single>
+void kv_dot_rows_each(const float* q, int64_t q_stride, int n_q, const uint8_t* k, int64_t stride,
+                      int64_t count, int64_t n, float* out, int64_t out_stride) {
+  for (int i = 0; i < n_q; ++i) Single(q + i * q_stride, k, stride, count, n, out + i * out_stride);
+}
+
 // F32 KV goes through the float kernels, so F32 attention is what it always was.
 template <class V, DotRows F32DotRows>
 void kv_dot_rows_f32(const float* q, const uint8_t* k, int64_t stride, int64_t count, int64_t n,
@@ -322,11 +376,16 @@ void kv_axpy_rows_f32(const float* w, const uint8_t* v, int64_t stride, int64_t 
 // unless the ISA gives its own (KvDot<E>).
 struct KvDotTable {
   KvDotRows rows[kKvElementCount];
+  KvDotRowsMulti multi[kKvElementCount];
 };
 template <class V, DotRows F32DotRows>
 constexpr KvDotTable generic_kv_dot() {
   return {{&kv_dot_rows_f32<V, F32DotRows>, &kv_dot_rows<V, F16Elements<V>>,
-           &kv_dot_rows<V, Bf16Elements<V>>, &kv_dot_rows<V, Q8Elements<V>>}};
+           &kv_dot_rows<V, Bf16Elements<V>>, &kv_dot_rows<V, Q8Elements<V>>},
+          {&kv_dot_rows_each<&kv_dot_rows_f32<V, F32DotRows>>,
+           &kv_dot_rows_each<&kv_dot_rows<V, F16Elements<V>>>,
+           &kv_dot_rows_each<&kv_dot_rows<V, Bf16Elements<V>>>,
+           &kv_dot_rows_each<&kv_dot_rows<V, Q8Elements<V>>>}};
 }
 
 using ToBf16Pairs = void (*)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out);
@@ -348,6 +407,11 @@ constexpr IsaKernels make_kernels(DotRows dot_rows, KvDotTable kv_dot,
           {kv_dot.rows[0], kv_dot.rows[1], kv_dot.rows[2], kv_dot.rows[3]},
           {&kv_axpy_rows_f32<V>, &kv_axpy_rows<V, F16Elements<V>>,
            &kv_axpy_rows<V, Bf16Elements<V>>, &kv_axpy_rows<V, Q8Elements<V>>},
+          {kv_dot.multi[0], kv_dot.multi[1], kv_dot.multi[2], kv_dot.multi[3]},
+          {&kv_axpy_rows_multi<V, F32Elements<V>, &kv_axpy_rows_f32<V>>,
+           &kv_axpy_rows_multi<V, F16Elements<V>, &kv_axpy_rows<V, F16Elements<V>>>,
+           &kv_axpy_rows_multi<V, Bf16Elements<V>, &kv_axpy_rows<V, Bf16Elements<V>>>,
+           &kv_axpy_rows_multi<V, Q8Elements<V>, &kv_axpy_rows<V, Q8Elements<V>>>},
           &narrow<V, false>,
           &narrow<V, true>};
 }

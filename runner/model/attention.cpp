@@ -26,6 +26,25 @@ struct OnlineSoftmax {
   float* acc = nullptr;
 };
 
+// One block's n scores into a query's running state: scaled (and soft-capped), the sum
+// and values rescaled when the max grows, the scores turned into their weights e^(s - max).
+void fold_block(OnlineSoftmax& s, float* scores, int32_t n, const ModelConfig& cfg) {
+  float block_max = -INFINITY;
+  for (int32_t k = 0; k < n; ++k) {
+    scores[k] *= cfg.attn_scale;
+    if (cfg.attn_softcap > 0)
+      scores[k] = cfg.attn_softcap * std::tanh(scores[k] / cfg.attn_softcap);
+    block_max = std::max(block_max, scores[k]);
+  }
+  if (block_max > s.max) {  // rescale what was summed against the old max
+    const float factor = std::exp(s.max - block_max);
+    s.sum *= factor;
+    for (int32_t d = 0; d < cfg.head_dim; ++d) s.acc[d] *= factor;
+    s.max = block_max;
+  }
+  s.sum += kernels::exp_shifted_sum(scores, n, s.max);
+}
+
 }  // namespace
 
 // Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
@@ -40,48 +59,70 @@ void ForwardPass::plan_query_tiles() {
   query_tiles_.push_back(n_tokens);
 }
 
+// Heads per task: the query heads that share a KV head go together (each K and V vector
+// is read and widened once for all of them), split further only where that would leave
+// too few tasks to spread over the threads (batch 1 with 3 KV heads on 2 threads). The
+// grouped kernels give each query the one-query results bit for bit, so the split never
+// changes a result.
+int32_t ForwardPass::heads_per_task(int64_t n_tiles) const {
+  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
+  const int64_t wanted = 4 * static_cast<int64_t>(pool_.size());
+  for (int32_t heads = group; heads > 1; --heads)
+    if (group % heads == 0 && n_tiles * (cfg_.n_head / heads) >= wanted) return heads;
+  return 1;
+}
+
 void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
   const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size()) - 1;
-  const int64_t n_tasks = n_tiles * cfg_.n_head;
+  const int32_t heads = heads_per_task(n_tiles), per_tile = cfg_.n_head / heads;
+  const int64_t n_tasks = n_tiles * per_tile;
   std::atomic<int64_t> next{0};
   pool_.run_on_all([&](int thread, int) {
     std::vector<float>& scratch = thread_scores_[thread];
     for (int64_t task = next.fetch_add(1); task < n_tasks; task = next.fetch_add(1)) {
-      const int64_t tile = task / cfg_.n_head;
+      const int64_t tile = task / per_tile;
       const int64_t first = query_tiles_[tile];
       attend_tile(layer, rows, first, static_cast<int32_t>(query_tiles_[tile + 1] - first),
-                  static_cast<int32_t>(task % cfg_.n_head), scratch);
+                  static_cast<int32_t>(task % per_tile) * heads, heads, scratch);
     }
   });
 }
 
-// Queries first_token .. + n_queries - 1 (one row's consecutive positions), head `head`.
+// Queries first_token .. + n_queries - 1 (one row's consecutive positions), heads
+// first_head .. + n_heads - 1 (all over one KV head).
 void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
-                              int32_t n_queries, int32_t head, std::vector<float>& scratch) {
+                              int32_t n_queries, int32_t first_head, int32_t n_heads,
+                              std::vector<float>& scratch) {
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
   const int64_t q_dim = cfg_.q_dim(), qkv_width = q_dim + 2 * cfg_.kv_dim();
   const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t bs = kv_.block_size();
   const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
-  const size_t kv_off = kv_element_offset(kv_.type(), static_cast<int64_t>(head / group) * hd);
+  const size_t kv_off =
+      kv_element_offset(kv_.type(), static_cast<int64_t>(first_head / group) * hd);
   const std::span<const int32_t> blocks = table(rows[token_row_[first_token]], layer);
 
-  // The threads' scratch vectors may sit next to each other on the heap: 16 floats (a cache
-  // line) past what is written keep one thread's writes off the next one's lines.
-  const size_t needed = static_cast<size_t>(n_queries) * hd + bs + 16;
+  // Scratch: each (query, head)'s accumulated values (hd floats, the heads of a query side
+  // by side), then each head's scores for one block. The threads' scratch vectors may sit
+  // next to each other on the heap: 16 floats (a cache line) past what is written keep one
+  // thread's writes off the next one's lines.
+  const int32_t n_states = n_queries * n_heads;
+  const size_t needed = static_cast<size_t>(n_states) * hd + static_cast<size_t>(n_heads) * bs + 16;
   if (scratch.size() < needed) scratch.resize(needed);
-  float* scores = scratch.data() + static_cast<size_t>(n_queries) * hd;
-  OnlineSoftmax state[kQueryTile];
-  for (int32_t i = 0; i < n_queries; ++i) {
-    state[i] = {-INFINITY, 0, scratch.data() + static_cast<size_t>(i) * hd};
-    std::fill(state[i].acc, state[i].acc + hd, 0.0f);
+  float* scores = scratch.data() + static_cast<size_t>(n_states) * hd;
+  thread_local std::vector<OnlineSoftmax> states;
+  if (states.size() < static_cast<size_t>(n_states)) states.resize(n_states);
+  for (int32_t s = 0; s < n_states; ++s) {
+    states[s] = {-INFINITY, 0, scratch.data() + static_cast<size_t>(s) * hd};
+    std::fill(states[s].acc, states[s].acc + hd, 0.0f);
   }
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
   auto end_of = [&](int32_t i) { return token_position_[first_token + i] + 1; };
   auto begin_of = [&](int32_t i) { return window > 0 ? std::max(0, end_of(i) - window) : 0; };
 
-  // The tile's keys, a cache block at a time; each query takes its part of the block.
+  // The tile's keys, a cache block at a time; each query takes its part of the block, for
+  // all its heads at once.
   const int32_t last_end = end_of(n_queries - 1);
   for (int32_t j = begin_of(0); j < last_end;) {
     const int32_t block_end = std::min((j / bs + 1) * bs, last_end);
@@ -89,31 +130,23 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
       const int32_t from = std::max(j, begin_of(i)), to = std::min(block_end, end_of(i));
       if (from >= to) continue;
       const int32_t block = blocks[from / bs], slot = from % bs, n = to - from;
-      const float* q = &qkv_[(first_token + i) * qkv_width + static_cast<int64_t>(head) * hd];
-      kernels::dot_rows(type, q, kv_.k(layer, block, slot) + kv_off, stride, n, hd, scores);
-      OnlineSoftmax& s = state[i];
-      float block_max = -INFINITY;
-      for (int32_t k = 0; k < n; ++k) {
-        scores[k] *= cfg_.attn_scale;
-        if (cfg_.attn_softcap > 0)
-          scores[k] = cfg_.attn_softcap * std::tanh(scores[k] / cfg_.attn_softcap);
-        block_max = std::max(block_max, scores[k]);
-      }
-      if (block_max > s.max) {  // rescale what was summed against the old max
-        const float factor = std::exp(s.max - block_max);
-        s.sum *= factor;
-        for (int32_t d = 0; d < hd; ++d) s.acc[d] *= factor;
-        s.max = block_max;
-      }
-      s.sum += kernels::exp_shifted_sum(scores, n, s.max);
-      kernels::axpy_rows(type, scores, kv_.v(layer, block, slot) + kv_off, stride, n, hd, s.acc);
+      const float* q = &qkv_[(first_token + i) * qkv_width + static_cast<int64_t>(first_head) * hd];
+      kernels::dot_rows_multi(type, q, hd, n_heads, kv_.k(layer, block, slot) + kv_off, stride, n,
+                              hd, scores, bs);
+      for (int32_t h = 0; h < n_heads; ++h)
+        fold_block(states[i * n_heads + h], scores + h * bs, n, cfg_);
+      kernels::axpy_rows_multi(type, scores, bs, n_heads, kv_.v(layer, block, slot) + kv_off,
+                               stride, n, hd, states[i * n_heads].acc, hd);
     }
     j = block_end;
   }
   for (int32_t i = 0; i < n_queries; ++i) {
-    float* out = &attn_[(first_token + i) * q_dim + static_cast<int64_t>(head) * hd];
-    const float inv = 1.0f / state[i].sum;
-    for (int32_t d = 0; d < hd; ++d) out[d] = state[i].acc[d] * inv;
+    for (int32_t h = 0; h < n_heads; ++h) {
+      const OnlineSoftmax& st = states[i * n_heads + h];
+      float* out = &attn_[(first_token + i) * q_dim + static_cast<int64_t>(first_head + h) * hd];
+      const float inv = 1.0f / st.sum;
+      for (int32_t d = 0; d < hd; ++d) out[d] = st.acc[d] * inv;
+    }
   }
 }
 

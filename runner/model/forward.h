@@ -49,8 +49,10 @@ class ForwardPass {
   // attention.cpp: flash-style, over the paged cache block by block with an online softmax.
   void plan_query_tiles();
   void attention(int32_t layer, std::span<const ForwardRow> rows);
+  int32_t heads_per_task(int64_t n_tiles) const;
   void attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
-                   int32_t n_queries, int32_t head, std::vector<float>& scratch);
+                   int32_t n_queries, int32_t first_head, int32_t n_heads,
+                   std::vector<float>& scratch);
   // The block table `layer` reads and writes through: the local one for a local layer of
   // a cache with a local group.
   std::span<const int32_t> table(const ForwardRow& r, int32_t layer) const {

@@ -160,6 +160,73 @@ void dot_rows_of(const float* q, const uint8_t* k, int64_t stride, int64_t count
   }
 }
 
+// dot_rows_of for NQ queries at once: each group of four keys is loaded and widened once,
+// and every query's four sums are formed exactly as dot_rows_of forms them.
+template <class E, int NQ>
+void dot_rows_group(const float* q, int64_t q_stride, const uint8_t* k, int64_t stride,
+                    int64_t count, int64_t n, float* out, int64_t out_stride) {
+  auto fold = [](__m512 acc) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  };
+  for (int64_t j = 0; j < count; j += 4) {
+    const int64_t keys = count - j < 4 ? count - j : 4;
+    __m512 acc[NQ][4];
+    for (int a = 0; a < NQ; ++a)
+      for (int r = 0; r < 4; ++r) acc[a][r] = _mm512_setzero_ps();
+    // A missing key (past count) reads as zero; its sums are never stored.
+    auto add_products = [&](bool all_keys) TANDEM_STEP_INLINE {  // inlined: a constant
+      for (int64_t i = 0; i < n; i += 16) {
+        __m512 kr[4];
+        for (int r = 0; r < 4; ++r)
+          kr[r] = all_keys || r < keys ? E::load(k + (j + r) * stride, i) : _mm512_setzero_ps();
+        for (int a = 0; a < NQ; ++a) {
+          const __m512 qi = _mm512_loadu_ps(q + a * q_stride + i);
+          for (int r = 0; r < 4; ++r) acc[a][r] = _mm512_fmadd_ps(qi, kr[r], acc[a][r]);
+        }
+      }
+    };
+    if (keys == 4) {
+      add_products(true);
+    } else {
+      add_products(false);
+    }
+    for (int a = 0; a < NQ; ++a) {
+      const __m128 s0 = fold(acc[a][0]), s1 = fold(acc[a][1]), s2 = fold(acc[a][2]),
+                   s3 = fold(acc[a][3]);
+      const __m128 sums = _mm_hadd_ps(_mm_hadd_ps(s0, s1), _mm_hadd_ps(s2, s3));
+      alignas(16) float tmp[4];
+      _mm_store_ps(tmp, sums);
+      for (int64_t r = 0; r < keys; ++r) out[a * out_stride + j + r] = tmp[r];
+    }
+  }
+}
+
+template <class E>
+void dot_rows_multi_of(const float* q, int64_t q_stride, int n_q, const uint8_t* k, int64_t stride,
+                       int64_t count, int64_t n, float* out, int64_t out_stride) {
+  if (n % 16 != 0 || n > 256) {
+    for (int a = 0; a < n_q; ++a)
+      dot_rows_of<E>(q + a * q_stride, k, stride, count, n, out + a * out_stride);
+    return;
+  }
+  int a = 0;
+  for (; a + 4 <= n_q; a += 4)
+    dot_rows_group<E, 4>(q + a * q_stride, q_stride, k, stride, count, n, out + a * out_stride,
+                         out_stride);
+  switch (n_q - a) {
+    case 3:
+      return dot_rows_group<E, 3>(q + a * q_stride, q_stride, k, stride, count, n,
+                                  out + a * out_stride, out_stride);
+    case 2:
+      return dot_rows_group<E, 2>(q + a * q_stride, q_stride, k, stride, count, n,
+                                  out + a * out_stride, out_stride);
+    case 1:
+      return dot_rows_group<E, 1>(q + a * q_stride, q_stride, k, stride, count, n,
+                                  out + a * out_stride, out_stride);
+  }
+}
+
 void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
               float* out) {
   dot_rows_of<F32Elements<Avx512>>(q, reinterpret_cast<const uint8_t*>(k), stride * 4, count, n,
@@ -168,7 +235,9 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
 
 constexpr KvDotTable kKvDot = {
     {&dot_rows_of<F32Elements<Avx512>>, &dot_rows_of<F16Elements<Avx512>>,
-     &dot_rows_of<Bf16Elements<Avx512>>, &dot_rows_of<Q8Elements<Avx512>>}};
+     &dot_rows_of<Bf16Elements<Avx512>>, &dot_rows_of<Q8Elements<Avx512>>},
+    {&dot_rows_multi_of<F32Elements<Avx512>>, &dot_rows_multi_of<F16Elements<Avx512>>,
+     &dot_rows_multi_of<Bf16Elements<Avx512>>, &dot_rows_multi_of<Q8Elements<Avx512>>}};
 
 constexpr IsaKernels kAvx512 = make_kernels<Avx512>(&dot_rows, kKvDot);
 constexpr IsaKernels kAvx512Bf16 =

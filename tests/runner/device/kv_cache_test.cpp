@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "runner/kernels/kernels.h"
@@ -133,4 +135,51 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
 }
 
 }  // namespace
+// The grouped forms (several query heads over one KV head) give each query the one-query
+// kernels' results bit for bit, on every ISA and type, for group sizes past the kernels'
+// register groups, head sizes off their vector multiples, and partial groups of keys.
+TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
+  using kernels::Isa;
+  const Isa saved = kernels::detected_isa();
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    if (!kernels::set_isa_for_testing(isa)) continue;
+    for (KvType t : kAllKvTypes) {
+      for (int64_t hd : {32, 64, 96, 128}) {
+        if (t == KvType::kQ8_0 && hd % 32 != 0) continue;
+        const int32_t kv_dim = static_cast<int32_t>(hd), count = 13;
+        KvCache kv(1, kv_dim, 1, t, static_cast<int32_t>(hd), count);
+        for (int32_t j = 0; j < count; ++j) {
+          const auto x = random_values(kv_dim, 30 + j), y = random_values(kv_dim, 60 + j);
+          kv.store(0, 0, j, x.data(), y.data());
+        }
+        for (int n_q : {1, 2, 3, 4, 5, 7}) {
+          const auto q = random_values(n_q * hd, 7);
+          const auto w = random_values(n_q * count, 8);
+          const auto y0 = random_values(n_q * hd, 9);
+          for (int32_t n_keys : {1, 3, 4, 5, count}) {
+            const std::string label = std::string(kernels::isa_name(isa)) + " " + kv_type_name(t) +
+                                      " hd " + std::to_string(hd) + " n_q " + std::to_string(n_q) +
+                                      " keys " + std::to_string(n_keys);
+            std::vector<float> got(n_q * count, -1.f), want(n_q * count, -1.f);
+            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, kv.k(0, 0, 0),
+                                    kv.slot_stride(), n_keys, hd, got.data(), count);
+            std::vector<float> y = y0, y_want = y0;
+            kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q, kv.v(0, 0, 0),
+                                     kv.slot_stride(), n_keys, hd, y.data(), hd);
+            for (int a = 0; a < n_q; ++a) {
+              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, kv.k(0, 0, 0),
+                                kv.slot_stride(), n_keys, hd, want.data() + a * count);
+              kernels::axpy_rows(kv_tensor_type(t), w.data() + a * count, kv.v(0, 0, 0),
+                                 kv.slot_stride(), n_keys, hd, y_want.data() + a * hd);
+            }
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << label;
+            ASSERT_EQ(0, std::memcmp(y.data(), y_want.data(), y.size() * 4)) << label;
+          }
+        }
+      }
+    }
+  }
+  kernels::set_isa_for_testing(saved);
+}
+
 }  // namespace tandem
