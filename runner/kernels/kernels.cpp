@@ -405,7 +405,7 @@ void* detail::quant_scratch(size_t bytes) {
 namespace {
 
 // From this many rows, a matmul's tasks round the activations to BF16 together.
-constexpr int64_t kRowsToShareRounding = 8;
+constexpr int64_t kRowsToShareRounding = 16;
 
 // Rounding a matmul's activation rows to BF16 pairs, shared by its tasks: each task first
 // claims and rounds chunks of rows until none are left, then waits for the chunks other

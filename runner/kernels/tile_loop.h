@@ -212,16 +212,19 @@ inline void run_rows(int64_t rows, const MatmulArgs& a, const uint8_t* panel, in
   }
 }
 
-// Panel by panel; within a panel, the rows in tiles of near-equal size (32 = 6 + 6 + 5 +
-// 5 + 5 + 5, not a last tile of 2 that leaves most FMA pipes idle), so the panel is read
-// from memory once and then served from cache to the remaining row tiles. That first pass
-// waits on memory, which idles during the others; so from three tiles up, each later pass
-// also prefetches its share of the next panel into L2, spread over its steps (32 rows:
-// 15-20% faster; with two tiles, the second pass alone could not hide a whole panel).
+// Panel by panel; within a panel, rows in tiles, so the panel is read from memory once,
+// by the first tile's pass, and then served from cache to the other tiles. That first pass
+// waits on memory, so it takes the most rows (kMaxRows): their arithmetic hides in the
+// wait. The other tiles share the rest evenly (32 = 6 + 6 + 5 + 5 + 5 + 5, not a last
+// tile of 2 that leaves most FMA pipes idle). Memory idles during those later passes, so
+// from three tiles up each also prefetches its share of the next panel into L2, spread
+// over its steps; with two tiles, the second pass alone could not hide a whole panel.
 template <class Tile>
 void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
   const int64_t n_tiles = (a.n_rows + Tile::kMaxRows - 1) / Tile::kMaxRows;
-  const int64_t base = a.n_rows / n_tiles, extra = a.n_rows % n_tiles;
+  const int64_t rest = a.n_rows - Tile::kMaxRows;
+  const int64_t base = n_tiles > 1 ? rest / (n_tiles - 1) : 0;
+  const int64_t extra = n_tiles > 1 ? rest % (n_tiles - 1) : 0;
   const int64_t n_steps = Tile::steps(a);
   const bool far_ahead = n_tiles >= 3;
   const int64_t share = far_ahead ? (a.panel_bytes + n_tiles - 2) / (n_tiles - 1) : 0;
@@ -230,7 +233,8 @@ void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
     const uint8_t* panel = a.panels + p * a.panel_bytes;
     const char* next = reinterpret_cast<const char*>(panel + a.panel_bytes);
     for (int64_t t = 0, row0 = 0; t < n_tiles; ++t) {
-      const int64_t rows = base + (t < extra ? 1 : 0);
+      const int64_t rows =
+          t == 0 ? (n_tiles > 1 ? Tile::kMaxRows : a.n_rows) : base + (t - 1 < extra ? 1 : 0);
       const FarPrefetch far{
           far_ahead && t > 0 && p + 1 < panel_end ? next + (t - 1) * share : nullptr, per_step};
       run_rows<Tile>(rows, a, panel, row0, p * kPanel, far);
