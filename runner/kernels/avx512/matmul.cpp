@@ -113,62 +113,28 @@ void to_bf16_pairs(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) 
   }
 }
 
-// out[j] = dot(q, k_j) for j < count, k_j the stored vector j * stride bytes after k:
-// one call per KV block in attention, for any element type E (vector_loops.h).
-// Rows go four at a time: each row's 16 lanes fold to 4 (two adds), then two rounds of
-// hadd finish the four sums together, a third of the shuffles of four full reductions.
-// A row's sum is the same whichever group of four it falls in.
-template <class E>
-void dot_rows_of(const float* q, const uint8_t* k, int64_t stride, int64_t count, int64_t n,
-                 float* out) {
-  if (n % 16 != 0 || n > 256) {
-    for (int64_t j = 0; j < count; ++j) out[j] = dot_elements<Avx512, E>(q, k + j * stride, n);
-    return;
-  }
-  auto fold = [](__m512 acc) {
-    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  };
-  for (int64_t j = 0; j < count; j += 4) {
-    // The four keys' products accumulate side by side (four independent FMA chains), each
-    // key's over i in order; a missing key (past count) stays zero.
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                     _mm512_setzero_ps()};
-    if (count - j >= 4) {
-      for (int64_t i = 0; i < n; i += 16) {
-        const __m512 qi = _mm512_loadu_ps(q + i);
-        for (int r = 0; r < 4; ++r)
-          acc[r] = _mm512_fmadd_ps(qi, E::load(k + (j + r) * stride, i), acc[r]);
-      }
-    } else {
-      for (int64_t i = 0; i < n; i += 16) {
-        const __m512 qi = _mm512_loadu_ps(q + i);
-        for (int r = 0; r < count - j; ++r)
-          acc[r] = _mm512_fmadd_ps(qi, E::load(k + (j + r) * stride, i), acc[r]);
-      }
-    }
-    const __m128 a = fold(acc[0]), b = fold(acc[1]), c = fold(acc[2]), d = fold(acc[3]);
-    const __m128 sums = _mm_hadd_ps(_mm_hadd_ps(a, b), _mm_hadd_ps(c, d));
-    const int64_t left = count - j;
-    if (left >= 4) {
-      _mm_storeu_ps(out + j, sums);
-    } else {
-      alignas(16) float tmp[4];
-      _mm_store_ps(tmp, sums);
-      for (int64_t r = 0; r < left; ++r) out[j + r] = tmp[r];
-    }
-  }
+// The four keys' sums of products, each accumulated in its own 16 lanes, reduced together
+// by a transpose: pairs of keys interleaved and added (a0+a2, b0+b2, a1+a3, b1+b3 in each
+// 128-bit lane), the two halves of that added, then the four 128-bit lanes folded. Half
+// the shuffles of four separate reductions, and every key's sum takes the same additions
+// whichever of the four places it has, so a key's score does not depend on its group.
+[[gnu::always_inline]] inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-// dot_rows_of for NQ queries at once: each group of four keys is loaded and widened once,
-// and every query's four sums are formed exactly as dot_rows_of forms them.
+// out[a * out_stride + j] = dot(q_a, k_j) for NQ queries q_a = q + a * q_stride and keys
+// j < count, k_j the stored vector j * stride bytes after k (any element type E,
+// vector_loops.h); n a multiple of 16. Keys go four at a time, each loaded and widened
+// once for all NQ queries; each (query, key) sum is its own FMA chain over i in order,
+// then reduce4, so every query gets the same bits alone as in a group.
 template <class E, int NQ>
 void dot_rows_group(const float* q, int64_t q_stride, const uint8_t* k, int64_t stride,
                     int64_t count, int64_t n, float* out, int64_t out_stride) {
-  auto fold = [](__m512 acc) {
-    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  };
   for (int64_t j = 0; j < count; j += 4) {
     const int64_t keys = count - j < 4 ? count - j : 4;
     __m512 acc[NQ][4];
@@ -192,14 +158,28 @@ void dot_rows_group(const float* q, int64_t q_stride, const uint8_t* k, int64_t 
       add_products(false);
     }
     for (int a = 0; a < NQ; ++a) {
-      const __m128 s0 = fold(acc[a][0]), s1 = fold(acc[a][1]), s2 = fold(acc[a][2]),
-                   s3 = fold(acc[a][3]);
-      const __m128 sums = _mm_hadd_ps(_mm_hadd_ps(s0, s1), _mm_hadd_ps(s2, s3));
-      alignas(16) float tmp[4];
-      _mm_store_ps(tmp, sums);
-      for (int64_t r = 0; r < keys; ++r) out[a * out_stride + j + r] = tmp[r];
+      const __m128 sums = reduce4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+      if (keys == 4) {
+        _mm_storeu_ps(out + a * out_stride + j, sums);
+      } else {
+        alignas(16) float tmp[4];
+        _mm_store_ps(tmp, sums);
+        for (int64_t r = 0; r < keys; ++r) out[a * out_stride + j + r] = tmp[r];
+      }
     }
   }
+}
+
+// One query: the grouped kernel's form where it applies (one call per KV block in
+// attention), one dot per key otherwise.
+template <class E>
+void dot_rows_of(const float* q, const uint8_t* k, int64_t stride, int64_t count, int64_t n,
+                 float* out) {
+  if (n % 16 != 0 || n > 256) {
+    for (int64_t j = 0; j < count; ++j) out[j] = dot_elements<Avx512, E>(q, k + j * stride, n);
+    return;
+  }
+  dot_rows_group<E, 1>(q, 0, k, stride, count, n, out, 0);
 }
 
 template <class E>
