@@ -363,16 +363,61 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
 
 namespace {
 
-// The quantized path: activations quantized once per call on the submitting thread (the
-// buffer lives as long as the thread), then ranges of outputs over the pool. The ranges are
-// whole multiples of kQuantUnit outputs (the rows decoded together), not of the 64-wide
-// panels, so that a 576-output matrix splits as evenly over two threads at M = 1 as at 32.
+// From this many rows, a matmul's tasks prepare the activations together (BF16 rounding,
+// or quantizing them for the integer path); below it the submitting thread does it alone.
+constexpr int64_t kRowsToSharePrep = 16;
+
+// Preparing a matmul's activations, shared by its tasks: `work` over units [begin, end)
+// (rows or blocks, each independent of the others). Each task first claims and does
+// chunks of units until none are left, then waits for the chunks other tasks are still
+// doing. A chunk is only ever waited on while a running task works on it, so this cannot
+// deadlock, even where the pool runs the tasks one after another.
+struct SharedPrep {
+  static constexpr int kChunks = 4;
+  void (*work)(const void* ctx, int64_t begin, int64_t end) = nullptr;  // null: done
+  const void* ctx = nullptr;
+  int64_t n_units = 0;
+  std::atomic<int> next{0}, done{0};
+
+  void run_alone() {
+    work(ctx, 0, n_units);
+    work = nullptr;
+  }
+  void help_and_wait() {
+    if (work == nullptr) return;
+    for (int c = next.fetch_add(1, std::memory_order_relaxed); c < kChunks;
+         c = next.fetch_add(1, std::memory_order_relaxed)) {
+      work(ctx, n_units * c / kChunks, n_units * (c + 1) / kChunks);
+      done.fetch_add(1, std::memory_order_release);
+    }
+    while (done.load(std::memory_order_acquire) < kChunks) _mm_pause();
+  }
+};
+
+// The quantized path: activations quantized once per call (into a buffer that lives as
+// long as the submitting thread; from kRowsToSharePrep rows by the tasks together), then
+// ranges of outputs over the pool.
+// The ranges are whole multiples of kQuantUnit outputs (the rows decoded together), not of the
+// 64-wide panels, so that a 576-output matrix splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
   thread_local detail::QuantizedActivations activations;
-  detail::quantize_rows(act_format_of(*impl.quant), x, n_rows, impl.n_in, activations);
+  struct Quantizing {
+    detail::ActFormat format;
+    const float* x;
+    detail::QuantizedActivations* out;
+    static void work(const void* ctx, int64_t begin, int64_t end) {
+      const auto* q = static_cast<const Quantizing*>(ctx);
+      detail::quantize_blocks(q->format, q->x, begin, end, *q->out);
+    }
+  } quantizing{act_format_of(*impl.quant), x, &activations};
+  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations);
+  SharedPrep prep;
+  prep.work = &Quantizing::work;
+  prep.ctx = &quantizing;
+  prep.n_units = n_rows * (impl.n_in / detail::act_block(quantizing.format));
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
@@ -389,9 +434,14 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
     const int64_t end = std::min((t + 1) * j.n_units / j.n_tasks * kQuantUnit, j.args.n_out);
     j.loop(j.args, begin, end);
   };
+  if (job.n_tasks <= 1 || n_rows < kRowsToSharePrep) prep.run_alone();
   if (job.n_tasks <= 1) return range(job, 0);
   const Job* j = &job;
-  pool.parallel_for(job.n_tasks, [j, range](int64_t t) { range(*j, t); });
+  SharedPrep* p = &prep;
+  pool.parallel_for(job.n_tasks, [j, p, range](int64_t t) {
+    p->help_and_wait();
+    range(*j, t);
+  });
 }
 
 }  // namespace
@@ -401,43 +451,6 @@ void* detail::quant_scratch(size_t bytes) {
   if (scratch.size() < bytes) scratch.resize(bytes);
   return scratch.data();
 }
-
-namespace {
-
-// From this many rows, a matmul's tasks round the activations to BF16 together.
-constexpr int64_t kRowsToShareRounding = 16;
-
-// Rounding a matmul's activation rows to BF16 pairs, shared by its tasks: each task first
-// claims and rounds chunks of rows until none are left, then waits for the chunks other
-// tasks are still rounding. A chunk is only ever waited on while a running task rounds
-// it, so this cannot deadlock, even where the pool runs the tasks one after another.
-struct RowRounding {
-  static constexpr int kChunks = 4;
-  // What rounds (null: nothing to round, or rounded already).
-  void (*round)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) = nullptr;
-  const float* x = nullptr;
-  uint32_t* pairs = nullptr;
-  int64_t n_rows = 0, n_in = 0;
-  std::atomic<int> next{0}, done{0};
-
-  void run_alone() {
-    round(x, n_rows, n_in, pairs);
-    round = nullptr;
-  }
-  void help_and_wait() {
-    if (round == nullptr) return;
-    const int64_t n_pairs = (n_in + 1) / 2;
-    for (int c = next.fetch_add(1, std::memory_order_relaxed); c < kChunks;
-         c = next.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t begin = n_rows * c / kChunks, end = n_rows * (c + 1) / kChunks;
-      round(x + begin * n_in, end - begin, n_in, pairs + begin * n_pairs);
-      done.fetch_add(1, std::memory_order_release);
-    }
-    while (done.load(std::memory_order_acquire) < kChunks) _mm_pause();
-  }
-};
-
-}  // namespace
 
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
   const PackedWeights::Impl& impl = w.impl();
@@ -465,30 +478,39 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   // leaves its unclaimed ranges to the others.
   job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
   job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
-  RowRounding rounding;
+  // Activations rounded to BF16 once per call into a buffer that lives as long as the
+  // thread, so steps allocate nothing: few rows on the submitting thread, many shared by
+  // the tasks (below).
+  struct Rounding {
+    decltype(isa.to_bf16_pairs) round;
+    const float* x;
+    uint32_t* pairs;
+    int64_t n_in;
+    static void work(const void* ctx, int64_t begin, int64_t end) {
+      const auto* r = static_cast<const Rounding*>(ctx);
+      r->round(r->x + begin * r->n_in, end - begin, r->n_in,
+               r->pairs + begin * ((r->n_in + 1) / 2));
+    }
+  } rounding{isa.to_bf16_pairs, x, nullptr, impl.n_in};
+  SharedPrep prep;
   if (impl.type == PackedType::kBf16Pairs && isa.to_bf16_pairs != nullptr) {
-    // Activations rounded to BF16 once per call into a buffer that lives as long as the
-    // thread, so steps allocate nothing.
     thread_local std::vector<uint32_t> pairs;
     const size_t needed = static_cast<size_t>(n_rows) * ((impl.n_in + 1) / 2);
     if (pairs.size() < needed) pairs.resize(needed);
-    job.args.x_pairs = pairs.data();
-    rounding.round = isa.to_bf16_pairs;
-    rounding.x = x;
-    rounding.pairs = pairs.data();
-    rounding.n_rows = n_rows;
-    rounding.n_in = impl.n_in;
-    // Few rows: on the submitting thread. Many: shared by the tasks (below).
-    if (job.n_tasks <= 1 || n_rows < kRowsToShareRounding) rounding.run_alone();
+    job.args.x_pairs = rounding.pairs = pairs.data();
+    prep.work = &Rounding::work;
+    prep.ctx = &rounding;
+    prep.n_units = n_rows;
+    if (job.n_tasks <= 1 || n_rows < kRowsToSharePrep) prep.run_alone();
   }
   if (job.n_tasks <= 1) {
     job.loop(job.args, 0, job.n_panels);
     return;
   }
   const Job* j = &job;  // two pointers: std::function keeps them without allocating
-  RowRounding* r = &rounding;
-  pool.parallel_for(job.n_tasks, [j, r](int64_t t) {
-    r->help_and_wait();
+  SharedPrep* p = &prep;
+  pool.parallel_for(job.n_tasks, [j, p](int64_t t) {
+    p->help_and_wait();
     j->loop(j->args, t * j->n_panels / j->n_tasks, (t + 1) * j->n_panels / j->n_tasks);
   });
 }

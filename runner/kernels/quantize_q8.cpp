@@ -70,6 +70,11 @@ void q8_k_block(const float* x, int8_t* q, float* d_out, int32_t* bsums) {
 
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
                    QuantizedActivations& out) {
+  prepare_rows(format, n_rows, n_in, out);
+  quantize_blocks(format, x, 0, n_rows * (n_in / act_block(format)), out);
+}
+
+void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out) {
   const int block = act_block(format);
   const int64_t n_blocks = n_in / block;
   const size_t values = static_cast<size_t>(n_rows * n_in);
@@ -82,7 +87,19 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
   if (format != ActFormat::kQ8_K && out.qsum.size() < static_cast<size_t>(n_rows * n_blocks)) {
     out.qsum.resize(n_rows * n_blocks);
   }
-  for (int64_t b = 0; b < n_rows * n_blocks; ++b) {
+  out.view = {format,
+              n_in,
+              out.q.data(),
+              out.d.data(),
+              format == ActFormat::kQ8_1 ? out.s.data() : nullptr,
+              format == ActFormat::kQ8_K ? out.bsums.data() : nullptr,
+              format != ActFormat::kQ8_K ? out.qsum.data() : nullptr};
+}
+
+void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
+                     QuantizedActivations& out) {
+  const int block = act_block(format);
+  for (int64_t b = begin; b < end; ++b) {
     const float* xb = x + b * block;
     int8_t* qb = out.q.data() + b * block;
     if (format == ActFormat::kQ8_K) {
@@ -92,13 +109,6 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
                       &out.qsum[b]);
     }
   }
-  out.view = {format,
-              n_in,
-              out.q.data(),
-              out.d.data(),
-              format == ActFormat::kQ8_1 ? out.s.data() : nullptr,
-              format == ActFormat::kQ8_K ? out.bsums.data() : nullptr,
-              format != ActFormat::kQ8_K ? out.qsum.data() : nullptr};
 }
 
 }  // namespace tandem::kernels::detail

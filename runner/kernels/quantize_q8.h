@@ -38,5 +38,11 @@ struct QuantizedActivations {
 // Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)).
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
                    QuantizedActivations& out);
+// The same in two parts, so that threads can share the work: prepare_rows sizes the
+// storage and sets the view; quantize_blocks then quantizes blocks [begin, end) of the
+// n_rows * n_in / act_block(format) blocks of x, each independent of the others.
+void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out);
+void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
+                     QuantizedActivations& out);
 
 }  // namespace tandem::kernels::detail
