@@ -379,7 +379,13 @@ struct SharedPrep {
   int64_t n_units = 0;
   std::atomic<int> next{0}, done{0};
 
-  void run_alone() {
+  // The work to do: by the tasks together where `shared`, at once on this thread otherwise.
+  void start(void (*what)(const void*, int64_t, int64_t), const void* context, int64_t units,
+             bool shared) {
+    work = what;
+    ctx = context;
+    n_units = units;
+    if (shared) return;
     work(ctx, 0, n_units);
     work = nullptr;
   }
@@ -396,9 +402,9 @@ struct SharedPrep {
 
 // The quantized path: activations quantized once per call (into a buffer that lives as
 // long as the submitting thread; from kRowsToSharePrep rows by the tasks together), then
-// ranges of outputs over the pool.
-// The ranges are whole multiples of kQuantUnit outputs (the rows decoded together), not of the
-// 64-wide panels, so that a 576-output matrix splits as evenly over two threads at M = 1 as at 32.
+// ranges of outputs over the pool. The ranges are whole multiples of kQuantUnit outputs
+// (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
+// splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
@@ -414,10 +420,6 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
     }
   } quantizing{act_format_of(*impl.quant), x, &activations};
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations);
-  SharedPrep prep;
-  prep.work = &Quantizing::work;
-  prep.ctx = &quantizing;
-  prep.n_units = n_rows * (impl.n_in / detail::act_block(quantizing.format));
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
@@ -434,7 +436,10 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
     const int64_t end = std::min((t + 1) * j.n_units / j.n_tasks * kQuantUnit, j.args.n_out);
     j.loop(j.args, begin, end);
   };
-  if (job.n_tasks <= 1 || n_rows < kRowsToSharePrep) prep.run_alone();
+  SharedPrep prep;
+  prep.start(&Quantizing::work, &quantizing,
+             n_rows * (impl.n_in / detail::act_block(quantizing.format)),
+             job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
   if (job.n_tasks <= 1) return range(job, 0);
   const Job* j = &job;
   SharedPrep* p = &prep;
@@ -498,10 +503,7 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     const size_t needed = static_cast<size_t>(n_rows) * ((impl.n_in + 1) / 2);
     if (pairs.size() < needed) pairs.resize(needed);
     job.args.x_pairs = rounding.pairs = pairs.data();
-    prep.work = &Rounding::work;
-    prep.ctx = &rounding;
-    prep.n_units = n_rows;
-    if (job.n_tasks <= 1 || n_rows < kRowsToSharePrep) prep.run_alone();
+    prep.start(&Rounding::work, &rounding, n_rows, job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
   }
   if (job.n_tasks <= 1) {
     job.loop(job.args, 0, job.n_panels);

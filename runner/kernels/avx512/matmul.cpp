@@ -186,9 +186,8 @@ template <class E>
 void dot_rows_multi_of(const float* q, int64_t q_stride, int n_q, const uint8_t* k, int64_t stride,
                        int64_t count, int64_t n, float* out, int64_t out_stride) {
   if (n % 16 != 0 || n > 256) {
-    for (int a = 0; a < n_q; ++a)
-      dot_rows_of<E>(q + a * q_stride, k, stride, count, n, out + a * out_stride);
-    return;
+    return kv_dot_rows_each<&dot_rows_of<E>>(q, q_stride, n_q, k, stride, count, n, out,
+                                             out_stride);
   }
   int a = 0;
   for (; a + 4 <= n_q; a += 4)
