@@ -406,6 +406,7 @@ struct SharedPrep {
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
+constexpr int64_t kLanesFromRows = 4;
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
@@ -419,7 +420,10 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
       detail::quantize_blocks(q->format, q->x, begin, end, *q->out);
     }
   } quantizing{act_format_of(*impl.quant), x, &activations};
-  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations);
+  // From kLanesFromRows rows, AVX-512 VNNI multiplies activations laid out across rows
+  // (quant_lanes.h), copied so as they are quantized.
+  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
+                       quant_uses_vnni() && n_rows >= kLanesFromRows);
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;

@@ -4,8 +4,10 @@
 #include "runner/kernels/quantize_q8.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
+#include "runner/kernels/kernels.h"
 #include "runner/util/float16.h"
 
 namespace tandem::kernels::detail {
@@ -21,15 +23,28 @@ int nearest_int(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// roundf (half away from zero) inline, for |v| < 2^23: libm's is a call per value on the
+// baseline ISA. A NaN (from an infinite activation) gives 0, as roundf's NaN converted to
+// int8_t did on x86.
+int round_half_away(float v) {
+  if (!(v == v)) return 0;
+  const int t = static_cast<int>(v);
+  const float frac = v - static_cast<float>(t);  // exact: |v| < 2^23
+  return frac >= 0.5f ? t + 1 : frac <= -0.5f ? t - 1 : t;
+}
+
 // quantize_row_q8_0_ref / q8_1_ref for one block of 32: d = amax / 127, q = roundf(x / d).
 void q8_legacy_block(const float* x, int8_t* q, float* d_out, float* s_out, int32_t* qsum) {
   float amax = 0.f;
-  for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  for (int j = 0; j < 32; ++j) {
+    const float a = std::fabs(x[j]);
+    amax = a > amax ? a : amax;  // fmax(amax, a): amax is never NaN, and a NaN a is skipped
+  }
   const float d = amax / 127.f;
   const float id = d != 0.f ? 1.f / d : 0.f;
   int sum = 0;
   for (int j = 0; j < 32; ++j) {
-    q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+    q[j] = static_cast<int8_t>(round_half_away(x[j] * id));
     sum += q[j];
   }
   *d_out = f16_round(d);
@@ -66,15 +81,75 @@ void q8_k_block(const float* x, int8_t* q, float* d_out, int32_t* bsums) {
   *d_out = 1.f / iscale;
 }
 
+// Block b of row m (quantized) copied into the lane layout (ActRows::lanes).
+void to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
+  const ActRows& v = out.view;
+  const int block = act_block(format);
+  const int64_t lanes = v.lanes, n_blocks = v.n_in / block, at = (m * n_blocks + b);
+  const int8_t* q = v.q + at * block;
+  uint8_t* dst = out.lane_q + (b * block / 4 * lanes + m) * 4;
+  for (int s = 0; s < block / 4; ++s) {
+    for (int i = 0; i < 4; ++i) dst[s * lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
+  }
+  out.lane_d[b * lanes + m] = v.d[at];
+  if (format == ActFormat::kQ8_K) {
+    for (int t = 0; t < 8; ++t) {
+      // |sum of 16 quants| <= 16 * 127: an int16 holds it.
+      int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + m) * 2;
+      pair[0] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t]);
+      pair[1] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t + 1]);
+    }
+    return;
+  }
+  out.lane_qsum[b * lanes + m] = v.qsum[at];
+  if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + m] = v.s[at];
+}
+
+// Sizes the lane layout for n_rows rows and zeroes its padding rows.
+void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out) {
+  const int64_t lanes = (n_rows + 15) / 16 * 16, n_blocks = n_in / act_block(format);
+  auto fit = [](auto& v, int64_t size) {
+    if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
+  };
+  fit(out.lane_q_bytes, lanes * n_in + 64);
+  const auto address = reinterpret_cast<uintptr_t>(out.lane_q_bytes.data());
+  out.lane_q = out.lane_q_bytes.data() + (64 - address % 64) % 64;
+  fit(out.lane_d, lanes * n_blocks);
+  if (format == ActFormat::kQ8_K) fit(out.lane_bsum_pairs, lanes * n_blocks * 16);
+  if (format != ActFormat::kQ8_K) fit(out.lane_qsum, lanes * n_blocks);
+  if (format == ActFormat::kQ8_1) fit(out.lane_s, lanes * n_blocks);
+  for (int64_t m = n_rows; m < lanes; ++m) {
+    for (int64_t s = 0; s < n_in / 4; ++s) std::memset(out.lane_q + (s * lanes + m) * 4, 0, 4);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      out.lane_d[b * lanes + m] = 0.f;
+      if (format == ActFormat::kQ8_K) {
+        for (int t = 0; t < 16; ++t)
+          out.lane_bsum_pairs[(b * 8 + t / 2) * lanes * 2 + m * 2 + t % 2] = 0;
+      } else {
+        out.lane_qsum[b * lanes + m] = 0;
+      }
+      if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + m] = 0.f;
+    }
+  }
+  ActRows& v = out.view;
+  v.lanes = lanes;
+  v.lane_q = out.lane_q;
+  v.lane_d = out.lane_d.data();
+  v.lane_qsum = format != ActFormat::kQ8_K ? out.lane_qsum.data() : nullptr;
+  v.lane_s = format == ActFormat::kQ8_1 ? out.lane_s.data() : nullptr;
+  v.lane_bsum_pairs = format == ActFormat::kQ8_K ? out.lane_bsum_pairs.data() : nullptr;
+}
+
 }  // namespace
 
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
-                   QuantizedActivations& out) {
-  prepare_rows(format, n_rows, n_in, out);
+                   QuantizedActivations& out, bool lanes) {
+  prepare_rows(format, n_rows, n_in, out, lanes);
   quantize_blocks(format, x, 0, n_rows * (n_in / act_block(format)), out);
 }
 
-void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out) {
+void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
+                  bool lanes) {
   const int block = act_block(format);
   const int64_t n_blocks = n_in / block;
   const size_t values = static_cast<size_t>(n_rows * n_in);
@@ -87,19 +162,42 @@ void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActiv
   if (format != ActFormat::kQ8_K && out.qsum.size() < static_cast<size_t>(n_rows * n_blocks)) {
     out.qsum.resize(n_rows * n_blocks);
   }
-  out.view = {format,
-              n_in,
-              out.q.data(),
-              out.d.data(),
-              format == ActFormat::kQ8_1 ? out.s.data() : nullptr,
-              format == ActFormat::kQ8_K ? out.bsums.data() : nullptr,
-              format != ActFormat::kQ8_K ? out.qsum.data() : nullptr};
+  out.view = ActRows{};
+  out.view.format = format;
+  out.view.n_in = n_in;
+  out.view.n_rows = n_rows;
+  out.view.q = out.q.data();
+  out.view.d = out.d.data();
+  out.view.s = format == ActFormat::kQ8_1 ? out.s.data() : nullptr;
+  out.view.bsums = format == ActFormat::kQ8_K ? out.bsums.data() : nullptr;
+  out.view.qsum = format != ActFormat::kQ8_K ? out.qsum.data() : nullptr;
+  if (lanes) prepare_lanes(format, n_rows, n_in, out);
 }
 
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                      QuantizedActivations& out) {
+  // The same bits either way (QuantMatmul.VectorQuantizersEqualThePortableOnes).
+  if (detected_isa() != Isa::kAvx2) return avx512_quantize_blocks(format, x, begin, end, out);
   const int block = act_block(format);
-  for (int64_t b = begin; b < end; ++b) {
+  const int64_t n_blocks = out.view.n_in / block;
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t b = block_of_unit(out.view, u, n_blocks);
+    const float* xb = x + b * block;
+    int8_t* qb = out.q.data() + b * block;
+    if (format == ActFormat::kQ8_K) {
+      q8_k_block(xb, qb, &out.d[b], &out.bsums[b * 16]);
+    } else {
+      q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
+                      &out.qsum[b]);
+    }
+    if (out.view.lanes != 0) to_lanes(format, b / n_blocks, b % n_blocks, out);
+  }
+}
+
+void quantize_blocks_portable(ActFormat format, const float* x, int64_t n_blocks,
+                              QuantizedActivations& out) {
+  const int block = act_block(format);
+  for (int64_t b = 0; b < n_blocks; ++b) {
     const float* xb = x + b * block;
     int8_t* qb = out.q.data() + b * block;
     if (format == ActFormat::kQ8_K) {

@@ -20,11 +20,26 @@ inline constexpr int act_block(ActFormat f) { return f == ActFormat::kQ8_K ? 256
 struct ActRows {
   ActFormat format = ActFormat::kQ8_0;
   int64_t n_in = 0;
+  int64_t n_rows = 0;
   const int8_t* q = nullptr;
   const float* d = nullptr;        // per block: the scale (value = d * q)
   const float* s = nullptr;        // Q8_1: per block of 32, d * sum(q) rounded to F16
   const int32_t* bsums = nullptr;  // Q8_K: per 16 values, sum(q)
   const int32_t* qsum = nullptr;   // Q8_0/Q8_1: per block of 32, sum(q) (exact)
+  // The same rows again, laid out across rows for the AVX-512 batch kernel (quant_lanes.h),
+  // where `lanes` is non-zero: the rows padded to `lanes` (a multiple of 16), one row per
+  // 32-bit lane. Row m's values k..k+3 (k a multiple of 4) are the bytes
+  // lane_q[(k / 4 * lanes + m) * 4 ...], each q + 128 (unsigned); a block's per-row values are
+  // at [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of
+  // groups 2t and 2t + 1 are the int16 pair lane_bsum_pairs[((block * 8 + t) * lanes + m) * 2].
+  // Padding rows hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one
+  // cache line.
+  int64_t lanes = 0;
+  const uint8_t* lane_q = nullptr;
+  const float* lane_d = nullptr;
+  const int32_t* lane_qsum = nullptr;
+  const float* lane_s = nullptr;
+  const int16_t* lane_bsum_pairs = nullptr;
 };
 
 // Owns the storage of quantized rows (reused between calls: no allocation once grown).
@@ -32,17 +47,41 @@ struct QuantizedActivations {
   std::vector<int8_t> q;
   std::vector<float> d, s;
   std::vector<int32_t> bsums, qsum;
+  std::vector<uint8_t> lane_q_bytes;  // the lane layout (ActRows::lanes), where asked for:
+  uint8_t* lane_q = nullptr;          // its values, 64 bytes into lane_q_bytes at most
+  std::vector<float> lane_d, lane_s;
+  std::vector<int32_t> lane_qsum;
+  std::vector<int16_t> lane_bsum_pairs;
   ActRows view;
 };
 
-// Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)).
+// Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), with
+// the lane layout too where `lanes`.
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
-                   QuantizedActivations& out);
+                   QuantizedActivations& out, bool lanes = false);
 // The same in two parts, so that threads can share the work: prepare_rows sizes the
-// storage and sets the view; quantize_blocks then quantizes blocks [begin, end) of the
-// n_rows * n_in / act_block(format) blocks of x, each independent of the others.
-void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out);
+// storage and sets the view; quantize_blocks then quantizes units [begin, end) of the
+// n_rows * n_in / act_block(format) blocks of x, each independent of the others. Unit u is
+// block u in row order, or, where the lane layout is kept, block u / n_rows of row
+// u % n_rows (block_of_unit): units in order then fill the lane layout a cache line after
+// another, so that threads sharing them out write different lines.
+void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
+                  bool lanes = false);
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                      QuantizedActivations& out);
+
+inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row) {
+  if (v.lanes == 0) return u;
+  return u % v.n_rows * blocks_per_row + u / v.n_rows;
+}
+
+// The portable form of quantize_blocks for blocks [0, n_blocks) (no lane layout), whatever
+// the ISA: the reference the AVX-512 quantizers are tested against.
+void quantize_blocks_portable(ActFormat format, const float* x, int64_t n_blocks,
+                              QuantizedActivations& out);
+// quantize_blocks by AVX-512 (avx512/quantize_q8.cpp), bit for bit the portable form;
+// quantize_blocks calls it where the kernels run AVX-512.
+void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
+                            QuantizedActivations& out);
 
 }  // namespace tandem::kernels::detail

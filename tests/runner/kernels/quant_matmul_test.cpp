@@ -338,6 +338,123 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   }
 }
 
+// The AVX-512 lane form (quant_lanes.h) takes activations laid out across rows and sums
+// each block's products per row in a lane; it must give the portable bits for every type,
+// batch (one vector of 16 rows, two, and two plus one), range of outputs (groups of 4 and
+// runs of 16 cut short at either end) and row length (legacy rows ending in a short span).
+TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
+  if (!cpu_has_vnni()) GTEST_SKIP() << "no AVX512-VNNI here: the lane form cannot run";
+  for (const TypeCase& c : type_cases()) {
+    const bool legacy = gguf::block_elements(c.type) == 32;
+    for (int64_t n_in : legacy ? std::vector<int64_t>{64, 576} : std::vector<int64_t>{256, 1536}) {
+      const int64_t n_out = 37;
+      const auto w = extreme_rows(c, n_out, n_in, 3 + static_cast<uint32_t>(n_in));
+      for (int64_t n_rows : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{17}, int64_t{40}}) {
+        const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
+        const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
+        detail::QuantizedActivations act;
+        detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, /*lanes=*/true);
+        ASSERT_EQ(act.view.lanes, (n_rows + 15) / 16 * 16);
+        for (auto [begin, end] :
+             {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
+          std::vector<float> y(n_rows * n_out, std::nanf(""));
+          const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
+                                             n_out,  act.view, n_rows,           y.data()};
+          detail::avx512vnni_quant_loop()(args, begin, end);
+          for (int64_t m = 0; m < n_rows; ++m)
+            for (int64_t o = 0; o < n_out; ++o) {
+              const float want = o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
+              ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
+                        __builtin_bit_cast(uint32_t, want))
+                  << name_of(c) << " n_in " << n_in << " rows " << n_rows << " range " << begin
+                  << ".." << end << " row " << m << " out " << o;
+            }
+        }
+      }
+    }
+  }
+}
+
+// The lane layout holds each row's quantized values (plus 128), scales and sums where
+// ActRows says, and zeros in the padding rows, also when the buffers held a larger batch.
+TEST(QuantMatmul, LaneLayoutHoldsEveryRowsValuesAndZeroPadding) {
+  for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
+    const int64_t n_in = 512;
+    detail::QuantizedActivations act;
+    const auto big = random_activations(40, n_in, 1);
+    detail::quantize_rows(format, big.data(), 40, n_in, act, true);
+    const int64_t n_rows = 5;
+    const auto x = random_activations(n_rows, n_in, 2);
+    detail::quantize_rows(format, x.data(), n_rows, n_in, act, true);
+    const detail::ActRows& v = act.view;
+    ASSERT_EQ(v.lanes, 16);
+    const int64_t block = detail::act_block(format), nb = n_in / block;
+    for (int64_t m = 0; m < v.lanes; ++m) {
+      const bool real = m < n_rows;
+      for (int64_t k = 0; k < n_in; ++k) {
+        const int want = real ? v.q[m * n_in + k] + 128 : 0;
+        ASSERT_EQ(v.lane_q[(k / 4 * v.lanes + m) * 4 + k % 4], want) << m << " " << k;
+      }
+      for (int64_t b = 0; b < nb; ++b) {
+        ASSERT_EQ(v.lane_d[b * v.lanes + m], real ? v.d[m * nb + b] : 0.f);
+        if (format == ActFormat::kQ8_K) {
+          for (int g = 0; g < 16; ++g) {
+            ASSERT_EQ(v.lane_bsum_pairs[((b * 8 + g / 2) * v.lanes + m) * 2 + g % 2],
+                      real ? v.bsums[(m * nb + b) * 16 + g] : 0);
+          }
+        } else {
+          ASSERT_EQ(v.lane_qsum[b * v.lanes + m], real ? v.qsum[m * nb + b] : 0);
+        }
+        if (format == ActFormat::kQ8_1) {
+          ASSERT_EQ(v.lane_s[b * v.lanes + m], real ? v.s[m * nb + b] : 0.f);
+        }
+      }
+    }
+  }
+}
+
+// Where the kernels run AVX-512, activations are quantized by vector code
+// (avx512/quantize_q8.cpp); it must give the portable quantizer's bits on ordinary rows and
+// on the edges: rounding ties, NaN and infinities, zeros of both signs, subnormals, and the
+// largest magnitude present with both signs (Q8_K keeps the first).
+TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
+  if (detected_isa() == Isa::kAvx2) GTEST_SKIP() << "no AVX-512 here: the portable form runs";
+  const int64_t n_rows = 24, n_in = 512;
+  auto x = extreme_activations(n_rows, n_in, 8);
+  std::mt19937 rng(3);
+  const float specials[] = {0.5f, -0.5f, 1.5f,     -2.5f,     126.5f,        -0.f,  1e-40f,
+                            -3.f, 3.f,   INFINITY, -INFINITY, std::nanf(""), 63.5f, 1e30f};
+  for (int64_t m = 12; m < n_rows; ++m) {
+    float* row = x.data() + m * n_in;
+    for (int64_t k = 0; k < n_in; ++k) {
+      if (rng() % 3 == 0) row[k] = specials[rng() % std::size(specials)];
+      if (m == 12) row[k] = static_cast<float>(k % 255) - 127.f;  // every tie, scale 1
+      if (m == 13) row[k] = k % 2 ? 0.5f : -0.5f;
+    }
+  }
+  for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
+    detail::QuantizedActivations vec, ref;
+    detail::quantize_rows(format, x.data(), n_rows, n_in, vec);
+    detail::prepare_rows(format, n_rows, n_in, ref);
+    const int64_t n_blocks = n_rows * n_in / detail::act_block(format);
+    detail::quantize_blocks_portable(format, x.data(), n_blocks, ref);
+    auto same = [](const auto& a, const auto& b, size_t n) {
+      return n == 0 || std::memcmp(a.data(), b.data(), n * sizeof(a[0])) == 0;
+    };
+    const size_t nb = static_cast<size_t>(n_blocks);
+    EXPECT_TRUE(same(vec.q, ref.q, static_cast<size_t>(n_rows * n_in))) << static_cast<int>(format);
+    EXPECT_TRUE(same(vec.d, ref.d, nb)) << static_cast<int>(format);
+    if (format == ActFormat::kQ8_1) {
+      EXPECT_TRUE(same(vec.s, ref.s, nb));
+    }
+    if (format == ActFormat::kQ8_K) {
+      EXPECT_TRUE(same(vec.bsums, ref.bsums, nb * 16));
+    } else {
+      EXPECT_TRUE(same(vec.qsum, ref.qsum, nb));
+    }
+  }
+}
+
 TEST(QuantMatmul, ItsHalfConversionIsTheOneConverters) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     if (((h >> 10) & 0x1f) == 0x1f) continue;  // Inf and NaN: never a block's scale
@@ -381,6 +498,31 @@ TEST(QuantMatmul, Q8QuantizersFollowGgmlsReference) {
   EXPECT_EQ(act.q[0], 127);
   EXPECT_EQ(act.q[1], -3);
   EXPECT_EQ(act.q[2], 1);
+  // Ties either side of zero and just below one.
+  b[3] = -0.5f;
+  b[4] = 1.49999988f;
+  b[5] = -126.5f;
+  b[6] = std::nanf("");  // skipped by the maximum, quantized to 0
+  detail::quantize_rows(ActFormat::kQ8_0, b.data(), 1, 32, act);
+  EXPECT_EQ(act.q[3], -1);
+  EXPECT_EQ(act.q[4], 1);
+  EXPECT_EQ(act.q[5], -127);
+  EXPECT_EQ(act.q[6], 0);
+  EXPECT_EQ(act.d[0], 1.f);
+  // Random blocks against roundf itself.
+  const auto r = random_activations(8, 256, 77);
+  detail::quantize_rows(ActFormat::kQ8_0, r.data(), 8, 256, act);
+  for (int64_t i = 0; i < 8 * 256; ++i) {
+    const float d = float_from_half(half_from_float(act.d[i / 32]));
+    float amax = 0.f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(r[i / 32 * 32 + j]));
+    const float unrounded = amax / 127.f;
+    ASSERT_EQ(act.d[i / 32], d);
+    ASSERT_EQ(act.q[i],
+              static_cast<int>(std::roundf(r[i] * (unrounded != 0.f ? 1.f / unrounded : 0.f))))
+        << i;
+  }
+  std::fill(b.begin() + 3, b.begin() + 7, 0.f);
   // Q8_1 keeps s = d * sum(q), rounded to F16.
   detail::quantize_rows(ActFormat::kQ8_1, b.data(), 1, 32, act);
   EXPECT_EQ(act.s[0], 125.f);
