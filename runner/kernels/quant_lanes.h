@@ -71,17 +71,18 @@ inline __m256i sums_of_8(__m256i q) {
                           _mm256_set1_epi64x(8 * 128));
 }
 
-inline int32_t lane64(__m256i v, int i) {
-  switch (i) {
-    case 0:
-      return static_cast<int32_t>(_mm256_extract_epi64(v, 0));
-    case 1:
-      return static_cast<int32_t>(_mm256_extract_epi64(v, 1));
-    case 2:
-      return static_cast<int32_t>(_mm256_extract_epi64(v, 2));
-    default:
-      return static_cast<int32_t>(_mm256_extract_epi64(v, 3));
-  }
+// The sums of a chunk's two groups of 16 (sums_of_8's lanes 0 + 1 and 2 + 3).
+struct GroupSums {
+  int32_t first, second;
+};
+inline GroupSums group_sums_of(__m256i sums_of_8) {
+  const __m256i pairs = _mm256_add_epi64(sums_of_8, _mm256_shuffle_epi32(sums_of_8, 0x4E));
+  return {_mm256_cvtsi256_si32(pairs), _mm256_extract_epi32(pairs, 4)};
+}
+inline int32_t chunk_sum(__m256i sums_of_8) {
+  const __m256i pairs = _mm256_add_epi64(sums_of_8, _mm256_shuffle_epi32(sums_of_8, 0x4E));
+  return _mm_cvtsi128_si32(
+      _mm_add_epi64(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)));
 }
 
 template <class S, class T>
@@ -97,9 +98,8 @@ int decode_lane_span(const uint8_t* const (&rows)[kLaneRows], int64_t span, int6
       for (int c = 0; c < 8; ++c) {
         const __m256i q = T::template chunk<S>(b, c);
         store32(out.q[r] + 32 * c, q);
-        const __m256i sums = sums_of_8(q);
-        weighted += out.sc[r][2 * c] * (lane64(sums, 0) + lane64(sums, 1)) +
-                    out.sc[r][2 * c + 1] * (lane64(sums, 2) + lane64(sums, 3));
+        const GroupSums sums = group_sums_of(sums_of_8(q));
+        weighted += out.sc[r][2 * c] * sums.first + out.sc[r][2 * c + 1] * sums.second;
       }
       out.wbias[r][0] = -128 * weighted;
       if constexpr (T::kBias) {
@@ -120,9 +120,7 @@ int decode_lane_span(const uint8_t* const (&rows)[kLaneRows], int64_t span, int6
       for (int c = 0; c < count; ++c) {
         const __m256i q = T::template quants<S>(b[c]);
         store32(out.q[r] + 32 * c, q);
-        const __m256i sums = sums_of_8(q);
-        out.wbias[r][c] =
-            -128 * (lane64(sums, 0) + lane64(sums, 1) + lane64(sums, 2) + lane64(sums, 3));
+        out.wbias[r][c] = -128 * chunk_sum(sums_of_8(q));
       }
       _mm256_storeu_ps(out.d[r], block_halves(b, count, offsetof(B, d)));
       if constexpr (T::kHasMin) _mm256_storeu_ps(out.dm[r], block_halves(b, count, offsetof(B, m)));
