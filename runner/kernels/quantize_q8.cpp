@@ -178,6 +178,11 @@ void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t en
                      QuantizedActivations& out) {
   // The same bits either way (QuantMatmul.VectorQuantizersEqualThePortableOnes).
   if (detected_isa() != Isa::kAvx2) return avx512_quantize_blocks(format, x, begin, end, out);
+  quantize_blocks_portable(format, x, begin, end, out);
+}
+
+void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,
+                              QuantizedActivations& out) {
   const int block = act_block(format);
   const int64_t n_blocks = out.view.n_in / block;
   for (int64_t u = begin; u < end; ++u) {
@@ -191,21 +196,6 @@ void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t en
                       &out.qsum[b]);
     }
     if (out.view.lanes != 0) to_lanes(format, b / n_blocks, b % n_blocks, out);
-  }
-}
-
-void quantize_blocks_portable(ActFormat format, const float* x, int64_t n_blocks,
-                              QuantizedActivations& out) {
-  const int block = act_block(format);
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* xb = x + b * block;
-    int8_t* qb = out.q.data() + b * block;
-    if (format == ActFormat::kQ8_K) {
-      q8_k_block(xb, qb, &out.d[b], &out.bsums[b * 16]);
-    } else {
-      q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
-                      &out.qsum[b]);
-    }
   }
 }
 

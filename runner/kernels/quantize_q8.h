@@ -75,9 +75,9 @@ inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row
   return u % v.n_rows * blocks_per_row + u / v.n_rows;
 }
 
-// The portable form of quantize_blocks for blocks [0, n_blocks) (no lane layout), whatever
-// the ISA: the reference the AVX-512 quantizers are tested against.
-void quantize_blocks_portable(ActFormat format, const float* x, int64_t n_blocks,
+// quantize_blocks' portable form, whatever the ISA: the reference the AVX-512 quantizer is
+// tested against.
+void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,
                               QuantizedActivations& out);
 // quantize_blocks by AVX-512 (avx512/quantize_q8.cpp), bit for bit the portable form;
 // quantize_blocks calls it where the kernels run AVX-512.

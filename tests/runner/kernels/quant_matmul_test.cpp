@@ -434,10 +434,11 @@ TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
   }
   for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
     detail::QuantizedActivations vec, ref;
-    detail::quantize_rows(format, x.data(), n_rows, n_in, vec);
-    detail::prepare_rows(format, n_rows, n_in, ref);
+    // With the lane layout too: the AVX-512 quantizer writes it by its own code.
+    detail::quantize_rows(format, x.data(), n_rows, n_in, vec, /*lanes=*/true);
+    detail::prepare_rows(format, n_rows, n_in, ref, /*lanes=*/true);
     const int64_t n_blocks = n_rows * n_in / detail::act_block(format);
-    detail::quantize_blocks_portable(format, x.data(), n_blocks, ref);
+    detail::quantize_blocks_portable(format, x.data(), 0, n_blocks, ref);
     auto same = [](const auto& a, const auto& b, size_t n) {
       return n == 0 || std::memcmp(a.data(), b.data(), n * sizeof(a[0])) == 0;
     };
@@ -451,6 +452,18 @@ TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
       EXPECT_TRUE(same(vec.bsums, ref.bsums, nb * 16));
     } else {
       EXPECT_TRUE(same(vec.qsum, ref.qsum, nb));
+    }
+    const int64_t lanes = vec.view.lanes, lane_blocks = lanes * n_in / detail::act_block(format);
+    EXPECT_EQ(0, std::memcmp(vec.view.lane_q, ref.view.lane_q, lanes * n_in));
+    EXPECT_EQ(0, std::memcmp(vec.view.lane_d, ref.view.lane_d, lane_blocks * 4));
+    if (format == ActFormat::kQ8_K) {
+      EXPECT_EQ(0,
+                std::memcmp(vec.view.lane_bsum_pairs, ref.view.lane_bsum_pairs, lane_blocks * 32));
+    } else {
+      EXPECT_EQ(0, std::memcmp(vec.view.lane_qsum, ref.view.lane_qsum, lane_blocks * 4));
+    }
+    if (format == ActFormat::kQ8_1) {
+      EXPECT_EQ(0, std::memcmp(vec.view.lane_s, ref.view.lane_s, lane_blocks * 4));
     }
   }
 }
