@@ -24,6 +24,7 @@
 #include "runner/kernels/isa.h"
 #include "runner/kernels/quant_matmul.h"
 #include "runner/kernels/quantize_q8.h"
+#include "runner/kernels/shared_prep.h"
 #include "runner/util/float16.h"
 #include "runner/util/huge_pages.h"
 
@@ -221,6 +222,9 @@ struct PackedWeights::Impl {
   std::optional<QuantKind> quant;  // set: GGUF rows of row_bytes, the quantized path
   size_t row_bytes = 0;
   std::unique_ptr<AlignedBuffer> buffer;
+  // Sources of more than one type: each run of one type packed alone, its outputs the next
+  // ones in order (no buffer of its own).
+  std::vector<PackedWeights> parts;
 };
 
 PackedWeights::PackedWeights() : impl_(std::make_unique<Impl>()) {}
@@ -229,9 +233,19 @@ PackedWeights& PackedWeights::operator=(PackedWeights&&) noexcept = default;
 PackedWeights::~PackedWeights() = default;
 int64_t PackedWeights::n_out() const { return impl_->n_out; }
 int64_t PackedWeights::n_in() const { return impl_->n_in; }
-size_t PackedWeights::bytes() const { return impl_->buffer ? impl_->buffer->size : 0; }
+size_t PackedWeights::bytes() const {
+  size_t total = impl_->buffer ? impl_->buffer->size : 0;
+  for (const PackedWeights& part : impl_->parts) total += part.bytes();
+  return total;
+}
 
 Peak PackedWeights::peak() const {
+  if (!impl_->parts.empty()) {  // the part with the most outputs sets the pace
+    const PackedWeights* widest = &impl_->parts[0];
+    for (const PackedWeights& part : impl_->parts)
+      if (part.n_out() > widest->n_out()) widest = &part;
+    return widest->peak();
+  }
   if (impl_->quant) {
     return quant_uses_vnni() ? Peak::kInt8Dot : Peak::kF32Fma;
   }
@@ -252,6 +266,24 @@ PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> source
   for (const WeightSource& s : sources) {
     std::memcpy(dst, s.data, impl.row_bytes * s.n_out);
     dst += impl.row_bytes * s.n_out;
+  }
+  return packed;
+}
+
+// Runs of one type, each packed as that type alone: llama-quantize's mixes put attn_v in
+// another type than attn_q and attn_k on some layers (Q4_K_M: Q6_K, or Q8_0 where a row is
+// not whole super-blocks), and widening the fused matrix to F32 would quadruple or worse
+// its memory and leave the integer path.
+PackedWeights PackedWeights::pack_parts(std::span<const WeightSource> sources, int64_t n_out) {
+  PackedWeights packed;
+  Impl& impl = *packed.impl_;
+  impl.n_out = n_out;
+  impl.n_in = sources[0].n_in;
+  size_t begin = 0;
+  for (size_t i = 1; i <= sources.size(); ++i) {
+    if (i < sources.size() && sources[i].type == sources[begin].type) continue;
+    impl.parts.push_back(pack(sources.subspan(begin, i - begin)));
+    begin = i;
   }
   return packed;
 }
@@ -290,19 +322,18 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
     same_type = same_type && s.type == sources[0].type;
     n_out += s.n_out;
   }
-  // Mixed types (rare: all of a layer's projections usually share one) are widened to F32.
-  PackedType type = same_type ? packed_type_of(sources[0].type) : PackedType::kF32;
-  if (type == PackedType::kF16 && f16_values_are_bf16(sources)) type = PackedType::kBf16Pairs;
   for (const WeightSource& s : sources) {
     if (n_in % gguf::block_elements(s.type) != 0) {
       throw std::invalid_argument(std::string("PackedWeights::pack: ") + gguf::type_name(s.type) +
                                   " rows must be whole blocks");
     }
   }
-
+  if (!same_type) return pack_parts(sources, n_out);
+  PackedType type = packed_type_of(sources[0].type);
+  if (type == PackedType::kF16 && f16_values_are_bf16(sources)) type = PackedType::kBf16Pairs;
   PackedWeights packed;
   Impl& impl = *packed.impl_;
-  if (same_type && quant_kind_of(sources[0].type)) return pack_quantized(sources, n_out);
+  if (quant_kind_of(sources[0].type)) return pack_quantized(sources, n_out);
   impl.type = type;
   impl.n_out = n_out;
   impl.n_in = n_in;
@@ -363,42 +394,8 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
 
 namespace {
 
-// From this many rows, a matmul's tasks prepare the activations together (BF16 rounding,
-// or quantizing them for the integer path); below it the submitting thread does it alone.
-constexpr int64_t kRowsToSharePrep = 16;
-
-// Preparing a matmul's activations, shared by its tasks: `work` over units [begin, end)
-// (rows or blocks, each independent of the others). Each task first claims and does
-// chunks of units until none are left, then waits for the chunks other tasks are still
-// doing. A chunk is only ever waited on while a running task works on it, so this cannot
-// deadlock, even where the pool runs the tasks one after another.
-struct SharedPrep {
-  static constexpr int kChunks = 4;
-  void (*work)(const void* ctx, int64_t begin, int64_t end) = nullptr;  // null: done
-  const void* ctx = nullptr;
-  int64_t n_units = 0;
-  std::atomic<int> next{0}, done{0};
-
-  // The work to do: by the tasks together where `shared`, at once on this thread otherwise.
-  void start(void (*what)(const void*, int64_t, int64_t), const void* context, int64_t units,
-             bool shared) {
-    work = what;
-    ctx = context;
-    n_units = units;
-    if (shared) return;
-    work(ctx, 0, n_units);
-    work = nullptr;
-  }
-  void help_and_wait() {
-    if (work == nullptr) return;
-    for (int c = next.fetch_add(1, std::memory_order_relaxed); c < kChunks;
-         c = next.fetch_add(1, std::memory_order_relaxed)) {
-      work(ctx, n_units * c / kChunks, n_units * (c + 1) / kChunks);
-      done.fetch_add(1, std::memory_order_release);
-    }
-    while (done.load(std::memory_order_acquire) < kChunks) _mm_pause();
-  }
-};
+using detail::kRowsToSharePrep;
+using detail::SharedPrep;
 
 // The quantized path: activations quantized once per call (into a buffer that lives as
 // long as the submitting thread; from kRowsToSharePrep rows by the tasks together), then
@@ -464,6 +461,20 @@ void* detail::quant_scratch(size_t bytes) {
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
   const PackedWeights::Impl& impl = w.impl();
   if (n_rows <= 0 || impl.n_out == 0) return;
+  if (!impl.parts.empty()) {
+    // Each part into a scratch of its own width, then copied into its columns of y.
+    thread_local std::vector<float> part_y;
+    int64_t offset = 0;
+    for (const PackedWeights& part : impl.parts) {
+      const int64_t n = part.n_out();
+      if (part_y.size() < static_cast<size_t>(n_rows * n)) part_y.resize(n_rows * n);
+      matmul(pool, part, x, n_rows, part_y.data());
+      for (int64_t m = 0; m < n_rows; ++m)
+        std::memcpy(y + m * impl.n_out + offset, part_y.data() + m * n, n * sizeof(float));
+      offset += n;
+    }
+    return;
+  }
   if (impl.quant) return quant_matmul(pool, impl, x, n_rows, y);
   const detail::IsaKernels& isa = active_kernels();
 

@@ -36,7 +36,10 @@ struct WeightSource {
 
 // Weights repacked once at load into the layout this CPU's kernels stream fastest.
 // Several sources with the same n_in may be packed into one matrix (their outputs
-// concatenated in order), so Q/K/V or gate/up run as a single matmul.
+// concatenated in order), so Q/K/V or gate/up run as a single matmul. Sources of
+// different types (llama-quantize's mixes give some layers' attn_v its own type) are
+// packed a run of one type at a time, each in its own form, and multiplied one after
+// another.
 // Precision: F32, F16 and Q8_0 weights multiply F32 activations exactly as F32 FMAs
 // would (F16 and Q8_0 are widened in registers). BF16 weights may round activations
 // to BF16 and use the CPU's BF16 dot products (AVX512-BF16), accumulating in F32.
@@ -65,6 +68,7 @@ class PackedWeights {
 
  private:
   static PackedWeights pack_quantized(std::span<const WeightSource> sources, int64_t n_out);
+  static PackedWeights pack_parts(std::span<const WeightSource> sources, int64_t n_out);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -279,18 +279,48 @@ TEST(Kernels, ConcatenatedSourcesGiveEachSourcesOutputsBitForBit) {
   }
 }
 
-TEST(Kernels, MixedTypeSourcesAreWidenedAndStayExact) {
-  ThreadPool pool(1);
-  const Matrix a = random_matrix(TensorType::kQ8_0, 20, 64, 1);
-  const Matrix b = random_matrix(TensorType::kBF16, 50, 64, 2);
-  const WeightSource sources[] = {a.source(), b.source()};
+// Sources of several types (llama-quantize's Q4_K_M gives some layers' attn_v Q8_0 or
+// Q6_K beside Q5_0 or Q4_K attn_q/attn_k) keep each run of one type in its own form: the
+// memory of the parts packed alone, and each output the bits of its part alone, whatever
+// the batch and the thread count.
+TEST(Kernels, MixedTypeSourcesAreMultipliedEachInItsOwnForm) {
+  ThreadPool pool1(1), pool3(3);
+  const int64_t n_in = 256;
+  const Matrix mats[] = {
+      random_matrix(TensorType::kQ5_0, 20, n_in, 1), random_matrix(TensorType::kQ5_0, 12, n_in, 2),
+      random_matrix(TensorType::kQ8_0, 16, n_in, 3), random_matrix(TensorType::kQ4_K, 24, n_in, 4),
+      random_matrix(TensorType::kBF16, 8, n_in, 5)};
+  std::vector<WeightSource> sources;
+  for (const Matrix& m : mats) sources.push_back(m.source());
   const PackedWeights fused = PackedWeights::pack(sources);
-  Matrix joined{TensorType::kF32, 70, 64, {}, a.values};
-  joined.values.insert(joined.values.end(), b.values.begin(), b.values.end());
-  const auto x = random_activations(3 * 64, 8);
-  std::vector<float> y(3 * 70);
-  matmul(pool, fused, x.data(), 3, y.data());
-  expect_close_to_reference(joined, x, 3, y, false, "mixed Q8_0 + BF16");
+  // The runs alone: Q5_0 (both), Q8_0, Q4_K, BF16.
+  const std::vector<std::pair<size_t, size_t>> runs = {{0, 2}, {2, 1}, {3, 1}, {4, 1}};
+  std::vector<PackedWeights> alone;
+  size_t bytes = 0;
+  for (auto [first, count] : runs) {
+    alone.push_back(PackedWeights::pack(std::span(sources).subspan(first, count)));
+    bytes += alone.back().bytes();
+  }
+  EXPECT_EQ(fused.bytes(), bytes);
+  EXPECT_EQ(fused.n_out(), 80);
+  const int64_t max_rows = 33;
+  const auto x = random_activations(max_rows * n_in, 8);
+  for (int64_t n_rows : {int64_t{1}, int64_t{5}, max_rows}) {
+    for (ThreadPool* pool : {&pool1, &pool3}) {
+      std::vector<float> y(n_rows * 80);
+      matmul(*pool, fused, x.data(), n_rows, y.data());
+      int64_t offset = 0;
+      for (const PackedWeights& part : alone) {
+        std::vector<float> want(n_rows * part.n_out());
+        matmul(*pool, part, x.data(), n_rows, want.data());
+        for (int64_t r = 0; r < n_rows; ++r) {
+          ASSERT_EQ(0, std::memcmp(&y[r * 80 + offset], &want[r * part.n_out()], part.n_out() * 4))
+              << "rows " << n_rows << " row " << r << " part at " << offset;
+        }
+        offset += part.n_out();
+      }
+    }
+  }
 }
 
 // The other quantized types take the integer path: tests/runner/kernels/quant_matmul_test.cpp.
