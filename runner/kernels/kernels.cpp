@@ -94,9 +94,14 @@ struct AlignedBuffer {
   uint8_t* data = nullptr;
   size_t size = 0;
 
-  // Zeroed to the next 64 bytes: a vector load at the end may read into them.
-  explicit AlignedBuffer(size_t n) : bytes(allocate_large(padded(n))), data(bytes.get()), size(n) {
-    std::memset(data, 0, padded(n));
+  // Zeroed to the next 64 bytes: a vector load at the end may read into them. Where the
+  // caller writes all of the n bytes itself (`filled`), only the padding is zeroed: a
+  // model's quantized weights are copied in whole, and zeroing them first wrote every
+  // page twice at load.
+  explicit AlignedBuffer(size_t n, bool filled = false)
+      : bytes(allocate_large(padded(n))), data(bytes.get()), size(n) {
+    const size_t from = filled ? n : 0;
+    std::memset(data + from, 0, padded(n) - from);
   }
   static size_t padded(size_t n) { return (std::max<size_t>(n, 1) + 63) / 64 * 64; }
 };
@@ -261,7 +266,7 @@ PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> source
   impl.n_out = n_out;
   impl.n_in = sources[0].n_in;
   impl.row_bytes = row_bytes(sources[0].type, impl.n_in);
-  impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out);
+  impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out, /*filled=*/true);
   uint8_t* dst = impl.buffer->data;
   for (const WeightSource& s : sources) {
     std::memcpy(dst, s.data, impl.row_bytes * s.n_out);
