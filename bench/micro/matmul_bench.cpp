@@ -176,10 +176,15 @@ BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kBF16)->Apply(decode_args);
 BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kF16)->Apply(decode_args);
 BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ8_0)->Apply(decode_args);
 BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kF32)->Apply(decode_args);
-// The quantized kernels (quant_vector.h) on the whole model: a Q4_K_M file of this shape is
-// mostly Q5_0 (576-wide rows cannot hold 256-value K-quant blocks).
-BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ5_0)->Apply(decode_args);
-BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ4_0)->Apply(decode_args);
+// The quantized kernels (quant_vector.h, quant_lanes.h) on the whole model: a Q4_K_M file
+// of this shape is mostly Q5_0 (576-wide rows cannot hold 256-value K-quant blocks). Also
+// 4 and 6 rows, around where batches switch from the row form to the lane form.
+void quant_decode_args(benchmark::internal::Benchmark* b) {
+  decode_args(b);
+  b->Args({2, 2})->Args({3, 2})->Args({4, 2})->Args({6, 2});
+}
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ5_0)->Apply(quant_decode_args);
+BENCHMARK_TEMPLATE(BM_DecodeStep, TensorType::kQ4_0)->Apply(quant_decode_args);
 
 // One shape, weights possibly cache-resident: the kernel's compute rate.
 template <TensorType kType>
