@@ -36,7 +36,13 @@ using detail::QuantKind;
 
 namespace {
 
-constexpr int64_t kTasksPerThread = 4;
+// Ranges of outputs a matmul is split into, per pool thread. A decode step of one row
+// streams its weights from memory, and each range restarts that stream cold (the
+// prefetchers and the software prefetch ahead start over): one range per thread there was
+// 10-20% faster per step (BF16 and Q5_0 `BM_DecodeStep` M:1, and a Q4_K_M / BF16
+// `tandem bench` at one stream). Batches compute more per byte and keep four per thread,
+// so that a thread the hypervisor delays leaves its unclaimed ranges to the others.
+constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 4; }
 
 Isa hardware_isa() {
   static const Isa isa = [] {
@@ -436,7 +442,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
               impl.n_out,  activations.view,  n_rows,         y};
   job.loop = quant_uses_vnni() ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
-  job.n_tasks = std::min<int64_t>(job.n_units, kTasksPerThread * pool.size());
+  job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
   auto range = [](const Job& j, int64_t t) {
     const int64_t begin = t * j.n_units / j.n_tasks * kQuantUnit;
     const int64_t end = std::min((t + 1) * j.n_units / j.n_tasks * kQuantUnit, j.args.n_out);
@@ -498,11 +504,10 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   job.args.y = y;
   job.loop = isa.matmul[static_cast<int>(impl.type)];
 
-  // A few contiguous ranges of panels per thread: each task's weight stream stays long
-  // and sequential (what the prefetchers like), and a thread the hypervisor delays
-  // leaves its unclaimed ranges to the others.
+  // A few contiguous ranges of panels per thread (tasks_per_thread): each task's weight
+  // stream stays long and sequential (what the prefetchers like).
   job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
-  job.n_tasks = std::min<int64_t>(job.n_panels, kTasksPerThread * pool.size());
+  job.n_tasks = std::min<int64_t>(job.n_panels, tasks_per_thread(n_rows) * pool.size());
   // Activations rounded to BF16 once per call into a buffer that lives as long as the
   // thread, so steps allocate nothing: few rows on the submitting thread, many shared by
   // the tasks (below).
