@@ -340,11 +340,11 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
     }
   }
   if (!same_type) return pack_parts(sources, n_out);
+  if (quant_kind_of(sources[0].type)) return pack_quantized(sources, n_out);
   PackedType type = packed_type_of(sources[0].type);
   if (type == PackedType::kF16 && f16_values_are_bf16(sources)) type = PackedType::kBf16Pairs;
   PackedWeights packed;
   Impl& impl = *packed.impl_;
-  if (quant_kind_of(sources[0].type)) return pack_quantized(sources, n_out);
   impl.type = type;
   impl.n_out = n_out;
   impl.n_in = n_in;

@@ -80,9 +80,8 @@ inline GroupSums group_sums_of(__m256i sums_of_8) {
   return {_mm256_cvtsi256_si32(pairs), _mm256_extract_epi32(pairs, 4)};
 }
 inline int32_t chunk_sum(__m256i sums_of_8) {
-  const __m256i pairs = _mm256_add_epi64(sums_of_8, _mm256_shuffle_epi32(sums_of_8, 0x4E));
-  return _mm_cvtsi128_si32(
-      _mm_add_epi64(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)));
+  const GroupSums sums = group_sums_of(sums_of_8);
+  return sums.first + sums.second;
 }
 
 template <class S, class T>
@@ -312,30 +311,7 @@ void quant_lanes_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
 
 template <class S>
 void quant_lanes_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  switch (a.kind) {
-    case QuantKind::kQ4_0:
-      return quant_lanes_rows<S, VQ4_0>(a, out_begin, out_end);
-    case QuantKind::kQ4_1:
-      return quant_lanes_rows<S, VQ4_1>(a, out_begin, out_end);
-    case QuantKind::kQ5_0:
-      return quant_lanes_rows<S, VQ5_0>(a, out_begin, out_end);
-    case QuantKind::kQ5_1:
-      return quant_lanes_rows<S, VQ5_1>(a, out_begin, out_end);
-    case QuantKind::kQ2_K:
-      return quant_lanes_rows<S, VQ2_K>(a, out_begin, out_end);
-    case QuantKind::kQ3_K:
-      return quant_lanes_rows<S, VQ3_K>(a, out_begin, out_end);
-    case QuantKind::kQ4_K:
-      return quant_lanes_rows<S, VQ4_K>(a, out_begin, out_end);
-    case QuantKind::kQ5_K:
-      return quant_lanes_rows<S, VQ5_K>(a, out_begin, out_end);
-    case QuantKind::kQ6_K:
-      return quant_lanes_rows<S, VQ6_K>(a, out_begin, out_end);
-    case QuantKind::kIq4Nl:
-      return quant_lanes_rows<S, VIq4Nl>(a, out_begin, out_end);
-    case QuantKind::kIq4Xs:
-      return quant_lanes_rows<S, VIq4Xs>(a, out_begin, out_end);
-  }
+  with_vector_type(a.kind, [&]<class T>() { quant_lanes_rows<S, T>(a, out_begin, out_end); });
 }
 
 }  // namespace

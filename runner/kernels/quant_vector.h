@@ -423,32 +423,39 @@ void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_
   }
 }
 
+// f.template operator()<VT>() with VT the vector form's type for `kind` (quant_decode.h):
+// one dispatch for the row form here and the lane form (quant_lanes.h).
+template <class F>
+void with_vector_type(QuantKind kind, F&& f) {
+  switch (kind) {
+    case QuantKind::kQ4_0:
+      return f.template operator()<VQ4_0>();
+    case QuantKind::kQ4_1:
+      return f.template operator()<VQ4_1>();
+    case QuantKind::kQ5_0:
+      return f.template operator()<VQ5_0>();
+    case QuantKind::kQ5_1:
+      return f.template operator()<VQ5_1>();
+    case QuantKind::kQ2_K:
+      return f.template operator()<VQ2_K>();
+    case QuantKind::kQ3_K:
+      return f.template operator()<VQ3_K>();
+    case QuantKind::kQ4_K:
+      return f.template operator()<VQ4_K>();
+    case QuantKind::kQ5_K:
+      return f.template operator()<VQ5_K>();
+    case QuantKind::kQ6_K:
+      return f.template operator()<VQ6_K>();
+    case QuantKind::kIq4Nl:
+      return f.template operator()<VIq4Nl>();
+    case QuantKind::kIq4Xs:
+      return f.template operator()<VIq4Xs>();
+  }
+}
+
 template <class S>
 void quant_vector_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  switch (a.kind) {
-    case QuantKind::kQ4_0:
-      return quant_rows_vector<S, VQ4_0>(a, out_begin, out_end);
-    case QuantKind::kQ4_1:
-      return quant_rows_vector<S, VQ4_1>(a, out_begin, out_end);
-    case QuantKind::kQ5_0:
-      return quant_rows_vector<S, VQ5_0>(a, out_begin, out_end);
-    case QuantKind::kQ5_1:
-      return quant_rows_vector<S, VQ5_1>(a, out_begin, out_end);
-    case QuantKind::kQ2_K:
-      return quant_rows_vector<S, VQ2_K>(a, out_begin, out_end);
-    case QuantKind::kQ3_K:
-      return quant_rows_vector<S, VQ3_K>(a, out_begin, out_end);
-    case QuantKind::kQ4_K:
-      return quant_rows_vector<S, VQ4_K>(a, out_begin, out_end);
-    case QuantKind::kQ5_K:
-      return quant_rows_vector<S, VQ5_K>(a, out_begin, out_end);
-    case QuantKind::kQ6_K:
-      return quant_rows_vector<S, VQ6_K>(a, out_begin, out_end);
-    case QuantKind::kIq4Nl:
-      return quant_rows_vector<S, VIq4Nl>(a, out_begin, out_end);
-    case QuantKind::kIq4Xs:
-      return quant_rows_vector<S, VIq4Xs>(a, out_begin, out_end);
-  }
+  with_vector_type(a.kind, [&]<class T>() { quant_rows_vector<S, T>(a, out_begin, out_end); });
 }
 
 }  // namespace

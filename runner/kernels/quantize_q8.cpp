@@ -85,24 +85,12 @@ void q8_k_block(const float* x, int8_t* q, float* d_out, int32_t* bsums) {
 void to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
   const ActRows& v = out.view;
   const int block = act_block(format);
-  const int64_t lanes = v.lanes, n_blocks = v.n_in / block, at = (m * n_blocks + b);
-  const int8_t* q = v.q + at * block;
-  uint8_t* dst = out.lane_q + (b * block / 4 * lanes + m) * 4;
+  const int8_t* q = v.q + (m * (v.n_in / block) + b) * block;
+  uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + m) * 4;
   for (int s = 0; s < block / 4; ++s) {
-    for (int i = 0; i < 4; ++i) dst[s * lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
+    for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
   }
-  out.lane_d[b * lanes + m] = v.d[at];
-  if (format == ActFormat::kQ8_K) {
-    for (int t = 0; t < 8; ++t) {
-      // |sum of 16 quants| <= 16 * 127: an int16 holds it.
-      int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + m) * 2;
-      pair[0] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t]);
-      pair[1] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t + 1]);
-    }
-    return;
-  }
-  out.lane_qsum[b * lanes + m] = v.qsum[at];
-  if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + m] = v.s[at];
+  lane_block_values(format, m, b, out);
 }
 
 // Sizes the lane layout for n_rows rows and zeroes its padding rows.
@@ -141,6 +129,23 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActi
 }
 
 }  // namespace
+
+void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
+  const ActRows& v = out.view;
+  const int64_t lanes = v.lanes, at = m * (v.n_in / act_block(format)) + b;
+  out.lane_d[b * lanes + m] = v.d[at];
+  if (format == ActFormat::kQ8_K) {
+    for (int t = 0; t < 8; ++t) {
+      // |sum of 16 quants| <= 16 * 127: an int16 holds it.
+      int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + m) * 2;
+      pair[0] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t]);
+      pair[1] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t + 1]);
+    }
+    return;
+  }
+  out.lane_qsum[b * lanes + m] = v.qsum[at];
+  if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + m] = v.s[at];
+}
 
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
                    QuantizedActivations& out, bool lanes) {

@@ -75,6 +75,10 @@ inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row
   return u % v.n_rows * blocks_per_row + u / v.n_rows;
 }
 
+// Block b of row m's scale and sums (already quantized) into the lane layout: everything
+// of the block there but its values, which each quantizer writes its own way.
+void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
+
 // quantize_blocks' portable form, whatever the ISA: the reference the AVX-512 quantizer is
 // tested against.
 void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,

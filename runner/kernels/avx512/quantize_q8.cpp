@@ -126,22 +126,9 @@ void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int
                       &out.qsum[b]);
     }
     if (v.lanes == 0) continue;
-    const int64_t m = b / n_blocks, in_row = b % n_blocks, at = in_row * v.lanes + m;
+    const int64_t m = b / n_blocks, in_row = b % n_blocks;
     bytes_to_lanes(q, block, out.lane_q, v.lanes, m, in_row * block);
-    out.lane_d[at] = out.d[b];
-    if (format == ActFormat::kQ8_K) {
-      // The sums of groups 2t and 2t + 1 as int16 pairs (|sum| <= 16 * 127).
-      const __m512i sums = _mm512_loadu_si512(&out.bsums[b * 16]);
-      alignas(32) int32_t pairs[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), _mm512_cvtepi32_epi16(sums));
-      for (int t = 0; t < 8; ++t) {
-        std::memcpy(out.lane_bsum_pairs.data() + ((in_row * 8 + t) * v.lanes + m) * 2, &pairs[t],
-                    4);
-      }
-    } else {
-      out.lane_qsum[at] = out.qsum[b];
-      if (format == ActFormat::kQ8_1) out.lane_s[at] = out.s[b];
-    }
+    lane_block_values(format, m, in_row, out);
   }
 }
 
