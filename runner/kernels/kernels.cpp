@@ -257,9 +257,7 @@ Peak PackedWeights::peak() const {
       if (part.n_out() > widest->n_out()) widest = &part;
     return widest->peak();
   }
-  if (impl_->quant) {
-    return quant_uses_vnni() ? Peak::kInt8Dot : Peak::kF32Fma;
-  }
+  if (impl_->quant) return Peak::kInt8Dot;  // AVX512-VNNI's step or AVX2's (ceilings.h)
   const bool bf16_dot = active_kernels().to_bf16_pairs != nullptr;
   return impl_->type == PackedType::kBf16Pairs && bf16_dot ? Peak::kBf16Dot : Peak::kF32Fma;
 }

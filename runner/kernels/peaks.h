@@ -12,6 +12,8 @@ int64_t peak_fma_avx2(int64_t iterations, float* sink);         // ymm vfmadd231
 int64_t peak_fma_avx512(int64_t iterations, float* sink);       // zmm vfmadd231ps
 int64_t peak_bf16_dot_avx512(int64_t iterations, float* sink);  // zmm vdpbf16ps
 int64_t peak_int8_dot_avx512(int64_t iterations, float* sink);  // zmm vpdpbusd (AVX512-VNNI)
+// ymm vpmaddubsw + vpmaddwd + vpaddd: the quantized kernels' step where VNNI is absent.
+int64_t peak_int8_dot_avx2(int64_t iterations, float* sink);
 // Sums n bytes (n a multiple of 64) with 256-bit loads; the sum keeps the reads alive.
 uint64_t read_sum_avx2(const uint8_t* data, int64_t n);
 
