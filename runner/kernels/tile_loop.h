@@ -3,8 +3,9 @@
 // the ISA files include it, each supplying its micro-kernel, a struct V of static members:
 //   Vec, kWidth            an F32 vector (a GCC vector type, as __m256 and __m512 are)
 //                          and its lane count
-//   kVecs                  vectors per tile row: a tile is R rows x kVecs * kWidth outputs,
-//                          a sub-panel (the tiles fit the ISA's register file)
+//   kVecs                  vectors per tile row: a tile of several rows is R rows x
+//                          kVecs * kWidth outputs, a sub-panel (the tiles fit the ISA's
+//                          register file); a one-row tile is a whole panel (kTileVecs)
 //   kPrefetchAhead         bytes ahead in a sub-panel's weight stream
 //   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
 //   store(float*, Vec)
@@ -32,10 +33,20 @@ namespace tandem::kernels::detail {
 namespace {
 
 template <class V>
-constexpr int kSubPanel = (V::kWidth * V::kVecs);  // outputs per tile
+constexpr int kSubPanel = (V::kWidth * V::kVecs);  // outputs per tile of several rows
+
+// A one-row tile (batch 1, and a batch's odd row) takes the whole panel: its accumulators
+// fit the registers even on AVX2, and it then streams the panel's weights in order from
+// memory, where AVX2's quarter-panel passes each read one line in four (BF16 at batch 1:
+// about half the read bandwidth). Each output still adds its products in k order in one
+// lane, so the width changes no bits.
+template <class V, int R>
+constexpr int kTileVecs = R == 1 ? kPanel / V::kWidth : V::kVecs;
+template <class V, int R>
+constexpr int kTileOutputs = (V::kWidth * kTileVecs<V, R>);
 
 template <class V, int R>
-using Acc = typename V::Vec[R][V::kVecs];
+using Acc = typename V::Vec[R][kTileVecs<V, R>];
 
 // One prefetch per cache line of a sub-panel's weights for one step of k.
 template <class V, size_t kRowBytes>
@@ -47,11 +58,12 @@ template <class V, size_t kRowBytes>
 
 // acc[r] += x[r * ldx] * w for each of the R rows: one FMA per output lane.
 template <class V, int R>
-[[gnu::always_inline]] inline void fma_rows(Acc<V, R>& acc, const typename V::Vec (&w)[V::kVecs],
+[[gnu::always_inline]] inline void fma_rows(Acc<V, R>& acc,
+                                            const typename V::Vec (&w)[kTileVecs<V, R>],
                                             const float* x, int64_t ldx) {
   for (int r = 0; r < R; ++r) {
     const typename V::Vec xr = V::broadcast(x + r * ldx);
-    for (int v = 0; v < V::kVecs; ++v) acc[r][v] = V::fma(xr, w[v], acc[r][v]);
+    for (int v = 0; v < kTileVecs<V, R>; ++v) acc[r][v] = V::fma(xr, w[v], acc[r][v]);
   }
 }
 
@@ -64,13 +76,13 @@ struct FarPrefetch {
 
 // Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
 // Weights apart), prefetching kPrefetchAhead bytes ahead in that stream.
-template <class V, class Weight, class Step>
+template <class V, class Weight, int kOutputs = kSubPanel<V>, class Step>
 [[gnu::always_inline]] inline void stream(const void* weights, int col, int64_t n_steps,
                                           const FarPrefetch& far, Step&& step) {
   const Weight* p = static_cast<const Weight*>(weights) + col;
   for (int64_t s = 0; s < n_steps; ++s) {
     const Weight* ws = p + s * kPanel;
-    prefetch_row<V, kSubPanel<V> * sizeof(Weight)>(ws);
+    prefetch_row<V, kOutputs * sizeof(Weight)>(ws);
     if (far.base != nullptr) __builtin_prefetch(far.base + s * far.bytes_per_step, 0, 2);
     step(s, ws);
   }
@@ -93,11 +105,13 @@ struct WidenTile : TileShape<V, 6> {
                                             const uint8_t* panel, int64_t row0, int col,
                                             const FarPrefetch& far) {
     const float* x = a.x + row0 * a.n_in;
-    stream<V, Weight>(panel, col, a.n_in, far, [&](int64_t k, const Weight* wk) TANDEM_STEP_INLINE {
-      typename V::Vec w[V::kVecs];
-      for (int v = 0; v < V::kVecs; ++v) w[v] = V::load(wk + v * V::kWidth);
-      fma_rows<V, R>(acc, w, x + k, a.n_in);
-    });
+    stream<V, Weight, kTileOutputs<V, R>>(panel, col, a.n_in, far,
+                                          [&](int64_t k, const Weight* wk) TANDEM_STEP_INLINE {
+                                            typename V::Vec w[kTileVecs<V, R>];
+                                            for (int v = 0; v < kTileVecs<V, R>; ++v)
+                                              w[v] = V::load(wk + v * V::kWidth);
+                                            fma_rows<V, R>(acc, w, x + k, a.n_in);
+                                          });
   }
 };
 
@@ -119,20 +133,21 @@ struct Bf16WidenTile : TileShape<V, 5> {
                                             const FarPrefetch& far) {
     const float* x = a.x + row0 * a.n_in;
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
-      Lanes raw[V::kVecs];
-      for (int v = 0; v < V::kVecs; ++v) {
+      Lanes raw[kTileVecs<V, R>];
+      for (int v = 0; v < kTileVecs<V, R>; ++v) {
         __builtin_memcpy(&raw[v], wk + v * V::kWidth, sizeof(Lanes));
       }
-      typename V::Vec w[V::kVecs];
-      for (int v = 0; v < V::kVecs; ++v) w[v] = __builtin_bit_cast(typename V::Vec, raw[v] << 16);
+      typename V::Vec w[kTileVecs<V, R>];
+      for (int v = 0; v < kTileVecs<V, R>; ++v)
+        w[v] = __builtin_bit_cast(typename V::Vec, raw[v] << 16);
       fma_rows<V, R>(acc, w, x + 2 * kp, a.n_in);
       if (2 * kp + 1 == a.n_in) return;  // an odd n_in: the last pair has no second k
-      for (int v = 0; v < V::kVecs; ++v) {
+      for (int v = 0; v < kTileVecs<V, R>; ++v) {
         w[v] = __builtin_bit_cast(typename V::Vec, raw[v] & 0xffff0000u);
       }
       fma_rows<V, R>(acc, w, x + 2 * kp + 1, a.n_in);
     };
-    stream<V, uint32_t>(panel, col, (a.n_in + 1) / 2, far, pair);
+    stream<V, uint32_t, kTileOutputs<V, R>>(panel, col, (a.n_in + 1) / 2, far, pair);
   }
 };
 
@@ -152,18 +167,18 @@ struct Q8_0Tile : TileShape<V, 5> {
     for (int64_t b = 0; b < n_blocks; ++b) {
       const uint8_t* block = panel + b * kBlockBytes;
       const float* scales = reinterpret_cast<const float*>(block) + col;
-      typename V::Vec s[V::kVecs];
-      for (int v = 0; v < V::kVecs; ++v) s[v] = V::load(scales + v * V::kWidth);
+      typename V::Vec s[kTileVecs<V, R>];
+      for (int v = 0; v < kTileVecs<V, R>; ++v) s[v] = V::load(scales + v * V::kWidth);
       const uint8_t* q = block + kPanel * 4;
       const FarPrefetch block_far{far.base ? far.base + b * kBlock * far.bytes_per_step : nullptr,
                                   far.bytes_per_step};
-      stream<V, int8_t>(q, col, kBlock, block_far,
-                        [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
-                          typename V::Vec w[V::kVecs];
-                          for (int v = 0; v < V::kVecs; ++v)
-                            w[v] = V::load_q8(qj + v * V::kWidth, s[v]);
-                          fma_rows<V, R>(acc, w, x + b * kBlock + j, a.n_in);
-                        });
+      stream<V, int8_t, kTileOutputs<V, R>>(q, col, kBlock, block_far,
+                                            [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
+                                              typename V::Vec w[kTileVecs<V, R>];
+                                              for (int v = 0; v < kTileVecs<V, R>; ++v)
+                                                w[v] = V::load_q8(qj + v * V::kWidth, s[v]);
+                                              fma_rows<V, R>(acc, w, x + b * kBlock + j, a.n_in);
+                                            });
     }
   }
 };
@@ -180,15 +195,16 @@ template <class Tile, int R, bool kCut>
   using V = typename Tile::Isa;
   Acc<V, R> acc;
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V::kVecs; ++v) acc[r][v] = typename V::Vec{};
+    for (int v = 0; v < kTileVecs<V, R>; ++v) acc[r][v] = typename V::Vec{};
   Tile::template k_loop<R>(acc, a, panel, row0, col, far);
   float* y = a.y + row0 * a.n_out + c;
   for (int r = 0; r < R; ++r) {
     if constexpr (!kCut) {
-      for (int v = 0; v < V::kVecs; ++v) V::store(y + r * a.n_out + v * V::kWidth, acc[r][v]);
+      for (int v = 0; v < kTileVecs<V, R>; ++v)
+        V::store(y + r * a.n_out + v * V::kWidth, acc[r][v]);
     } else {
-      alignas(64) float tmp[kSubPanel<V>];
-      for (int v = 0; v < V::kVecs; ++v) V::store(tmp + v * V::kWidth, acc[r][v]);
+      alignas(64) float tmp[kTileOutputs<V, R>];
+      for (int v = 0; v < kTileVecs<V, R>; ++v) V::store(tmp + v * V::kWidth, acc[r][v]);
       for (int64_t i = 0; i < a.n_out - c; ++i) y[r * a.n_out + i] = tmp[i];
     }
   }
@@ -206,9 +222,9 @@ template <class Tile, int R>
 void run_tile(const MatmulArgs& a, const uint8_t* panel, int64_t row0, int64_t col0,
               const FarPrefetch& far) {
   using V = typename Tile::Isa;
-  for (int col = 0; col < kPanel && col0 + col < a.n_out; col += kSubPanel<V>) {
+  for (int col = 0; col < kPanel && col0 + col < a.n_out; col += kTileOutputs<V, R>) {
     const int64_t c = col0 + col;
-    if (a.n_out - c >= kSubPanel<V>) {
+    if (a.n_out - c >= kTileOutputs<V, R>) {
       sub_panel_pass<Tile, R, false>(a, panel, row0, col, c, far);
     } else {
       cut_sub_panel<Tile, R>(a, panel, row0, col, c, far);
