@@ -58,8 +58,6 @@ double read_rate(ThreadPool& pool, const uint8_t* data, int64_t bytes, int threa
   return static_cast<double>(share) * threads * static_cast<double>(passes) / elapsed / 1e9;
 }
 
-bool has_avx512_vnni() { return __builtin_cpu_supports("avx512vnni"); }
-
 }  // namespace
 
 MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffer_bytes) {
@@ -71,10 +69,8 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
       peak_rate(pool, avx512 ? detail::peak_fma_avx512 : detail::peak_fma_avx2, seconds);
   if (isa == Isa::kAvx512Bf16)
     c.bf16_dot_gflops = peak_rate(pool, detail::peak_bf16_dot_avx512, seconds);
-  // The int8 step the quantized kernels run here (kernels.cpp, quant_uses_vnni).
-  const bool vnni = avx512 && has_avx512_vnni();
-  c.int8_dot_gops =
-      peak_rate(pool, vnni ? detail::peak_int8_dot_avx512 : detail::peak_int8_dot_avx2, seconds);
+  c.int8_dot_gops = peak_rate(
+      pool, quant_uses_vnni() ? detail::peak_int8_dot_avx512 : detail::peak_int8_dot_avx2, seconds);
 
   buffer_bytes = buffer_bytes / 64 * 64;
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> buffer(

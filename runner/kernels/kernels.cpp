@@ -134,9 +134,6 @@ bool has_avx512vnni() {
   return vnni;
 }
 
-// Whether the quantized path runs its AVX-512 VNNI form (else the AVX2 one).
-bool quant_uses_vnni() { return detected_isa() != Isa::kAvx2 && has_avx512vnni(); }
-
 // The quantized types with integer kernels (quant_matmul.h); their rows stay in GGUF blocks.
 std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
   switch (type) {
@@ -218,6 +215,8 @@ Isa detected_isa() {
   const int forced = g_isa_override.load(std::memory_order_relaxed);
   return forced >= 0 ? static_cast<Isa>(forced) : default_isa();
 }
+
+bool quant_uses_vnni() { return detected_isa() != Isa::kAvx2 && has_avx512vnni(); }
 
 bool set_isa_for_testing(Isa isa) {
   if (isa > hardware_isa()) return false;

@@ -21,6 +21,9 @@ namespace tandem::kernels {
 enum class Isa { kAvx2, kAvx512, kAvx512Bf16 };
 Isa detected_isa();  // cached; TANDEM_ISA=avx2|avx512|avx512bf16 can lower it for tests
 const char* isa_name(Isa isa);
+// Whether the quantized matmuls run their AVX-512 VNNI form (else the AVX2 one), under
+// detected_isa(); the int8 ceiling measures the same form (ceilings.h).
+bool quant_uses_vnni();
 // Test hook, not for production code: makes the kernels (and detected_isa) use `isa`
 // from now on. Returns false, changing nothing, if this CPU cannot run it.
 // PackedWeights do not depend on the ISA, so weights packed before remain valid.

@@ -3,8 +3,8 @@
 // the ISA files include it, each supplying its micro-kernel, a struct V of static members:
 //   Vec, kWidth            an F32 vector (a GCC vector type, as __m256 and __m512 are)
 //                          and its lane count
-//   kVecs                  vectors per tile row: a tile of several rows is R rows x
-//                          kVecs * kWidth outputs, a sub-panel (the tiles fit the ISA's
+//   kVecs                  vectors per tile row of a tile of several rows (R rows x
+//                          kVecs * kWidth outputs, a sub-panel: the tiles fit the ISA's
 //                          register file); a one-row tile is a whole panel (kTileVecs)
 //   kPrefetchAhead         bytes ahead in a sub-panel's weight stream
 //   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
@@ -31,9 +31,6 @@
 
 namespace tandem::kernels::detail {
 namespace {
-
-template <class V>
-constexpr int kSubPanel = (V::kWidth * V::kVecs);  // outputs per tile of several rows
 
 // A one-row tile (batch 1, and a batch's odd row) takes the whole panel: its accumulators
 // fit the registers even on AVX2, and it then streams the panel's weights in order from
@@ -76,7 +73,7 @@ struct FarPrefetch {
 
 // Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
 // Weights apart), prefetching kPrefetchAhead bytes ahead in that stream.
-template <class V, class Weight, int kOutputs = kSubPanel<V>, class Step>
+template <class V, class Weight, int kOutputs, class Step>
 [[gnu::always_inline]] inline void stream(const void* weights, int col, int64_t n_steps,
                                           const FarPrefetch& far, Step&& step) {
   const Weight* p = static_cast<const Weight*>(weights) + col;
@@ -183,7 +180,7 @@ struct Q8_0Tile : TileShape<V, 5> {
   }
 };
 
-// One sub-panel's pass: R rows x kSubPanel outputs at (row0, c), through acc. A sub-panel
+// One sub-panel's pass: R rows x kTileOutputs outputs at (row0, c), through acc. A sub-panel
 // cut by n_out (the last panel's) is written through a buffer, in a pass of its own: where
 // one pass served both, the buffer's copy kept GCC from holding the accumulators in
 // registers, so every step of k stored them to the stack (AVX2's FMA chains went through

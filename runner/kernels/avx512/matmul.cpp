@@ -80,14 +80,15 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
     const int64_t n_pairs = (a.n_in + 1) / 2;
     const uint32_t* x = a.x_pairs + row0 * n_pairs;
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
-      __m512bh w[Avx512::kVecs];
-      for (int v = 0; v < Avx512::kVecs; ++v) w[v] = (__m512bh)_mm512_loadu_si512(wk + v * 16);
+      constexpr int kVecs = kTileVecs<Avx512, R>;
+      __m512bh w[kVecs];
+      for (int v = 0; v < kVecs; ++v) w[v] = (__m512bh)_mm512_loadu_si512(wk + v * 16);
       for (int r = 0; r < R; ++r) {
         const __m512bh xr = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[r * n_pairs + kp]));
-        for (int v = 0; v < Avx512::kVecs; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], xr, w[v]);
+        for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], xr, w[v]);
       }
     };
-    stream<Avx512, uint32_t>(panel, col, n_pairs, far, pair);
+    stream<Avx512, uint32_t, kTileOutputs<Avx512, R>>(panel, col, n_pairs, far, pair);
   }
 };
 
