@@ -212,15 +212,20 @@ BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kF16)->Apply(shape_args);
 // quantized per row): a 2048 x 2048 matrix (n_in a whole number of 256-blocks), rotating
 // through copies worth 256 MiB so that M = 1 streams the weights from DRAM. GB/s counts
 // the blocks' bytes, GFLOP/s 2 * n_out * n_in * M. Random bytes with a small F16 scale are
-// valid blocks of every type (the values do not matter to the speed).
+// valid blocks of every type (the values do not matter to the speed). With in_l2:1 the
+// matrix is one copy of 512 rows (under 1 MiB in every type but Q8_0, so each thread's
+// half stays in its L2): the kernel's own arithmetic speed, which memory hides at M = 1
+// when it is below the read bandwidth and exposes when it is not.
 template <TensorType kType>
 void BM_QuantMatmul(benchmark::State& state) {
-  constexpr int64_t n_out = 2048, n_in = 2048;
+  const bool in_l2 = state.range(2) != 0;
+  const int64_t n_out = in_l2 ? 512 : 2048, n_in = 2048;
   const int64_t rows = state.range(0);
   tandem::ThreadPool pool(static_cast<int>(state.range(1)));
   const int64_t row_bytes =
       n_in / tandem::gguf::block_elements(kType) * tandem::gguf::block_bytes(kType);
-  const int copies = static_cast<int>(std::max<int64_t>(1, (256 << 20) / (row_bytes * n_out)));
+  const int copies =
+      in_l2 ? 1 : static_cast<int>(std::max<int64_t>(1, (256 << 20) / (row_bytes * n_out)));
   std::vector<PackedWeights> weights;
   Xorshift rng;
   std::vector<uint8_t> bytes(row_bytes * n_out);
@@ -244,8 +249,8 @@ void BM_QuantMatmul(benchmark::State& state) {
 }
 
 void quant_args(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
-  b->Args({1, 2})->Args({32, 2});
+  b->ArgNames({"M", "threads", "in_l2"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  b->Args({1, 2, 0})->Args({32, 2, 0})->Args({1, 2, 1});
 }
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_0)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_1)->Apply(quant_args);

@@ -28,9 +28,13 @@ inline __m256i bits_at(__m256i v, int shift, int mask) {
 }
 
 // Legacy nibbles: 16 bytes to 32 values, the low nibbles (elements 0-15) then the high ones.
+// The 16 bytes are broadcast to both halves (a load), the upper half shifted right by 4
+// in its 32-bit lanes (each byte's mask then keeps its own high nibble).
 inline __m256i legacy_nibbles(const uint8_t* qs) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), bytes_of(0x0F));
+  const __m256i v =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                          bytes_of(0x0F));
 }
 
 inline __m256i iq4_values(__m256i nibbles) {
@@ -60,11 +64,24 @@ struct SuperScales {
   float d, dm;
 };
 
-// Int16 lanes 0-7 the scale of group 2c, 8-15 that of group 2c + 1, for vpmaddwd.
-inline __m256i chunk_scale(__m256i sc16, int c) {
-  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
-                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-  return _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(c)), spread);
+// A super-block's sixteen int16 group scales, groups 0-7 in both 128-bit halves of `low`
+// and 8-15 in both of `high`: each chunk's scales are then one in-lane byte shuffle away.
+struct GroupScales {
+  __m256i low, high;
+};
+inline GroupScales group_scales(__m256i sc16) {
+  return {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+}
+
+// Int16 lanes 0-7 the scale of group 2c, 8-15 that of group 2c + 1, for vpmaddwd. c is a
+// literal in the unrolled chunk loops, so this is one vpshufb.
+inline __m256i chunk_scale(const GroupScales& g, int c) {
+  const char k = static_cast<char>(4 * (c % 4));
+  const __m256i spread =
+      _mm256_setr_epi8(k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k,
+                       k + 1, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3,
+                       k + 2, k + 3, k + 2, k + 3, k + 2, k + 3);
+  return _mm256_shuffle_epi8(c < 4 ? g.low : g.high, spread);
 }
 
 // Sixteen int8 scales (as a vector's low 16 bytes) to sc16 and, times kMul, to the bias.
@@ -156,17 +173,21 @@ struct VK4 {
     return q;
   }
   static SuperScales scales(const B& b) {
-    constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
-    uint32_t u[4];
-    __builtin_memcpy(u, b.scales, 12);
-    u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-    const uint32_t mins_low = u[1] & kmask1;
-    u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-    u[2] = mins_low;
-    u[0] &= kmask1;
+    // ggml's get_scale_min_k4 for all sixteen 6-bit fields at once, in byte lanes. With s
+    // the 12 bytes: scale j < 4 is s[j] & 63 and min j is s[j + 4] & 63; scale j >= 4 is
+    // s[j + 4] & 15 and min j is s[j + 4] >> 4, each with (s[j - 4] >> 6) << 4 (scale) or
+    // (s[j] >> 6) << 4 (min) on top. (The 16-byte load ends inside qs.)
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i low =
+        _mm_shuffle_epi8(raw, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i top = _mm_shuffle_epi8(
+        raw, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i six = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+    const __m128i high_nibble = _mm_and_si128(
+        _mm_srli_epi16(low, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
     // Bytes 0-7: the eight scales, 8-15: the eight mins; each serves two groups.
-    const __m128i v = _mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]),
-                                     static_cast<int>(u[2]), static_cast<int>(u[3]));
+    const __m128i v = _mm_or_si128(_mm_or_si128(_mm_and_si128(low, six), high_nibble),
+                                   _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30)));
     const __m128i mins = _mm_unpackhi_epi8(v, v);
     return {_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v)), _mm256_cvtepu8_epi32(mins),
             _mm256_cvtepu8_epi32(_mm_srli_si128(mins, 8)), half(b.d), half(b.dmin)};

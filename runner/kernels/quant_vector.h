@@ -249,6 +249,32 @@ void four_dots_legacy(const uint8_t* const (&rows)[4], int64_t row_bytes, const 
   _mm_storeu_ps(y, acc);
 }
 
+// The four rows' block-i d (and dmin, for the types with mins) as floats in lanes, by one
+// vcvtph2ps (exact, as half() is) rather than a scalar half() per field.
+template <class T>
+TANDEM_QUANT_INLINE void super_halves(const uint8_t* const (&rows)[4], int64_t i, __m128& d,
+                                      __m128& dm) {
+  using B = typename T::B;
+  auto field = [&](int r, size_t offset) -> short {
+    uint16_t h;
+    __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(blocks_of<B>(rows[r]) + i) + offset, 2);
+    return static_cast<short>(h);
+  };
+  constexpr size_t kD = offsetof(B, d);
+  if constexpr (T::kMins) {
+    constexpr size_t kM = offsetof(B, dmin);
+    const __m256 f =
+        _mm256_cvtph_ps(_mm_setr_epi16(field(0, kD), field(1, kD), field(2, kD), field(3, kD),
+                                       field(0, kM), field(1, kM), field(2, kM), field(3, kM)));
+    d = _mm256_castps256_ps128(f);
+    dm = _mm256_extractf128_ps(f, 1);
+  } else {
+    d = _mm_cvtph_ps(
+        _mm_setr_epi16(field(0, kD), field(1, kD), field(2, kD), field(3, kD), 0, 0, 0, 0));
+    dm = _mm_setzero_ps();
+  }
+}
+
 template <class S, class T>
 void four_dots_super(const uint8_t* const (&rows)[4], int64_t row_bytes, const ActRows& x,
                      float* y) {
@@ -258,25 +284,22 @@ void four_dots_super(const uint8_t* const (&rows)[4], int64_t row_bytes, const A
   for (int64_t i = 0; i < nb; ++i) {
     const int8_t* xq = x.q + i * kSpan;
     __m256i v[8];
-    float d[4], dm[4];
     prefetch_four(rows, i * int64_t{sizeof(B)}, sizeof(B), row_bytes, kDecodePrefetch);
     for (int r = 0; r < 4; ++r) {
       const B& b = blocks_of<B>(rows[r])[i];
       const SuperScales s = T::scales(b);
+      const GroupScales g = group_scales(s.sc16);
       __m256i isum = _mm256_setzero_si256();
       for (int c = 0; c < 8; ++c) {
         const __m256i pr = pairs<T>(T::template chunk<S>(b, c), load32(xq + 32 * c));
-        isum = S::madd_add(isum, pr, chunk_scale(s.sc16, c));
+        isum = S::madd_add(isum, pr, chunk_scale(g, c));
       }
       v[r] = isum;
       v[4 + r] = T::kBias ? bias_products(s, x.bsums + i * 16) : _mm256_setzero_si256();
-      d[r] = s.d;
-      dm[r] = s.dm;
     }
-    // Lanes set from registers (_mm_setr_ps), not stored and reloaded: a vector load of
-    // four scalar stores cannot be forwarded and stalls.
-    acc = add_super4<T>(acc, v, _mm_setr_ps(d[0], d[1], d[2], d[3]),
-                        _mm_setr_ps(dm[0], dm[1], dm[2], dm[3]), _mm_set1_ps(x.d[i]));
+    __m128 d, dm;
+    super_halves<T>(rows, i, d, dm);
+    acc = add_super4<T>(acc, v, d, dm, _mm_set1_ps(x.d[i]));
   }
   _mm_storeu_ps(y, acc);
 }
@@ -337,8 +360,9 @@ TANDEM_QUANT_INLINE void span_rows(const DecodedSpan& w, int count, const ActRow
     const int64_t nb = x.n_in / 256;
     __m256i v[8];  // the rows' scaled group sums, then their bias products
     for (int r = 0; r < 8; ++r) v[r] = _mm256_setzero_si256();
+    const GroupScales g = group_scales(w.s.sc16);
     for (int c = 0; c < 8; ++c) {
-      const __m256i q = load32(w.q + 32 * c), sc = chunk_scale(w.s.sc16, c);
+      const __m256i q = load32(w.q + 32 * c), sc = chunk_scale(g, c);
       for (int r = 0; r < R; ++r) {
         v[r] = S::madd_add(v[r], pairs<T>(q, load32(xq + r * row + 32 * c)), sc);
       }

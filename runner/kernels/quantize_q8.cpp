@@ -23,11 +23,14 @@ int nearest_int(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
-// roundf (half away from zero) inline, for |v| < 2^23: libm's is a call per value on the
-// baseline ISA. A NaN (from an infinite activation) gives 0, as roundf's NaN converted to
-// int8_t did on x86.
+// roundf (half away from zero) inline: libm's is a call per value on the baseline ISA.
+// Then the conversion as ggml's `(int8_t) roundf(x)` does it on x86 (cvttss2si, whose
+// low byte is kept): a NaN (from an infinite activation) or a value out of int's range
+// (an infinite x * id, where a block's largest magnitude is so small that 1 / d
+// overflows) is INT_MIN, so 0; values from 2^23 up are whole already.
 int round_half_away(float v) {
-  if (!(v == v)) return 0;
+  if (!(v == v) || !(std::fabs(v) < 2147483648.f)) return INT32_MIN;
+  if (!(std::fabs(v) < 8388608.f)) return static_cast<int>(v);
   const int t = static_cast<int>(v);
   const float frac = v - static_cast<float>(t);  // exact: |v| < 2^23
   return frac >= 0.5f ? t + 1 : frac <= -0.5f ? t - 1 : t;
@@ -181,9 +184,9 @@ void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActiv
 
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                      QuantizedActivations& out) {
-  // The same bits either way (QuantMatmul.VectorQuantizersEqualThePortableOnes).
-  if (detected_isa() != Isa::kAvx2) return avx512_quantize_blocks(format, x, begin, end, out);
-  quantize_blocks_portable(format, x, begin, end, out);
+  // The same bits every way (QuantMatmul.VectorQuantizersEqualThePortableOnes).
+  if (detected_isa() == Isa::kAvx2) return avx2_quantize_blocks(format, x, begin, end, out);
+  avx512_quantize_blocks(format, x, begin, end, out);
 }
 
 void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,

@@ -79,13 +79,16 @@ inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row
 // of the block there but its values, which each quantizer writes its own way.
 void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
 
-// quantize_blocks' portable form, whatever the ISA: the reference the AVX-512 quantizer is
+// quantize_blocks' portable form, whatever the ISA: the reference the vector quantizers are
 // tested against.
 void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,
                               QuantizedActivations& out);
-// quantize_blocks by AVX-512 (avx512/quantize_q8.cpp), bit for bit the portable form;
-// quantize_blocks calls it where the kernels run AVX-512.
+// quantize_blocks by AVX-512 (avx512/quantize_q8.cpp) and by AVX2 (avx2/quantize_q8.cpp),
+// each bit for bit the portable form; quantize_blocks calls the one of the ISA the kernels
+// run.
 void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                             QuantizedActivations& out);
+void avx2_quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
+                          QuantizedActivations& out);
 
 }  // namespace tandem::kernels::detail

@@ -122,7 +122,8 @@ SignalledStream stream_then_sigterm(ServerProcess& server, int max_tokens) {
 }
 
 TEST(Connections, SigtermLetsARunningRequestFinishThenExitsZero) {
-  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--shutdown-grace", "30"});
+  // The longest grace the flag allows: the finish must not race a clock (see below).
+  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--shutdown-grace", "3600"});
   const auto [streamed, signalled] = stream_then_sigterm(server, 400);
   EXPECT_TRUE(signalled);
   const auto events = sse_data(streamed.body);
@@ -149,7 +150,9 @@ TEST(Connections, SigtermWithARunningRequestPastTheGraceCutsItAndExitsZero) {
 // /health on a connection it already had answers 503 (and the connection closes), and the
 // running request still streams to its end before the process exits 0.
 TEST(Connections, SigtermFailsHealthAndRefusesConnectionsWhileTheRunningRequestFinishes) {
-  ServerProcess server(demo_model(), {"--kv-tokens", "8192", "--shutdown-grace", "30"});
+  // The grace is the longest the flag allows, so that the request's finish never races it:
+  // under TSan on a slow CPU the 1200 tokens took over 30 s, and the grace cut them.
+  ServerProcess server(demo_model(), {"--kv-tokens", "8192", "--shutdown-grace", "3600"});
   HttpClient kept(server.port());  // a balancer's kept-alive connection, idle at the signal
   ASSERT_EQ(kept.send("GET", "/health").status, 200);
 

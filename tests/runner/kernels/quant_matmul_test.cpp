@@ -413,12 +413,54 @@ TEST(QuantMatmul, LaneLayoutHoldsEveryRowsValuesAndZeroPadding) {
   }
 }
 
-// Where the kernels run AVX-512, activations are quantized by vector code
-// (avx512/quantize_q8.cpp); it must give the portable quantizer's bits on ordinary rows and
-// on the edges: rounding ties, NaN and infinities, zeros of both signs, subnormals, and the
-// largest magnitude present with both signs (Q8_K keeps the first).
+// One vector quantizer's output (values, scales, sums and the lane layout) against the
+// portable form's, bit for bit.
+using Quantizer = void (*)(ActFormat, const float*, int64_t, int64_t,
+                           detail::QuantizedActivations&);
+void expect_quantizer_is_portable(Quantizer quantize, ActFormat format, const std::vector<float>& x,
+                                  int64_t n_rows, int64_t n_in) {
+  detail::QuantizedActivations vec, ref;
+  // With the lane layout too: each vector quantizer writes it by its own code.
+  detail::prepare_rows(format, n_rows, n_in, vec, /*lanes=*/true);
+  detail::prepare_rows(format, n_rows, n_in, ref, /*lanes=*/true);
+  const int64_t n_blocks = n_rows * n_in / detail::act_block(format);
+  quantize(format, x.data(), 0, n_blocks, vec);
+  detail::quantize_blocks_portable(format, x.data(), 0, n_blocks, ref);
+  auto same = [](const auto& a, const auto& b, size_t n) {
+    return n == 0 || std::memcmp(a.data(), b.data(), n * sizeof(a[0])) == 0;
+  };
+  const size_t nb = static_cast<size_t>(n_blocks);
+  EXPECT_TRUE(same(vec.q, ref.q, static_cast<size_t>(n_rows * n_in))) << static_cast<int>(format);
+  EXPECT_TRUE(same(vec.d, ref.d, nb)) << static_cast<int>(format);
+  if (format == ActFormat::kQ8_1) {
+    EXPECT_TRUE(same(vec.s, ref.s, nb));
+  }
+  if (format == ActFormat::kQ8_K) {
+    EXPECT_TRUE(same(vec.bsums, ref.bsums, nb * 16));
+  } else {
+    EXPECT_TRUE(same(vec.qsum, ref.qsum, nb));
+  }
+  const int64_t lanes = vec.view.lanes, lane_blocks = lanes * n_in / detail::act_block(format);
+  EXPECT_EQ(0, std::memcmp(vec.view.lane_q, ref.view.lane_q, lanes * n_in));
+  EXPECT_EQ(0, std::memcmp(vec.view.lane_d, ref.view.lane_d, lane_blocks * 4));
+  if (format == ActFormat::kQ8_K) {
+    EXPECT_EQ(0, std::memcmp(vec.view.lane_bsum_pairs, ref.view.lane_bsum_pairs, lane_blocks * 32));
+  } else {
+    EXPECT_EQ(0, std::memcmp(vec.view.lane_qsum, ref.view.lane_qsum, lane_blocks * 4));
+  }
+  if (format == ActFormat::kQ8_1) {
+    EXPECT_EQ(0, std::memcmp(vec.view.lane_s, ref.view.lane_s, lane_blocks * 4));
+  }
+}
+
+// Activations are quantized by vector code, AVX2 (avx2/quantize_q8.cpp) or AVX-512
+// (avx512/quantize_q8.cpp) as the kernels run; each must give the portable quantizer's bits
+// on ordinary rows and on the edges: rounding ties, NaN and infinities, zeros of both signs,
+// subnormals, blocks whose largest magnitude is so small that 1 / d overflows (each x * id
+// infinite: ggml's conversion on x86 gives 0 there, and so must all three forms), and the
+// largest magnitude present with both signs (Q8_K keeps the first). Each form runs where
+// the CPU has its instructions (AVX2 on every CPU tandem runs on).
 TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
-  if (detected_isa() == Isa::kAvx2) GTEST_SKIP() << "no AVX-512 here: the portable form runs";
   const int64_t n_rows = 24, n_in = 512;
   auto x = extreme_activations(n_rows, n_in, 8);
   std::mt19937 rng(3);
@@ -430,40 +472,15 @@ TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
       if (rng() % 3 == 0) row[k] = specials[rng() % std::size(specials)];
       if (m == 12) row[k] = static_cast<float>(k % 255) - 127.f;  // every tie, scale 1
       if (m == 13) row[k] = k % 2 ? 0.5f : -0.5f;
+      if (m == 14) row[k] = (k % 3 == 0 ? -1.5e-39f : 1e-40f) * static_cast<float>(k % 5);
     }
   }
-  for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
-    detail::QuantizedActivations vec, ref;
-    // With the lane layout too: the AVX-512 quantizer writes it by its own code.
-    detail::quantize_rows(format, x.data(), n_rows, n_in, vec, /*lanes=*/true);
-    detail::prepare_rows(format, n_rows, n_in, ref, /*lanes=*/true);
-    const int64_t n_blocks = n_rows * n_in / detail::act_block(format);
-    detail::quantize_blocks_portable(format, x.data(), 0, n_blocks, ref);
-    auto same = [](const auto& a, const auto& b, size_t n) {
-      return n == 0 || std::memcmp(a.data(), b.data(), n * sizeof(a[0])) == 0;
-    };
-    const size_t nb = static_cast<size_t>(n_blocks);
-    EXPECT_TRUE(same(vec.q, ref.q, static_cast<size_t>(n_rows * n_in))) << static_cast<int>(format);
-    EXPECT_TRUE(same(vec.d, ref.d, nb)) << static_cast<int>(format);
-    if (format == ActFormat::kQ8_1) {
-      EXPECT_TRUE(same(vec.s, ref.s, nb));
-    }
-    if (format == ActFormat::kQ8_K) {
-      EXPECT_TRUE(same(vec.bsums, ref.bsums, nb * 16));
-    } else {
-      EXPECT_TRUE(same(vec.qsum, ref.qsum, nb));
-    }
-    const int64_t lanes = vec.view.lanes, lane_blocks = lanes * n_in / detail::act_block(format);
-    EXPECT_EQ(0, std::memcmp(vec.view.lane_q, ref.view.lane_q, lanes * n_in));
-    EXPECT_EQ(0, std::memcmp(vec.view.lane_d, ref.view.lane_d, lane_blocks * 4));
-    if (format == ActFormat::kQ8_K) {
-      EXPECT_EQ(0,
-                std::memcmp(vec.view.lane_bsum_pairs, ref.view.lane_bsum_pairs, lane_blocks * 32));
-    } else {
-      EXPECT_EQ(0, std::memcmp(vec.view.lane_qsum, ref.view.lane_qsum, lane_blocks * 4));
-    }
-    if (format == ActFormat::kQ8_1) {
-      EXPECT_EQ(0, std::memcmp(vec.view.lane_s, ref.view.lane_s, lane_blocks * 4));
+  std::vector<std::pair<const char*, Quantizer>> forms = {{"avx2", &detail::avx2_quantize_blocks}};
+  if (detected_isa() != Isa::kAvx2) forms.emplace_back("avx512", &detail::avx512_quantize_blocks);
+  for (const auto& [form, quantize] : forms) {
+    for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
+      SCOPED_TRACE(std::string(form) + ", format " + std::to_string(static_cast<int>(format)));
+      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in);
     }
   }
 }
