@@ -84,18 +84,6 @@ void q8_k_block(const float* x, int8_t* q, float* d_out, int32_t* bsums) {
   *d_out = 1.f / iscale;
 }
 
-// Block b of row m (quantized) copied into the lane layout (ActRows::lanes).
-void to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
-  const ActRows& v = out.view;
-  const int block = act_block(format);
-  const int8_t* q = v.q + (m * (v.n_in / block) + b) * block;
-  uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + m) * 4;
-  for (int s = 0; s < block / 4; ++s) {
-    for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
-  }
-  lane_block_values(format, m, b, out);
-}
-
 // Sizes the lane layout for n_rows rows and zeroes its padding rows.
 void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out) {
   const int64_t lanes = (n_rows + 15) / 16 * 16, n_blocks = n_in / act_block(format);
@@ -132,6 +120,17 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActi
 }
 
 }  // namespace
+
+void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
+  const ActRows& v = out.view;
+  const int block = act_block(format);
+  const int8_t* q = v.q + (m * (v.n_in / block) + b) * block;
+  uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + m) * 4;
+  for (int s = 0; s < block / 4; ++s) {
+    for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
+  }
+  lane_block_values(format, m, b, out);
+}
 
 void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
   const ActRows& v = out.view;
@@ -203,7 +202,7 @@ void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, i
       q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
                       &out.qsum[b]);
     }
-    if (out.view.lanes != 0) to_lanes(format, b / n_blocks, b % n_blocks, out);
+    if (out.view.lanes != 0) block_to_lanes(format, b / n_blocks, b % n_blocks, out);
   }
 }
 

@@ -78,6 +78,9 @@ inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row
 // Block b of row m's scale and sums (already quantized) into the lane layout: everything
 // of the block there but its values, which each quantizer writes its own way.
 void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
+// Block b of row m (already quantized) into the lane layout, values included, by scalar
+// code: the portable and AVX2 quantizers' copy (only the AVX-512 VNNI kernels read it).
+void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
 
 // quantize_blocks' portable form, whatever the ISA: the reference the vector quantizers are
 // tested against.

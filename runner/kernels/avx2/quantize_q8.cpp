@@ -134,20 +134,6 @@ TANDEM_Q8_INLINE void q8_k_block(const float* x, int8_t* q, float* d_out, int32_
   *d_out = 1.f / iscale;
 }
 
-// Block b (row m, block in_row of it) into the lane layout (ActRows::lanes), plus 128. Only
-// the AVX-512 VNNI kernels read that layout, so this scalar copy serves the contract (and
-// the tests), not a hot path.
-void block_to_lanes(ActFormat format, int64_t m, int64_t in_row, const int8_t* q,
-                    QuantizedActivations& out) {
-  const ActRows& v = out.view;
-  const int block = act_block(format);
-  uint8_t* dst = out.lane_q + (in_row * block / 4 * v.lanes + m) * 4;
-  for (int s = 0; s < block / 4; ++s) {
-    for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
-  }
-  lane_block_values(format, m, in_row, out);
-}
-
 }  // namespace
 
 void avx2_quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
@@ -164,7 +150,7 @@ void avx2_quantize_blocks(ActFormat format, const float* x, int64_t begin, int64
       q8_legacy_block(x + b * block, q, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
                       &out.qsum[b]);
     }
-    if (v.lanes != 0) block_to_lanes(format, b / n_blocks, b % n_blocks, q, out);
+    if (v.lanes != 0) block_to_lanes(format, b / n_blocks, b % n_blocks, out);
   }
 }
 
