@@ -3,7 +3,7 @@
 
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 TEST(Cli, HelpListsUsageAndExitsZero) {
@@ -32,4 +32,4 @@ TEST(Cli, MissingSubcommandExitsTwo) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -6,7 +6,7 @@
 #include "runner/cuda/cuda_executor.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::string make_tiny(const ScratchDir& dir) {
@@ -119,4 +119,4 @@ TEST(GenerateCli, DeviceCudaWithoutAGpuExitsTwoWithOneLine) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

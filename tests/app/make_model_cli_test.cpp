@@ -7,7 +7,7 @@
 #include "runner/gguf/gguf.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 void expect_one_line_naming(const CommandResult& r, const std::string& needle) {
@@ -95,4 +95,4 @@ TEST(MakeModelCli, UnwritableOutExitsOne) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -9,7 +9,7 @@
 #include "runner/gguf/gguf.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::string slurp(const std::string& path) {
@@ -86,4 +86,4 @@ TEST(QuantizeCli, BadInputExitsTwoWithOneLine) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

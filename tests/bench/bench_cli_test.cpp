@@ -10,7 +10,7 @@
 #include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 class BenchCli : public ::testing::Test {
@@ -134,4 +134,4 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

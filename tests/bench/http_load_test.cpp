@@ -16,7 +16,7 @@
 #include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 // `tandem serve` as a child process; the port is read from its "listening on" line.
@@ -205,4 +205,4 @@ TEST_F(HttpLoad, BenchModelUsesTheModelIdServeListsForTheSameFile) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem::bench {
+namespace tandem::bench::TANDEM_UNITY_ID {
 namespace {
 
 RunReport run(const std::string& label, double throughput) {
@@ -65,4 +65,4 @@ TEST(OutputsDigest, DependsOnEveryTextAndWhereTheyDivide) {
 }
 
 }  // namespace
-}  // namespace tandem::bench
+}  // namespace tandem::bench::TANDEM_UNITY_ID

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem::bench {
+namespace tandem::bench::TANDEM_UNITY_ID {
 namespace {
 
 TEST(SseReader, YieldsEachEventsDataOnce) {
@@ -34,4 +34,4 @@ TEST(SseReader, HoldsAnUnfinishedEvent) {
 }
 
 }  // namespace
-}  // namespace tandem::bench
+}  // namespace tandem::bench::TANDEM_UNITY_ID

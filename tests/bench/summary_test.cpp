@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem::bench {
+namespace tandem::bench::TANDEM_UNITY_ID {
 namespace {
 
 TEST(Percentile, InterpolatesBetweenClosestRanksLikeNumpy) {
@@ -95,4 +95,4 @@ TEST(Summarize, ASingleTokenResponseHasNoTpot) {
 }
 
 }  // namespace
-}  // namespace tandem::bench
+}  // namespace tandem::bench::TANDEM_UNITY_ID

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-namespace tandem::bench {
+namespace tandem::bench::TANDEM_UNITY_ID {
 namespace {
 
 struct GapStats {
@@ -119,4 +119,4 @@ TEST(PlanWorkload, RefusesAnEmptyPool) {
 }
 
 }  // namespace
-}  // namespace tandem::bench
+}  // namespace tandem::bench::TANDEM_UNITY_ID

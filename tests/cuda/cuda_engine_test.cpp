@@ -13,7 +13,7 @@
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 struct Ask {
@@ -252,4 +252,4 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, GpuAgainstCpu,
                          [](const auto& info) { return std::string(gguf::type_name(info.param)); });
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -11,7 +11,7 @@
 #include "tests/common/test_support.h"
 #include "tests/cuda/cuda_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 constexpr int32_t kRows = 4;
@@ -111,4 +111,4 @@ TEST(CudaExecutor, TheDeviceRefusesWithOneLineWhereItCannotRun) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

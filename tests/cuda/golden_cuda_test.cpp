@@ -16,7 +16,7 @@
 #include "tests/common/test_support.h"
 #include "tests/cuda/cuda_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 constexpr double kRoundingMargin = 2e-3;
@@ -205,4 +205,4 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, CudaQuantizedGoldenModels,
                          golden_test_name);
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -17,7 +17,7 @@
 #include "runner/util/float16.h"
 #include "tests/cuda/cuda_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using cuda::DeviceMatrix;
@@ -174,4 +174,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -24,7 +24,7 @@
 #include "tests/runner/sampler/reference.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
-namespace tandem::cuda {
+namespace tandem::cuda::TANDEM_UNITY_ID {
 namespace {
 
 using testing::DeviceBuffer;
@@ -432,4 +432,4 @@ TEST(CudaSamplerDistributionLargeVocabulary, MatchesTheSoftmaxOfTheKeptSet) {
 }
 
 }  // namespace
-}  // namespace tandem::cuda
+}  // namespace tandem::cuda::TANDEM_UNITY_ID

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Json = nlohmann::json;
@@ -75,4 +75,4 @@ TEST(ApiError, BodyStaysValidJsonForAnyMessageBytes) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -10,7 +10,7 @@
 #include "protocol/api_error.h"
 #include "protocol/completion_request.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 struct BadRequest {
@@ -321,4 +321,4 @@ INSTANTIATE_TEST_SUITE_P(Protocol, BadRequestCatalogue, testing::ValuesIn(kCatal
 TEST(BadRequestCatalogue, HoldsAtLeastFortyCases) { EXPECT_GE(std::size(kCatalogue), 40u); }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

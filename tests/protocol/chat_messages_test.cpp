@@ -8,7 +8,7 @@
 
 #include "protocol/chat_prompt.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 ChatInputs parse_ok(const std::string& body) {
@@ -104,4 +104,4 @@ TEST(ChatMessages, ApplyTemplateResponseIsLlamaServersShape) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 constexpr const char* kChatml =
@@ -118,4 +118,4 @@ TEST(JinjaChatTemplate, OneCompiledTemplateRendersFromManyThreadsAtOnce) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -8,7 +8,7 @@
 #include <string>
 #include <variant>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using namespace std::string_literals;
@@ -336,4 +336,4 @@ TEST(CompletionRequest, PromptMustLeaveRoomForOneToken) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -9,7 +9,7 @@
 
 #include "protocol/api_error.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 TEST(Outcomes, FinishReasonsHaveOpenAisNames) {
@@ -54,4 +54,4 @@ TEST(Outcomes, EachErrorKindAnswersWithItsErrorObject) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -10,7 +10,7 @@
 
 #include "protocol/completion_request.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Kind = OutputConstraint::Kind;
@@ -73,4 +73,4 @@ TEST(OutputConstraint, LlamaServerFieldsAreRead) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

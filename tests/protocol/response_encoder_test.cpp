@@ -13,7 +13,7 @@
 #include "protocol/choice_seed.h"
 #include "protocol/sse.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 ResponseHeader header(Endpoint endpoint) {
@@ -148,4 +148,4 @@ TEST(ChoiceSeed, ChoiceZeroKeepsTheSeedAndTheOthersAreDistinctAndFitADouble) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

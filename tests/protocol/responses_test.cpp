@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Json = nlohmann::json;
@@ -193,4 +193,4 @@ TEST(Responses, ChatLogprobsCarryBytesAndOrderedTops) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 TEST(Sse, DataEventWrapsJsonInOneFieldAndABlankLine) {
@@ -29,4 +29,4 @@ TEST(Sse, ConcatenatedEventsSplitBackIntoTheirPayloads) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Json = nlohmann::json;
@@ -98,4 +98,4 @@ TEST(TokenizeResponses, DetokenizedPartialCharacterStillGivesValidJson) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -10,7 +10,7 @@
 #include "tests/common/test_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::string generate(Engine& engine, uint64_t seed, int32_t max_tokens) {
@@ -54,4 +54,4 @@ TEST(Engine, RefusesAFileThatIsNotAModel) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

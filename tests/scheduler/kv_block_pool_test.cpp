@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 TEST(KvBlockPool, BlocksForRoundsUpToWholeBlocks) {
@@ -204,4 +204,4 @@ TEST(KvBlockPool, TheSameContentRegisteredTwiceKeepsTheFirstBlock) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

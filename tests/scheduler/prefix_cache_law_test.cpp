@@ -18,7 +18,7 @@
 #include "tests/common/test_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 struct Planned {
@@ -174,4 +174,4 @@ TEST(PrefixCacheLaw, SlidingWindowModelsEqualKeepingEveryPositionAlone) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -15,7 +15,7 @@
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
@@ -206,4 +206,4 @@ TEST(PromptShare, AListIsRefusedWholeWhenTheQueueCannotHoldIt) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -14,7 +14,7 @@
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
@@ -281,4 +281,4 @@ TEST(SchedulerProperties, OnItsOwnThreadWithConcurrentClientsOutputsMatchTheRefe
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

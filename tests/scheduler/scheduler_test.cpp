@@ -10,7 +10,7 @@
 
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
@@ -428,4 +428,4 @@ TEST(Scheduler, StoppingEndsLiveAndWaitingRequestsWithAnError) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -17,7 +17,7 @@
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
@@ -220,4 +220,4 @@ TEST(SlidingWindowKv, CancelAndShutdownGiveEveryLocalBlockBack) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

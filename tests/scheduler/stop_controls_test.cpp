@@ -8,7 +8,7 @@
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
@@ -169,4 +169,4 @@ TEST(StopControls, MaxTokensZeroPrefillsAndFinishesWithLengthWithoutAToken) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

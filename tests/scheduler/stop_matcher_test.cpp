@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 // Feeds pieces one by one; returns everything emitted and whether it stopped.
@@ -117,4 +117,4 @@ TEST(StopMatcher, WhileItMayNotStopItEmitsButStillHoldsAPossibleStart) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

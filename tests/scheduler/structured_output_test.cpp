@@ -17,7 +17,7 @@
 #include "tests/runner/grammar/schema_validator.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using grammar::testing::schema_suite;
@@ -264,4 +264,4 @@ TEST(StructuredOutput, TheDeviceWorkerAdvancesAChainedRowsMatcher) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

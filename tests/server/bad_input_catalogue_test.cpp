@@ -26,7 +26,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 namespace http = boost::beast::http;
@@ -615,4 +615,4 @@ TEST(BadInputCatalogueSize, HoldsOverFortyCases) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -15,7 +15,7 @@
 #include "runner/tokenizer/tokenizer.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using server::tokenize_chat_prompt;
@@ -122,4 +122,4 @@ TEST(ChatTokens, BosIsAddedOnceWhenTheTemplateDoesNotRenderIt) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -12,7 +12,7 @@
 #include "runner/tokenizer/utf8.h"
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -255,4 +255,4 @@ TEST(Completions, TwoHundredConcurrentStreamsAllCompleteWithConsistentUsage) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -12,7 +12,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -195,4 +195,4 @@ TEST(Connections, SigtermFailsHealthAndRefusesConnectionsWhileTheRunningRequestF
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

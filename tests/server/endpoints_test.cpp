@@ -10,7 +10,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -147,4 +147,4 @@ TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -6,7 +6,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::string served_text(const std::string& prompt, const std::string& sampling) {
@@ -40,4 +40,4 @@ TEST(GenerateMatchesServe, SeededSampledTextIsTheSame) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -10,7 +10,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::server {
+namespace tandem::server::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -121,4 +121,4 @@ TEST(GenerationResponseToolCalls, ALlamaCallCutByTheLengthLimitIsContent) {
 }
 
 }  // namespace
-}  // namespace tandem::server
+}  // namespace tandem::server::TANDEM_UNITY_ID

@@ -14,7 +14,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -229,4 +229,4 @@ TEST(AccessLog, RecordsTheUserAndTheResponseIdOnOneJsonLine) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -7,7 +7,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 void expect_usage_error(const CommandResult& r, const std::string& named) {
@@ -42,4 +42,4 @@ TEST(ServeCli, AnAddressInUseExits2NamingIt) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace tandem::server {
+namespace tandem::server::TANDEM_UNITY_ID {
 namespace {
 
 std::string finished_lines(const ServerMetrics& metrics) {
@@ -52,4 +52,4 @@ TEST(ServerMetrics, GpuFiguresAppearOnlyWithAGpu) {
 }
 
 }  // namespace
-}  // namespace tandem::server
+}  // namespace tandem::server::TANDEM_UNITY_ID

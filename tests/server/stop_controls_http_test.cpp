@@ -8,7 +8,7 @@
 
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -104,4 +104,4 @@ TEST(StopControlsOverHttp, MinTokensIgnoresStopStringsUntilReached) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

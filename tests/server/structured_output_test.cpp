@@ -11,7 +11,7 @@
 #include "tests/runner/grammar/schema_validator.h"
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -134,4 +134,4 @@ TEST(StructuredOutputHttp, WhatCannotBeCompiledOrCombinedIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -13,7 +13,7 @@
 #include "tests/runner/grammar/schema_validator.h"
 #include "tests/server/server_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::json;
@@ -190,4 +190,4 @@ TEST(ToolCallsHttp, BadToolsAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -45,7 +45,7 @@
 #endif
 #endif
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using Json = nlohmann::json;
@@ -604,4 +604,4 @@ TEST(ServerStress, AcceptRetriesWhenOutOfDescriptors) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -15,7 +15,7 @@
 
 #include "protocol/chat_prompt.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::ordered_json;
@@ -133,4 +133,4 @@ INSTANTIATE_TEST_SUITE_P(Published, ChatTemplateOracle, ::testing::ValuesIn(temp
                          test_name);
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -7,7 +7,7 @@
 
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 void expect_syntax_error(const std::string& source, int line, int column,
@@ -100,4 +100,4 @@ TEST(JinjaErrors, TheSourceMustBeUtf8) {
 }
 
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

@@ -5,7 +5,7 @@
 
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 // literals: string escapes, numbers (Python float repr), constants, containers (Python repr).
@@ -113,4 +113,4 @@ TEST(JinjaExpressions, TypeErrorsAsJinja2RaisesThem) {
   });
 }
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

@@ -5,7 +5,7 @@
 
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 // filters on strings and numbers (case mapping follows Python: full Unicode, final sigma).
@@ -151,4 +151,4 @@ TEST(JinjaFilters, DictAndListMethodsAndTheImmutableSandbox) {
   });
 }
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

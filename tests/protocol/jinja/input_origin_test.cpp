@@ -11,7 +11,7 @@
 #include "protocol/jinja/json.h"
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 Variables input(const std::string& json) {
@@ -84,4 +84,4 @@ TEST(JinjaInputOrigin, TemplateSideValuesAreTemplateText) {
 }
 
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

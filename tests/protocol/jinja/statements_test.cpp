@@ -5,7 +5,7 @@
 
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 // if / elif / else.
@@ -99,4 +99,4 @@ TEST(JinjaStatements, MacrosTakeDefaultsKeywordsAndSeeTheirDefiningScope) {
   });
 }
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

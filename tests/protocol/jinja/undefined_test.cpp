@@ -5,7 +5,7 @@
 
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 // Undefined: prints as "", iterates as nothing, and fails where Jinja2 fails, with its message.
@@ -69,4 +69,4 @@ TEST(JinjaUndefined, RuntimeErrors) {
   });
 }
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

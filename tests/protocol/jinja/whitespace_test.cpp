@@ -5,7 +5,7 @@
 
 #include "tests/protocol/jinja/jinja_test_support.h"
 
-namespace tandem::jinja::testing {
+namespace tandem::jinja::testing::TANDEM_UNITY_ID {
 namespace {
 
 // trim_blocks and lstrip_blocks: block and comment tags own their line; expression tags do not.
@@ -45,4 +45,4 @@ TEST(JinjaWhitespace, RawBlocksNewlinesAndTheTrailingNewline) {
   });
 }
 }  // namespace
-}  // namespace tandem::jinja::testing
+}  // namespace tandem::jinja::testing::TANDEM_UNITY_ID

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 void expect_calls(const ParsedToolCalls& parsed, const std::vector<ParsedToolCall>& calls) {
@@ -218,4 +218,4 @@ TEST(ToolCallFormat, IsDetectedFromTheTemplateSource) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -13,7 +13,7 @@
 #include "protocol/tool_calls/tool_call_format.h"
 #include "tests/common/test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using nlohmann::ordered_json;
@@ -76,4 +76,4 @@ TEST(ToolTemplates, FamiliesAreDetectedAndTheirTemplatesRenderTheTools) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -7,7 +7,7 @@
 
 #include <numeric>
 
-namespace tandem::cuda {
+namespace tandem::cuda::TANDEM_UNITY_ID {
 namespace {
 
 const std::vector<int32_t> kEog = {2, 7};
@@ -116,4 +116,4 @@ TEST(StepStaging, RefusesTokensPositionsAndTablesThatDoNotFit) {
 }
 
 }  // namespace
-}  // namespace tandem::cuda
+}  // namespace tandem::cuda::TANDEM_UNITY_ID

@@ -11,7 +11,7 @@
 
 #include "runner/device/device.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 // Each row's token is a function of its input token and position; a device-fed row's input
@@ -138,4 +138,4 @@ TEST(AsyncDevice, RowsTheHostMustSeeWaitForTheirPredecessor) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 // Records every plan it runs; a row's token is 1000 * step + its first input token.
@@ -162,4 +162,4 @@ TEST(Device, DestroyingTheDeviceRunsTheStepsStillQueued) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

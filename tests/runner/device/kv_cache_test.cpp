@@ -16,7 +16,7 @@
 #include "runner/kernels/kernels.h"
 #include "runner/util/float16.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 constexpr KvType kAllKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0};
@@ -182,4 +182,4 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
   kernels::set_isa_for_testing(saved);
 }
 
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -12,7 +12,7 @@
 #include "tests/common/test_support.h"
 #include "tests/runner/model/reference_model.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::vector<double> log_softmax(const std::vector<double>& logits) {
@@ -182,4 +182,4 @@ TEST(ExecutorKvCopy, AMemberThatCopiesTheLeadersPartialBlockScoresAsTheLeader) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

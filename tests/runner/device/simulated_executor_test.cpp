@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 StepRow row(uint64_t id, std::vector<int32_t> tokens, int32_t position,
@@ -119,4 +119,4 @@ TEST(SimulatedExecutor, CatchesALocalBlockReusedOrDroppedInsideTheWindow) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-namespace tandem::gguf {
+namespace tandem::gguf::TANDEM_UNITY_ID {
 namespace {
 
 // IEEE half by its definition: sign, 5-bit exponent (bias 15), 10-bit fraction.
@@ -181,4 +181,4 @@ TEST(TensorTypes, BlockSizesAndBytesAreGgmls) {
 }
 
 }  // namespace
-}  // namespace tandem::gguf
+}  // namespace tandem::gguf::TANDEM_UNITY_ID

@@ -14,7 +14,7 @@
 
 #include "runner/gguf/quant.h"
 
-namespace tandem::gguf {
+namespace tandem::gguf::TANDEM_UNITY_ID {
 namespace {
 
 constexpr TensorType kQuantTypes[] = {
@@ -242,4 +242,4 @@ TEST(Quantize, PlainTypesConvert) {
 }
 
 }  // namespace
-}  // namespace tandem::gguf
+}  // namespace tandem::gguf::TANDEM_UNITY_ID

@@ -9,7 +9,7 @@
 #include "runner/gguf/gguf.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::gguf {
+namespace tandem::gguf::TANDEM_UNITY_ID {
 namespace {
 
 using ::tandem::testing::ScratchDir;
@@ -365,4 +365,4 @@ TEST(GgufReader, OpensTheSharedModelsAndListsTheirTensors) {
 }
 
 }  // namespace
-}  // namespace tandem::gguf
+}  // namespace tandem::gguf::TANDEM_UNITY_ID

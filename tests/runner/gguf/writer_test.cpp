@@ -11,7 +11,7 @@
 #include "runner/util/float16.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::gguf {
+namespace tandem::gguf::TANDEM_UNITY_ID {
 namespace {
 
 using ::tandem::testing::ScratchDir;
@@ -261,4 +261,4 @@ TEST(GgufWriter, ReportsAnUnwritablePath) {
 }
 
 }  // namespace
-}  // namespace tandem::gguf
+}  // namespace tandem::gguf::TANDEM_UNITY_ID

@@ -12,7 +12,7 @@
 #include "tests/runner/grammar/grammar_test_support.h"
 #include "tests/runner/grammar/schema_validator.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -144,4 +144,4 @@ TEST(FramedJson, RandomWalksEndInCallsWhoseArgumentsValidate) {
 }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

@@ -6,7 +6,7 @@
 #include "runner/grammar/grammar.h"
 #include "runner/grammar/recognizer.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 bool matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
@@ -170,4 +170,4 @@ TEST(Gbnf, UnproductiveAlternativesArePrunedNotFatal) {
 }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

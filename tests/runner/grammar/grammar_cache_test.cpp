@@ -9,7 +9,7 @@
 
 #include "tests/runner/grammar/grammar_test_support.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 TEST(GrammarCache, TheSameTextSharesOneCompiledGrammar) {
@@ -54,4 +54,4 @@ TEST(GrammarCache, ConcurrentRequestsGetOneEntry) {
 }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

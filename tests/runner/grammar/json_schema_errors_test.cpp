@@ -6,7 +6,7 @@
 
 #include "runner/grammar/grammar.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 std::string error_of(const std::string& schema) {
@@ -132,4 +132,4 @@ TEST(JsonSchemaErrors, ProvablyDisjointOneOfIsAccepted) {
 }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

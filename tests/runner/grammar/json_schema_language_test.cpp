@@ -13,7 +13,7 @@
 #include "runner/grammar/recognizer.h"
 #include "tests/runner/grammar/schema_validator.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 bool accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) {
@@ -204,4 +204,4 @@ TEST(JsonSchemaLanguage, WhatTheGrammarAcceptsTheValidatorAccepts) {
 }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

@@ -13,7 +13,7 @@
 #include "tests/runner/grammar/schema_suite.h"
 #include "tests/runner/grammar/schema_validator.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 using testing::brute_force_mask;
@@ -83,4 +83,4 @@ TEST(JsonSchemaWalks, EveryWalkParsesAndValidatesOnLlama3_128k) {
 TEST(JsonSchemaWalks, TheSuiteHasAtLeastThirtySchemas) { EXPECT_GE(schema_suite().size(), 30u); }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

@@ -11,7 +11,7 @@
 
 #include "tests/runner/grammar/grammar_test_support.h"
 
-namespace tandem::grammar {
+namespace tandem::grammar::TANDEM_UNITY_ID {
 namespace {
 
 using testing::allowed_ids;
@@ -272,4 +272,4 @@ TEST(Matcher, ARepetitionFollowedByAnyCharacterKeepsMultiCharacterTokens) {
 }
 
 }  // namespace
-}  // namespace tandem::grammar
+}  // namespace tandem::grammar::TANDEM_UNITY_ID

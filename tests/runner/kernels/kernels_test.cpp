@@ -11,7 +11,7 @@
 
 #include "runner/util/float16.h"
 
-namespace tandem::kernels {
+namespace tandem::kernels::TANDEM_UNITY_ID {
 namespace {
 
 using gguf::TensorType;
@@ -529,4 +529,4 @@ TEST(Kernels, TestHookRefusesAnIsaThisCpuLacksAndNamesEveryIsa) {
 }
 
 }  // namespace
-}  // namespace tandem::kernels
+}  // namespace tandem::kernels::TANDEM_UNITY_ID

@@ -18,7 +18,7 @@
 #include "runner/kernels/quantize_q8.h"
 #include "runner/util/float16.h"
 
-namespace tandem::kernels {
+namespace tandem::kernels::TANDEM_UNITY_ID {
 namespace {
 
 using detail::ActFormat;
@@ -559,4 +559,4 @@ TEST(QuantMatmul, Q8QuantizersFollowGgmlsReference) {
 }
 
 }  // namespace
-}  // namespace tandem::kernels
+}  // namespace tandem::kernels::TANDEM_UNITY_ID

@@ -15,7 +15,7 @@
 #include "tests/common/test_support.h"
 #include "tests/runner/model/reference_model.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using gguf::TensorType;
@@ -374,4 +374,4 @@ TEST(ForwardPass, RejectsPositionsPastTheContextOrTheBlockTable) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

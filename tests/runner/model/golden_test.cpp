@@ -14,7 +14,7 @@
 #include "tests/common/golden_files.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 // A step where the golden file's top-1 and top-2 logits are closer than this is one
@@ -178,4 +178,4 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, QuantizedGoldenModels,
                          golden_test_name);
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -16,7 +16,7 @@
 #include "runner/model/forward.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::filesystem::path family(const std::string& name) {
@@ -168,4 +168,4 @@ TEST(KvCache, LocalLayersLiveInAGroupOfTheirOwn) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -16,7 +16,7 @@
 #include "tests/common/test_support.h"
 #include "tests/runner/model/reference_model.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using gguf::TensorType;
@@ -184,4 +184,4 @@ TEST(LongRopeChoice, OneFactorTensorWithoutTheOtherIsRefused) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

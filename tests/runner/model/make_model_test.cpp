@@ -13,7 +13,7 @@
 #include "runner/util/float16.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::make_model {
+namespace tandem::make_model::TANDEM_UNITY_ID {
 namespace {
 
 using ::tandem::testing::ScratchDir;
@@ -314,4 +314,4 @@ TEST(MakeModel, BadVocabFilesAreVocabErrors) {
 }
 
 }  // namespace
-}  // namespace tandem::make_model
+}  // namespace tandem::make_model::TANDEM_UNITY_ID

@@ -8,7 +8,7 @@
 #include "tests/common/test_models.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 std::string load_error(const std::filesystem::path& path) {
@@ -160,4 +160,4 @@ TEST(Model, Gemma3HasFiveLocalLayersToOneGlobalWithTheirOwnRope) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -17,7 +17,7 @@
 #include "tests/common/test_support.h"
 #include "tests/runner/model/reference_model.h"
 
-namespace tandem::quantize_model {
+namespace tandem::quantize_model::TANDEM_UNITY_ID {
 namespace {
 
 using gguf::TensorType;
@@ -310,4 +310,4 @@ TEST(QuantizeModel, BadInputIsAGgufError) {
 }
 
 }  // namespace
-}  // namespace tandem::quantize_model
+}  // namespace tandem::quantize_model::TANDEM_UNITY_ID

@@ -11,7 +11,7 @@
 #include "tests/runner/sampler/reference.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Setting = testing::DistributionSetting;
@@ -53,4 +53,4 @@ TEST(SamplerDistributionLargerVocabulary, MatchesTheSoftmaxWithAndWithoutTopP) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

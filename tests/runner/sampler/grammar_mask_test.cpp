@@ -10,7 +10,7 @@
 
 #include "tests/runner/sampler/sampler_test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 constexpr int32_t kVocab = 1000;
@@ -102,4 +102,4 @@ TEST(SamplerGrammarMask, TheFallbackKeepsToTheMask) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

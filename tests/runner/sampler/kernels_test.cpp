@@ -19,7 +19,7 @@
 #include "runner/sampler/sampler.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
-namespace tandem::sampler_kernels {
+namespace tandem::sampler_kernels::TANDEM_UNITY_ID {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -360,4 +360,4 @@ TEST(SamplerKernels, PortableAndVectorSamplersPickTheSameTokens) {
 }
 
 }  // namespace
-}  // namespace tandem::sampler_kernels
+}  // namespace tandem::sampler_kernels::TANDEM_UNITY_ID

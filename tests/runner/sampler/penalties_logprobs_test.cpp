@@ -17,7 +17,7 @@
 #include "tests/runner/sampler/reference.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::normal_logits;
@@ -307,4 +307,4 @@ TEST(SamplerPenaltiesAndLogprobs, PortableAndVectorPathsAgreeBitForBit) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

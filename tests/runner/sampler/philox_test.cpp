@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Words = std::array<uint32_t, 4>;
@@ -46,4 +46,4 @@ TEST(Philox, UniformIsEvenlySpacedOnTheOddMultiplesOf2ToTheMinus24) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

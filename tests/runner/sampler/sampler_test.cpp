@@ -13,7 +13,7 @@
 #include "tests/runner/sampler/reference.h"
 #include "tests/runner/sampler/sampler_test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -317,4 +317,4 @@ TEST(Sampler, MatchesTheFullSortReferenceOnLargeVocabularies) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -11,7 +11,7 @@
 #include "runner/tokenizer/vocab.h"
 #include "tests/common/utf8_oracle.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using ::tandem::testing::valid_utf8;
@@ -204,4 +204,4 @@ TEST(Utf8, ValidatorAgreesWithTheIndependentOneOnRandomBytes) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -8,7 +8,7 @@
 
 #include "runner/gguf/gguf.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Pieces = std::vector<std::string>;
@@ -155,4 +155,4 @@ TEST(PreTokenizer, PiecesAreNonEmptyAndConcatenateBackToTheInput) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

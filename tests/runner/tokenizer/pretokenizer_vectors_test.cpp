@@ -10,7 +10,7 @@
 #include "runner/tokenizer/pretokenizer.h"
 #include "tests/runner/tokenizer/data/pretokenizer_vectors.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using Pieces = std::vector<std::string>;
@@ -80,4 +80,4 @@ TEST(PreTokenizerVectors, EachNameSplitsEveryInputAsTheOracleDid) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

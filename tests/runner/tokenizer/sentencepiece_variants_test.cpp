@@ -12,7 +12,7 @@
 #include "runner/tokenizer/vocab.h"
 #include "tests/common/test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 constexpr int32_t kUnk = 0, kBos = 1, kEos = 2;
@@ -176,4 +176,4 @@ TEST(SentencePieceVariants, FromGgufMarksPhi3SpecialTokensRstripByModelNameAsLla
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -10,7 +10,7 @@
 #include "runner/tokenizer/tokenizer.h"
 #include "tests/common/test_support.h"
 
-namespace tandem::testing {
+namespace tandem::testing::TANDEM_UNITY_ID {
 namespace {
 
 using Range = Tokenizer::Range;
@@ -62,4 +62,4 @@ TEST_F(SpecialRanges, AMatchAcrossARangesEdgeStaysText) {
 }
 
 }  // namespace
-}  // namespace tandem::testing
+}  // namespace tandem::testing::TANDEM_UNITY_ID

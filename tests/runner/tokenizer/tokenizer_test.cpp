@@ -14,7 +14,7 @@
 #include "runner/tokenizer/vocab.h"
 #include "tests/common/test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 std::unique_ptr<Tokenizer> shared_vocab(const std::string& name) {
@@ -336,4 +336,4 @@ TEST(Tokenizer, MakeTokenizerRejectsScoresOfTheWrongLengthAndBosOutOfRange) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -12,7 +12,7 @@
 #include "runner/tokenizer/tokenizer.h"
 #include "tests/common/test_support.h"
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 std::string read_all(const std::filesystem::path& path) {
@@ -117,4 +117,4 @@ TEST(TokenizerVectors, GoldenModelPromptsTokenizeAsLlamaServerDid) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -139,4 +139,4 @@ TEST(Float16, FloatNaNsBecomeQuietBfloatNaNs) {
 }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace tandem {
+namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
@@ -137,4 +137,4 @@ TEST(ThreadPool, IdlePoolBurnsNoCpu) {
 TEST(ThreadPool, DefaultThreadCountIsPositive) { EXPECT_GE(default_thread_count(), 1); }
 
 }  // namespace
-}  // namespace tandem
+}  // namespace tandem::TANDEM_UNITY_ID
