@@ -29,28 +29,36 @@ std::vector<std::string> greedy(const std::string& model) {
 }
 
 // Each --dtype on the demo shape (256-wide rows, so the K types are kept): the same seed
-// gives a byte-identical file, which loads and whose greedy tokens repeat.
-TEST(MakeModelCli, EveryDtypeGivesALoadableDeterministicModel) {
+// gives a byte-identical file, which loads and whose greedy tokens repeat. One test per
+// type, so that ctest can run them side by side (all of them in one took 94 s under ASan,
+// the sanitizer stage's longest test).
+class MakeModelDtype : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MakeModelDtype, GivesALoadableDeterministicModel) {
+  const char* dtype = GetParam();
   ScratchDir dir;
-  for (const char* dtype : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k",
-                            "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs"}) {
-    const std::string a = dir.file(std::string(dtype) + "-a.gguf").string();
-    const std::string b = dir.file(std::string(dtype) + "-b.gguf").string();
-    for (const auto& out : {a, b}) {
-      const auto r = run_tandem(
-          {"make-model", "--shape", "demo", "--dtype", dtype, "--seed", "9", "--out", out});
-      ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
-    }
-    EXPECT_EQ(slurp(a), slurp(b)) << dtype;
-    const auto file = gguf::File::open(a);
-    EXPECT_STRCASEEQ(gguf::type_name(file.find_tensor("blk.0.attn_q.weight")->type), dtype);
-    const auto first = run_tandem(greedy(a));
-    const auto second = run_tandem(greedy(b));
-    ASSERT_EQ(first.exit_code, 0) << dtype << ": " << first.err;
-    EXPECT_EQ(first.out, second.out) << dtype;
-    EXPECT_NE(first.err.find("generated 8 tokens"), std::string::npos) << dtype << first.err;
+  const std::string a = dir.file(std::string(dtype) + "-a.gguf").string();
+  const std::string b = dir.file(std::string(dtype) + "-b.gguf").string();
+  for (const auto& out : {a, b}) {
+    const auto r = run_tandem(
+        {"make-model", "--shape", "demo", "--dtype", dtype, "--seed", "9", "--out", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+  EXPECT_EQ(slurp(a), slurp(b));
+  const auto file = gguf::File::open(a);
+  EXPECT_STRCASEEQ(gguf::type_name(file.find_tensor("blk.0.attn_q.weight")->type), dtype);
+  const auto first = run_tandem(greedy(a));
+  const auto second = run_tandem(greedy(b));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, second.out);
+  EXPECT_NE(first.err.find("generated 8 tokens"), std::string::npos) << first.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(MakeModelCli, MakeModelDtype,
+                         ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
+                                           "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl",
+                                           "iq4_xs"),
+                         [](const auto& info) { return std::string(info.param); });
 
 TEST(QuantizeCli, WritesTheMixAndReportsTypesAndSizes) {
   ScratchDir dir;
