@@ -85,7 +85,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
     benchmark::DoNotOptimize(sampler.sample(row, params, position++, history, &logprobs));
     state.SetIterationTime(thread_seconds() - start);
   }
-  state.SetLabel(sampler.uses_avx512() ? "avx512" : "portable");
+  state.SetLabel(sampler.uses_avx512() ? "avx512" : "avx2");
 }
 
 int register_all() {

@@ -150,12 +150,22 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
+// Sixteen entries at a time: a group none of whose entries beats the list's last (a compare
+// that vectorizes) is skipped whole, which is exact: top_insert would turn each of them away,
+// and the bar only rises when an entry goes in. Most groups of a vocabulary-sized row hold
+// nothing for a short list.
 void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
   out->count = 0;
-  for (int32_t i = 0; i < n; ++i) {
-    if (copy != nullptr) copy[i] = x[i];
-    top_insert(out, k, x[i], i);
+  if (copy != nullptr) std::copy(x, x + n, copy);
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const float bar = out->count < k ? kNegInf : out->value[k - 1];
+    bool any = false;
+    for (int l = 0; l < 16; ++l) any |= x[i + l] > bar;
+    if (!any) continue;
+    for (int l = 0; l < 16; ++l) top_insert(out, k, x[i + l], i + l);
   }
+  for (; i < n; ++i) top_insert(out, k, x[i], i);
 }
 
 // Sum of exp_fn(x[i] - x_max) in the shared 16-lane order.
@@ -271,6 +281,25 @@ constexpr Kernels kPortable = {.scale_max = scale_max,
                                .gumbel_argmax = gumbel_argmax,
                                .gumbel_argmax_at = gumbel_argmax_at};
 
+// The AVX2 table (avx2/kernels.cpp): the portable kernels but for the passes over a whole row
+// (max, argmax, the exp sums, the Gumbel pass).
+constexpr Kernels kAvx2 = {.scale_max = avx2_impl::scale_max,
+                           .argmax = avx2_impl::argmax,
+                           .scan_top = scan_top,
+                           .lse_sum = avx2_impl::lse_sum,
+                           .z_sum = avx2_impl::z_sum,
+                           .ladder = ladder,
+                           .collect = collect,
+                           .exp_shifted = avx2_impl::exp_shifted_row,
+                           .noise = noise,
+                           .gumbel_argmax = avx2_impl::gumbel_argmax,
+                           .gumbel_argmax_at = gumbel_argmax_at};
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
 bool cpu_has_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -297,12 +326,18 @@ const Kernels* avx512() {
   return has ? &avx512_impl::kKernels : nullptr;
 }
 
+const Kernels* avx2() {
+  static const bool has = cpu_has_avx2();
+  return has ? &kAvx2 : nullptr;
+}
+
 const Kernels& detected() {
   const char* isa = std::getenv("TANDEM_ISA");
   const bool lowered =
       isa != nullptr && *isa != '\0' && !std::string_view(isa).starts_with("avx512");
-  const Kernels* vector = avx512();
-  return vector != nullptr && !lowered ? *vector : kPortable;
+  if (const Kernels* wide = avx512(); wide != nullptr && !lowered) return *wide;
+  if (const Kernels* narrow = avx2(); narrow != nullptr) return *narrow;
+  return kPortable;
 }
 
 }  // namespace tandem::sampler_kernels

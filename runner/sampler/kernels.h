@@ -1,5 +1,6 @@
-// The sampler's row kernels, once portable and once with AVX-512, chosen at run time.
-// Both implementations return bit-identical results for every kernel except the ladder's
+// The sampler's row kernels, once portable and once with AVX-512, chosen at run time; the
+// AVX2 table is the portable one with its exp passes over a row 8 lanes wide.
+// Every implementation returns bit-identical results for every kernel except the ladder's
 // hints: the float math is a fixed sequence of IEEE multiplies and adds (no FMA, no
 // libm), and sums run in the same order: lane i % 16 sums elements i, i + 16, ... in turn,
 // then the 16 lanes fold in halves (8, 4, 2, 1 wide). Stateless; thread-safe.
@@ -81,8 +82,10 @@ struct Kernels {
 };
 
 const Kernels& portable();
+const Kernels* avx2();    // nullptr when the CPU lacks AVX2 and FMA
 const Kernels* avx512();  // nullptr when the CPU lacks AVX-512 (F, BW, DQ, VL)
-// AVX-512 when the CPU has it and TANDEM_ISA (read on each call) names no lower ISA.
+// AVX-512 when the CPU has it and TANDEM_ISA (read on each call) names no lower ISA, else
+// AVX2 (every CPU tandem runs on has it).
 const Kernels& detected();
 
 // Scalar definitions that the vector paths reproduce bit for bit.
@@ -117,9 +120,17 @@ struct GumbelBest {
 GumbelBest gumbel_start(const float* z, int32_t top, const int32_t* ids, uint64_t seed,
                         int64_t position);
 
-// The vector path's definitions, declared here so the portable file can dispatch to them.
+// The vector paths' definitions, declared here so the portable file can dispatch to them.
 namespace avx512_impl {
 extern const Kernels kKernels;
 }
+namespace avx2_impl {
+float scale_max(float* z, int32_t n, float inv_t);
+int32_t argmax(const float* x, int32_t n);
+int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position);
+float lse_sum(const float* x, int32_t n, float x_max);
+float z_sum(const float* z, int32_t n, float z_max);
+void exp_shifted_row(const float* z, int32_t n, float z_max, float* out);
+}  // namespace avx2_impl
 
 }  // namespace tandem::sampler_kernels

@@ -97,7 +97,7 @@ Sampler::~Sampler() = default;
 Sampler::Sampler(Sampler&&) noexcept = default;
 Sampler& Sampler::operator=(Sampler&&) noexcept = default;
 
-bool Sampler::uses_avx512() const { return kernels_ != &sampler_kernels::portable(); }
+bool Sampler::uses_avx512() const { return kernels_ == sampler_kernels::avx512(); }
 
 void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
   const auto n = static_cast<int32_t>(logits.size());

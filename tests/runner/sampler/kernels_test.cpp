@@ -40,6 +40,20 @@ std::vector<float> messy_row(int32_t n, uint32_t seed) {
 #define REQUIRE_AVX512() \
   if (avx512() == nullptr) GTEST_SKIP() << "this CPU has no AVX-512"
 
+// The vector tables this CPU has (AVX2, AVX-512), each held to the portable one's bits.
+std::vector<const Kernels*> vector_tables() {
+  std::vector<const Kernels*> tables;
+  for (const Kernels* k : {avx2(), avx512()}) {
+    if (k != nullptr) tables.push_back(k);
+  }
+  return tables;
+}
+const char* table_name(const Kernels* k) {
+  return k == avx512() ? "avx512" : k == avx2() ? "avx2" : "portable";
+}
+#define REQUIRE_VECTOR_TABLES() \
+  if (vector_tables().empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512"
+
 TEST(SamplerKernels, LogIsAccurateToAboutOneUlp) {
   for (float x = 0x1p-24f; x < 20.0f; x = x * 1.0001f + 1e-30f) {
     const double exact = std::log(double(x));
@@ -93,91 +107,100 @@ TEST(SamplerKernels, NoiseStaysFiniteAtTheUniformsEnds) {
 }
 
 TEST(SamplerKernels, VectorNoiseMatchesTheScalarDefinitionBitForBit) {
-  REQUIRE_AVX512();
-  const Kernels& vec = *avx512();
-  std::mt19937 rng(5);
-  std::vector<int32_t> ids(1003);
-  for (auto& id : ids) id = static_cast<int32_t>(rng() % 200000);
-  for (uint64_t seed : {uint64_t{0}, uint64_t{1}, ~uint64_t{0}, uint64_t{0xdeadbeefcafe}}) {
-    for (int64_t position : {int64_t{0}, int64_t{1}, int64_t{1} << 40, int64_t{-1}}) {
-      std::vector<float> a(ids.size()), b(ids.size());
-      portable().noise(seed, position, ids.data(), static_cast<int32_t>(ids.size()), a.data());
-      vec.noise(seed, position, ids.data(), static_cast<int32_t>(ids.size()), b.data());
-      for (size_t j = 0; j < ids.size(); ++j) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(a[j]), std::bit_cast<uint32_t>(b[j])) << j;
-        ASSERT_EQ(a[j], gumbel_noise(seed, position, ids[j]));
+  REQUIRE_VECTOR_TABLES();
+  for (const Kernels* table : vector_tables()) {
+    SCOPED_TRACE(table_name(table));
+    const Kernels& vec = *table;
+    std::mt19937 rng(5);
+    std::vector<int32_t> ids(1003);
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % 200000);
+    for (uint64_t seed : {uint64_t{0}, uint64_t{1}, ~uint64_t{0}, uint64_t{0xdeadbeefcafe}}) {
+      for (int64_t position : {int64_t{0}, int64_t{1}, int64_t{1} << 40, int64_t{-1}}) {
+        std::vector<float> a(ids.size()), b(ids.size());
+        portable().noise(seed, position, ids.data(), static_cast<int32_t>(ids.size()), a.data());
+        vec.noise(seed, position, ids.data(), static_cast<int32_t>(ids.size()), b.data());
+        for (size_t j = 0; j < ids.size(); ++j) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(a[j]), std::bit_cast<uint32_t>(b[j])) << j;
+          ASSERT_EQ(a[j], gumbel_noise(seed, position, ids[j]));
+        }
       }
     }
   }
 }
 
 TEST(SamplerKernels, VectorExpMatchesTheScalarDefinitionBitForBit) {
-  REQUIRE_AVX512();
-  std::vector<float> z;
-  for (float d = 1.0f; d > -90.0f; d -= 0.0037f) z.push_back(d);
-  z.push_back(-kInf);
-  z.push_back(std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> a(z.size()), b(z.size());
-  const auto n = static_cast<int32_t>(z.size());
-  portable().exp_shifted(z.data(), n, 1.0f, a.data());
-  avx512()->exp_shifted(z.data(), n, 1.0f, b.data());
-  for (size_t i = 0; i < z.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << z[i];
-  }
-  // The table exp, one entry at a time through the sum (a lone term folds with zeros).
-  for (size_t i = 0; i < z.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(exp_table(z[i] - 1.0f)),
-              std::bit_cast<uint32_t>(avx512()->lse_sum(&z[i], 1, 1.0f)))
-        << z[i];
+  REQUIRE_VECTOR_TABLES();
+  for (const Kernels* vec : vector_tables()) {
+    SCOPED_TRACE(table_name(vec));
+    std::vector<float> z;
+    for (float d = 1.0f; d > -90.0f; d -= 0.0037f) z.push_back(d);
+    z.push_back(-kInf);
+    z.push_back(std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> a(z.size()), b(z.size());
+    const auto n = static_cast<int32_t>(z.size());
+    portable().exp_shifted(z.data(), n, 1.0f, a.data());
+    vec->exp_shifted(z.data(), n, 1.0f, b.data());
+    for (size_t i = 0; i < z.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << z[i];
+    }
+    // The table exp, one entry at a time through the sum (a lone term folds with zeros).
+    for (size_t i = 0; i < z.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(exp_table(z[i] - 1.0f)),
+                std::bit_cast<uint32_t>(vec->lse_sum(&z[i], 1, 1.0f)))
+          << z[i];
+    }
   }
 }
 
 TEST(SamplerKernels, VectorRowKernelsMatchThePortableOnes) {
-  REQUIRE_AVX512();
-  const Kernels& vec = *avx512();
-  const Kernels& port = portable();
-  for (int32_t n : {1, 2, 15, 16, 17, 63, 64, 65, 100, 1000, 32000, 128256}) {
-    const std::vector<float> row = messy_row(n, static_cast<uint32_t>(n));
-    for (float inv_t : {1.0f, 1.0f / 0.7f, 0.25f}) {
-      std::vector<float> za = row, zb = row;
-      const float max_a = port.scale_max(za.data(), n, inv_t);
-      const float max_b = vec.scale_max(zb.data(), n, inv_t);
-      ASSERT_EQ(std::bit_cast<uint32_t>(max_a), std::bit_cast<uint32_t>(max_b)) << n;
-      ASSERT_EQ(0, std::memcmp(za.data(), zb.data(), sizeof(float) * n)) << n;
-      ASSERT_EQ(port.argmax(za.data(), n), vec.argmax(za.data(), n)) << n;
+  REQUIRE_VECTOR_TABLES();
+  for (const Kernels* table : vector_tables()) {
+    SCOPED_TRACE(table_name(table));
+    const Kernels& vec = *table;
+    const Kernels& port = portable();
+    for (int32_t n : {1, 2, 15, 16, 17, 63, 64, 65, 100, 1000, 32000, 128256}) {
+      const std::vector<float> row = messy_row(n, static_cast<uint32_t>(n));
+      for (float inv_t : {1.0f, 1.0f / 0.7f, 0.25f}) {
+        std::vector<float> za = row, zb = row;
+        const float max_a = port.scale_max(za.data(), n, inv_t);
+        const float max_b = vec.scale_max(zb.data(), n, inv_t);
+        ASSERT_EQ(std::bit_cast<uint32_t>(max_a), std::bit_cast<uint32_t>(max_b)) << n;
+        ASSERT_EQ(0, std::memcmp(za.data(), zb.data(), sizeof(float) * n)) << n;
+        ASSERT_EQ(port.argmax(za.data(), n), vec.argmax(za.data(), n)) << n;
 
-      ASSERT_EQ(std::bit_cast<uint32_t>(port.lse_sum(za.data(), n, max_a)),
-                std::bit_cast<uint32_t>(vec.lse_sum(za.data(), n, max_a)))
-          << n;
-      const float sum_a = port.z_sum(za.data(), n, max_a);
-      ASSERT_EQ(std::bit_cast<uint32_t>(sum_a),
-                std::bit_cast<uint32_t>(vec.z_sum(za.data(), n, max_a)))
-          << n;
-      Ladder la, lb;
-      port.ladder(za.data(), n, max_a, &la);
-      vec.ladder(za.data(), n, max_a, &lb);
-      for (int r = 0; r < kRungs; ++r) {
-        ASSERT_NEAR(la.mass[r], lb.mass[r], 1e-3f * sum_a) << n << " rung " << r;
-        if (n <= kLadderFullRows) {
-          ASSERT_LE(la.mass[r], sum_a * 1.0001f);
+        ASSERT_EQ(std::bit_cast<uint32_t>(port.lse_sum(za.data(), n, max_a)),
+                  std::bit_cast<uint32_t>(vec.lse_sum(za.data(), n, max_a)))
+            << n;
+        const float sum_a = port.z_sum(za.data(), n, max_a);
+        ASSERT_EQ(std::bit_cast<uint32_t>(sum_a),
+                  std::bit_cast<uint32_t>(vec.z_sum(za.data(), n, max_a)))
+            << n;
+        Ladder la, lb;
+        port.ladder(za.data(), n, max_a, &la);
+        vec.ladder(za.data(), n, max_a, &lb);
+        for (int r = 0; r < kRungs; ++r) {
+          ASSERT_NEAR(la.mass[r], lb.mass[r], 1e-3f * sum_a) << n << " rung " << r;
+          if (n <= kLadderFullRows) {
+            ASSERT_LE(la.mass[r], sum_a * 1.0001f);
+          }
         }
-      }
 
-      for (float threshold : {0.0f, -3.0f, -20.0f, -std::numeric_limits<float>::max()}) {
-        std::vector<float> va(n + 16), vb(n + 16);
-        std::vector<int32_t> ia(n + 16), ib(n + 16);
-        const int32_t ca = port.collect(za.data(), n, max_a, threshold, va.data(), ia.data());
-        const int32_t cb = vec.collect(za.data(), n, max_a, threshold, vb.data(), ib.data());
-        ASSERT_EQ(ca, cb) << n << " " << threshold;
-        for (int32_t i = 0; i < ca; ++i) {
-          ASSERT_EQ(ia[i], ib[i]);
-          ASSERT_EQ(va[i], vb[i]);
+        for (float threshold : {0.0f, -3.0f, -20.0f, -std::numeric_limits<float>::max()}) {
+          std::vector<float> va(n + 16), vb(n + 16);
+          std::vector<int32_t> ia(n + 16), ib(n + 16);
+          const int32_t ca = port.collect(za.data(), n, max_a, threshold, va.data(), ia.data());
+          const int32_t cb = vec.collect(za.data(), n, max_a, threshold, vb.data(), ib.data());
+          ASSERT_EQ(ca, cb) << n << " " << threshold;
+          for (int32_t i = 0; i < ca; ++i) {
+            ASSERT_EQ(ia[i], ib[i]);
+            ASSERT_EQ(va[i], vb[i]);
+          }
         }
-      }
-      for (uint64_t seed : {uint64_t{3}, uint64_t{1} << 33}) {
-        ASSERT_EQ(port.gumbel_argmax(za.data(), n, -2, seed, 9),
-                  vec.gumbel_argmax(za.data(), n, -2, seed, 9))
-            << n << " seed " << seed;
+        for (uint64_t seed : {uint64_t{3}, uint64_t{1} << 33}) {
+          ASSERT_EQ(port.gumbel_argmax(za.data(), n, -2, seed, 9),
+                    vec.gumbel_argmax(za.data(), n, -2, seed, 9))
+              << n << " seed " << seed;
+        }
       }
     }
   }
@@ -198,8 +221,8 @@ TEST(SamplerKernels, NoiseCeilingBoundsTheNoise) {
 // Both paths skip Philox and logs for tokens that provably cannot win; each must still pick
 // the token a full pass over every token picks, on flat rows (little to skip) and peaked ones.
 TEST(SamplerKernels, PrunedDenseGumbelPicksWhatTheFullPassPicks) {
-  std::vector<const Kernels*> paths = {&portable()};
-  if (avx512() != nullptr) paths.push_back(avx512());
+  std::vector<const Kernels*> paths = vector_tables();
+  paths.insert(paths.begin(), &portable());
   for (float sd : {0.3f, 3.0f, 12.0f}) {
     std::vector<float> row = messy_row(3000, 99);
     for (float& v : row) v *= sd / 4.0f;
@@ -217,7 +240,7 @@ TEST(SamplerKernels, PrunedDenseGumbelPicksWhatTheFullPassPicks) {
         }
         for (const Kernels* k : paths) {
           ASSERT_EQ(k->gumbel_argmax(row.data(), 3000, -2, seed, 5), full)
-              << "sd " << sd << " seed " << seed << " avx512 " << (k != &portable());
+              << "sd " << sd << " seed " << seed << " " << table_name(k);
         }
       }
       row[2345] = row[17] = 0.0f;
@@ -228,8 +251,8 @@ TEST(SamplerKernels, PrunedDenseGumbelPicksWhatTheFullPassPicks) {
 // The same over a candidate set in no particular order: ties go to the lowest id, not the
 // lowest position.
 TEST(SamplerKernels, PrunedGumbelOverASetPicksWhatTheFullPassPicks) {
-  std::vector<const Kernels*> paths = {&portable()};
-  if (avx512() != nullptr) paths.push_back(avx512());
+  std::vector<const Kernels*> paths = vector_tables();
+  paths.insert(paths.begin(), &portable());
   std::mt19937 rng(3);
   for (float sd : {0.3f, 3.0f, 12.0f}) {
     std::vector<int32_t> ids(1500);
@@ -251,7 +274,7 @@ TEST(SamplerKernels, PrunedGumbelOverASetPicksWhatTheFullPassPicks) {
         }
         for (const Kernels* k : paths) {
           ASSERT_EQ(k->gumbel_argmax_at(z.data(), ids.data(), 1500, seed, 8), full)
-              << "sd " << sd << " seed " << seed << " avx512 " << (k != &portable());
+              << "sd " << sd << " seed " << seed << " " << table_name(k);
         }
       }
       z[900] = z[20] = 0.0f;
@@ -260,7 +283,7 @@ TEST(SamplerKernels, PrunedGumbelOverASetPicksWhatTheFullPassPicks) {
 }
 
 TEST(SamplerKernels, ArgmaxTakesTheLowestIndexOfTiesAndSkipsNaN) {
-  for (const Kernels* k : {&portable(), avx512()}) {
+  for (const Kernels* k : {&portable(), avx2(), avx512()}) {
     if (k == nullptr) continue;
     std::vector<float> x(100, 1.0f);
     x[40] = 2.0f;
@@ -296,7 +319,7 @@ TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](int32_t a, int32_t b) { return row[a] > row[b]; });
-    for (const Kernels* k : {&portable(), avx512()}) {
+    for (const Kernels* k : {&portable(), avx2(), avx512()}) {
       if (k == nullptr) continue;
       for (int32_t want : {1, 5, 20, kMaxTop}) {
         TopList list;
@@ -316,8 +339,8 @@ TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
   }
 }
 
-// The same Sampler contract on both paths: TANDEM_ISA=avx2 makes a Sampler use the portable
-// kernels. Every token must agree.
+// The same Sampler contract on both paths: TANDEM_ISA=avx2 makes a Sampler use the AVX2
+// table (the portable kernels but for the exp passes). Every token must agree.
 TEST(SamplerKernels, PortableAndVectorSamplersPickTheSameTokens) {
   REQUIRE_AVX512();
   const int32_t n = 32000;
