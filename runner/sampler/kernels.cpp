@@ -282,14 +282,14 @@ constexpr Kernels kPortable = {.scale_max = scale_max,
                                .gumbel_argmax_at = gumbel_argmax_at};
 
 // The AVX2 table (avx2/kernels.cpp): the portable kernels but for the passes over a whole row
-// (max, argmax, the exp sums, the Gumbel pass).
+// (max, argmax, the exp sums, the top-p ladder and collection, the dense Gumbel pass).
 constexpr Kernels kAvx2 = {.scale_max = avx2_impl::scale_max,
                            .argmax = avx2_impl::argmax,
                            .scan_top = scan_top,
                            .lse_sum = avx2_impl::lse_sum,
                            .z_sum = avx2_impl::z_sum,
-                           .ladder = ladder,
-                           .collect = collect,
+                           .ladder = avx2_impl::ladder,
+                           .collect = avx2_impl::collect,
                            .exp_shifted = avx2_impl::exp_shifted_row,
                            .noise = noise,
                            .gumbel_argmax = avx2_impl::gumbel_argmax,

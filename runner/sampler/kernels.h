@@ -130,6 +130,9 @@ int32_t argmax(const float* x, int32_t n);
 int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position);
 float lse_sum(const float* x, int32_t n, float x_max);
 float z_sum(const float* z, int32_t n, float z_max);
+void ladder(const float* z, int32_t n, float z_max, Ladder* out);
+int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
+                int32_t* out_id);
 void exp_shifted_row(const float* z, int32_t n, float z_max, float* out);
 }  // namespace avx2_impl
 

@@ -1,5 +1,6 @@
 // AVX2 sampler kernels, for the CPUs without AVX-512: the passes over a whole row (max and
-// argmax, the logprobs' Z, the sampler's Z and its probabilities, the Gumbel pass), which
+// argmax, the logprobs' Z, the sampler's Z, its probabilities, the top-p ladder and
+// collection, the Gumbel pass), which
 // were the portable path's slowest part (exp_table's lookups one value at a time: the
 // logprobs' Z over a 128k vocabulary cost 6x the greedy step it served). Each is the portable
 // definition's IEEE operations in the same order, 8 lanes wide; the shared 16-lane sum (kernels.h)
@@ -291,6 +292,57 @@ int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int
 
 float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table8>(x, n, x_max); }
 float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted8>(z, n, z_max); }
+
+// The ladder's estimates (a hint, kernels.h): each group of 16 entries as two vectors; a
+// group the tail sampling skips and that holds no head entry costs one compare.
+void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
+  const __m256 top = set(z_max);
+  const int32_t stride = n > kLadderFullRows ? 8 : 1;
+  __m256 mass[kRungs];
+  for (auto& m : mass) m = _mm256_setzero_ps();
+  for (int32_t i = 0, group = 0; i < n; i += 16, ++group) {
+    const bool sampled = group % stride == 0;
+    for (int half = 0; half < 2; ++half) {
+      const int32_t first = i + 8 * half;
+      if (first >= n) break;
+      const __m256 d = sub(load_or_neg_inf(z + first, n - first), top);
+      const __m256 head = _mm256_cmp_ps(d, set(-kLadderHead), _CMP_GE_OQ);
+      if (!sampled && _mm256_movemask_ps(head) == 0) continue;
+      const __m256 weight = sampled
+                                ? _mm256_blendv_ps(set(static_cast<float>(stride)), set(1.0f), head)
+                                : _mm256_and_ps(head, set(1.0f));
+      const __m256 weighed = mul(exp_shifted8(d), weight);
+      for (int r = 0; r < kRungs; ++r) {
+        const __m256 in = _mm256_cmp_ps(d, set(-kRungDepth[r]), _CMP_GE_OQ);
+        mass[r] = add(mass[r], _mm256_and_ps(weighed, in));
+      }
+    }
+  }
+  for (int r = 0; r < kRungs; ++r) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(mass[r]), _mm256_extractf128_ps(mass[r], 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    out->mass[r] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+  }
+}
+
+// The portable collect's entries, in id order: a compare per 8, then the lanes in.
+int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,
+                int32_t* out_id) {
+  const __m256 top = set(z_max), floor = set(threshold);
+  int32_t count = 0;
+  for (int32_t i = 0; i < n; i += 8) {
+    const __m256 v = load_or_neg_inf(z + i, n - i);
+    int in = _mm256_movemask_ps(_mm256_cmp_ps(sub(v, top), floor, _CMP_GE_OQ));
+    while (in != 0) {
+      const int lane = __builtin_ctz(static_cast<unsigned>(in));
+      in &= in - 1;
+      out_z[count] = z[i + lane];
+      out_id[count] = i + lane;
+      ++count;
+    }
+  }
+  return count;
+}
 
 void exp_shifted_row(const float* z, int32_t n, float z_max, float* out) {
   const __m256 top = set(z_max);
