@@ -282,10 +282,11 @@ constexpr Kernels kPortable = {.scale_max = scale_max,
                                .gumbel_argmax_at = gumbel_argmax_at};
 
 // The AVX2 table (avx2/kernels.cpp): the portable kernels but for the passes over a whole row
-// (max, argmax, the exp sums, the top-p ladder and collection, the dense Gumbel pass).
+// (max, argmax, the logprobs' scan, the exp sums, the top-p ladder and collection, the
+// dense Gumbel pass).
 constexpr Kernels kAvx2 = {.scale_max = avx2_impl::scale_max,
                            .argmax = avx2_impl::argmax,
-                           .scan_top = scan_top,
+                           .scan_top = avx2_impl::scan_top,
                            .lse_sum = avx2_impl::lse_sum,
                            .z_sum = avx2_impl::z_sum,
                            .ladder = avx2_impl::ladder,

@@ -127,6 +127,7 @@ extern const Kernels kKernels;
 namespace avx2_impl {
 float scale_max(float* z, int32_t n, float inv_t);
 int32_t argmax(const float* x, int32_t n);
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out);
 int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position);
 float lse_sum(const float* x, int32_t n, float x_max);
 float z_sum(const float* z, int32_t n, float z_max);

@@ -251,6 +251,47 @@ int32_t argmax(const float* x, int32_t n) {
   return -1;  // unreachable: top came from x
 }
 
+// The portable scan_top's list, 32 entries at a time: four compares with the list's last
+// (not a max of the four: vmaxps would let a NaN hide a larger lane); past the first few
+// hundred entries almost none beats it, so the pass runs at the copy's speed. Entries that
+// do go in in id order, through the same top_insert.
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
+  out->count = 0;
+  auto bar = [&] { return set(out->count < k ? kNegInf : out->value[k - 1]); };
+  auto visit = [&](int32_t i, __m256 v) {
+    int hit = _mm256_movemask_ps(_mm256_cmp_ps(v, bar(), _CMP_GT_OQ));
+    while (hit != 0) {
+      const int lane = __builtin_ctz(static_cast<unsigned>(hit));
+      hit &= hit - 1;
+      top_insert(out, k, x[i + lane], i + lane);
+    }
+  };
+  int32_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 v[4];
+    int any = 0;
+    const __m256 now = bar();
+    for (int a = 0; a < 4; ++a) {
+      v[a] = _mm256_loadu_ps(x + i + 8 * a);
+      if (copy != nullptr) _mm256_storeu_ps(copy + i + 8 * a, v[a]);
+      any |= _mm256_movemask_ps(_mm256_cmp_ps(v[a], now, _CMP_GT_OQ));
+    }
+    if (any == 0) continue;
+    for (int a = 0; a < 4; ++a) visit(i + 8 * a, v[a]);
+  }
+  for (; i < n; i += 8) {
+    const __m256 v = load_or_neg_inf(x + i, n - i);
+    if (copy != nullptr) {
+      if (n - i >= 8) {
+        _mm256_storeu_ps(copy + i, v);
+      } else {
+        _mm256_maskstore_ps(copy + i, tail_mask(n - i), v);
+      }
+    }
+    visit(i, v);
+  }
+}
+
 // The portable gumbel_argmax's pruned pass, 32 ids at a time: a running best B (seeded with
 // the top token's value) only rises; ids whose z + kNoiseCeiling all fall short of B skip
 // Philox, lanes whose z + noise_ceiling falls short skip the logs. Of the lanes that beat
