@@ -150,22 +150,12 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
-// Sixteen entries at a time: a group none of whose entries beats the list's last (a compare
-// that vectorizes) is skipped whole, which is exact: top_insert would turn each of them away,
-// and the bar only rises when an entry goes in. Most groups of a vocabulary-sized row hold
-// nothing for a short list.
 void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
   out->count = 0;
-  if (copy != nullptr) std::copy(x, x + n, copy);
-  int32_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const float bar = out->count < k ? kNegInf : out->value[k - 1];
-    bool any = false;
-    for (int l = 0; l < 16; ++l) any |= x[i + l] > bar;
-    if (!any) continue;
-    for (int l = 0; l < 16; ++l) top_insert(out, k, x[i + l], i + l);
+  for (int32_t i = 0; i < n; ++i) {
+    if (copy != nullptr) copy[i] = x[i];
+    top_insert(out, k, x[i], i);
   }
-  for (; i < n; ++i) top_insert(out, k, x[i], i);
 }
 
 // Sum of exp_fn(x[i] - x_max) in the shared 16-lane order.

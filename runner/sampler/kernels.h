@@ -1,5 +1,5 @@
-// The sampler's row kernels, once portable and once with AVX-512, chosen at run time; the
-// AVX2 table is the portable one with its exp passes over a row 8 lanes wide.
+// The sampler's row kernels, portable, AVX2 (avx2/kernels.cpp: the passes over a whole row,
+// the rest portable) and AVX-512, chosen at run time.
 // Every implementation returns bit-identical results for every kernel except the ladder's
 // hints: the float math is a fixed sequence of IEEE multiplies and adds (no FMA, no
 // libm), and sums run in the same order: lane i % 16 sums elements i, i + 16, ... in turn,

@@ -1,12 +1,12 @@
 // AVX2 sampler kernels, for the CPUs without AVX-512: the passes over a whole row (max and
-// argmax, the logprobs' Z, the sampler's Z, its probabilities, the top-p ladder and
-// collection, the Gumbel pass), which
-// were the portable path's slowest part (exp_table's lookups one value at a time: the
-// logprobs' Z over a 128k vocabulary cost 6x the greedy step it served). Each is the portable
-// definition's IEEE operations in the same order, 8 lanes wide; the shared 16-lane sum (kernels.h)
-// is two vectors, lanes 0-7 and 8-15, so every result is the portable path's bit for bit. The other
-// kernels stay portable (kernels.cpp builds the table). Compiled with -ffp-contract=off: no
-// multiply-add may be fused. Called only after the run-time CPU check, so this file instantiates no
+// argmax, the logprobs' scan and Z, the sampler's Z and its probabilities, the top-p ladder
+// and collection, the Gumbel pass), which were the portable path's slowest part (exp_table's
+// lookups one value at a time: the logprobs' Z over a 128k vocabulary cost 6x the greedy
+// step it served). Each is the portable definition's IEEE operations in the same order, 8
+// lanes wide; the shared 16-lane sum (kernels.h) is two vectors, lanes 0-7 and 8-15, so
+// every result is the portable path's bit for bit. The other kernels stay portable
+// (kernels.cpp builds the table). Compiled with -ffp-contract=off: no multiply-add may be
+// fused. Called only after the run-time CPU check, so this file instantiates no
 // standard-library template (avx512/kernels.cpp says why).
 #include <immintrin.h>
 
@@ -107,7 +107,7 @@ float lane_sum(const float* x, int32_t n, float x_max) {
   __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
   for (int32_t i = 0; i < n; i += 16) {
     low = add(low, exp_fn(sub(load_or_neg_inf(x + i, n - i), top)));
-    high = add(high, exp_fn(sub(load_or_neg_inf(x + i + 8, n - i - 8), top)));
+    if (i + 8 < n) high = add(high, exp_fn(sub(load_or_neg_inf(x + i + 8, n - i - 8), top)));
   }
   return fold_lanes(low, high);
 }

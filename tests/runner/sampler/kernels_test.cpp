@@ -340,7 +340,7 @@ TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
 }
 
 // The same Sampler contract on both paths: TANDEM_ISA=avx2 makes a Sampler use the AVX2
-// table (the portable kernels but for the exp passes). Every token must agree.
+// table (avx2/kernels.cpp). Every token must agree.
 TEST(SamplerKernels, PortableAndVectorSamplersPickTheSameTokens) {
   REQUIRE_AVX512();
   const int32_t n = 32000;
