@@ -90,6 +90,7 @@ struct QuantMatmulArgs;
 using QuantLoop = void (*)(const QuantMatmulArgs& args, int64_t out_begin, int64_t out_end);
 QuantLoop portable_quant_loop();
 QuantLoop avx2_quant_loop();
+QuantLoop avx2_lanes_quant_loop();  // activations across rows only (ActRows::lanes)
 QuantLoop avx512vnni_quant_loop();
 
 const IsaKernels& avx2_kernels();

@@ -411,7 +411,13 @@ using detail::SharedPrep;
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
-constexpr int64_t kLanesFromRows = 4;
+constexpr int64_t kLanesFromRows = 4;      // AVX-512 VNNI (quant_lanes.h)
+constexpr int64_t kAvx2LanesFromRows = 4;  // AVX2 (avx2/quant_lanes.cpp), for the kinds it takes
+
+bool lane_layout(QuantKind kind, int64_t n_rows) {
+  if (quant_uses_vnni()) return n_rows >= kLanesFromRows;
+  return n_rows >= kAvx2LanesFromRows && detail::avx2_lanes_take(kind);
+}
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
@@ -425,10 +431,10 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
       detail::quantize_blocks(q->format, q->x, begin, end, *q->out);
     }
   } quantizing{act_format_of(*impl.quant), x, &activations};
-  // From kLanesFromRows rows, AVX-512 VNNI multiplies activations laid out across rows
-  // (quant_lanes.h), copied so as they are quantized.
+  // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
+  // are quantized.
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       quant_uses_vnni() && n_rows >= kLanesFromRows);
+                       lane_layout(*impl.quant, n_rows));
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;

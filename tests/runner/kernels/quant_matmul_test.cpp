@@ -338,37 +338,48 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   }
 }
 
-// The AVX-512 lane form (quant_lanes.h) takes activations laid out across rows and sums
-// each block's products per row in a lane; it must give the portable bits for every type,
-// batch (one vector of 16 rows, two, and two plus one), range of outputs (groups of 4 and
-// runs of 16 cut short at either end) and row length (legacy rows ending in a short span).
+// The lane forms (quant_lanes.h: AVX2's 8 rows per vector, AVX-512 VNNI's 16) take
+// activations laid out across rows and sum each block's products per row in a lane; they
+// must give the portable bits for every type (AVX2 hands IQ4 to its row form), batch (one
+// vector of rows, one and a part, two, and more), range of outputs (groups of 4 and runs of
+// 16 cut short at either end) and row length (legacy rows ending in a short span).
 TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
-  if (!cpu_has_vnni()) GTEST_SKIP() << "no AVX512-VNNI here: the lane form cannot run";
-  for (const TypeCase& c : type_cases()) {
-    const bool legacy = gguf::block_elements(c.type) == 32;
-    for (int64_t n_in : legacy ? std::vector<int64_t>{64, 576} : std::vector<int64_t>{256, 1536}) {
-      const int64_t n_out = 37;
-      const auto w = extreme_rows(c, n_out, n_in, 3 + static_cast<uint32_t>(n_in));
-      for (int64_t n_rows : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{17}, int64_t{40}}) {
-        const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
-        const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
-        detail::QuantizedActivations act;
-        detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, /*lanes=*/true);
-        ASSERT_EQ(act.view.lanes, (n_rows + 15) / 16 * 16);
-        for (auto [begin, end] :
-             {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
-          std::vector<float> y(n_rows * n_out, std::nanf(""));
-          const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
-                                             n_out,  act.view, n_rows,           y.data()};
-          detail::avx512vnni_quant_loop()(args, begin, end);
-          for (int64_t m = 0; m < n_rows; ++m)
-            for (int64_t o = 0; o < n_out; ++o) {
-              const float want = o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
-              ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
-                        __builtin_bit_cast(uint32_t, want))
-                  << name_of(c) << " n_in " << n_in << " rows " << n_rows << " range " << begin
-                  << ".." << end << " row " << m << " out " << o;
-            }
+  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
+      {"avx2", detail::avx2_lanes_quant_loop()}};
+  if (cpu_has_vnni())
+    loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
+  else
+    std::cout << "  (no AVX512-VNNI here: its lane form is not checked)\n";
+  for (const auto& [name, loop] : loops) {
+    for (const TypeCase& c : type_cases()) {
+      const bool legacy = gguf::block_elements(c.type) == 32;
+      for (int64_t n_in :
+           legacy ? std::vector<int64_t>{64, 576} : std::vector<int64_t>{256, 1536}) {
+        const int64_t n_out = 37;
+        const auto w = extreme_rows(c, n_out, n_in, 3 + static_cast<uint32_t>(n_in));
+        for (int64_t n_rows : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{12}, int64_t{16},
+                               int64_t{17}, int64_t{40}}) {
+          const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
+          const auto portable =
+              run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
+          detail::QuantizedActivations act;
+          detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, /*lanes=*/true);
+          ASSERT_EQ(act.view.lanes, (n_rows + 15) / 16 * 16);
+          for (auto [begin, end] :
+               {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
+            std::vector<float> y(n_rows * n_out, std::nanf(""));
+            const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
+                                               n_out,  act.view, n_rows,           y.data()};
+            loop(args, begin, end);
+            for (int64_t m = 0; m < n_rows; ++m)
+              for (int64_t o = 0; o < n_out; ++o) {
+                const float want = o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
+                ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
+                          __builtin_bit_cast(uint32_t, want))
+                    << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows
+                    << " range " << begin << ".." << end << " row " << m << " out " << o;
+              }
+          }
         }
       }
     }
