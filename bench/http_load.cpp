@@ -23,16 +23,11 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 // Generous: a whole (non-streamed) response under heavy load can take minutes.
 constexpr auto kReadTimeout = std::chrono::seconds(900);
 constexpr auto kConnectTimeout = std::chrono::seconds(30);
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 struct Reply {
   int status = 0;

@@ -3,6 +3,7 @@
 // when one of `concurrency` slots frees up, whichever is later, always in index order.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,6 +27,12 @@ struct LoadOptions {
   // Called once per finished request (from the load's own thread), for the progress bar.
   std::function<void(const RequestRecord&)> on_done;
 };
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 struct LoadResult {
   std::vector<RequestRecord> records;  // in request order

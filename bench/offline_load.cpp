@@ -8,12 +8,6 @@
 namespace tandem::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // Shared by the driver thread and the sinks (which run on the scheduler thread).
 struct Tally {
   std::mutex mutex;

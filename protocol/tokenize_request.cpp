@@ -7,19 +7,18 @@
 namespace tandem {
 
 using request_fields::find_field;
-using request_fields::Json;
 
 std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body) {
   try {
-    const Json object = request_fields::parse_body_object(body);
+    const request_fields::Json object = request_fields::parse_body_object(body);
     TokenizeRequest request;
-    const Json* content = find_field(object, "content");
+    const request_fields::Json* content = find_field(object, "content");
     if (content == nullptr) request_fields::reject("'content' is required.", "content");
     request.content = request_fields::read_string(*content, "content");
-    if (const Json* add = find_field(object, "add_special")) {
+    if (const request_fields::Json* add = find_field(object, "add_special")) {
       request.add_special = request_fields::read_bool(*add, "add_special");
     }
-    if (const Json* parse = find_field(object, "parse_special")) {
+    if (const request_fields::Json* parse = find_field(object, "parse_special")) {
       request.parse_special = request_fields::read_bool(*parse, "parse_special");
     }
     return request;
@@ -30,8 +29,8 @@ std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view 
 
 std::variant<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_view body) {
   try {
-    const Json object = request_fields::parse_body_object(body);
-    const Json* tokens = find_field(object, "tokens");
+    const request_fields::Json object = request_fields::parse_body_object(body);
+    const request_fields::Json* tokens = find_field(object, "tokens");
     if (tokens == nullptr) request_fields::reject("'tokens' is required.", "tokens");
     return DetokenizeRequest{request_fields::read_token_ids(*tokens, "tokens")};
   } catch (const request_fields::RequestRejected& rejected) {
@@ -40,13 +39,14 @@ std::variant<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_v
 }
 
 std::string tokenize_response_json(std::span<const int32_t> tokens) {
-  Json ids = Json::array();
+  request_fields::Json ids = request_fields::Json::array();
   for (int32_t id : tokens) ids.push_back(id);
-  return Json{{"tokens", std::move(ids)}}.dump();
+  return request_fields::Json{{"tokens", std::move(ids)}}.dump();
 }
 
 std::string detokenize_response_json(std::string_view content) {
-  return Json{{"content", content}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return request_fields::Json{{"content", content}}.dump(
+      -1, ' ', false, request_fields::Json::error_handler_t::replace);
 }
 
 }  // namespace tandem

@@ -18,7 +18,7 @@ struct Pair {
   int32_t state;
 };
 
-uint64_t key_of(Pair p) {
+uint64_t pair_key(Pair p) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(p.state)) << 3) |
          static_cast<uint64_t>(p.text);
 }
@@ -37,7 +37,7 @@ class Search {
     while (!queue_.empty()) {
       const auto [pair, started] = queue_.front();
       queue_.pop_front();
-      if (seen_[key_of(pair)] < started) continue;  // reached more cheaply already
+      if (seen_[pair_key(pair)] < started) continue;  // reached more cheaply already
       const bool first = pair.state == state && pair.text == plain_text::kBoundary && started == 0;
       if (!first &&
           (a_.flags[static_cast<size_t>(pair.state)] & (Automaton::kAccepting | Automaton::kCalls)))
@@ -60,7 +60,7 @@ class Search {
     std::vector<Pair> layer = {{plain_text::kBoundary, state}};
     for (int k = 0; k <= n && !layer.empty(); ++k) {
       std::unordered_set<uint64_t> in_layer, in_next;
-      for (const Pair& p : layer) in_layer.insert(key_of(p));
+      for (const Pair& p : layer) in_layer.insert(pair_key(p));
       std::vector<Pair> next;
       for (size_t i = 0; i < layer.size(); ++i) {  // grows with the characters' later bytes
         const Pair pair = layer[i];
@@ -72,7 +72,7 @@ class Search {
             if (to < 0) continue;
             if (starts && k == n) return true;
             const Pair q{range.next, to};
-            if (!(starts ? in_next : in_layer).insert(key_of(q)).second) continue;
+            if (!(starts ? in_next : in_layer).insert(pair_key(q)).second) continue;
             (starts ? next : layer).push_back(q);
           }
         }
@@ -111,7 +111,7 @@ class Search {
       cut_ = true;
       return;
     }
-    const auto [it, added] = seen_.try_emplace(key_of(to), cost);
+    const auto [it, added] = seen_.try_emplace(pair_key(to), cost);
     if (!added && it->second <= cost) return;
     it->second = cost;
     if (back)

@@ -34,12 +34,6 @@ const PreTokenizerFamily& family_for(std::string_view name) {
                         " (supported: " + supported_list() + ")");
 }
 
-// Bytes in the character that starts `text`: its length, or 1 for an invalid byte.
-size_t character_length(std::string_view text) {
-  const utf8::SequenceScan scan = utf8::scan_sequence(text);
-  return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
-}
-
 pcre2_code* compile(std::string_view regex, uint32_t extra_options = 0) {
   int error = 0;
   PCRE2_SIZE error_offset = 0;
@@ -123,7 +117,7 @@ struct PreTokenizer::Pattern {
       const uint32_t options = after_empty ? PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED : 0;
       if (!find(code, text, pos, options, match)) {
         if (!after_empty) break;
-        pos += character_length(text.substr(pos));
+        pos += utf8::character_length(text.substr(pos));
         after_empty = false;
         continue;
       }
@@ -153,7 +147,7 @@ struct PreTokenizer::Pattern {
       if (mode == Mode::kDigitGroups && end < text.size() && find(word, text, end, 0, match))
         continue;                 // no \b after the run: no group of it matches
       std::vector<size_t> chars;  // byte offset of each character of the run
-      for (size_t at = begin; at < end; at += character_length(text.substr(at)))
+      for (size_t at = begin; at < end; at += utf8::character_length(text.substr(at)))
         chars.push_back(at);
       group_starts.clear();
       for (size_t k = chars.size() % 3; k < chars.size(); k += 3)

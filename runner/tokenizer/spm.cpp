@@ -28,14 +28,6 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   return out;
 }
 
-// Bytes in the character at the start of `text`. llama.cpp trusts the lead byte; here an
-// invalid byte is a character of its own, so it cannot swallow part of a following U+2581
-// (on valid UTF-8 the two agree). Such bytes fall back to byte tokens.
-size_t character_length(std::string_view text) {
-  const utf8::SequenceScan scan = utf8::scan_sequence(text);
-  return scan.kind == utf8::Sequence::kValid ? scan.length : 1;
-}
-
 class SentencePieceTokenizer final : public VocabularyTokenizer {
  public:
   explicit SentencePieceTokenizer(const TokenizerVocab& vocab)
@@ -77,7 +69,10 @@ class SentencePieceTokenizer final : public VocabularyTokenizer {
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());
     for (size_t offset = 0; offset < text.size();) {
-      const size_t length = character_length(std::string_view(text).substr(offset));
+      // llama.cpp trusts the lead byte; utf8::character_length makes an invalid byte a
+      // character of its own, so it cannot swallow part of a following U+2581 (on valid
+      // UTF-8 the two agree). Such bytes fall back to byte tokens.
+      const size_t length = utf8::character_length(std::string_view(text).substr(offset));
       const int index = static_cast<int>(symbols.size());
       symbols.push_back({index - 1, offset + length == text.size() ? -1 : index + 1,
                          static_cast<uint32_t>(offset), static_cast<uint32_t>(length)});

@@ -23,6 +23,13 @@ struct SequenceScan {
 // Classifies the sequence that starts at bytes[0]; `bytes` must not be empty.
 SequenceScan scan_sequence(std::string_view bytes);
 
+// Bytes in the character that starts `text` (not empty): its length, or 1 for an invalid
+// byte, which is a character of its own (it cannot swallow part of a following valid one).
+inline size_t character_length(std::string_view text) {
+  const SequenceScan scan = scan_sequence(text);
+  return scan.kind == Sequence::kValid ? scan.length : 1;
+}
+
 // Appends `bytes` to `out`, each maximal invalid subpart replaced by U+FFFD. With
 // `final` false it stops before an incomplete trailing sequence and returns how many
 // bytes it consumed, so the caller can keep the rest until more bytes arrive.
