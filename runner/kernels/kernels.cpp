@@ -411,13 +411,9 @@ using detail::SharedPrep;
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
-constexpr int64_t kLanesFromRows = 4;      // AVX-512 VNNI (quant_lanes.h)
-constexpr int64_t kAvx2LanesFromRows = 4;  // AVX2 (avx2/quant_lanes.cpp), for the kinds it takes
-
-bool lane_layout(QuantKind kind, int64_t n_rows) {
-  if (quant_uses_vnni()) return n_rows >= kLanesFromRows;
-  return n_rows >= kAvx2LanesFromRows && detail::avx2_lanes_take(kind);
-}
+// From how many rows a batch takes the lane form (quant_lanes.h), on AVX-512 VNNI and on
+// AVX2 (avx2/quant_lanes.cpp): both measured level with the row form at 4 rows.
+constexpr int64_t kLanesFromRows = 4;
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
@@ -434,7 +430,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       lane_layout(*impl.quant, n_rows));
+                       n_rows >= kLanesFromRows);
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;

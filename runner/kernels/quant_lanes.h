@@ -16,7 +16,8 @@
 // one, q + 128, corrected exactly by 128 times the weight quants' sum (per block, or per
 // super-block through its scales), folded into the starting value (`wbias`). AVX2: the
 // weights are vpmaddubsw's unsigned operand and the activations its signed one (q, the lane
-// layout's bytes less 128), so no correction; IQ4's signed weights keep the row form there.
+// layout's bytes less 128), so no correction (IQ4's signed weights: |w| against x with w's
+// sign).
 // After that every block takes finish_legacy / finish_super's float steps in the same
 // order, lane by lane, so each row gets the portable form's bits (quant_matmul.h), whatever
 // the batch.

@@ -48,12 +48,6 @@ enum class QuantKind : uint8_t {
   kIq4Xs
 };
 
-// Whether AVX2's lane form (avx2/quant_lanes.cpp) takes this kind: vpmaddubsw needs the
-// weights unsigned, and IQ4's table values are signed (up to 127 in magnitude).
-inline constexpr bool avx2_lanes_take(QuantKind kind) {
-  return kind != QuantKind::kIq4Nl && kind != QuantKind::kIq4Xs;
-}
-
 struct QuantMatmulArgs {
   QuantKind kind = QuantKind::kQ4_0;
   const uint8_t* w = nullptr;  // n_out rows of row_bytes, GGUF blocks as stored

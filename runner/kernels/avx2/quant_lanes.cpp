@@ -1,10 +1,11 @@
 // AVX2's lane form of the quantized matmul (runner/kernels/quant_lanes.h): a batch's
 // activation rows across the lanes of 256-bit vectors, eight rows each, and four weight
-// quants broadcast to every lane. Without VNNI the four-product step is vpmaddubsw with the
-// weights as the unsigned operand (each type's decoded quants, at most 63: Q6_K's) and the
-// activations as the signed one (at most 127 in magnitude), then vpmaddwd against ones.
-// Two steps' int16 pairs are added before the vpmaddwd: 2 * 2 * 63 * 127 = 32004 cannot
-// saturate. IQ4's signed weights keep the row form (avx2_lanes_take).
+// quants broadcast to every lane. Without VNNI the four-product step is vpmaddubsw then
+// vpmaddwd. vpmaddubsw's first operand is unsigned: the weights, each type's decoded quants
+// (at most 63, Q6_K's), against the activations as the signed one (at most 127 in
+// magnitude); two steps' int16 pairs are added before the vpmaddwd (2 * 2 * 63 * 127 =
+// 32004 cannot saturate). IQ4's table values are signed: |w| against x with w's sign
+// (vpsignb), one vpmaddwd per step (a pair reaches 2 * 127 * 127 = 32258).
 //
 // Against the row form (quant_vector.h), which sums every block's eight int32 lanes per
 // pair of rows before scaling, this takes no horizontal step at all: a 32-row Q5_0 matmul
@@ -28,11 +29,20 @@ inline __m256i broadcast4(const int8_t* p) {
 // Eight rows' activations k..k+3 as signed bytes (the lane layout stores q + 128).
 inline __m256i signed_acts(const uint8_t* p) { return _mm256_xor_si256(load32(p), bytes_of(0x80)); }
 
-// g += the four-product sums of weights w0 against activations x0, and w1 against x1.
-inline __m256i two_steps(__m256i g, __m256i w0, __m256i x0, __m256i w1, __m256i x1) {
-  const __m256i pairs =
-      _mm256_add_epi16(_mm256_maddubs_epi16(w0, x0), _mm256_maddubs_epi16(w1, x1));
-  return _mm256_add_epi32(g, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+// g += the four-product sums of weights w0 against activations x0, and w1 against x1,
+// each pair of products times `mult` (int16 pairs: ones, or a group's scale twice).
+template <class T>
+inline __m256i two_steps(__m256i g, __m256i w0, __m256i x0, __m256i w1, __m256i x1, __m256i mult) {
+  if constexpr (T::kSigned) {
+    const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0), _mm256_sign_epi8(x0, w0));
+    const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1), _mm256_sign_epi8(x1, w1));
+    return _mm256_add_epi32(
+        g, _mm256_add_epi32(_mm256_madd_epi16(p0, mult), _mm256_madd_epi16(p1, mult)));
+  } else {
+    const __m256i pairs =
+        _mm256_add_epi16(_mm256_maddubs_epi16(w0, x0), _mm256_maddubs_epi16(w1, x1));
+    return _mm256_add_epi32(g, _mm256_madd_epi16(pairs, mult));
+  }
 }
 
 // acc[r * lanes + lane0 ...] (X vectors of 8 rows) += this span's `kCount` legacy blocks of
@@ -62,7 +72,8 @@ TANDEM_QUANT_INLINE void legacy_tile(const LaneSpan& w, const ActRows& x, int64_
       for (int r = 0; r < kLaneRows; ++r) {
         const __m256i w0 = broadcast4(w.q[r] + 32 * c + 4 * s);
         const __m256i w1 = broadcast4(w.q[r] + 32 * c + 4 * s + 4);
-        for (int i = 0; i < X; ++i) g[r][i] = two_steps(g[r][i], w0, x0[i], w1, x1[i]);
+        for (int i = 0; i < X; ++i)
+          g[r][i] = two_steps<T>(g[r][i], w0, x0[i], w1, x1[i], _mm256_set1_epi16(1));
       }
     }
     for (int i = 0; i < X; ++i) {
@@ -103,11 +114,8 @@ TANDEM_QUANT_INLINE void super_tile(const LaneSpan& w, const ActRows& x, int64_t
     for (int r = 0; r < kLaneRows; ++r) {
       const __m256i w0 = broadcast4(w.q[r] + 4 * s), w1 = broadcast4(w.q[r] + 4 * s + 4);
       const __m256i scale = _mm256_set1_epi32(w.sc_pairs[r][s * 4 / kValues * kValues / 16]);
-      for (int i = 0; i < X; ++i) {
-        const __m256i pairs =
-            _mm256_add_epi16(_mm256_maddubs_epi16(w0, x0[i]), _mm256_maddubs_epi16(w1, x1[i]));
-        isum[r][i] = _mm256_add_epi32(isum[r][i], _mm256_madd_epi16(pairs, scale));
-      }
+      for (int i = 0; i < X; ++i)
+        isum[r][i] = two_steps<T>(isum[r][i], w0, x0[i], w1, x1[i], scale);
     }
   }
   __m256i summs[kLaneRows][X];  // the mins' terms (zero for types without mins)
@@ -165,11 +173,7 @@ struct Avx2LaneTiles {
 
 void avx2_lanes_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   with_vector_type(a.kind, [&]<class T>() {
-    if constexpr (T::kSigned) {
-      avx2_quant_loop()(a, out_begin, out_end);  // the row form (avx2_lanes_take)
-    } else {
-      quant_lanes_rows<Avx2Steps, T, Avx2LaneTiles>(a, out_begin, out_end);
-    }
+    quant_lanes_rows<Avx2Steps, T, Avx2LaneTiles>(a, out_begin, out_end);
   });
 }
 

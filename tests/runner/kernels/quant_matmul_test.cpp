@@ -340,7 +340,7 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
 
 // The lane forms (quant_lanes.h: AVX2's 8 rows per vector, AVX-512 VNNI's 16) take
 // activations laid out across rows and sum each block's products per row in a lane; they
-// must give the portable bits for every type (AVX2 hands IQ4 to its row form), batch (one
+// must give the portable bits for every type (IQ4 signed, the rest unsigned), batch (one
 // vector of rows, one and a part, two, and more), range of outputs (groups of 4 and runs of
 // 16 cut short at either end) and row length (legacy rows ending in a short span).
 TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
