@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -116,12 +117,25 @@ int main(int argc, char** argv) {
       options.threads = std::atoi(argv[++i]);
     } else if (arg == "--runs" && i + 1 < argc) {
       runs = std::max(1, std::atoi(argv[++i]));
+    } else if (arg.empty() || arg[0] == '-') {
+      std::fprintf(stderr,
+                   "bench_choices: unknown option '%s' (usage: bench_choices [MODEL.gguf] "
+                   "[--threads N] [--runs R])\n",
+                   arg.c_str());
+      return 2;
     } else {
       options.model = arg;
     }
   }
   options.kv_tokens = 16384;
-  tandem::Engine engine(options);
+  std::unique_ptr<tandem::Engine> loaded;
+  try {
+    loaded = std::make_unique<tandem::Engine>(options);
+  } catch (const std::exception& e) {  // a missing or unreadable model: one line, not an abort
+    std::fprintf(stderr, "bench_choices: %s\n", e.what());
+    return 2;
+  }
+  tandem::Engine& engine = *loaded;
   engine.start();
   const std::vector<int32_t> prompt = engine.tokenizer().encode(
       "Write a short story about a lighthouse keeper who finds a message in a bottle.", true,
