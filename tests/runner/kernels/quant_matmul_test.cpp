@@ -185,10 +185,11 @@ TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
   }
 }
 
-// The vector forms this CPU can run, by name.
-std::vector<std::pair<const char*, detail::QuantLoop>> vector_loops() {
-  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
-      {"avx2", detail::avx2_quant_loop()}};
+// The vector forms this CPU can run, by name: `avx2` (the AVX2 row form unless given
+// another AVX2 loop), then AVX-512 VNNI's where the CPU has it.
+std::vector<std::pair<const char*, detail::QuantLoop>> vector_loops(
+    detail::QuantLoop avx2 = detail::avx2_quant_loop()) {
+  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {{"avx2", avx2}};
   if (cpu_has_vnni())
     loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
   else
@@ -344,13 +345,7 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
 // vector of rows, one and a part, two, and more), range of outputs (groups of 4 and runs of
 // 16 cut short at either end) and row length (legacy rows ending in a short span).
 TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
-  std::vector<std::pair<const char*, detail::QuantLoop>> loops = {
-      {"avx2", detail::avx2_lanes_quant_loop()}};
-  if (cpu_has_vnni())
-    loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
-  else
-    std::cout << "  (no AVX512-VNNI here: its lane form is not checked)\n";
-  for (const auto& [name, loop] : loops) {
+  for (const auto& [name, loop] : vector_loops(detail::avx2_lanes_quant_loop())) {
     for (const TypeCase& c : type_cases()) {
       const bool legacy = gguf::block_elements(c.type) == 32;
       for (int64_t n_in :
