@@ -26,7 +26,7 @@ struct ActRows {
   const float* s = nullptr;        // Q8_1: per block of 32, d * sum(q) rounded to F16
   const int32_t* bsums = nullptr;  // Q8_K: per 16 values, sum(q)
   const int32_t* qsum = nullptr;   // Q8_0/Q8_1: per block of 32, sum(q) (exact)
-  // The same rows again, laid out across rows for the AVX-512 batch kernel (quant_lanes.h),
+  // The same rows again, laid out across rows for the batch kernels (quant_lanes.h),
   // where `lanes` is non-zero: the rows padded to `lanes` (a multiple of 16), one row per
   // 32-bit lane. Row m's values k..k+3 (k a multiple of 4) are the bytes
   // lane_q[(k / 4 * lanes + m) * 4 ...], each q + 128 (unsigned); a block's per-row values are
@@ -79,7 +79,7 @@ inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row
 // of the block there but its values, which each quantizer writes its own way.
 void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
 // Block b of row m (already quantized) into the lane layout, values included, by scalar
-// code: the portable and AVX2 quantizers' copy (only the AVX-512 VNNI kernels read it).
+// code: the portable and AVX2 quantizers' copy (the lane forms read it).
 void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
 
 // quantize_blocks' portable form, whatever the ISA: the reference the vector quantizers are
