@@ -7,12 +7,13 @@
 
 #include <cstdint>
 
+#include "runner/sampler/philox_constants.h"
+
 namespace tandem::cuda::device_math {
 
 // Philox4x32-10 (philox.h): the same rounds, key schedule and word order.
 __device__ __forceinline__ uint4 philox4x32_10(uint4 c, uint2 key) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  using philox::kMul0, philox::kMul1, philox::kWeyl0, philox::kWeyl1;
 #pragma unroll
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {

@@ -6,14 +6,15 @@
 #include <array>
 #include <cstdint>
 
+#include "runner/sampler/philox_constants.h"
+
 namespace tandem {
 
 // One Philox4x32 block with 10 rounds. Matches Random123's philox4x32_10 bit for bit
 // (known-answer vectors in tests/runner/philox_test.cpp).
 constexpr std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter,
                                                 std::array<uint32_t, 2> key) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  using philox::kMul0, philox::kMul1, philox::kWeyl0, philox::kWeyl1;
   auto& c = counter;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {  // the key schedule bumps before every round but the first

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "runner/sampler/kernels.h"
+#include "runner/sampler/philox_constants.h"
 
 namespace tandem::sampler_kernels::avx2_impl {
 namespace {
@@ -195,12 +196,12 @@ void mul_hi_lo(__m256i a, __m256i m, __m256i* hi, __m256i* lo) {
 // Eight Philox4x32-10 blocks at once (philox.h): lane l of c[w] is word w of block l.
 void philox8(__m256i c[4], uint64_t seed) {
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  const __m256i mul0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m256i mul1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const __m256i mul0 = _mm256_set1_epi32(static_cast<int>(philox::kMul0));
+  const __m256i mul1 = _mm256_set1_epi32(static_cast<int>(philox::kMul1));
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
+      k0 += philox::kWeyl0;
+      k1 += philox::kWeyl1;
     }
     __m256i hi0, lo0, hi1, lo1;
     mul_hi_lo(c[0], mul0, &hi0, &lo0);
