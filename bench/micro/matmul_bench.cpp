@@ -167,7 +167,7 @@ void BM_DecodeStep(benchmark::State& state) {
 
 void decode_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
-  for (int64_t m : {1, 8, 32}) b->Args({m, 2});
+  for (int64_t m : {1, 2, 4, 8, 16, 32}) b->Args({m, 2});
   // One thread: its CPU time is a per-core rate that contention on a shared machine
   // distorts less than the wall clock of two.
   b->Args({1, 1})->Args({32, 1});
@@ -204,6 +204,7 @@ void BM_Matmul(benchmark::State& state) {
 void shape_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n_out", "n_in", "M"})->UseRealTime()->Unit(benchmark::kMicrosecond);
   for (int64_t m : {1, 32}) b->Args({3072, 576, m})->Args({576, 1536, m});
+  for (int64_t m : {1, 2, 3, 5, 8, 16, 32}) b->Args({512, 576, m});
 }
 BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kBF16)->Apply(shape_args);
 BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kF16)->Apply(shape_args);

@@ -7,6 +7,8 @@
 //                          kVecs * kWidth outputs, a sub-panel: the tiles fit the ISA's
 //                          register file); a one-row tile is a whole panel (kTileVecs)
 //   kPrefetchAhead         bytes ahead in a sub-panel's weight stream
+//   kChunkBytes            0, or the bytes of a panel's k-chunk: batches then go chunk by
+//                          chunk (chunked_panels below)
 //   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
 //   store(float*, Vec)
 //   load(const float*), load(const uint16_t*): kWidth F32 or F16 (IEEE half) weights
@@ -69,6 +71,7 @@ template <class V, int R>
 struct FarPrefetch {
   const char* base = nullptr;
   int64_t bytes_per_step = 0;
+  int64_t sub_stride = 0;  // run_tile: sub-panel i's stream starts i * sub_stride further
 };
 
 // Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
@@ -80,7 +83,10 @@ template <class V, class Weight, int kOutputs, class Step>
   for (int64_t s = 0; s < n_steps; ++s) {
     const Weight* ws = p + s * kPanel;
     prefetch_row<V, kOutputs * sizeof(Weight)>(ws);
-    if (far.base != nullptr) __builtin_prefetch(far.base + s * far.bytes_per_step, 0, 2);
+    if (far.base != nullptr) {
+      for (int64_t b = 0; b < far.bytes_per_step; b += 64)
+        __builtin_prefetch(far.base + s * far.bytes_per_step + b, 0, 2);
+    }
     step(s, ws);
   }
 }
@@ -97,12 +103,15 @@ struct TileShape {
 template <class V, class Weight>
 struct WidenTile : TileShape<V, 6> {
   static int64_t steps(const MatmulArgs& a) { return a.n_in; }
+  static int64_t units(const MatmulArgs& a) { return a.n_in; }
+  static constexpr int64_t kUnitBytes = kPanel * sizeof(Weight);
+  static constexpr int64_t kStepsPerUnit = 1;
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
-                                            const uint8_t* panel, int64_t row0, int col,
-                                            const FarPrefetch& far) {
-    const float* x = a.x + row0 * a.n_in;
-    stream<V, Weight, kTileOutputs<V, R>>(panel, col, a.n_in, far,
+                                            const uint8_t* panel, int64_t row0, int col, int64_t u0,
+                                            int64_t u1, const FarPrefetch& far) {
+    const float* x = a.x + row0 * a.n_in + u0;
+    stream<V, Weight, kTileOutputs<V, R>>(panel + u0 * kUnitBytes, col, u1 - u0, far,
                                           [&](int64_t k, const Weight* wk) TANDEM_STEP_INLINE {
                                             typename V::Vec w[kTileVecs<V, R>];
                                             for (int v = 0; v < kTileVecs<V, R>; ++v)
@@ -123,12 +132,16 @@ using F16Tile = WidenTile<V, uint16_t>;
 template <class V>
 struct Bf16WidenTile : TileShape<V, 5> {
   static int64_t steps(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
+  static int64_t units(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
+  static constexpr int64_t kUnitBytes = kPanel * 4;
+  static constexpr int64_t kStepsPerUnit = 1;
   typedef uint32_t Lanes __attribute__((vector_size(sizeof(typename V::Vec))));
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
-                                            const uint8_t* panel, int64_t row0, int col,
-                                            const FarPrefetch& far) {
-    const float* x = a.x + row0 * a.n_in;
+                                            const uint8_t* panel, int64_t row0, int col, int64_t u0,
+                                            int64_t u1, const FarPrefetch& far) {
+    const float* x = a.x + row0 * a.n_in + 2 * u0;
+    const int64_t last = a.n_in - 2 * u0;  // 2 * kp + 1 == last: an odd n_in's last pair
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
       Lanes raw[kTileVecs<V, R>];
       for (int v = 0; v < kTileVecs<V, R>; ++v) {
@@ -138,13 +151,13 @@ struct Bf16WidenTile : TileShape<V, 5> {
       for (int v = 0; v < kTileVecs<V, R>; ++v)
         w[v] = __builtin_bit_cast(typename V::Vec, raw[v] << 16);
       fma_rows<V, R>(acc, w, x + 2 * kp, a.n_in);
-      if (2 * kp + 1 == a.n_in) return;  // an odd n_in: the last pair has no second k
+      if (2 * kp + 1 == last) return;  // an odd n_in: the last pair has no second k
       for (int v = 0; v < kTileVecs<V, R>; ++v) {
         w[v] = __builtin_bit_cast(typename V::Vec, raw[v] & 0xffff0000u);
       }
       fma_rows<V, R>(acc, w, x + 2 * kp + 1, a.n_in);
     };
-    stream<V, uint32_t, kTileOutputs<V, R>>(panel, col, (a.n_in + 1) / 2, far, pair);
+    stream<V, uint32_t, kTileOutputs<V, R>>(panel + u0 * kUnitBytes, col, u1 - u0, far, pair);
   }
 };
 
@@ -155,20 +168,23 @@ struct Q8_0Tile : TileShape<V, 5> {
   static int64_t steps(const MatmulArgs& a) { return a.n_in; }  // the far stream's steps
   static constexpr int kBlock = 32;
   static constexpr int64_t kBlockBytes = kPanel * 4 + kBlock * kPanel;
+  static int64_t units(const MatmulArgs& a) { return a.n_in / kBlock; }
+  static constexpr int64_t kUnitBytes = kBlockBytes;
+  static constexpr int64_t kStepsPerUnit = kBlock;
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
-                                            const uint8_t* panel, int64_t row0, int col,
-                                            const FarPrefetch& far) {
+                                            const uint8_t* panel, int64_t row0, int col, int64_t u0,
+                                            int64_t u1, const FarPrefetch& far) {
     const float* x = a.x + row0 * a.n_in;
-    const int64_t n_blocks = a.n_in / kBlock;
-    for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t b = u0; b < u1; ++b) {
       const uint8_t* block = panel + b * kBlockBytes;
       const float* scales = reinterpret_cast<const float*>(block) + col;
       typename V::Vec s[kTileVecs<V, R>];
       for (int v = 0; v < kTileVecs<V, R>; ++v) s[v] = V::load(scales + v * V::kWidth);
       const uint8_t* q = block + kPanel * 4;
-      const FarPrefetch block_far{far.base ? far.base + b * kBlock * far.bytes_per_step : nullptr,
-                                  far.bytes_per_step};
+      const FarPrefetch block_far{
+          far.base ? far.base + (b - u0) * kBlock * far.bytes_per_step : nullptr,
+          far.bytes_per_step};
       stream<V, int8_t, kTileOutputs<V, R>>(q, col, kBlock, block_far,
                                             [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
                                               typename V::Vec w[kTileVecs<V, R>];
@@ -180,28 +196,46 @@ struct Q8_0Tile : TileShape<V, 5> {
   }
 };
 
-// One sub-panel's pass: R rows x kTileOutputs outputs at (row0, c), through acc. A sub-panel
-// cut by n_out (the last panel's) is written through a buffer, in a pass of its own: where
-// one pass served both, the buffer's copy kept GCC from holding the accumulators in
-// registers, so every step of k stored them to the stack (AVX2's FMA chains went through
-// memory: the 32-row BF16 step ran at 0.29 of the FMA peak on a Zen 3).
+// The k range of a pass, in its tile's units (k, BF16 pairs or Q8_0 blocks): the whole of
+// k, or one chunk of it (chunked_panels).
+struct UnitRange {
+  int64_t begin = 0, end = 0;
+};
+
+// One sub-panel's pass: R rows x kTileOutputs outputs at (row0, c), through acc, over the
+// units u. A pass that does not start at k = 0 resumes from the sums the pass before it
+// stored in y: a float stored and loaded back is the same float, so each lane still adds
+// its products in k order. A sub-panel cut by n_out (the last panel's) goes through a
+// buffer, in a pass of its own: where one pass served both, the buffer's copy kept GCC from
+// holding the accumulators in registers, so every step of k stored them to the stack
+// (AVX2's FMA chains went through memory: the 32-row BF16 step ran at 0.29 of the FMA peak
+// on a Zen 3).
 template <class Tile, int R, bool kCut>
 [[gnu::always_inline]] inline void sub_panel_pass(const MatmulArgs& a, const uint8_t* panel,
-                                                  int64_t row0, int col, int64_t c,
+                                                  int64_t row0, int col, int64_t c, UnitRange u,
                                                   const FarPrefetch& far) {
   using V = typename Tile::Isa;
+  constexpr int kVecs = kTileVecs<V, R>;
   Acc<V, R> acc;
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kTileVecs<V, R>; ++v) acc[r][v] = typename V::Vec{};
-  Tile::template k_loop<R>(acc, a, panel, row0, col, far);
   float* y = a.y + row0 * a.n_out + c;
   for (int r = 0; r < R; ++r) {
+    if (u.begin == 0) {
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = typename V::Vec{};
+    } else if constexpr (!kCut) {
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = V::load(y + r * a.n_out + v * V::kWidth);
+    } else {
+      alignas(64) float tmp[kTileOutputs<V, R>] = {};
+      for (int64_t i = 0; i < a.n_out - c; ++i) tmp[i] = y[r * a.n_out + i];
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = V::load(tmp + v * V::kWidth);
+    }
+  }
+  Tile::template k_loop<R>(acc, a, panel, row0, col, u.begin, u.end, far);
+  for (int r = 0; r < R; ++r) {
     if constexpr (!kCut) {
-      for (int v = 0; v < kTileVecs<V, R>; ++v)
-        V::store(y + r * a.n_out + v * V::kWidth, acc[r][v]);
+      for (int v = 0; v < kVecs; ++v) V::store(y + r * a.n_out + v * V::kWidth, acc[r][v]);
     } else {
       alignas(64) float tmp[kTileOutputs<V, R>];
-      for (int v = 0; v < kTileVecs<V, R>; ++v) V::store(tmp + v * V::kWidth, acc[r][v]);
+      for (int v = 0; v < kVecs; ++v) V::store(tmp + v * V::kWidth, acc[r][v]);
       for (int64_t i = 0; i < a.n_out - c; ++i) y[r * a.n_out + i] = tmp[i];
     }
   }
@@ -209,34 +243,94 @@ template <class Tile, int R, bool kCut>
 
 template <class Tile, int R>
 [[gnu::noinline]] void cut_sub_panel(const MatmulArgs& a, const uint8_t* panel, int64_t row0,
-                                     int col, int64_t c, const FarPrefetch& far) {
-  sub_panel_pass<Tile, R, true>(a, panel, row0, col, c, far);
+                                     int col, int64_t c, UnitRange u, const FarPrefetch& far) {
+  sub_panel_pass<Tile, R, true>(a, panel, row0, col, c, u, far);
 }
 
 // R rows x one panel at (row0, col0), a sub-panel at a time; sub-panels past n_out (the
-// last panel's padding) are skipped.
+// last panel's padding) are skipped. Sub-panel i prefetches from far.base + i * sub_stride.
 template <class Tile, int R>
-void run_tile(const MatmulArgs& a, const uint8_t* panel, int64_t row0, int64_t col0,
+void run_tile(const MatmulArgs& a, const uint8_t* panel, int64_t row0, int64_t col0, UnitRange u,
               const FarPrefetch& far) {
   using V = typename Tile::Isa;
-  for (int col = 0; col < kPanel && col0 + col < a.n_out; col += kTileOutputs<V, R>) {
+  for (int col = 0, i = 0; col < kPanel && col0 + col < a.n_out; col += kTileOutputs<V, R>, ++i) {
     const int64_t c = col0 + col;
+    const FarPrefetch sub{far.base != nullptr ? far.base + i * far.sub_stride : nullptr,
+                          far.bytes_per_step};
     if (a.n_out - c >= kTileOutputs<V, R>) {
-      sub_panel_pass<Tile, R, false>(a, panel, row0, col, c, far);
+      sub_panel_pass<Tile, R, false>(a, panel, row0, col, c, u, sub);
     } else {
-      cut_sub_panel<Tile, R>(a, panel, row0, col, c, far);
+      cut_sub_panel<Tile, R>(a, panel, row0, col, c, u, sub);
     }
   }
 }
 
 template <class Tile, int R = Tile::kMaxRows>
 inline void run_rows(int64_t rows, const MatmulArgs& a, const uint8_t* panel, int64_t row0,
-                     int64_t col0, const FarPrefetch& far) {
+                     int64_t col0, UnitRange u, const FarPrefetch& far) {
   if constexpr (R >= 1) {
     if (rows == R) {
-      run_tile<Tile, R>(a, panel, row0, col0, far);
+      run_tile<Tile, R>(a, panel, row0, col0, u, far);
     } else {
-      run_rows<Tile, R - 1>(rows, a, panel, row0, col0, far);
+      run_rows<Tile, R - 1>(rows, a, panel, row0, col0, u, far);
+    }
+  }
+}
+
+// A batch's rows in tiles: the first takes kMaxRows, the others share the rest evenly
+// (32 = 6 + 6 + 5 + 5 + 5 + 5, not a last tile of 2 that leaves most FMA pipes idle).
+template <class Tile>
+struct TilePlan {
+  int64_t n_tiles, base, extra;
+  explicit TilePlan(int64_t n_rows)
+      : n_tiles((n_rows + Tile::kMaxRows - 1) / Tile::kMaxRows),
+        base(n_tiles > 1 ? (n_rows - Tile::kMaxRows) / (n_tiles - 1) : n_rows),
+        extra(n_tiles > 1 ? (n_rows - Tile::kMaxRows) % (n_tiles - 1) : 0) {}
+  int64_t rows(int64_t t) const {
+    if (n_tiles == 1) return base;
+    return t == 0 ? Tile::kMaxRows : base + (t - 1 < extra ? 1 : 0);
+  }
+};
+
+// Batches of one or two tiles where V::kChunkBytes > 0 (AVX2). A tile of several rows there
+// covers a quarter panel, so the first tile's four passes each read one cache line in four
+// of the whole panel from memory and stall on it (at M = 8, BF16, half of the 5-row tile's
+// samples sat on its weight load), while a second tile computed from cache with memory
+// idle. Here all the tiles run over one k-chunk of the panel (kChunkBytes: it stays in L1)
+// before the next chunk, and every pass prefetches its share of that next chunk into L2 as
+// it goes: memory streams while the arithmetic runs. Each pass resumes its sums from y
+// (sub_panel_pass), so the bits are those of one pass over the whole of k. From three tiles
+// up, panel_loop's far prefetch already hides the next panel behind the later tiles, and
+// chunks there were no faster (M = 16 and 32, Zen 3, `BM_DecodeStep`).
+constexpr int64_t kMaxChunkedTiles = 2;
+
+template <class Tile>
+void chunked_panels(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
+  using V = typename Tile::Isa;
+  const TilePlan<Tile> plan(a.n_rows);
+  const int64_t units = Tile::units(a);
+  constexpr int64_t kPerChunk =
+      V::kChunkBytes > Tile::kUnitBytes ? V::kChunkBytes / Tile::kUnitBytes : 1;
+  constexpr int64_t kChunkBytes = kPerChunk * Tile::kUnitBytes;
+  const uint8_t* end = a.panels + panel_end * static_cast<int64_t>(a.panel_bytes);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
+    for (int64_t u0 = 0; u0 < units; u0 += kPerChunk) {
+      const UnitRange u{u0, u0 + kPerChunk < units ? u0 + kPerChunk : units};
+      // The next chunk is this panel's next, or the next panel's first: contiguous.
+      const uint8_t* next = panel + u.end * Tile::kUnitBytes;
+      const int64_t steps = (u.end - u.begin) * Tile::kStepsPerUnit;
+      const int64_t share = (kChunkBytes + plan.n_tiles - 1) / plan.n_tiles;
+      for (int64_t t = 0, row0 = 0; t < plan.n_tiles; ++t) {
+        const int64_t rows = plan.rows(t);
+        const int64_t n_sub = rows == 1 ? 1 : kPanel / (V::kWidth * V::kVecs);
+        const int64_t sub_share = (share + n_sub - 1) / n_sub;
+        const FarPrefetch far{
+            next < end ? reinterpret_cast<const char*>(next + t * share) : nullptr,
+            (sub_share + steps - 1) / steps, sub_share};
+        run_rows<Tile>(rows, a, panel, row0, p * kPanel, u, far);
+        row0 += rows;
+      }
     }
   }
 }
@@ -244,29 +338,29 @@ inline void run_rows(int64_t rows, const MatmulArgs& a, const uint8_t* panel, in
 // Panel by panel; within a panel, rows in tiles, so the panel is read from memory once,
 // by the first tile's pass, and then served from cache to the other tiles. That first pass
 // waits on memory, so it takes the most rows (kMaxRows): their arithmetic hides in the
-// wait. The other tiles share the rest evenly (32 = 6 + 6 + 5 + 5 + 5 + 5, not a last
-// tile of 2 that leaves most FMA pipes idle). Memory idles during those later passes, so
-// from three tiles up each also prefetches its share of the next panel into L2, spread
-// over its steps; with two tiles, the second pass alone could not hide a whole panel.
+// wait. Memory idles during the later passes, so from three tiles up each also prefetches
+// its share of the next panel into L2, spread over its steps; with two tiles, the second
+// pass alone could not hide a whole panel.
 template <class Tile>
 void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
-  const int64_t n_tiles = (a.n_rows + Tile::kMaxRows - 1) / Tile::kMaxRows;
-  const int64_t rest = a.n_rows - Tile::kMaxRows;
-  const int64_t base = n_tiles > 1 ? rest / (n_tiles - 1) : 0;
-  const int64_t extra = n_tiles > 1 ? rest % (n_tiles - 1) : 0;
+  if constexpr (Tile::Isa::kChunkBytes > 0) {
+    if (a.n_rows > 1 && TilePlan<Tile>(a.n_rows).n_tiles <= kMaxChunkedTiles)
+      return chunked_panels<Tile>(a, panel_begin, panel_end);
+  }
+  const TilePlan<Tile> plan(a.n_rows);
+  const UnitRange whole{0, Tile::units(a)};
   const int64_t n_steps = Tile::steps(a);
-  const bool far_ahead = n_tiles >= 3;
-  const int64_t share = far_ahead ? (a.panel_bytes + n_tiles - 2) / (n_tiles - 1) : 0;
+  const bool far_ahead = plan.n_tiles >= 3;
+  const int64_t share = far_ahead ? (a.panel_bytes + plan.n_tiles - 2) / (plan.n_tiles - 1) : 0;
   const int64_t per_step = far_ahead ? (share + n_steps - 1) / n_steps : 0;
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = a.panels + p * a.panel_bytes;
     const char* next = reinterpret_cast<const char*>(panel + a.panel_bytes);
-    for (int64_t t = 0, row0 = 0; t < n_tiles; ++t) {
-      const int64_t rows =
-          t == 0 ? (n_tiles > 1 ? Tile::kMaxRows : a.n_rows) : base + (t - 1 < extra ? 1 : 0);
+    for (int64_t t = 0, row0 = 0; t < plan.n_tiles; ++t) {
+      const int64_t rows = plan.rows(t);
       const FarPrefetch far{
           far_ahead && t > 0 && p + 1 < panel_end ? next + (t - 1) * share : nullptr, per_step};
-      run_rows<Tile>(rows, a, panel, row0, p * kPanel, far);
+      run_rows<Tile>(rows, a, panel, row0, p * kPanel, whole, far);
       row0 += rows;
     }
   }

@@ -19,6 +19,8 @@ struct Avx2 {
   // k: too few to cover memory's latency at batch 1 (Zen 3, BM_DecodeStep BF16 M:1 34 -> 28
   // ms with 4096, 5 interleaved rounds; 8192 no better).
   static constexpr int kPrefetchAhead = 4096;
+  // Batches go over a panel in k-chunks of this many bytes (tile_loop.h, chunked_panels).
+  static constexpr int64_t kChunkBytes = 16384;
 
   static Vec broadcast(const float* x) { return _mm256_broadcast_ss(x); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }

@@ -18,6 +18,8 @@ struct Avx512 {
   static constexpr int kWidth = 16;
   static constexpr int kVecs = kPanel / 16;  // a matmul tile is a whole panel, four zmm
   static constexpr int kPrefetchAhead = 2048;
+  // A tile here is a whole panel, streamed in order: no k-chunks (tile_loop.h).
+  static constexpr int64_t kChunkBytes = 0;
 
   static Vec broadcast(const float* x) { return _mm512_set1_ps(*x); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
@@ -73,12 +75,15 @@ struct Avx512 {
 // has it, so its k loop lives here; the tiling around it is the shared one.
 struct Bf16DotTile : TileShape<Avx512, 6> {
   static int64_t steps(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
+  static int64_t units(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
+  static constexpr int64_t kUnitBytes = kPanel * 4;
+  static constexpr int64_t kStepsPerUnit = 1;
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<Avx512, R>& acc, const MatmulArgs& a,
-                                            const uint8_t* panel, int64_t row0, int col,
-                                            const FarPrefetch& far) {
+                                            const uint8_t* panel, int64_t row0, int col, int64_t u0,
+                                            int64_t u1, const FarPrefetch& far) {
     const int64_t n_pairs = (a.n_in + 1) / 2;
-    const uint32_t* x = a.x_pairs + row0 * n_pairs;
+    const uint32_t* x = a.x_pairs + row0 * n_pairs + u0;
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
       constexpr int kVecs = kTileVecs<Avx512, R>;
       __m512bh w[kVecs];
@@ -88,7 +93,8 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
         for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], xr, w[v]);
       }
     };
-    stream<Avx512, uint32_t, kTileOutputs<Avx512, R>>(panel, col, n_pairs, far, pair);
+    stream<Avx512, uint32_t, kTileOutputs<Avx512, R>>(panel + u0 * kUnitBytes, col, u1 - u0, far,
+                                                      pair);
   }
 };
 

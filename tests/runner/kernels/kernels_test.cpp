@@ -366,6 +366,34 @@ TEST(Kernels, RowsAreBitIdenticalWhateverTheBatchAndThreadCount) {
   }
 }
 
+// The same law where k spans several of AVX2's k-chunks (tile_loop.h, chunked_panels: a
+// batch of up to two tiles resumes each pass from the sums stored in y): an odd n_in (a
+// last BF16 pair with one k), a cut last panel, and every batch size around the tiles.
+TEST(Kernels, RowsSpanningSeveralKChunksAreBitIdenticalInEveryBatch) {
+  ThreadPool pool1(1), pool2(2);
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (TensorType type : kAllTypes) {
+      const int64_t n_in = type == TensorType::kQ8_0 ? 800 : 1001, n_out = 136, max_rows = 13;
+      const Matrix w = random_matrix(type, n_out, n_in, 21);
+      const PackedWeights packed = PackedWeights::pack(w.source());
+      const auto x = random_activations(max_rows * n_in, 22);
+      std::vector<float> alone(max_rows * n_out);
+      for (int64_t r = 0; r < max_rows; ++r) {
+        matmul(pool1, packed, &x[r * n_in], 1, &alone[r * n_out]);
+      }
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        for (int64_t n_rows = 2; n_rows <= max_rows; ++n_rows) {
+          std::vector<float> y(n_rows * n_out);
+          matmul(*pool, packed, x.data(), n_rows, y.data());
+          ASSERT_EQ(0, std::memcmp(y.data(), alone.data(), y.size() * 4))
+              << label_of(isa, type, n_out, n_in, n_rows) << ", " << pool->size() << " threads";
+        }
+      }
+    }
+  }
+}
+
 TEST(Kernels, PackedWeightsRejectMismatchedSources) {
   const Matrix a = random_matrix(TensorType::kF32, 4, 32, 1);
   const Matrix b = random_matrix(TensorType::kF32, 4, 64, 1);
