@@ -411,9 +411,12 @@ using detail::SharedPrep;
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
-// From how many rows a batch takes the lane form (quant_lanes.h), on AVX-512 VNNI and on
-// AVX2 (avx2/quant_lanes.cpp): both measured level with the row form at 4 rows.
-constexpr int64_t kLanesFromRows = 4;
+// From how many rows a batch takes the lane form (quant_lanes.h). AVX-512 VNNI: measured
+// level with the row form at 4 rows. AVX2 (avx2/quant_lanes.cpp): from 3, where the row form
+// cost 2.5-3.6x a one-row step and the lane form (16 lanes, most of them padding) less; at 2
+// rows the two were level (`BM_DecodeStep` on a Zen 3, 4 interleaved rounds, medians: M:3
+// Q5_0 25.2 -> 17.6 ms, Q4_0 23.1 -> 19.2 ms; M:2 Q5_0 21.4 / 19.7, Q4_0 16.2 / 18.5).
+int64_t lanes_from_rows() { return quant_uses_vnni() ? 4 : 3; }
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
@@ -430,7 +433,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       n_rows >= kLanesFromRows);
+                       n_rows >= lanes_from_rows());
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;

@@ -77,7 +77,6 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
   static int64_t steps(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   static int64_t units(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   static constexpr int64_t kUnitBytes = kPanel * 4;
-  static constexpr int64_t kStepsPerUnit = 1;
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<Avx512, R>& acc, const MatmulArgs& a,
                                             const uint8_t* panel, int64_t row0, int col, int64_t u0,

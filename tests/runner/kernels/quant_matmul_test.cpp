@@ -352,8 +352,8 @@ TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
            legacy ? std::vector<int64_t>{64, 576} : std::vector<int64_t>{256, 1536}) {
         const int64_t n_out = 37;
         const auto w = extreme_rows(c, n_out, n_in, 3 + static_cast<uint32_t>(n_in));
-        for (int64_t n_rows : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{12}, int64_t{16},
-                               int64_t{17}, int64_t{40}}) {
+        for (int64_t n_rows : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{12},
+                               int64_t{16}, int64_t{17}, int64_t{40}}) {
           const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
           const auto portable =
               run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
