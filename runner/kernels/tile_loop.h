@@ -315,8 +315,8 @@ void chunked_panels(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end)
   const uint8_t* end = a.panels + panel_end * static_cast<int64_t>(a.panel_bytes);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
-    // At least one pass, which zeroes y where k is empty, as panel_loop's does.
-    for (int64_t u0 = 0; u0 == 0 || u0 < units; u0 += kPerChunk) {
+    // units >= 1 (PackedWeights::pack refuses empty rows), so every output gets a pass.
+    for (int64_t u0 = 0; u0 < units; u0 += kPerChunk) {
       const UnitRange u{u0, u0 + kPerChunk < units ? u0 + kPerChunk : units};
       // The next chunk is this panel's next, or the next panel's first: contiguous.
       const uint8_t* next = panel + u.end * Tile::kUnitBytes;
