@@ -182,10 +182,14 @@ struct Q8_0Tile : TileShape<V, 5> {
       typename V::Vec s[kTileVecs<V, R>];
       for (int v = 0; v < kTileVecs<V, R>; ++v) s[v] = V::load(scales + v * V::kWidth);
       const uint8_t* q = block + kPanel * 4;
-      const FarPrefetch block_far{
-          far.base ? far.base + (b - u0) * kBlock * far.bytes_per_step : nullptr,
-          far.bytes_per_step};
-      stream<V, int8_t, kTileOutputs<V, R>>(q, col, kBlock, block_far,
+      // The far stream's share of this block at its start, a prefetch a line: per step of
+      // k it is a few bytes, and a prefetch per step asked for each line about 7 times.
+      if (far.base != nullptr) {
+        const char* block_far = far.base + (b - u0) * kBlock * far.bytes_per_step;
+        for (int64_t o = 0; o < kBlock * far.bytes_per_step; o += 64)
+          __builtin_prefetch(block_far + o, 0, 2);
+      }
+      stream<V, int8_t, kTileOutputs<V, R>>(q, col, kBlock, FarPrefetch{},
                                             [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
                                               typename V::Vec w[kTileVecs<V, R>];
                                               for (int v = 0; v < kTileVecs<V, R>; ++v)
