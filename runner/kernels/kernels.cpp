@@ -416,10 +416,11 @@ constexpr int64_t kQuantUnit = 16;
 // cost 2.5-3.6x a one-row step and the lane form (16 lanes, most of them padding) less; at 2
 // rows the two were level (`BM_DecodeStep` on a Zen 3, 4 interleaved rounds, medians: M:3
 // Q5_0 25.2 -> 17.6 ms, Q4_0 23.1 -> 19.2 ms; M:2 Q5_0 21.4 / 19.7, Q4_0 16.2 / 18.5).
-int64_t lanes_from_rows() { return quant_uses_vnni() ? 4 : 3; }
+int64_t lanes_from_rows(bool vnni) { return vnni ? 4 : 3; }
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
+  const bool vnni = quant_uses_vnni();  // picks both the activation layout and the loop
   thread_local detail::QuantizedActivations activations;
   struct Quantizing {
     detail::ActFormat format;
@@ -433,7 +434,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       n_rows >= lanes_from_rows());
+                       n_rows >= lanes_from_rows(vnni));
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
@@ -442,7 +443,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   } job;
   job.args = {*impl.quant, impl.buffer->data, impl.row_bytes, impl.n_in,
               impl.n_out,  activations.view,  n_rows,         y};
-  job.loop = quant_uses_vnni() ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
+  job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
   auto range = [](const Job& j, int64_t t) {

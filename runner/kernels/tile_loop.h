@@ -92,7 +92,8 @@ template <class V, class Weight, int kOutputs, class Step>
 }
 
 // A tile type is a TileShape (its ISA and rows per tile: as many as leave registers for
-// the weights) with a k loop adding one sub-panel's products into acc.
+// the weights) with a k loop adding one sub-panel's products into acc over a range of its
+// units (units(a) in all, kUnitBytes of the panel each, kStepsPerUnit steps of k each).
 template <class V, int kRows>
 struct TileShape {
   using Isa = V;
@@ -102,7 +103,6 @@ struct TileShape {
 // F32 and F16 (Weight = float or uint16_t): one k per step, w[k][64].
 template <class V, class Weight>
 struct WidenTile : TileShape<V, 6> {
-  static int64_t steps(const MatmulArgs& a) { return a.n_in; }
   static int64_t units(const MatmulArgs& a) { return a.n_in; }
   static constexpr int64_t kUnitBytes = kPanel * sizeof(Weight);
   static constexpr int64_t kStepsPerUnit = 1;
@@ -131,7 +131,6 @@ using F16Tile = WidenTile<V, uint16_t>;
 // F32: the pair's first k is its low half shifted up, the second its high half in place.
 template <class V>
 struct Bf16WidenTile : TileShape<V, 5> {
-  static int64_t steps(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   static int64_t units(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   static constexpr int64_t kUnitBytes = kPanel * 4;
   static constexpr int64_t kStepsPerUnit = 1;
@@ -165,7 +164,6 @@ struct Bf16WidenTile : TileShape<V, 5> {
 // exactly the F32 value dequantize_row gives (scale * q, one rounding) and used as such.
 template <class V>
 struct Q8_0Tile : TileShape<V, 5> {
-  static int64_t steps(const MatmulArgs& a) { return a.n_in; }  // the far stream's steps
   static constexpr int kBlock = 32;
   static constexpr int64_t kBlockBytes = kPanel * 4 + kBlock * kPanel;
   static int64_t units(const MatmulArgs& a) { return a.n_in / kBlock; }
@@ -309,13 +307,14 @@ struct TilePlan {
 constexpr int64_t kMaxChunkedTiles = 2;
 
 template <class Tile>
-void chunked_panels(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
+void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, int64_t panel_begin,
+                    int64_t panel_end) {
   using V = typename Tile::Isa;
-  const TilePlan<Tile> plan(a.n_rows);
   const int64_t units = Tile::units(a);
   constexpr int64_t kPerChunk =
       V::kChunkBytes > Tile::kUnitBytes ? V::kChunkBytes / Tile::kUnitBytes : 1;
   constexpr int64_t kChunkBytes = kPerChunk * Tile::kUnitBytes;
+  const int64_t share = (kChunkBytes + plan.n_tiles - 1) / plan.n_tiles;  // a tile's
   const uint8_t* end = a.panels + panel_end * static_cast<int64_t>(a.panel_bytes);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
@@ -325,7 +324,6 @@ void chunked_panels(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end)
       // The next chunk is this panel's next, or the next panel's first: contiguous.
       const uint8_t* next = panel + u.end * Tile::kUnitBytes;
       const int64_t steps = (u.end - u.begin) * Tile::kStepsPerUnit;
-      const int64_t share = (kChunkBytes + plan.n_tiles - 1) / plan.n_tiles;
       for (int64_t t = 0, row0 = 0; t < plan.n_tiles; ++t) {
         const int64_t rows = plan.rows(t);
         const int64_t n_sub = rows == 1 ? 1 : kPanel / (V::kWidth * V::kVecs);
@@ -348,13 +346,13 @@ void chunked_panels(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end)
 // pass alone could not hide a whole panel.
 template <class Tile>
 void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
-  if constexpr (Tile::Isa::kChunkBytes > 0) {
-    if (a.n_rows > 1 && TilePlan<Tile>(a.n_rows).n_tiles <= kMaxChunkedTiles)
-      return chunked_panels<Tile>(a, panel_begin, panel_end);
-  }
   const TilePlan<Tile> plan(a.n_rows);
+  if constexpr (Tile::Isa::kChunkBytes > 0) {
+    if (a.n_rows > 1 && plan.n_tiles <= kMaxChunkedTiles)
+      return chunked_panels<Tile>(a, plan, panel_begin, panel_end);
+  }
   const UnitRange whole{0, Tile::units(a)};
-  const int64_t n_steps = Tile::steps(a);
+  const int64_t n_steps = whole.end * Tile::kStepsPerUnit;
   const bool far_ahead = plan.n_tiles >= 3;
   const int64_t share = far_ahead ? (a.panel_bytes + plan.n_tiles - 2) / (plan.n_tiles - 1) : 0;
   const int64_t per_step = far_ahead ? (share + n_steps - 1) / n_steps : 0;

@@ -74,9 +74,9 @@ struct Avx512 {
 // x[2k]*w[2k] + x[2k+1]*w[2k+1] to its F32 accumulator, pair after pair. Only this ISA
 // has it, so its k loop lives here; the tiling around it is the shared one.
 struct Bf16DotTile : TileShape<Avx512, 6> {
-  static int64_t steps(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   static int64_t units(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
   static constexpr int64_t kUnitBytes = kPanel * 4;
+  static constexpr int64_t kStepsPerUnit = 1;
   template <int R>
   [[gnu::always_inline]] static void k_loop(Acc<Avx512, R>& acc, const MatmulArgs& a,
                                             const uint8_t* panel, int64_t row0, int col, int64_t u0,
