@@ -149,9 +149,7 @@ void BM_DecodeStep(benchmark::State& state) {
   tandem::ThreadPool pool(static_cast<int>(state.range(1)));
   const std::vector<Model>& models = models_of(kType);
   std::vector<float> x(rows * kFfn, 0.5f), y(rows * kVocab);
-  size_t step = 0;
-  for (auto _ : state) {
-    const Model& model = models[step++ % models.size()];
+  auto step = [&](const Model& model) {
     for (const Model::Layer& layer : model.layers) {
       tandem::kernels::matmul(pool, layer.qkv, x.data(), rows, y.data());
       tandem::kernels::matmul(pool, layer.o, x.data(), rows, y.data());
@@ -160,7 +158,12 @@ void BM_DecodeStep(benchmark::State& state) {
     }
     tandem::kernels::matmul(pool, model.head, x.data(), rows, y.data());
     benchmark::ClobberMemory();
-  }
+  };
+  // One untimed pass over every copy: on some VMs memory not read for a while is slow to
+  // read again (the first timed pass over freshly built copies ran 10-20x slower, Zen 5).
+  for (const Model& model : models) step(model);
+  size_t next = 0;
+  for (auto _ : state) step(models[next++ % models.size()]);
   report(state, static_cast<double>(models[0].bytes), 2.0 * models[0].params * rows, rows);
   state.SetLabel(tandem::kernels::isa_name(tandem::kernels::detected_isa()));
 }

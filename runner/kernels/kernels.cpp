@@ -40,9 +40,11 @@ namespace {
 // streams its weights from memory, and each range restarts that stream cold (the
 // prefetchers and the software prefetch ahead start over): one range per thread there was
 // 10-20% faster per step (BF16 and Q5_0 `BM_DecodeStep` M:1, and a Q4_K_M / BF16
-// `tandem bench` at one stream). Batches compute more per byte and keep four per thread,
-// so that a thread the hypervisor delays leaves its unclaimed ranges to the others.
-constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 4; }
+// `tandem bench` at one stream). Batches compute more per byte and keep two per thread, so
+// that a thread the hypervisor delays leaves an unclaimed range to the other; four (shorter
+// streams, more restarts) were 3-10% slower on a Zen 5 (`BM_DecodeStep` BF16 M:16 and M:32,
+// and the AVX2 path's BF16 and Q8_0 at M:8 and M:32).
+constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 2; }
 
 Isa hardware_isa() {
   static const Isa isa = [] {
