@@ -73,15 +73,19 @@ inline GroupScales group_scales(__m256i sc16) {
   return {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
 }
 
-// Int16 lanes 0-7 the scale of group 2c, 8-15 that of group 2c + 1, for vpmaddwd. c is a
-// literal in the unrolled chunk loops, so this is one vpshufb.
-inline __m256i chunk_scale(const GroupScales& g, int c) {
+// The byte shuffle that takes chunk c's scales out of GroupScales: int16 lanes 0-7 the scale
+// of group 2c, 8-15 that of group 2c + 1.
+inline __m256i chunk_spread(int c) {
   const char k = static_cast<char>(4 * (c % 4));
-  const __m256i spread =
-      _mm256_setr_epi8(k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k,
-                       k + 1, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3,
-                       k + 2, k + 3, k + 2, k + 3, k + 2, k + 3);
-  return _mm256_shuffle_epi8(c < 4 ? g.low : g.high, spread);
+  return _mm256_setr_epi8(k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k, k + 1, k,
+                          k + 1, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3, k + 2,
+                          k + 3, k + 2, k + 3, k + 2, k + 3, k + 2, k + 3);
+}
+
+// Chunk c's scales, for vpmaddwd. c is a literal in the unrolled chunk loops, so this is one
+// vpshufb.
+inline __m256i chunk_scale(const GroupScales& g, int c) {
+  return _mm256_shuffle_epi8(c < 4 ? g.low : g.high, chunk_spread(c));
 }
 
 // Sixteen int8 scales (as a vector's low 16 bytes) to sc16 and, times kMul, to the bias.
@@ -162,6 +166,7 @@ struct VQ3_K {
 template <class Block, bool kFifthBit>
 struct VK4 {
   static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;
+  static constexpr bool kNibblePairs = !kFifthBit;  // chunks 2p, 2p + 1: one 32-byte run
   static constexpr int kOffset = 0;
   using B = Block;
   template <class S>
@@ -202,6 +207,7 @@ struct VQ6_K {
   static constexpr bool kSuper = true, kSigned = false, kMins = false, kBias = true;
   static constexpr int kOffset = 32;
   using B = gguf::BlockQ6_K;
+  static constexpr bool kSixBitPairs = true;  // chunks 2p, 2p + 1: quant_vector.h pairs them
   template <class S>
   static __m256i chunk(const B& b, int c) {
     const int n = c / 4, k = c % 4;

@@ -275,6 +275,61 @@ TANDEM_QUANT_INLINE void super_halves(const uint8_t* const (&rows)[4], int64_t i
   }
 }
 
+// ---- 512-bit steps (ISA files whose S sets kWide: AVX-512 VNNI) ------------------------------
+
+template <class S>
+concept WideSteps = S::kWide;
+
+// Chunks 2p (low 256 bits) and 2p + 1 (high) of a super-block: Q4_K's are the low and high
+// nibbles of the same 32 bytes (one load, one shift, one mask); Q6_K's the low (p even) or
+// high nibbles of 64 bytes of ql, with bits 2k..2k+1 and 2k+2..2k+3 of the same 32 bytes of
+// qh on top (k = 2 (p % 2)); the other types' their two 256-bit chunks joined.
+template <class S, class T>
+TANDEM_QUANT_INLINE __m512i chunk_pair(const typename T::B& b, int p) {
+  if constexpr (requires { requires T::kNibblePairs; }) {
+    const __m512i v = _mm512_broadcast_i64x4(load32(b.qs + 32 * p));
+    return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)),
+                            _mm512_set1_epi8(0x0F));
+  } else if constexpr (requires { requires T::kSixBitPairs; }) {
+    const int n = p / 2, k = 2 * (p % 2);
+    const __m512i ql = _mm512_loadu_si512(b.ql + 64 * n);
+    const __m512i low = _mm512_and_si512(_mm512_srli_epi16(ql, 2 * k), _mm512_set1_epi8(0x0F));
+    const __m512i qh = _mm512_broadcast_i64x4(load32(b.qh + 32 * n));
+    const __m512i shift =
+        _mm512_setr_epi64(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 2, 2 * k + 2, 2 * k + 2, 2 * k + 2);
+    const __m512i high = _mm512_and_si512(_mm512_srlv_epi64(qh, shift), _mm512_set1_epi8(3));
+    return _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+  } else {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(T::template chunk<S>(b, 2 * p)),
+                              T::template chunk<S>(b, 2 * p + 1), 1);
+  }
+}
+
+// chunk_scale for chunks 2p and 2p + 1 side by side (wide: a group half's scales in every
+// 128-bit lane, as GroupScales holds them).
+template <class S>
+TANDEM_QUANT_INLINE __m512i pair_scale(__m512i wide, int p) {
+  const __m512i spread =
+      _mm512_inserti64x4(_mm512_castsi256_si512(chunk_spread(2 * p)), chunk_spread(2 * p + 1), 1);
+  return _mm512_shuffle_epi8(wide, spread);
+}
+
+// A super-block's eight chunks against the activations, two at a time in 512-bit steps: the
+// same int32 products and scales as the 256-bit loop, summed in another order, which integer
+// sums do not notice.
+template <class S, class T>
+TANDEM_QUANT_INLINE __m256i wide_chunk_sums(const typename T::B& b, const GroupScales& g,
+                                            const int8_t* xq) {
+  const __m512i low = _mm512_broadcast_i64x4(g.low), high = _mm512_broadcast_i64x4(g.high);
+  __m512i acc = _mm512_setzero_si512();
+  for (int p = 0; p < 4; ++p) {
+    const __m512i pr =
+        _mm512_maddubs_epi16(chunk_pair<S, T>(b, p), _mm512_loadu_si512(xq + 64 * p));
+    acc = _mm512_dpwssd_epi32(acc, pr, pair_scale<S>(p < 2 ? low : high, p));
+  }
+  return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+}
+
 template <class S, class T>
 void four_dots_super(const uint8_t* const (&rows)[4], int64_t row_bytes, const ActRows& x,
                      float* y) {
@@ -290,9 +345,13 @@ void four_dots_super(const uint8_t* const (&rows)[4], int64_t row_bytes, const A
       const SuperScales s = T::scales(b);
       const GroupScales g = group_scales(s.sc16);
       __m256i isum = _mm256_setzero_si256();
-      for (int c = 0; c < 8; ++c) {
-        const __m256i pr = pairs<T>(T::template chunk<S>(b, c), load32(xq + 32 * c));
-        isum = S::madd_add(isum, pr, chunk_scale(g, c));
+      if constexpr (WideSteps<S> && !T::kSigned) {
+        isum = wide_chunk_sums<S, T>(b, g, xq);
+      } else {
+        for (int c = 0; c < 8; ++c) {
+          const __m256i pr = pairs<T>(T::template chunk<S>(b, c), load32(xq + 32 * c));
+          isum = S::madd_add(isum, pr, chunk_scale(g, c));
+        }
       }
       v[r] = isum;
       v[4 + r] = T::kBias ? bias_products(s, x.bsums + i * 16) : _mm256_setzero_si256();

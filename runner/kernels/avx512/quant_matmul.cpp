@@ -12,6 +12,7 @@ namespace tandem::kernels::detail {
 namespace {
 
 struct VnniSteps {
+  static constexpr bool kWide = true;  // quant_vector.h may take 512-bit steps
   static __m256i dot4(__m256i u, __m256i x) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, x);
   }
