@@ -7,7 +7,8 @@
 //    8 * sum(x), the activations' exact block sums), so one vpmaddubsw/vpdpbusd step needs no
 //    sign fix-up; IQ4's signed table values take |w| and x with w's sign;
 //  - one activation row (a decode step): four weight rows stream side by side, each chunk
-//    decoded in registers and dotted at once;
+//    decoded in registers and dotted at once (with AVX-512 VNNI, S::kWide, a super-block's
+//    chunks go two at a time in 512-bit steps);
 //  - a batch: a span of 256 weights of kSpanRows weight rows is decoded into a small buffer
 //    that stays in L1 (DecodedSpan), and four activation rows at a time take their dots
 //    from it;
