@@ -166,7 +166,6 @@ struct VQ3_K {
 template <class Block, bool kFifthBit>
 struct VK4 {
   static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;
-  static constexpr bool kNibblePairs = !kFifthBit;  // chunks 2p, 2p + 1: one 32-byte run
   static constexpr int kOffset = 0;
   using B = Block;
   template <class S>
@@ -176,6 +175,14 @@ struct VK4 {
       q = _mm256_or_si256(q, _mm256_slli_epi16(bits_at(load32(b.qh), c, 1), 4));
     }
     return q;
+  }
+  // Chunks 2p and 2p + 1 in one 512-bit vector (quant_vector.h's wide steps, AVX-512 only):
+  // Q4_K's are the low and high nibbles of the same 32 bytes.
+  template <class S>
+  requires(!kFifthBit) static __m512i chunk_pair(const B& b, int p) {
+    const __m512i v = _mm512_broadcast_i64x4(load32(b.qs + 32 * p));
+    return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)),
+                            _mm512_set1_epi8(0x0F));
   }
   static SuperScales scales(const B& b) {
     // ggml's get_scale_min_k4 for all sixteen 6-bit fields at once, in byte lanes. With s
@@ -207,12 +214,24 @@ struct VQ6_K {
   static constexpr bool kSuper = true, kSigned = false, kMins = false, kBias = true;
   static constexpr int kOffset = 32;
   using B = gguf::BlockQ6_K;
-  static constexpr bool kSixBitPairs = true;  // chunks 2p, 2p + 1: quant_vector.h pairs them
   template <class S>
   static __m256i chunk(const B& b, int c) {
     const int n = c / 4, k = c % 4;
     const __m256i low = bits_at(load32(b.ql + 64 * n + 32 * (k & 1)), 4 * (k / 2), 0x0F);
     return _mm256_or_si256(low, _mm256_slli_epi16(bits_at(load32(b.qh + 32 * n), 2 * k, 3), 4));
+  }
+  // Chunks 2p and 2p + 1 in one 512-bit vector (AVX-512 only): the same nibble of ql's 64
+  // bytes at 64n, with bits 2k..2k+1 and 2k+2..2k+3 of the same 32 bytes of qh on top.
+  template <class S>
+  static __m512i chunk_pair(const B& b, int p) {
+    const int n = p / 2, k = 2 * (p % 2);
+    const __m512i ql = _mm512_loadu_si512(b.ql + 64 * n);
+    const __m512i low = _mm512_and_si512(_mm512_srli_epi16(ql, 2 * k), _mm512_set1_epi8(0x0F));
+    const __m512i qh = _mm512_broadcast_i64x4(load32(b.qh + 32 * n));
+    const __m512i shift =
+        _mm512_setr_epi64(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 2, 2 * k + 2, 2 * k + 2, 2 * k + 2);
+    const __m512i high = _mm512_and_si512(_mm512_srlv_epi64(qh, shift), _mm512_set1_epi8(3));
+    return _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
   }
   static SuperScales scales(const B& b) {
     SuperScales s;

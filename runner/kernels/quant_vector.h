@@ -281,25 +281,12 @@ TANDEM_QUANT_INLINE void super_halves(const uint8_t* const (&rows)[4], int64_t i
 template <class S>
 concept WideSteps = S::kWide;
 
-// Chunks 2p (low 256 bits) and 2p + 1 (high) of a super-block: Q4_K's are the low and high
-// nibbles of the same 32 bytes (one load, one shift, one mask); Q6_K's the low (p even) or
-// high nibbles of 64 bytes of ql, with bits 2k..2k+1 and 2k+2..2k+3 of the same 32 bytes of
-// qh on top (k = 2 (p % 2)); the other types' their two 256-bit chunks joined.
+// Chunks 2p (low 256 bits) and 2p + 1 (high) of a super-block: the type's own pair decoding
+// where it has one (Q4_K, Q6_K: quant_decode.h), else its two 256-bit chunks joined.
 template <class S, class T>
 TANDEM_QUANT_INLINE __m512i chunk_pair(const typename T::B& b, int p) {
-  if constexpr (requires { requires T::kNibblePairs; }) {
-    const __m512i v = _mm512_broadcast_i64x4(load32(b.qs + 32 * p));
-    return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)),
-                            _mm512_set1_epi8(0x0F));
-  } else if constexpr (requires { requires T::kSixBitPairs; }) {
-    const int n = p / 2, k = 2 * (p % 2);
-    const __m512i ql = _mm512_loadu_si512(b.ql + 64 * n);
-    const __m512i low = _mm512_and_si512(_mm512_srli_epi16(ql, 2 * k), _mm512_set1_epi8(0x0F));
-    const __m512i qh = _mm512_broadcast_i64x4(load32(b.qh + 32 * n));
-    const __m512i shift =
-        _mm512_setr_epi64(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 2, 2 * k + 2, 2 * k + 2, 2 * k + 2);
-    const __m512i high = _mm512_and_si512(_mm512_srlv_epi64(qh, shift), _mm512_set1_epi8(3));
-    return _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+  if constexpr (requires { T::template chunk_pair<S>(b, p); }) {
+    return T::template chunk_pair<S>(b, p);
   } else {
     return _mm512_inserti64x4(_mm512_castsi256_si512(T::template chunk<S>(b, 2 * p)),
                               T::template chunk<S>(b, 2 * p + 1), 1);
@@ -307,7 +294,8 @@ TANDEM_QUANT_INLINE __m512i chunk_pair(const typename T::B& b, int p) {
 }
 
 // chunk_scale for chunks 2p and 2p + 1 side by side (wide: a group half's scales in every
-// 128-bit lane, as GroupScales holds them).
+// 128-bit lane, as GroupScales holds them). A template only so that the AVX2 files, which
+// include this header too, never compile a 512-bit signature.
 template <class S>
 TANDEM_QUANT_INLINE __m512i pair_scale(__m512i wide, int p) {
   const __m512i spread =

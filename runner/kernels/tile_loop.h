@@ -39,8 +39,12 @@ namespace {
 // memory, where AVX2's quarter-panel passes each read one line in four (BF16 at batch 1:
 // about half the read bandwidth). Each output still adds its products in k order in one
 // lane, so the width changes no bits.
+template <class V>
+constexpr int tile_vecs(int64_t rows) {
+  return rows == 1 ? kPanel / V::kWidth : V::kVecs;
+}
 template <class V, int R>
-constexpr int kTileVecs = R == 1 ? kPanel / V::kWidth : V::kVecs;
+constexpr int kTileVecs = tile_vecs<V>(R);
 template <class V, int R>
 constexpr int kTileOutputs = (V::kWidth * kTileVecs<V, R>);
 
@@ -326,7 +330,7 @@ void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, int64_t pan
       const int64_t steps = (u.end - u.begin) * Tile::kStepsPerUnit;
       for (int64_t t = 0, row0 = 0; t < plan.n_tiles; ++t) {
         const int64_t rows = plan.rows(t);
-        const int64_t n_sub = rows == 1 ? 1 : kPanel / (V::kWidth * V::kVecs);
+        const int64_t n_sub = kPanel / (V::kWidth * tile_vecs<V>(rows));  // its passes
         const int64_t sub_share = (share + n_sub - 1) / n_sub;
         const FarPrefetch far{
             next < end ? reinterpret_cast<const char*>(next + t * share) : nullptr,
