@@ -219,11 +219,14 @@ BENCHMARK_TEMPLATE(BM_Matmul, TensorType::kF16)->Apply(shape_args);
 // valid blocks of every type (the values do not matter to the speed). With in_l2:1 the
 // matrix is one copy of 512 rows (under 1 MiB in every type but Q8_0, so each thread's
 // half stays in its L2): the kernel's own arithmetic speed, which memory hides at M = 1
-// when it is below the read bandwidth and exposes when it is not.
+// when it is below the read bandwidth and exposes when it is not. n_in:576 (legacy types
+// only) is smollm2's row, 18 blocks: spans of 8, 8 and 2, as in a Q4_K_M file of that
+// shape, with as many rows as make the same million weights.
 template <TensorType kType>
 void BM_QuantMatmul(benchmark::State& state) {
   const bool in_l2 = state.range(2) != 0;
-  const int64_t n_out = in_l2 ? 512 : 2048, n_in = 2048;
+  const int64_t n_in = state.range(3);
+  const int64_t n_out = in_l2 ? 512 * 2048 / n_in / 4 * 4 : 2048;
   const int64_t rows = state.range(0);
   tandem::ThreadPool pool(static_cast<int>(state.range(1)));
   const int64_t row_bytes =
@@ -253,19 +256,23 @@ void BM_QuantMatmul(benchmark::State& state) {
 }
 
 void quant_args(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "threads", "in_l2"})->UseRealTime()->Unit(benchmark::kMicrosecond);
-  b->Args({1, 2, 0})->Args({32, 2, 0})->Args({1, 2, 1});
+  b->ArgNames({"M", "threads", "in_l2", "n_in"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  b->Args({1, 2, 0, 2048})->Args({32, 2, 0, 2048})->Args({1, 2, 1, 2048});
 }
-BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_0)->Apply(quant_args);
-BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_1)->Apply(quant_args);
-BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_0)->Apply(quant_args);
-BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_1)->Apply(quant_args);
+void legacy_quant_args(benchmark::internal::Benchmark* b) {
+  quant_args(b);
+  b->Args({1, 2, 1, 576});
+}
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_0)->Apply(legacy_quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_1)->Apply(legacy_quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_0)->Apply(legacy_quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_1)->Apply(legacy_quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ2_K)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ3_K)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_K)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ5_K)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ6_K)->Apply(quant_args);
-BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_NL)->Apply(quant_args);
+BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_NL)->Apply(legacy_quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_XS)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ8_0)->Apply(quant_args);
 

@@ -109,6 +109,26 @@ struct Legacy {
     if constexpr (kTable) q = iq4_values(q);
     return q;
   }
+  // Blocks b0 and b1's quants in one 512-bit vector, b0's in the low half (AVX-512 only:
+  // quant_vector.h's wide steps): each half as quants() lays it out, the fifth bits added
+  // under a mask of both blocks' qh.
+  template <class S>
+  static __m512i quant_pair(const Block& b0, const Block& b1) {
+    const __m512i both = _mm512_mask_broadcast_i32x4(
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.qs))), 0xFF00,
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.qs)));
+    __m512i q = _mm512_and_si512(_mm512_srlv_epi64(both, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+                                 _mm512_set1_epi8(0x0F));
+    if constexpr (kFifthBit) {
+      const uint64_t bits = load_u32(b0.qh) | uint64_t{load_u32(b1.qh)} << 32;
+      q = _mm512_mask_add_epi8(q, _cvtu64_mask64(bits), q, _mm512_set1_epi8(0x10));
+    }
+    if constexpr (kTable) {
+      const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(gguf::kIq4NlValues));
+      q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), q);
+    }
+    return q;
+  }
 };
 using VQ4_0 = Legacy<gguf::BlockQ4_0, 8, false, false, false>;
 using VQ4_1 = Legacy<gguf::BlockQ4_1, 0, true, false, false>;

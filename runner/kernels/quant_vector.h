@@ -8,7 +8,8 @@
 //    sign fix-up; IQ4's signed table values take |w| and x with w's sign;
 //  - one activation row (a decode step): four weight rows stream side by side, each chunk
 //    decoded in registers and dotted at once (with AVX-512 VNNI, S::kWide, a super-block's
-//    chunks go two at a time in 512-bit steps);
+//    chunks and a legacy span's blocks go two at a time in 512-bit steps, and a legacy
+//    span's F16 scales are picked out of its bytes by word permutes);
 //  - a batch: a span of 256 weights of kSpanRows weight rows is decoded into a small buffer
 //    that stays in L1 (DecodedSpan), and four activation rows at a time take their dots
 //    from it;
@@ -110,13 +111,12 @@ TANDEM_QUANT_INLINE __m256 block_halves(const Block* b, int count, size_t offset
                                         field(6), field(7)));
 }
 
-// A legacy span's per-block float terms: `count` blocks' exact dots (p[c], eight int32
-// partial sums each) less the offset times the activations' block sums, then
+// A legacy span's per-block float terms: `count` blocks' exact dots (sums, one per lane)
+// less the offset times the activations' block sums, then
 // r.d[i] * xd[i] * g (+ r.dm[i] * xs[i]) per block in its lane (finish_legacy's operations).
 template <class T>
-TANDEM_QUANT_INLINE __m256 legacy_terms(const __m256i (&p)[8], int count, __m256 d, __m256 dm,
+TANDEM_QUANT_INLINE __m256 legacy_terms(__m256i sums, int count, __m256 d, __m256 dm,
                                         const ActRows& x, int64_t first_block) {
-  __m256i sums = sum_each(p);
   if constexpr (T::kOffset != 0) {
     const __m256i xsum = load_ints(x.qsum + first_block, count);
     sums = _mm256_sub_epi32(sums, _mm256_mullo_epi32(xsum, _mm256_set1_epi32(T::kOffset)));
@@ -209,6 +209,147 @@ TANDEM_QUANT_INLINE void with_block_count(int count, F&& f) {
   }
 }
 
+// ---- 512-bit steps (ISA files whose S sets kWide: AVX-512 VNNI) ------------------------------
+
+template <class S>
+concept WideSteps = S::kWide;
+
+// Chunks 2p (low 256 bits) and 2p + 1 (high) of a super-block: the type's own pair decoding
+// where it has one (Q4_K, Q6_K: quant_decode.h), else its two 256-bit chunks joined.
+template <class S, class T>
+TANDEM_QUANT_INLINE __m512i chunk_pair(const typename T::B& b, int p) {
+  if constexpr (requires { T::template chunk_pair<S>(b, p); }) {
+    return T::template chunk_pair<S>(b, p);
+  } else {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(T::template chunk<S>(b, 2 * p)),
+                              T::template chunk<S>(b, 2 * p + 1), 1);
+  }
+}
+
+// chunk_scale for chunks 2p and 2p + 1 side by side (wide: a group half's scales in every
+// 128-bit lane, as GroupScales holds them). A template only so that the AVX2 files, which
+// include this header too, never compile a 512-bit signature.
+template <class S>
+TANDEM_QUANT_INLINE __m512i pair_scale(__m512i wide, int p) {
+  const __m512i spread =
+      _mm512_inserti64x4(_mm512_castsi256_si512(chunk_spread(2 * p)), chunk_spread(2 * p + 1), 1);
+  return _mm512_shuffle_epi8(wide, spread);
+}
+
+// A super-block's eight chunks against the activations, two at a time in 512-bit steps: the
+// same int32 products and scales as the 256-bit loop, summed in another order, which integer
+// sums do not notice.
+template <class S, class T>
+TANDEM_QUANT_INLINE __m256i wide_chunk_sums(const typename T::B& b, const GroupScales& g,
+                                            const int8_t* xq) {
+  const __m512i low = _mm512_broadcast_i64x4(g.low), high = _mm512_broadcast_i64x4(g.high);
+  __m512i acc = _mm512_setzero_si512();
+  for (int p = 0; p < 4; ++p) {
+    const __m512i pr =
+        _mm512_maddubs_epi16(chunk_pair<S, T>(b, p), _mm512_loadu_si512(xq + 64 * p));
+    acc = _mm512_dpwssd_epi32(acc, pr, pair_scale<S>(p < 2 ? low : high, p));
+  }
+  return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+}
+
+// The dot of 64 quants (two legacy blocks) with 64 activations: int32 lanes 0-7 the first
+// block's partial sums, 8-15 the second's. IQ4's signed quants as in dot4: |w|, and x with
+// w's sign (AVX-512 has no vpsignb: x negated under the mask of w's sign bits; w = 0 gives 0).
+template <class S, class T>
+TANDEM_QUANT_INLINE __m512i wide_dot4(__m512i w, __m512i x) {
+  if constexpr (T::kSigned) {
+    const __m512i zero = _mm512_setzero_si512();
+    return _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(w),
+                               _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), zero, x));
+  }
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
+}
+
+// Four pairs' partial sums (v[p]: blocks 2p and 2p + 1, eight lanes each) to the eight
+// blocks' sums in order. Adding lanes within each 128-bit lane, across the four vectors at
+// once, leaves lane 4L + p the sum of v[p]'s 128-bit lane L; then lanes L and L + 1 hold
+// the halves of one block.
+template <class S>
+TANDEM_QUANT_INLINE __m256i pair_block_sums(const __m512i (&v)[4]) {
+  const __m512i s01 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i s23 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  const __m512i s =
+      _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+  // Lanes 0-3: blocks 0, 2, 4, 6; lanes 8-11: blocks 1, 3, 5, 7.
+  const __m512i t = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, t));
+}
+
+// The exact dots of a legacy span's `count` blocks with the activations at xq, as sum_each
+// of the 256-bit dots gives them, two blocks per 512-bit step. A lone last block takes the
+// 256-bit decoding, zero-extended (nothing past the row's end is read).
+template <class S, class T>
+TANDEM_QUANT_INLINE __m256i wide_legacy_sums(const typename T::B* b, int count, const int8_t* xq) {
+  __m512i v[4];
+  for (int p = 0; p < 4; ++p) {
+    if (2 * p + 1 < count) {
+      v[p] = wide_dot4<S, T>(T::template quant_pair<S>(b[2 * p], b[2 * p + 1]),
+                             _mm512_loadu_si512(xq + 64 * p));
+    } else if (2 * p < count) {
+      v[p] = wide_dot4<S, T>(_mm512_zextsi256_si512(T::template quants<S>(b[2 * p])),
+                             _mm512_zextsi256_si512(load32(xq + 64 * p)));
+    } else {
+      v[p] = _mm512_setzero_si512();
+    }
+  }
+  return pair_block_sums<S>(v);
+}
+
+// A legacy span's first 96 16-bit words (8 blocks are 72 to 96), each vector loaded under
+// the mask of the span's own `count` blocks: nothing past them is read or faulted on.
+template <class S, class B>
+TANDEM_QUANT_INLINE void span_words(const B* b, int count, __m512i (&w)[3]) {
+  static_assert(sizeof(B) % 2 == 0 && sizeof(B) * 8 <= 192);
+  const int words = count * static_cast<int>(sizeof(B) / 2);
+  for (int i = 0; i < 3; ++i) {
+    const int left = words - 32 * i;
+    const __mmask32 mask = left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1;
+    w[i] = _mm512_maskz_loadu_epi16(mask, reinterpret_cast<const uint8_t*>(b) + 64 * i);
+  }
+}
+
+// The word of the field at byte kOffset of each of a span's eight blocks (vpermw's index).
+template <class B, size_t kOffset>
+struct FieldWords {
+  static constexpr int kStride = sizeof(B) / 2, kAt = kOffset / 2;
+  struct Index {
+    short word[32];
+  };
+  alignas(64) static constexpr Index kIndex = [] {
+    Index index{};
+    for (int c = 0; c < 8; ++c) index.word[c] = static_cast<short>(kAt + c * kStride);
+    return index;
+  }();
+  // The lanes whose word lies past the first 64.
+  static constexpr __mmask32 kThird = [] {
+    __mmask32 m = 0;
+    for (int c = 0; c < 8; ++c) m |= (kAt + c * kStride >= 64 ? 1u : 0u) << c;
+    return m;
+  }();
+};
+
+// block_halves from span_words: the field at byte kOffset of each of `count` blocks, as
+// floats (the rest 0), picked out by word permutes instead of a scalar load per block.
+template <class S, class B, size_t kOffset>
+TANDEM_QUANT_INLINE __m256 span_halves(const __m512i (&w)[3], int count) {
+  using F = FieldWords<B, kOffset>;
+  const __m512i index = _mm512_load_si512(F::kIndex.word);
+  // Words 0-63 from the first two vectors; lanes whose word is 64 or more from the third
+  // (whose 32 words the index's low five bits pick).
+  __m512i v = _mm512_permutex2var_epi16(w[0], index, w[1]);
+  if constexpr (F::kThird != 0) v = _mm512_mask_permutexvar_epi16(v, F::kThird, index, w[2]);
+  const __mmask32 live = (1u << count) - 1;
+  return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_maskz_mov_epi16(live, v)));
+}
+
 // ---- One activation row (a decode step): four weight rows streamed together, in registers --
 
 // y[0..3] = the dots of weight rows `rows[0..3]` with x row 0.
@@ -222,14 +363,25 @@ TANDEM_QUANT_INLINE __m128 four_rows_legacy_span(const uint8_t* const (&rows)[4]
   __m256 t[4];
   for (int r = 0; r < 4; ++r) {
     const B* b = blocks_of<B>(rows[r]) + 8 * span;
-    __m256i p[8];
-    for (int c = 0; c < 8; ++c) {
-      p[c] = c < count ? dot4<S, T>(T::template quants<S>(b[c]), load32(xq + 32 * c))
-                       : _mm256_setzero_si256();
+    __m256i sums;
+    __m256 d, dm = _mm256_setzero_ps();
+    if constexpr (WideSteps<S>) {
+      sums = wide_legacy_sums<S, T>(b, count, xq);
+      __m512i words[3];
+      span_words<S>(b, count, words);
+      d = span_halves<S, B, offsetof(B, d)>(words, count);
+      if constexpr (T::kHasMin) dm = span_halves<S, B, offsetof(B, m)>(words, count);
+    } else {
+      __m256i p[8];
+      for (int c = 0; c < 8; ++c) {
+        p[c] = c < count ? dot4<S, T>(T::template quants<S>(b[c]), load32(xq + 32 * c))
+                         : _mm256_setzero_si256();
+      }
+      sums = sum_each(p);
+      d = block_halves(b, count, offsetof(B, d));
+      if constexpr (T::kHasMin) dm = block_halves(b, count, offsetof(B, m));
     }
-    __m256 dm = _mm256_setzero_ps();
-    if constexpr (T::kHasMin) dm = block_halves(b, count, offsetof(B, m));
-    t[r] = legacy_terms<T>(p, count, block_halves(b, count, offsetof(B, d)), dm, x, 8 * span);
+    t[r] = legacy_terms<T>(sums, count, d, dm, x, 8 * span);
   }
   return add_terms4(acc, t, count);
 }
@@ -274,49 +426,6 @@ TANDEM_QUANT_INLINE void super_halves(const uint8_t* const (&rows)[4], int64_t i
         _mm_setr_epi16(field(0, kD), field(1, kD), field(2, kD), field(3, kD), 0, 0, 0, 0));
     dm = _mm_setzero_ps();
   }
-}
-
-// ---- 512-bit steps (ISA files whose S sets kWide: AVX-512 VNNI) ------------------------------
-
-template <class S>
-concept WideSteps = S::kWide;
-
-// Chunks 2p (low 256 bits) and 2p + 1 (high) of a super-block: the type's own pair decoding
-// where it has one (Q4_K, Q6_K: quant_decode.h), else its two 256-bit chunks joined.
-template <class S, class T>
-TANDEM_QUANT_INLINE __m512i chunk_pair(const typename T::B& b, int p) {
-  if constexpr (requires { T::template chunk_pair<S>(b, p); }) {
-    return T::template chunk_pair<S>(b, p);
-  } else {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(T::template chunk<S>(b, 2 * p)),
-                              T::template chunk<S>(b, 2 * p + 1), 1);
-  }
-}
-
-// chunk_scale for chunks 2p and 2p + 1 side by side (wide: a group half's scales in every
-// 128-bit lane, as GroupScales holds them). A template only so that the AVX2 files, which
-// include this header too, never compile a 512-bit signature.
-template <class S>
-TANDEM_QUANT_INLINE __m512i pair_scale(__m512i wide, int p) {
-  const __m512i spread =
-      _mm512_inserti64x4(_mm512_castsi256_si512(chunk_spread(2 * p)), chunk_spread(2 * p + 1), 1);
-  return _mm512_shuffle_epi8(wide, spread);
-}
-
-// A super-block's eight chunks against the activations, two at a time in 512-bit steps: the
-// same int32 products and scales as the 256-bit loop, summed in another order, which integer
-// sums do not notice.
-template <class S, class T>
-TANDEM_QUANT_INLINE __m256i wide_chunk_sums(const typename T::B& b, const GroupScales& g,
-                                            const int8_t* xq) {
-  const __m512i low = _mm512_broadcast_i64x4(g.low), high = _mm512_broadcast_i64x4(g.high);
-  __m512i acc = _mm512_setzero_si512();
-  for (int p = 0; p < 4; ++p) {
-    const __m512i pr =
-        _mm512_maddubs_epi16(chunk_pair<S, T>(b, p), _mm512_loadu_si512(xq + 64 * p));
-    acc = _mm512_dpwssd_epi32(acc, pr, pair_scale<S>(p < 2 ? low : high, p));
-  }
-  return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
 }
 
 template <class S, class T>
@@ -433,7 +542,7 @@ TANDEM_QUANT_INLINE void span_rows(const DecodedSpan& w, int count, const ActRow
         p[c] = c < count ? dot4<S, T>(load32(w.q + 32 * c), load32(xq + r * row + 32 * c))
                          : _mm256_setzero_si256();
       }
-      t[r] = legacy_terms<T>(p, count, w.d, w.dm, x, (m0 + r) * nb + 8 * span);
+      t[r] = legacy_terms<T>(sum_each(p), count, w.d, w.dm, x, (m0 + r) * nb + 8 * span);
     }
     store_sums<R>(acc, add_terms4(load_sums<R>(acc), t, count));
   }

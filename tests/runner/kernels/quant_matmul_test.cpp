@@ -274,9 +274,10 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
   const auto loops = vector_loops();
   for (const TypeCase& c : type_cases()) {
     const bool legacy = gguf::block_elements(c.type) == 32;
-    // Legacy rows of 576 and 1568 end in a part of a 256-value span.
-    for (int64_t n_in :
-         legacy ? std::vector<int64_t>{32, 576, 1568} : std::vector<int64_t>{256, 1536}) {
+    // Legacy rows end in a span of every block count from 1 to 8 (576 in 2, 1568 in 1, 416
+    // in 5): the 512-bit form takes blocks in pairs and a lone last one alone.
+    const std::vector<int64_t> legacy_widths{32, 96, 128, 192, 224, 256, 416, 576, 1568};
+    for (int64_t n_in : legacy ? legacy_widths : std::vector<int64_t>{256, 1536}) {
       const int64_t n_out = 13;
       const auto w = extreme_rows(c, n_out, n_in, 7 + static_cast<uint32_t>(n_in));
       for (int64_t n_rows : {int64_t{1}, int64_t{3}, int64_t{16}, int64_t{33}}) {
