@@ -46,9 +46,10 @@ namespace {
 constexpr int64_t kSpan = 256;         // weights per row in one step: 8 chunks of 32
 constexpr int64_t kSpanRows = 4;       // weight rows decoded together for a batch
 constexpr int64_t kPrefetchSpans = 2;  // how far ahead each row's blocks are prefetched (batch)
-// Bytes ahead in each of a decode step's four row streams (from DRAM: 256 and 2048 measured
-// slower on the 2-vCPU EPYC, bench_matmul BM_QuantMatmul M = 1).
-constexpr int64_t kDecodePrefetch = 1024;
+// Bytes ahead that a decode step prefetches its four rows, taken as one stretch
+// (prefetch_rows): 1024 in each row where rows are long. Rows of 2048 Q5_0 weights (1408
+// bytes) measured slower at 1024 and 8192 on the 2-vCPU EPYC (BM_QuantMatmul M = 1).
+constexpr int64_t kDecodePrefetch = 4096;
 
 // ---- Dots against activation rows -----------------------------------------------------------
 
@@ -172,17 +173,16 @@ inline void prefetch_span(const uint8_t* row, int64_t span, int64_t n_spans, int
   for (int64_t b = 0; b < span_bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
 }
 
-// A decode step reads four rows side by side, rows[r] at byte `pos`; each row's stream is
-// prefetched `distance` bytes ahead, running on into the same row of the next four (the rows
-// are consecutive) as the end nears. Prefetches never fault.
-inline void prefetch_four(const uint8_t* const (&rows)[4], int64_t pos, int64_t bytes,
-                          int64_t row_bytes, int64_t distance) {
-  for (int r = 0; r < 4; ++r) {
-    for (int64_t b = 0; b < bytes; b += 64) {
-      const int64_t at = pos + distance + b;
-      _mm_prefetch(rows[r] + (at < row_bytes ? at : at + 3 * row_bytes), _MM_HINT_T0);
-    }
-  }
+// A decode step reads four consecutive rows side by side, each at byte `pos`: together a
+// stretch of 4 * row_bytes read front to back at four times one row's pace, which runs on
+// into the next four. So the prefetch runs ahead of that stretch as one stream,
+// kDecodePrefetch bytes past 4 * pos from the first row's start. (Prefetching each row's
+// own stream ahead instead, wrapping into the next four rows, left short rows too little
+// lead: smollm2's 576-wide Q5_0 rows read 1.16x slower, BM_DecodeStep Q5_0 M:1.)
+// Prefetches never fault; a short last group's repeated row only shortens the stretch.
+inline void prefetch_rows(const uint8_t* first_row, int64_t pos, int64_t bytes) {
+  const uint8_t* ahead = first_row + 4 * pos + kDecodePrefetch;
+  for (int64_t b = 0; b < 4 * bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
 }
 
 // f.template operator()<count>() for count in 1..8: a span's block count as a literal, so
@@ -387,13 +387,12 @@ TANDEM_QUANT_INLINE __m128 four_rows_legacy_span(const uint8_t* const (&rows)[4]
 }
 
 template <class S, class T>
-void four_dots_legacy(const uint8_t* const (&rows)[4], int64_t row_bytes, const ActRows& x,
-                      float* y) {
+void four_dots_legacy(const uint8_t* const (&rows)[4], const ActRows& x, float* y) {
   using B = typename T::B;
   const int64_t nb = x.n_in / 32, n_spans = (nb + 7) / 8;
   __m128 acc = _mm_setzero_ps();
   for (int64_t span = 0; span < n_spans; ++span) {
-    prefetch_four(rows, span * 8 * int64_t{sizeof(B)}, 8 * sizeof(B), row_bytes, kDecodePrefetch);
+    prefetch_rows(rows[0], span * 8 * int64_t{sizeof(B)}, 8 * sizeof(B));
     const int64_t left = nb - 8 * span;
     with_block_count(left < 8 ? static_cast<int>(left) : 8, [&]<int kCount>() {
       acc = four_rows_legacy_span<S, T>(rows, span, kCount, x, acc);
@@ -429,15 +428,14 @@ TANDEM_QUANT_INLINE void super_halves(const uint8_t* const (&rows)[4], int64_t i
 }
 
 template <class S, class T>
-void four_dots_super(const uint8_t* const (&rows)[4], int64_t row_bytes, const ActRows& x,
-                     float* y) {
+void four_dots_super(const uint8_t* const (&rows)[4], const ActRows& x, float* y) {
   using B = typename T::B;
   const int64_t nb = x.n_in / 256;
   __m128 acc = _mm_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const int8_t* xq = x.q + i * kSpan;
     __m256i v[8];
-    prefetch_four(rows, i * int64_t{sizeof(B)}, sizeof(B), row_bytes, kDecodePrefetch);
+    prefetch_rows(rows[0], i * int64_t{sizeof(B)}, sizeof(B));
     for (int r = 0; r < 4; ++r) {
       const B& b = blocks_of<B>(rows[r])[i];
       const SuperScales s = T::scales(b);
@@ -560,9 +558,9 @@ void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_
       }
       alignas(16) float y[4];
       if constexpr (T::kSuper) {
-        four_dots_super<S, T>(rows, static_cast<int64_t>(a.row_bytes), a.x, y);
+        four_dots_super<S, T>(rows, a.x, y);
       } else {
-        four_dots_legacy<S, T>(rows, static_cast<int64_t>(a.row_bytes), a.x, y);
+        four_dots_legacy<S, T>(rows, a.x, y);
       }
       for (int64_t r = 0; r < 4 && o0 + r < out_end; ++r) a.y[o0 + r] = y[r];
     }
