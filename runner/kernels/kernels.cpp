@@ -420,6 +420,26 @@ constexpr int64_t kQuantUnit = 16;
 // Q5_0 25.2 -> 17.6 ms, Q4_0 23.1 -> 19.2 ms; M:2 Q5_0 21.4 / 19.7, Q4_0 16.2 / 18.5).
 int64_t lanes_from_rows(bool vnni) { return vnni ? 4 : 3; }
 
+// A decode step's ranges (one activation row), guided: a first round of one range per
+// thread holds 70% of the outputs, then a round of 20% and one of 10%, each shared evenly
+// by the threads. Ranges are claimed in order, so whichever thread finishes its share first
+// takes the next, and the two end within a small range of each other; with one range per
+// thread, the thread the hypervisor or the other work on its core slowed held the other
+// idle at every step's 120-odd matmuls (22% of both threads' time spun in the pool, `perf`
+// of `tandem generate` on smollm2 Q4_K_M). A round's share in thousandths, cumulative:
+constexpr int64_t kGuidedRounds[] = {0, 700, 900, 1000};
+constexpr int64_t kGuidedRoundCount = 3;
+
+// The first unit of task t of n_tasks (n_tasks == the end): even ranges, or, where the
+// matmul is guided, the rounds above.
+int64_t range_start(int64_t t, int64_t n_tasks, int64_t n_units, int64_t guided_threads) {
+  if (guided_threads == 0) return t * n_units / n_tasks;
+  const int64_t round = t / guided_threads, i = t % guided_threads;
+  if (round >= kGuidedRoundCount) return n_units;
+  const int64_t share = kGuidedRounds[round + 1] - kGuidedRounds[round];
+  return n_units * (kGuidedRounds[round] * guided_threads + i * share) / (1000 * guided_threads);
+}
+
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
   const bool vnni = quant_uses_vnni();  // picks both the activation layout and the loop
@@ -442,16 +462,23 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
     detail::QuantLoop loop;
     int64_t n_units;
     int64_t n_tasks;
+    int64_t guided_threads;  // 0: even ranges
   } job;
   job.args = {*impl.quant, impl.buffer->data, impl.row_bytes, impl.n_in,
               impl.n_out,  activations.view,  n_rows,         y};
   job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
+  // Guided where every round's ranges still hold a unit or more.
+  const bool guided = n_rows == 1 && pool.size() > 1 &&
+                      job.n_units * (kGuidedRounds[3] - kGuidedRounds[2]) >= 1000 * pool.size();
+  job.guided_threads = guided ? pool.size() : 0;
+  if (guided) job.n_tasks = kGuidedRoundCount * pool.size();
   auto range = [](const Job& j, int64_t t) {
-    const int64_t begin = t * j.n_units / j.n_tasks * kQuantUnit;
-    const int64_t end = std::min((t + 1) * j.n_units / j.n_tasks * kQuantUnit, j.args.n_out);
-    j.loop(j.args, begin, end);
+    const int64_t begin = range_start(t, j.n_tasks, j.n_units, j.guided_threads) * kQuantUnit;
+    const int64_t end = std::min(
+        range_start(t + 1, j.n_tasks, j.n_units, j.guided_threads) * kQuantUnit, j.args.n_out);
+    if (begin < end) j.loop(j.args, begin, end);
   };
   SharedPrep prep;
   prep.start(&Quantizing::work, &quantizing,
