@@ -43,7 +43,8 @@ namespace {
 // `tandem bench` at one stream). Batches compute more per byte and keep two per thread, so
 // that a thread the hypervisor delays leaves an unclaimed range to the other; four (shorter
 // streams, more restarts) were 3-10% slower on a Zen 5 (`BM_DecodeStep` BF16 M:16 and M:32,
-// and the AVX2 path's BF16 and Q8_0 at M:8 and M:32).
+// and the AVX2 path's BF16 and Q8_0 at M:8 and M:32). (The quantized decode step splits in
+// guided rounds instead: kGuidedRounds below.)
 constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 2; }
 
 Isa hardware_isa() {
