@@ -66,7 +66,8 @@ struct IsaKernels {
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
-  float (*exp_shifted_sum)(float* x, int64_t n, float shift) = nullptr;
+  void (*scaled_exp_sums)(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
+                          float* sums) = nullptr;
   void (*dot_rows)(const float* q, const float* k, int64_t stride, int64_t count, int64_t n,
                    float* out) = nullptr;
   void (*axpy_rows)(const float* w, const float* v, int64_t stride, int64_t count, int64_t n,

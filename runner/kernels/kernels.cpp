@@ -639,8 +639,9 @@ void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, in
       w, w_stride, n_q, static_cast<const uint8_t*>(v), stride, count, n, y, y_stride);
 }
 
-float exp_shifted_sum(float* x, int64_t n, float shift) {
-  return active_kernels().exp_shifted_sum(x, n, shift);
+void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
+                     float* sums) {
+  active_kernels().scaled_exp_sums(x, stride, n_rows, n, scale, max, sums);
 }
 
 void to_half(const float* x, uint16_t* out, int64_t n) { active_kernels().to_half(x, out, n); }

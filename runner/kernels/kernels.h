@@ -116,9 +116,12 @@ void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, in
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
-// x[i] = e^(x[i] - shift) with the same vectorized e^x (x - shift clamped to [-87, 88]),
-// returning the results' sum, added in index order. An element's result depends only on
-// x[i] and shift (and the ISA), never on n.
-float exp_shifted_sum(float* x, int64_t n, float shift);
+// Attention's online-softmax step over one block of scores, n_rows rows of n at once (row
+// h at x + h * stride): each score x = x * scale, max[h] = the larger of max[h] and the
+// row's largest, then x = e^(x - max[h]) with the same vectorized e^x (x - max clamped to
+// [-87, 88]), and sums[h] = the row's results added in index order. An element's result
+// depends only on x, scale and max[h] (and the ISA), never on n or the other rows.
+void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
+                     float* sums);
 
 }  // namespace tandem::kernels

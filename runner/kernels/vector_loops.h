@@ -8,6 +8,7 @@
 //   scale_pow2(v, n)              v * 2^n for integral n
 //   round(v)                      to the nearest integer, ties to even
 //   finish_dot(acc0, acc1, a, b, n)  adds the last n < kWidth products and reduces
+//   reduce_max(v)                 the largest lane
 //   load_bf16(const uint16_t*)    kWidth BF16 values widened to F32 (the KV cache's)
 //   store_half(uint16_t*, v)      kWidth lanes narrowed to F16, ties to even
 //   store_bfloat(uint16_t*, v)    kWidth lanes narrowed to BF16, ties to even
@@ -103,17 +104,56 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-// x[i] = e^(x[i] - shift), returning the sum of the results added in index order; the tail
-// goes through the same vector code, so an element's result depends only on x[i] and shift.
+// Attention's online-softmax step over one block of scores, for n_rows rows (the query
+// heads of a task) at once, row h's n scores at x + h * stride: each score multiplied by
+// scale, max[h] raised to the row's largest, the scores replaced by e^(score - max[h]) and
+// sums[h] set to their sum, added in index order. An element's result depends only on it,
+// scale and max[h], never on n or the other rows; the rows' serial sums interleave, four
+// at a time, so that their additions overlap.
 template <class V>
-float exp_shifted_sum(float* x, int64_t n, float shift) {
-  const typename V::Vec s = splat<V>(shift);
-  int64_t i = 0;
-  for (; i + V::kWidth <= n; i += V::kWidth) V::store(x + i, exp_ps<V>(V::load(x + i) - s));
-  if (i < n) V::store_first(x + i, exp_ps<V>(V::load_first(x + i, n - i) - s), n - i);
-  float sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += x[j];
-  return sum;
+void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
+                     float* sums) {
+  constexpr int kW = V::kWidth;
+  for (int h = 0; h < n_rows; ++h) {
+    float* row = x + h * stride;
+    float m = max[h];
+    int64_t i = 0;
+    for (; i + kW <= n; i += kW) {
+      const typename V::Vec v = V::load(row + i) * splat<V>(scale);
+      V::store(row + i, v);
+      const float chunk_max = V::reduce_max(v);
+      m = chunk_max > m ? chunk_max : m;
+    }
+    for (; i < n; ++i) {
+      row[i] *= scale;
+      m = row[i] > m ? row[i] : m;
+    }
+    max[h] = m;
+    const typename V::Vec shift = splat<V>(m);
+    for (i = 0; i + kW <= n; i += kW) V::store(row + i, exp_ps<V>(V::load(row + i) - shift));
+    if (i < n) V::store_first(row + i, exp_ps<V>(V::load_first(row + i, n - i) - shift), n - i);
+  }
+  int h = 0;
+  for (; h + 4 <= n_rows; h += 4) {
+    const float *r0 = x + h * stride, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      s0 += r0[j];
+      s1 += r1[j];
+      s2 += r2[j];
+      s3 += r3[j];
+    }
+    sums[h] = s0;
+    sums[h + 1] = s1;
+    sums[h + 2] = s2;
+    sums[h + 3] = s3;
+  }
+  for (; h < n_rows; ++h) {
+    const float* r = x + h * stride;
+    float sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += r[j];
+    sums[h] = sum;
+  }
 }
 
 // out = x narrowed to F16 (Bfloat false) or BF16 (true): the tail through a padded buffer
@@ -401,7 +441,7 @@ constexpr IsaKernels make_kernels(DotRows dot_rows, KvDotTable kv_dot,
           &dot<V>,
           &axpy<V>,
           &silu_mul<V>,
-          &exp_shifted_sum<V>,
+          &scaled_exp_sums<V>,
           dot_rows,
           &axpy_rows<V>,
           {kv_dot.rows[0], kv_dot.rows[1], kv_dot.rows[2], kv_dot.rows[3]},

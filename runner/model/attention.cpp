@@ -18,34 +18,68 @@ namespace {
 
 constexpr int32_t kQueryTile = 16;
 
-// One query's running state: the largest score so far, the sum of exp(score - max), and
-// the values weighted by exp(score - max) (hd floats, in the caller's scratch).
-struct OnlineSoftmax {
-  float max = -INFINITY;
-  float sum = 0;
-  float* acc = nullptr;
+// A task's running softmax states, one per (query, head): the largest score so far, the
+// sum of e^(score - max), and (in the caller's scratch, hd floats each, side by side) the
+// values weighted by e^(score - max).
+struct SoftmaxStates {
+  std::vector<float> max, sum;
+  std::vector<float> old_max, block_sum;  // one query's heads, while a block is folded
+  void reset(int32_t n_states, int32_t n_heads) {
+    max.assign(n_states, -INFINITY);
+    sum.assign(n_states, 0.0f);
+    old_max.resize(n_heads);
+    block_sum.resize(n_heads);
+  }
 };
 
-// One block's n scores into a query's running state: scaled (and soft-capped), the sum
-// and values rescaled when the max grows, the scores turned into their weights e^(s - max).
-void fold_block(OnlineSoftmax& s, float* scores, int32_t n, const ModelConfig& cfg) {
-  float block_max = -INFINITY;
-  for (int32_t k = 0; k < n; ++k) {
-    scores[k] *= cfg.attn_scale;
-    if (cfg.attn_softcap > 0)
-      scores[k] = cfg.attn_softcap * std::tanh(scores[k] / cfg.attn_softcap);
-    block_max = std::max(block_max, scores[k]);
+// One block's n scores of a query's n_heads heads (bs apart) into their states (from
+// `first`): scaled (and soft-capped), each head's sum and values rescaled where its max
+// grows, the scores turned into their weights e^(s - max).
+void fold_block(SoftmaxStates& st, int32_t first, float* scores, int32_t bs, int32_t n_heads,
+                int32_t n, float* acc, const ModelConfig& cfg) {
+  float scale = cfg.attn_scale;
+  if (cfg.attn_softcap > 0) {
+    for (int32_t h = 0; h < n_heads; ++h)
+      for (float* x = scores + h * bs; x < scores + h * bs + n; ++x)
+        *x = cfg.attn_softcap * std::tanh(*x * cfg.attn_scale / cfg.attn_softcap);
+    scale = 1.0f;  // applied above
   }
-  if (block_max > s.max) {  // rescale what was summed against the old max
-    const float factor = std::exp(s.max - block_max);
-    s.sum *= factor;
-    for (int32_t d = 0; d < cfg.head_dim; ++d) s.acc[d] *= factor;
-    s.max = block_max;
+  float* max = st.max.data() + first;
+  std::copy(max, max + n_heads, st.old_max.begin());
+  kernels::scaled_exp_sums(scores, bs, n_heads, n, scale, max, st.block_sum.data());
+  for (int32_t h = 0; h < n_heads; ++h) {
+    float& sum = st.sum[first + h];
+    if (max[h] > st.old_max[h]) {  // rescale what was summed against the old max
+      const float factor = std::exp(st.old_max[h] - max[h]);
+      sum *= factor;
+      float* a = acc + static_cast<int64_t>(h) * cfg.head_dim;
+      for (int32_t d = 0; d < cfg.head_dim; ++d) a[d] *= factor;
+    }
+    sum += st.block_sum[h];
   }
-  s.sum += kernels::exp_shifted_sum(scores, n, s.max);
 }
 
 }  // namespace
+
+// Asks for a block's K and V of heads first_head .. + n_heads - 1 a block ahead of use: a
+// row's blocks may lie anywhere in the pool, and a block's lines are read in head order, a
+// few of each slot at a time, which the hardware prefetchers do not follow far enough
+// (BM_DecodeAtContext1024 f16 KV, docs/performance.md).
+void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_head,
+                                 int32_t n_heads) const {
+  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
+  const int64_t first_kv = first_head / group, last_kv = (first_head + n_heads - 1) / group;
+  const size_t begin = kv_element_offset(kv_.type(), first_kv * cfg_.head_dim);
+  const size_t end = kv_element_offset(kv_.type(), (last_kv + 1) * cfg_.head_dim);
+  for (int32_t slot = 0; slot < kv_.block_size(); ++slot) {
+    const uint8_t* k = kv_.k(layer, block, slot);
+    const uint8_t* v = kv_.v(layer, block, slot);
+    for (size_t b = begin & ~size_t{63}; b < end; b += 64) {
+      __builtin_prefetch(k + b);
+      __builtin_prefetch(v + b);
+    }
+  }
+}
 
 // Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
 // then n_tokens. The same for every layer, so planned once per step.
@@ -59,14 +93,19 @@ void ForwardPass::plan_query_tiles() {
   query_tiles_.push_back(n_tokens);
 }
 
-// Heads per task: the query heads that share a KV head go together (each K and V vector
-// is read and widened once for all of them), split further only where that would leave
-// too few tasks to spread over the threads (batch 1 with 3 KV heads on 2 threads). The
-// grouped kernels give each query the one-query results bit for bit, so the split never
-// changes a result.
+// Heads per task: as many as leave enough tasks to spread over the threads. A task of
+// several KV heads walks each cache block once for all of them (the block's K, then its V,
+// read front to back, not a head's strided part of each slot); the query heads that share
+// a KV head go together (each K and V vector is read and widened once for all of them),
+// split further only where that would leave too few tasks (batch 1 with 3 KV heads on 2
+// threads). The grouped kernels give each query the one-query results bit for bit, so
+// the split never changes a result.
 int32_t ForwardPass::heads_per_task(int64_t n_tiles) const {
   const int32_t group = cfg_.n_head / cfg_.n_head_kv;
   const int64_t wanted = 4 * static_cast<int64_t>(pool_.size());
+  for (int32_t kv_heads = cfg_.n_head_kv; kv_heads > 1; --kv_heads)
+    if (cfg_.n_head_kv % kv_heads == 0 && n_tiles * (cfg_.n_head_kv / kv_heads) >= wanted)
+      return kv_heads * group;
   for (int32_t heads = group; heads > 1; --heads)
     if (group % heads == 0 && n_tiles * (cfg_.n_head / heads) >= wanted) return heads;
   return 1;
@@ -89,7 +128,7 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
 }
 
 // Queries first_token .. + n_queries - 1 (one row's consecutive positions), heads
-// first_head .. + n_heads - 1 (all over one KV head).
+// first_head .. + n_heads - 1 (within one KV head, or whole KV heads).
 void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
                               int32_t n_queries, int32_t first_head, int32_t n_heads,
                               std::vector<float>& scratch) {
@@ -99,8 +138,7 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t bs = kv_.block_size();
   const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
-  const size_t kv_off =
-      kv_element_offset(kv_.type(), static_cast<int64_t>(first_head / group) * hd);
+  const int32_t per_kv = std::min(n_heads, group);  // query heads per KV head in the task
   const std::span<const int32_t> blocks = table(rows[token_row_[first_token]], layer);
 
   // Scratch: each (query, head)'s accumulated values (hd floats, the heads of a query side
@@ -111,12 +149,10 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   const size_t needed = static_cast<size_t>(n_states) * hd + static_cast<size_t>(n_heads) * bs + 16;
   if (scratch.size() < needed) scratch.resize(needed);
   float* scores = scratch.data() + static_cast<size_t>(n_states) * hd;
-  thread_local std::vector<OnlineSoftmax> states;
-  if (states.size() < static_cast<size_t>(n_states)) states.resize(n_states);
-  for (int32_t s = 0; s < n_states; ++s) {
-    states[s] = {-INFINITY, 0, scratch.data() + static_cast<size_t>(s) * hd};
-    std::fill(states[s].acc, states[s].acc + hd, 0.0f);
-  }
+  thread_local SoftmaxStates states;
+  states.reset(n_states, n_heads);
+  float* const acc = scratch.data();
+  std::fill(acc, acc + static_cast<size_t>(n_states) * hd, 0.0f);
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
   auto end_of = [&](int32_t i) { return token_position_[first_token + i] + 1; };
   auto begin_of = [&](int32_t i) { return window > 0 ? std::max(0, end_of(i) - window) : 0; };
@@ -126,26 +162,38 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   const int32_t last_end = end_of(n_queries - 1);
   for (int32_t j = begin_of(0); j < last_end;) {
     const int32_t block_end = std::min((j / bs + 1) * bs, last_end);
+    if (block_end < last_end) prefetch_block(layer, blocks[block_end / bs], first_head, n_heads);
     for (int32_t i = 0; i < n_queries; ++i) {
       const int32_t from = std::max(j, begin_of(i)), to = std::min(block_end, end_of(i));
       if (from >= to) continue;
       const int32_t block = blocks[from / bs], slot = from % bs, n = to - from;
       const float* q = &qkv_[(first_token + i) * qkv_width + static_cast<int64_t>(first_head) * hd];
-      kernels::dot_rows_multi(type, q, hd, n_heads, kv_.k(layer, block, slot) + kv_off, stride, n,
-                              hd, scores, bs);
-      for (int32_t h = 0; h < n_heads; ++h)
-        fold_block(states[i * n_heads + h], scores + h * bs, n, cfg_);
-      kernels::axpy_rows_multi(type, scores, bs, n_heads, kv_.v(layer, block, slot) + kv_off,
-                               stride, n, hd, states[i * n_heads].acc, hd);
+      // The task's KV heads in order, each with the query heads that share it.
+      for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
+        const size_t kv_off =
+            kv_element_offset(kv_.type(), static_cast<int64_t>((first_head + h0) / group) * hd);
+        kernels::dot_rows_multi(type, q + static_cast<int64_t>(h0) * hd, hd, per_kv,
+                                kv_.k(layer, block, slot) + kv_off, stride, n, hd, scores + h0 * bs,
+                                bs);
+      }
+      fold_block(states, i * n_heads, scores, bs, n_heads, n,
+                 acc + static_cast<int64_t>(i) * n_heads * hd, cfg_);
+      for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
+        const size_t kv_off =
+            kv_element_offset(kv_.type(), static_cast<int64_t>((first_head + h0) / group) * hd);
+        kernels::axpy_rows_multi(type, scores + h0 * bs, bs, per_kv,
+                                 kv_.v(layer, block, slot) + kv_off, stride, n, hd,
+                                 acc + (static_cast<int64_t>(i) * n_heads + h0) * hd, hd);
+      }
     }
     j = block_end;
   }
   for (int32_t i = 0; i < n_queries; ++i) {
     for (int32_t h = 0; h < n_heads; ++h) {
-      const OnlineSoftmax& st = states[i * n_heads + h];
+      const int64_t s = static_cast<int64_t>(i) * n_heads + h;
       float* out = &attn_[(first_token + i) * q_dim + static_cast<int64_t>(first_head + h) * hd];
-      const float inv = 1.0f / st.sum;
-      for (int32_t d = 0; d < hd; ++d) out[d] = st.acc[d] * inv;
+      const float inv = 1.0f / states.sum[s];
+      for (int32_t d = 0; d < hd; ++d) out[d] = acc[s * hd + d] * inv;
     }
   }
 }

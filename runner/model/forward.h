@@ -50,6 +50,7 @@ class ForwardPass {
   void plan_query_tiles();
   void attention(int32_t layer, std::span<const ForwardRow> rows);
   int32_t heads_per_task(int64_t n_tiles) const;
+  void prefetch_block(int32_t layer, int32_t block, int32_t first_head, int32_t n_heads) const;
   void attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
                    int32_t n_queries, int32_t first_head, int32_t n_heads,
                    std::vector<float>& scratch);

@@ -89,6 +89,11 @@ struct Avx2 {
     for (int64_t i = 0; i < n; ++i) sum = __builtin_fmaf(a[i], b[i], sum);
     return sum;
   }
+  static float reduce_max(Vec v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  }
 };
 
 // out[j] = dot(q, k + j * stride) for j < count: one call per KV block in attention.

@@ -8,8 +8,7 @@ namespace tandem::kernels::detail {
 namespace {
 
 void avx2_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  if (a.x.lanes != 0)
-    return avx2_lanes_quant_loop()(a, out_begin, out_end);
+  if (a.x.lanes != 0) return avx2_lanes_quant_loop()(a, out_begin, out_end);
   quant_vector_loop<Avx2Steps>(a, out_begin, out_end);
 }
 

@@ -68,6 +68,7 @@ struct Avx512 {
     if (n > 0) acc1 = fma(load_first(a, n), load_first(b, n), acc1);
     return _mm512_reduce_add_ps(acc0 + acc1);
   }
+  static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
 };
 
 // BF16 weights times BF16-rounded activations with vdpbf16ps: each lane adds

@@ -201,37 +201,43 @@ TEST(Kernels, F16WeightsHoldingOnlyBf16ValuesRunAsBf16) {
   }
 }
 
-// The attention's softmax exponentials: each element is e^(x - shift) within a few ulp of
-// std::exp, the same bits whatever n, its position and the ISA, and the sum is the
-// elements added in order.
-TEST(Kernels, ExpShiftedSumIsElementwiseAndSumsInOrder) {
+// The attention's softmax step: each score scaled, each row's max raised to its largest,
+// each element e^(x * scale - max) within a few ulp of std::exp, the same bits whatever n,
+// its row, the number of rows and the ISA, and each row's sum its elements added in order.
+TEST(Kernels, ScaledExpSumsAreElementwiseAndSumInOrder) {
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> score(-30.f, 8.f);
-  std::vector<float> x(41);
+  std::uniform_real_distribution<float> score(-60.f, 16.f);
+  constexpr int64_t kStride = 48;
+  constexpr float kScale = 0.5f;
+  std::vector<float> x(9 * kStride);
   for (float& v : x) v = score(rng);
-  const float shift = 7.5f;
-  std::vector<float> alone(x.size());
-  {
-    IsaScope scope(runnable_isas().front());
-    for (size_t i = 0; i < x.size(); ++i) {
-      float one = x[i];
-      exp_shifted_sum(&one, 1, shift);
-      alone[i] = one;
-      const double exact = std::exp(static_cast<double>(x[i] - shift));  // of the float argument
-      EXPECT_NEAR(one, exact, 4e-7 * exact) << x[i];
-    }
-  }
+  // Per row: the running max it starts from (below, inside and above the scores' range).
+  const std::vector<float> start = {-INFINITY, 3.f, 20.f, -5.f, 7.5f, -INFINITY, 1.f, 9.f, 0.f};
   for (Isa isa : runnable_isas()) {
     IsaScope scope(isa);
-    for (int64_t n : {1, 5, 16, 17, 41}) {
-      std::vector<float> y(x.begin(), x.begin() + n);
-      const float sum = exp_shifted_sum(y.data(), n, shift);
-      float expected_sum = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(y[i], alone[i]) << isa_name(isa) << " n " << n << " element " << i;
-        expected_sum += alone[i];
+    for (int n_rows : {1, 3, 4, 5, 9}) {
+      for (int64_t n : {1, 5, 16, 17, 41}) {
+        std::vector<float> y = x, max(start.begin(), start.begin() + n_rows), sums(n_rows, -1.f);
+        scaled_exp_sums(y.data(), kStride, n_rows, n, kScale, max.data(), sums.data());
+        for (int h = 0; h < n_rows; ++h) {
+          const float* in = &x[h * kStride];
+          float m = start[h];
+          for (int64_t i = 0; i < n; ++i) m = std::max(m, in[i] * kScale);
+          ASSERT_EQ(max[h], m) << isa_name(isa) << " row " << h << " n " << n;
+          float expected_sum = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            // The element alone, in a row of one, gives the same bits.
+            float one = in[i], one_max = m, one_sum = 0;
+            scaled_exp_sums(&one, 1, 1, 1, kScale, &one_max, &one_sum);
+            ASSERT_EQ(y[h * kStride + i], one) << isa_name(isa) << " row " << h << " n " << n;
+            const double exact = std::exp(static_cast<double>(in[i] * kScale - m));
+            EXPECT_NEAR(one, exact, 4e-7 * exact + 1e-37) << in[i];
+            expected_sum += one;
+          }
+          EXPECT_EQ(sums[h], expected_sum) << isa_name(isa) << " row " << h << " n " << n;
+          for (int64_t i = n; i < kStride; ++i) ASSERT_EQ(y[h * kStride + i], x[h * kStride + i]);
+        }
       }
-      EXPECT_EQ(sum, expected_sum) << isa_name(isa) << " n " << n;
     }
   }
 }

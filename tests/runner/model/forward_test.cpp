@@ -216,6 +216,49 @@ INSTANTIATE_TEST_SUITE_P(AllKvTypes, ForwardKvTypes,
                                            KvCase{KvType::kQ8_0, 3e-3}),
                          [](const auto& info) { return kv_type_name(info.param.type); });
 
+// Law 2 where a step's attention tasks take several KV heads each (a step of many rows:
+// each task walks its row's blocks once for all its heads) and a row alone takes one head
+// per task: every row's prefill and decode logits equal its solo run's, for each KV type
+// (tiny's 16-wide heads rule out Q8_0, whose heads go through the same offsets).
+TEST(ForwardPass, ManyRowsEqualSoloRunsWhateverTheHeadsPerTask) {
+  ScratchDir dir;
+  const auto path = write_tiny_llama(dir.path(), TensorType::kF32);
+  constexpr int kRows = 12;
+  std::vector<std::vector<int32_t>> prompts(kRows);
+  for (int r = 0; r < kRows; ++r)
+    for (int i = 0; i < 20 + r; ++i) prompts[r].push_back(1 + (r * 31 + i * 17) % 250);
+  std::vector<int32_t> next(kRows);
+  for (int r = 0; r < kRows; ++r) next[r] = 3 + r;
+  for (KvType kv : {KvType::kF32, KvType::kF16, KvType::kBf16}) {
+    SCOPED_TRACE(kv_type_name(kv));
+    Harness batch(path, 2, 64, kv);
+    std::vector<std::vector<int32_t>> tables(kRows);
+    std::vector<ForwardRow> rows;
+    for (int r = 0; r < kRows; ++r) {
+      tables[r] = batch.take_blocks(2);
+      rows.push_back({prompts[r], 0, tables[r], true});
+    }
+    const auto prefilled = copy(batch.forward.run(rows));
+    for (int r = 0; r < kRows; ++r)
+      rows[r] = {{&next[r], 1}, static_cast<int32_t>(prompts[r].size()), tables[r], true};
+    const auto decoded = copy(batch.forward.run(rows));
+    for (int r = 0; r < kRows; ++r) {
+      Harness solo(path, 1, 64, kv);
+      const auto blocks = solo.take_blocks(2);
+      ForwardRow prefill{prompts[r], 0, blocks, true};
+      const auto solo_prefill = copy(solo.forward.run({&prefill, 1}));
+      ForwardRow decode{{&next[r], 1}, static_cast<int32_t>(prompts[r].size()), blocks, true};
+      const auto solo_decode = copy(solo.forward.run({&decode, 1}));
+      const size_t v = solo_decode.size();
+      ASSERT_EQ(prefilled.size(), kRows * v);
+      EXPECT_TRUE(std::equal(solo_prefill.begin(), solo_prefill.end(), prefilled.begin() + r * v))
+          << "row " << r;
+      EXPECT_TRUE(std::equal(solo_decode.begin(), solo_decode.end(), decoded.begin() + r * v))
+          << "row " << r;
+    }
+  }
+}
+
 class ForwardBatching : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(ForwardBatching, MixedBatchRowsEqualSoloRunsBitForBit) {
