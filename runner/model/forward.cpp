@@ -12,12 +12,18 @@ namespace tandem {
 namespace {
 
 // out = x / rms(x) * weight, one row (out may be x). The sum of squares is taken in
-// double so the result hardly depends on rounding order (and the order is fixed anyway).
+// double so the result hardly depends on rounding order (and the order is fixed anyway):
+// four partial sums over i mod 4, so that the additions overlap instead of waiting on one
+// another (a serial chain was 4-5% of a long prefill).
 void rms_norm(const float* x, const float* weight, float* out, int64_t n, float eps) {
-  double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  double part[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) part[k] += static_cast<double>(x[i + k]) * x[i + k];
+  for (int k = 0; i < n; ++i, ++k) part[k] += static_cast<double>(x[i]) * x[i];
+  const double ss = (part[0] + part[1]) + (part[2] + part[3]);
   const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+  for (i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
 // Rotates the first n_rot dimensions of one head.
