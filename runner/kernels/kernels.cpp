@@ -414,12 +414,20 @@ using detail::SharedPrep;
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
-// From how many rows a batch takes the lane form (quant_lanes.h). AVX-512 VNNI: measured
-// level with the row form at 4 rows. AVX2 (avx2/quant_lanes.cpp): from 3, where the row form
-// cost 2.5-3.6x a one-row step and the lane form (16 lanes, most of them padding) less; at 2
+// From how many rows a batch takes the lane form (quant_lanes.h). AVX-512 VNNI: from 2, where
+// the folded lane form (lane_fold) beat the row form, `BM_DecodeStep<kQ5_0>` M:2 9.36 -> 6.78
+// ms on a Zen 5 (5 interleaved rounds, medians). AVX2 (avx2/quant_lanes.cpp): from 3, where the row
+// form cost 2.5-3.6x a one-row step and the lane form (16 lanes, most of them padding) less; at 2
 // rows the two were level (`BM_DecodeStep` on a Zen 3, 4 interleaved rounds, medians: M:3
 // Q5_0 25.2 -> 17.6 ms, Q4_0 23.1 -> 19.2 ms; M:2 Q5_0 21.4 / 19.7, Q4_0 16.2 / 18.5).
-int64_t lanes_from_rows(bool vnni) { return vnni ? 4 : 3; }
+int64_t lanes_from_rows(bool vnni) { return vnni ? 2 : 3; }
+// How many lanes each row of a lane-form batch fills (ActRows::fold): AVX-512 VNNI folds
+// batches of up to 8 rows, so its vectors hold 4 or 2 weight rows against them instead of
+// padding (avx512/quant_matmul.cpp's folded tiles).
+int lane_fold(bool vnni, int64_t n_rows) {
+  if (!vnni || n_rows > 8) return 1;
+  return n_rows <= 4 ? 4 : 2;
+}
 
 // A decode step's ranges (one activation row), guided: a first round of one range per
 // thread holds 70% of the outputs, then a round of 20% and one of 10%, each shared evenly
@@ -457,7 +465,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       n_rows >= lanes_from_rows(vnni));
+                       n_rows >= lanes_from_rows(vnni) ? lane_fold(vnni, n_rows) : 0);
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;

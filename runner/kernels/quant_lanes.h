@@ -12,12 +12,12 @@
 //
 // The weights are each type's decoded quants (quant_decode.h), unsigned but for IQ4's
 // signed values, with the type's offset corrected by the activations' block sums.
-// AVX-512 VNNI: the weights are vpdpbusd's signed operand and the activations its unsigned
-// one, q + 128, corrected exactly by 128 times the weight quants' sum (per block, or per
-// super-block through its scales), folded into the starting value (`wbias`). AVX2: the
-// weights are vpmaddubsw's unsigned operand and the activations its signed one (q, the lane
-// layout's bytes less 128), so no correction (IQ4's signed weights: |w| against x with w's
-// sign).
+// The lane layout holds the activations' signed bytes. Both ISAs take the unsigned weights
+// as the unsigned operand (vpdpbusd's, vpmaddubsw's) and the activations as the signed one,
+// so no correction is needed. IQ4's signed weights: AVX-512 VNNI makes them vpdpbusd's
+// signed operand against q + 128, corrected exactly by 128 times the weight quants' sum (per
+// block, or per super-block through its scales), folded into the starting value (`wbias`);
+// AVX2 takes |w| against x with w's sign.
 // After that every block takes finish_legacy / finish_super's float steps in the same
 // order, lane by lane, so each row gets the portable form's bits (quant_matmul.h), whatever
 // the batch.
@@ -58,10 +58,10 @@ struct ScaleGroup<VIq4Xs> {
 };
 
 // kLaneRows weight rows' span of 256 values, decoded: the quants, as bytes, and
-// legacy: per block d, dm, and -128 times the block's quant sum (wbias, AVX-512 only);
-// super: d[r][0], dm[r][0], wbias[r][0] = -128 * sum over groups of scale * quant sum,
-//   sc: each group of 16's integer scale, bias_pairs: int16 pairs per two groups of what
-//   their activation sums are multiplied by (the mins, or minus offset * scale).
+// legacy: per block d, dm, and -128 times the block's quant sum (wbias, IQ4 on AVX-512 only);
+// super: d[r][0], dm[r][0], wbias[r][0] = -128 * sum over groups of scale * quant sum (the
+//   same), sc: each group of 16's integer scale, bias_pairs: int16 pairs per two groups of
+//   what their activation sums are multiplied by (the mins, or minus offset * scale).
 struct LaneSpan {
   alignas(64) int8_t q[kLaneRows][kSpan];
   float d[kLaneRows][8], dm[kLaneRows][8];
@@ -98,8 +98,9 @@ inline __m128i low_halves(__m256i v) {
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), 0x08));
 }
 
-// kWbias: the activations are unsigned (q + 128), so each row's wbias is needed.
-template <class S, class T, bool kWbias>
+// kWbias: the activations are taken as unsigned (q + 128), so each row's wbias is needed;
+// kScalePairs: the tiles read sc_pairs.
+template <class S, class T, bool kWbias, bool kScalePairs>
 int decode_lane_span(const uint8_t* const (&rows)[kLaneRows], int64_t span, int64_t n,
                      LaneSpan& out) {
   using B = typename T::B;
@@ -119,7 +120,7 @@ int decode_lane_span(const uint8_t* const (&rows)[kLaneRows], int64_t span, int6
         }
       }
       out.wbias[r][0] = -128 * weighted;
-      if constexpr (!kWbias) {
+      if constexpr (kScalePairs) {
         const __m256i lo = _mm256_unpacklo_epi16(s.sc16, s.sc16);  // groups 0-3, 8-11
         const __m256i hi = _mm256_unpackhi_epi16(s.sc16, s.sc16);  // groups 4-7, 12-15
         store32(out.sc_pairs[r], _mm256_permute2x128_si256(lo, hi, 0x20));
@@ -147,7 +148,7 @@ int decode_lane_span(const uint8_t* const (&rows)[kLaneRows], int64_t span, int6
       for (int c = 0; c < count; ++c) {
         const __m256i q = T::template quants<S>(b[c]);
         store32(out.q[r] + 32 * c, q);
-        out.wbias[r][c] = kWbias ? -128 * chunk_sum(sums_of_8(q)) : 0;
+        if constexpr (kWbias) out.wbias[r][c] = -128 * chunk_sum(sums_of_8(q));
       }
       _mm256_storeu_ps(out.d[r], block_halves(b, count, offsetof(B, d)));
       if constexpr (T::kHasMin) _mm256_storeu_ps(out.dm[r], block_halves(b, count, offsetof(B, m)));
@@ -160,7 +161,8 @@ int decode_lane_span(const uint8_t* const (&rows)[kLaneRows], int64_t span, int6
 // contiguous floats (a cache line) per activation row, not 4 at a time down a column.
 constexpr int64_t kLaneOutputs = 16;
 
-// Tiles (the ISA's): kWbias as decode_lane_span takes it, and
+// Tiles (the ISA's): template <class T> kWbias and kScalePairs as decode_lane_span takes
+// them, and
 //   template <class T, int kCount> static void run(const LaneSpan&, const ActRows&,
 //       int64_t span, float* acc): acc[r * lanes + m] += decoded row r's dot over this
 //       span's kCount blocks (8 for a super-block) with activation row m, every m.
@@ -189,7 +191,8 @@ void quant_lanes_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
       for (int64_t span = 0; span < n_spans; ++span) {
         const uint8_t* ahead = rows[0] + group_bytes + span * ahead_per_span;
         for (int64_t b = 0; b < ahead_per_span; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
-        const int count = decode_lane_span<S, T, Tiles::kWbias>(rows, span, n, decoded);
+        const int count = decode_lane_span<S, T, Tiles::template kWbias<T>, Tiles::kScalePairs>(
+            rows, span, n, decoded);
         if constexpr (T::kSuper) {
           Tiles::template run<T, 8>(decoded, a.x, span, group_acc);
         } else {
@@ -199,9 +202,15 @@ void quant_lanes_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
         }
       }
     }
+    // Output i = g + r (g a multiple of kLaneRows) for row m: lane m of row i's sums, or
+    // folded (ActRows::fold), lane m * fold + r % fold of vector r / fold of group g's.
+    const int64_t fold = a.x.fold;
     for (int64_t m = 0; m < a.n_rows; ++m) {
       float* y = a.y + m * a.n_out + o0;
-      for (int64_t i = 0; i < outputs; ++i) y[i] = acc[i * lanes + m];
+      for (int64_t i = 0; i < outputs; ++i) {
+        const int64_t r = i % kLaneRows;
+        y[i] = acc[(i - r + r / fold) * lanes + m * fold + r % fold];
+      }
     }
   }
 }

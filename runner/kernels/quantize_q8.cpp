@@ -84,9 +84,10 @@ void q8_k_block(const float* x, int8_t* q, float* d_out, int32_t* bsums) {
   *d_out = 1.f / iscale;
 }
 
-// Sizes the lane layout for n_rows rows and zeroes its padding rows.
-void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out) {
-  const int64_t lanes = (n_rows + 15) / 16 * 16, n_blocks = n_in / act_block(format);
+// Sizes the lane layout for n_rows rows, each in `fold` lanes, and zeroes its padding lanes.
+void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, int64_t fold,
+                   QuantizedActivations& out) {
+  const int64_t lanes = (n_rows * fold + 15) / 16 * 16, n_blocks = n_in / act_block(format);
   auto fit = [](auto& v, int64_t size) {
     if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
   };
@@ -97,7 +98,7 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActi
   if (format == ActFormat::kQ8_K) fit(out.lane_bsum_pairs, lanes * n_blocks * 16);
   if (format != ActFormat::kQ8_K) fit(out.lane_qsum, lanes * n_blocks);
   if (format == ActFormat::kQ8_1) fit(out.lane_s, lanes * n_blocks);
-  for (int64_t m = n_rows; m < lanes; ++m) {
+  for (int64_t m = n_rows * fold; m < lanes; ++m) {
     for (int64_t s = 0; s < n_in / 4; ++s) std::memset(out.lane_q + (s * lanes + m) * 4, 0, 4);
     for (int64_t b = 0; b < n_blocks; ++b) {
       out.lane_d[b * lanes + m] = 0.f;
@@ -112,6 +113,7 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActi
   }
   ActRows& v = out.view;
   v.lanes = lanes;
+  v.fold = fold;
   v.lane_q = out.lane_q;
   v.lane_d = out.lane_d.data();
   v.lane_qsum = format != ActFormat::kQ8_K ? out.lane_qsum.data() : nullptr;
@@ -125,9 +127,11 @@ void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations
   const ActRows& v = out.view;
   const int block = act_block(format);
   const int8_t* q = v.q + (m * (v.n_in / block) + b) * block;
-  uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + m) * 4;
-  for (int s = 0; s < block / 4; ++s) {
-    for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i] + 128);
+  for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane) {
+    uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + lane) * 4;
+    for (int s = 0; s < block / 4; ++s) {
+      for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i]);
+    }
   }
   lane_block_values(format, m, b, out);
 }
@@ -135,28 +139,30 @@ void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations
 void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
   const ActRows& v = out.view;
   const int64_t lanes = v.lanes, at = m * (v.n_in / act_block(format)) + b;
-  out.lane_d[b * lanes + m] = v.d[at];
-  if (format == ActFormat::kQ8_K) {
-    for (int t = 0; t < 8; ++t) {
-      // |sum of 16 quants| <= 16 * 127: an int16 holds it.
-      int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + m) * 2;
-      pair[0] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t]);
-      pair[1] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t + 1]);
+  for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane) {
+    out.lane_d[b * lanes + lane] = v.d[at];
+    if (format == ActFormat::kQ8_K) {
+      for (int t = 0; t < 8; ++t) {
+        // |sum of 16 quants| <= 16 * 127: an int16 holds it.
+        int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + lane) * 2;
+        pair[0] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t]);
+        pair[1] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t + 1]);
+      }
+      continue;
     }
-    return;
+    out.lane_qsum[b * lanes + lane] = v.qsum[at];
+    if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + lane] = v.s[at];
   }
-  out.lane_qsum[b * lanes + m] = v.qsum[at];
-  if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + m] = v.s[at];
 }
 
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
-                   QuantizedActivations& out, bool lanes) {
-  prepare_rows(format, n_rows, n_in, out, lanes);
+                   QuantizedActivations& out, int lane_fold) {
+  prepare_rows(format, n_rows, n_in, out, lane_fold);
   quantize_blocks(format, x, 0, n_rows * (n_in / act_block(format)), out);
 }
 
 void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
-                  bool lanes) {
+                  int lane_fold) {
   const int block = act_block(format);
   const int64_t n_blocks = n_in / block;
   const size_t values = static_cast<size_t>(n_rows * n_in);
@@ -178,7 +184,7 @@ void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActiv
   out.view.s = format == ActFormat::kQ8_1 ? out.s.data() : nullptr;
   out.view.bsums = format == ActFormat::kQ8_K ? out.bsums.data() : nullptr;
   out.view.qsum = format != ActFormat::kQ8_K ? out.qsum.data() : nullptr;
-  if (lanes) prepare_lanes(format, n_rows, n_in, out);
+  if (lane_fold != 0) prepare_lanes(format, n_rows, n_in, lane_fold, out);
 }
 
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,

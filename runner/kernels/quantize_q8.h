@@ -29,12 +29,17 @@ struct ActRows {
   // The same rows again, laid out across rows for the batch kernels (quant_lanes.h),
   // where `lanes` is non-zero: the rows padded to `lanes` (a multiple of 16), one row per
   // 32-bit lane. Row m's values k..k+3 (k a multiple of 4) are the bytes
-  // lane_q[(k / 4 * lanes + m) * 4 ...], each q + 128 (unsigned); a block's per-row values are
+  // lane_q[(k / 4 * lanes + m) * 4 ...] (int8 q's bytes); a block's per-row values are
   // at [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of
   // groups 2t and 2t + 1 are the int16 pair lane_bsum_pairs[((block * 8 + t) * lanes + m) * 2].
   // Padding rows hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one
   // cache line.
+  // Small batches may be folded: each row then fills `fold` adjacent lanes (1, 2 or 4), row m
+  // in lanes m * fold .. m * fold + fold - 1 (m * fold where the above says m), so that one
+  // vector holds 16 / fold rows against `fold` weight rows. Only AVX-512 VNNI's lane form
+  // reads folded layouts (avx512/quant_matmul.cpp), so kernels.cpp folds only for it.
   int64_t lanes = 0;
+  int64_t fold = 1;
   const uint8_t* lane_q = nullptr;
   const float* lane_d = nullptr;
   const int32_t* lane_qsum = nullptr;
@@ -56,9 +61,9 @@ struct QuantizedActivations {
 };
 
 // Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), with
-// the lane layout too where `lanes`.
+// the lane layout too where lane_fold is non-zero (ActRows::fold: 1, 2 or 4).
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
-                   QuantizedActivations& out, bool lanes = false);
+                   QuantizedActivations& out, int lane_fold = 0);
 // The same in two parts, so that threads can share the work: prepare_rows sizes the
 // storage and sets the view; quantize_blocks then quantizes units [begin, end) of the
 // n_rows * n_in / act_block(format) blocks of x, each independent of the others. Unit u is
@@ -66,7 +71,7 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
 // u % n_rows (block_of_unit): units in order then fill the lane layout a cache line after
 // another, so that threads sharing them out write different lines.
 void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
-                  bool lanes = false);
+                  int lane_fold = 0);
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                      QuantizedActivations& out);
 

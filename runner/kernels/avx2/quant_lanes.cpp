@@ -26,8 +26,8 @@ inline __m256i broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Eight rows' activations k..k+3 as signed bytes (the lane layout stores q + 128).
-inline __m256i signed_acts(const uint8_t* p) { return _mm256_xor_si256(load32(p), bytes_of(0x80)); }
+// Eight rows' activations k..k+3, signed bytes.
+inline __m256i signed_acts(const uint8_t* p) { return load32(p); }
 
 // g += the four-product sums of weights w0 against activations x0, and w1 against x1,
 // each pair of products times `mult` (int16 pairs: ones, or a group's scale twice).
@@ -155,7 +155,9 @@ TANDEM_QUANT_INLINE void super_tile(const LaneSpan& w, const ActRows& x, int64_t
 // One span of the decoded rows against the activation rows, 16 rows per tile (eight int32
 // sums in registers), then 8; the lane layout's padding past the last 8 rows is skipped.
 struct Avx2LaneTiles {
+  template <class T>
   static constexpr bool kWbias = false;  // the activations are the signed operand
+  static constexpr bool kScalePairs = true;
   template <class T, int kCount>
   TANDEM_QUANT_INLINE static void run(const LaneSpan& w, const ActRows& x, int64_t span,
                                       float* acc) {

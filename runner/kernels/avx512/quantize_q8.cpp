@@ -40,13 +40,12 @@ __m512i store_bytes(__m512i v, int8_t* q) {
   return _mm512_cvtepi8_epi32(bytes);
 }
 
-// Row m's values k..k+3 into lane m of the lane layout (ActRows::lanes), plus 128, for the
-// `count` values (a multiple of 16) at q.
+// A row's values k..k+3 into lane `m` of the lane layout (ActRows::lanes), for the `count`
+// values (a multiple of 16) at q.
 void bytes_to_lanes(const int8_t* q, int count, uint8_t* lane_q, int64_t lanes, int64_t m,
                     int64_t k) {
   for (int i = 0; i < count; i += 16) {
-    const __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i)),
-                                    _mm_set1_epi8(static_cast<char>(0x80)));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
     uint8_t* dst = lane_q + ((k + i) / 4 * lanes + m) * 4;
     const int64_t step = lanes * 4;
     _mm_storeu_si32(dst, v);
@@ -127,7 +126,8 @@ void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int
     }
     if (v.lanes == 0) continue;
     const int64_t m = b / n_blocks, in_row = b % n_blocks;
-    bytes_to_lanes(q, block, out.lane_q, v.lanes, m, in_row * block);
+    for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane)
+      bytes_to_lanes(q, block, out.lane_q, v.lanes, lane, in_row * block);
     lane_block_values(format, m, in_row, out);
   }
 }

@@ -344,37 +344,45 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
 // activations laid out across rows and sum each block's products per row in a lane; they
 // must give the portable bits for every type (IQ4 signed, the rest unsigned), batch (one
 // vector of rows, one and a part, two, and more), range of outputs (groups of 4 and runs of
-// 16 cut short at either end) and row length (legacy rows ending in a short span).
+// 16 cut short at either end) and row length (legacy rows ending in a short span). VNNI's
+// also with batches of up to 8 rows folded (ActRows::fold: 2 or 4 lanes a row, up to 16
+// lanes in all), the layout kernels.cpp gives them.
 TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
   for (const auto& [name, loop] : vector_loops(detail::avx2_lanes_quant_loop())) {
+    const bool vnni = std::string(name) == "avx512vnni";
     for (const TypeCase& c : type_cases()) {
       const bool legacy = gguf::block_elements(c.type) == 32;
       for (int64_t n_in :
            legacy ? std::vector<int64_t>{64, 576} : std::vector<int64_t>{256, 1536}) {
         const int64_t n_out = 37;
         const auto w = extreme_rows(c, n_out, n_in, 3 + static_cast<uint32_t>(n_in));
-        for (int64_t n_rows : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{12},
-                               int64_t{16}, int64_t{17}, int64_t{40}}) {
+        for (int64_t n_rows : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{8},
+                               int64_t{12}, int64_t{16}, int64_t{17}, int64_t{40}}) {
           const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
           const auto portable =
               run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
-          detail::QuantizedActivations act;
-          detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, /*lanes=*/true);
-          ASSERT_EQ(act.view.lanes, (n_rows + 15) / 16 * 16);
-          for (auto [begin, end] :
-               {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
-            std::vector<float> y(n_rows * n_out, std::nanf(""));
-            const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
-                                               n_out,  act.view, n_rows,           y.data()};
-            loop(args, begin, end);
-            for (int64_t m = 0; m < n_rows; ++m)
-              for (int64_t o = 0; o < n_out; ++o) {
-                const float want = o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
-                ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
-                          __builtin_bit_cast(uint32_t, want))
-                    << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows
-                    << " range " << begin << ".." << end << " row " << m << " out " << o;
-              }
+          for (int fold : {1, 2, 4}) {
+            if (fold > 1 && (!vnni || n_rows * fold > 16)) continue;
+            detail::QuantizedActivations act;
+            detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, fold);
+            ASSERT_EQ(act.view.lanes, 16 * ((n_rows * fold + 15) / 16));
+            for (auto [begin, end] :
+                 {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
+              std::vector<float> y(n_rows * n_out, std::nanf(""));
+              const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
+                                                 n_out,  act.view, n_rows,           y.data()};
+              loop(args, begin, end);
+              for (int64_t m = 0; m < n_rows; ++m)
+                for (int64_t o = 0; o < n_out; ++o) {
+                  const float want =
+                      o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
+                  ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
+                            __builtin_bit_cast(uint32_t, want))
+                      << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows
+                      << " fold " << fold << " range " << begin << ".." << end << " row " << m
+                      << " out " << o;
+                }
+            }
           }
         }
       }
@@ -382,38 +390,43 @@ TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
   }
 }
 
-// The lane layout holds each row's quantized values (plus 128), scales and sums where
-// ActRows says, and zeros in the padding rows, also when the buffers held a larger batch.
+// The lane layout holds each row's quantized values (their int8 bytes), scales and sums where
+// ActRows says, in `fold` adjacent lanes a row, and zeros in the padding lanes, also when the
+// buffers held a larger batch.
 TEST(QuantMatmul, LaneLayoutHoldsEveryRowsValuesAndZeroPadding) {
   for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
-    const int64_t n_in = 512;
-    detail::QuantizedActivations act;
-    const auto big = random_activations(40, n_in, 1);
-    detail::quantize_rows(format, big.data(), 40, n_in, act, true);
-    const int64_t n_rows = 5;
-    const auto x = random_activations(n_rows, n_in, 2);
-    detail::quantize_rows(format, x.data(), n_rows, n_in, act, true);
-    const detail::ActRows& v = act.view;
-    ASSERT_EQ(v.lanes, 16);
-    const int64_t block = detail::act_block(format), nb = n_in / block;
-    for (int64_t m = 0; m < v.lanes; ++m) {
-      const bool real = m < n_rows;
-      for (int64_t k = 0; k < n_in; ++k) {
-        const int want = real ? v.q[m * n_in + k] + 128 : 0;
-        ASSERT_EQ(v.lane_q[(k / 4 * v.lanes + m) * 4 + k % 4], want) << m << " " << k;
-      }
-      for (int64_t b = 0; b < nb; ++b) {
-        ASSERT_EQ(v.lane_d[b * v.lanes + m], real ? v.d[m * nb + b] : 0.f);
-        if (format == ActFormat::kQ8_K) {
-          for (int g = 0; g < 16; ++g) {
-            ASSERT_EQ(v.lane_bsum_pairs[((b * 8 + g / 2) * v.lanes + m) * 2 + g % 2],
-                      real ? v.bsums[(m * nb + b) * 16 + g] : 0);
-          }
-        } else {
-          ASSERT_EQ(v.lane_qsum[b * v.lanes + m], real ? v.qsum[m * nb + b] : 0);
+    for (int fold : {1, 2, 4}) {
+      const int64_t n_in = 512;
+      detail::QuantizedActivations act;
+      const auto big = random_activations(40, n_in, 1);
+      detail::quantize_rows(format, big.data(), 40, n_in, act, 1);
+      const int64_t n_rows = 5;
+      const auto x = random_activations(n_rows, n_in, 2);
+      detail::quantize_rows(format, x.data(), n_rows, n_in, act, fold);
+      const detail::ActRows& v = act.view;
+      ASSERT_EQ(v.lanes, fold == 4 ? 32 : 16);
+      ASSERT_EQ(v.fold, fold);
+      const int64_t block = detail::act_block(format), nb = n_in / block;
+      for (int64_t lane = 0; lane < v.lanes; ++lane) {
+        const int64_t m = lane / fold;
+        const bool real = m < n_rows;
+        for (int64_t k = 0; k < n_in; ++k) {
+          const int want = real ? static_cast<uint8_t>(v.q[m * n_in + k]) : 0;
+          ASSERT_EQ(v.lane_q[(k / 4 * v.lanes + lane) * 4 + k % 4], want) << lane << " " << k;
         }
-        if (format == ActFormat::kQ8_1) {
-          ASSERT_EQ(v.lane_s[b * v.lanes + m], real ? v.s[m * nb + b] : 0.f);
+        for (int64_t b = 0; b < nb; ++b) {
+          ASSERT_EQ(v.lane_d[b * v.lanes + lane], real ? v.d[m * nb + b] : 0.f);
+          if (format == ActFormat::kQ8_K) {
+            for (int g = 0; g < 16; ++g) {
+              ASSERT_EQ(v.lane_bsum_pairs[((b * 8 + g / 2) * v.lanes + lane) * 2 + g % 2],
+                        real ? v.bsums[(m * nb + b) * 16 + g] : 0);
+            }
+          } else {
+            ASSERT_EQ(v.lane_qsum[b * v.lanes + lane], real ? v.qsum[m * nb + b] : 0);
+          }
+          if (format == ActFormat::kQ8_1) {
+            ASSERT_EQ(v.lane_s[b * v.lanes + lane], real ? v.s[m * nb + b] : 0.f);
+          }
         }
       }
     }
@@ -425,11 +438,11 @@ TEST(QuantMatmul, LaneLayoutHoldsEveryRowsValuesAndZeroPadding) {
 using Quantizer = void (*)(ActFormat, const float*, int64_t, int64_t,
                            detail::QuantizedActivations&);
 void expect_quantizer_is_portable(Quantizer quantize, ActFormat format, const std::vector<float>& x,
-                                  int64_t n_rows, int64_t n_in) {
+                                  int64_t n_rows, int64_t n_in, int fold) {
   detail::QuantizedActivations vec, ref;
   // With the lane layout too: each vector quantizer writes it by its own code.
-  detail::prepare_rows(format, n_rows, n_in, vec, /*lanes=*/true);
-  detail::prepare_rows(format, n_rows, n_in, ref, /*lanes=*/true);
+  detail::prepare_rows(format, n_rows, n_in, vec, fold);
+  detail::prepare_rows(format, n_rows, n_in, ref, fold);
   const int64_t n_blocks = n_rows * n_in / detail::act_block(format);
   quantize(format, x.data(), 0, n_blocks, vec);
   detail::quantize_blocks_portable(format, x.data(), 0, n_blocks, ref);
@@ -487,7 +500,9 @@ TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
   for (const auto& [form, quantize] : forms) {
     for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
       SCOPED_TRACE(std::string(form) + ", format " + std::to_string(static_cast<int>(format)));
-      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in);
+      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in, 1);
+      // A folded layout (ActRows::fold) of the first 4 rows, 4 lanes each.
+      expect_quantizer_is_portable(quantize, format, x, 4, n_in, 4);
     }
   }
 }
