@@ -226,6 +226,7 @@ TANDEM_QUANT_INLINE void fold_span(const LaneSpan& w, FoldedSpan& f) {
 // The F side-by-side 32-bit values at p in every F lanes.
 template <int F>
 inline __m512i pattern(const int32_t* p) {
+  static_assert(F == 2 || F == 4, "the folds kernels.cpp makes");
   if constexpr (F == 2) {
     int64_t v;
     __builtin_memcpy(&v, p, 8);
