@@ -13,11 +13,12 @@ double blend(double average, double sample) {
 
 }  // namespace
 
-int32_t PrefillPacer::prompt_budget(int32_t decode_rows) const {
+int32_t PrefillPacer::prompt_budget(int32_t decode_rows, int32_t waiting_prompts) const {
   if (decode_rows == 0) return max_step_tokens_;
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
   if (!paced_ || decode_seconds_ <= 0 || token_seconds_ <= 0) return max_step_tokens_;
-  const double tokens = kShare * decode_seconds_ / token_seconds_;
+  const double share = kShare * std::max(1, waiting_prompts);
+  const double tokens = share * decode_seconds_ / token_seconds_;
   if (!std::isfinite(tokens)) return max_step_tokens_;
   return static_cast<int32_t>(
       std::clamp<double>(std::floor(tokens), kMinChunk, std::max(kMinChunk, max_step_tokens_)));

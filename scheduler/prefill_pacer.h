@@ -6,6 +6,16 @@
 // their token gaps (TPOT) by under 2x instead of by a whole 512-token chunk's time. With no
 // request decoding, a step takes the full --max-step-tokens (nobody waits on it).
 //
+// That bound is for one prompt among the streams, not for a queue of them. Each prompt
+// token costs every stream t_token of waiting however the prompt is cut, so pacing buys
+// the streams evenness, not time; its price, T_decode of waiting per step, is paid by each
+// request still without its first token. With P of them (prefilling, or queued), each adds
+// a share: n <= kShare * P * T_decode / t_token, which keeps pacing's cost to the waiting
+// requests together at a lone prompt's (P = 1 is paced as above). With one share whatever
+// the queue, 16 clients sending 1024-token prompts were served one at a time: one stream
+// decoding, the next prompt fed 16 tokens a step beside it, the rest queued (issue 15's
+// headline workload, TTFT p50 19 s).
+//
 // T_decode and t_token are moving averages of the device's own step times
 // (StepResult::seconds): decode-only steps give T_decode; steps with prompt tokens give
 // t_token = (T - T_decode) / n (T_decode stands for the cost every step pays, so a short
@@ -31,8 +41,9 @@ class PrefillPacer {
   PrefillPacer(int32_t max_step_tokens, int32_t fixed_chunk, bool paced)
       : max_step_tokens_(max_step_tokens), fixed_chunk_(fixed_chunk), paced_(paced) {}
 
-  // Prompt tokens the next step may take when it also carries `decode_rows` decode rows.
-  int32_t prompt_budget(int32_t decode_rows) const;
+  // Prompt tokens the next step may take when it also carries `decode_rows` decode rows
+  // and `waiting_prompts` requests wait for their first token (prefilling or queued).
+  int32_t prompt_budget(int32_t decode_rows, int32_t waiting_prompts = 1) const;
 
   // A finished step: its device time, decode rows and prompt tokens.
   void record(double seconds, int32_t decode_rows, int32_t prompt_tokens);

@@ -389,7 +389,14 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   StepPlan plan;
   int32_t budget = options_.max_step_tokens;
   add_decode_rows(plan, *step, budget);
-  budget = std::min(budget, pacer_.prompt_budget(step->decode_rows));
+  // Requests waiting for their first token: part-way through prefill, or queued.
+  int32_t prompts = 0;
+  for (const Request* r : running_) prompts += r->decoding ? 0 : 1;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    prompts += static_cast<int32_t>(waiting_.size());
+  }
+  budget = std::min(budget, pacer_.prompt_budget(step->decode_rows, prompts));
   bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;

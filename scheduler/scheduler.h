@@ -68,8 +68,9 @@ struct SchedulerMetrics {
   int32_t waiting = 0;  // queue size
   int32_t running = 0;  // batch size: admitted, not finished
   int32_t last_step_rows = 0;
-  // Prompt tokens a step may take now beside decode rows (--prefill-chunk: the pacer's
-  // budget when paced, the fixed chunk, or the whole step budget).
+  // Prompt tokens a step may take now beside decode rows for one waiting prompt
+  // (--prefill-chunk: the pacer's budget when paced, which grows with the requests waiting
+  // for their first token, the fixed chunk, or the whole step budget).
   int32_t prefill_chunk_tokens = 0;
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_total = 0;

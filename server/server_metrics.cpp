@@ -132,8 +132,9 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
   metric(out, "tandem_requests_running", "gauge", "Requests admitted and generating.", s.running);
   metric(out, "tandem_requests_waiting", "gauge", "Requests waiting for admission.", s.waiting);
   metric(out, "tandem_prefill_chunk_tokens", "gauge",
-         "Prompt tokens a step may take beside decoding requests now (--prefill-chunk: paced "
-         "by step times under auto).",
+         "Prompt tokens a step may take beside decoding requests now for one waiting prompt "
+         "(--prefill-chunk: paced by step times under auto, a share more for each further "
+         "request waiting for its first token).",
          s.prefill_chunk_tokens);
   metric(out, "tandem_kv_blocks_used", "gauge", "KV cache blocks reserved by requests.",
          s.kv_blocks_used);

@@ -66,6 +66,22 @@ TEST(PrefillPacer, AShortPromptsStepDoesNotMakeItsTokensLookDear) {
   EXPECT_NEAR(pacer.prompt_budget(4), 80, 1);  // 0.8 * 10 ms / 100 us, floored
 }
 
+TEST(PrefillPacer, EachRequestWaitingForItsFirstTokenAddsAShare) {
+  PrefillPacer pacer(512, 0, true);
+  pacer.record(0.010, 8, 0);                  // T_decode = 10 ms
+  pacer.record(0.010 + 0.0032, 8, 64);        // t_token = 50 us
+  EXPECT_EQ(pacer.prompt_budget(8, 1), 160);  // 0.8 * 10 ms / 50 us
+  EXPECT_EQ(pacer.prompt_budget(8, 0), 160);  // at least one share
+  EXPECT_EQ(pacer.prompt_budget(8, 2), 320);
+  EXPECT_EQ(pacer.prompt_budget(1, 3), 480);  // the share counts the prompts, not the rows
+  EXPECT_EQ(pacer.prompt_budget(8, 4), 512);  // the step budget still caps it
+  EXPECT_EQ(pacer.prompt_budget(0, 4), 512);
+  PrefillPacer fixed(512, 96, true);
+  fixed.record(0.010, 8, 0);
+  fixed.record(0.020, 8, 64);
+  EXPECT_EQ(fixed.prompt_budget(8, 4), 96);  // a fixed chunk stays fixed
+}
+
 TEST(PrefillPacer, AFixedChunkIsKeptWhileRequestsDecode) {
   PrefillPacer pacer(512, 96, true);
   pacer.record(0.010, 8, 0);
@@ -90,7 +106,9 @@ class TimedExecutor : public StepExecutor {
     int32_t other_rows = 0;   // rows of the other requests
     int32_t long_prompt = 0;  // prompt tokens of the long request
   };
-  TimedExecutor(uint64_t long_id, int32_t long_len) : long_id_(long_id), long_len_(long_len) {}
+  // Requests long_id .. long_id + n_long - 1 are the long prompts.
+  TimedExecutor(uint64_t long_id, int32_t n_long, int32_t long_len)
+      : long_id_(long_id), n_long_(n_long), long_len_(long_len) {}
   DeviceInfo info() const override { return fake_device_info(2048, 512); }
   void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
     Shape shape;
@@ -98,9 +116,10 @@ class TimedExecutor : public StepExecutor {
     for (size_t i = 0; i < plan.rows.size(); ++i) {
       const StepRow& row = plan.rows[i];
       fed += static_cast<int64_t>(row.tokens.size());
-      if (row.request_id == long_id_ && row.position < long_len_)
+      const bool is_long = row.request_id >= long_id_ && row.request_id < long_id_ + n_long_;
+      if (is_long && row.position < long_len_)
         shape.long_prompt += static_cast<int32_t>(row.tokens.size());
-      else if (row.request_id != long_id_)
+      else if (!is_long)
         ++shape.other_rows;
       if (row.sample) tokens[i] = 'x';
     }
@@ -115,6 +134,7 @@ class TimedExecutor : public StepExecutor {
 
  private:
   uint64_t long_id_;
+  int32_t n_long_;
   int32_t long_len_;
   mutable std::mutex mutex_;
   std::vector<Shape> shapes_;
@@ -126,11 +146,11 @@ struct LongPromptRun {
   int32_t chunk_metric = 0;  // SchedulerMetrics::prefill_chunk_tokens at the end
 };
 
-// Four streams start decoding; then a 1200-token prompt arrives (request 5).
-LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk) {
+// Four streams start decoding; then n_long 1200-token prompts arrive (requests 5, 6, ...).
+LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long = 1) {
   constexpr int32_t kLong = 1200;
   ByteTokenizer tokenizer;
-  auto executor = std::make_unique<TimedExecutor>(5, kLong);
+  auto executor = std::make_unique<TimedExecutor>(5, n_long, kLong);
   TimedExecutor* timed = executor.get();
   Device device(std::move(executor));
   SchedulerOptions options;
@@ -138,18 +158,18 @@ LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk) {
   options.prefill_chunk = prefill_chunk;
   Scheduler scheduler(device, tokenizer, options);
   std::vector<std::shared_ptr<RecordingSink>> sinks;
-  auto submit = [&](int32_t prompt, int32_t max_tokens) {
+  auto submit = [&](int32_t prompt, int32_t max_tokens, char fill) {
     auto sink = std::make_shared<RecordingSink>();
     GenerationRequest r;
-    r.prompt.assign(prompt, 'p');
+    r.prompt.assign(prompt, fill);  // distinct long prompts share no cached prefix
     r.max_tokens = max_tokens;
     r.sink = sink;
     EXPECT_TRUE(scheduler.submit(std::move(r)).accepted());
     sinks.push_back(sink);
   };
-  for (int i = 0; i < 4; ++i) submit(4, 80);
+  for (int i = 0; i < 4; ++i) submit(4, 80, 'p');
   for (int i = 0; i < 4; ++i) scheduler.run_once();  // prefilled, decoding
-  submit(kLong, 2);
+  for (int i = 0; i < n_long; ++i) submit(kLong, 2, static_cast<char>('a' + i));
   for (int i = 0; i < 100000 && !scheduler.drained(); ++i) scheduler.run_once();
   EXPECT_TRUE(scheduler.drained());
   LongPromptRun out{timed->shapes(), {}, scheduler.metrics().prefill_chunk_tokens};
@@ -157,19 +177,22 @@ LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk) {
   return out;
 }
 
+// The most prompt tokens of the long requests that one step carried beside other rows, and
+// how many steps carried any.
+int32_t largest_mixed(const LongPromptRun& run, int& chunks) {
+  int32_t largest = 0;
+  chunks = 0;
+  for (const TimedExecutor::Shape& s : run.shapes) {
+    chunks += s.long_prompt > 0;
+    if (s.long_prompt > 0 && s.other_rows > 0) largest = std::max(largest, s.long_prompt);
+  }
+  return largest;
+}
+
 TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNotChange) {
   const LongPromptRun paced = run_long_prompt(true, 0);
   const LongPromptRun fixed = run_long_prompt(false, 512);
   EXPECT_EQ(paced.texts, fixed.texts);
-  auto largest_mixed = [](const LongPromptRun& run, int& chunks) {
-    int32_t largest = 0;
-    chunks = 0;
-    for (const TimedExecutor::Shape& s : run.shapes) {
-      chunks += s.long_prompt > 0;
-      if (s.long_prompt > 0 && s.other_rows > 0) largest = std::max(largest, s.long_prompt);
-    }
-    return largest;
-  };
   int paced_chunks = 0, fixed_chunks = 0;
   // Fixed: the streams wait for a 508-token chunk (the step's 512 less their 4 rows; 3 +
   // 30 * 512 us = 18 ms, about six decode steps). Paced: 0.8 * 3.1 ms / 30 us = 83 tokens
@@ -184,6 +207,25 @@ TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNot
   EXPECT_EQ(fixed.chunk_metric, 512);  // /metrics' tandem_prefill_chunk_tokens
   EXPECT_GE(paced.chunk_metric, PrefillPacer::kMinChunk);
   EXPECT_LE(paced.chunk_metric, 256);
+}
+
+// Eight long prompts arriving together are eight requests waiting for their first token:
+// each adds a share, so their chunks beside the streams grow to the step's budget (0.8 * 8
+// * 3.1 ms / 30 us = 660 tokens, capped at 508) against a lone prompt's 83, where one share
+// fed the whole burst one small chunk at a time. (The bound leaves room for timing noise
+// and for t_token's average, which starts from the short prompts' dear tokens.)
+TEST(FairPrefill, ABurstOfPromptsTakesAShareForEachWaitingRequest) {
+  const LongPromptRun lone = run_long_prompt(true, 0);
+  const LongPromptRun burst = run_long_prompt(true, 0, 8);
+  const LongPromptRun fixed = run_long_prompt(false, 512, 8);
+  EXPECT_EQ(burst.texts, fixed.texts);
+  int lone_chunks = 0, burst_chunks = 0;
+  const int32_t lone_largest = largest_mixed(lone, lone_chunks);
+  const int32_t burst_largest = largest_mixed(burst, burst_chunks);
+  std::cout << "  largest chunk beside decode rows: lone prompt " << lone_largest
+            << ", burst of eight " << burst_largest << "\n";
+  EXPECT_GE(lone_largest, PrefillPacer::kMinChunk);
+  EXPECT_GE(burst_largest, 3 * lone_largest);
 }
 
 }  // namespace
