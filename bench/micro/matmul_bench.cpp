@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runner/kernels/kernels.h"
+#include "runner/kernels/quantize_q8.h"
 #include "runner/util/float16.h"
 
 namespace {
@@ -279,6 +280,32 @@ BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_XS)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ8_0)->Apply(quant_args);
 
 // Packing cost at load: GB/s of source weights repacked (one thread).
+// A batch's activations quantized for the integer path, with the lane layout the batch
+// kernels read (what each quantized matmul of a 32-row step does first), on one thread:
+// rows x n_in values to Q8_0 blocks (legacy weights) or Q8_K (K-quants).
+void BM_QuantizeActivations(benchmark::State& state) {
+  namespace d = tandem::kernels::detail;
+  const int64_t rows = state.range(0), n_in = state.range(1);
+  const auto format = state.range(2) != 0 ? d::ActFormat::kQ8_K : d::ActFormat::kQ8_0;
+  std::vector<float> x(rows * n_in);
+  Xorshift rng;
+  for (auto& v : x) v = rng.next();
+  d::QuantizedActivations out;
+  for (auto _ : state) {
+    d::quantize_rows(format, x.data(), rows, n_in, out, 1);
+    benchmark::ClobberMemory();
+  }
+  state.counters["ns/block"] = benchmark::Counter(
+      static_cast<double>(rows * (n_in / d::act_block(format))) * state.iterations() * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_QuantizeActivations)
+    ->ArgNames({"M", "n_in", "q8_k"})
+    ->Args({32, 576, 0})
+    ->Args({32, 1536, 0})
+    ->Args({32, 1536, 1})
+    ->Unit(benchmark::kMicrosecond);
+
 template <TensorType kType>
 void BM_Pack(benchmark::State& state) {
   const int64_t n_out = 3072, n_in = 576;

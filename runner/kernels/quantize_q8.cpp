@@ -123,36 +123,17 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, int64_t fold,
 
 }  // namespace
 
-void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
+void block_to_lanes(ActFormat format, int64_t m, int64_t b, const int8_t* q, const BlockScales& sc,
+                    QuantizedActivations& out) {
   const ActRows& v = out.view;
   const int block = act_block(format);
-  const int8_t* q = v.q + (m * (v.n_in / block) + b) * block;
   for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane) {
     uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + lane) * 4;
     for (int s = 0; s < block / 4; ++s) {
       for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i]);
     }
   }
-  lane_block_values(format, m, b, out);
-}
-
-void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out) {
-  const ActRows& v = out.view;
-  const int64_t lanes = v.lanes, at = m * (v.n_in / act_block(format)) + b;
-  for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane) {
-    out.lane_d[b * lanes + lane] = v.d[at];
-    if (format == ActFormat::kQ8_K) {
-      for (int t = 0; t < 8; ++t) {
-        // |sum of 16 quants| <= 16 * 127: an int16 holds it.
-        int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + lane) * 2;
-        pair[0] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t]);
-        pair[1] = static_cast<int16_t>(v.bsums[at * 16 + 2 * t + 1]);
-      }
-      continue;
-    }
-    out.lane_qsum[b * lanes + lane] = v.qsum[at];
-    if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + lane] = v.s[at];
-  }
+  lane_block_values(format, m, b, sc, out);
 }
 
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
@@ -198,8 +179,22 @@ void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, i
                               QuantizedActivations& out) {
   const int block = act_block(format);
   const int64_t n_blocks = out.view.n_in / block;
-  for (int64_t u = begin; u < end; ++u) {
-    const int64_t b = block_of_unit(out.view, u, n_blocks);
+  if (out.view.lanes != 0) {  // the lane layout alone (quantize_rows)
+    alignas(64) int8_t q[256];
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t b = block_of_unit(out.view, u, n_blocks);
+      BlockScales sc;
+      if (format == ActFormat::kQ8_K) {
+        q8_k_block(x + b * block, q, &sc.d, sc.bsums);
+      } else {
+        q8_legacy_block(x + b * block, q, &sc.d, format == ActFormat::kQ8_1 ? &sc.s : nullptr,
+                        &sc.qsum);
+      }
+      block_to_lanes(format, b / n_blocks, b % n_blocks, q, sc, out);
+    }
+    return;
+  }
+  for (int64_t b = begin; b < end; ++b) {
     const float* xb = x + b * block;
     int8_t* qb = out.q.data() + b * block;
     if (format == ActFormat::kQ8_K) {
@@ -208,7 +203,6 @@ void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, i
       q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
                       &out.qsum[b]);
     }
-    if (out.view.lanes != 0) block_to_lanes(format, b / n_blocks, b % n_blocks, out);
   }
 }
 

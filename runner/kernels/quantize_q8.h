@@ -26,18 +26,17 @@ struct ActRows {
   const float* s = nullptr;        // Q8_1: per block of 32, d * sum(q) rounded to F16
   const int32_t* bsums = nullptr;  // Q8_K: per 16 values, sum(q)
   const int32_t* qsum = nullptr;   // Q8_0/Q8_1: per block of 32, sum(q) (exact)
-  // The same rows again, laid out across rows for the batch kernels (quant_lanes.h),
-  // where `lanes` is non-zero: the rows padded to `lanes` (a multiple of 16), one row per
-  // 32-bit lane. Row m's values k..k+3 (k a multiple of 4) are the bytes
-  // lane_q[(k / 4 * lanes + m) * 4 ...] (int8 q's bytes); a block's per-row values are
-  // at [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of
-  // groups 2t and 2t + 1 are the int16 pair lane_bsum_pairs[((block * 8 + t) * lanes + m) * 2].
-  // Padding rows hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one
-  // cache line.
-  // Small batches may be folded: each row then fills `fold` adjacent lanes (1, 2 or 4), row m
-  // in lanes m * fold .. m * fold + fold - 1 (m * fold where the above says m), so that one
-  // vector holds 16 / fold rows against `fold` weight rows. Only AVX-512 VNNI's lane form
-  // reads folded layouts (avx512/quant_matmul.cpp), so kernels.cpp folds only for it.
+  // The same rows laid out across rows for the batch kernels (quant_lanes.h) instead,
+  // where `lanes` is non-zero (the arrays above are then not written): the rows padded to `lanes`
+  // (a multiple of 16), one row per 32-bit lane. Row m's values k..k+3 (k a multiple of 4) are the
+  // bytes lane_q[(k / 4 * lanes + m) * 4 ...] (int8 q's bytes); a block's per-row values are at
+  // [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of groups 2t
+  // and 2t + 1 are the int16 pair lane_bsum_pairs[((block * 8 + t) * lanes + m) * 2]. Padding rows
+  // hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one cache line. Small batches
+  // may be folded: each row then fills `fold` adjacent lanes (1, 2 or 4), row m in lanes m * fold
+  // .. m * fold + fold - 1 (m * fold where the above says m), so that one vector holds 16 / fold
+  // rows against `fold` weight rows. Only AVX-512 VNNI's lane form reads folded layouts
+  // (avx512/quant_matmul.cpp), so kernels.cpp folds only for it.
   int64_t lanes = 0;
   int64_t fold = 1;
   const uint8_t* lane_q = nullptr;
@@ -60,8 +59,11 @@ struct QuantizedActivations {
   ActRows view;
 };
 
-// Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), with
-// the lane layout too where lane_fold is non-zero (ActRows::fold: 1, 2 or 4).
+// Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), into
+// the row-major arrays, or, where lane_fold is non-zero (ActRows::fold: 1, 2 or 4), into
+// the lane layout: the batch kernels read only that, so the row-major q, d, s, bsums and
+// qsum are then left as they were (not written: a 32-row step's preparation cost 4x
+// more with them, docs/performance.md 2026-11-29).
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
                    QuantizedActivations& out, int lane_fold = 0);
 // The same in two parts, so that threads can share the work: prepare_rows sizes the
@@ -80,12 +82,39 @@ inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row
   return u % v.n_rows * blocks_per_row + u / v.n_rows;
 }
 
-// Block b of row m's scale and sums (already quantized) into the lane layout: everything
-// of the block there but its values, which each quantizer writes its own way.
-void lane_block_values(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
-// Block b of row m (already quantized) into the lane layout, values included, by scalar
-// code: the portable and AVX2 quantizers' copy (the lane forms read it).
-void block_to_lanes(ActFormat format, int64_t m, int64_t b, QuantizedActivations& out);
+// One quantized block's scale and sums, as the row-major arrays hold them.
+struct BlockScales {
+  float d = 0.f;
+  float s = 0.f;        // Q8_1
+  int32_t qsum = 0;     // Q8_0, Q8_1
+  int32_t bsums[16]{};  // Q8_K
+};
+
+// Block b of row m's scale and sums into the lane layout (in each of the row's `fold`
+// lanes): everything of the block there but its values, which each quantizer writes its
+// own way. Inline: the quantizers call it once a block.
+inline void lane_block_values(ActFormat format, int64_t m, int64_t b, const BlockScales& sc,
+                              QuantizedActivations& out) {
+  const int64_t lanes = out.view.lanes, fold = out.view.fold;
+  for (int64_t lane = m * fold; lane < (m + 1) * fold; ++lane) {
+    out.lane_d[b * lanes + lane] = sc.d;
+    if (format == ActFormat::kQ8_K) {
+      for (int t = 0; t < 8; ++t) {
+        // |sum of 16 quants| <= 16 * 127: an int16 holds it.
+        int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + lane) * 2;
+        pair[0] = static_cast<int16_t>(sc.bsums[2 * t]);
+        pair[1] = static_cast<int16_t>(sc.bsums[2 * t + 1]);
+      }
+      continue;
+    }
+    out.lane_qsum[b * lanes + lane] = sc.qsum;
+    if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + lane] = sc.s;
+  }
+}
+// Block b of row m, its values q and its scales sc, into the lane layout by scalar code:
+// the portable and AVX2 quantizers' copy (the lane forms read it).
+void block_to_lanes(ActFormat format, int64_t m, int64_t b, const int8_t* q, const BlockScales& sc,
+                    QuantizedActivations& out);
 
 // quantize_blocks' portable form, whatever the ISA: the reference the vector quantizers are
 // tested against.
