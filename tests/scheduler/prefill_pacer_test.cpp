@@ -147,7 +147,8 @@ struct LongPromptRun {
 };
 
 // Four streams start decoding; then n_long 1200-token prompts arrive (requests 5, 6, ...).
-LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long = 1) {
+LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long = 1,
+                              int32_t max_batch = 64) {
   constexpr int32_t kLong = 1200;
   ByteTokenizer tokenizer;
   auto executor = std::make_unique<TimedExecutor>(5, n_long, kLong);
@@ -156,6 +157,7 @@ LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long 
   SchedulerOptions options;
   options.paced_prefill = paced;
   options.prefill_chunk = prefill_chunk;
+  options.max_batch = max_batch;
   Scheduler scheduler(device, tokenizer, options);
   std::vector<std::shared_ptr<RecordingSink>> sinks;
   auto submit = [&](int32_t prompt, int32_t max_tokens, char fill) {
@@ -226,6 +228,21 @@ TEST(FairPrefill, ABurstOfPromptsTakesAShareForEachWaitingRequest) {
             << ", burst of eight " << burst_largest << "\n";
   EXPECT_GE(lone_largest, PrefillPacer::kMinChunk);
   EXPECT_GE(burst_largest, 3 * lone_largest);
+}
+
+// Requests queued for admission wait for their first token too: with room for one prompt
+// beside the four streams (--max-batch 5), the burst's other seven wait in the queue, and
+// the prompt being prefilled still takes their shares.
+TEST(FairPrefill, QueuedRequestsCountAmongThoseWaiting) {
+  const LongPromptRun lone = run_long_prompt(true, 0, 1, 5);
+  const LongPromptRun queued = run_long_prompt(true, 0, 8, 5);
+  int lone_chunks = 0, queued_chunks = 0;
+  const int32_t lone_largest = largest_mixed(lone, lone_chunks);
+  const int32_t queued_largest = largest_mixed(queued, queued_chunks);
+  std::cout << "  largest chunk beside decode rows, one prompt admitted at a time: lone "
+            << lone_largest << ", seven more queued " << queued_largest << "\n";
+  EXPECT_GE(lone_largest, PrefillPacer::kMinChunk);
+  EXPECT_GE(queued_largest, 3 * lone_largest);
 }
 
 }  // namespace
