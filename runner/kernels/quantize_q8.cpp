@@ -177,33 +177,11 @@ void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t en
 
 void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,
                               QuantizedActivations& out) {
-  const int block = act_block(format);
-  const int64_t n_blocks = out.view.n_in / block;
-  if (out.view.lanes != 0) {  // the lane layout alone (quantize_rows)
-    alignas(64) int8_t q[256];
-    for (int64_t u = begin; u < end; ++u) {
-      const int64_t b = block_of_unit(out.view, u, n_blocks);
-      BlockScales sc;
-      if (format == ActFormat::kQ8_K) {
-        q8_k_block(x + b * block, q, &sc.d, sc.bsums);
-      } else {
-        q8_legacy_block(x + b * block, q, &sc.d, format == ActFormat::kQ8_1 ? &sc.s : nullptr,
-                        &sc.qsum);
-      }
-      block_to_lanes(format, b / n_blocks, b % n_blocks, q, sc, out);
-    }
-    return;
-  }
-  for (int64_t b = begin; b < end; ++b) {
-    const float* xb = x + b * block;
-    int8_t* qb = out.q.data() + b * block;
-    if (format == ActFormat::kQ8_K) {
-      q8_k_block(xb, qb, &out.d[b], &out.bsums[b * 16]);
-    } else {
-      q8_legacy_block(xb, qb, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
-                      &out.qsum[b]);
-    }
-  }
+  quantize_units<&q8_legacy_block, &q8_k_block>(
+      format, x, begin, end, out,
+      [&](int64_t m, int64_t b, const int8_t* q, const BlockScales& sc) {
+        block_to_lanes(format, m, b, q, sc, out);
+      });
 }
 
 }  // namespace tandem::kernels::detail

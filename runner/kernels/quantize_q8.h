@@ -116,6 +116,45 @@ inline void lane_block_values(ActFormat format, int64_t m, int64_t b, const Bloc
 void block_to_lanes(ActFormat format, int64_t m, int64_t b, const int8_t* q, const BlockScales& sc,
                     QuantizedActivations& out);
 
+// quantize_blocks' loop, shared by its portable and vector forms, which supply their own
+// block quantizers: legacy(x, q, d, s, qsum) as Q8_0/Q8_1 (s null for Q8_0) and k(x, q, d,
+// bsums) as Q8_K, and spread(m, b, q, sc), which puts row m's block b (values q, scales
+// sc) into the lane layout. With the lane layout each block goes through a scratch block
+// and spread alone (quantize_rows); otherwise straight into the row-major arrays. Each
+// caller passes functions and a lambda of its own translation unit (internal linkage), so
+// every instantiation is that unit's, compiled with its ISA's flags, as tile_loop.h
+// requires of shared templates.
+template <auto legacy, auto k, class Spread>
+inline void quantize_units(ActFormat format, const float* x, int64_t begin, int64_t end,
+                           QuantizedActivations& out, Spread&& spread) {
+  const ActRows& v = out.view;
+  const int block = act_block(format);
+  const int64_t n_blocks = v.n_in / block;
+  if (v.lanes != 0) {
+    alignas(64) int8_t q[256];
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t b = block_of_unit(v, u, n_blocks);
+      BlockScales sc;
+      if (format == ActFormat::kQ8_K) {
+        k(x + b * block, q, &sc.d, sc.bsums);
+      } else {
+        legacy(x + b * block, q, &sc.d, format == ActFormat::kQ8_1 ? &sc.s : nullptr, &sc.qsum);
+      }
+      spread(b / n_blocks, b % n_blocks, q, sc);
+    }
+    return;
+  }
+  for (int64_t b = begin; b < end; ++b) {
+    int8_t* q = out.q.data() + b * block;
+    if (format == ActFormat::kQ8_K) {
+      k(x + b * block, q, &out.d[b], &out.bsums[b * 16]);
+    } else {
+      legacy(x + b * block, q, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
+             &out.qsum[b]);
+    }
+  }
+}
+
 // quantize_blocks' portable form, whatever the ISA: the reference the vector quantizers are
 // tested against.
 void quantize_blocks_portable(ActFormat format, const float* x, int64_t begin, int64_t end,

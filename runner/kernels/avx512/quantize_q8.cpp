@@ -108,52 +108,27 @@ TANDEM_Q8_INLINE void q8_k_block(const float* x, int8_t* q, float* d_out, int32_
   *d_out = 1.f / iscale;
 }
 
-// Where the batch kernels read the lane layout, it alone is written: each block is
-// quantized into a scratch block and registers, then spread across its row's lanes. Writing
-// the row-major arrays as well cost most of the time: their blocks lie a row apart, in
-// lines the other thread wrote last time (which thread takes which chunk changes from call
-// to call), so nearly every block paid for lines fetched from the other core, and an
-// out-of-line call with a 64-bit division per block copied the scales over; a 32-row Q5_0
-// step spent 31% of its tasks' time preparing activations, 240 TSC cycles a block against
-// 58 now (docs/performance.md, 2026-11-29).
-void quantize_to_lanes(ActFormat format, const float* x, int64_t begin, int64_t end,
-                       QuantizedActivations& out) {
-  const ActRows& v = out.view;
-  const int block = act_block(format);
-  const int64_t n_blocks = v.n_in / block, lanes = v.lanes;
-  alignas(64) int8_t q[256];
-  for (int64_t u = begin; u < end; ++u) {
-    const int64_t b = block_of_unit(v, u, n_blocks);
-    const int64_t m = b / n_blocks, in_row = b % n_blocks;
-    BlockScales sc;
-    if (format == ActFormat::kQ8_K) {
-      q8_k_block(x + b * block, q, &sc.d, sc.bsums);
-    } else {
-      q8_legacy_block(x + b * block, q, &sc.d, format == ActFormat::kQ8_1 ? &sc.s : nullptr,
-                      &sc.qsum);
-    }
-    for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane)
-      bytes_to_lanes(q, block, out.lane_q, lanes, lane, in_row * block);
-    lane_block_values(format, m, in_row, sc, out);
-  }
-}
-
 }  // namespace
 
 void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                             QuantizedActivations& out) {
+  // Where the batch kernels read the lane layout, it alone is written: each block is
+  // quantized into a scratch block and registers, then spread across its row's lanes. Writing
+  // the row-major arrays as well cost most of the time: their blocks lie a row apart, in
+  // lines the other thread wrote last time (which thread takes which chunk changes from call
+  // to call), so nearly every block paid for lines fetched from the other core, and an
+  // out-of-line call with a 64-bit division per block copied the scales over; a 32-row Q5_0
+  // step spent 31% of its tasks' time preparing activations, 240 TSC cycles a block against
+  // 58 now (docs/performance.md, 2026-11-29).
   const ActRows& v = out.view;
   const int block = act_block(format);
-  if (v.lanes != 0) return quantize_to_lanes(format, x, begin, end, out);
-  for (int64_t b = begin; b < end; ++b) {
-    int8_t* q = out.q.data() + b * block;
-    if (format == ActFormat::kQ8_K) {
-      q8_k_block(x + b * block, q, &out.d[b], &out.bsums[b * 16]);
-    } else {
-      q8_legacy_block(x + b * block, q, &out.d[b], format == ActFormat::kQ8_1 ? &out.s[b] : nullptr,
-                      &out.qsum[b]);
-    }
-  }
+  quantize_units<&q8_legacy_block, &q8_k_block>(
+      format, x, begin, end, out,
+      [&](int64_t m, int64_t b, const int8_t* q, const BlockScales& sc) {
+        for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane)
+          bytes_to_lanes(q, block, out.lane_q, v.lanes, lane, b * block);
+        lane_block_values(format, m, b, sc, out);
+      });
 }
 
 }  // namespace tandem::kernels::detail
