@@ -118,7 +118,7 @@ void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int
   // lines the other thread wrote last time (which thread takes which chunk changes from call
   // to call), so nearly every block paid for lines fetched from the other core, and an
   // out-of-line call with a 64-bit division per block copied the scales over; a 32-row Q5_0
-  // step spent 31% of its tasks' time preparing activations, 240 TSC cycles a block against
+  // step spent 31% of its tasks' time preparing activations, 255 TSC cycles a block against
   // 58 now (docs/performance.md, 2026-11-29).
   const ActRows& v = out.view;
   const int block = act_block(format);
