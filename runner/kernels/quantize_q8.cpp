@@ -144,6 +144,11 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
 
 void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
                   int lane_fold) {
+  out.view = ActRows{};
+  out.view.format = format;
+  out.view.n_in = n_in;
+  out.view.n_rows = n_rows;
+  if (lane_fold != 0) return prepare_lanes(format, n_rows, n_in, lane_fold, out);
   const int block = act_block(format);
   const int64_t n_blocks = n_in / block;
   const size_t values = static_cast<size_t>(n_rows * n_in);
@@ -156,16 +161,11 @@ void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActiv
   if (format != ActFormat::kQ8_K && out.qsum.size() < static_cast<size_t>(n_rows * n_blocks)) {
     out.qsum.resize(n_rows * n_blocks);
   }
-  out.view = ActRows{};
-  out.view.format = format;
-  out.view.n_in = n_in;
-  out.view.n_rows = n_rows;
   out.view.q = out.q.data();
   out.view.d = out.d.data();
   out.view.s = format == ActFormat::kQ8_1 ? out.s.data() : nullptr;
   out.view.bsums = format == ActFormat::kQ8_K ? out.bsums.data() : nullptr;
   out.view.qsum = format != ActFormat::kQ8_K ? out.qsum.data() : nullptr;
-  if (lane_fold != 0) prepare_lanes(format, n_rows, n_in, lane_fold, out);
 }
 
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,

@@ -27,7 +27,7 @@ struct ActRows {
   const int32_t* bsums = nullptr;  // Q8_K: per 16 values, sum(q)
   const int32_t* qsum = nullptr;   // Q8_0/Q8_1: per block of 32, sum(q) (exact)
   // The same rows laid out across rows for the batch kernels (quant_lanes.h) instead,
-  // where `lanes` is non-zero (the arrays above are then not written): the rows padded to `lanes`
+  // where `lanes` is non-zero (the pointers above are then null): the rows padded to `lanes`
   // (a multiple of 16), one row per 32-bit lane. Row m's values k..k+3 (k a multiple of 4) are the
   // bytes lane_q[(k / 4 * lanes + m) * 4 ...] (int8 q's bytes); a block's per-row values are at
   // [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of groups 2t
@@ -62,25 +62,20 @@ struct QuantizedActivations {
 // Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), into
 // the row-major arrays, or, where lane_fold is non-zero (ActRows::fold: 1, 2 or 4), into
 // the lane layout: the batch kernels read only that, so the row-major q, d, s, bsums and
-// qsum are then left as they were (not written: a 32-row step's preparation cost 4x
-// more with them, docs/performance.md 2026-11-29).
+// qsum are then neither sized nor written, and the view's pointers to them are null (a
+// 32-row step's preparation cost 4x more with them, docs/performance.md 2026-11-29).
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
                    QuantizedActivations& out, int lane_fold = 0);
 // The same in two parts, so that threads can share the work: prepare_rows sizes the
 // storage and sets the view; quantize_blocks then quantizes units [begin, end) of the
 // n_rows * n_in / act_block(format) blocks of x, each independent of the others. Unit u is
 // block u in row order, or, where the lane layout is kept, block u / n_rows of row
-// u % n_rows (block_of_unit): units in order then fill the lane layout a cache line after
-// another, so that threads sharing them out write different lines.
+// u % n_rows: units in order then fill the lane layout a cache line after another, so that
+// threads sharing them out write different lines.
 void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
                   int lane_fold = 0);
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                      QuantizedActivations& out);
-
-inline int64_t block_of_unit(const ActRows& v, int64_t u, int64_t blocks_per_row) {
-  if (v.lanes == 0) return u;
-  return u % v.n_rows * blocks_per_row + u / v.n_rows;
-}
 
 // One quantized block's scale and sums, as the row-major arrays hold them.
 struct BlockScales {
@@ -133,14 +128,15 @@ inline void quantize_units(ActFormat format, const float* x, int64_t begin, int6
   if (v.lanes != 0) {
     alignas(64) int8_t q[256];
     for (int64_t u = begin; u < end; ++u) {
-      const int64_t b = block_of_unit(v, u, n_blocks);
+      const int64_t m = u % v.n_rows, b = u / v.n_rows;  // row m's block b (prepare_rows)
+      const float* xb = x + (m * n_blocks + b) * block;
       BlockScales sc;
       if (format == ActFormat::kQ8_K) {
-        k(x + b * block, q, &sc.d, sc.bsums);
+        k(xb, q, &sc.d, sc.bsums);
       } else {
-        legacy(x + b * block, q, &sc.d, format == ActFormat::kQ8_1 ? &sc.s : nullptr, &sc.qsum);
+        legacy(xb, q, &sc.d, format == ActFormat::kQ8_1 ? &sc.s : nullptr, &sc.qsum);
       }
-      spread(b / n_blocks, b % n_blocks, q, sc);
+      spread(m, b, q, sc);
     }
     return;
   }
