@@ -279,7 +279,6 @@ BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_NL)->Apply(legacy_quant_args
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kIQ4_XS)->Apply(quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ8_0)->Apply(quant_args);
 
-// Packing cost at load: GB/s of source weights repacked (one thread).
 // A batch's activations quantized for the integer path, with the lane layout the batch
 // kernels read (what each quantized matmul of a 32-row step does first), on one thread:
 // rows x n_in values to Q8_0 blocks (legacy weights) or Q8_K (K-quants).
@@ -306,6 +305,7 @@ BENCHMARK(BM_QuantizeActivations)
     ->Args({32, 1536, 1})
     ->Unit(benchmark::kMicrosecond);
 
+// Packing cost at load: GB/s of source weights repacked (one thread).
 template <TensorType kType>
 void BM_Pack(benchmark::State& state) {
   const int64_t n_out = 3072, n_in = 576;
