@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runner/kernels/kernels.h"
 #include "runner/util/float16.h"
@@ -97,11 +98,34 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
 }
 
 void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
-  encode(k, slot_ptr(layer, block, 0, slot));
   encode(v, slot_ptr(layer, block, 1, slot));
+  if (!k_transposed()) {
+    encode(k, slot_ptr(layer, block, 0, slot));
+    return;
+  }
+  // Encoded as a vector, then each element to its place in the block's rows.
+  thread_local std::vector<uint8_t> vector;
+  vector.resize(vector_bytes_);
+  encode(k, vector.data());
+  const size_t es = element_bytes(), row = k_row_bytes();
+  uint8_t* out = slot_ptr(layer, block, 0, 0) + static_cast<size_t>(slot) * es;
+  for (int32_t i = 0; i < kv_dim_; ++i) std::memcpy(out + i * row, vector.data() + i * es, es);
+}
+
+void KvCache::read_k(int32_t layer, int32_t block, int32_t slot, float* out) const {
+  if (!k_transposed()) {
+    kernels::dequantize_row(kv_tensor_type(type_), slot_ptr(layer, block, 0, slot), out, kv_dim_);
+    return;
+  }
+  const size_t es = element_bytes(), row = k_row_bytes();
+  const uint8_t* in = slot_ptr(layer, block, 0, 0) + static_cast<size_t>(slot) * es;
+  for (int32_t i = 0; i < kv_dim_; ++i)
+    kernels::dequantize_row(kv_tensor_type(type_), in + i * row, out + i, 1);
 }
 
 // A block's K slots (and its V slots) are one contiguous run per layer, so each is one copy.
+// A transposed K block is copied whole: its slots from `slots` on are not yet written in
+// `to`'s request, which writes them before it reads them as keys.
 void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (slots <= 0 || from == to) return;
   if (from < 0 || from >= n_blocks_ || to < 0 || to >= n_blocks_ || slots > block_size_) {
@@ -112,8 +136,9 @@ void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (has_local_group()) throw std::logic_error("KvCache::copy_slots: a local group");
   for (int32_t layer = 0; layer < n_layer_; ++layer) {
     for (int32_t which = 0; which < 2; ++which) {
+      const int32_t n = which == 0 && k_transposed() ? block_size_ : slots;
       std::memcpy(slot_ptr(layer, to, which, 0), slot_ptr(layer, from, which, 0),
-                  static_cast<size_t>(slots) * vector_bytes_);
+                  static_cast<size_t>(n) * vector_bytes_);
     }
   }
 }

@@ -63,13 +63,28 @@ class KvCache {
   // Bytes between consecutive slots of one block: a K (or V) vector.
   size_t slot_stride() const { return vector_bytes_; }
 
-  // The stored K (or V) vector of one token slot of one layer.
+  // Whether a block's K vectors are stored transposed (F32, F16 and BF16; not Q8_0, whose
+  // values come in blocks of 32 along a vector): element i of slot s at element
+  // i * block_size() + s of the block's K, so the keys' element i lie side by side and
+  // attention scores a block's keys one per vector lane, with no horizontal sums
+  // (kernels::dot_keys). V is always stored as vectors, one slot after another.
+  bool k_transposed() const { return type_ != KvType::kQ8_0; }
+  // A block's K of one layer: transposed as above, or (Q8_0) the slots' vectors in turn.
+  const uint8_t* k_block(int32_t layer, int32_t block) const {
+    return slot_ptr(layer, block, 0, 0);
+  }
+  // Bytes between a key's element i and i + 1 in a transposed K block.
+  size_t k_row_bytes() const { return static_cast<size_t>(block_size_) * element_bytes(); }
+  // The stored K vector of one token slot of one layer; only where !k_transposed().
   const uint8_t* k(int32_t layer, int32_t block, int32_t slot) const {
     return slot_ptr(layer, block, 0, slot);
   }
+  // The stored V vector of one token slot of one layer.
   const uint8_t* v(int32_t layer, int32_t block, int32_t slot) const {
     return slot_ptr(layer, block, 1, slot);
   }
+  // The K vector of a slot widened to kv_dim floats, whatever the layout (tests, tools).
+  void read_k(int32_t layer, int32_t block, int32_t slot, float* out) const;
   // Converts kv_dim floats of k and of v into the stored type, into one slot.
   void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
 
@@ -92,12 +107,15 @@ class KvCache {
 
  private:
   // Layout of each group: [layer of the group][block][K|V][slot][kv_dim elements], so one
-  // head's keys for consecutive positions of a block sit one vector apart in one run.
+  // head's values for consecutive positions of a block sit one vector apart in one run
+  // (and its keys too where K is not transposed; transposed, the same bytes hold
+  // [kv_dim elements][slot]).
   uint8_t* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) const {
     return layers_[layer].base +
            ((static_cast<size_t>(block) * 2 + which) * block_size_ + slot) * vector_bytes_;
   }
   void encode(const float* x, uint8_t* out) const;
+  size_t element_bytes() const { return type_ == KvType::kF32 ? 4 : 2; }  // not for Q8_0
 
   struct LayerPlace {
     uint8_t* base = nullptr;  // the layer's first block in its group

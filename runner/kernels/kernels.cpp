@@ -640,6 +640,15 @@ void dot_rows_multi(gguf::TensorType type, const float* q, int64_t q_stride, int
       q, q_stride, n_q, static_cast<const uint8_t*>(k), stride, count, n, out, out_stride);
 }
 
+void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void* kt, int64_t block,
+              int64_t keys, int64_t n, float* const* out) {
+  const detail::KvDotKeys f = active_kernels().kv_dot_keys[kv_elements(type)];
+  if (f == nullptr)
+    throw std::invalid_argument(std::string("attention: no transposed keys of type ") +
+                                gguf::type_name(type));
+  f(q, n_q, static_cast<const uint8_t*>(kt), block, keys, n, out);
+}
+
 void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, int n_q,
                      const void* v, int64_t stride, int64_t count, int64_t n, float* y,
                      int64_t y_stride) {

@@ -113,6 +113,14 @@ void dot_rows_multi(gguf::TensorType type, const float* q, int64_t q_stride, int
 void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, int n_q,
                      const void* v, int64_t stride, int64_t count, int64_t n, float* y,
                      int64_t y_stride);
+// Scores against a block of keys stored transposed (KvCache::k_transposed; F32, F16 or
+// BF16): element i of key j at kt + (i * block + j) elements. out[a][j] = dot(q[a], key j)
+// over n elements for j < keys and a < n_q, each computed in its own lane as four FMA
+// chains over i = p mod 4, then (c0 + c1) + (c2 + c3) (runner/kernels/key_dots.h): the
+// same bits whatever n_q, keys or ISA. Reads whole vectors of keys up to the block's end
+// (keys past `keys` are read, never stored).
+void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void* kt, int64_t block,
+              int64_t keys, int64_t n, float* const* out);
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

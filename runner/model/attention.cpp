@@ -64,18 +64,24 @@ void fold_block(SoftmaxStates& st, int32_t first, float* scores, int32_t bs, int
 // Asks for a block's K and V of heads first_head .. + n_heads - 1 a block ahead of use: a
 // row's blocks may lie anywhere in the pool, and a block's lines are read in head order, a
 // few of each slot at a time, which the hardware prefetchers do not follow far enough
-// (BM_DecodeAtContext1024 f16 KV, docs/performance.md).
+// (BM_DecodeAtContext1024 f16 KV, docs/performance.md). A transposed K block holds the
+// heads' keys as one run of rows.
 void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_head,
                                  int32_t n_heads) const {
   const int32_t group = cfg_.n_head / cfg_.n_head_kv;
   const int64_t first_kv = first_head / group, last_kv = (first_head + n_heads - 1) / group;
   const size_t begin = kv_element_offset(kv_.type(), first_kv * cfg_.head_dim);
   const size_t end = kv_element_offset(kv_.type(), (last_kv + 1) * cfg_.head_dim);
-  for (int32_t slot = 0; slot < kv_.block_size(); ++slot) {
-    const uint8_t* k = kv_.k(layer, block, slot);
-    const uint8_t* v = kv_.v(layer, block, slot);
-    for (size_t b = begin & ~size_t{63}; b < end; b += 64) {
+  if (kv_.k_transposed()) {
+    const uint8_t* k = kv_.k_block(layer, block);
+    for (size_t b = (begin * kv_.block_size()) & ~size_t{63}; b < end * kv_.block_size(); b += 64)
       __builtin_prefetch(k + b);
+  }
+  for (int32_t slot = 0; slot < kv_.block_size(); ++slot) {
+    const uint8_t* v = kv_.v(layer, block, slot);
+    const uint8_t* k = kv_.k_transposed() ? nullptr : kv_.k(layer, block, slot);
+    for (size_t b = begin & ~size_t{63}; b < end; b += 64) {
+      if (k != nullptr) __builtin_prefetch(k + b);
       __builtin_prefetch(v + b);
     }
   }
@@ -127,13 +133,75 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
   });
 }
 
+// One cache block as a tile's queries see it: query i takes keys [from[i], to[i]) of the
+// context (none where from[i] >= to[i]), all within [start, end).
+struct ForwardPass::TileBlock {
+  int32_t layer, block, start, end;
+  int64_t first_token;
+  int32_t n_queries, first_head, n_heads;
+  const int32_t* from;
+  const int32_t* to;
+};
+
+// Each query's scores for the block, [query][head][slot] (bs slots a head), at the slots of
+// its keys. Transposed keys: slots [0, end - start) for every query of the tile that has
+// keys here, in one dot_keys call per KV head (the keys read and widened once for the
+// tile's queries and the query heads sharing the KV head). Q8_0 keys: each query's own
+// slots, by the grouped row kernel. Either way a query's scores are the same bits
+// whichever queries share the call (kernels.h).
+void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
+  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
+  const int32_t per_kv = std::min(b.n_heads, group);
+  const int64_t qkv_width = cfg_.q_dim() + 2 * cfg_.kv_dim();
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  auto query = [&](int32_t i, int32_t h) {
+    return &qkv_[(b.first_token + i) * qkv_width + static_cast<int64_t>(b.first_head + h) * hd];
+  };
+  auto out = [&](int32_t i, int32_t h) {
+    return scores + (static_cast<int64_t>(i) * b.n_heads + h) * bs;
+  };
+  if (!kv_.k_transposed()) {
+    const int64_t stride = static_cast<int64_t>(kv_.slot_stride());
+    for (int32_t i = 0; i < b.n_queries; ++i) {
+      if (b.from[i] >= b.to[i]) continue;
+      const int32_t slot = b.from[i] - b.start;
+      for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
+        const size_t kv_off =
+            kv_element_offset(kv_.type(), static_cast<int64_t>((b.first_head + h0) / group) * hd);
+        kernels::dot_rows_multi(type, query(i, h0), hd, per_kv,
+                                kv_.k(b.layer, b.block, slot) + kv_off, stride, b.to[i] - b.from[i],
+                                hd, out(i, h0) + slot, bs);
+      }
+    }
+    return;
+  }
+  thread_local std::vector<const float*> qs;
+  thread_local std::vector<float*> outs;
+  for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
+    qs.clear();
+    outs.clear();
+    for (int32_t i = 0; i < b.n_queries; ++i) {
+      if (b.from[i] >= b.to[i]) continue;
+      for (int32_t h = h0; h < h0 + per_kv; ++h) {
+        qs.push_back(query(i, h));
+        outs.push_back(out(i, h));
+      }
+    }
+    const int64_t first_row = static_cast<int64_t>((b.first_head + h0) / group) * hd;
+    const uint8_t* kt =
+        kv_.k_block(b.layer, b.block) + kv_element_offset(kv_.type(), first_row) * bs;
+    kernels::dot_keys(type, qs.data(), static_cast<int>(qs.size()), kt, bs, b.end - b.start, hd,
+                      outs.data());
+  }
+}
+
 // Queries first_token .. + n_queries - 1 (one row's consecutive positions), heads
 // first_head .. + n_heads - 1 (within one KV head, or whole KV heads).
 void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
                               int32_t n_queries, int32_t first_head, int32_t n_heads,
                               std::vector<float>& scratch) {
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t q_dim = cfg_.q_dim(), qkv_width = q_dim + 2 * cfg_.kv_dim();
+  const int64_t q_dim = cfg_.q_dim();
   const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t bs = kv_.block_size();
@@ -142,11 +210,11 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   const std::span<const int32_t> blocks = table(rows[token_row_[first_token]], layer);
 
   // Scratch: each (query, head)'s accumulated values (hd floats, the heads of a query side
-  // by side), then each head's scores for one block. The threads' scratch vectors may sit
-  // next to each other on the heap: 16 floats (a cache line) past what is written keep one
-  // thread's writes off the next one's lines.
+  // by side), then each (query, head)'s scores for one block. The threads' scratch vectors
+  // may sit next to each other on the heap: 16 floats (a cache line) past what is written
+  // keep one thread's writes off the next one's lines.
   const int32_t n_states = n_queries * n_heads;
-  const size_t needed = static_cast<size_t>(n_states) * hd + static_cast<size_t>(n_heads) * bs + 16;
+  const size_t needed = static_cast<size_t>(n_states) * (hd + bs) + 16;
   if (scratch.size() < needed) scratch.resize(needed);
   float* scores = scratch.data() + static_cast<size_t>(n_states) * hd;
   thread_local SoftmaxStates states;
@@ -156,34 +224,36 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
   auto end_of = [&](int32_t i) { return token_position_[first_token + i] + 1; };
   auto begin_of = [&](int32_t i) { return window > 0 ? std::max(0, end_of(i) - window) : 0; };
+  thread_local std::vector<int32_t> from, to;
+  from.resize(n_queries);
+  to.resize(n_queries);
 
-  // The tile's keys, a cache block at a time; each query takes its part of the block, for
-  // all its heads at once.
+  // The tile's keys, a cache block at a time: every query's scores for the block, then
+  // each query folds them and adds the block's values, for all its heads at once.
   const int32_t last_end = end_of(n_queries - 1);
   for (int32_t j = begin_of(0); j < last_end;) {
     const int32_t block_end = std::min((j / bs + 1) * bs, last_end);
     if (block_end < last_end) prefetch_block(layer, blocks[block_end / bs], first_head, n_heads);
     for (int32_t i = 0; i < n_queries; ++i) {
-      const int32_t from = std::max(j, begin_of(i)), to = std::min(block_end, end_of(i));
-      if (from >= to) continue;
-      const int32_t block = blocks[from / bs], slot = from % bs, n = to - from;
-      const float* q = &qkv_[(first_token + i) * qkv_width + static_cast<int64_t>(first_head) * hd];
+      from[i] = std::max(j, begin_of(i));
+      to[i] = std::min(block_end, end_of(i));
+    }
+    const int32_t block = blocks[j / bs], start = j / bs * bs;
+    block_scores({layer, block, start, block_end, first_token, n_queries, first_head, n_heads,
+                  from.data(), to.data()},
+                 scores);
+    for (int32_t i = 0; i < n_queries; ++i) {
+      if (from[i] >= to[i]) continue;
+      const int32_t slot = from[i] - start, n = to[i] - from[i];
+      float* s = scores + static_cast<int64_t>(i) * n_heads * bs + slot;
+      float* a = acc + static_cast<int64_t>(i) * n_heads * hd;
+      fold_block(states, i * n_heads, s, bs, n_heads, n, a, cfg_);
       // The task's KV heads in order, each with the query heads that share it.
       for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
         const size_t kv_off =
             kv_element_offset(kv_.type(), static_cast<int64_t>((first_head + h0) / group) * hd);
-        kernels::dot_rows_multi(type, q + static_cast<int64_t>(h0) * hd, hd, per_kv,
-                                kv_.k(layer, block, slot) + kv_off, stride, n, hd, scores + h0 * bs,
-                                bs);
-      }
-      fold_block(states, i * n_heads, scores, bs, n_heads, n,
-                 acc + static_cast<int64_t>(i) * n_heads * hd, cfg_);
-      for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
-        const size_t kv_off =
-            kv_element_offset(kv_.type(), static_cast<int64_t>((first_head + h0) / group) * hd);
-        kernels::axpy_rows_multi(type, scores + h0 * bs, bs, per_kv,
-                                 kv_.v(layer, block, slot) + kv_off, stride, n, hd,
-                                 acc + (static_cast<int64_t>(i) * n_heads + h0) * hd, hd);
+        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv, kv_.v(layer, block, slot) + kv_off,
+                                 stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
       }
     }
     j = block_end;

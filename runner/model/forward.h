@@ -54,6 +54,8 @@ class ForwardPass {
   void attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
                    int32_t n_queries, int32_t first_head, int32_t n_heads,
                    std::vector<float>& scratch);
+  struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
+  void block_scores(const TileBlock& b, float* scores) const;
   // The block table `layer` reads and writes through: the local one for a local layer of
   // a cache with a local group.
   std::span<const int32_t> table(const ForwardRow& r, int32_t layer) const {

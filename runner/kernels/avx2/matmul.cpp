@@ -4,6 +4,7 @@
 // 16 registers. No standard-library templates here, for the reason given in tile_loop.h.
 #include <immintrin.h>
 
+#include "runner/kernels/key_dots.h"
 #include "runner/kernels/tile_loop.h"
 #include "runner/kernels/vector_loops.h"
 
@@ -102,7 +103,8 @@ void dot_rows(const float* q, const float* k, int64_t stride, int64_t count, int
   for (int64_t j = 0; j < count; ++j) out[j] = dot<Avx2>(q, k + j * stride, n);
 }
 
-constexpr IsaKernels kAvx2 = make_kernels<Avx2>(&dot_rows, generic_kv_dot<Avx2, &dot_rows>());
+constexpr IsaKernels kAvx2 =
+    with_key_dots<Avx2>(make_kernels<Avx2>(&dot_rows, generic_kv_dot<Avx2, &dot_rows>()));
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 // baseline code and fault on an older CPU.
 #include <immintrin.h>
 
+#include "runner/kernels/key_dots.h"
 #include "runner/kernels/tile_loop.h"
 #include "runner/kernels/vector_loops.h"
 
@@ -225,9 +226,9 @@ constexpr KvDotTable kKvDot = {
     {&dot_rows_multi_of<F32Elements<Avx512>>, &dot_rows_multi_of<F16Elements<Avx512>>,
      &dot_rows_multi_of<Bf16Elements<Avx512>>, &dot_rows_multi_of<Q8Elements<Avx512>>}};
 
-constexpr IsaKernels kAvx512 = make_kernels<Avx512>(&dot_rows, kKvDot);
+constexpr IsaKernels kAvx512 = with_key_dots<Avx512>(make_kernels<Avx512>(&dot_rows, kKvDot));
 constexpr IsaKernels kAvx512Bf16 =
-    make_kernels<Avx512, Bf16DotTile>(&dot_rows, kKvDot, &to_bf16_pairs);
+    with_key_dots<Avx512>(make_kernels<Avx512, Bf16DotTile>(&dot_rows, kKvDot, &to_bf16_pairs));
 
 }  // namespace
 

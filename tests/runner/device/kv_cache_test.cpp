@@ -61,7 +61,9 @@ TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
     kv.store(1, 1, 5, k.data(), v.data());
     kv.store(1, 1, 6, other.data(), other.data());  // the next slot
     kv.store(0, 1, 5, other.data(), other.data());  // the same slot of another layer
-    const auto k_back = widen(kv, kv.k(1, 1, 5)), v_back = widen(kv, kv.v(1, 1, 5));
+    std::vector<float> k_back(64);
+    kv.read_k(1, 1, 5, k_back.data());
+    const auto v_back = widen(kv, kv.v(1, 1, 5));
     for (int i = 0; i < 64; ++i) {
       switch (t) {
         case KvType::kF32:
@@ -94,7 +96,9 @@ TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
 }
 
 // The typed attention kernels against the F32 ones on the widened values: bit for bit,
-// on every ISA this CPU runs, at head offsets and over whole and partial blocks.
+// on every ISA this CPU runs, at head offsets and over whole and partial blocks. The row
+// kernels read vectors stored one slot after another: V always, K where not transposed
+// (Q8_0), so they are tried on V.
 TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
   using kernels::Isa;
   const Isa saved = kernels::detected_isa();
@@ -108,12 +112,12 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
         for (int32_t j = 0; j < count; ++j) {
           const auto x = random_values(kv_dim, 10 + j);
           kv.store(0, 0, j, x.data(), x.data());
-          const auto w = widen(kv, kv.k(0, 0, j));
+          const auto w = widen(kv, kv.v(0, 0, j));
           std::copy(w.begin(), w.end(), widened.begin() + j * kv_dim);
         }
         const auto q = random_values(hd, 7), weights = random_values(count, 8);
         for (int head = 0; head < 2; ++head) {
-          const uint8_t* k = kv.k(0, 0, 0) + kv_element_offset(t, head * hd);
+          const uint8_t* k = kv.v(0, 0, 0) + kv_element_offset(t, head * hd);
           const float* kf = widened.data() + head * hd;
           for (int32_t n_rows : {1, 5, count}) {
             std::vector<float> got(n_rows), want(n_rows);
@@ -137,7 +141,8 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
 }  // namespace
 // The grouped forms (several query heads over one KV head) give each query the one-query
 // kernels' results bit for bit, on every ISA and type, for group sizes past the kernels'
-// register groups, head sizes off their vector multiples, and partial groups of keys.
+// register groups, head sizes off their vector multiples, and partial groups of keys
+// (over V's vectors, as above).
 TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
   using kernels::Isa;
   const Isa saved = kernels::detected_isa();
@@ -161,13 +166,13 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
                                       " hd " + std::to_string(hd) + " n_q " + std::to_string(n_q) +
                                       " keys " + std::to_string(n_keys);
             std::vector<float> got(n_q * count, -1.f), want(n_q * count, -1.f);
-            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, kv.k(0, 0, 0),
+            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, kv.v(0, 0, 0),
                                     kv.slot_stride(), n_keys, hd, got.data(), count);
             std::vector<float> y = y0, y_want = y0;
             kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q, kv.v(0, 0, 0),
                                      kv.slot_stride(), n_keys, hd, y.data(), hd);
             for (int a = 0; a < n_q; ++a) {
-              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, kv.k(0, 0, 0),
+              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, kv.v(0, 0, 0),
                                 kv.slot_stride(), n_keys, hd, want.data() + a * count);
               kernels::axpy_rows(kv_tensor_type(t), w.data() + a * count, kv.v(0, 0, 0),
                                  kv.slot_stride(), n_keys, hd, y_want.data() + a * hd);

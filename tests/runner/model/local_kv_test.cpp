@@ -155,7 +155,8 @@ TEST(KvCache, LocalLayersLiveInAGroupOfTheirOwn) {
     for (int32_t b = 0; b < (kv.is_local(l) ? 3 : 8); ++b)
       for (int32_t s = 0; s < 4; ++s) {
         float got_k, got_v;
-        std::memcpy(&got_k, kv.k(l, b, s), sizeof(float));
+        kv.read_k(l, b, s, k.data());
+        got_k = k[7];
         std::memcpy(&got_v, kv.v(l, b, s), sizeof(float));
         EXPECT_EQ(got_k, static_cast<float>(l * 1000 + b * 10 + s));
         EXPECT_EQ(got_v, -static_cast<float>(l * 1000 + b * 10 + s));

@@ -1,0 +1,133 @@
+// Attention's scores against a block of keys stored transposed (runner/device/kv_cache.h,
+// KvCache::k_transposed): element i of key j at row i, place j, the rows row_bytes apart.
+// Each key's score is one vector lane, so the keys need no horizontal sums (the vector
+// form of dot_rows spent a third of its operations reducing lanes), and a row's keys are
+// loaded and widened once for all the queries of a call (a prefill tile's queries and the
+// heads that share a KV head under GQA).
+//
+// The order of a score's arithmetic is fixed and lane-local: four chains c_p, each the
+// FMAs c_p = q[i] * k[i] + c_p over i = p, p + 4, p + 8, ... in increasing i, then
+// (c_0 + c_1) + (c_2 + c_3). So a key gets the same bits whatever lane, chunk of keys,
+// group of queries or ISA it is computed in (four chains keep the FMA units busy when a
+// call has only a decode row's few heads). Internal to runner/kernels/, in an anonymous
+// namespace for the reason in tile_loop.h.
+#pragma once
+
+#include <cstdint>
+
+#include "runner/kernels/isa.h"
+#include "runner/kernels/vector_loops.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+template <class V>
+constexpr int element_bytes(F32Elements<V>*) {
+  return 4;
+}
+template <class V>
+constexpr int element_bytes(F16Elements<V>*) {
+  return 2;
+}
+template <class V>
+constexpr int element_bytes(Bf16Elements<V>*) {
+  return 2;
+}
+template <class E>
+constexpr int kElementBytes = element_bytes(static_cast<E*>(nullptr));
+
+// kWidth keys' element i from a row (at c: the chunk's first key): a whole vector, or
+// (Full false: the block ends inside the chunk) the `left` keys there, the rest zero.
+template <class V, class E, bool Full>
+TANDEM_STEP_INLINE inline typename V::Vec load_keys(const uint8_t* row, int64_t left) {
+  if constexpr (Full) {
+    return E::load(row, 0);
+  } else {
+    alignas(64) uint8_t padded[V::kWidth * kElementBytes<E>] = {};
+    __builtin_memcpy(padded, row, static_cast<size_t>(left) * kElementBytes<E>);
+    return E::load(padded, 0);
+  }
+}
+
+// The scores of G queries against the kWidth keys of a chunk (keys at `base`): `valid` of
+// them stored at out[a] (the chunk's first key at out[a][0]).
+template <class V, class E, int G, bool Full>
+void key_chunk(const float* const* q, const uint8_t* base, int64_t row_bytes, int64_t left,
+               int64_t n, float* const* out, int64_t valid) {
+  using Vec = typename V::Vec;
+  Vec c[G][4];
+  for (int a = 0; a < G; ++a)
+    for (int p = 0; p < 4; ++p) c[a][p] = Vec{};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int p = 0; p < 4; ++p) {
+      const Vec k = load_keys<V, E, Full>(base + (i + p) * row_bytes, left);
+      for (int a = 0; a < G; ++a) c[a][p] = V::fma(V::broadcast(q[a] + i + p), k, c[a][p]);
+    }
+  }
+  for (int p = 0; i < n; ++i, ++p) {
+    const Vec k = load_keys<V, E, Full>(base + i * row_bytes, left);
+    for (int a = 0; a < G; ++a) c[a][p] = V::fma(V::broadcast(q[a] + i), k, c[a][p]);
+  }
+  for (int a = 0; a < G; ++a) {
+    const Vec s = (c[a][0] + c[a][1]) + (c[a][2] + c[a][3]);
+    if (valid == V::kWidth) {
+      V::store(out[a], s);
+    } else {
+      V::store_first(out[a], s, valid);
+    }
+  }
+}
+
+// The last n_q % G queries, G - 1 down to 1 at a time.
+template <class V, class E, int G, bool Full>
+void key_chunk_rest(const float* const* q, int rest, const uint8_t* base, int64_t row_bytes,
+                    int64_t left, int64_t n, float* const* out, int64_t valid) {
+  if constexpr (G > 0) {
+    if (rest == G) return key_chunk<V, E, G, Full>(q, base, row_bytes, left, n, out, valid);
+    key_chunk_rest<V, E, G - 1, Full>(q, rest, base, row_bytes, left, n, out, valid);
+  }
+}
+
+// kernels.h's dot_keys for element type E: keys [0, keys) of a block of `block` slots.
+// Queries go G at a time (G chains of four in registers, and the row vector), the keys a
+// vector's width at a time.
+template <class V, class E>
+void dot_keys(const float* const* q, int n_q, const uint8_t* kt, int64_t block, int64_t keys,
+              int64_t n, float* const* out) {
+  constexpr int kW = V::kWidth, G = kW == 16 ? 6 : 3;
+  const int64_t row_bytes = block * kElementBytes<E>;
+  float* chunk_out[G];
+  for (int64_t c = 0; c < keys; c += kW) {
+    const int64_t left = block - c < kW ? block - c : kW;  // keys the row holds from c on
+    const int64_t valid = keys - c < kW ? keys - c : kW;
+    const uint8_t* base = kt + c * kElementBytes<E>;
+    for (int a = 0; a < n_q; a += G) {
+      const int count = n_q - a < G ? n_q - a : G;
+      for (int g = 0; g < count; ++g) chunk_out[g] = out[a + g] + c;
+      if (left == kW) {
+        if (count == G) {
+          key_chunk<V, E, G, true>(q + a, base, row_bytes, left, n, chunk_out, valid);
+        } else {
+          key_chunk_rest<V, E, G - 1, true>(q + a, count, base, row_bytes, left, n, chunk_out,
+                                            valid);
+        }
+      } else {
+        key_chunk_rest<V, E, G, false>(q + a, count, base, row_bytes, left, n, chunk_out, valid);
+      }
+    }
+  }
+}
+
+// The kernels with the ISA's dot_keys added (indexed by KvElements; Q8_0's K is never
+// transposed, so it has none).
+template <class V>
+constexpr IsaKernels with_key_dots(IsaKernels k) {
+  k.kv_dot_keys[static_cast<int>(KvElements::kF32)] = &dot_keys<V, F32Elements<V>>;
+  k.kv_dot_keys[static_cast<int>(KvElements::kF16)] = &dot_keys<V, F16Elements<V>>;
+  k.kv_dot_keys[static_cast<int>(KvElements::kBf16)] = &dot_keys<V, Bf16Elements<V>>;
+  return k;
+}
+
+}  // namespace
+}  // namespace tandem::kernels::detail

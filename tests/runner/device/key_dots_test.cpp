@@ -1,0 +1,145 @@
+// Keys stored transposed within a KV block (KvCache::k_transposed) and the kernel that
+// scores them (kernels::dot_keys): what a store writes and a copy moves, and each score
+// against a scalar reference written from the documented order, bit for bit on every ISA
+// (so a key's score cannot depend on its lane, its chunk of keys, the queries beside it
+// in a call, or the ISA), and against a double-precision dot.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runner/device/kv_cache.h"
+#include "runner/kernels/kernels.h"
+
+namespace tandem::TANDEM_UNITY_ID {
+namespace {
+
+constexpr KvType kTransposedTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16};
+
+std::vector<float> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// kernels.h's order for one score: four chains over i = p mod 4, each FMA rounded once,
+// then (c0 + c1) + (c2 + c3).
+float reference_score(const float* q, const float* k, int64_t n) {
+  float c[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < n; ++i) c[i % 4] = std::fma(q[i], k[i], c[i % 4]);
+  return (c[0] + c[1]) + (c[2] + c[3]);
+}
+
+TEST(KeyDots, OnlyQ8_0KeepsKeysAsVectors) {
+  for (KvType t : kTransposedTypes) EXPECT_TRUE(KvCache(1, 64, 1, t, 32).k_transposed());
+  EXPECT_FALSE(KvCache(1, 64, 1, KvType::kQ8_0, 32).k_transposed());
+  KvCache kv(1, 64, 1, KvType::kF16, 32, 16);
+  EXPECT_EQ(kv.k_row_bytes(), 16u * 2);
+}
+
+// Every slot's keys read back whole from their rows, and a copy of a block's first slots
+// carries their keys and values.
+TEST(KeyDots, StoredKeysReadBackAndCopy) {
+  for (KvType t : kTransposedTypes) {
+    const int32_t bs = 13, kv_dim = 96;
+    KvCache kv(2, kv_dim, 3, t, 32, bs);
+    std::vector<std::vector<float>> stored;
+    for (int32_t s = 0; s < bs; ++s) {
+      const auto k = random_values(kv_dim, 100 + s), v = random_values(kv_dim, 200 + s);
+      kv.store(1, 2, s, k.data(), v.data());
+      std::vector<float> back(kv_dim);
+      kv.read_k(1, 2, s, back.data());
+      for (int32_t i = 0; i < kv_dim; ++i)
+        ASSERT_NEAR(back[i], k[i], t == KvType::kF32 ? 0.0 : std::abs(k[i]) / 128)
+            << kv_type_name(t);
+      stored.push_back(back);
+    }
+    kv.copy_slots(2, 0, 5);
+    for (int32_t s = 0; s < 5; ++s) {
+      std::vector<float> back(kv_dim);
+      kv.read_k(1, 0, s, back.data());
+      EXPECT_EQ(back, stored[s]) << kv_type_name(t) << " slot " << s;
+      EXPECT_EQ(0, std::memcmp(kv.v(1, 0, s), kv.v(1, 2, s), kv.slot_stride()));
+    }
+  }
+}
+
+TEST(KeyDots, ScoresFollowTheDocumentedOrderOnEveryIsa) {
+  using kernels::Isa;
+  const Isa saved = kernels::detected_isa();
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    if (!kernels::set_isa_for_testing(isa)) continue;
+    for (KvType t : kTransposedTypes) {
+      for (int32_t bs : {4, 13, 16, 32}) {
+        for (int64_t hd : {30, 64, 80}) {
+          const int32_t kv_dim = static_cast<int32_t>(2 * hd);
+          KvCache kv(1, kv_dim, 2, t, static_cast<int32_t>(hd), bs);
+          std::vector<std::vector<float>> keys(bs, std::vector<float>(kv_dim));
+          for (int32_t s = 0; s < bs; ++s) {
+            const auto x = random_values(kv_dim, 10 + s);
+            kv.store(0, 1, s, x.data(), x.data());
+            kv.read_k(0, 1, s, keys[s].data());
+          }
+          for (int n_q : {1, 3, 6, 7, 13}) {
+            const auto q = random_values(n_q * hd, 7);
+            for (int32_t n_keys : {1, bs / 2 + 1, bs}) {
+              for (int head = 0; head < 2; ++head) {
+                const std::string label = std::string(kernels::isa_name(isa)) + " " +
+                                          kv_type_name(t) + " block " + std::to_string(bs) +
+                                          " hd " + std::to_string(hd) + " n_q " +
+                                          std::to_string(n_q) + " keys " + std::to_string(n_keys);
+                std::vector<float> got(static_cast<size_t>(n_q) * bs, -7.f);
+                std::vector<const float*> qs;
+                std::vector<float*> outs;
+                for (int a = 0; a < n_q; ++a) {
+                  qs.push_back(q.data() + a * hd);
+                  outs.push_back(got.data() + a * bs);
+                }
+                const uint8_t* kt =
+                    kv.k_block(0, 1) + kv_element_offset(t, head * hd) * static_cast<size_t>(bs);
+                kernels::dot_keys(kv_tensor_type(t), qs.data(), n_q, kt, bs, n_keys, hd,
+                                  outs.data());
+                for (int a = 0; a < n_q; ++a) {
+                  for (int32_t j = 0; j < bs; ++j) {
+                    const float* k = keys[j].data() + head * hd;
+                    if (j >= n_keys) {  // never written
+                      ASSERT_EQ(got[a * bs + j], -7.f) << label;
+                      continue;
+                    }
+                    const float want = reference_score(q.data() + a * hd, k, hd);
+                    ASSERT_EQ(0, std::memcmp(&got[a * bs + j], &want, 4)) << label << " key " << j;
+                    double exact = 0, scale = 0;
+                    for (int64_t i = 0; i < hd; ++i) {
+                      exact += static_cast<double>(q[a * hd + i]) * k[i];
+                      scale += std::abs(static_cast<double>(q[a * hd + i]) * k[i]);
+                    }
+                    ASSERT_NEAR(got[a * bs + j], exact, 1e-6 * scale) << label;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  kernels::set_isa_for_testing(saved);
+}
+
+TEST(KeyDots, Q8_0KeysHaveNoTransposedKernel) {
+  const float q[32] = {};
+  const float* qs[1] = {q};
+  float out[16];
+  float* outs[1] = {out};
+  const uint8_t block[34 * 16] = {};
+  EXPECT_THROW(kernels::dot_keys(gguf::TensorType::kQ8_0, qs, 1, block, 16, 16, 32, outs),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tandem::TANDEM_UNITY_ID
