@@ -13,6 +13,14 @@
 
 namespace tandem::testing {
 
+std::vector<float> normal_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
 std::optional<std::filesystem::path> shared_dir() {
   // TANDEM_SHARED_DIR in the environment wins: the GPU machine runs the tests built here
   // from another checkout path, with the shared files it was sent.

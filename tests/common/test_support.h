@@ -2,6 +2,7 @@
 // and running the real `tandem` binary as a user would.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -20,6 +21,10 @@ std::optional<std::filesystem::path> shared_dir();
     if (!::tandem::testing::shared_dir())                                            \
       GTEST_SKIP() << "../shared is absent: golden files and vectors not available"; \
   } while (0)
+
+// n draws of a standard normal variable from a Mersenne Twister seeded with `seed`: test
+// activations, queries, keys and values, the same on every run.
+std::vector<float> normal_floats(int64_t n, uint32_t seed);
 
 // A fresh directory under the system temp dir, removed when the object dies.
 class ScratchDir {

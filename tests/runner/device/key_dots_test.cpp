@@ -13,19 +13,14 @@
 
 #include "runner/device/kv_cache.h"
 #include "runner/kernels/kernels.h"
+#include "tests/common/test_support.h"
 
 namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
-constexpr KvType kTransposedTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16};
+using testing::normal_floats;
 
-std::vector<float> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+constexpr KvType kTransposedTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16};
 
 // kernels.h's order for one score: four chains over i = p mod 4, each FMA rounded once,
 // then (c0 + c1) + (c2 + c3).
@@ -50,7 +45,7 @@ TEST(KeyDots, StoredKeysReadBackAndCopy) {
     KvCache kv(2, kv_dim, 3, t, 32, bs);
     std::vector<std::vector<float>> stored;
     for (int32_t s = 0; s < bs; ++s) {
-      const auto k = random_values(kv_dim, 100 + s), v = random_values(kv_dim, 200 + s);
+      const auto k = normal_floats(kv_dim, 100 + s), v = normal_floats(kv_dim, 200 + s);
       kv.store(1, 2, s, k.data(), v.data());
       std::vector<float> back(kv_dim);
       kv.read_k(1, 2, s, back.data());
@@ -81,12 +76,12 @@ TEST(KeyDots, ScoresFollowTheDocumentedOrderOnEveryIsa) {
           KvCache kv(1, kv_dim, 2, t, static_cast<int32_t>(hd), bs);
           std::vector<std::vector<float>> keys(bs, std::vector<float>(kv_dim));
           for (int32_t s = 0; s < bs; ++s) {
-            const auto x = random_values(kv_dim, 10 + s);
+            const auto x = normal_floats(kv_dim, 10 + s);
             kv.store(0, 1, s, x.data(), x.data());
             kv.read_k(0, 1, s, keys[s].data());
           }
           for (int n_q : {1, 3, 6, 7, 13}) {
-            const auto q = random_values(n_q * hd, 7);
+            const auto q = normal_floats(n_q * hd, 7);
             for (int32_t n_keys : {1, bs / 2 + 1, bs}) {
               for (int head = 0; head < 2; ++head) {
                 const std::string label = std::string(kernels::isa_name(isa)) + " " +

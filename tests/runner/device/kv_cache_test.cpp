@@ -15,19 +15,14 @@
 
 #include "runner/kernels/kernels.h"
 #include "runner/util/float16.h"
+#include "tests/common/test_support.h"
 
 namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
-constexpr KvType kAllKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0};
+using testing::normal_floats;
 
-std::vector<float> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+constexpr KvType kAllKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0};
 
 // The stored vector widened back to F32, by the GGUF dequantizer (independent of the
 // kernels under test).
@@ -57,7 +52,7 @@ TEST(KvCache, BytesPerTokenFollowTheType) {
 TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
   for (KvType t : kAllKvTypes) {
     KvCache kv(2, 64, 2, t, 32);
-    const auto k = random_values(64, 1), v = random_values(64, 2), other = random_values(64, 3);
+    const auto k = normal_floats(64, 1), v = normal_floats(64, 2), other = normal_floats(64, 3);
     kv.store(1, 1, 5, k.data(), v.data());
     kv.store(1, 1, 6, other.data(), other.data());  // the next slot
     kv.store(0, 1, 5, other.data(), other.data());  // the same slot of another layer
@@ -110,12 +105,12 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
         KvCache kv(1, kv_dim, 1, t, static_cast<int32_t>(hd), count);
         std::vector<float> widened(static_cast<size_t>(count) * kv_dim);
         for (int32_t j = 0; j < count; ++j) {
-          const auto x = random_values(kv_dim, 10 + j);
+          const auto x = normal_floats(kv_dim, 10 + j);
           kv.store(0, 0, j, x.data(), x.data());
           const auto w = widen(kv, kv.v(0, 0, j));
           std::copy(w.begin(), w.end(), widened.begin() + j * kv_dim);
         }
-        const auto q = random_values(hd, 7), weights = random_values(count, 8);
+        const auto q = normal_floats(hd, 7), weights = normal_floats(count, 8);
         for (int head = 0; head < 2; ++head) {
           const uint8_t* k = kv.v(0, 0, 0) + kv_element_offset(t, head * hd);
           const float* kf = widened.data() + head * hd;
@@ -125,7 +120,7 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
                               got.data());
             kernels::dot_rows(q.data(), kf, kv_dim, n_rows, hd, want.data());
             EXPECT_EQ(got, want) << kernels::isa_name(isa) << " " << kv_type_name(t);
-            std::vector<float> y = random_values(hd, 9), y_want = y;
+            std::vector<float> y = normal_floats(hd, 9), y_want = y;
             kernels::axpy_rows(kv_tensor_type(t), weights.data(), k, kv.slot_stride(), n_rows, hd,
                                y.data());
             kernels::axpy_rows(weights.data(), kf, kv_dim, n_rows, hd, y_want.data());
@@ -154,13 +149,13 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
         const int32_t kv_dim = static_cast<int32_t>(hd), count = 13;
         KvCache kv(1, kv_dim, 1, t, static_cast<int32_t>(hd), count);
         for (int32_t j = 0; j < count; ++j) {
-          const auto x = random_values(kv_dim, 30 + j), y = random_values(kv_dim, 60 + j);
+          const auto x = normal_floats(kv_dim, 30 + j), y = normal_floats(kv_dim, 60 + j);
           kv.store(0, 0, j, x.data(), y.data());
         }
         for (int n_q : {1, 2, 3, 4, 5, 7}) {
-          const auto q = random_values(n_q * hd, 7);
-          const auto w = random_values(n_q * count, 8);
-          const auto y0 = random_values(n_q * hd, 9);
+          const auto q = normal_floats(n_q * hd, 7);
+          const auto w = normal_floats(n_q * count, 8);
+          const auto y0 = normal_floats(n_q * hd, 9);
           for (int32_t n_keys : {1, 3, 4, 5, count}) {
             const std::string label = std::string(kernels::isa_name(isa)) + " " + kv_type_name(t) +
                                       " hd " + std::to_string(hd) + " n_q " + std::to_string(n_q) +

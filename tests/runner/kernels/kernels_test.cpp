@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "runner/util/float16.h"
+#include "tests/common/test_support.h"
 
 namespace tandem::kernels::TANDEM_UNITY_ID {
 namespace {
+
+using testing::normal_floats;
 
 using gguf::TensorType;
 
@@ -94,14 +97,6 @@ Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed
   return m;
 }
 
-std::vector<float> random_activations(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<float> x(n);
-  for (auto& v : x) v = normal(rng);
-  return x;
-}
-
 // Checks y against a float64 product of the dequantized weights. The bound is the
 // textbook one for an n-term F32 FMA chain, n_in * 2^-24 * sum|x*w|, plus (where
 // activations are rounded to BF16) 2^-8 * sum|x*w| for that rounding.
@@ -150,7 +145,7 @@ TEST(Kernels, MatmulMatchesFloat64ReferenceForEveryTypeAndOddShape) {
         EXPECT_EQ(packed.n_out(), s.n_out);
         EXPECT_EQ(packed.n_in(), s.n_in);
         for (int64_t n_rows : {1, 2, 7, 13}) {
-          const auto x = random_activations(n_rows * s.n_in, 99 + n_rows);
+          const auto x = normal_floats(n_rows * s.n_in, 99 + n_rows);
           std::vector<float> y(n_rows * s.n_out, std::nanf(""));
           matmul(pool, packed, x.data(), n_rows, y.data());
           expect_close_to_reference(w, x, n_rows, y, uses_bf16_activations(type),
@@ -187,7 +182,7 @@ TEST(Kernels, F16WeightsHoldingOnlyBf16ValuesRunAsBf16) {
     EXPECT_EQ(from_f16.peak(), as_bf16.peak()) << isa_name(isa);
     EXPECT_EQ(exact.peak(), Peak::kF32Fma) << isa_name(isa);
     for (int64_t n_rows : {1, 5, 32}) {
-      const auto x = random_activations(n_rows * b.n_in, 3 + n_rows);
+      const auto x = normal_floats(n_rows * b.n_in, 3 + n_rows);
       std::vector<float> y_bf16(n_rows * b.n_out), y_f16(n_rows * b.n_out),
           y_exact(n_rows * b.n_out);
       matmul(pool, as_bf16, x.data(), n_rows, y_bf16.data());
@@ -248,7 +243,7 @@ TEST(Kernels, MatmulWritesOnlyItsOutputs) {
     IsaScope scope(isa);
     const Matrix w = random_matrix(TensorType::kF32, 70, 40, 3);
     const PackedWeights packed = PackedWeights::pack(w.source());
-    const auto x = random_activations(3 * 40, 4);
+    const auto x = normal_floats(3 * 40, 4);
     std::vector<float> y(3 * 70 + 64, 123.f);
     matmul(pool, packed, x.data(), 3, y.data());
     for (size_t i = 3 * 70; i < y.size(); ++i) ASSERT_EQ(y[i], 123.f) << isa_name(isa);
@@ -268,7 +263,7 @@ TEST(Kernels, ConcatenatedSourcesGiveEachSourcesOutputsBitForBit) {
       const PackedWeights fused = PackedWeights::pack(sources);
       ASSERT_EQ(fused.n_out(), 105);
       const int64_t n_rows = 9;
-      const auto x = random_activations(n_rows * n_in, 5);
+      const auto x = normal_floats(n_rows * n_in, 5);
       std::vector<float> y(n_rows * 105);
       matmul(pool, fused, x.data(), n_rows, y.data());
       int64_t offset = 0;
@@ -310,7 +305,7 @@ TEST(Kernels, MixedTypeSourcesAreMultipliedEachInItsOwnForm) {
   EXPECT_EQ(fused.bytes(), bytes);
   EXPECT_EQ(fused.n_out(), 80);
   const int64_t max_rows = 33;
-  const auto x = random_activations(max_rows * n_in, 8);
+  const auto x = normal_floats(max_rows * n_in, 8);
   for (int64_t n_rows : {int64_t{1}, int64_t{5}, max_rows}) {
     for (ThreadPool* pool : {&pool1, &pool3}) {
       std::vector<float> y(n_rows * 80);
@@ -344,13 +339,13 @@ TEST(Kernels, RowsAreBitIdenticalWhateverTheBatchAndThreadCount) {
       const Matrix w = random_matrix(type, n_out, n_in, 11);
       const PackedWeights packed = PackedWeights::pack(w.source());
       const int64_t max_rows = 37;
-      const auto x = random_activations(max_rows * n_in, 12);
+      const auto x = normal_floats(max_rows * n_in, 12);
       // Reference: each row alone, one thread.
       std::vector<float> alone(max_rows * n_out);
       for (int64_t r = 0; r < max_rows; ++r) {
         matmul(pool1, packed, &x[r * n_in], 1, &alone[r * n_out]);
       }
-      const auto noise = random_activations(max_rows * n_in, 13);
+      const auto noise = normal_floats(max_rows * n_in, 13);
       for (ThreadPool* pool : pools) {
         for (int64_t n_rows = 1; n_rows <= max_rows; ++n_rows) {
           std::vector<float> y(n_rows * n_out);
@@ -383,7 +378,7 @@ TEST(Kernels, RowsSpanningSeveralKChunksAreBitIdenticalInEveryBatch) {
       const int64_t n_in = type == TensorType::kQ8_0 ? 800 : 1001, n_out = 136, max_rows = 13;
       const Matrix w = random_matrix(type, n_out, n_in, 21);
       const PackedWeights packed = PackedWeights::pack(w.source());
-      const auto x = random_activations(max_rows * n_in, 22);
+      const auto x = normal_floats(max_rows * n_in, 22);
       std::vector<float> alone(max_rows * n_out);
       for (int64_t r = 0; r < max_rows; ++r) {
         matmul(pool1, packed, &x[r * n_in], 1, &alone[r * n_out]);
@@ -434,8 +429,8 @@ TEST(Kernels, DotAndAxpyMatchFloat64OnEveryIsaAndLength) {
   for (Isa isa : runnable_isas()) {
     IsaScope scope(isa);
     for (int64_t n = 0; n <= 70; ++n) {
-      const auto a = random_activations(n, 1 + n);
-      const auto b = random_activations(n, 100 + n);
+      const auto a = normal_floats(n, 1 + n);
+      const auto b = normal_floats(n, 100 + n);
       double ref = 0, magnitude = 0;
       for (int64_t i = 0; i < n; ++i) {
         ref += static_cast<double>(a[i]) * b[i];
@@ -457,9 +452,9 @@ TEST(Kernels, BlockAttentionKernelsEqualTheirOneRowForms) {
     IsaScope scope(isa);
     for (int64_t n : {7, 16, 64, 70}) {
       const int64_t stride = n + 5, count = 13;
-      const auto q = random_activations(n, 3);
-      const auto k = random_activations(stride * count, 4);
-      const auto w = random_activations(count, 5);
+      const auto q = normal_floats(n, 3);
+      const auto k = normal_floats(stride * count, 4);
+      const auto w = normal_floats(count, 5);
       std::vector<float> scores(count);
       dot_rows(q.data(), k.data(), stride, count, n, scores.data());
       for (int64_t j = 0; j < count; ++j) {
@@ -474,7 +469,7 @@ TEST(Kernels, BlockAttentionKernelsEqualTheirOneRowForms) {
         dot_rows(q.data(), k.data() + j * stride, stride, 1, n, &alone);
         ASSERT_EQ(scores[j], alone) << isa_name(isa) << " j=" << j;
       }
-      std::vector<float> y = random_activations(n, 6), expected = y;
+      std::vector<float> y = normal_floats(n, 6), expected = y;
       axpy_rows(w.data(), k.data(), stride, count, n, y.data());
       for (int64_t j = 0; j < count; ++j) axpy(w[j], k.data() + j * stride, expected.data(), n);
       ASSERT_EQ(y, expected) << isa_name(isa) << " n=" << n;
