@@ -57,6 +57,17 @@ size_t kv_element_offset(KvType type, int64_t index) {
   return static_cast<size_t>(index / gguf::block_elements(t) * gguf::block_bytes(t));
 }
 
+namespace {
+
+// x[i] to out[i * stride] for i < n: a token's K elements into a transposed block's rows
+// (typed, so each is one store rather than a call to memcpy).
+template <class T>
+void scatter_column(const T* x, int32_t n, T* out, int32_t stride) {
+  for (int32_t i = 0; i < n; ++i) out[static_cast<int64_t>(i) * stride] = x[i];
+}
+
+}  // namespace
+
 KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type, int32_t head_dim,
                  int32_t block_size, const std::vector<bool>& local_layers, int32_t n_local_blocks)
     : n_layer_(n_layer),
@@ -107,9 +118,14 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
   thread_local std::vector<uint8_t> vector;
   vector.resize(vector_bytes_);
   encode(k, vector.data());
-  const size_t es = element_bytes(), row = k_row_bytes();
-  uint8_t* out = slot_ptr(layer, block, 0, 0) + static_cast<size_t>(slot) * es;
-  for (int32_t i = 0; i < kv_dim_; ++i) std::memcpy(out + i * row, vector.data() + i * es, es);
+  uint8_t* out = slot_ptr(layer, block, 0, 0);
+  if (type_ == KvType::kF32) {
+    scatter_column(reinterpret_cast<const float*>(vector.data()), kv_dim_,
+                   reinterpret_cast<float*>(out) + slot, block_size_);
+  } else {
+    scatter_column(reinterpret_cast<const uint16_t*>(vector.data()), kv_dim_,
+                   reinterpret_cast<uint16_t*>(out) + slot, block_size_);
+  }
 }
 
 void KvCache::read_k(int32_t layer, int32_t block, int32_t slot, float* out) const {
