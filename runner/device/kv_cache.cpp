@@ -114,18 +114,17 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
     encode(k, slot_ptr(layer, block, 0, slot));
     return;
   }
-  // Encoded as a vector, then each element to its place in the block's rows.
+  // Each element to its place in the block's rows; 16-bit types encoded as a vector first.
+  uint8_t* out = slot_ptr(layer, block, 0, 0);
+  if (type_ == KvType::kF32) {
+    scatter_column(k, kv_dim_, reinterpret_cast<float*>(out) + slot, block_size_);
+    return;
+  }
   thread_local std::vector<uint8_t> vector;
   vector.resize(vector_bytes_);
   encode(k, vector.data());
-  uint8_t* out = slot_ptr(layer, block, 0, 0);
-  if (type_ == KvType::kF32) {
-    scatter_column(reinterpret_cast<const float*>(vector.data()), kv_dim_,
-                   reinterpret_cast<float*>(out) + slot, block_size_);
-  } else {
-    scatter_column(reinterpret_cast<const uint16_t*>(vector.data()), kv_dim_,
-                   reinterpret_cast<uint16_t*>(out) + slot, block_size_);
-  }
+  scatter_column(reinterpret_cast<const uint16_t*>(vector.data()), kv_dim_,
+                 reinterpret_cast<uint16_t*>(out) + slot, block_size_);
 }
 
 void KvCache::read_k(int32_t layer, int32_t block, int32_t slot, float* out) const {

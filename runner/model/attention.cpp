@@ -68,22 +68,19 @@ void fold_block(SoftmaxStates& st, int32_t first, float* scores, int32_t bs, int
 // heads' keys as one run of rows.
 void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_head,
                                  int32_t n_heads) const {
-  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t first_kv = first_head / group, last_kv = (first_head + n_heads - 1) / group;
-  const size_t begin = kv_element_offset(kv_.type(), first_kv * cfg_.head_dim);
-  const size_t end = kv_element_offset(kv_.type(), (last_kv + 1) * cfg_.head_dim);
-  if (kv_.k_transposed()) {
-    const uint8_t* k = kv_.k_block(layer, block);
-    for (size_t b = (begin * kv_.block_size()) & ~size_t{63}; b < end * kv_.block_size(); b += 64)
-      __builtin_prefetch(k + b);
-  }
+  // The heads' part of a stored vector: [begin, end) bytes.
+  const size_t begin = kv_head_offset(first_head);
+  const size_t end =
+      kv_head_offset(first_head + n_heads - 1) + kv_element_offset(kv_.type(), cfg_.head_dim);
+  auto lines = [](const uint8_t* p, size_t from, size_t to) {
+    for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(p + b);
+  };
+  const bool transposed = kv_.k_transposed();
+  const size_t bs = static_cast<size_t>(kv_.block_size());
+  if (transposed) lines(kv_.k_block(layer, block), begin * bs, end * bs);
   for (int32_t slot = 0; slot < kv_.block_size(); ++slot) {
-    const uint8_t* v = kv_.v(layer, block, slot);
-    const uint8_t* k = kv_.k_transposed() ? nullptr : kv_.k(layer, block, slot);
-    for (size_t b = begin & ~size_t{63}; b < end; b += 64) {
-      if (k != nullptr) __builtin_prefetch(k + b);
-      __builtin_prefetch(v + b);
-    }
+    if (!transposed) lines(kv_.k(layer, block, slot), begin, end);
+    lines(kv_.v(layer, block, slot), begin, end);
   }
 }
 
@@ -166,11 +163,9 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
       if (b.from[i] >= b.to[i]) continue;
       const int32_t slot = b.from[i] - b.start;
       for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
-        const size_t kv_off =
-            kv_element_offset(kv_.type(), static_cast<int64_t>((b.first_head + h0) / group) * hd);
         kernels::dot_rows_multi(type, query(i, h0), hd, per_kv,
-                                kv_.k(b.layer, b.block, slot) + kv_off, stride, b.to[i] - b.from[i],
-                                hd, out(i, h0) + slot, bs);
+                                kv_.k(b.layer, b.block, slot) + kv_head_offset(b.first_head + h0),
+                                stride, b.to[i] - b.from[i], hd, out(i, h0) + slot, bs);
       }
     }
     return;
@@ -187,9 +182,7 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
         outs.push_back(out(i, h));
       }
     }
-    const int64_t first_row = static_cast<int64_t>((b.first_head + h0) / group) * hd;
-    const uint8_t* kt =
-        kv_.k_block(b.layer, b.block) + kv_element_offset(kv_.type(), first_row) * bs;
+    const uint8_t* kt = kv_.k_block(b.layer, b.block) + kv_head_offset(b.first_head + h0) * bs;
     kernels::dot_keys(type, qs.data(), static_cast<int>(qs.size()), kt, bs, b.end - b.start, hd,
                       outs.data());
   }
@@ -250,9 +243,8 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
       fold_block(states, i * n_heads, s, bs, n_heads, n, a, cfg_);
       // The task's KV heads in order, each with the query heads that share it.
       for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
-        const size_t kv_off =
-            kv_element_offset(kv_.type(), static_cast<int64_t>((first_head + h0) / group) * hd);
-        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv, kv_.v(layer, block, slot) + kv_off,
+        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
+                                 kv_.v(layer, block, slot) + kv_head_offset(first_head + h0),
                                  stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
       }
     }

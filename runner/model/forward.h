@@ -55,6 +55,12 @@ class ForwardPass {
                    int32_t n_queries, int32_t first_head, int32_t n_heads,
                    std::vector<float>& scratch);
   struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
+  // Byte offset, within a stored K or V vector, of the KV head that query head `head` reads
+  // (times the block size: the offset of its rows in a transposed K block).
+  size_t kv_head_offset(int32_t head) const {
+    return kv_element_offset(
+        kv_.type(), static_cast<int64_t>(head / (cfg_.n_head / cfg_.n_head_kv)) * cfg_.head_dim);
+  }
   void block_scores(const TileBlock& b, float* scores) const;
   // The block table `layer` reads and writes through: the local one for a local layer of
   // a cache with a local group.
