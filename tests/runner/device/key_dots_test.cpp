@@ -13,12 +13,15 @@
 
 #include "runner/device/kv_cache.h"
 #include "runner/kernels/kernels.h"
+#include "tests/common/isa_scope.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
+using testing::IsaScope;
 using testing::normal_floats;
+using testing::runnable_isas;
 
 constexpr KvType kTransposedTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16};
 
@@ -65,10 +68,8 @@ TEST(KeyDots, StoredKeysReadBackAndCopy) {
 }
 
 TEST(KeyDots, ScoresFollowTheDocumentedOrderOnEveryIsa) {
-  using kernels::Isa;
-  const Isa saved = kernels::detected_isa();
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
-    if (!kernels::set_isa_for_testing(isa)) continue;
+  for (kernels::Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
     for (KvType t : kTransposedTypes) {
       for (int32_t bs : {4, 13, 16, 32}) {
         for (int64_t hd : {30, 64, 80}) {
@@ -123,7 +124,6 @@ TEST(KeyDots, ScoresFollowTheDocumentedOrderOnEveryIsa) {
       }
     }
   }
-  kernels::set_isa_for_testing(saved);
 }
 
 TEST(KeyDots, Q8_0KeysHaveNoTransposedKernel) {

@@ -15,12 +15,15 @@
 
 #include "runner/kernels/kernels.h"
 #include "runner/util/float16.h"
+#include "tests/common/isa_scope.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
+using testing::IsaScope;
 using testing::normal_floats;
+using testing::runnable_isas;
 
 constexpr KvType kAllKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0};
 
@@ -95,10 +98,8 @@ TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
 // kernels read vectors stored one slot after another: V always, K where not transposed
 // (Q8_0), so they are tried on V.
 TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
-  using kernels::Isa;
-  const Isa saved = kernels::detected_isa();
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
-    if (!kernels::set_isa_for_testing(isa)) continue;
+  for (kernels::Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
     for (KvType t : kAllKvTypes) {
       for (int64_t hd : {32, 64}) {
         const int32_t kv_dim = static_cast<int32_t>(2 * hd), count = 13;
@@ -130,7 +131,6 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
       }
     }
   }
-  kernels::set_isa_for_testing(saved);
 }
 
 }  // namespace
@@ -139,10 +139,8 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
 // register groups, head sizes off their vector multiples, and partial groups of keys
 // (over V's vectors, as above).
 TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
-  using kernels::Isa;
-  const Isa saved = kernels::detected_isa();
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
-    if (!kernels::set_isa_for_testing(isa)) continue;
+  for (kernels::Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
     for (KvType t : kAllKvTypes) {
       for (int64_t hd : {32, 64, 96, 128}) {
         if (t == KvType::kQ8_0 && hd % 32 != 0) continue;
@@ -179,7 +177,6 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
       }
     }
   }
-  kernels::set_isa_for_testing(saved);
 }
 
 }  // namespace tandem::TANDEM_UNITY_ID

@@ -10,38 +10,20 @@
 #include <vector>
 
 #include "runner/util/float16.h"
+#include "tests/common/isa_scope.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::kernels::TANDEM_UNITY_ID {
 namespace {
 
+using testing::IsaScope;
 using testing::normal_floats;
+using testing::runnable_isas;
 
 using gguf::TensorType;
 
 constexpr TensorType kAllTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
                                     TensorType::kQ8_0};
-
-// Every ISA this machine can run, for loops that check each kernel path.
-std::vector<Isa> runnable_isas() {
-  const Isa saved = detected_isa();
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
-    if (set_isa_for_testing(isa)) isas.push_back(isa);
-  }
-  set_isa_for_testing(saved);
-  return isas;
-}
-
-// Sets an ISA for the scope of a test section and restores the previous one.
-class IsaScope {
- public:
-  explicit IsaScope(Isa isa) : saved_(detected_isa()) { EXPECT_TRUE(set_isa_for_testing(isa)); }
-  ~IsaScope() { set_isa_for_testing(saved_); }
-
- private:
-  Isa saved_;
-};
 
 // A weight matrix in GGUF bytes, random, with its dequantized F32 values.
 struct Matrix {

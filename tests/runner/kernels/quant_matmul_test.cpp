@@ -17,6 +17,7 @@
 #include "runner/kernels/quant_matmul.h"
 #include "runner/kernels/quantize_q8.h"
 #include "runner/util/float16.h"
+#include "tests/common/isa_scope.h"
 
 namespace tandem::kernels::TANDEM_UNITY_ID {
 namespace {
@@ -313,7 +314,6 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
 // result does not depend on how many rows come with it or on the thread count.
 TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   ThreadPool pool1(1), pool3(3);
-  const Isa saved = detected_isa();
   for (const TypeCase& c : type_cases()) {
     const int64_t n_in = 512, n_out = 150, max_rows = 33;
     const auto w = random_rows(c, n_out, n_in, 41);
@@ -321,8 +321,8 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
     EXPECT_EQ(packed.bytes(), w.size()) << "kept in its blocks: " << name_of(c);
     const auto x = random_activations(max_rows, n_in, 42);
     const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, max_rows);
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
-      if (!set_isa_for_testing(isa)) continue;
+    for (Isa isa : testing::runnable_isas()) {
+      testing::IsaScope scope(isa);
       for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{16}, max_rows}) {
         for (ThreadPool* pool : {&pool1, &pool3}) {
           std::vector<float> y(n_rows * n_out);
@@ -336,7 +336,6 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
       matmul(pool3, packed, x.data() + 20 * n_in, 1, one.data());
       ASSERT_EQ(0, std::memcmp(one.data(), portable.data() + 20 * n_out, n_out * 4));
     }
-    set_isa_for_testing(saved);
   }
 }
 
