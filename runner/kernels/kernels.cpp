@@ -414,20 +414,18 @@ using detail::SharedPrep;
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
-// From how many rows a batch takes the lane form (quant_lanes.h). AVX-512 VNNI: from 2, where
-// the folded lane form (lane_fold) beat the row form, `BM_DecodeStep<kQ5_0>` M:2 9.36 -> 6.78
-// ms on a Zen 5 (5 interleaved rounds, medians). AVX2 (avx2/quant_lanes.cpp): from 3, where the row
-// form cost 2.5-3.6x a one-row step and the lane form (16 lanes, most of them padding) less; at 2
-// rows the two were level (`BM_DecodeStep` on a Zen 3, 4 interleaved rounds, medians: M:3
-// Q5_0 25.2 -> 17.6 ms, Q4_0 23.1 -> 19.2 ms; M:2 Q5_0 21.4 / 19.7, Q4_0 16.2 / 18.5).
-int64_t lanes_from_rows(bool vnni) { return vnni ? 2 : 3; }
+// From how many rows a batch takes the lane form (quant_lanes.h); below, the streamed form
+// (quant_streams.h: each span decoded in registers once for every row). AVX-512 VNNI: from 5,
+// AVX2: from 4. The streamed form against the lane form it replaced (folded on VNNI),
+// `BM_DecodeStep<kQ5_0>` on a Zen 5, medians of 3, alternating: VNNI M:2 5.79 -> 3.92 ms,
+// M:3 6.27 -> 4.71, M:4 5.85-6.49 -> 5.66-5.89; `BM_QuantMatmul` M:4 Q4_K 231-238 -> 142-158
+// us, Q6_K 225-256 -> 147-177; AVX2 (TANDEM_ISA=avx2) M:2 7.85 -> 5.90 (the row form
+// before), M:3 9.08 -> 7.38, but M:4 9.2-9.4 -> 10.4-10.7, so AVX2 keeps its lane form there.
+int64_t lanes_from_rows(bool vnni) { return vnni ? detail::kStreamRows + 1 : detail::kStreamRows; }
 // How many lanes each row of a lane-form batch fills (ActRows::fold): AVX-512 VNNI folds
-// batches of up to 8 rows, so its vectors hold 4 or 2 weight rows against them instead of
-// padding (avx512/quant_matmul.cpp's folded tiles).
-int lane_fold(bool vnni, int64_t n_rows) {
-  if (!vnni || n_rows > 8) return 1;
-  return n_rows <= 4 ? 4 : 2;
-}
+// batches of up to 8 rows into 2 lanes each, so its vectors hold 2 weight rows against them
+// instead of padding (avx512/quant_matmul.cpp's folded tiles).
+int lane_fold(bool vnni, int64_t n_rows) { return vnni && n_rows <= 8 ? 2 : 1; }
 
 // A decode step's ranges (one activation row), guided: a first round of one range per
 // thread holds 70% of the outputs, then a round of 20% and one of 10%, each shared evenly
@@ -479,7 +477,8 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
   // Guided where every round's ranges still hold a unit or more.
-  const bool guided = n_rows == 1 && pool.size() > 1 &&
+  const bool streamed = n_rows <= detail::kStreamRows && n_rows < lanes_from_rows(vnni);
+  const bool guided = streamed && pool.size() > 1 &&
                       job.n_units * (kGuidedRounds[3] - kGuidedRounds[2]) >= 1000 * pool.size();
   job.guided_threads = guided ? pool.size() : 0;
   if (guided) job.n_tasks = kGuidedRoundCount * pool.size();

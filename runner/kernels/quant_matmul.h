@@ -59,6 +59,11 @@ struct QuantMatmulArgs {
   float* y = nullptr;  // n_rows x n_out
 };
 
+// The most activation rows the vector forms stream (quant_streams.h): each span of four weight
+// rows decoded in registers once for all of them. kernels.cpp gives larger batches the
+// lane layout where an ISA has a lane form.
+inline constexpr int64_t kStreamRows = 4;
+
 // Per-thread scratch of at least `bytes`, 64-byte aligned (kernels.cpp owns it).
 void* quant_scratch(size_t bytes);
 

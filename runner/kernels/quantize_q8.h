@@ -33,10 +33,11 @@ struct ActRows {
   // [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of groups 2t
   // and 2t + 1 are the int16 pair lane_bsum_pairs[((block * 8 + t) * lanes + m) * 2]. Padding rows
   // hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one cache line. Small batches
-  // may be folded: each row then fills `fold` adjacent lanes (1, 2 or 4), row m in lanes m * fold
-  // .. m * fold + fold - 1 (m * fold where the above says m), so that one vector holds 16 / fold
-  // rows against `fold` weight rows. Only AVX-512 VNNI's lane form reads folded layouts
-  // (avx512/quant_matmul.cpp), so kernels.cpp folds only for it.
+  // may be folded: each row then fills `fold` adjacent lanes (the layout takes any; kernels.cpp
+  // makes 1 or 2), row m in lanes m * fold .. m * fold + fold - 1 (m * fold where the above
+  // says m), so that one vector holds 16 / fold rows against `fold` weight rows. Only AVX-512
+  // VNNI's lane form reads folded layouts (avx512/quant_matmul.cpp), so kernels.cpp folds only for
+  // it.
   int64_t lanes = 0;
   int64_t fold = 1;
   const uint8_t* lane_q = nullptr;
@@ -60,7 +61,7 @@ struct QuantizedActivations {
 };
 
 // Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), into
-// the row-major arrays, or, where lane_fold is non-zero (ActRows::fold: 1, 2 or 4), into
+// the row-major arrays, or, where lane_fold is non-zero (ActRows::fold: 1, 2 or more), into
 // the lane layout: the batch kernels read only that, so the row-major q, d, s, bsums and
 // qsum are then neither sized nor written, and the view's pointers to them are null (a
 // 32-row step's preparation cost 4x more with them, docs/performance.md 2026-11-29).

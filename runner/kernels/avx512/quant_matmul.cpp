@@ -226,14 +226,10 @@ TANDEM_QUANT_INLINE void fold_span(const LaneSpan& w, FoldedSpan& f) {
 // The F side-by-side 32-bit values at p in every F lanes.
 template <int F>
 inline __m512i pattern(const int32_t* p) {
-  static_assert(F == 2 || F == 4, "the folds kernels.cpp makes");
-  if constexpr (F == 2) {
-    int64_t v;
-    __builtin_memcpy(&v, p, 8);
-    return _mm512_set1_epi64(v);
-  } else {
-    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
+  static_assert(F == 2, "the fold kernels.cpp makes");
+  int64_t v;
+  __builtin_memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
 }
 template <int F>
 inline __m512 pattern(const float* p) {
@@ -340,23 +336,15 @@ TANDEM_QUANT_INLINE void folded_tiles(const LaneSpan& w, const ActRows& x, int64
                                       float* acc) {
   FoldedSpan f;
   fold_span<T, kCount>(w, f);
-  if (x.fold == 2) {
-    if constexpr (T::kSuper) {
-      super_folded_tile<T, 2>(f, x, span, acc);
-    } else {
-      legacy_folded_tile<T, 2, kCount>(f, x, span, acc);
-    }
+  if constexpr (T::kSuper) {
+    super_folded_tile<T, 2>(f, x, span, acc);
   } else {
-    if constexpr (T::kSuper) {
-      super_folded_tile<T, 4>(f, x, span, acc);
-    } else {
-      legacy_folded_tile<T, 4, kCount>(f, x, span, acc);
-    }
+    legacy_folded_tile<T, 2, kCount>(f, x, span, acc);
   }
 }
 
 // One span of the decoded rows against every activation row: 32 rows per tile, then 16;
-// folded batches (ActRows::fold 2 or 4) by the folded tiles.
+// folded batches (ActRows::fold 2) by the folded tiles.
 struct VnniLaneTiles {
   // Only IQ4's signed weights need the wbias (dot4's q + 128 correction).
   template <class T>

@@ -281,7 +281,8 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
     for (int64_t n_in : legacy ? legacy_widths : std::vector<int64_t>{256, 1536}) {
       const int64_t n_out = 13;
       const auto w = extreme_rows(c, n_out, n_in, 7 + static_cast<uint32_t>(n_in));
-      for (int64_t n_rows : {int64_t{1}, int64_t{3}, int64_t{16}, int64_t{33}}) {
+      for (int64_t n_rows :
+           {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{16}, int64_t{33}}) {
         const auto x = extreme_activations(n_rows, n_in, 11 + static_cast<uint32_t>(n_rows));
         detail::QuantizedActivations act;
         detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
@@ -344,8 +345,8 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
 // must give the portable bits for every type (IQ4 signed, the rest unsigned), batch (one
 // vector of rows, one and a part, two, and more), range of outputs (groups of 4 and runs of
 // 16 cut short at either end) and row length (legacy rows ending in a short span). VNNI's
-// also with batches of up to 8 rows folded (ActRows::fold: 2 or 4 lanes a row, up to 16
-// lanes in all), the layout kernels.cpp gives them.
+// also with batches of up to 8 rows folded (ActRows::fold: 2 lanes a row, up to 16 lanes
+// in all), the layout kernels.cpp gives them.
 TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
   for (const auto& [name, loop] : vector_loops(detail::avx2_lanes_quant_loop())) {
     const bool vnni = std::string(name) == "avx512vnni";
@@ -360,7 +361,7 @@ TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
           const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
           const auto portable =
               run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
-          for (int fold : {1, 2, 4}) {
+          for (int fold : {1, 2}) {
             if (fold > 1 && (!vnni || n_rows * fold > 16)) continue;
             detail::QuantizedActivations act;
             detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, fold);
