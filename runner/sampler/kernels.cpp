@@ -150,12 +150,16 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+              float* z) {
   out->count = 0;
+  std::array<float, 16> lanes{};
   for (int32_t i = 0; i < n; ++i) {
     if (copy != nullptr) copy[i] = x[i];
     top_insert(out, k, x[i], i);
+    if (z != nullptr) lanes[i & 15] = lanes[i & 15] + exp_table(x[i] - shift);
   }
+  if (z != nullptr) *z = fold_lanes(lanes);
 }
 
 // Sum of exp_fn(x[i] - x_max) in the shared 16-lane order.

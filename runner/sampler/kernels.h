@@ -56,8 +56,11 @@ struct Kernels {
   // The lowest index of the largest value, NaN ignored; -1 when every value is -inf or NaN.
   int32_t (*argmax)(const float* x, int32_t n);
   // One pass for the log-probabilities: the best k (1 <= k <= kMaxTop) of x into *out (so
-  // out->id[0] is argmax's answer), and a copy of x into `copy` unless it is null.
-  void (*scan_top)(const float* x, int32_t n, int32_t k, float* copy, TopList* out);
+  // out->id[0] is argmax's answer), a copy of x into `copy` unless it is null, and, unless z
+  // is null, *z = sum of exp_table(x[i] - shift) in lse_sum's order (lse_sum with `shift` for
+  // x_max: a guess made before the max is known, which the caller checks afterwards).
+  void (*scan_top)(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+                   float* z);
   // The log-probabilities' Z: sum of exp_table(x[i] - x_max), in the shared 16-lane order.
   float (*lse_sum)(const float* x, int32_t n, float x_max);
   // Z = sum of exp_shifted(z[i] - z_max), in the shared 16-lane order.
@@ -127,7 +130,8 @@ extern const Kernels kKernels;
 namespace avx2_impl {
 float scale_max(float* z, int32_t n, float inv_t);
 int32_t argmax(const float* x, int32_t n);
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out);
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+              float* z);
 int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position);
 float lse_sum(const float* x, int32_t n, float x_max);
 float z_sum(const float* z, int32_t n, float z_max);

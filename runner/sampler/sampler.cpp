@@ -233,6 +233,24 @@ void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& par
   }
 }
 
+namespace {
+
+// log_normalizer's shift: the largest finite value among the row's first 64 (NaN ignored),
+// plus kShiftAbove; -inf when none is finite. With x_max - shift within [-kShiftAbove,
+// kShiftSlack], the top term exp(x_max - shift) is at least e^-24 (normal), no term exceeds
+// e^64, so n <= 2^24 terms sum to at most e^64 * 2^24 < FLT_MAX, and the terms exp_table
+// drops (x - shift < -86) are below e^-62 of the top one.
+constexpr float kShiftAbove = 24.0f, kShiftSlack = 64.0f;
+float shift_guess(std::span<const float> logits) {
+  float best = kNegInf;
+  for (size_t i = 0; i < std::min<size_t>(logits.size(), 64); ++i) {
+    if (logits[i] > best && logits[i] < kPosInf) best = logits[i];
+  }
+  return best > kNegInf ? best + kShiftAbove : kNegInf;
+}
+
+}  // namespace
+
 float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out,
                               float* copy, int32_t& top) {
   const auto n = static_cast<int32_t>(logits.size());
@@ -240,8 +258,15 @@ float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogpr
   // One pass finds the k best (at least the argmax) and copies the row when asked; rows
   // asking for more than the kernels list (never, through the API's 20) take the long way.
   const bool listed = k <= sampler_kernels::kMaxTop;
+  // Z is summed in the same pass, shifted by a guess at the max taken from the row's first
+  // entries (exp of x - x_max needs the max, which only the pass finds). Any shift gives
+  // log Z = shift + log(sum exp(x - shift)); this one keeps every term finite and the top
+  // one normal, so the sum loses nothing that matters (checked below, else a second pass).
+  const float guess = shift_guess(logits);
+  float z = 0.0f;
   if (listed) {
-    kernels_->scan_top(logits.data(), n, std::max(k, 1), copy, top_list_.get());
+    kernels_->scan_top(logits.data(), n, std::max(k, 1), copy, top_list_.get(), guess,
+                       guess > kNegInf ? &z : nullptr);
     top = top_list_->count > 0 ? top_list_->id[0] : -1;
   } else {
     if (copy != nullptr) std::copy(logits.begin(), logits.end(), copy);
@@ -250,9 +275,14 @@ float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogpr
   if (top < 0) return kPosInf;  // nothing finite: every log-probability is -inf
   const float x_max = logits[top];
   if (x_max == kPosInf) return kPosInf;
-  // Z = sum of exp(x - x_max) >= 1 (the top term is 1), in the kernels' fixed order.
-  const float z = kernels_->lse_sum(logits.data(), n, x_max);
-  const float log_z = x_max + static_cast<float>(std::log(static_cast<double>(z)));
+  float log_z;
+  if (listed && guess > kNegInf && x_max - guess <= kShiftSlack) {
+    log_z = guess + static_cast<float>(std::log(static_cast<double>(z)));
+  } else {
+    // Z = sum of exp(x - x_max) >= 1 (the top term is 1), in the kernels' fixed order.
+    z = kernels_->lse_sum(logits.data(), n, x_max);
+    log_z = x_max + static_cast<float>(std::log(static_cast<double>(z)));
+  }
   if (k > 0 && listed) {
     for (int32_t i = 0; i < std::min(k, top_list_->count); ++i)
       out.top.push_back({top_list_->id[i], top_list_->value[i] - log_z});

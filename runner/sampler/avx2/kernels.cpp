@@ -255,8 +255,11 @@ int32_t argmax(const float* x, int32_t n) {
 // The portable scan_top's list, 32 entries at a time: four compares with the list's last
 // (not a max of the four: vmaxps would let a NaN hide a larger lane); past the first few
 // hundred entries almost none beats it, so the pass runs at the copy's speed. Entries that
-// do go in in id order, through the same top_insert.
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
+// do go in in id order, through the same top_insert. The exp sum rides along, as lane_sum
+// takes it (entries i % 16 < 8 in `low`, the rest in `high`).
+template <bool kSum>
+void scan_top_with(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+                   float* z) {
   out->count = 0;
   auto bar = [&] { return set(out->count < k ? kNegInf : out->value[k - 1]); };
   auto visit = [&](int32_t i, __m256 v) {
@@ -267,6 +270,8 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
       top_insert(out, k, x[i + lane], i + lane);
     }
   };
+  const __m256 base = set(shift);
+  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
   int32_t i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256 v[4];
@@ -275,6 +280,10 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
     for (int a = 0; a < 4; ++a) {
       v[a] = _mm256_loadu_ps(x + i + 8 * a);
       if (copy != nullptr) _mm256_storeu_ps(copy + i + 8 * a, v[a]);
+      if constexpr (kSum) {
+        __m256& lanes = a % 2 == 0 ? low : high;
+        lanes = add(lanes, exp_table8(sub(v[a], base)));
+      }
       any |= _mm256_movemask_ps(_mm256_cmp_ps(v[a], now, _CMP_GT_OQ));
     }
     if (any == 0) continue;
@@ -289,8 +298,19 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
         _mm256_maskstore_ps(copy + i, tail_mask(n - i), v);
       }
     }
+    if constexpr (kSum) {
+      __m256& lanes = i % 16 == 0 ? low : high;
+      lanes = add(lanes, exp_table8(sub(v, base)));
+    }
     visit(i, v);
   }
+  if constexpr (kSum) *z = fold_lanes(low, high);
+}
+
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+              float* z) {
+  if (z != nullptr) return scan_top_with<true>(x, n, k, copy, out, shift, z);
+  scan_top_with<false>(x, n, k, copy, out, shift, z);
 }
 
 // The portable gumbel_argmax's pruned pass, 32 ids at a time: a running best B (seeded with

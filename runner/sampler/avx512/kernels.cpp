@@ -201,9 +201,14 @@ int32_t argmax(const float* x, int32_t n) {
 }
 
 // Four vectors at a time are compared with the list's threshold at once: past the first few
-// hundred entries almost no entry beats the k-th best, so the pass runs at argmax's speed
-// (plus the copy's stores). Entries that do are inserted in id order, as the portable scan.
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
+// hundred entries almost no entry beats the k-th best, so the list costs about a compare a
+// vector (plus the copy's stores). Entries that do are inserted in id order, as the portable
+// scan. The exp sum rides along (lane i % 16 adding entry i, as lane_sum): the pass is bound
+// by reading the row, the exps by the vector pipes, so together they cost little more than
+// either alone.
+template <bool kSum>
+void scan_top_with(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+                   float* z) {
   out->count = 0;
   auto threshold = [&] { return out->count < k ? kNegInf : out->value[k - 1]; };
   auto visit = [&](int32_t i, __m512 v, __mmask16 mask) {
@@ -214,12 +219,15 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
       top_insert(out, k, x[i + lane], i + lane);
     }
   };
+  const __m512 base = set(shift);
+  __m512 lanes = _mm512_setzero_ps();
   int32_t i = 0;
   for (; i + 64 <= n; i += 64) {
     __m512 v[4];
     for (int a = 0; a < 4; ++a) {
       v[a] = _mm512_loadu_ps(x + i + 16 * a);
       if (copy != nullptr) _mm512_storeu_ps(copy + i + 16 * a, v[a]);
+      if constexpr (kSum) lanes = add(lanes, exp_table16(sub(v[a], base)));
     }
     // Four compares, not a max of the four: vmaxps would let a NaN hide a larger lane.
     const __m512 bar = set(threshold());
@@ -232,8 +240,16 @@ void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out) {
     const __mmask16 mask = tail_mask(n - i);
     const __m512 v = load_or_neg_inf(x + i, mask);
     if (copy != nullptr) _mm512_mask_storeu_ps(copy + i, mask, v);
+    if constexpr (kSum) lanes = add(lanes, exp_table16(sub(v, base)));
     visit(i, v, mask);
   }
+  if constexpr (kSum) *z = fold_lanes(lanes);
+}
+
+void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
+              float* z) {
+  if (z != nullptr) return scan_top_with<true>(x, n, k, copy, out, shift, z);
+  scan_top_with<false>(x, n, k, copy, out, shift, z);
 }
 
 // Sum of exp_fn(x[i] - x_max), lane i % 16 taking element i, then folded.

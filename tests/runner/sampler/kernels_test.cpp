@@ -299,7 +299,7 @@ TEST(SamplerKernels, ArgmaxTakesTheLowestIndexOfTiesAndSkipsNaN) {
 // The log-probability scan lists the k best in rank order (value descending, ties to the
 // lower id; no -inf or NaN), exactly as sorting the row does, copies the row, and both paths
 // give the same list: on messy rows (ties, -inf, NaN), ascending rows (every entry enters the
-// list) and rows with fewer finite entries than k.
+// list) and rows with fewer finite entries than k. Its exp sum is lse_sum's.
 TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
   std::vector<std::vector<float>> rows;
   for (int32_t n : {1, 5, 16, 17, 64, 65, 100, 3000, 32000}) rows.push_back(messy_row(n, 7));
@@ -324,7 +324,18 @@ TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
       for (int32_t want : {1, 5, 20, kMaxTop}) {
         TopList list;
         std::vector<float> copy(n, 0.0f);
-        k->scan_top(row.data(), n, want, copy.data(), &list);
+        // The exp sum that rides along is lse_sum's with the shift given, bit for bit (and so
+        // the portable one's: VectorRowKernelsMatchThePortableOnes), or not taken at all.
+        const float shift = 1.5f;
+        float z = -1.0f;
+        k->scan_top(row.data(), n, want, copy.data(), &list, shift, want == 5 ? nullptr : &z);
+        if (want == 5) {
+          ASSERT_EQ(z, -1.0f);
+        } else {
+          ASSERT_EQ(std::bit_cast<uint32_t>(z),
+                    std::bit_cast<uint32_t>(k->lse_sum(row.data(), n, shift)))
+              << n << " k " << want;
+        }
         ASSERT_EQ(list.count, std::min<int32_t>(want, static_cast<int32_t>(order.size())));
         for (int32_t i = 0; i < list.count; ++i) {
           ASSERT_EQ(list.id[i], order[i]) << n << " k " << want << " at " << i;
