@@ -21,6 +21,7 @@ namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::normal_logits;
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // vLLM's definition, literally: repetition over the set of prompt and output ids, then
 // frequency * count and presence over the output's ids.
@@ -196,6 +197,46 @@ TEST(SamplerLogprobs, AreTheRawLogSoftmaxWhateverTheSamplingParameters) {
         EXPECT_EQ(lp.top[i].id, order[i]);  // most likely first
         EXPECT_NEAR(lp.top[i].logprob, want[order[i]], 1e-5);
       }
+    }
+  }
+}
+
+// Z is summed in the scan with a shift guessed from the row's first 64 entries (sampler.cpp,
+// log_normalizer). Rows whose max lies far above those entries (or that have none finite)
+// take a second pass; rows whose max is among them, or a little above, keep the scan's sum.
+// Either way the values are the log-softmax, on the best path the CPU has and on "avx2".
+TEST(SamplerLogprobs, HoldWhereverTheRowsMaxLiesAgainstItsFirstEntries) {
+  const int32_t n = 5000;
+  const std::vector<float> base = normal_logits(n, 3.0f, 8);
+  std::vector<std::vector<float>> rows;
+  auto first = [&](float value) {  // the first 64 entries set to value
+    std::vector<float> row = base;
+    std::fill(row.begin(), row.begin() + 64, value);
+    return row;
+  };
+  rows.push_back(first(-kInf));          // no guess at all
+  rows.push_back(first(std::nanf("")));  // NaN, ignored: no guess either
+  rows.push_back(first(-200.0f));        // max 200 above the guess's base
+  rows.push_back(first(40.0f));          // the max among them
+  rows.push_back(first(-50.0f));         // max 50 above them: within the slack
+  std::vector<float> far = base;
+  far[4000] = 150.0f;  // one entry far above everything
+  rows.push_back(far);
+  for (const char* isa : {static_cast<const char*>(nullptr), "avx2"}) {
+    const auto sampler = testing::sampler_with_isa(isa, {n, {1}});
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::vector<float> clean = rows[r];
+      for (float& x : clean) x = std::isnan(x) ? -kInf : x;  // NaN scores as -inf
+      const std::vector<double> want = reference_log_softmax(clean);
+      SamplingParams p;
+      p.temperature = 0.0f;
+      p.logprobs = 3;
+      std::vector<float> row = rows[r];
+      RowLogprobs lp;
+      const int32_t token = sampler->sample(row, p, 0, {}, &lp);
+      ASSERT_EQ(lp.top.size(), 3u) << r;
+      EXPECT_NEAR(lp.chosen.logprob, want[token], 1e-5) << "row " << r << " " << (isa ? isa : "");
+      for (const auto& t : lp.top) EXPECT_NEAR(t.logprob, want[t.id], 1e-5) << "row " << r;
     }
   }
 }
