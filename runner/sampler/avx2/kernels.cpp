@@ -75,15 +75,15 @@ __m256 table_entries(__m256i i) {
 }
 
 // exp_table, lane by lane: the table's entry picked by r's low 5 bits.
+// Lanes out of range (d < -86, NaN) compute garbage that the last step masks off.
 __m256 exp_table8(__m256 d) {
   const __m256 valid = valid_lanes(d);
-  d = _mm256_and_ps(d, valid);
   const __m256 t = mul(d, set(46.1662413f));
-  const __m256 r = sub(add(t, set(12582912.0f)), set(12582912.0f));
+  const __m256 r = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = sub(t, r);
-  __m256 p = add(mul(f, set(1.69385097e-6f)), set(2.34596198e-4f));
-  p = add(mul(p, f), set(2.16608494e-2f));
-  p = add(mul(p, f), set(1.0f));
+  __m256 p = _mm256_fmadd_ps(f, set(1.69385097e-6f), set(2.34596198e-4f));
+  p = _mm256_fmadd_ps(p, f, set(2.16608494e-2f));
+  p = _mm256_fmadd_ps(p, f, set(1.0f));
   const __m256i ri = _mm256_cvttps_epi32(r);
   const __m256 table = table_entries(ri);
   const __m256i scale =
