@@ -324,7 +324,8 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
     const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, max_rows);
     for (Isa isa : testing::runnable_isas()) {
       testing::IsaScope scope(isa);
-      for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{16}, max_rows}) {
+      for (int64_t n_rows :
+           {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{16}, max_rows}) {
         for (ThreadPool* pool : {&pool1, &pool3}) {
           std::vector<float> y(n_rows * n_out);
           matmul(*pool, packed, x.data(), n_rows, y.data());
