@@ -415,17 +415,16 @@ using detail::SharedPrep;
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
 // From how many rows a batch takes the lane form (quant_lanes.h); below, the streamed form
-// (quant_streams.h: each span decoded in registers once for every row). AVX-512 VNNI: from 5,
-// AVX2: from 4. The streamed form against the lane form it replaced (folded on VNNI),
-// `BM_DecodeStep<kQ5_0>` on a Zen 5, medians of 3, alternating: VNNI M:2 5.79 -> 3.92 ms,
-// M:3 6.27 -> 4.71, M:4 5.85-6.49 -> 5.66-5.89; `BM_QuantMatmul` M:4 Q4_K 231-238 -> 142-158
-// us, Q6_K 225-256 -> 147-177; AVX2 (TANDEM_ISA=avx2) M:2 7.85 -> 5.90 (the row form
-// before), M:3 9.08 -> 7.38, but M:4 9.2-9.4 -> 10.4-10.7, so AVX2 keeps its lane form there.
-int64_t lanes_from_rows(bool vnni) { return vnni ? detail::kStreamRows + 1 : detail::kStreamRows; }
-// How many lanes each row of a lane-form batch fills (ActRows::fold): AVX-512 VNNI folds
-// batches of up to 8 rows into 2 lanes each, so its vectors hold 2 weight rows against them
-// instead of padding (avx512/quant_matmul.cpp's folded tiles).
-int lane_fold(bool vnni, int64_t n_rows) { return vnni && n_rows <= 8 ? 2 : 1; }
+// (quant_streams.h: each span decoded in registers once for every row). AVX-512 VNNI: from 9,
+// AVX2: from 4. The streamed form against the lane forms it replaced (VNNI's folded one up
+// to 8 rows), on a Zen 5, alternating: `BM_DecodeStep<kQ5_0>` VNNI M:2 5.79 -> 3.92 ms, M:3
+// 6.27 -> 4.71; `BM_QuantMatmul` 2048 x 2048 in L2, medians of 6-8 rounds, streamed / lane:
+// M:5 0.62-0.65, M:6 0.70-0.73, M:7 0.67-0.78, M:8 0.76-0.85 (from DRAM 0.88-0.91); AVX2
+// (TANDEM_ISA=avx2) M:2 7.85 -> 5.90 (the row form before), M:3 9.08 -> 7.38, but M:4 9.2-9.4
+// -> 10.4-10.7, so AVX2 keeps its lane form there.
+int64_t lanes_from_rows(bool vnni) {
+  return (vnni ? detail::kVnniStreamRows : detail::kAvx2StreamRows) + 1;
+}
 
 // A decode step's ranges (one activation row), guided: a first round of one range per
 // thread holds 70% of the outputs, then a round of 20% and one of 10%, each shared evenly
@@ -463,7 +462,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
   detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       n_rows >= lanes_from_rows(vnni) ? lane_fold(vnni, n_rows) : 0);
+                       n_rows >= lanes_from_rows(vnni));
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
@@ -477,7 +476,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
   // Guided where every round's ranges still hold a unit or more.
-  const bool streamed = n_rows <= detail::kStreamRows && n_rows < lanes_from_rows(vnni);
+  const bool streamed = n_rows < lanes_from_rows(vnni);
   const bool guided = streamed && pool.size() > 1 &&
                       job.n_units * (kGuidedRounds[3] - kGuidedRounds[2]) >= 1000 * pool.size();
   job.guided_threads = guided ? pool.size() : 0;

@@ -177,16 +177,6 @@ void quant_lanes_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
   // The running sums: output o0 + i's for activation rows 0..lanes-1 at acc + i * lanes.
   auto* acc = static_cast<float*>(quant_scratch(static_cast<size_t>(kLaneOutputs * lanes) * 4));
   LaneSpan decoded;
-  // Where output i = g + r (g a multiple of kLaneRows) of activation row m is in acc:
-  // at[i] + m * fold. Unfolded, lane m of row i's sums; folded (ActRows::fold), lane
-  // m * fold + r % fold of vector r / fold of group g's. Worked out once, not per output and
-  // row (fold is known only here, so r / fold would be a division).
-  const int64_t fold = a.x.fold;
-  int64_t at[kLaneOutputs];
-  for (int64_t i = 0; i < kLaneOutputs; ++i) {
-    const int64_t r = i % kLaneRows;
-    at[i] = (i - r + r / fold) * lanes + r % fold;
-  }
   for (int64_t o0 = out_begin; o0 < out_end; o0 += kLaneOutputs) {
     const int64_t outputs = out_end - o0 < kLaneOutputs ? out_end - o0 : kLaneOutputs;
     for (int64_t i = 0; i < kLaneOutputs * lanes; ++i) acc[i] = 0.f;
@@ -214,7 +204,7 @@ void quant_lanes_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
     }
     for (int64_t m = 0; m < a.n_rows; ++m) {
       float* y = a.y + m * a.n_out + o0;
-      for (int64_t i = 0; i < outputs; ++i) y[i] = acc[at[i] + m * fold];
+      for (int64_t i = 0; i < outputs; ++i) y[i] = acc[i * lanes + m];
     }
   }
 }

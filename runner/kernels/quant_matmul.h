@@ -59,10 +59,12 @@ struct QuantMatmulArgs {
   float* y = nullptr;  // n_rows x n_out
 };
 
-// The most activation rows the vector forms stream (quant_streams.h): each span of four weight
-// rows decoded in registers once for all of them. kernels.cpp gives larger batches the
-// lane layout where an ISA has a lane form.
-inline constexpr int64_t kStreamRows = 4;
+// The most activation rows each ISA's vector form streams (quant_streams.h: each span of
+// four weight rows decoded in registers once for all of them); kernels.cpp gives larger
+// batches the lane layout (quant_lanes.h). Measured on a Zen 5 (docs/performance.md,
+// 2026-11-29 evening): with VNNI streaming beat the folded lane form up to 8 rows; on AVX2
+// the lane form was ahead from 4.
+inline constexpr int64_t kVnniStreamRows = 8, kAvx2StreamRows = 3;
 
 // Per-thread scratch of at least `bytes`, 64-byte aligned (kernels.cpp owns it).
 void* quant_scratch(size_t bytes);

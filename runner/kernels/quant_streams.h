@@ -1,5 +1,5 @@
 // The quantized matmul's streamed form (quant_vector.h): a decode step's one activation row,
-// or a small batch of up to kStreamRows. Four weight rows stream from memory side by side,
+// or a small batch of up to S::kStreamRows. Four weight rows stream from memory side by side,
 // and each span of them is decoded in registers once and dotted with every activation row
 // at once (with AVX-512 VNNI, S::kWide, a super-block's chunks and a legacy span's blocks go
 // two at a time in 512-bit steps, and a legacy span's F16 scales are picked out of its bytes
@@ -74,13 +74,17 @@ void four_dots_legacy(const uint8_t* const (&rows)[4], const ActRows& x, int64_t
   for (int64_t span = 0; span < n_spans; ++span) {
     prefetch_rows(rows[0], span * 8 * int64_t{sizeof(B)}, 8 * sizeof(B));
     const int64_t left = nb - 8 * span;
-    // Whole spans inlined here; a row's short last span through with_block_count.
+    // Whole spans inlined here. A row's short last span: a decode step's through
+    // with_block_count (its block count a literal, the conditions folded); a batch's with
+    // the count at run time, which spares compiling 7 more copies for every row count.
     if (left >= 8) {
       four_rows_legacy_span<S, T, R>(rows, span, 8, x, m0, acc);
-    } else {
+    } else if constexpr (R == 1) {
       with_block_count(static_cast<int>(left), [&]<int kCount>() {
         four_rows_legacy_span<S, T, R>(rows, span, kCount, x, m0, acc);
       });
+    } else {
+      four_rows_legacy_span<S, T, R>(rows, span, static_cast<int>(left), x, m0, acc);
     }
   }
 }
@@ -182,20 +186,14 @@ void stream_rows(const QuantMatmulArgs& a, int64_t m0, int64_t out_begin, int64_
   }
 }
 
-// The streamed form for a.n_rows <= kStreamRows (quant_matmul.h).
-template <class S, class T>
+// The streamed form for a.n_rows <= S::kStreamRows (quant_matmul.h): stream_rows with R the
+// row count.
+template <class S, class T, int R = 1>
 void stream_batch(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  static_assert(kStreamRows == 4, "the cases below");
-  switch (a.n_rows) {
-    case 1:
-      return stream_rows<S, T, 1>(a, 0, out_begin, out_end);
-    case 2:
-      return stream_rows<S, T, 2>(a, 0, out_begin, out_end);
-    case 3:
-      return stream_rows<S, T, 3>(a, 0, out_begin, out_end);
-    default:
-      return stream_rows<S, T, 4>(a, 0, out_begin, out_end);
+  if constexpr (R < S::kStreamRows) {
+    if (a.n_rows > R) return stream_batch<S, T, R + 1>(a, out_begin, out_end);
   }
+  stream_rows<S, T, R>(a, 0, out_begin, out_end);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 //    where the type allows (Q4_0's nibble n is n - 8: the dot is sum(n * x) minus
 //    8 * sum(x), the activations' exact block sums), so one vpmaddubsw/vpdpbusd step needs no
 //    sign fix-up; IQ4's signed table values take |w| and x with w's sign;
-//  - up to kStreamRows activation rows (a decode step, a small batch): four weight rows
+//  - up to S::kStreamRows activation rows (a decode step, a small batch): four weight rows
 //    stream side by side, each span decoded in registers once and dotted with every
 //    activation row (quant_streams.h);
 //  - a larger batch: a span of 256 weights of kSpanRows weight rows is decoded into a small
@@ -121,7 +121,7 @@ TANDEM_QUANT_INLINE void span_rows(const DecodedSpan& w, int count, const ActRow
 template <class S, class T>
 void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   const int64_t n = a.n_in;
-  if (a.n_rows <= kStreamRows) return stream_batch<S, T>(a, out_begin, out_end);
+  if (a.n_rows <= S::kStreamRows) return stream_batch<S, T>(a, out_begin, out_end);
   const int64_t n_spans = (n + kSpan - 1) / kSpan;
   const int64_t span_bytes = static_cast<int64_t>((T::kSuper ? 1 : 8) * sizeof(typename T::B));
   // The sums of the decoded rows, row i's for x rows 0..n_rows-1 contiguous.

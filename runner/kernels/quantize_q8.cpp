@@ -84,10 +84,9 @@ void q8_k_block(const float* x, int8_t* q, float* d_out, int32_t* bsums) {
   *d_out = 1.f / iscale;
 }
 
-// Sizes the lane layout for n_rows rows, each in `fold` lanes, and zeroes its padding lanes.
-void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, int64_t fold,
-                   QuantizedActivations& out) {
-  const int64_t lanes = (n_rows * fold + 15) / 16 * 16, n_blocks = n_in / act_block(format);
+// Sizes the lane layout for n_rows rows and zeroes its padding lanes.
+void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out) {
+  const int64_t lanes = (n_rows + 15) / 16 * 16, n_blocks = n_in / act_block(format);
   auto fit = [](auto& v, int64_t size) {
     if (v.size() < static_cast<size_t>(size)) v.resize(static_cast<size_t>(size));
   };
@@ -98,7 +97,7 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, int64_t fold,
   if (format == ActFormat::kQ8_K) fit(out.lane_bsum_pairs, lanes * n_blocks * 16);
   if (format != ActFormat::kQ8_K) fit(out.lane_qsum, lanes * n_blocks);
   if (format == ActFormat::kQ8_1) fit(out.lane_s, lanes * n_blocks);
-  for (int64_t m = n_rows * fold; m < lanes; ++m) {
+  for (int64_t m = n_rows; m < lanes; ++m) {
     for (int64_t s = 0; s < n_in / 4; ++s) std::memset(out.lane_q + (s * lanes + m) * 4, 0, 4);
     for (int64_t b = 0; b < n_blocks; ++b) {
       out.lane_d[b * lanes + m] = 0.f;
@@ -113,7 +112,6 @@ void prepare_lanes(ActFormat format, int64_t n_rows, int64_t n_in, int64_t fold,
   }
   ActRows& v = out.view;
   v.lanes = lanes;
-  v.fold = fold;
   v.lane_q = out.lane_q;
   v.lane_d = out.lane_d.data();
   v.lane_qsum = format != ActFormat::kQ8_K ? out.lane_qsum.data() : nullptr;
@@ -127,28 +125,26 @@ void block_to_lanes(ActFormat format, int64_t m, int64_t b, const int8_t* q, con
                     QuantizedActivations& out) {
   const ActRows& v = out.view;
   const int block = act_block(format);
-  for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane) {
-    uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + lane) * 4;
-    for (int s = 0; s < block / 4; ++s) {
-      for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i]);
-    }
+  uint8_t* dst = out.lane_q + (b * block / 4 * v.lanes + m) * 4;
+  for (int s = 0; s < block / 4; ++s) {
+    for (int i = 0; i < 4; ++i) dst[s * v.lanes * 4 + i] = static_cast<uint8_t>(q[4 * s + i]);
   }
   lane_block_values(format, m, b, sc, out);
 }
 
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
-                   QuantizedActivations& out, int lane_fold) {
-  prepare_rows(format, n_rows, n_in, out, lane_fold);
+                   QuantizedActivations& out, bool lanes) {
+  prepare_rows(format, n_rows, n_in, out, lanes);
   quantize_blocks(format, x, 0, n_rows * (n_in / act_block(format)), out);
 }
 
 void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
-                  int lane_fold) {
+                  bool lanes) {
   out.view = ActRows{};
   out.view.format = format;
   out.view.n_in = n_in;
   out.view.n_rows = n_rows;
-  if (lane_fold != 0) return prepare_lanes(format, n_rows, n_in, lane_fold, out);
+  if (lanes) return prepare_lanes(format, n_rows, n_in, out);
   const int block = act_block(format);
   const int64_t n_blocks = n_in / block;
   const size_t values = static_cast<size_t>(n_rows * n_in);

@@ -32,14 +32,8 @@ struct ActRows {
   // bytes lane_q[(k / 4 * lanes + m) * 4 ...] (int8 q's bytes); a block's per-row values are at
   // [block * lanes + m]: lane_d (d), lane_qsum (Q8_0/Q8_1), lane_s (Q8_1); Q8_K's sums of groups 2t
   // and 2t + 1 are the int16 pair lane_bsum_pairs[((block * 8 + t) * lanes + m) * 2]. Padding rows
-  // hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one cache line. Small batches
-  // may be folded: each row then fills `fold` adjacent lanes (the layout takes any; kernels.cpp
-  // makes 1 or 2), row m in lanes m * fold .. m * fold + fold - 1 (m * fold where the above
-  // says m), so that one vector holds 16 / fold rows against `fold` weight rows. Only AVX-512
-  // VNNI's lane form reads folded layouts (avx512/quant_matmul.cpp), so kernels.cpp folds only for
-  // it.
+  // hold zeros. lane_q is 64-byte aligned: 16 rows' values k..k+3 are one cache line.
   int64_t lanes = 0;
-  int64_t fold = 1;
   const uint8_t* lane_q = nullptr;
   const float* lane_d = nullptr;
   const int32_t* lane_qsum = nullptr;
@@ -61,12 +55,12 @@ struct QuantizedActivations {
 };
 
 // Quantizes n_rows rows of n_in floats (n_in a whole number of act_block(format)), into
-// the row-major arrays, or, where lane_fold is non-zero (ActRows::fold: 1, 2 or more), into
-// the lane layout: the batch kernels read only that, so the row-major q, d, s, bsums and
-// qsum are then neither sized nor written, and the view's pointers to them are null (a
-// 32-row step's preparation cost 4x more with them, docs/performance.md 2026-11-29).
+// the row-major arrays, or, where `lanes` is set, into the lane layout: the batch kernels read only
+// that, so the row-major q, d, s, bsums and qsum are then neither sized nor written, and the view's
+// pointers to them are null (a 32-row step's preparation cost 4x more with them,
+// docs/performance.md 2026-11-29).
 void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_in,
-                   QuantizedActivations& out, int lane_fold = 0);
+                   QuantizedActivations& out, bool lanes = false);
 // The same in two parts, so that threads can share the work: prepare_rows sizes the
 // storage and sets the view; quantize_blocks then quantizes units [begin, end) of the
 // n_rows * n_in / act_block(format) blocks of x, each independent of the others. Unit u is
@@ -74,7 +68,7 @@ void quantize_rows(ActFormat format, const float* x, int64_t n_rows, int64_t n_i
 // u % n_rows: units in order then fill the lane layout a cache line after another, so that
 // threads sharing them out write different lines.
 void prepare_rows(ActFormat format, int64_t n_rows, int64_t n_in, QuantizedActivations& out,
-                  int lane_fold = 0);
+                  bool lanes = false);
 void quantize_blocks(ActFormat format, const float* x, int64_t begin, int64_t end,
                      QuantizedActivations& out);
 
@@ -86,26 +80,24 @@ struct BlockScales {
   int32_t bsums[16]{};  // Q8_K
 };
 
-// Block b of row m's scale and sums into the lane layout (in each of the row's `fold`
-// lanes): everything of the block there but its values, which each quantizer writes its
-// own way. Inline: the quantizers call it once a block.
+// Block b of row m's scale and sums into the lane layout (lane m): everything of the block
+// there but its values, which each quantizer writes its own way. Inline: the quantizers
+// call it once a block.
 inline void lane_block_values(ActFormat format, int64_t m, int64_t b, const BlockScales& sc,
                               QuantizedActivations& out) {
-  const int64_t lanes = out.view.lanes, fold = out.view.fold;
-  for (int64_t lane = m * fold; lane < (m + 1) * fold; ++lane) {
-    out.lane_d[b * lanes + lane] = sc.d;
-    if (format == ActFormat::kQ8_K) {
-      for (int t = 0; t < 8; ++t) {
-        // |sum of 16 quants| <= 16 * 127: an int16 holds it.
-        int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + lane) * 2;
-        pair[0] = static_cast<int16_t>(sc.bsums[2 * t]);
-        pair[1] = static_cast<int16_t>(sc.bsums[2 * t + 1]);
-      }
-      continue;
+  const int64_t lanes = out.view.lanes;
+  out.lane_d[b * lanes + m] = sc.d;
+  if (format == ActFormat::kQ8_K) {
+    for (int t = 0; t < 8; ++t) {
+      // |sum of 16 quants| <= 16 * 127: an int16 holds it.
+      int16_t* pair = out.lane_bsum_pairs.data() + ((b * 8 + t) * lanes + m) * 2;
+      pair[0] = static_cast<int16_t>(sc.bsums[2 * t]);
+      pair[1] = static_cast<int16_t>(sc.bsums[2 * t + 1]);
     }
-    out.lane_qsum[b * lanes + lane] = sc.qsum;
-    if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + lane] = sc.s;
+    return;
   }
+  out.lane_qsum[b * lanes + m] = sc.qsum;
+  if (format == ActFormat::kQ8_1) out.lane_s[b * lanes + m] = sc.s;
 }
 // Block b of row m, its values q and its scales sc, into the lane layout by scalar code:
 // the portable and AVX2 quantizers' copy (the lane forms read it).

@@ -9,10 +9,13 @@
 
 #include <cstdint>
 
+#include "runner/kernels/quant_matmul.h"
+
 namespace tandem::kernels::detail {
 namespace {
 
 struct Avx2Steps {
+  static constexpr int64_t kStreamRows = kAvx2StreamRows;
   static __m256i dot4(__m256i u, __m256i x) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
   }

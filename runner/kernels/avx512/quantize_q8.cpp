@@ -125,8 +125,7 @@ void avx512_quantize_blocks(ActFormat format, const float* x, int64_t begin, int
   quantize_units<&q8_legacy_block, &q8_k_block>(
       format, x, begin, end, out,
       [&](int64_t m, int64_t b, const int8_t* q, const BlockScales& sc) {
-        for (int64_t lane = m * v.fold; lane < (m + 1) * v.fold; ++lane)
-          bytes_to_lanes(q, block, out.lane_q, v.lanes, lane, b * block);
+        bytes_to_lanes(q, block, out.lane_q, v.lanes, m, b * block);
         lane_block_values(format, m, b, sc, out);
       });
 }

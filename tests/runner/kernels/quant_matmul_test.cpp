@@ -281,8 +281,8 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
     for (int64_t n_in : legacy ? legacy_widths : std::vector<int64_t>{256, 1536}) {
       const int64_t n_out = 13;
       const auto w = extreme_rows(c, n_out, n_in, 7 + static_cast<uint32_t>(n_in));
-      for (int64_t n_rows :
-           {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{16}, int64_t{33}}) {
+      for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{6},
+                             int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, int64_t{33}}) {
         const auto x = extreme_activations(n_rows, n_in, 11 + static_cast<uint32_t>(n_rows));
         detail::QuantizedActivations act;
         detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
@@ -324,8 +324,8 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
     const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, max_rows);
     for (Isa isa : testing::runnable_isas()) {
       testing::IsaScope scope(isa);
-      for (int64_t n_rows :
-           {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{16}, max_rows}) {
+      for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{8},
+                             int64_t{9}, int64_t{16}, max_rows}) {
         for (ThreadPool* pool : {&pool1, &pool3}) {
           std::vector<float> y(n_rows * n_out);
           matmul(*pool, packed, x.data(), n_rows, y.data());
@@ -345,12 +345,9 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
 // activations laid out across rows and sum each block's products per row in a lane; they
 // must give the portable bits for every type (IQ4 signed, the rest unsigned), batch (one
 // vector of rows, one and a part, two, and more), range of outputs (groups of 4 and runs of
-// 16 cut short at either end) and row length (legacy rows ending in a short span). VNNI's
-// also with batches of up to 8 rows folded (ActRows::fold: 2 lanes a row, up to 16 lanes
-// in all), the layout kernels.cpp gives them.
+// 16 cut short at either end) and row length (legacy rows ending in a short span).
 TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
   for (const auto& [name, loop] : vector_loops(detail::avx2_lanes_quant_loop())) {
-    const bool vnni = std::string(name) == "avx512vnni";
     for (const TypeCase& c : type_cases()) {
       const bool legacy = gguf::block_elements(c.type) == 32;
       for (int64_t n_in :
@@ -362,28 +359,23 @@ TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
           const auto x = extreme_activations(n_rows, n_in, 5 + static_cast<uint32_t>(n_rows));
           const auto portable =
               run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
-          for (int fold : {1, 2}) {
-            if (fold > 1 && (!vnni || n_rows * fold > 16)) continue;
-            detail::QuantizedActivations act;
-            detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, fold);
-            ASSERT_EQ(act.view.lanes, 16 * ((n_rows * fold + 15) / 16));
-            for (auto [begin, end] :
-                 {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
-              std::vector<float> y(n_rows * n_out, std::nanf(""));
-              const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
-                                                 n_out,  act.view, n_rows,           y.data()};
-              loop(args, begin, end);
-              for (int64_t m = 0; m < n_rows; ++m)
-                for (int64_t o = 0; o < n_out; ++o) {
-                  const float want =
-                      o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
-                  ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
-                            __builtin_bit_cast(uint32_t, want))
-                      << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows
-                      << " fold " << fold << " range " << begin << ".." << end << " row " << m
-                      << " out " << o;
-                }
-            }
+          detail::QuantizedActivations act;
+          detail::quantize_rows(c.format, x.data(), n_rows, n_in, act, true);
+          ASSERT_EQ(act.view.lanes, 16 * ((n_rows + 15) / 16));
+          for (auto [begin, end] :
+               {std::pair<int64_t, int64_t>{0, n_out}, {3, n_out - 5}, {17, 18}}) {
+            std::vector<float> y(n_rows * n_out, std::nanf(""));
+            const detail::QuantMatmulArgs args{c.kind, w.data(), w.size() / n_out, n_in,
+                                               n_out,  act.view, n_rows,           y.data()};
+            loop(args, begin, end);
+            for (int64_t m = 0; m < n_rows; ++m)
+              for (int64_t o = 0; o < n_out; ++o) {
+                const float want = o >= begin && o < end ? portable[m * n_out + o] : std::nanf("");
+                ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
+                          __builtin_bit_cast(uint32_t, want))
+                    << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows
+                    << " range " << begin << ".." << end << " row " << m << " out " << o;
+              }
           }
         }
       }
@@ -392,28 +384,26 @@ TEST(QuantMatmul, LaneFormEqualsThePortableFormForEveryTypeBatchAndRange) {
 }
 
 // The lane layout holds each row's quantized values (their int8 bytes), scales and sums where
-// ActRows says, in `fold` adjacent lanes a row, and zeros in the padding lanes, also when the
-// buffers held a larger batch.
+// ActRows says, and zeros in the padding lanes, also when the buffers held a larger batch.
 TEST(QuantMatmul, LaneLayoutHoldsEveryRowsValuesAndZeroPadding) {
   for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
-    for (int fold : {1, 2, 4}) {
+    {
       const int64_t n_in = 512;
       detail::QuantizedActivations act;
       const auto big = random_activations(40, n_in, 1);
-      detail::quantize_rows(format, big.data(), 40, n_in, act, 1);
+      detail::quantize_rows(format, big.data(), 40, n_in, act, true);
       const int64_t n_rows = 5;
       const auto x = random_activations(n_rows, n_in, 2);
-      detail::quantize_rows(format, x.data(), n_rows, n_in, act, fold);
+      detail::quantize_rows(format, x.data(), n_rows, n_in, act, true);
       // The lane layout is written alone: the rows' own values come from the row-major form.
       detail::QuantizedActivations rows;
       detail::quantize_rows(format, x.data(), n_rows, n_in, rows);
       const detail::ActRows& v = act.view;
       const detail::ActRows& r = rows.view;
-      ASSERT_EQ(v.lanes, fold == 4 ? 32 : 16);
-      ASSERT_EQ(v.fold, fold);
+      ASSERT_EQ(v.lanes, 16);
       const int64_t block = detail::act_block(format), nb = n_in / block;
       for (int64_t lane = 0; lane < v.lanes; ++lane) {
-        const int64_t m = lane / fold;
+        const int64_t m = lane;
         const bool real = m < n_rows;
         for (int64_t k = 0; k < n_in; ++k) {
           const int want = real ? static_cast<uint8_t>(r.q[m * n_in + k]) : 0;
@@ -458,13 +448,13 @@ void expect_same_lanes(const detail::ActRows& vec, const detail::ActRows& ref, A
   }
 }
 
-// fold 0: the row-major form; 1, 2, 4: the lane layout alone.
+// lanes false: the row-major form; true: the lane layout alone.
 void expect_quantizer_is_portable(Quantizer quantize, ActFormat format, const std::vector<float>& x,
-                                  int64_t n_rows, int64_t n_in, int fold) {
+                                  int64_t n_rows, int64_t n_in, bool lanes) {
   detail::QuantizedActivations vec, ref;
-  // The lane layout where fold != 0: each vector quantizer writes it by its own code.
-  detail::prepare_rows(format, n_rows, n_in, vec, fold);
-  detail::prepare_rows(format, n_rows, n_in, ref, fold);
+  // The lane layout where asked: each vector quantizer writes it by its own code.
+  detail::prepare_rows(format, n_rows, n_in, vec, lanes);
+  detail::prepare_rows(format, n_rows, n_in, ref, lanes);
   const int64_t n_blocks = n_rows * n_in / detail::act_block(format);
   quantize(format, x.data(), 0, n_blocks, vec);
   detail::quantize_blocks_portable(format, x.data(), 0, n_blocks, ref);
@@ -472,7 +462,7 @@ void expect_quantizer_is_portable(Quantizer quantize, ActFormat format, const st
     return n == 0 || std::memcmp(a.data(), b.data(), n * sizeof(a[0])) == 0;
   };
   const size_t nb = static_cast<size_t>(n_blocks);
-  if (fold != 0) return expect_same_lanes(vec.view, ref.view, format, n_in);
+  if (lanes) return expect_same_lanes(vec.view, ref.view, format, n_in);
   EXPECT_TRUE(same(vec.q, ref.q, static_cast<size_t>(n_rows * n_in))) << static_cast<int>(format);
   EXPECT_TRUE(same(vec.d, ref.d, nb)) << static_cast<int>(format);
   if (format == ActFormat::kQ8_1) {
@@ -512,10 +502,8 @@ TEST(QuantMatmul, VectorQuantizersEqualThePortableOnes) {
   for (const auto& [form, quantize] : forms) {
     for (ActFormat format : {ActFormat::kQ8_0, ActFormat::kQ8_1, ActFormat::kQ8_K}) {
       SCOPED_TRACE(std::string(form) + ", format " + std::to_string(static_cast<int>(format)));
-      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in, 0);
-      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in, 1);
-      // A folded layout (ActRows::fold) of the first 4 rows, 4 lanes each.
-      expect_quantizer_is_portable(quantize, format, x, 4, n_in, 4);
+      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in, false);
+      expect_quantizer_is_portable(quantize, format, x, n_rows, n_in, true);
     }
   }
 }
