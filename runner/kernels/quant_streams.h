@@ -23,12 +23,12 @@
 namespace tandem::kernels::detail {
 namespace {
 
-// acc[m] (lane r: weight row r's dot with activation row m0 + m) += one span of four legacy
-// rows: `count` blocks (a literal 8 for whole spans, so that the per-block conditions fold).
+// acc[m] (lane r: weight row r's dot with activation row m) += one span of four legacy rows:
+// `count` blocks (a literal where four_dots_legacy has one, so that the per-block conditions
+// fold).
 template <class S, class T, int R>
 TANDEM_QUANT_INLINE void four_rows_legacy_span(const uint8_t* const (&rows)[4], int64_t span,
-                                               int count, const ActRows& x, int64_t m0,
-                                               __m128 (&acc)[R]) {
+                                               int count, const ActRows& x, __m128 (&acc)[R]) {
   using B = typename T::B;
   const int64_t nb = x.n_in / 32;
   __m256 t[R][4];
@@ -43,9 +43,9 @@ TANDEM_QUANT_INLINE void four_rows_legacy_span(const uint8_t* const (&rows)[4], 
       d = span_halves<S, B, offsetof(B, d)>(words, count);
       if constexpr (T::kHasMin) dm = span_halves<S, B, offsetof(B, m)>(words, count);
       for (int m = 0; m < R; ++m) {
-        const int8_t* xq = x.q + (m0 + m) * x.n_in + span * kSpan;
+        const int8_t* xq = x.q + m * x.n_in + span * kSpan;
         t[m][r] = legacy_terms<T>(wide_legacy_sums<S, T>(w, count, xq), count, d, dm, x,
-                                  (m0 + m) * nb + 8 * span);
+                                  m * nb + 8 * span);
       }
     } else {
       // Chunk by chunk, each decoded and dotted at once (AVX2's 16 registers hold no more).
@@ -53,22 +53,21 @@ TANDEM_QUANT_INLINE void four_rows_legacy_span(const uint8_t* const (&rows)[4], 
       for (int c = 0; c < 8; ++c) {
         const __m256i q = c < count ? T::template quants<S>(b[c]) : _mm256_setzero_si256();
         for (int m = 0; m < R; ++m) {
-          const int8_t* xq = x.q + (m0 + m) * x.n_in + span * kSpan;
+          const int8_t* xq = x.q + m * x.n_in + span * kSpan;
           p[m][c] = c < count ? dot4<S, T>(q, load32(xq + 32 * c)) : _mm256_setzero_si256();
         }
       }
       d = block_halves(b, count, offsetof(B, d));
       if constexpr (T::kHasMin) dm = block_halves(b, count, offsetof(B, m));
       for (int m = 0; m < R; ++m)
-        t[m][r] = legacy_terms<T>(sum_each(p[m]), count, d, dm, x, (m0 + m) * nb + 8 * span);
+        t[m][r] = legacy_terms<T>(sum_each(p[m]), count, d, dm, x, m * nb + 8 * span);
     }
   }
   for (int m = 0; m < R; ++m) acc[m] = add_terms4(acc[m], t[m], count);
 }
 
 template <class S, class T, int R>
-void four_dots_legacy(const uint8_t* const (&rows)[4], const ActRows& x, int64_t m0,
-                      __m128 (&acc)[R]) {
+void four_dots_legacy(const uint8_t* const (&rows)[4], const ActRows& x, __m128 (&acc)[R]) {
   using B = typename T::B;
   const int64_t nb = x.n_in / 32, n_spans = (nb + 7) / 8;
   for (int64_t span = 0; span < n_spans; ++span) {
@@ -78,13 +77,13 @@ void four_dots_legacy(const uint8_t* const (&rows)[4], const ActRows& x, int64_t
     // with_block_count (its block count a literal, the conditions folded); a batch's with
     // the count at run time, which spares compiling 7 more copies for every row count.
     if (left >= 8) {
-      four_rows_legacy_span<S, T, R>(rows, span, 8, x, m0, acc);
+      four_rows_legacy_span<S, T, R>(rows, span, 8, x, acc);
     } else if constexpr (R == 1) {
       with_block_count(static_cast<int>(left), [&]<int kCount>() {
-        four_rows_legacy_span<S, T, R>(rows, span, kCount, x, m0, acc);
+        four_rows_legacy_span<S, T, R>(rows, span, kCount, x, acc);
       });
     } else {
-      four_rows_legacy_span<S, T, R>(rows, span, static_cast<int>(left), x, m0, acc);
+      four_rows_legacy_span<S, T, R>(rows, span, static_cast<int>(left), x, acc);
     }
   }
 }
@@ -115,22 +114,21 @@ TANDEM_QUANT_INLINE void super_halves(const uint8_t* const (&rows)[4], int64_t i
   }
 }
 
-// v[m][r] = super-block b's scaled group sums with activation row m0 + m, every m < R.
+// v[m][r] = super-block b's scaled group sums with activation row m, every m < R.
 template <class S, class T, int R>
 TANDEM_QUANT_INLINE void super_rows_sums(const typename T::B& b, const GroupScales& g,
-                                         const ActRows& x, int64_t m0, int64_t i, int r,
-                                         __m256i (&v)[R][8]) {
+                                         const ActRows& x, int64_t i, int r, __m256i (&v)[R][8]) {
   if constexpr (WideSteps<S> && !T::kSigned) {
     __m512i pairs[4];
     chunk_pairs<S, T>(b, pairs);
     for (int m = 0; m < R; ++m)
-      v[m][r] = wide_chunk_sums<S, T>(pairs, g, x.q + (m0 + m) * x.n_in + i * kSpan);
+      v[m][r] = wide_chunk_sums<S, T>(pairs, g, x.q + m * x.n_in + i * kSpan);
   } else {
     for (int m = 0; m < R; ++m) v[m][r] = _mm256_setzero_si256();
     for (int c = 0; c < 8; ++c) {
       const __m256i q = T::template chunk<S>(b, c), scale = chunk_scale(g, c);
       for (int m = 0; m < R; ++m) {
-        const int8_t* xq = x.q + (m0 + m) * x.n_in + i * kSpan;
+        const int8_t* xq = x.q + m * x.n_in + i * kSpan;
         v[m][r] = S::madd_add(v[m][r], pairs<T>(q, load32(xq + 32 * c)), scale);
       }
     }
@@ -138,8 +136,7 @@ TANDEM_QUANT_INLINE void super_rows_sums(const typename T::B& b, const GroupScal
 }
 
 template <class S, class T, int R>
-void four_dots_super(const uint8_t* const (&rows)[4], const ActRows& x, int64_t m0,
-                     __m128 (&acc)[R]) {
+void four_dots_super(const uint8_t* const (&rows)[4], const ActRows& x, __m128 (&acc)[R]) {
   using B = typename T::B;
   const int64_t nb = x.n_in / 256;
   for (int64_t i = 0; i < nb; ++i) {
@@ -148,22 +145,22 @@ void four_dots_super(const uint8_t* const (&rows)[4], const ActRows& x, int64_t 
     for (int r = 0; r < 4; ++r) {
       const B& b = blocks_of<B>(rows[r])[i];
       const SuperScales s = T::scales(b);
-      super_rows_sums<S, T, R>(b, group_scales(s.sc16), x, m0, i, r, v);
+      super_rows_sums<S, T, R>(b, group_scales(s.sc16), x, i, r, v);
       for (int m = 0; m < R; ++m) {
-        v[m][4 + r] = T::kBias ? bias_products(s, x.bsums + ((m0 + m) * nb + i) * 16)
-                               : _mm256_setzero_si256();
+        v[m][4 + r] =
+            T::kBias ? bias_products(s, x.bsums + (m * nb + i) * 16) : _mm256_setzero_si256();
       }
     }
     __m128 d, dm;
     super_halves<T>(rows, i, d, dm);
     for (int m = 0; m < R; ++m)
-      acc[m] = add_super4<T>(acc[m], v[m], d, dm, _mm_set1_ps(x.d[(m0 + m) * nb + i]));
+      acc[m] = add_super4<T>(acc[m], v[m], d, dm, _mm_set1_ps(x.d[m * nb + i]));
   }
 }
 
-// Outputs [out_begin, out_end) of activation rows m0..m0 + R - 1, four weight rows at a time.
+// Outputs [out_begin, out_end) of the R activation rows, four weight rows at a time.
 template <class S, class T, int R>
-void stream_rows(const QuantMatmulArgs& a, int64_t m0, int64_t out_begin, int64_t out_end) {
+void stream_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   for (int64_t o0 = out_begin; o0 < out_end; o0 += 4) {
     // A short last group repeats its last row (computed twice, stored once).
     const uint8_t* rows[4];
@@ -173,14 +170,14 @@ void stream_rows(const QuantMatmulArgs& a, int64_t m0, int64_t out_begin, int64_
     __m128 acc[R];
     for (int m = 0; m < R; ++m) acc[m] = _mm_setzero_ps();
     if constexpr (T::kSuper) {
-      four_dots_super<S, T, R>(rows, a.x, m0, acc);
+      four_dots_super<S, T, R>(rows, a.x, acc);
     } else {
-      four_dots_legacy<S, T, R>(rows, a.x, m0, acc);
+      four_dots_legacy<S, T, R>(rows, a.x, acc);
     }
     for (int m = 0; m < R; ++m) {
       alignas(16) float y[4];
       _mm_store_ps(y, acc[m]);
-      float* out = a.y + (m0 + m) * a.n_out + o0;
+      float* out = a.y + m * a.n_out + o0;
       for (int64_t r = 0; r < 4 && o0 + r < out_end; ++r) out[r] = y[r];
     }
   }
@@ -193,7 +190,7 @@ void stream_batch(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) 
   if constexpr (R < S::kStreamRows) {
     if (a.n_rows > R) return stream_batch<S, T, R + 1>(a, out_begin, out_end);
   }
-  stream_rows<S, T, R>(a, 0, out_begin, out_end);
+  stream_rows<S, T, R>(a, out_begin, out_end);
 }
 
 }  // namespace
