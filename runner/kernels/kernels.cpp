@@ -449,6 +449,8 @@ int64_t range_start(int64_t t, int64_t n_tasks, int64_t n_units, int64_t guided_
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
                   float* y) {
   const bool vnni = quant_uses_vnni();  // picks both the activation layout and the loop
+  // A few rows stream (quant_streams.h); more are laid out across lanes (quant_lanes.h).
+  const bool streamed = n_rows < lanes_from_rows(vnni);
   thread_local detail::QuantizedActivations activations;
   struct Quantizing {
     detail::ActFormat format;
@@ -461,8 +463,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   } quantizing{act_format_of(*impl.quant), x, &activations};
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
-  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations,
-                       n_rows >= lanes_from_rows(vnni));
+  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations, !streamed);
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
@@ -476,7 +477,6 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
   // Guided where every round's ranges still hold a unit or more.
-  const bool streamed = n_rows < lanes_from_rows(vnni);
   const bool guided = streamed && pool.size() > 1 &&
                       job.n_units * (kGuidedRounds[3] - kGuidedRounds[2]) >= 1000 * pool.size();
   job.guided_threads = guided ? pool.size() : 0;

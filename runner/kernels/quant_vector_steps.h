@@ -30,9 +30,7 @@
 namespace tandem::kernels::detail {
 namespace {
 
-constexpr int64_t kSpan = 256;         // weights per row in one step: 8 chunks of 32
-constexpr int64_t kSpanRows = 4;       // weight rows decoded together for a batch
-constexpr int64_t kPrefetchSpans = 2;  // how far ahead each row's blocks are prefetched (batch)
+constexpr int64_t kSpan = 256;  // weights per row in one step: 8 chunks of 32
 // Bytes ahead that a decode step prefetches its four rows, taken as one stretch
 // (prefetch_rows): 1024 in each row where rows are long. Rows of 2048 Q5_0 weights (1408
 // bytes) measured slower at 1024 and 8192 on the 2-vCPU EPYC (BM_QuantMatmul M = 1).
@@ -152,12 +150,6 @@ inline __m128 add_super4(__m128 acc, const __m256i (&v)[8], __m128 d, __m128 dm,
 inline __m256i bias_products(const SuperScales& s, const int32_t* bsums) {
   return _mm256_add_epi32(_mm256_mullo_epi32(s.bias_lo, load32(bsums)),
                           _mm256_mullo_epi32(s.bias_hi, load32(bsums + 8)));
-}
-
-inline void prefetch_span(const uint8_t* row, int64_t span, int64_t n_spans, int64_t span_bytes) {
-  if (span + kPrefetchSpans >= n_spans) return;
-  const uint8_t* ahead = row + (span + kPrefetchSpans) * span_bytes;
-  for (int64_t b = 0; b < span_bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
 }
 
 // A decode step reads four consecutive rows side by side, each at byte `pos`: together a

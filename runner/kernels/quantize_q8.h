@@ -41,6 +41,20 @@ struct ActRows {
   const int16_t* lane_bsum_pairs = nullptr;
 };
 
+// Rows [first, first + count) of a row-major view (one without the lane layout), as a view
+// of their own.
+inline ActRows row_range(const ActRows& x, int64_t first, int64_t count) {
+  const int64_t nb = x.n_in / act_block(x.format);
+  ActRows v = x;
+  v.n_rows = count;
+  v.q = x.q + first * x.n_in;
+  v.d = x.d + first * nb;
+  if (x.s != nullptr) v.s = x.s + first * nb;
+  if (x.qsum != nullptr) v.qsum = x.qsum + first * nb;
+  if (x.bsums != nullptr) v.bsums = x.bsums + first * (x.n_in / 16);
+  return v;
+}
+
 // Owns the storage of quantized rows (reused between calls: no allocation once grown).
 struct QuantizedActivations {
   std::vector<int8_t> q;
