@@ -227,7 +227,7 @@ template <TensorType kType>
 void BM_QuantMatmul(benchmark::State& state) {
   const bool in_l2 = state.range(2) != 0;
   const int64_t n_in = state.range(3);
-  const int64_t n_out = in_l2 ? 512 * 2048 / n_in / 4 * 4 : 2048;
+  const int64_t n_out = in_l2 ? 512 * 2048 / n_in / 16 * 16 : 2048;
   const int64_t rows = state.range(0);
   tandem::ThreadPool pool(static_cast<int>(state.range(1)));
   const int64_t row_bytes =
@@ -267,7 +267,7 @@ void quant_args(benchmark::internal::Benchmark* b) {
 }
 void legacy_quant_args(benchmark::internal::Benchmark* b) {
   quant_args(b);
-  b->Args({1, 2, 1, 576});
+  b->Args({1, 2, 1, 576})->Args({1, 1, 1, 576});
 }
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_0)->Apply(legacy_quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_1)->Apply(legacy_quant_args);

@@ -234,6 +234,7 @@ struct PackedWeights::Impl {
   size_t panel_bytes = 0;
   std::optional<QuantKind> quant;  // set: GGUF rows of row_bytes, the quantized path
   size_t row_bytes = 0;
+  bool interleaved = false;  // the rows interleaved by sixteen (quant_interleave.h)
   std::unique_ptr<AlignedBuffer> buffer;
   // Sources of more than one type: each run of one type packed alone, its outputs the next
   // ones in order (no buffer of its own).
@@ -273,10 +274,16 @@ PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> source
   impl.n_in = sources[0].n_in;
   impl.row_bytes = row_bytes(sources[0].type, impl.n_in);
   impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out, /*filled=*/true);
-  uint8_t* dst = impl.buffer->data;
+  impl.interleaved = detail::interleaves(*impl.quant, n_out);
+  std::vector<uint8_t> stored;  // interleaved: the rows as stored first, then moved
+  if (impl.interleaved) stored.resize(impl.row_bytes * n_out);
+  uint8_t* dst = impl.interleaved ? stored.data() : impl.buffer->data;
   for (const WeightSource& s : sources) {
     std::memcpy(dst, s.data, impl.row_bytes * s.n_out);
     dst += impl.row_bytes * s.n_out;
+  }
+  if (impl.interleaved) {
+    detail::interleave_rows(*impl.quant, stored.data(), n_out, impl.n_in, impl.buffer->data);
   }
   return packed;
 }
@@ -451,6 +458,8 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   const bool vnni = quant_uses_vnni();  // picks both the activation layout and the loop
   // A few rows stream (quant_streams.h); more are laid out across lanes (quant_lanes.h).
   const bool streamed = n_rows < lanes_from_rows(vnni);
+  // Interleaved weights take row-major activations at every batch (quant_interleaved.h).
+  const bool row_major = streamed || impl.interleaved;
   thread_local detail::QuantizedActivations activations;
   struct Quantizing {
     detail::ActFormat format;
@@ -463,7 +472,7 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   } quantizing{act_format_of(*impl.quant), x, &activations};
   // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
   // are quantized.
-  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations, !streamed);
+  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations, !row_major);
   struct Job {
     detail::QuantMatmulArgs args;
     detail::QuantLoop loop;
@@ -471,8 +480,9 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
     int64_t n_tasks;
     int64_t guided_threads;  // 0: even ranges
   } job;
-  job.args = {*impl.quant, impl.buffer->data, impl.row_bytes, impl.n_in,
-              impl.n_out,  activations.view,  n_rows,         y};
+  job.args = {*impl.quant,     impl.buffer->data, impl.row_bytes, impl.n_in,
+              impl.n_out,      activations.view,  n_rows,         y,
+              impl.interleaved};
   job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());

@@ -29,6 +29,7 @@
 
 #include "runner/gguf/quant.h"
 #include "runner/kernels/isa.h"
+#include "runner/kernels/quant_interleave.h"
 #include "runner/kernels/quantize_q8.h"
 
 namespace tandem::kernels::detail {
@@ -50,13 +51,16 @@ enum class QuantKind : uint8_t {
 
 struct QuantMatmulArgs {
   QuantKind kind = QuantKind::kQ4_0;
-  const uint8_t* w = nullptr;  // n_out rows of row_bytes, GGUF blocks as stored
+  const uint8_t* w = nullptr;  // n_out rows of row_bytes, GGUF blocks as stored (but see below)
   size_t row_bytes = 0;
   int64_t n_in = 0;
   int64_t n_out = 0;
   ActRows x;  // n_rows rows, in the activation format the kind needs
   int64_t n_rows = 0;
   float* y = nullptr;  // n_rows x n_out
+  // Q4_0/Q5_0 rows interleaved by sixteen (quant_interleave.h) instead of as stored; x is then
+  // row-major whatever n_rows.
+  bool interleaved = false;
 };
 
 // The most activation rows each ISA's vector form streams (quant_streams.h: each span of
@@ -443,8 +447,9 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   const size_t f_bytes = round64(static_cast<size_t>(n / 32) * 4);  // per float array
   const size_t s_bytes = round64(static_cast<size_t>(n / 16) * 4);  // per int32 array
   const size_t per_row = 2 * f_bytes + 2 * s_bytes;
-  auto* scratch = static_cast<uint8_t*>(
-      quant_scratch(q_bytes + kQuantChunk * per_row + round64(static_cast<size_t>(n / 16) * 4)));
+  auto* scratch = static_cast<uint8_t*>(quant_scratch(q_bytes + kQuantChunk * per_row +
+                                                      round64(static_cast<size_t>(n / 16) * 4) +
+                                                      round64(a.row_bytes)));
   UnpackedRows u;
   u.q = reinterpret_cast<int8_t*>(scratch);
   for (int64_t i = 0; i < kQuantChunk; ++i) {
@@ -453,11 +458,19 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
                    reinterpret_cast<int32_t*>(base + 2 * f_bytes),
                    reinterpret_cast<int32_t*>(base + 2 * f_bytes + s_bytes)};
   }
+  const size_t g_bytes = round64(static_cast<size_t>(n / 16) * 4);
   auto* g = reinterpret_cast<int32_t*>(scratch + q_bytes + kQuantChunk * per_row);
+  // Interleaved rows are first put back as stored (quant_interleave.h), here.
+  uint8_t* row_copy = scratch + q_bytes + kQuantChunk * per_row + g_bytes;
   for (int64_t o0 = out_begin; o0 < out_end; o0 += kQuantChunk) {
     const int64_t count = out_end - o0 < kQuantChunk ? out_end - o0 : kQuantChunk;
     for (int64_t i = 0; i < count; ++i) {
-      T::unpack(a.w + (o0 + i) * a.row_bytes, n, u.q + i * n, u.scales[i]);
+      const uint8_t* row = a.w + (o0 + i) * a.row_bytes;
+      if (a.interleaved) {
+        deinterleave_row(a.kind, a.w, n, o0 + i, row_copy);
+        row = row_copy;
+      }
+      T::unpack(row, n, u.q + i * n, u.scales[i]);
     }
     for (int64_t m = 0; m < a.n_rows; ++m) {
       const int8_t* xq = a.x.q + m * n;

@@ -2,12 +2,14 @@
 // avx2/quant_steps.h). Batches laid out across rows take the lane form (avx2/quant_lanes.cpp).
 #include "runner/kernels/avx2/quant_steps.h"
 #include "runner/kernels/isa.h"
+#include "runner/kernels/quant_interleaved.h"
 #include "runner/kernels/quant_vector.h"
 
 namespace tandem::kernels::detail {
 namespace {
 
 void avx2_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (a.interleaved) return interleaved_loop<Avx2Steps>(a, out_begin, out_end);
   if (a.x.lanes != 0) return avx2_lanes_quant_loop()(a, out_begin, out_end);
   quant_vector_loop<Avx2Steps>(a, out_begin, out_end);
 }

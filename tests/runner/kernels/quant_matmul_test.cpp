@@ -313,30 +313,94 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
 
 // Through the public matmul: every ISA the CPU runs gives the portable bits, and a row's
 // result does not depend on how many rows come with it or on the thread count.
+// 150 outputs keep Q4_0 and Q5_0 rows as stored, 160 interleave them (quant_interleave.h).
 TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   ThreadPool pool1(1), pool3(3);
   for (const TypeCase& c : type_cases()) {
-    const int64_t n_in = 512, n_out = 150, max_rows = 33;
-    const auto w = random_rows(c, n_out, n_in, 41);
-    const PackedWeights packed = PackedWeights::pack(WeightSource{c.type, w.data(), n_out, n_in});
-    EXPECT_EQ(packed.bytes(), w.size()) << "kept in its blocks: " << name_of(c);
-    const auto x = random_activations(max_rows, n_in, 42);
-    const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, max_rows);
-    for (Isa isa : testing::runnable_isas()) {
-      testing::IsaScope scope(isa);
-      for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{8},
-                             int64_t{9}, int64_t{16}, max_rows}) {
-        for (ThreadPool* pool : {&pool1, &pool3}) {
-          std::vector<float> y(n_rows * n_out);
-          matmul(*pool, packed, x.data(), n_rows, y.data());
-          ASSERT_EQ(0, std::memcmp(y.data(), portable.data(), y.size() * 4))
-              << isa_name(isa) << " " << name_of(c) << " rows " << n_rows;
+    for (const int64_t n_out : {int64_t{150}, int64_t{160}}) {
+      const int64_t n_in = 512, max_rows = 33;
+      const auto w = random_rows(c, n_out, n_in, 41);
+      const PackedWeights packed = PackedWeights::pack(WeightSource{c.type, w.data(), n_out, n_in});
+      EXPECT_EQ(packed.bytes(), w.size()) << "kept in its blocks: " << name_of(c);
+      const auto x = random_activations(max_rows, n_in, 42);
+      const auto portable = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, max_rows);
+      for (Isa isa : testing::runnable_isas()) {
+        testing::IsaScope scope(isa);
+        for (int64_t n_rows : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5},
+                               int64_t{8}, int64_t{9}, int64_t{16}, max_rows}) {
+          for (ThreadPool* pool : {&pool1, &pool3}) {
+            std::vector<float> y(n_rows * n_out);
+            matmul(*pool, packed, x.data(), n_rows, y.data());
+            ASSERT_EQ(0, std::memcmp(y.data(), portable.data(), y.size() * 4))
+                << isa_name(isa) << " " << name_of(c) << " rows " << n_rows;
+          }
+        }
+        // Row 20 alone equals row 20 of the batch.
+        std::vector<float> one(n_out);
+        matmul(pool3, packed, x.data() + 20 * n_in, 1, one.data());
+        ASSERT_EQ(0, std::memcmp(one.data(), portable.data() + 20 * n_out, n_out * 4));
+      }
+    }
+  }
+}
+
+// Q4_0 and Q5_0 rows interleaved by sixteen (quant_interleave.h): the layout gives every
+// row's blocks back as stored, and every form reading it (the portable one through those
+// rows, the vector ones through their own kernel, quant_interleaved.h) gives the portable
+// bits of the stored rows, for every batch and for ranges that start and end inside a group
+// of sixteen, on the blocks' extremes.
+TEST(QuantMatmul, InterleavedRowsGiveTheStoredRowsBitsInEveryFormBatchAndRange) {
+  auto loops = vector_loops();
+  loops.push_back({"portable", detail::portable_quant_loop()});
+  for (const TypeCase& c : type_cases()) {
+    if (c.kind != detail::QuantKind::kQ4_0 && c.kind != detail::QuantKind::kQ5_0) continue;
+    for (int64_t n_in : {int64_t{32}, int64_t{576}, int64_t{2048}}) {
+      const int64_t n_out = 48;
+      ASSERT_TRUE(detail::interleaves(c.kind, n_out));
+      ASSERT_FALSE(detail::interleaves(c.kind, n_out + 4));
+      const auto w = extreme_rows(c, n_out, n_in, 5 + static_cast<uint32_t>(n_in));
+      std::vector<uint8_t> inter(w.size());
+      detail::interleave_rows(c.kind, w.data(), n_out, n_in, inter.data());
+      const size_t row_bytes = w.size() / n_out;
+      std::vector<uint8_t> row(row_bytes);
+      for (int64_t o = 0; o < n_out; ++o) {
+        detail::deinterleave_row(c.kind, inter.data(), n_in, o, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), w.data() + o * row_bytes, row_bytes))
+            << name_of(c) << " n_in " << n_in << " row " << o;
+      }
+      for (int64_t n_rows :
+           {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{8}, int64_t{9}, int64_t{17}}) {
+        const auto x = extreme_activations(n_rows, n_in, 13 + static_cast<uint32_t>(n_rows));
+        detail::QuantizedActivations act;
+        detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
+        auto run = [&](detail::QuantLoop loop, bool interleaved, int64_t begin, int64_t end) {
+          std::vector<float> y(n_rows * n_out, std::nanf(""));
+          const detail::QuantMatmulArgs args{c.kind,     interleaved ? inter.data() : w.data(),
+                                             row_bytes,  n_in,
+                                             n_out,      act.view,
+                                             n_rows,     y.data(),
+                                             interleaved};
+          loop(args, begin, end);
+          return y;
+        };
+        const auto stored = run(detail::portable_quant_loop(), false, 0, n_out);
+        for (const auto& [name, loop] : loops) {
+          const auto y = run(loop, true, 0, n_out);
+          ASSERT_EQ(0, std::memcmp(y.data(), stored.data(), y.size() * 4))
+              << name << " " << name_of(c) << " n_in " << n_in << " rows " << n_rows;
+          const auto part = run(loop, true, 5, 37);  // inside the first and third groups
+          for (int64_t m = 0; m < n_rows; ++m) {
+            for (int64_t o = 0; o < n_out; ++o) {
+              const bool in = o >= 5 && o < 37;
+              ASSERT_EQ(in, !std::isnan(part[m * n_out + o])) << name << " out " << o;
+              if (!in) continue;
+              ASSERT_EQ(__builtin_bit_cast(uint32_t, part[m * n_out + o]),
+                        __builtin_bit_cast(uint32_t, stored[m * n_out + o]))
+                  << name << " " << name_of(c) << " n_in " << n_in << " row " << m;
+            }
+          }
         }
       }
-      // Row 20 alone equals row 20 of the batch.
-      std::vector<float> one(n_out);
-      matmul(pool3, packed, x.data() + 20 * n_in, 1, one.data());
-      ASSERT_EQ(0, std::memcmp(one.data(), portable.data() + 20 * n_out, n_out * 4));
     }
   }
 }

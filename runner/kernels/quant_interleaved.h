@@ -1,0 +1,203 @@
+// The vector kernel for Q4_0 and Q5_0 weights interleaved by sixteen rows
+// (quant_interleave.h), shared by avx512/quant_matmul.cpp (512-bit vpdpbusd, one group of
+// sixteen rows per vector) and avx2/quant_matmul.cpp (256-bit vpmaddubsw, the group in two
+// halves of eight). Each lane holds one weight row, so a step of four quants adds four
+// products to every row's block sum at once, with the four activations broadcast; the
+// block's sums come out one row per lane, and its float steps run lane-wide:
+//   sum - offset * the activations' block sum (exact), then (d * xd) * float(sum), added to
+//   the row's running float in block order,
+// finish_legacy's operations in its order (quant_matmul.h), so every row gets the portable
+// form's bits whatever the ISA and the batch. Activation rows go in groups of up to
+// S::kStreamRows over each group of weight rows, which stays in L1 from one to the next: one
+// form serves a decode step, small batches and prefill alike.
+// Everything sits in an anonymous namespace and uses no standard-library template, for the
+// reason tile_loop.h gives.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runner/gguf/quant.h"
+#include "runner/kernels/quant_interleave.h"
+#include "runner/kernels/quant_vector_steps.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+// One type's record (quant_interleave.h): its bytes, where its qs vectors start, and the
+// offset its unsigned quants exceed the real ones by.
+template <bool kFifthBit>
+struct InterleavedType {
+  static constexpr size_t kRecord =
+      kInterleaveRows * (kFifthBit ? sizeof(gguf::BlockQ5_0) : sizeof(gguf::BlockQ4_0));
+  static constexpr size_t kQh = 32, kQs = kFifthBit ? 96 : 32;
+  static constexpr int kOffset = kFifthBit ? 16 : 8;
+};
+
+// Bytes ahead that a group's records are prefetched (a decode step streams the weights).
+constexpr int64_t kInterleavedPrefetch = 4096;
+
+inline int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// Activation row m's quants, scales and block sums (row-major ActRows).
+struct ActRow {
+  const int8_t* q;
+  const float* d;
+  const int32_t* qsum;
+};
+inline ActRow act_row(const ActRows& x, int64_t m) {
+  const int64_t nb = x.n_in / 32;
+  return {x.q + m * x.n_in, x.d + m * nb, x.qsum + m * nb};
+}
+
+// Prefetches one record's lines kInterleavedPrefetch bytes ahead.
+template <size_t kBytes>
+TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
+  for (size_t b = 0; b < kBytes; b += 64) _mm_prefetch(rec + kInterleavedPrefetch + b, _MM_HINT_T0);
+}
+
+// 512-bit (S::kWide): out[m][r] = weight row r of the group (at `group`) dotted with
+// activation row m0 + m, every m < R.
+template <class S, bool kFifthBit, int R>
+void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  using I = InterleavedType<kFifthBit>;
+  const int64_t nb = x.n_in / 32;
+  ActRow act[R];
+  for (int m = 0; m < R; ++m) act[m] = act_row(x, m0 + m);
+  __m512 acc[R];
+  for (int m = 0; m < R; ++m) acc[m] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  for (int64_t j = 0; j < nb; ++j) {
+    const uint8_t* rec = group + j * I::kRecord;
+    prefetch_record<I::kRecord>(rec);
+    __m512i q[8];  // step v: quants 4v .. 4v + 3 of every row
+    for (int u = 0; u < 4; ++u) {
+      const __m512i v = _mm512_loadu_si512(rec + I::kQs + 64 * u);
+      q[u] = _mm512_and_si512(v, low);
+      q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    }
+    if constexpr (kFifthBit) {
+      for (int v = 0; v < 8; ++v) {
+        uint64_t bits;
+        __builtin_memcpy(&bits, rec + I::kQh + 8 * v, 8);
+        q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    for (int m = 0; m < R; ++m) {
+      const int8_t* xq = act[m].q + 32 * j;
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+      for (int v = 0; v < 4; ++v) {
+        s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(load_i32(xq + 4 * v)));
+        s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(load_i32(xq + 16 + 4 * v)));
+      }
+      const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1),
+                                           _mm512_set1_epi32(act[m].qsum[j] * I::kOffset));
+      const __m512 t =
+          _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(act[m].d[j])), _mm512_cvtepi32_ps(sum));
+      acc[m] = _mm512_add_ps(acc[m], t);
+    }
+  }
+  for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
+}
+
+// 256-bit (AVX2): the same, the group's sixteen rows as two halves of eight lanes, S::dot4
+// (vpmaddubsw, then vpmaddwd against ones) for vpdpbusd and S::bits_to_bytes for the mask.
+template <class S, bool kFifthBit, int R>
+void interleaved_half(const uint8_t* group, const ActRows& x, int64_t m0, int h, float (*out)[16]) {
+  using I = InterleavedType<kFifthBit>;
+  const int64_t nb = x.n_in / 32;
+  ActRow act[R];
+  for (int m = 0; m < R; ++m) act[m] = act_row(x, m0 + m);
+  __m256 acc[R];
+  for (int m = 0; m < R; ++m) acc[m] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int64_t j = 0; j < nb; ++j) {
+    const uint8_t* rec = group + j * I::kRecord;
+    if (h == 0) prefetch_record<I::kRecord>(rec);
+    __m256i q[8];
+    for (int u = 0; u < 4; ++u) {
+      const __m256i v =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + I::kQs + 64 * u + 32 * h));
+      q[u] = _mm256_and_si256(v, low);
+      q[u + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+    }
+    if constexpr (kFifthBit) {
+      for (int v = 0; v < 8; ++v) {
+        uint32_t bits;
+        __builtin_memcpy(&bits, rec + I::kQh + 8 * v + 4 * h, 4);
+        q[v] = _mm256_or_si256(q[v], S::bits_to_bytes(bits, 0x10));
+      }
+    }
+    const __m256 d =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
+    for (int m = 0; m < R; ++m) {
+      const int8_t* xq = act[m].q + 32 * j;
+      __m256i s = _mm256_setzero_si256();
+      for (int v = 0; v < 8; ++v) {
+        const int at = v < 4 ? 4 * v : 16 + 4 * (v - 4);
+        s = _mm256_add_epi32(s, S::dot4(q[v], _mm256_set1_epi32(load_i32(xq + at))));
+      }
+      s = _mm256_sub_epi32(s, _mm256_set1_epi32(act[m].qsum[j] * I::kOffset));
+      const __m256 t =
+          _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[m].d[j])), _mm256_cvtepi32_ps(s));
+      acc[m] = _mm256_add_ps(acc[m], t);
+    }
+  }
+  for (int m = 0; m < R; ++m) _mm256_storeu_ps(out[m] + 8 * h, acc[m]);
+}
+
+template <class S, bool kFifthBit, int R>
+void run_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  if constexpr (WideSteps<S>) {
+    interleaved_group<S, kFifthBit, R>(group, x, m0, out);
+  } else {
+    for (int h = 0; h < 2; ++h) interleaved_half<S, kFifthBit, R>(group, x, m0, h, out);
+  }
+}
+
+// run_group for `rows` activation rows (1 .. S::kStreamRows), R a literal.
+template <class S, bool kFifthBit, int R = 1>
+void run_group_rows(int64_t rows, const uint8_t* group, const ActRows& x, int64_t m0,
+                    float (*out)[16]) {
+  if constexpr (R < S::kStreamRows) {
+    if (rows > R) return run_group_rows<S, kFifthBit, R + 1>(rows, group, x, m0, out);
+  }
+  run_group<S, kFifthBit, R>(group, x, m0, out);
+}
+
+// Outputs [out_begin, out_end) of every activation row: each group of sixteen weight rows
+// that the range touches, against the activation rows S::kStreamRows at a time.
+template <class S, bool kFifthBit>
+void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  using I = InterleavedType<kFifthBit>;
+  const int64_t nb = a.n_in / 32;
+  alignas(64) float out[S::kStreamRows][16];
+  for (int64_t g0 = out_begin / kInterleaveRows * kInterleaveRows; g0 < out_end;
+       g0 += kInterleaveRows) {
+    const uint8_t* group = a.w + g0 / kInterleaveRows * nb * I::kRecord;
+    const int64_t from = g0 > out_begin ? g0 : out_begin;
+    const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
+    for (int64_t m0 = 0; m0 < a.n_rows; m0 += S::kStreamRows) {
+      const int64_t rows = a.n_rows - m0 < S::kStreamRows ? a.n_rows - m0 : S::kStreamRows;
+      run_group_rows<S, kFifthBit>(rows, group, a.x, m0, out);
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.n_out + o] = out[m][o - g0];
+    }
+  }
+}
+
+template <class S>
+void interleaved_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (a.kind == QuantKind::kQ5_0) return interleaved_rows<S, true>(a, out_begin, out_end);
+  interleaved_rows<S, false>(a, out_begin, out_end);
+}
+
+}  // namespace
+}  // namespace tandem::kernels::detail
