@@ -9,7 +9,8 @@
 //  - activation rows in groups of up to S::kStreamRows (a decode step, a small batch): four
 //    weight rows stream side by side, each span decoded in registers once and dotted with
 //    every activation row of the group (quant_streams.h); larger batches take the lane
-//    form (quant_lanes.h) from the row count kernels.cpp picks;
+//    form (quant_lanes.h) from the row count kernels.cpp picks; Q4_0/Q5_0 matrices stored
+//    interleaved by sixteen rows take quant_interleaved.h's kernel at every batch instead;
 //  - per block the float steps of finish_legacy / finish_super follow, the same operations
 //    in the same order (the per-block products in vector lanes, the sum over blocks in
 //    block order per lane), so every ISA and every batch size gives the portable form's bits.
