@@ -109,14 +109,14 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
 
 // 256-bit (AVX2): the same, the group's sixteen rows as two halves of eight lanes, S::dot4
 // (vpmaddubsw, then vpmaddwd against ones) for vpdpbusd and S::bits_to_bytes for the mask.
-template <class S, bool kFifthBit, int R>
-void interleaved_half(const uint8_t* group, const ActRows& x, int64_t m0, int h, float (*out)[16]) {
+// Sixteen registers hold one block's decoded quants and little more, so each block is
+// decoded once for every activation row, whose running sums wait in `out` (n_rows rows of
+// 16; decoding again per few rows made a 32-row Q5_0 step 1.5x slower).
+template <class S, bool kFifthBit>
+void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, int h, float* out) {
   using I = InterleavedType<kFifthBit>;
   const int64_t nb = x.n_in / 32;
-  ActRow act[R];
-  for (int m = 0; m < R; ++m) act[m] = act_row(x, m0 + m);
-  __m256 acc[R];
-  for (int m = 0; m < R; ++m) acc[m] = _mm256_setzero_ps();
+  for (int64_t m = 0; m < n_rows; ++m) _mm256_storeu_ps(out + 16 * m + 8 * h, _mm256_setzero_ps());
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I::kRecord;
@@ -137,58 +137,61 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t m0, int h,
     }
     const __m256 d =
         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
-    for (int m = 0; m < R; ++m) {
-      const int8_t* xq = act[m].q + 32 * j;
+    for (int64_t m = 0; m < n_rows; ++m) {
+      const ActRow act = act_row(x, m);
+      const int8_t* xq = act.q + 32 * j;
       __m256i s = _mm256_setzero_si256();
       for (int v = 0; v < 8; ++v) {
         const int at = v < 4 ? 4 * v : 16 + 4 * (v - 4);
         s = _mm256_add_epi32(s, S::dot4(q[v], _mm256_set1_epi32(load_i32(xq + at))));
       }
-      s = _mm256_sub_epi32(s, _mm256_set1_epi32(act[m].qsum[j] * I::kOffset));
+      s = _mm256_sub_epi32(s, _mm256_set1_epi32(act.qsum[j] * I::kOffset));
       const __m256 t =
-          _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act[m].d[j])), _mm256_cvtepi32_ps(s));
-      acc[m] = _mm256_add_ps(acc[m], t);
+          _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act.d[j])), _mm256_cvtepi32_ps(s));
+      float* acc = out + 16 * m + 8 * h;
+      _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), t));
     }
   }
-  for (int m = 0; m < R; ++m) _mm256_storeu_ps(out[m] + 8 * h, acc[m]);
 }
 
-template <class S, bool kFifthBit, int R>
-void run_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
-  if constexpr (WideSteps<S>) {
-    interleaved_group<S, kFifthBit, R>(group, x, m0, out);
-  } else {
-    for (int h = 0; h < 2; ++h) interleaved_half<S, kFifthBit, R>(group, x, m0, h, out);
-  }
-}
-
-// run_group for `rows` activation rows (1 .. S::kStreamRows), R a literal.
+// interleaved_group for `rows` activation rows (1 .. S::kStreamRows), R a literal.
 template <class S, bool kFifthBit, int R = 1>
 void run_group_rows(int64_t rows, const uint8_t* group, const ActRows& x, int64_t m0,
                     float (*out)[16]) {
   if constexpr (R < S::kStreamRows) {
     if (rows > R) return run_group_rows<S, kFifthBit, R + 1>(rows, group, x, m0, out);
   }
-  run_group<S, kFifthBit, R>(group, x, m0, out);
+  interleaved_group<S, kFifthBit, R>(group, x, m0, out);
 }
 
 // Outputs [out_begin, out_end) of every activation row: each group of sixteen weight rows
-// that the range touches, against the activation rows S::kStreamRows at a time.
+// that the range touches, against the activation rows (512-bit: S::kStreamRows at a time,
+// their sums in registers; 256-bit: all at once, their sums in quant_scratch).
 template <class S, bool kFifthBit>
 void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   using I = InterleavedType<kFifthBit>;
   const int64_t nb = a.n_in / 32;
-  alignas(64) float out[S::kStreamRows][16];
+  alignas(64) float chunk[WideSteps<S> ? S::kStreamRows : 1][16];
+  float* all = nullptr;
+  if constexpr (!WideSteps<S>)
+    all = static_cast<float*>(quant_scratch(static_cast<size_t>(a.n_rows) * 16 * 4));
+  auto store = [&](const float* sums, int64_t m, int64_t g0, int64_t from, int64_t to) {
+    for (int64_t o = from; o < to; ++o) a.y[m * a.n_out + o] = sums[o - g0];
+  };
   for (int64_t g0 = out_begin / kInterleaveRows * kInterleaveRows; g0 < out_end;
        g0 += kInterleaveRows) {
     const uint8_t* group = a.w + g0 / kInterleaveRows * nb * I::kRecord;
     const int64_t from = g0 > out_begin ? g0 : out_begin;
     const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
-    for (int64_t m0 = 0; m0 < a.n_rows; m0 += S::kStreamRows) {
-      const int64_t rows = a.n_rows - m0 < S::kStreamRows ? a.n_rows - m0 : S::kStreamRows;
-      run_group_rows<S, kFifthBit>(rows, group, a.x, m0, out);
-      for (int64_t m = 0; m < rows; ++m)
-        for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.n_out + o] = out[m][o - g0];
+    if constexpr (WideSteps<S>) {
+      for (int64_t m0 = 0; m0 < a.n_rows; m0 += S::kStreamRows) {
+        const int64_t rows = a.n_rows - m0 < S::kStreamRows ? a.n_rows - m0 : S::kStreamRows;
+        run_group_rows<S, kFifthBit>(rows, group, a.x, m0, chunk);
+        for (int64_t m = 0; m < rows; ++m) store(chunk[m], m0 + m, g0, from, to);
+      }
+    } else {
+      for (int h = 0; h < 2; ++h) interleaved_half<S, kFifthBit>(group, a.x, a.n_rows, h, all);
+      for (int64_t m = 0; m < a.n_rows; ++m) store(all + 16 * m, m, g0, from, to);
     }
   }
 }
