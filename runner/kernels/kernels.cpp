@@ -421,6 +421,9 @@ using detail::SharedPrep;
 // (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
 // splits as evenly over two threads at M = 1 as at 32.
 constexpr int64_t kQuantUnit = 16;
+// Interleaved weights (quant_interleave.h) are computed a whole group of rows at a time: a
+// range that split a group would compute it on both sides.
+static_assert(kQuantUnit % detail::kInterleaveRows == 0);
 // From how many rows a batch takes the lane form (quant_lanes.h); below, the streamed form
 // (quant_streams.h: each span decoded in registers once for every row). AVX-512 VNNI: from 9,
 // AVX2: from 4. The streamed form against the lane forms it replaced (VNNI's folded one up

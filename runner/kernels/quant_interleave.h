@@ -27,11 +27,24 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runner/gguf/quant.h"
+
 namespace tandem::kernels::detail {
 
 enum class QuantKind : uint8_t;  // quant_matmul.h, which includes this header
 
 inline constexpr int64_t kInterleaveRows = 16;
+
+// A record's layout, the one place it is spelled: its bytes, where its qh words (Q5_0 only)
+// and its qs vectors start, and what its unsigned quants exceed the real ones by.
+struct InterleavedRecord {
+  size_t bytes, qh, qs;
+  int offset;
+};
+constexpr InterleavedRecord interleaved_record(bool fifth_bit) {
+  return fifth_bit ? InterleavedRecord{kInterleaveRows * sizeof(gguf::BlockQ5_0), 32, 96, 16}
+                   : InterleavedRecord{kInterleaveRows * sizeof(gguf::BlockQ4_0), 0, 32, 8};
+}
 
 // Whether weights of `kind` with n_out rows are stored interleaved.
 bool interleaves(QuantKind kind, int64_t n_out);

@@ -26,23 +26,12 @@
 namespace tandem::kernels::detail {
 namespace {
 
-// One type's record (quant_interleave.h): its bytes, where its qs vectors start, and the
-// offset its unsigned quants exceed the real ones by.
-template <bool kFifthBit>
-struct InterleavedType {
-  static constexpr size_t kRecord =
-      kInterleaveRows * (kFifthBit ? sizeof(gguf::BlockQ5_0) : sizeof(gguf::BlockQ4_0));
-  static constexpr size_t kQh = 32, kQs = kFifthBit ? 96 : 32;
-  static constexpr int kOffset = kFifthBit ? 16 : 8;
-};
-
 // Bytes ahead that a group's records are prefetched (a decode step streams the weights).
 constexpr int64_t kInterleavedPrefetch = 4096;
 
-inline int32_t load_i32(const int8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return v;
+// Four activation bytes as one int32, for a broadcast.
+inline int32_t four_bytes(const int8_t* p) {
+  return static_cast<int32_t>(load_u32(reinterpret_cast<const uint8_t*>(p)));
 }
 
 // Activation row m's quants, scales and block sums (row-major ActRows).
@@ -66,7 +55,7 @@ TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
 // activation row m0 + m, every m < R.
 template <class S, bool kFifthBit, int R>
 void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
-  using I = InterleavedType<kFifthBit>;
+  constexpr InterleavedRecord I = interleaved_record(kFifthBit);
   const int64_t nb = x.n_in / 32;
   ActRow act[R];
   for (int m = 0; m < R; ++m) act[m] = act_row(x, m0 + m);
@@ -74,18 +63,18 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
   for (int m = 0; m < R; ++m) acc[m] = _mm512_setzero_ps();
   const __m512i low = _mm512_set1_epi8(0x0F);
   for (int64_t j = 0; j < nb; ++j) {
-    const uint8_t* rec = group + j * I::kRecord;
-    prefetch_record<I::kRecord>(rec);
+    const uint8_t* rec = group + j * I.bytes;
+    prefetch_record<I.bytes>(rec);
     __m512i q[8];  // step v: quants 4v .. 4v + 3 of every row
     for (int u = 0; u < 4; ++u) {
-      const __m512i v = _mm512_loadu_si512(rec + I::kQs + 64 * u);
+      const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
       q[u] = _mm512_and_si512(v, low);
       q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
     }
     if constexpr (kFifthBit) {
       for (int v = 0; v < 8; ++v) {
         uint64_t bits;
-        __builtin_memcpy(&bits, rec + I::kQh + 8 * v, 8);
+        __builtin_memcpy(&bits, rec + I.qh + 8 * v, 8);
         q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
       }
     }
@@ -94,11 +83,11 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
       const int8_t* xq = act[m].q + 32 * j;
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
       for (int v = 0; v < 4; ++v) {
-        s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(load_i32(xq + 4 * v)));
-        s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(load_i32(xq + 16 + 4 * v)));
+        s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(four_bytes(xq + 4 * v)));
+        s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(four_bytes(xq + 16 + 4 * v)));
       }
-      const __m512i sum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1),
-                                           _mm512_set1_epi32(act[m].qsum[j] * I::kOffset));
+      const __m512i sum =
+          _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(act[m].qsum[j] * I.offset));
       const __m512 t =
           _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(act[m].d[j])), _mm512_cvtepi32_ps(sum));
       acc[m] = _mm512_add_ps(acc[m], t);
@@ -114,24 +103,24 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
 // 16; decoding again per few rows made a 32-row Q5_0 step 1.5x slower).
 template <class S, bool kFifthBit>
 void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, int h, float* out) {
-  using I = InterleavedType<kFifthBit>;
+  constexpr InterleavedRecord I = interleaved_record(kFifthBit);
   const int64_t nb = x.n_in / 32;
   for (int64_t m = 0; m < n_rows; ++m) _mm256_storeu_ps(out + 16 * m + 8 * h, _mm256_setzero_ps());
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (int64_t j = 0; j < nb; ++j) {
-    const uint8_t* rec = group + j * I::kRecord;
-    if (h == 0) prefetch_record<I::kRecord>(rec);
+    const uint8_t* rec = group + j * I.bytes;
+    if (h == 0) prefetch_record<I.bytes>(rec);
     __m256i q[8];
     for (int u = 0; u < 4; ++u) {
       const __m256i v =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + I::kQs + 64 * u + 32 * h));
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + I.qs + 64 * u + 32 * h));
       q[u] = _mm256_and_si256(v, low);
       q[u + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
     }
     if constexpr (kFifthBit) {
       for (int v = 0; v < 8; ++v) {
         uint32_t bits;
-        __builtin_memcpy(&bits, rec + I::kQh + 8 * v + 4 * h, 4);
+        __builtin_memcpy(&bits, rec + I.qh + 8 * v + 4 * h, 4);
         q[v] = _mm256_or_si256(q[v], S::bits_to_bytes(bits, 0x10));
       }
     }
@@ -143,9 +132,9 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
       __m256i s = _mm256_setzero_si256();
       for (int v = 0; v < 8; ++v) {
         const int at = v < 4 ? 4 * v : 16 + 4 * (v - 4);
-        s = _mm256_add_epi32(s, S::dot4(q[v], _mm256_set1_epi32(load_i32(xq + at))));
+        s = _mm256_add_epi32(s, S::dot4(q[v], _mm256_set1_epi32(four_bytes(xq + at))));
       }
-      s = _mm256_sub_epi32(s, _mm256_set1_epi32(act.qsum[j] * I::kOffset));
+      s = _mm256_sub_epi32(s, _mm256_set1_epi32(act.qsum[j] * I.offset));
       const __m256 t =
           _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(act.d[j])), _mm256_cvtepi32_ps(s));
       float* acc = out + 16 * m + 8 * h;
@@ -169,7 +158,7 @@ void run_group_rows(int64_t rows, const uint8_t* group, const ActRows& x, int64_
 // their sums in registers; 256-bit: all at once, their sums in quant_scratch).
 template <class S, bool kFifthBit>
 void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  using I = InterleavedType<kFifthBit>;
+  constexpr InterleavedRecord I = interleaved_record(kFifthBit);
   const int64_t nb = a.n_in / 32;
   alignas(64) float chunk[WideSteps<S> ? S::kStreamRows : 1][16];
   float* all = nullptr;
@@ -180,7 +169,7 @@ void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
   };
   for (int64_t g0 = out_begin / kInterleaveRows * kInterleaveRows; g0 < out_end;
        g0 += kInterleaveRows) {
-    const uint8_t* group = a.w + g0 / kInterleaveRows * nb * I::kRecord;
+    const uint8_t* group = a.w + g0 / kInterleaveRows * nb * I.bytes;
     const int64_t from = g0 > out_begin ? g0 : out_begin;
     const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
     if constexpr (WideSteps<S>) {

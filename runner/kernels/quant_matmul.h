@@ -447,9 +447,9 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   const size_t f_bytes = round64(static_cast<size_t>(n / 32) * 4);  // per float array
   const size_t s_bytes = round64(static_cast<size_t>(n / 16) * 4);  // per int32 array
   const size_t per_row = 2 * f_bytes + 2 * s_bytes;
-  auto* scratch = static_cast<uint8_t*>(quant_scratch(q_bytes + kQuantChunk * per_row +
-                                                      round64(static_cast<size_t>(n / 16) * 4) +
-                                                      round64(a.row_bytes)));
+  const size_t g_bytes = s_bytes;  // the group sums: one int32 per 16 values
+  auto* scratch = static_cast<uint8_t*>(
+      quant_scratch(q_bytes + kQuantChunk * per_row + g_bytes + round64(a.row_bytes)));
   UnpackedRows u;
   u.q = reinterpret_cast<int8_t*>(scratch);
   for (int64_t i = 0; i < kQuantChunk; ++i) {
@@ -458,7 +458,6 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
                    reinterpret_cast<int32_t*>(base + 2 * f_bytes),
                    reinterpret_cast<int32_t*>(base + 2 * f_bytes + s_bytes)};
   }
-  const size_t g_bytes = round64(static_cast<size_t>(n / 16) * 4);
   auto* g = reinterpret_cast<int32_t*>(scratch + q_bytes + kQuantChunk * per_row);
   // Interleaved rows are first put back as stored (quant_interleave.h), here.
   uint8_t* row_copy = scratch + q_bytes + kQuantChunk * per_row + g_bytes;
