@@ -80,15 +80,19 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
 
 void args(benchmark::internal::Benchmark* b) {
   // 8: the batch of issue 16's n = 8 choices, whose target needs it to cost < 1.6 x batch 1.
+  // Batch 1 on one thread too: the two-thread figure against it is the pool's scaling.
+  b->Args({1, 1});
   for (int batch : {1, 8, 32}) b->Args({batch, 2});
   b->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
-// A decode step of 16 rows, each at position 1023 with its own 1024 cached positions
+// A decode step of 16 rows (or 1), each at position 1023 with its own 1024 cached positions
 // (random K and V, stored through KvCache::store as a prefill would), BF16 weights: what
-// the KV element type changes is the bytes each row's attention reads.
+// the KV element type changes is the bytes each row's attention reads. One row: the
+// attention's key chunks as tasks of their own (attention.cpp).
 void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
-  constexpr int kRows = 16, kContext = 1024, kBlocksPerRow = kContext / 16;
+  constexpr int kContext = 1024, kBlocksPerRow = kContext / 16;
+  const int kRows = static_cast<int>(state.range(1));
   auto model = bench_model(TensorType::kBF16);
   const tandem::ModelConfig& c = model->config();
   tandem::ThreadPool pool(static_cast<int>(state.range(0)));
@@ -146,23 +150,24 @@ BENCHMARK(BM_Prefill)
     ->UseRealTime();
 
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f32_kv, tandem::KvType::kF32)
-    ->Arg(2)
-    ->ArgName("threads")
+    ->Args({2, 16})
+    ->ArgNames({"threads", "rows"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f16_kv, tandem::KvType::kF16)
-    ->Arg(2)
-    ->ArgName("threads")
+    ->Args({2, 16})
+    ->Args({2, 1})
+    ->ArgNames({"threads", "rows"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, bf16_kv, tandem::KvType::kBf16)
-    ->Arg(2)
-    ->ArgName("threads")
+    ->Args({2, 16})
+    ->ArgNames({"threads", "rows"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, q8_0_kv, tandem::KvType::kQ8_0)
-    ->Arg(2)
-    ->ArgName("threads")
+    ->Args({2, 16})
+    ->ArgNames({"threads", "rows"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

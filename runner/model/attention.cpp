@@ -6,6 +6,15 @@
 // queries. Each query's arithmetic is its own and in the same order (its keys split at the
 // same block boundaries, the same kernel calls) whatever tile, chunk or batch it is in, so
 // a row's result does not depend on them (law 2), and decode is the tile of one.
+//
+// A query's keys are split at fixed positions, every kKeyChunk keys of its sequence: each
+// chunk's keys fold into a state of their own, and the chunks' states merge in position
+// order (merge_chunk). The split depends on key positions alone, so a query's arithmetic is
+// the same whether one task walks all its chunks (prefill, and decode batches that give
+// every thread tasks enough) or each chunk is a task of its own, its state left in
+// chunk_states_ for the last of them to merge (a batch of one or two rows, whose few long
+// key walks would otherwise leave a thread idle, and whose query heads would otherwise be
+// split apart, reading each KV head once per query head).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -17,20 +26,48 @@ namespace tandem {
 namespace {
 
 constexpr int32_t kQueryTile = 16;
+// Keys per chunk: a multiple of the cache's 16-token blocks. A chunk task of three query
+// heads over 128 keys is ~10 us of work on a Zen 5 core, against ~1 us of task overhead.
+constexpr int32_t kKeyChunk = 128;
 
 // A task's running softmax states, one per (query, head): the largest score so far, the
 // sum of e^(score - max), and (in the caller's scratch, hd floats each, side by side) the
 // values weighted by e^(score - max).
 struct SoftmaxStates {
-  std::vector<float> max, sum;
-  std::vector<float> old_max, block_sum;  // one query's heads, while a block is folded
+  std::vector<float> max, sum;                // the chunk being walked
+  std::vector<float> merged_max, merged_sum;  // the chunks before it, merged
+  std::vector<float> old_max, block_sum;      // one query's heads, while a block is folded
   void reset(int32_t n_states, int32_t n_heads) {
-    max.assign(n_states, -INFINITY);
-    sum.assign(n_states, 0.0f);
+    merged_max.assign(n_states, -INFINITY);
+    merged_sum.assign(n_states, 0.0f);
     old_max.resize(n_heads);
     block_sum.resize(n_heads);
   }
+  void start_chunk(int32_t n_states) {
+    max.assign(n_states, -INFINITY);
+    sum.assign(n_states, 0.0f);
+  }
 };
+
+// Merges a chunk's state (max m, sum s, values a) into the chunks' before it, which are
+// empty (max -inf) before the first. A chunk without keys of this query (max -inf) changes
+// nothing. One function for both paths (a task's own chunks, and the last chunk task
+// merging the others' states), so they give the same bits.
+[[gnu::noinline]] void merge_chunk(float& merged_max, float& merged_sum, float* merged, float m,
+                                   float s, const float* a, int32_t hd) {
+  if (m == -INFINITY) return;
+  if (merged_max == -INFINITY) {
+    merged_max = m;
+    merged_sum = s;
+    std::copy(a, a + hd, merged);
+    return;
+  }
+  const float top = std::max(merged_max, m);
+  const float f_merged = std::exp(merged_max - top), f_chunk = std::exp(m - top);
+  merged_sum = merged_sum * f_merged + s * f_chunk;
+  for (int32_t d = 0; d < hd; ++d) merged[d] = merged[d] * f_merged + a[d] * f_chunk;
+  merged_max = top;
+}
 
 // One block's n scores of a query's n_heads heads (bs apart) into their states (from
 // `first`): scaled (and soft-capped), each head's sum and values rescaled where its max
@@ -100,32 +137,77 @@ void ForwardPass::plan_query_tiles() {
 // several KV heads walks each cache block once for all of them (the block's K, then its V,
 // read front to back, not a head's strided part of each slot); the query heads that share
 // a KV head go together (each K and V vector is read and widened once for all of them),
-// split further only where that would leave too few tasks (batch 1 with 3 KV heads on 2
-// threads). The grouped kernels give each query the one-query results bit for bit, so
-// the split never changes a result.
-int32_t ForwardPass::heads_per_task(int64_t n_tiles) const {
+// split further only where that would leave too few tasks (a short context at batch 1).
+// The grouped kernels give each query the one-query results bit for bit, so the split
+// never changes a result. n_walks: the tiles, or the tiles' chunks where chunks are tasks.
+int32_t ForwardPass::heads_per_task(int64_t n_walks) const {
   const int32_t group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t wanted = 4 * static_cast<int64_t>(pool_.size());
+  const int64_t wanted = kTasksPerThread * static_cast<int64_t>(pool_.size());
   for (int32_t kv_heads = cfg_.n_head_kv; kv_heads > 1; --kv_heads)
-    if (cfg_.n_head_kv % kv_heads == 0 && n_tiles * (cfg_.n_head_kv / kv_heads) >= wanted)
+    if (cfg_.n_head_kv % kv_heads == 0 && n_walks * (cfg_.n_head_kv / kv_heads) >= wanted)
       return kv_heads * group;
   for (int32_t heads = group; heads > 1; --heads)
-    if (group % heads == 0 && n_tiles * (cfg_.n_head / heads) >= wanted) return heads;
+    if (group % heads == 0 && n_walks * (cfg_.n_head / heads) >= wanted) return heads;
   return 1;
 }
 
-void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
+// The layer's tasks: each tile's key chunks (from its first query's first key to its last
+// query's own), its query heads split by heads_per_task; each chunk a task of its own where
+// the tiles are too few to give every thread whole KV heads' walks (and the pool has
+// threads to share them), unless the tile's keys lie in one chunk.
+void ForwardPass::plan_attention(int32_t layer) {
   const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size()) - 1;
-  const int32_t heads = heads_per_task(n_tiles), per_tile = cfg_.n_head / heads;
-  const int64_t n_tasks = n_tiles * per_tile;
+  const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
+  const int32_t hd = cfg_.head_dim;
+  const bool split = pool_.size() > 1 && n_tiles * cfg_.n_head_kv <
+                                             kTasksPerThread * static_cast<int64_t>(pool_.size());
+  auto chunks = [&](int64_t tile) {
+    const int32_t last = token_position_[query_tiles_[tile + 1] - 1] + 1;
+    const int32_t first =
+        window > 0 ? std::max(0, token_position_[query_tiles_[tile]] + 1 - window) : 0;
+    return std::pair{first / kKeyChunk, (last - 1) / kKeyChunk + 1};
+  };
+  int64_t n_walks = 0;
+  for (int64_t tile = 0; tile < n_tiles; ++tile) {
+    const auto [begin, end] = chunks(tile);
+    n_walks += split ? end - begin : 1;
+  }
+  const int32_t heads = heads_per_task(n_walks);
+  attend_tasks_.clear();
+  chunk_groups_.clear();
+  int64_t floats = 0;
+  for (int64_t tile = 0; tile < n_tiles; ++tile) {
+    const auto [begin, end] = chunks(tile);
+    const int64_t n_queries = query_tiles_[tile + 1] - query_tiles_[tile];
+    for (int32_t head = 0; head < cfg_.n_head; head += heads) {
+      if (!split || end - begin == 1) {
+        attend_tasks_.push_back({tile, head, heads, begin, end, -1});
+        continue;
+      }
+      chunk_groups_.push_back({floats, begin, end - begin, 0});
+      floats += (end - begin) * n_queries * heads * (hd + 2);
+      for (int32_t c = begin; c < end; ++c)
+        attend_tasks_.push_back(
+            {tile, head, heads, c, c + 1, static_cast<int32_t>(chunk_groups_.size() - 1)});
+    }
+  }
+  if (chunk_states_.size() < static_cast<size_t>(floats)) chunk_states_.resize(floats);
+}
+
+void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
+  plan_attention(layer);
+  const int64_t n_tasks = static_cast<int64_t>(attend_tasks_.size());
   std::atomic<int64_t> next{0};
   pool_.run_on_all([&](int thread, int) {
     std::vector<float>& scratch = thread_scores_[thread];
-    for (int64_t task = next.fetch_add(1); task < n_tasks; task = next.fetch_add(1)) {
-      const int64_t tile = task / per_tile;
-      const int64_t first = query_tiles_[tile];
-      attend_tile(layer, rows, first, static_cast<int32_t>(query_tiles_[tile + 1] - first),
-                  static_cast<int32_t>(task % per_tile) * heads, heads, scratch);
+    for (int64_t i = next.fetch_add(1); i < n_tasks; i = next.fetch_add(1)) {
+      const AttendTask& task = attend_tasks_[i];
+      attend(layer, rows, task, scratch);
+      if (task.group < 0) continue;
+      // Release this chunk's state; the group's last chunk acquires all of them.
+      ChunkGroup& g = chunk_groups_[task.group];
+      if (std::atomic_ref(g.done).fetch_add(1, std::memory_order_acq_rel) + 1 == g.n_chunks)
+        merge_chunks(task, scratch);
     }
   });
 }
@@ -188,13 +270,17 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
   }
 }
 
-// Queries first_token .. + n_queries - 1 (one row's consecutive positions), heads
-// first_head .. + n_heads - 1 (within one KV head, or whole KV heads).
-void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
-                              int32_t n_queries, int32_t first_head, int32_t n_heads,
-                              std::vector<float>& scratch) {
+// The task's queries (one row's consecutive positions, a tile) and heads (within one KV
+// head, or whole KV heads), over its key chunks: each chunk's keys a cache block at a time,
+// every query's scores for the block, then each query folds them and adds the block's
+// values, for all its heads at once. A chunk task leaves its state in chunk_states_; any
+// other task merges its chunks and writes the queries' outputs.
+void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
+                         std::vector<float>& scratch) {
+  const int64_t first_token = query_tiles_[task.tile];
+  const auto n_queries = static_cast<int32_t>(query_tiles_[task.tile + 1] - first_token);
+  const int32_t first_head = task.first_head, n_heads = task.n_heads;
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t q_dim = cfg_.q_dim();
   const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t bs = kv_.block_size();
@@ -202,18 +288,20 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   const int32_t per_kv = std::min(n_heads, group);  // query heads per KV head in the task
   const std::span<const int32_t> blocks = table(rows[token_row_[first_token]], layer);
 
-  // Scratch: each (query, head)'s accumulated values (hd floats, the heads of a query side
-  // by side), then each (query, head)'s scores for one block. The threads' scratch vectors
-  // may sit next to each other on the heap: 16 floats (a cache line) past what is written
-  // keep one thread's writes off the next one's lines.
+  // Scratch: each (query, head)'s accumulated values for the chunk (hd floats, the heads of
+  // a query side by side), the same merged over the chunks before, then each (query,
+  // head)'s scores for one block. The threads' scratch vectors may sit next to each other
+  // on the heap: 16 floats (a cache line) past what is written keep one thread's writes
+  // off the next one's lines.
   const int32_t n_states = n_queries * n_heads;
-  const size_t needed = static_cast<size_t>(n_states) * (hd + bs) + 16;
+  const size_t state_floats = static_cast<size_t>(n_states) * hd;
+  const size_t needed = 2 * state_floats + static_cast<size_t>(n_states) * bs + 16;
   if (scratch.size() < needed) scratch.resize(needed);
-  float* scores = scratch.data() + static_cast<size_t>(n_states) * hd;
+  float* const acc = scratch.data();
+  float* const merged = acc + state_floats;
+  float* const scores = merged + state_floats;
   thread_local SoftmaxStates states;
   states.reset(n_states, n_heads);
-  float* const acc = scratch.data();
-  std::fill(acc, acc + static_cast<size_t>(n_states) * hd, 0.0f);
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
   auto end_of = [&](int32_t i) { return token_position_[first_token + i] + 1; };
   auto begin_of = [&](int32_t i) { return window > 0 ? std::max(0, end_of(i) - window) : 0; };
@@ -221,41 +309,89 @@ void ForwardPass::attend_tile(int32_t layer, std::span<const ForwardRow> rows, i
   from.resize(n_queries);
   to.resize(n_queries);
 
-  // The tile's keys, a cache block at a time: every query's scores for the block, then
-  // each query folds them and adds the block's values, for all its heads at once.
   const int32_t last_end = end_of(n_queries - 1);
-  for (int32_t j = begin_of(0); j < last_end;) {
-    const int32_t block_end = std::min((j / bs + 1) * bs, last_end);
-    if (block_end < last_end) prefetch_block(layer, blocks[block_end / bs], first_head, n_heads);
-    for (int32_t i = 0; i < n_queries; ++i) {
-      from[i] = std::max(j, begin_of(i));
-      to[i] = std::min(block_end, end_of(i));
-    }
-    const int32_t block = blocks[j / bs], start = j / bs * bs;
-    block_scores({layer, block, start, block_end, first_token, n_queries, first_head, n_heads,
-                  from.data(), to.data()},
-                 scores);
-    for (int32_t i = 0; i < n_queries; ++i) {
-      if (from[i] >= to[i]) continue;
-      const int32_t slot = from[i] - start, n = to[i] - from[i];
-      float* s = scores + static_cast<int64_t>(i) * n_heads * bs + slot;
-      float* a = acc + static_cast<int64_t>(i) * n_heads * hd;
-      fold_block(states, i * n_heads, s, bs, n_heads, n, a, cfg_);
-      // The task's KV heads in order, each with the query heads that share it.
-      for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
-        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
-                                 kv_.v(layer, block, slot) + kv_head_offset(first_head + h0),
-                                 stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
+  for (int32_t c = task.first_chunk; c < task.end_chunk; ++c) {
+    const int32_t chunk_end = std::min((c + 1) * kKeyChunk, last_end);
+    states.start_chunk(n_states);
+    std::fill(acc, acc + state_floats, 0.0f);
+    for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
+      const int32_t block_end = std::min((j / bs + 1) * bs, chunk_end);
+      if (block_end < last_end) prefetch_block(layer, blocks[block_end / bs], first_head, n_heads);
+      for (int32_t i = 0; i < n_queries; ++i) {
+        from[i] = std::max(j, begin_of(i));
+        to[i] = std::min(block_end, end_of(i));
       }
+      const int32_t block = blocks[j / bs], start = j / bs * bs;
+      block_scores({layer, block, start, block_end, first_token, n_queries, first_head, n_heads,
+                    from.data(), to.data()},
+                   scores);
+      for (int32_t i = 0; i < n_queries; ++i) {
+        if (from[i] >= to[i]) continue;
+        const int32_t slot = from[i] - start, n = to[i] - from[i];
+        float* s = scores + static_cast<int64_t>(i) * n_heads * bs + slot;
+        float* a = acc + static_cast<int64_t>(i) * n_heads * hd;
+        fold_block(states, i * n_heads, s, bs, n_heads, n, a, cfg_);
+        // The task's KV heads in order, each with the query heads that share it.
+        for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
+          kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
+                                   kv_.v(layer, block, slot) + kv_head_offset(first_head + h0),
+                                   stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
+        }
+      }
+      j = block_end;
     }
-    j = block_end;
+    if (task.group >= 0) return store_chunk(task, states.max.data(), states.sum.data(), acc);
+    for (int32_t s = 0; s < n_states; ++s)
+      merge_chunk(states.merged_max[s], states.merged_sum[s], merged + s * hd, states.max[s],
+                  states.sum[s], acc + s * hd, hd);
   }
-  for (int32_t i = 0; i < n_queries; ++i) {
-    for (int32_t h = 0; h < n_heads; ++h) {
-      const int64_t s = static_cast<int64_t>(i) * n_heads + h;
-      float* out = &attn_[(first_token + i) * q_dim + static_cast<int64_t>(first_head + h) * hd];
-      const float inv = 1.0f / states.sum[s];
-      for (int32_t d = 0; d < hd; ++d) out[d] = acc[s * hd + d] * inv;
+  write_attention(task, states.merged_sum.data(), merged);
+}
+
+// A chunk task's states in its slot of chunk_states_: per (query, head), max, sum, values.
+void ForwardPass::store_chunk(const AttendTask& task, const float* max, const float* sum,
+                              const float* acc) {
+  const ChunkGroup& g = chunk_groups_[task.group];
+  const int32_t hd = cfg_.head_dim;
+  const int64_t n_states = (query_tiles_[task.tile + 1] - query_tiles_[task.tile]) * task.n_heads;
+  float* out = &chunk_states_[g.offset + (task.first_chunk - g.first_chunk) * n_states * (hd + 2)];
+  for (int64_t s = 0; s < n_states; ++s, out += hd + 2) {
+    out[0] = max[s];
+    out[1] = sum[s];
+    std::copy(acc + s * hd, acc + (s + 1) * hd, out + 2);
+  }
+}
+
+// The last chunk task of a group: every chunk's states merged in position order, as one
+// task walking them all would, and the outputs written.
+void ForwardPass::merge_chunks(const AttendTask& task, std::vector<float>& scratch) {
+  const ChunkGroup& g = chunk_groups_[task.group];
+  const int32_t hd = cfg_.head_dim;
+  const int64_t n_states = (query_tiles_[task.tile + 1] - query_tiles_[task.tile]) * task.n_heads;
+  thread_local std::vector<float> merged_max, merged_sum;
+  merged_max.assign(n_states, -INFINITY);
+  merged_sum.assign(n_states, 0.0f);
+  float* merged = scratch.data();  // attend's needs are larger
+  for (int32_t c = 0; c < g.n_chunks; ++c) {
+    const float* state = &chunk_states_[g.offset + c * n_states * (hd + 2)];
+    for (int64_t s = 0; s < n_states; ++s, state += hd + 2)
+      merge_chunk(merged_max[s], merged_sum[s], merged + s * hd, state[0], state[1], state + 2, hd);
+  }
+  write_attention(task, merged_sum.data(), merged);
+}
+
+// The task's outputs: each (query, head)'s merged values over its sum.
+void ForwardPass::write_attention(const AttendTask& task, const float* sum, const float* merged) {
+  const int32_t hd = cfg_.head_dim;
+  const int64_t q_dim = cfg_.q_dim(), first_token = query_tiles_[task.tile];
+  const int64_t n_queries = query_tiles_[task.tile + 1] - first_token;
+  for (int64_t i = 0; i < n_queries; ++i) {
+    for (int32_t h = 0; h < task.n_heads; ++h) {
+      const int64_t s = i * task.n_heads + h;
+      float* out =
+          &attn_[(first_token + i) * q_dim + static_cast<int64_t>(task.first_head + h) * hd];
+      const float inv = 1.0f / sum[s];
+      for (int32_t d = 0; d < hd; ++d) out[d] = merged[s * hd + d] * inv;
     }
   }
 }

@@ -49,11 +49,31 @@ class ForwardPass {
   // attention.cpp: flash-style, over the paged cache block by block with an online softmax.
   void plan_query_tiles();
   void attention(int32_t layer, std::span<const ForwardRow> rows);
-  int32_t heads_per_task(int64_t n_tiles) const;
+  // Tasks per thread the attention plans for (fewer leave a thread idle behind a long one).
+  static constexpr int64_t kTasksPerThread = 4;
+  // A tile's query heads first_head .. + n_heads - 1 over key chunks [first_chunk,
+  // end_chunk) (attention.cpp: kKeyChunk keys each); group >= 0: one chunk of that group.
+  struct AttendTask {
+    int64_t tile;
+    int32_t first_head, n_heads;
+    int32_t first_chunk, end_chunk;
+    int32_t group;
+  };
+  // A tile's heads whose chunks are tasks of their own: their states' place in
+  // chunk_states_, and how many chunks are done.
+  struct ChunkGroup {
+    int64_t offset;
+    int32_t first_chunk, n_chunks;
+    int32_t done;  // through std::atomic_ref
+  };
+  void plan_attention(int32_t layer);
+  int32_t heads_per_task(int64_t n_walks) const;
   void prefetch_block(int32_t layer, int32_t block, int32_t first_head, int32_t n_heads) const;
-  void attend_tile(int32_t layer, std::span<const ForwardRow> rows, int64_t first_token,
-                   int32_t n_queries, int32_t first_head, int32_t n_heads,
-                   std::vector<float>& scratch);
+  void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
+              std::vector<float>& scratch);
+  void store_chunk(const AttendTask& task, const float* max, const float* sum, const float* acc);
+  void merge_chunks(const AttendTask& task, std::vector<float>& scratch);
+  void write_attention(const AttendTask& task, const float* sum, const float* merged);
   struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
   // Byte offset, within a stored K or V vector, of the KV head that query head `head` reads
   // (times the block size: the offset of its rows in a transposed K block).
@@ -88,6 +108,9 @@ class ForwardPass {
   std::vector<float> last_, logits_;               // [logit row][n_embd | n_vocab]
   std::vector<std::vector<float>> thread_scores_;  // per pool thread: attention scratch
   std::vector<int64_t> query_tiles_;  // attention's tiles: each one's first token, then n_tokens
+  std::vector<AttendTask> attend_tasks_;  // the layer's (attention.cpp: plan_attention)
+  std::vector<ChunkGroup> chunk_groups_;
+  std::vector<float> chunk_states_;  // chunk tasks' softmax states
 };
 
 }  // namespace tandem

@@ -259,6 +259,60 @@ TEST(ForwardPass, ManyRowsEqualSoloRunsWhateverTheHeadsPerTask) {
   }
 }
 
+// Key chunks (attention.cpp: a query's keys split every 128 positions, the chunks' states
+// merged in position order). A 300-token row gives every position the same logits
+// prefilled in one step (each tile's task walks all its chunks), decoded a token a step
+// alone on two threads (each chunk a task, the last to finish merging) and on one (one task
+// walks them all), and decoded beside three other rows; and a long prompt stays within
+// the double-precision reference, whose softmax is one pass over all the keys.
+TEST(ForwardPass, KeyChunksGiveEveryPathTheSameBits) {
+  ScratchDir dir;
+  const auto path = write_tiny_llama(dir.path(), TensorType::kF32);
+  constexpr int32_t kLength = 300, kBlocks = 19, kDecodeFrom = 100, kBeside = 260;
+  std::vector<int32_t> prompt(kLength);
+  for (int32_t i = 0; i < kLength; ++i) prompt[i] = 1 + (i * 7919) % 250;
+  ReferenceModel reference(path);
+  for (KvType kv : {KvType::kF32, KvType::kF16}) {
+    SCOPED_TRACE(kv_type_name(kv));
+    Harness one_step(path, 2, 64, kv);
+    const auto blocks = one_step.take_blocks(kBlocks);
+    ForwardRow all{prompt, 0, blocks, true, /*all_logits=*/true};
+    const auto every = copy(one_step.forward.run({&all, 1}));
+    const size_t v = every.size() / kLength;
+    auto at = [&](int32_t p) { return every.begin() + static_cast<int64_t>(p) * v; };
+    if (kv == KvType::kF32) {  // the bound of ForwardMatchesReference's F32 weights
+      for (int32_t p : {127, 128, 200, kLength - 1}) {
+        const auto ref = reference.logits({prompt.begin(), prompt.begin() + p + 1});
+        EXPECT_LE(max_error({at(p), at(p) + v}, ref), 2e-5) << "position " << p;
+      }
+    }
+    for (int threads : {1, 2}) {
+      Harness solo(path, threads, 64, kv);
+      const auto b = solo.take_blocks(kBlocks);
+      ForwardRow head{std::span<const int32_t>(prompt).first(kDecodeFrom), 0, b, false};
+      solo.forward.run({&head, 1});
+      for (int32_t p = kDecodeFrom; p < kLength; ++p) {
+        ForwardRow step{{&prompt[p], 1}, p, b, true};
+        const auto logits = copy(solo.forward.run({&step, 1}));
+        ASSERT_TRUE(std::equal(logits.begin(), logits.end(), at(p)))
+            << threads << " threads, position " << p;
+      }
+    }
+    Harness batch(path, 2, 4 * kBlocks, kv);
+    std::vector<std::vector<int32_t>> tables(4);
+    const int32_t lengths[] = {kBeside, 150, 20, 290};
+    std::vector<ForwardRow> rows;
+    for (int r = 0; r < 4; ++r) {
+      tables[r] = batch.take_blocks(kBlocks);
+      rows.push_back({std::span<const int32_t>(prompt).first(lengths[r]), 0, tables[r], false});
+    }
+    batch.forward.run(rows);
+    for (int r = 0; r < 4; ++r) rows[r] = {{&prompt[lengths[r]], 1}, lengths[r], tables[r], true};
+    const auto decoded = copy(batch.forward.run(rows));
+    EXPECT_TRUE(std::equal(decoded.begin(), decoded.begin() + v, at(kBeside)));
+  }
+}
+
 class ForwardBatching : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(ForwardBatching, MixedBatchRowsEqualSoloRunsBitForBit) {

@@ -32,6 +32,7 @@ std::vector<bool> local_layers(const ModelConfig& c) {
 struct Generation {
   std::vector<std::vector<float>> logits;  // the prompt's last, then each decode step's
   int32_t most_local_held = 0;             // local blocks the sequence held at once
+  std::vector<int32_t> tokens;             // the prompt, then the greedy tokens
 };
 
 // One sequence: a 50-token prompt prefilled in chunks, then greedy decode steps. With
@@ -87,6 +88,7 @@ Generation generate(const std::string& name, bool local, int32_t chunk, int32_t 
     seq.push_back(static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin()));
     step(1, true);
   }
+  run.tokens = seq;
   return run;
 }
 
@@ -105,6 +107,35 @@ TEST_P(LocalKvGroup, LogitsEqualKeepingEveryPositionWhileHoldingOnlyTheWindow) {
     EXPECT_LE(windowed.most_local_held, (window + chunk + bs - 1) / bs + 1) << "chunk " << chunk;
     // 140 positions take 9 blocks: the window must have let most of them go.
     EXPECT_LT(windowed.most_local_held, 140 / bs) << "chunk " << chunk;
+  }
+}
+
+// Past 128 positions a query's keys span two of attention.cpp's key chunks, and on a local
+// layer its window starts inside the first: each decode step alone (the chunks tasks of
+// their own on two threads) gives the logits the whole sequence gives in one step (one task
+// walking a tile's chunks), position by position.
+TEST_P(LocalKvGroup, DecodeStepsEqualTheWholeSequenceInOneStep) {
+  TANDEM_REQUIRE_SHARED();
+  const Generation decoded = generate(GetParam(), false, 50, 90);
+  const std::unique_ptr<Model> model = Model::load(family(GetParam()));
+  const ModelConfig& c = model->config();
+  ASSERT_LT(c.sliding_window, 128);
+  ThreadPool pool(2);
+  KvCache kv(c.n_layer, c.kv_dim(), 16, KvType::kF16, c.head_dim);
+  ForwardPass forward(*model, kv, pool);
+  std::vector<int32_t> blocks(16);
+  std::iota(blocks.begin(), blocks.end(), 0);
+  const std::span<const int32_t> all(decoded.tokens);
+  ForwardRow row{all, 0, blocks, true, /*all_logits=*/true};
+  const std::span<float> every = forward.run({&row, 1});
+  const size_t v = static_cast<size_t>(c.n_vocab);
+  ASSERT_EQ(every.size(), all.size() * v);
+  ASSERT_EQ(49 + decoded.logits.size(), all.size());
+  for (size_t i = 0; i < decoded.logits.size(); ++i) {
+    const size_t position = 49 + i;
+    ASSERT_TRUE(std::equal(decoded.logits[i].begin(), decoded.logits[i].end(),
+                           every.begin() + position * v))
+        << "position " << position;
   }
 }
 
