@@ -30,24 +30,48 @@ constexpr int32_t kQueryTile = 16;
 // heads over 128 keys is ~10 us of work on a Zen 5 core, against ~1 us of task overhead.
 constexpr int32_t kKeyChunk = 128;
 
-// A task's running softmax states, one per (query, head): the largest score so far, the
-// sum of e^(score - max), and (in the caller's scratch, hd floats each, side by side) the
-// values weighted by e^(score - max).
+// A task's softmax states, one per (query, head): the largest score so far, the sum of
+// e^(score - max), and (in the caller's scratch, hd floats each, side by side) the values
+// weighted by e^(score - max); for the chunk being walked, and merged over the chunks
+// before it.
 struct SoftmaxStates {
-  std::vector<float> max, sum;                // the chunk being walked
-  std::vector<float> merged_max, merged_sum;  // the chunks before it, merged
-  std::vector<float> old_max, block_sum;      // one query's heads, while a block is folded
-  void reset(int32_t n_states, int32_t n_heads) {
+  std::vector<float> max, sum;
+  std::vector<float> merged_max, merged_sum;
+  void reset(int32_t n_states) {
     merged_max.assign(n_states, -INFINITY);
     merged_sum.assign(n_states, 0.0f);
-    old_max.resize(n_heads);
-    block_sum.resize(n_heads);
   }
   void start_chunk(int32_t n_states) {
     max.assign(n_states, -INFINITY);
     sum.assign(n_states, 0.0f);
   }
 };
+
+// One block's n scores of a query's n_heads heads (bs apart) into their running states
+// (max and sum, one per head): scaled (and soft-capped), each head's sum and values
+// rescaled where its max grows, the scores turned into their weights e^(s - max).
+// old_max and block_sum: n_heads floats of scratch each.
+void fold_block(float* max, float* sum, float* scores, int32_t bs, int32_t n_heads, int32_t n,
+                float* acc, float* old_max, float* block_sum, const ModelConfig& cfg) {
+  float scale = cfg.attn_scale;
+  if (cfg.attn_softcap > 0) {
+    for (int32_t h = 0; h < n_heads; ++h)
+      for (float* x = scores + h * bs; x < scores + h * bs + n; ++x)
+        *x = cfg.attn_softcap * std::tanh(*x * cfg.attn_scale / cfg.attn_softcap);
+    scale = 1.0f;  // applied above
+  }
+  std::copy(max, max + n_heads, old_max);
+  kernels::scaled_exp_sums(scores, bs, n_heads, n, scale, max, block_sum);
+  for (int32_t h = 0; h < n_heads; ++h) {
+    if (max[h] > old_max[h]) {  // rescale what was summed against the old max
+      const float factor = std::exp(old_max[h] - max[h]);
+      sum[h] *= factor;
+      float* a = acc + static_cast<int64_t>(h) * cfg.head_dim;
+      for (int32_t d = 0; d < cfg.head_dim; ++d) a[d] *= factor;
+    }
+    sum[h] += block_sum[h];
+  }
+}
 
 // Merges a chunk's state (max m, sum s, values a) into the chunks' before it, which are
 // empty (max -inf) before the first. A chunk without keys of this query (max -inf) changes
@@ -62,37 +86,17 @@ struct SoftmaxStates {
     std::copy(a, a + hd, merged);
     return;
   }
-  const float top = std::max(merged_max, m);
-  const float f_merged = std::exp(merged_max - top), f_chunk = std::exp(m - top);
-  merged_sum = merged_sum * f_merged + s * f_chunk;
-  for (int32_t d = 0; d < hd; ++d) merged[d] = merged[d] * f_merged + a[d] * f_chunk;
-  merged_max = top;
-}
-
-// One block's n scores of a query's n_heads heads (bs apart) into their states (from
-// `first`): scaled (and soft-capped), each head's sum and values rescaled where its max
-// grows, the scores turned into their weights e^(s - max).
-void fold_block(SoftmaxStates& st, int32_t first, float* scores, int32_t bs, int32_t n_heads,
-                int32_t n, float* acc, const ModelConfig& cfg) {
-  float scale = cfg.attn_scale;
-  if (cfg.attn_softcap > 0) {
-    for (int32_t h = 0; h < n_heads; ++h)
-      for (float* x = scores + h * bs; x < scores + h * bs + n; ++x)
-        *x = cfg.attn_softcap * std::tanh(*x * cfg.attn_scale / cfg.attn_softcap);
-    scale = 1.0f;  // applied above
-  }
-  float* max = st.max.data() + first;
-  std::copy(max, max + n_heads, st.old_max.begin());
-  kernels::scaled_exp_sums(scores, bs, n_heads, n, scale, max, st.block_sum.data());
-  for (int32_t h = 0; h < n_heads; ++h) {
-    float& sum = st.sum[first + h];
-    if (max[h] > st.old_max[h]) {  // rescale what was summed against the old max
-      const float factor = std::exp(st.old_max[h] - max[h]);
-      sum *= factor;
-      float* a = acc + static_cast<int64_t>(h) * cfg.head_dim;
-      for (int32_t d = 0; d < cfg.head_dim; ++d) a[d] *= factor;
-    }
-    sum += st.block_sum[h];
+  // Each side times e^(its max - the larger): the side with the larger max is times
+  // e^0 = 1, which leaves it as it is, so only the other is scaled.
+  if (m > merged_max) {
+    const float f = std::exp(merged_max - m);
+    merged_sum = merged_sum * f + s;
+    for (int32_t d = 0; d < hd; ++d) merged[d] = merged[d] * f + a[d];
+    merged_max = m;
+  } else {
+    const float f = std::exp(m - merged_max);
+    merged_sum = merged_sum + s * f;
+    for (int32_t d = 0; d < hd; ++d) merged[d] = merged[d] + a[d] * f;
   }
 }
 
@@ -271,81 +275,100 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
 }
 
 // The task's queries (one row's consecutive positions, a tile) and heads (within one KV
-// head, or whole KV heads), over its key chunks: each chunk's keys a cache block at a time,
-// every query's scores for the block, then each query folds them and adds the block's
-// values, for all its heads at once. A chunk task leaves its state in chunk_states_; any
-// other task merges its chunks and writes the queries' outputs.
+// head, or whole KV heads), over its key chunks. A chunk task leaves its state in
+// chunk_states_; any other task merges its chunks (the first one is the merged state as it
+// is: merged into nothing it would be copied) and writes the queries' outputs.
 void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
                          std::vector<float>& scratch) {
   const int64_t first_token = query_tiles_[task.tile];
   const auto n_queries = static_cast<int32_t>(query_tiles_[task.tile + 1] - first_token);
-  const int32_t first_head = task.first_head, n_heads = task.n_heads;
-  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
-  const gguf::TensorType type = kv_tensor_type(kv_.type());
-  const int32_t bs = kv_.block_size();
-  const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
-  const int32_t per_kv = std::min(n_heads, group);  // query heads per KV head in the task
-  const std::span<const int32_t> blocks = table(rows[token_row_[first_token]], layer);
-
+  const int32_t hd = cfg_.head_dim;
   // Scratch: each (query, head)'s accumulated values for the chunk (hd floats, the heads of
   // a query side by side), the same merged over the chunks before, then each (query,
   // head)'s scores for one block. The threads' scratch vectors may sit next to each other
   // on the heap: 16 floats (a cache line) past what is written keep one thread's writes
   // off the next one's lines.
-  const int32_t n_states = n_queries * n_heads;
+  const int32_t n_states = n_queries * task.n_heads;
   const size_t state_floats = static_cast<size_t>(n_states) * hd;
-  const size_t needed = 2 * state_floats + static_cast<size_t>(n_states) * bs + 16;
+  const size_t needed = 2 * state_floats + static_cast<size_t>(n_states) * kv_.block_size() + 16;
   if (scratch.size() < needed) scratch.resize(needed);
-  float* const acc = scratch.data();
-  float* const merged = acc + state_floats;
-  float* const scores = merged + state_floats;
+  float* acc = scratch.data();
+  float* merged = acc + state_floats;
+  const TileWalk walk{layer,
+                      table(rows[token_row_[first_token]], layer),
+                      first_token,
+                      n_queries,
+                      task.first_head,
+                      task.n_heads,
+                      cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0,
+                      merged + state_floats};
   thread_local SoftmaxStates states;
-  states.reset(n_states, n_heads);
-  // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
-  auto end_of = [&](int32_t i) { return token_position_[first_token + i] + 1; };
-  auto begin_of = [&](int32_t i) { return window > 0 ? std::max(0, end_of(i) - window) : 0; };
-  thread_local std::vector<int32_t> from, to;
-  from.resize(n_queries);
-  to.resize(n_queries);
-
-  const int32_t last_end = end_of(n_queries - 1);
+  states.reset(n_states);
   for (int32_t c = task.first_chunk; c < task.end_chunk; ++c) {
-    const int32_t chunk_end = std::min((c + 1) * kKeyChunk, last_end);
     states.start_chunk(n_states);
     std::fill(acc, acc + state_floats, 0.0f);
-    for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
-      const int32_t block_end = std::min((j / bs + 1) * bs, chunk_end);
-      if (block_end < last_end) prefetch_block(layer, blocks[block_end / bs], first_head, n_heads);
-      for (int32_t i = 0; i < n_queries; ++i) {
-        from[i] = std::max(j, begin_of(i));
-        to[i] = std::min(block_end, end_of(i));
-      }
-      const int32_t block = blocks[j / bs], start = j / bs * bs;
-      block_scores({layer, block, start, block_end, first_token, n_queries, first_head, n_heads,
-                    from.data(), to.data()},
-                   scores);
-      for (int32_t i = 0; i < n_queries; ++i) {
-        if (from[i] >= to[i]) continue;
-        const int32_t slot = from[i] - start, n = to[i] - from[i];
-        float* s = scores + static_cast<int64_t>(i) * n_heads * bs + slot;
-        float* a = acc + static_cast<int64_t>(i) * n_heads * hd;
-        fold_block(states, i * n_heads, s, bs, n_heads, n, a, cfg_);
-        // The task's KV heads in order, each with the query heads that share it.
-        for (int32_t h0 = 0; h0 < n_heads; h0 += per_kv) {
-          kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
-                                   kv_.v(layer, block, slot) + kv_head_offset(first_head + h0),
-                                   stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
-        }
-      }
-      j = block_end;
-    }
+    walk_chunk(walk, c, states.max.data(), states.sum.data(), acc);
     if (task.group >= 0) return store_chunk(task, states.max.data(), states.sum.data(), acc);
+    if (c == task.first_chunk) {
+      std::swap(states.max, states.merged_max);
+      std::swap(states.sum, states.merged_sum);
+      std::swap(acc, merged);
+      continue;
+    }
     for (int32_t s = 0; s < n_states; ++s)
       merge_chunk(states.merged_max[s], states.merged_sum[s], merged + s * hd, states.max[s],
                   states.sum[s], acc + s * hd, hd);
   }
   write_attention(task, states.merged_sum.data(), merged);
+}
+
+// The tile's keys in chunk c, a cache block at a time: every query's scores for the block,
+// then each query folds them into its states (max, sum, acc: the chunk's) and adds the
+// block's values, for all its heads at once.
+void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* sum, float* acc) {
+  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
+  const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  const int32_t per_kv = std::min(w.n_heads, group);  // query heads per KV head in the task
+  // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
+  auto end_of = [&](int32_t i) { return token_position_[w.first_token + i] + 1; };
+  auto begin_of = [&](int32_t i) { return w.window > 0 ? std::max(0, end_of(i) - w.window) : 0; };
+  thread_local std::vector<int32_t> from, to;
+  from.resize(w.n_queries);
+  to.resize(w.n_queries);
+  thread_local std::vector<float> fold_scratch;  // fold_block's
+  fold_scratch.resize(2 * static_cast<size_t>(w.n_heads));
+  const int32_t last_end = end_of(w.n_queries - 1);
+  const int32_t chunk_end = std::min((c + 1) * kKeyChunk, last_end);
+  for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
+    const int32_t block_end = std::min((j / bs + 1) * bs, chunk_end);
+    if (block_end < last_end)
+      prefetch_block(w.layer, w.blocks[block_end / bs], w.first_head, w.n_heads);
+    for (int32_t i = 0; i < w.n_queries; ++i) {
+      from[i] = std::max(j, begin_of(i));
+      to[i] = std::min(block_end, end_of(i));
+    }
+    const int32_t block = w.blocks[j / bs], start = j / bs * bs;
+    block_scores({w.layer, block, start, block_end, w.first_token, w.n_queries, w.first_head,
+                  w.n_heads, from.data(), to.data()},
+                 w.scores);
+    for (int32_t i = 0; i < w.n_queries; ++i) {
+      if (from[i] >= to[i]) continue;
+      const int32_t slot = from[i] - start, n = to[i] - from[i];
+      const int32_t first = i * w.n_heads;
+      float* s = w.scores + static_cast<int64_t>(first) * bs + slot;
+      float* a = acc + static_cast<int64_t>(first) * hd;
+      fold_block(max + first, sum + first, s, bs, w.n_heads, n, a, fold_scratch.data(),
+                 fold_scratch.data() + w.n_heads, cfg_);
+      // The task's KV heads in order, each with the query heads that share it.
+      for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
+        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
+                                 kv_.v(w.layer, block, slot) + kv_head_offset(w.first_head + h0),
+                                 stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
+      }
+    }
+    j = block_end;
+  }
 }
 
 // A chunk task's states in its slot of chunk_states_: per (query, head), max, sum, values.

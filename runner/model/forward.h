@@ -71,6 +71,15 @@ class ForwardPass {
   void prefetch_block(int32_t layer, int32_t block, int32_t first_head, int32_t n_heads) const;
   void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
               std::vector<float>& scratch);
+  // One task's view of its tile (attention.cpp), and its walk of one key chunk.
+  struct TileWalk {
+    int32_t layer;
+    std::span<const int32_t> blocks;
+    int64_t first_token;
+    int32_t n_queries, first_head, n_heads, window;
+    float* scores;  // n_queries * n_heads * block size
+  };
+  void walk_chunk(const TileWalk& w, int32_t chunk, float* max, float* sum, float* acc);
   void store_chunk(const AttendTask& task, const float* max, const float* sum, const float* acc);
   void merge_chunks(const AttendTask& task, std::vector<float>& scratch);
   void write_attention(const AttendTask& task, const float* sum, const float* merged);
