@@ -12,9 +12,10 @@
 // order (merge_chunk). The split depends on key positions alone, so a query's arithmetic is
 // the same whether one task walks all its chunks (prefill, and decode batches that give
 // every thread tasks enough) or each chunk is a task of its own, its state left in
-// chunk_states_ for the last of them to merge (a batch of one or two rows, whose few long
-// key walks would otherwise leave a thread idle, and whose query heads would otherwise be
-// split apart, reading each KV head once per query head).
+// chunk_states_ for the last of them to merge (a step whose tiles give the threads too few
+// KV heads' walks: on the smollm2 shape with two threads, a batch of one or two rows, whose
+// few long walks would otherwise leave a thread idle, and whose query heads would otherwise
+// be split apart, reading each KV head once per query head).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
