@@ -52,7 +52,8 @@ inline ActRow act_row(const ActRows& x, int64_t m) {
 // 4.12 -> 3.90 ms (medians of 6-8 alternating rounds); prefill and 32-row steps level.
 template <size_t kBytes>
 TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
-  for (size_t b = 0; b < kBytes; b += 64) _mm_prefetch(rec + kInterleavedPrefetch + b, _MM_HINT_NTA);
+  for (size_t b = 0; b < kBytes; b += 64)
+    _mm_prefetch(rec + kInterleavedPrefetch + b, _MM_HINT_NTA);
 }
 
 // 512-bit (S::kWide): out[m][r] = weight row r of the group (at `group`) dotted with
