@@ -83,14 +83,14 @@ struct FarPrefetch {
 };
 
 // Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
-// Weights apart), prefetching kPrefetchAhead bytes ahead in that stream.
-template <class V, class Weight, int kOutputs, bool kReadOnce, class Step>
+// Weights apart) for a tile of R rows, prefetching kPrefetchAhead bytes ahead in that stream.
+template <class V, class Weight, int R, class Step>
 [[gnu::always_inline]] inline void stream(const void* weights, int col, int64_t n_steps,
                                           const FarPrefetch& far, Step&& step) {
   const Weight* p = static_cast<const Weight*>(weights) + col;
   for (int64_t s = 0; s < n_steps; ++s) {
     const Weight* ws = p + s * kPanel;
-    prefetch_row<V, kOutputs * sizeof(Weight), kReadOnce>(ws);
+    prefetch_row<V, kTileOutputs<V, R> * sizeof(Weight), R == 1>(ws);
     if (far.base != nullptr) {
       for (int64_t b = 0; b < far.bytes_per_step; b += 64)
         __builtin_prefetch(far.base + s * far.bytes_per_step + b, 0, 2);
@@ -119,14 +119,13 @@ struct WidenTile : TileShape<V, 6> {
                                             const uint8_t* panel, int64_t row0, int col, int64_t u0,
                                             int64_t u1, const FarPrefetch& far) {
     const float* x = a.x + row0 * a.n_in + u0;
-    stream<V, Weight, kTileOutputs<V, R>, R == 1>(panel + u0 * kUnitBytes, col, u1 - u0, far,
-                                                  [&](int64_t k, const Weight* wk)
-                                                      TANDEM_STEP_INLINE {
-                                                        typename V::Vec w[kTileVecs<V, R>];
-                                                        for (int v = 0; v < kTileVecs<V, R>; ++v)
-                                                          w[v] = V::load(wk + v * V::kWidth);
-                                                        fma_rows<V, R>(acc, w, x + k, a.n_in);
-                                                      });
+    stream<V, Weight, R>(panel + u0 * kUnitBytes, col, u1 - u0, far,
+                         [&](int64_t k, const Weight* wk) TANDEM_STEP_INLINE {
+                           typename V::Vec w[kTileVecs<V, R>];
+                           for (int v = 0; v < kTileVecs<V, R>; ++v)
+                             w[v] = V::load(wk + v * V::kWidth);
+                           fma_rows<V, R>(acc, w, x + k, a.n_in);
+                         });
   }
 };
 
@@ -165,8 +164,7 @@ struct Bf16WidenTile : TileShape<V, 5> {
       }
       fma_rows<V, R>(acc, w, x + 2 * kp + 1, a.n_in);
     };
-    stream<V, uint32_t, kTileOutputs<V, R>, R == 1>(panel + u0 * kUnitBytes, col, u1 - u0, far,
-                                                    pair);
+    stream<V, uint32_t, R>(panel + u0 * kUnitBytes, col, u1 - u0, far, pair);
   }
 };
 
@@ -197,12 +195,13 @@ struct Q8_0Tile : TileShape<V, 5> {
         for (int64_t o = 0; o < kBlock * far.bytes_per_step; o += 64)
           __builtin_prefetch(block_far + o, 0, 2);
       }
-      stream<V, int8_t, kTileOutputs<V, R>, R == 1>(
-          q, col, kBlock, FarPrefetch{}, [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
-            typename V::Vec w[kTileVecs<V, R>];
-            for (int v = 0; v < kTileVecs<V, R>; ++v) w[v] = V::load_q8(qj + v * V::kWidth, s[v]);
-            fma_rows<V, R>(acc, w, x + b * kBlock + j, a.n_in);
-          });
+      stream<V, int8_t, R>(q, col, kBlock, FarPrefetch{},
+                           [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
+                             typename V::Vec w[kTileVecs<V, R>];
+                             for (int v = 0; v < kTileVecs<V, R>; ++v)
+                               w[v] = V::load_q8(qj + v * V::kWidth, s[v]);
+                             fma_rows<V, R>(acc, w, x + b * kBlock + j, a.n_in);
+                           });
     }
   }
 };

@@ -94,8 +94,7 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
         for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], xr, w[v]);
       }
     };
-    stream<Avx512, uint32_t, kTileOutputs<Avx512, R>, R == 1>(panel + u0 * kUnitBytes, col, u1 - u0,
-                                                              far, pair);
+    stream<Avx512, uint32_t, R>(panel + u0 * kUnitBytes, col, u1 - u0, far, pair);
   }
 };
 
