@@ -47,6 +47,8 @@ struct SoftmaxStates {
     sum.assign(n_states, 0.0f);
   }
 };
+// A thread's, shared by attend and merge_chunks (which runs once its task's attend is done).
+thread_local SoftmaxStates tls_states;
 
 // One block's n scores of a query's n_heads heads (bs apart) into their running states
 // (max and sum, one per head): scaled (and soft-capped), each head's sum and values
@@ -144,10 +146,10 @@ void ForwardPass::plan_query_tiles() {
 // a KV head go together (each K and V vector is read and widened once for all of them),
 // split further only where that would leave too few tasks (a short context at batch 1).
 // The grouped kernels give each query the one-query results bit for bit, so the split
-// never changes a result. n_walks: the tiles, or the tiles' chunks where chunks are tasks.
-int32_t ForwardPass::heads_per_task(int64_t n_walks) const {
+// never changes a result. n_walks: the tiles, or the tiles' chunks where chunks are tasks;
+// wanted: the tasks to aim for.
+int32_t ForwardPass::heads_per_task(int64_t n_walks, int64_t wanted) const {
   const int32_t group = cfg_.n_head / cfg_.n_head_kv;
-  const int64_t wanted = kTasksPerThread * static_cast<int64_t>(pool_.size());
   for (int32_t kv_heads = cfg_.n_head_kv; kv_heads > 1; --kv_heads)
     if (cfg_.n_head_kv % kv_heads == 0 && n_walks * (cfg_.n_head_kv / kv_heads) >= wanted)
       return kv_heads * group;
@@ -164,8 +166,8 @@ void ForwardPass::plan_attention(int32_t layer) {
   const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size()) - 1;
   const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
   const int32_t hd = cfg_.head_dim;
-  const bool split = pool_.size() > 1 && n_tiles * cfg_.n_head_kv <
-                                             kTasksPerThread * static_cast<int64_t>(pool_.size());
+  const int64_t wanted = kTasksPerThread * static_cast<int64_t>(pool_.size());
+  const bool split = pool_.size() > 1 && n_tiles * cfg_.n_head_kv < wanted;
   auto chunks = [&](int64_t tile) {
     const int32_t last = token_position_[query_tiles_[tile + 1] - 1] + 1;
     const int32_t first =
@@ -177,7 +179,7 @@ void ForwardPass::plan_attention(int32_t layer) {
     const auto [begin, end] = chunks(tile);
     n_walks += split ? end - begin : 1;
   }
-  const int32_t heads = heads_per_task(n_walks);
+  const int32_t heads = heads_per_task(n_walks, wanted);
   attend_tasks_.clear();
   chunk_groups_.clear();
   int64_t floats = 0;
@@ -303,7 +305,7 @@ void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const 
                       task.n_heads,
                       cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0,
                       merged + state_floats};
-  thread_local SoftmaxStates states;
+  SoftmaxStates& states = tls_states;
   states.reset(n_states);
   for (int32_t c = task.first_chunk; c < task.end_chunk; ++c) {
     states.start_chunk(n_states);
@@ -392,16 +394,16 @@ void ForwardPass::merge_chunks(const AttendTask& task, std::vector<float>& scrat
   const ChunkGroup& g = chunk_groups_[task.group];
   const int32_t hd = cfg_.head_dim;
   const int64_t n_states = (query_tiles_[task.tile + 1] - query_tiles_[task.tile]) * task.n_heads;
-  thread_local std::vector<float> merged_max, merged_sum;
-  merged_max.assign(n_states, -INFINITY);
-  merged_sum.assign(n_states, 0.0f);
+  SoftmaxStates& states = tls_states;
+  states.reset(static_cast<int32_t>(n_states));
   float* merged = scratch.data();  // attend's needs are larger
   for (int32_t c = 0; c < g.n_chunks; ++c) {
     const float* state = &chunk_states_[g.offset + c * n_states * (hd + 2)];
     for (int64_t s = 0; s < n_states; ++s, state += hd + 2)
-      merge_chunk(merged_max[s], merged_sum[s], merged + s * hd, state[0], state[1], state + 2, hd);
+      merge_chunk(states.merged_max[s], states.merged_sum[s], merged + s * hd, state[0], state[1],
+                  state + 2, hd);
   }
-  write_attention(task, merged_sum.data(), merged);
+  write_attention(task, states.merged_sum.data(), merged);
 }
 
 // The task's outputs: each (query, head)'s merged values over its sum.

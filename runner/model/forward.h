@@ -67,7 +67,7 @@ class ForwardPass {
     int32_t done;  // through std::atomic_ref
   };
   void plan_attention(int32_t layer);
-  int32_t heads_per_task(int64_t n_walks) const;
+  int32_t heads_per_task(int64_t n_walks, int64_t wanted) const;
   void prefetch_block(int32_t layer, int32_t block, int32_t first_head, int32_t n_heads) const;
   void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
               std::vector<float>& scratch);
