@@ -274,7 +274,7 @@ PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> source
   impl.n_in = sources[0].n_in;
   impl.row_bytes = row_bytes(sources[0].type, impl.n_in);
   impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out, /*filled=*/true);
-  impl.interleaved = detail::interleaves(*impl.quant, n_out);
+  impl.interleaved = detail::interleaves(*impl.quant, n_out, quant_uses_vnni());
   std::vector<uint8_t> stored;  // interleaved: the rows as stored first, then moved
   if (impl.interleaved) stored.resize(impl.row_bytes * n_out);
   uint8_t* dst = impl.interleaved ? stored.data() : impl.buffer->data;

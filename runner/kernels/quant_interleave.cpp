@@ -1,7 +1,9 @@
-// The interleaved layout of Q4_0 and Q5_0 rows (quant_interleave.h), both ways.
+// The interleaved layout (quant_interleave.h), both ways.
 #include "runner/kernels/quant_interleave.h"
 
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "runner/gguf/quant.h"
 #include "runner/kernels/quant_matmul.h"
@@ -9,88 +11,131 @@
 namespace tandem::kernels::detail {
 namespace {
 
-InterleavedRecord record_of(QuantKind kind) { return interleaved_record(kind == QuantKind::kQ5_0); }
-
-// A GGUF block's fields, whichever type (qh null for Q4_0).
-struct BlockFields {
-  const uint8_t* d;
-  const uint8_t* qh;
-  const uint8_t* qs;
+// How a block's field moves into a record: as sixteen halves, as words of sixteen rows, or
+// (Q5_0's qh) as the rows' bits of each step side by side.
+enum class Move : uint8_t { kHalves, kWords, kFifthBits };
+struct Field {
+  Move move;
+  uint8_t at, bytes;  // in the GGUF block; the record gives it 16 * bytes
 };
-BlockFields fields_of(QuantKind kind, const uint8_t* row, int64_t j) {
-  if (kind == QuantKind::kQ5_0) {
-    const auto* b = reinterpret_cast<const gguf::BlockQ5_0*>(row) + j;
-    return {reinterpret_cast<const uint8_t*>(&b->d), b->qh, b->qs};
+// A type's block and its fields in record order (each field is where the one before ends).
+struct Layout {
+  size_t block_bytes;
+  int64_t block_values;
+  int n_fields;
+  Field fields[3];
+};
+
+Layout layout_of(QuantKind kind) {
+  using namespace gguf;
+  switch (kind) {
+    case QuantKind::kQ5_0:
+      return {sizeof(BlockQ5_0),
+              32,
+              3,
+              {{Move::kHalves, offsetof(BlockQ5_0, d), 2},
+               {Move::kFifthBits, offsetof(BlockQ5_0, qh), 4},
+               {Move::kWords, offsetof(BlockQ5_0, qs), 16}}};
+    case QuantKind::kQ4_K:
+      return {sizeof(BlockQ4_K),
+              256,
+              3,
+              {{Move::kHalves, offsetof(BlockQ4_K, d), 2},
+               {Move::kHalves, offsetof(BlockQ4_K, dmin), 2},
+               {Move::kWords, offsetof(BlockQ4_K, scales), 12 + 128}}};
+    case QuantKind::kQ6_K:
+      return {sizeof(BlockQ6_K),
+              256,
+              2,
+              {{Move::kWords, offsetof(BlockQ6_K, ql), 128 + 64 + 16},
+               {Move::kHalves, offsetof(BlockQ6_K, d), 2}}};
+    default:  // Q4_0
+      return {sizeof(BlockQ4_0),
+              32,
+              2,
+              {{Move::kHalves, offsetof(BlockQ4_0, d), 2},
+               {Move::kWords, offsetof(BlockQ4_0, qs), 16}}};
   }
-  const auto* b = reinterpret_cast<const gguf::BlockQ4_0*>(row) + j;
-  return {reinterpret_cast<const uint8_t*>(&b->d), nullptr, b->qs};
 }
 
-// Block j of the sixteen rows from `first_row` (row_bytes apart) into its record, each
-// field written once.
-void store_record(uint8_t* rec, const InterleavedRecord& f, QuantKind kind,
-                  const uint8_t* first_row, size_t row_bytes, int64_t j) {
-  uint64_t qh[8] = {};
-  for (int64_t r = 0; r < kInterleaveRows; ++r) {
-    const BlockFields in = fields_of(kind, first_row + r * row_bytes, j);
-    std::memcpy(rec + 2 * r, in.d, 2);
-    for (int u = 0; u < 4; ++u) std::memcpy(rec + f.qs + 64 * u + 4 * r, in.qs + 4 * u, 4);
-    if (in.qh == nullptr) continue;
-    uint32_t bits;
-    std::memcpy(&bits, in.qh, 4);
-    for (int v = 0; v < 8; ++v) qh[v] |= uint64_t{(bits >> (4 * v)) & 0xFu} << (4 * r);
-  }
-  if (kind == QuantKind::kQ5_0) std::memcpy(rec + f.qh, qh, sizeof(qh));
-}
+// Row r's field between its block and the record's copy of the field (`rec`): into the
+// record where kToRecord (fifth bits are OR-ed in, so that field must start zeroed), else
+// back out of it.
+template <bool kToRecord>
+using RecordPtr = std::conditional_t<kToRecord, uint8_t*, const uint8_t*>;
+template <bool kToRecord>
+using BlockPtr = std::conditional_t<kToRecord, const uint8_t*, uint8_t*>;
 
-// The inverse: row lane r's block out of record `rec` into the GGUF block at `out`.
-void load_block(const uint8_t* rec, const InterleavedRecord& f, int64_t r, uint8_t* d, uint8_t* qh,
-                uint8_t* qs) {
-  std::memcpy(d, rec + 2 * r, 2);
-  for (int u = 0; u < 4; ++u) std::memcpy(qs + 4 * u, rec + f.qs + 64 * u + 4 * r, 4);
-  if (qh == nullptr) return;
+template <bool kToRecord>
+void move_field(const Field& f, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> block, int64_t r) {
+  auto copy = [&](size_t rec_at, size_t block_at, size_t n) {
+    if constexpr (kToRecord) {
+      std::memcpy(rec + rec_at, block + block_at, n);
+    } else {
+      std::memcpy(block + block_at, rec + rec_at, n);
+    }
+  };
+  if (f.move == Move::kHalves) return copy(2 * r, f.at, 2);
+  if (f.move == Move::kWords) {
+    for (int w = 0; w < f.bytes / 4; ++w) copy(64 * w + 4 * r, f.at + 4 * w, 4);
+    return;
+  }
+  const int at = 4 * static_cast<int>(r);  // kFifthBits: a 32-bit qh, eight steps of four
   uint32_t bits = 0;
-  const int at = 4 * static_cast<int>(r);
+  if constexpr (kToRecord) std::memcpy(&bits, block + f.at, 4);
   for (int v = 0; v < 8; ++v) {
     uint64_t word;
-    std::memcpy(&word, rec + f.qh + 8 * v, 8);
-    bits |= static_cast<uint32_t>((word >> at) & 0xF) << (4 * v);
+    std::memcpy(&word, rec + 8 * v, 8);
+    if constexpr (kToRecord) {
+      word |= uint64_t{(bits >> (4 * v)) & 0xFu} << at;
+      std::memcpy(rec + 8 * v, &word, 8);
+    } else {
+      bits |= static_cast<uint32_t>((word >> at) & 0xF) << (4 * v);
+    }
   }
-  std::memcpy(qh, &bits, 4);
+  if constexpr (!kToRecord) std::memcpy(block + f.at, &bits, 4);
+}
+
+// Row r's block between GGUF and the record at `rec`, as move_field.
+template <bool kToRecord>
+void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> block, int64_t r) {
+  size_t at = 0;
+  for (int i = 0; i < l.n_fields; ++i) {
+    move_field<kToRecord>(l.fields[i], rec + at, block, r);
+    at += kInterleaveRows * l.fields[i].bytes;
+  }
 }
 
 }  // namespace
 
-bool interleaves(QuantKind kind, int64_t n_out) {
-  return (kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0) && n_out > 0 &&
-         n_out % kInterleaveRows == 0;
+bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
+  const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
+  const bool super = kind == QuantKind::kQ4_K || kind == QuantKind::kQ6_K;
+  return (legacy || (super && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 
 void interleave_rows(QuantKind kind, const uint8_t* rows, int64_t n_out, int64_t n_in,
                      uint8_t* out) {
-  const InterleavedRecord f = record_of(kind);
-  const int64_t nb = n_in / 32;
-  const size_t row_bytes = nb * f.bytes / kInterleaveRows;
-  for (int64_t g0 = 0; g0 < n_out; g0 += kInterleaveRows) {
+  const Layout l = layout_of(kind);
+  const int64_t nb = n_in / l.block_values;
+  const size_t record_bytes = kInterleaveRows * l.block_bytes, row_bytes = nb * l.block_bytes;
+  std::memset(out, 0, n_out / kInterleaveRows * nb * record_bytes);
+  for (int64_t o = 0; o < n_out; ++o) {
     for (int64_t j = 0; j < nb; ++j) {
-      store_record(out + (g0 / kInterleaveRows * nb + j) * f.bytes, f, kind, rows + g0 * row_bytes,
-                   row_bytes, j);
+      uint8_t* rec = out + (o / kInterleaveRows * nb + j) * record_bytes;
+      const uint8_t* block = rows + o * row_bytes + j * l.block_bytes;
+      move_block<true>(l, rec, block, o % kInterleaveRows);
     }
   }
 }
 
 void deinterleave_row(QuantKind kind, const uint8_t* w, int64_t n_in, int64_t row, uint8_t* out) {
-  const InterleavedRecord f = record_of(kind);
-  const int64_t nb = n_in / 32;
+  const Layout l = layout_of(kind);
+  const int64_t nb = n_in / l.block_values;
+  const size_t record_bytes = kInterleaveRows * l.block_bytes;
   for (int64_t j = 0; j < nb; ++j) {
-    const uint8_t* rec = w + ((row / kInterleaveRows) * nb + j) * f.bytes;
-    if (kind == QuantKind::kQ5_0) {
-      auto* b = reinterpret_cast<gguf::BlockQ5_0*>(out) + j;
-      load_block(rec, f, row % kInterleaveRows, reinterpret_cast<uint8_t*>(&b->d), b->qh, b->qs);
-    } else {
-      auto* b = reinterpret_cast<gguf::BlockQ4_0*>(out) + j;
-      load_block(rec, f, row % kInterleaveRows, reinterpret_cast<uint8_t*>(&b->d), nullptr, b->qs);
-    }
+    const uint8_t* rec = w + ((row / kInterleaveRows) * nb + j) * record_bytes;
+    move_block<false>(l, rec, out + j * l.block_bytes, row % kInterleaveRows);
   }
 }
 

@@ -1,24 +1,31 @@
-// Q4_0 and Q5_0 weights interleaved by sixteen rows: the layout their vector kernels read
-// (quant_interleaved.h), which keeps one weight row per 32-bit lane, as the lane form keeps
-// one activation row per lane (quant_lanes.h).
+// Weights interleaved by sixteen rows: the layout the interleaved vector kernels read
+// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for Q4_K and Q6_K), which
+// keeps one weight row per 32-bit lane, as the lane form keeps one activation row per lane
+// (quant_lanes.h).
 //
-// Why: a GGUF row keeps each block's 32 quants together, so a kernel that reads rows as
-// stored sums every block across the lanes of a vector and then scales it lane by lane:
-// on smollm2's 576-wide Q5_0 rows those shuffles, the F16 scales picked out of the blocks
-// and the block-ordered float adds cost more than the dot products, and the one-row decode
-// step ran at 21 GB/s a thread from L2, under the 30 GB/s a thread reads from memory
+// Why: a GGUF row keeps each block's quants together, so a kernel that reads rows as stored
+// sums every block across the lanes of a vector and then scales it lane by lane: on
+// smollm2's 576-wide Q5_0 rows those shuffles, the F16 scales picked out of the blocks and
+// the block-ordered float adds cost more than the dot products, and the one-row decode step
+// ran at 21 GB/s a thread from L2, under the 30 GB/s a thread reads from memory
 // (docs/performance.md). Interleaved, one vpdpbusd adds four products to each of sixteen
-// rows' block sums, a block's sixteen scales are one vcvtph2ps, and the float steps run
-// sixteen rows wide.
+// rows' sums, a block's sixteen scales are one load, and the float steps run sixteen rows
+// wide. Q4_K and Q6_K (the bulk of a Q4_K_M file whose rows are whole super-blocks) gained
+// the same way: BM_QuantMatmul 2048 x 2048 on a Zen 5, medians of 5 alternating rounds,
+// stored rows -> interleaved: from memory, one row Q4_K 70.0 -> 49.5 us, Q6_K 96.7 -> 65.3,
+// eight rows 283 -> 141 and 308 -> 149; from L2, 32 rows 155 -> 114 and 161 -> 132.
 //
 // The layout: rows in groups of kInterleaveRows (n_out a multiple of it), a group's blocks
-// in order, block j of the group one record of 16 * sizeof(block) bytes (no byte added):
-//   d:  the sixteen rows' F16 scales, row r's at word r;
-//   qh: Q5_0 only, eight 64-bit words, one per step v (quants 4v .. 4v + 3 of every row):
-//       bits 4r .. 4r + 3 of word v are bits 4v .. 4v + 3 of row r's qh;
-//   qs: four 64-byte vectors u: bytes 4r .. 4r + 3 of vector u are row r's qs[4u .. 4u + 3],
-//       so their low nibbles are quants 4u .. 4u + 3 (step u) and their high nibbles quants
-//       16 + 4u .. 16 + 4u + 3 (step u + 4).
+// in order, block j of the group one record of 16 * sizeof(block) bytes (no byte added).
+// A record transposes the block's fields, in the order layout_of lists them:
+//   a 2-byte field (an F16 scale): sixteen halves, row r's at word r;
+//   a run of 4-byte words: each word w becomes 64 bytes, row r's copy at bytes 4r .. 4r + 3.
+//   So for Q4_0 and Q5_0 the quants' vector u holds every row's qs[4u .. 4u + 3], whose low
+//   nibbles are quants 4u .. 4u + 3 and whose high ones 16 + 4u .. 16 + 4u + 3; for Q4_K
+//   vector w of the qs holds qs[4w ..], and so on;
+//   Q5_0's qh, the one field not moved as words: eight 64-bit words, one per step v (quants
+//   4v .. 4v + 3 of every row): bits 4r .. 4r + 3 of word v are bits 4v .. 4v + 3 of row r's
+//   qh.
 // The quants and scales are the GGUF block's, only moved: every form computes the same
 // integers and float steps from them (quant_matmul.h), and deinterleave_row gives the
 // portable form its rows back.
@@ -35,8 +42,8 @@ enum class QuantKind : uint8_t;  // quant_matmul.h, which includes this header
 
 inline constexpr int64_t kInterleaveRows = 16;
 
-// A record's layout, the one place it is spelled: its bytes, where its qh words (Q5_0 only)
-// and its qs vectors start, and what its unsigned quants exceed the real ones by.
+// Where a Q4_0 or Q5_0 record's fields start, and what its unsigned quants exceed the real
+// ones by: the one place that layout is spelled for the kernels.
 struct InterleavedRecord {
   size_t bytes, qh, qs;
   int offset;
@@ -46,11 +53,27 @@ constexpr InterleavedRecord interleaved_record(bool fifth_bit) {
                    : InterleavedRecord{kInterleaveRows * sizeof(gguf::BlockQ4_0), 0, 32, 8};
 }
 
-// Whether weights of `kind` with n_out rows are stored interleaved.
-bool interleaves(QuantKind kind, int64_t n_out);
+// Q4_K's record: d and dmin (sixteen halves each), the scales' three words, the qs' 32.
+struct Q4KRecord {
+  static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ4_K);
+  static constexpr size_t kD = 0, kDmin = 32, kScales = 64, kQs = 256;
+};
+// Q6_K's record, the block's order: the ql's 32 words, the qh's 16, the scales' 4, then d.
+struct Q6KRecord {
+  static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ6_K);
+  static constexpr size_t kQl = 0, kQh = 2048, kScales = 3072, kD = 3328;
+};
+static_assert(Q4KRecord::kQs + 64 * 32 == Q4KRecord::kBytes);
+static_assert(Q6KRecord::kD + 32 == Q6KRecord::kBytes);
+
+// Whether weights of `kind` with n_out rows are stored interleaved. Q4_0 and Q5_0 have an
+// interleaved kernel in every vector form; Q4_K and Q6_K only in the 512-bit VNNI one
+// (`wide_vnni`: the kernels in use have it), so elsewhere they stay as stored, where the
+// AVX2 forms read them faster than the portable form reads them put back.
+bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni);
 
 // n_out GGUF rows (n_in values each) at `rows` to the interleaved layout at `out` (the same
-// number of bytes). interleaves(kind, n_out) must hold.
+// number of bytes). The layout must be one interleaves() can choose for kind and n_out.
 void interleave_rows(QuantKind kind, const uint8_t* rows, int64_t n_out, int64_t n_in,
                      uint8_t* out);
 

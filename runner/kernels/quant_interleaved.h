@@ -148,23 +148,36 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
   }
 }
 
-// interleaved_group for `rows` activation rows (1 .. S::kStreamRows), R a literal.
-template <class S, bool kFifthBit, int R = 1>
+// Q4_0 (kFifthBit false) and Q5_0 as interleaved_rows' G: the values a record holds per row,
+// its bytes, and its 512-bit kernel for R activation rows.
+template <bool kFifthBit>
+struct LegacyGroup {
+  static constexpr bool kFifth = kFifthBit;
+  static constexpr int64_t kValues = 32;
+  static constexpr size_t kRecordBytes = interleaved_record(kFifthBit).bytes;
+  template <class S, int R>
+  static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+    interleaved_group<S, kFifthBit, R>(group, x, m0, out);
+  }
+};
+
+// G's kernel for `rows` activation rows (1 .. S::kStreamRows), R a literal.
+template <class S, class G, int R = 1>
 void run_group_rows(int64_t rows, const uint8_t* group, const ActRows& x, int64_t m0,
                     float (*out)[16]) {
   if constexpr (R < S::kStreamRows) {
-    if (rows > R) return run_group_rows<S, kFifthBit, R + 1>(rows, group, x, m0, out);
+    if (rows > R) return run_group_rows<S, G, R + 1>(rows, group, x, m0, out);
   }
-  interleaved_group<S, kFifthBit, R>(group, x, m0, out);
+  G::template run<S, R>(group, x, m0, out);
 }
 
 // Outputs [out_begin, out_end) of every activation row: each group of sixteen weight rows
 // that the range touches, against the activation rows (512-bit: S::kStreamRows at a time,
-// their sums in registers; 256-bit: all at once, their sums in quant_scratch).
-template <class S, bool kFifthBit>
+// their sums in registers; 256-bit, the legacy types only: all at once, their sums in
+// quant_scratch).
+template <class S, class G>
 void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  constexpr InterleavedRecord I = interleaved_record(kFifthBit);
-  const int64_t nb = a.n_in / 32;
+  const size_t group_bytes = a.n_in / G::kValues * G::kRecordBytes;
   alignas(64) float chunk[WideSteps<S> ? S::kStreamRows : 1][16];
   float* all = nullptr;
   if constexpr (!WideSteps<S>)
@@ -174,26 +187,28 @@ void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
   };
   for (int64_t g0 = out_begin / kInterleaveRows * kInterleaveRows; g0 < out_end;
        g0 += kInterleaveRows) {
-    const uint8_t* group = a.w + g0 / kInterleaveRows * nb * I.bytes;
+    const uint8_t* group = a.w + g0 / kInterleaveRows * group_bytes;
     const int64_t from = g0 > out_begin ? g0 : out_begin;
     const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
     if constexpr (WideSteps<S>) {
       for (int64_t m0 = 0; m0 < a.n_rows; m0 += S::kStreamRows) {
         const int64_t rows = a.n_rows - m0 < S::kStreamRows ? a.n_rows - m0 : S::kStreamRows;
-        run_group_rows<S, kFifthBit>(rows, group, a.x, m0, chunk);
+        run_group_rows<S, G>(rows, group, a.x, m0, chunk);
         for (int64_t m = 0; m < rows; ++m) store(chunk[m], m0 + m, g0, from, to);
       }
     } else {
-      for (int h = 0; h < 2; ++h) interleaved_half<S, kFifthBit>(group, a.x, a.n_rows, h, all);
+      for (int h = 0; h < 2; ++h) interleaved_half<S, G::kFifth>(group, a.x, a.n_rows, h, all);
       for (int64_t m = 0; m < a.n_rows; ++m) store(all + 16 * m, m, g0, from, to);
     }
   }
 }
 
+// The legacy types' interleaved loop (quant_interleaved_k.h adds Q4_K and Q6_K for VNNI).
 template <class S>
 void interleaved_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  if (a.kind == QuantKind::kQ5_0) return interleaved_rows<S, true>(a, out_begin, out_end);
-  interleaved_rows<S, false>(a, out_begin, out_end);
+  if (a.kind == QuantKind::kQ5_0)
+    return interleaved_rows<S, LegacyGroup<true>>(a, out_begin, out_end);
+  interleaved_rows<S, LegacyGroup<false>>(a, out_begin, out_end);
 }
 
 }  // namespace

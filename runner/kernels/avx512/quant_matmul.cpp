@@ -5,7 +5,7 @@
 // where the CPU has it (kernels.cpp).
 #include <immintrin.h>
 
-#include "runner/kernels/quant_interleaved.h"
+#include "runner/kernels/quant_interleaved_k.h"
 #include "runner/kernels/quant_lanes.h"
 #include "runner/kernels/quant_vector.h"
 
@@ -191,7 +191,7 @@ struct VnniLaneTiles {
 
 // Batches whose activations come laid out across rows take the lane form (quant_lanes.h).
 void vnni_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  if (a.interleaved) return interleaved_loop<VnniSteps>(a, out_begin, out_end);
+  if (a.interleaved) return interleaved_wide_loop<VnniSteps>(a, out_begin, out_end);
   if (a.x.lanes != 0) {
     return with_vector_type(a.kind, [&]<class T>() {
       quant_lanes_rows<VnniSteps, T, VnniLaneTiles>(a, out_begin, out_end);

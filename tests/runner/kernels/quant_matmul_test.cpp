@@ -313,7 +313,8 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
 
 // Through the public matmul: every ISA the CPU runs gives the portable bits, and a row's
 // result does not depend on how many rows come with it or on the thread count.
-// 150 outputs keep Q4_0 and Q5_0 rows as stored, 160 interleave them (quant_interleave.h).
+// 150 outputs keep every type as stored, 160 interleave Q4_0 and Q5_0 (and with VNNI, Q4_K
+// and Q6_K: quant_interleave.h).
 TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   ThreadPool pool1(1), pool3(3);
   for (const TypeCase& c : type_cases()) {
@@ -344,20 +345,26 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   }
 }
 
-// Q4_0 and Q5_0 rows interleaved by sixteen (quant_interleave.h): the layout gives every
-// row's blocks back as stored, and every form reading it (the portable one through those
-// rows, the vector ones through their own kernel, quant_interleaved.h) gives the portable
-// bits of the stored rows, for every batch and for ranges that start and end inside a group
-// of sixteen, on the blocks' extremes.
+// Rows interleaved by sixteen (quant_interleave.h: Q4_0 and Q5_0 for every vector form, Q4_K
+// and Q6_K for VNNI): the layout gives every row's blocks back as stored, and every form
+// reading it (the portable one through those rows, the vector ones through their own kernel,
+// quant_interleaved.h and quant_interleaved_k.h, or AVX2 through the portable form for the
+// K-quants) gives the portable bits of the stored rows, for every batch and for ranges that
+// start and end inside a group of sixteen, on the blocks' extremes.
 TEST(QuantMatmul, InterleavedRowsGiveTheStoredRowsBitsInEveryFormBatchAndRange) {
   auto loops = vector_loops();
   loops.push_back({"portable", detail::portable_quant_loop()});
+  using detail::QuantKind;
   for (const TypeCase& c : type_cases()) {
-    if (c.kind != detail::QuantKind::kQ4_0 && c.kind != detail::QuantKind::kQ5_0) continue;
-    for (int64_t n_in : {int64_t{32}, int64_t{576}, int64_t{2048}}) {
+    const bool legacy = c.kind == QuantKind::kQ4_0 || c.kind == QuantKind::kQ5_0;
+    if (!legacy && c.kind != QuantKind::kQ4_K && c.kind != QuantKind::kQ6_K) continue;
+    const auto widths =
+        legacy ? std::vector<int64_t>{32, 576, 2048} : std::vector<int64_t>{256, 1536};
+    for (int64_t n_in : widths) {
       const int64_t n_out = 48;
-      ASSERT_TRUE(detail::interleaves(c.kind, n_out));
-      ASSERT_FALSE(detail::interleaves(c.kind, n_out + 4));
+      ASSERT_TRUE(detail::interleaves(c.kind, n_out, true));
+      ASSERT_EQ(legacy, detail::interleaves(c.kind, n_out, false));
+      ASSERT_FALSE(detail::interleaves(c.kind, n_out + 4, true));
       const auto w = extreme_rows(c, n_out, n_in, 5 + static_cast<uint32_t>(n_in));
       std::vector<uint8_t> inter(w.size());
       detail::interleave_rows(c.kind, w.data(), n_out, n_in, inter.data());

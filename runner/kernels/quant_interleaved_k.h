@@ -1,0 +1,284 @@
+// The 512-bit VNNI kernels for Q4_K and Q6_K weights interleaved by sixteen rows
+// (quant_interleave.h: Q4KRecord, Q6KRecord), for avx512/quant_matmul.cpp. As for the
+// legacy types (quant_interleaved.h), each lane holds one weight row: a step of four quants
+// is one vpdpbusd into every row's sum, with the four activations broadcast, and a
+// super-block's integer and float steps run sixteen rows wide, in finish_super's order
+// (quant_matmul.h):
+//   isum  = sum over the 16-value groups g of scale[g] * (the group's integer dot),
+//   summs = sum over g of min[g] * the activations' sum over g (Q4_K; 0 for Q6_K),
+//   acc  += (d * xd) * float(isum) - (dmin * xd) * float(summs).
+// The integers are exact, so any order of the products gives finish_super's isum and summs,
+// and every row gets the portable form's bits at any batch. Q6_K's quants are kept unsigned
+// (0 .. 63) for vpdpbusd: a group's dot is then the unsigned one less 32 times the
+// activations' sum over the group, exactly the dot of the signed quants.
+// Everything sits in an anonymous namespace and uses no standard-library template, for the
+// reason tile_loop.h gives.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runner/kernels/quant_interleave.h"
+#include "runner/kernels/quant_interleaved.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+// Activation row m's Q8_K quants, scales and 16-value sums (row-major ActRows).
+struct SuperActRow {
+  const int8_t* q;
+  const float* d;
+  const int32_t* bsums;
+};
+inline SuperActRow super_act_row(const ActRows& x, int64_t m) {
+  const int64_t nb = x.n_in / 256;
+  return {x.q + m * x.n_in, x.d + m * nb, x.bsums + m * nb * 16};
+}
+
+// acc + the dot of four unsigned quants per row lane with four activations (every lane's).
+TANDEM_QUANT_INLINE __m512i dot4_lanes(__m512i acc, __m512i q, const int8_t* x4) {
+  return _mm512_dpbusd_epi32(acc, q, _mm512_set1_epi32(four_bytes(x4)));
+}
+
+// finish_super's float step for sixteen rows: acc + ((d * xd) * isum - (dmin * xd) * summs).
+TANDEM_QUANT_INLINE __m512 finish_super_lanes(__m512 acc, __m512 d, __m512 dmin, float xd,
+                                              __m512i isum, __m512i summs) {
+  const __m512 x = _mm512_set1_ps(xd);
+  const __m512 dot = _mm512_mul_ps(_mm512_mul_ps(d, x), _mm512_cvtepi32_ps(isum));
+  const __m512 mins = _mm512_mul_ps(_mm512_mul_ps(dmin, x), _mm512_cvtepi32_ps(summs));
+  return _mm512_add_ps(acc, _mm512_sub_ps(dot, mins));
+}
+
+// Sixteen F16 values to floats.
+TANDEM_QUANT_INLINE __m512 halves16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// ---- Q4_K ---------------------------------------------------------------------------------
+
+// Scales and mins J and J + 4 of every row lane, from the scales' three words (w0: bytes
+// 0-3, w1: 4-7, w2: 8-11): k4_scales_mins sixteen rows wide.
+template <int J>
+TANDEM_QUANT_INLINE void k4_lane_scales_pair(const __m512i (&w)[3], __m512i (&sc)[8],
+                                             __m512i (&mn)[8]) {
+  const __m512i six = _mm512_set1_epi32(63), four = _mm512_set1_epi32(15),
+                two = _mm512_set1_epi32(3);
+  sc[J] = _mm512_and_si512(_mm512_srli_epi32(w[0], 8 * J), six);
+  mn[J] = _mm512_and_si512(_mm512_srli_epi32(w[1], 8 * J), six);
+  const __m512i sc_high = _mm512_and_si512(_mm512_srli_epi32(w[0], 8 * J + 6), two);
+  const __m512i mn_high = _mm512_and_si512(_mm512_srli_epi32(w[1], 8 * J + 6), two);
+  sc[J + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w[2], 8 * J), four),
+                              _mm512_slli_epi32(sc_high, 4));
+  mn[J + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w[2], 8 * J + 4), four),
+                              _mm512_slli_epi32(mn_high, 4));
+}
+
+TANDEM_QUANT_INLINE void k4_lane_scales(const uint8_t* rec, __m512i (&sc)[8], __m512i (&mn)[8]) {
+  const __m512i w[3] = {_mm512_loadu_si512(rec + Q4KRecord::kScales),
+                        _mm512_loadu_si512(rec + Q4KRecord::kScales + 64),
+                        _mm512_loadu_si512(rec + Q4KRecord::kScales + 128)};
+  k4_lane_scales_pair<0>(w, sc, mn);
+  k4_lane_scales_pair<1>(w, sc, mn);
+  k4_lane_scales_pair<2>(w, sc, mn);
+  k4_lane_scales_pair<3>(w, sc, mn);
+}
+
+// Pair P of a super-block's sub-blocks (quants 64P .. 64P + 63: qs words 8P .. 8P + 7, word
+// 8P + u's low nibbles quants 64P + 4u .. + 3 under scale 2P, its high ones 64P + 32 + 4u ..
+// under scale 2P + 1) into every row's isum; x[m]: row m's super-block quants.
+template <int P, int R>
+TANDEM_QUANT_INLINE void q4_k_pair(const uint8_t* rec, const int8_t* const (&x)[R],
+                                   const __m512i (&sc)[8], __m512i (&isum)[R]) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512i q[16];  // q[u]: quants 64P + 4u ..; q[8 + u]: 64P + 32 + 4u ..
+  for (int u = 0; u < 8; ++u) {
+    const __m512i v = _mm512_loadu_si512(rec + Q4KRecord::kQs + 64 * (8 * P + u));
+    q[u] = _mm512_and_si512(v, low);
+    q[8 + u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+  }
+  for (int m = 0; m < R; ++m) {
+    const int8_t* xq = x[m] + 64 * P;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
+    for (int u = 0; u < 8; u += 2) {
+      a0 = dot4_lanes(a0, q[u], xq + 4 * u);
+      a1 = dot4_lanes(a1, q[u + 1], xq + 4 * u + 4);
+      b0 = dot4_lanes(b0, q[8 + u], xq + 32 + 4 * u);
+      b1 = dot4_lanes(b1, q[9 + u], xq + 36 + 4 * u);
+    }
+    const __m512i lo = _mm512_mullo_epi32(sc[2 * P], _mm512_add_epi32(a0, a1));
+    const __m512i hi = _mm512_mullo_epi32(sc[2 * P + 1], _mm512_add_epi32(b0, b1));
+    isum[m] = _mm512_add_epi32(isum[m], _mm512_add_epi32(lo, hi));
+  }
+}
+
+// out[m][r] = weight row r of the group dotted with activation row m0 + m, every m < R.
+template <int R>
+void q4_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  using Rec = Q4KRecord;
+  const int64_t nb = x.n_in / 256;
+  SuperActRow act[R];
+  __m512 acc[R];
+  for (int m = 0; m < R; ++m) {
+    act[m] = super_act_row(x, m0 + m);
+    acc[m] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* rec = group + i * Rec::kBytes;
+    prefetch_record<Rec::kBytes>(rec);
+    __m512i sc[8], mn[8];
+    k4_lane_scales(rec, sc, mn);
+    const int8_t* xs[R];
+    __m512i isum[R];
+    for (int m = 0; m < R; ++m) {
+      xs[m] = act[m].q + 256 * i;
+      isum[m] = _mm512_setzero_si512();
+    }
+    q4_k_pair<0, R>(rec, xs, sc, isum);
+    q4_k_pair<1, R>(rec, xs, sc, isum);
+    q4_k_pair<2, R>(rec, xs, sc, isum);
+    q4_k_pair<3, R>(rec, xs, sc, isum);
+    const __m512 d = halves16(rec + Rec::kD), dmin = halves16(rec + Rec::kDmin);
+    for (int m = 0; m < R; ++m) {
+      // The activations' sums per sub-block (groups 2j and 2j + 1) at int32 2j.
+      const __m512i sums = _mm512_loadu_si512(act[m].bsums + 16 * i);
+      alignas(64) int32_t pairs[16];
+      _mm512_store_si512(pairs, _mm512_add_epi32(sums, _mm512_srli_epi64(sums, 32)));
+      __m512i summs = _mm512_setzero_si512();
+      for (int j = 0; j < 8; ++j)
+        summs = _mm512_add_epi32(summs, _mm512_mullo_epi32(mn[j], _mm512_set1_epi32(pairs[2 * j])));
+      acc[m] = finish_super_lanes(acc[m], d, dmin, act[m].d[i], isum[m], summs);
+    }
+  }
+  for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
+}
+
+// ---- Q6_K ---------------------------------------------------------------------------------
+
+// Byte J of every lane of w, sign-extended.
+template <int J>
+TANDEM_QUANT_INLINE __m512i lane_byte(__m512i w) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(w, 24 - 8 * J), 24);
+}
+
+// The sixteen signed scales of every row lane, from the scales' four words.
+TANDEM_QUANT_INLINE void q6_k_lane_scales(const uint8_t* rec, __m512i (&sc)[16]) {
+  for (int k = 0; k < 4; ++k) {
+    const __m512i w = _mm512_loadu_si512(rec + Q6KRecord::kScales + 64 * k);
+    sc[4 * k] = lane_byte<0>(w);
+    sc[4 * k + 1] = lane_byte<1>(w);
+    sc[4 * k + 2] = lane_byte<2>(w);
+    sc[4 * k + 3] = lane_byte<3>(w);
+  }
+}
+
+// Six-bit quants: a low nibble (masked) with the two bits of `high` at 0x30 (ternary-logic
+// 0xF8: a | (b & c)).
+TANDEM_QUANT_INLINE __m512i six_bits(__m512i nibble, __m512i high) {
+  return _mm512_ternarylogic_epi32(nibble, high, _mm512_set1_epi8(0x30), 0xF8);
+}
+
+// Quarter (N, H) of a super-block into every row's isum. Half N (quants 128N ..) is ql words
+// 16N .. 16N + 15 and qh words 8N .. 8N + 7; for u < 8, ql words 16N + u and 16N + 8 + u and
+// qh word 8N + u make four steps, class c of them quants 128N + 32c + 4u .. (unpack_q6_k):
+// c = 0 the first word's low nibbles with qh bits 0-1, c = 1 the second's with bits 2-3,
+// c = 2 the first's high nibbles with bits 4-5, c = 3 the second's with bits 6-7. Sixteen
+// values of a class make scale group 8N + 2c + (u >= 4), so a quarter takes u = 4H .. 4H + 3.
+// x[m]: row m's super-block quants; offs[m][g]: -32 * its group g's sum, where the signed
+// quants' dot starts.
+template <int N, int H, int R>
+TANDEM_QUANT_INLINE void q6_k_quarter(const uint8_t* rec, const int8_t* const (&x)[R],
+                                      const int32_t (&offs)[R][16], const __m512i (&sc)[16],
+                                      __m512i (&isum)[R]) {
+  using Rec = Q6KRecord;
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512i q[4][4];  // q[c][k]: class c, u = 4H + k
+  for (int k = 0; k < 4; ++k) {
+    const int u = 4 * H + k;
+    const __m512i first = _mm512_loadu_si512(rec + Rec::kQl + 64 * (16 * N + u));
+    const __m512i second = _mm512_loadu_si512(rec + Rec::kQl + 64 * (16 * N + 8 + u));
+    const __m512i bits = _mm512_loadu_si512(rec + Rec::kQh + 64 * (8 * N + u));
+    q[0][k] = six_bits(_mm512_and_si512(first, low), _mm512_slli_epi16(bits, 4));
+    q[1][k] = six_bits(_mm512_and_si512(second, low), _mm512_slli_epi16(bits, 2));
+    q[2][k] = six_bits(_mm512_and_si512(_mm512_srli_epi16(first, 4), low), bits);
+    q[3][k] =
+        six_bits(_mm512_and_si512(_mm512_srli_epi16(second, 4), low), _mm512_srli_epi16(bits, 2));
+  }
+  for (int m = 0; m < R; ++m) {
+    const int8_t* xq = x[m] + 128 * N + 16 * H;
+    for (int c = 0; c < 4; ++c) {
+      const int g = 8 * N + 2 * c + H;
+      __m512i s = _mm512_set1_epi32(offs[m][g]);
+      for (int k = 0; k < 4; ++k) s = dot4_lanes(s, q[c][k], xq + 32 * c + 4 * k);
+      isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(sc[g], s));
+    }
+  }
+}
+
+// out as q4_k_group's.
+template <int R>
+void q6_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  using Rec = Q6KRecord;
+  const int64_t nb = x.n_in / 256;
+  SuperActRow act[R];
+  __m512 acc[R];
+  for (int m = 0; m < R; ++m) {
+    act[m] = super_act_row(x, m0 + m);
+    acc[m] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* rec = group + i * Rec::kBytes;
+    prefetch_record<Rec::kBytes>(rec);
+    __m512i sc[16];
+    q6_k_lane_scales(rec, sc);
+    const int8_t* xs[R];
+    alignas(64) int32_t offs[R][16];
+    __m512i isum[R];
+    for (int m = 0; m < R; ++m) {
+      xs[m] = act[m].q + 256 * i;
+      const __m512i sums = _mm512_loadu_si512(act[m].bsums + 16 * i);
+      _mm512_store_si512(offs[m],
+                         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 5)));
+      isum[m] = _mm512_setzero_si512();
+    }
+    q6_k_quarter<0, 0, R>(rec, xs, offs, sc, isum);
+    q6_k_quarter<0, 1, R>(rec, xs, offs, sc, isum);
+    q6_k_quarter<1, 0, R>(rec, xs, offs, sc, isum);
+    q6_k_quarter<1, 1, R>(rec, xs, offs, sc, isum);
+    const __m512 d = halves16(rec + Rec::kD), zero = _mm512_setzero_ps();
+    for (int m = 0; m < R; ++m)
+      acc[m] = finish_super_lanes(acc[m], d, zero, act[m].d[i], isum[m], _mm512_setzero_si512());
+  }
+  for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
+}
+
+// Q4_K and Q6_K as interleaved_rows' G (quant_interleaved.h).
+struct Q4KGroup {
+  static constexpr int64_t kValues = 256;
+  static constexpr size_t kRecordBytes = Q4KRecord::kBytes;
+  template <class S, int R>
+  static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+    q4_k_group<R>(group, x, m0, out);
+  }
+};
+struct Q6KGroup {
+  static constexpr int64_t kValues = 256;
+  static constexpr size_t kRecordBytes = Q6KRecord::kBytes;
+  template <class S, int R>
+  static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+    q6_k_group<R>(group, x, m0, out);
+  }
+};
+
+// The 512-bit VNNI form's interleaved loop: Q4_K and Q6_K here, the legacy types through
+// interleaved_loop.
+template <class S>
+void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (a.kind == QuantKind::kQ4_K) return interleaved_rows<S, Q4KGroup>(a, out_begin, out_end);
+  if (a.kind == QuantKind::kQ6_K) return interleaved_rows<S, Q6KGroup>(a, out_begin, out_end);
+  interleaved_loop<S>(a, out_begin, out_end);
+}
+
+}  // namespace
+}  // namespace tandem::kernels::detail
