@@ -43,6 +43,13 @@ Layout layout_of(QuantKind kind) {
               {{Move::kHalves, offsetof(BlockQ4_K, d), 2},
                {Move::kHalves, offsetof(BlockQ4_K, dmin), 2},
                {Move::kWords, offsetof(BlockQ4_K, scales), 12 + 128}}};
+    case QuantKind::kQ5_K:
+      return {sizeof(BlockQ5_K),
+              256,
+              3,
+              {{Move::kHalves, offsetof(BlockQ5_K, d), 2},
+               {Move::kHalves, offsetof(BlockQ5_K, dmin), 2},
+               {Move::kWords, offsetof(BlockQ5_K, scales), 12 + 32 + 128}}};
     case QuantKind::kQ6_K:
       return {sizeof(BlockQ6_K),
               256,
@@ -110,7 +117,8 @@ void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> b
 
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
   const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
-  const bool super = kind == QuantKind::kQ4_K || kind == QuantKind::kQ6_K;
+  const bool super =
+      kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K || kind == QuantKind::kQ6_K;
   return (legacy || (super && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 

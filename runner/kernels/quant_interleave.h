@@ -1,5 +1,5 @@
 // Weights interleaved by sixteen rows: the layout the interleaved vector kernels read
-// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for Q4_K and Q6_K), which
+// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for Q4_K, Q5_K and Q6_K), which
 // keeps one weight row per 32-bit lane, as the lane form keeps one activation row per lane
 // (quant_lanes.h).
 //
@@ -13,7 +13,8 @@
 // wide. Q4_K and Q6_K (the bulk of a Q4_K_M file whose rows are whole super-blocks) gained
 // the same way: BM_QuantMatmul 2048 x 2048 on a Zen 5, medians of 5 alternating rounds,
 // stored rows -> interleaved: from memory, one row Q4_K 70.0 -> 49.5 us, Q6_K 96.7 -> 65.3,
-// eight rows 283 -> 141 and 308 -> 149; from L2, 32 rows 155 -> 114 and 161 -> 132.
+// eight rows 283 -> 141 and 308 -> 149; from L2, 32 rows 155 -> 114 and 161 -> 132. Q5_K
+// likewise (one row 81.0 -> 59.0 us, eight 269 -> 115).
 //
 // The layout: rows in groups of kInterleaveRows (n_out a multiple of it), a group's blocks
 // in order, block j of the group one record of 16 * sizeof(block) bytes (no byte added).
@@ -58,16 +59,22 @@ struct Q4KRecord {
   static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ4_K);
   static constexpr size_t kD = 0, kDmin = 32, kScales = 64, kQs = 256;
 };
+// Q5_K's: Q4_K's with the qh's eight words between the scales and the qs.
+struct Q5KRecord {
+  static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ5_K);
+  static constexpr size_t kD = 0, kDmin = 32, kScales = 64, kQh = 256, kQs = 768;
+};
 // Q6_K's record, the block's order: the ql's 32 words, the qh's 16, the scales' 4, then d.
 struct Q6KRecord {
   static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ6_K);
   static constexpr size_t kQl = 0, kQh = 2048, kScales = 3072, kD = 3328;
 };
 static_assert(Q4KRecord::kQs + 64 * 32 == Q4KRecord::kBytes);
+static_assert(Q5KRecord::kQs + 64 * 32 == Q5KRecord::kBytes);
 static_assert(Q6KRecord::kD + 32 == Q6KRecord::kBytes);
 
 // Whether weights of `kind` with n_out rows are stored interleaved. Q4_0 and Q5_0 have an
-// interleaved kernel in every vector form; Q4_K and Q6_K only in the 512-bit VNNI one
+// interleaved kernel in every vector form; Q4_K, Q5_K and Q6_K only in the 512-bit VNNI one
 // (`wide_vnni`: the kernels in use have it), so elsewhere they stay as stored, where the
 // AVX2 forms read them faster than the portable form reads them put back.
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni);

@@ -1,11 +1,11 @@
-// The 512-bit VNNI kernels for Q4_K and Q6_K weights interleaved by sixteen rows
-// (quant_interleave.h: Q4KRecord, Q6KRecord), for avx512/quant_matmul.cpp. As for the
+// The 512-bit VNNI kernels for Q4_K, Q5_K and Q6_K weights interleaved by sixteen rows
+// (quant_interleave.h: Q4KRecord, Q5KRecord, Q6KRecord), for avx512/quant_matmul.cpp. As for the
 // legacy types (quant_interleaved.h), each lane holds one weight row: a step of four quants
 // is one vpdpbusd into every row's sum, with the four activations broadcast, and a
 // super-block's integer and float steps run sixteen rows wide, in finish_super's order
 // (quant_matmul.h):
 //   isum  = sum over the 16-value groups g of scale[g] * (the group's integer dot),
-//   summs = sum over g of min[g] * the activations' sum over g (Q4_K; 0 for Q6_K),
+//   summs = sum over g of min[g] * the activations' sum over g (Q4_K, Q5_K; 0 for Q6_K),
 //   acc  += (d * xd) * float(isum) - (dmin * xd) * float(summs).
 // The integers are exact, so any order of the products gives finish_super's isum and summs,
 // and every row gets the portable form's bits at any batch. Q6_K's quants are kept unsigned
@@ -75,7 +75,9 @@ TANDEM_QUANT_INLINE void k4_lane_scales_pair(const __m512i (&w)[3], __m512i (&sc
                               _mm512_slli_epi32(mn_high, 4));
 }
 
+// (Q4_K and Q5_K records keep the scales' words at the same place.)
 TANDEM_QUANT_INLINE void k4_lane_scales(const uint8_t* rec, __m512i (&sc)[8], __m512i (&mn)[8]) {
+  static_assert(Q4KRecord::kScales == Q5KRecord::kScales);
   const __m512i w[3] = {_mm512_loadu_si512(rec + Q4KRecord::kScales),
                         _mm512_loadu_si512(rec + Q4KRecord::kScales + 64),
                         _mm512_loadu_si512(rec + Q4KRecord::kScales + 128)};
@@ -85,18 +87,37 @@ TANDEM_QUANT_INLINE void k4_lane_scales(const uint8_t* rec, __m512i (&sc)[8], __
   k4_lane_scales_pair<3>(w, sc, mn);
 }
 
+// A quant's fifth bit: bit B of `bits`' bytes moved to 0x10 (B a literal).
+template <int B>
+TANDEM_QUANT_INLINE __m512i fifth_bit(__m512i bits) {
+  if constexpr (B <= 4) return _mm512_slli_epi16(bits, 4 - B);
+  return _mm512_srli_epi16(bits, B - 4);
+}
+
+// A low nibble (masked) with the bit of `high` at 0x10 (ternary-logic 0xF8: a | (b & c)).
+TANDEM_QUANT_INLINE __m512i five_bits(__m512i nibble, __m512i high) {
+  return _mm512_ternarylogic_epi32(nibble, high, _mm512_set1_epi8(0x10), 0xF8);
+}
+
 // Pair P of a super-block's sub-blocks (quants 64P .. 64P + 63: qs words 8P .. 8P + 7, word
 // 8P + u's low nibbles quants 64P + 4u .. + 3 under scale 2P, its high ones 64P + 32 + 4u ..
-// under scale 2P + 1) into every row's isum; x[m]: row m's super-block quants.
-template <int P, int R>
-TANDEM_QUANT_INLINE void q4_k_pair(const uint8_t* rec, const int8_t* const (&x)[R],
-                                   const __m512i (&sc)[8], __m512i (&isum)[R]) {
+// under scale 2P + 1; for Q5_K (kFifth) their fifth bits are bits 2P and 2P + 1 of qh word
+// u, as unpack_q5_k reads them) into every row's isum; x[m]: row m's super-block quants.
+template <bool kFifth, int P, int R>
+TANDEM_QUANT_INLINE void k4_pair(const uint8_t* rec, const int8_t* const (&x)[R],
+                                 const __m512i (&sc)[8], __m512i (&isum)[R]) {
+  constexpr size_t kQs = kFifth ? Q5KRecord::kQs : Q4KRecord::kQs;
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512i q[16];  // q[u]: quants 64P + 4u ..; q[8 + u]: 64P + 32 + 4u ..
   for (int u = 0; u < 8; ++u) {
-    const __m512i v = _mm512_loadu_si512(rec + Q4KRecord::kQs + 64 * (8 * P + u));
+    const __m512i v = _mm512_loadu_si512(rec + kQs + 64 * (8 * P + u));
     q[u] = _mm512_and_si512(v, low);
     q[8 + u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    if constexpr (kFifth) {
+      const __m512i bits = _mm512_loadu_si512(rec + Q5KRecord::kQh + 64 * u);
+      q[u] = five_bits(q[u], fifth_bit<2 * P>(bits));
+      q[8 + u] = five_bits(q[8 + u], fifth_bit<2 * P + 1>(bits));
+    }
   }
   for (int m = 0; m < R; ++m) {
     const int8_t* xq = x[m] + 64 * P;
@@ -113,10 +134,12 @@ TANDEM_QUANT_INLINE void q4_k_pair(const uint8_t* rec, const int8_t* const (&x)[
   }
 }
 
-// out[m][r] = weight row r of the group dotted with activation row m0 + m, every m < R.
-template <int R>
-void q4_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
-  using Rec = Q4KRecord;
+// out[m][r] = weight row r of the group dotted with activation row m0 + m, every m < R;
+// Q4_K, or Q5_K where kFifth.
+template <bool kFifth, int R>
+void k4_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  constexpr size_t kBytes = kFifth ? Q5KRecord::kBytes : Q4KRecord::kBytes;
+  static_assert(Q4KRecord::kD == Q5KRecord::kD && Q4KRecord::kDmin == Q5KRecord::kDmin);
   const int64_t nb = x.n_in / 256;
   SuperActRow act[R];
   __m512 acc[R];
@@ -125,8 +148,8 @@ void q4_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)
     acc[m] = _mm512_setzero_ps();
   }
   for (int64_t i = 0; i < nb; ++i) {
-    const uint8_t* rec = group + i * Rec::kBytes;
-    prefetch_record<Rec::kBytes>(rec);
+    const uint8_t* rec = group + i * kBytes;
+    prefetch_record<kBytes>(rec);
     __m512i sc[8], mn[8];
     k4_lane_scales(rec, sc, mn);
     const int8_t* xs[R];
@@ -135,11 +158,11 @@ void q4_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)
       xs[m] = act[m].q + 256 * i;
       isum[m] = _mm512_setzero_si512();
     }
-    q4_k_pair<0, R>(rec, xs, sc, isum);
-    q4_k_pair<1, R>(rec, xs, sc, isum);
-    q4_k_pair<2, R>(rec, xs, sc, isum);
-    q4_k_pair<3, R>(rec, xs, sc, isum);
-    const __m512 d = halves16(rec + Rec::kD), dmin = halves16(rec + Rec::kDmin);
+    k4_pair<kFifth, 0, R>(rec, xs, sc, isum);
+    k4_pair<kFifth, 1, R>(rec, xs, sc, isum);
+    k4_pair<kFifth, 2, R>(rec, xs, sc, isum);
+    k4_pair<kFifth, 3, R>(rec, xs, sc, isum);
+    const __m512 d = halves16(rec + Q4KRecord::kD), dmin = halves16(rec + Q4KRecord::kDmin);
     for (int m = 0; m < R; ++m) {
       // The activations' sums per sub-block (groups 2j and 2j + 1) at int32 2j.
       const __m512i sums = _mm512_loadu_si512(act[m].bsums + 16 * i);
@@ -216,7 +239,7 @@ TANDEM_QUANT_INLINE void q6_k_quarter(const uint8_t* rec, const int8_t* const (&
   }
 }
 
-// out as q4_k_group's.
+// out as k4_group's.
 template <int R>
 void q6_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
   using Rec = Q6KRecord;
@@ -253,13 +276,14 @@ void q6_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)
   for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
 }
 
-// Q4_K and Q6_K as interleaved_rows' G (quant_interleaved.h).
-struct Q4KGroup {
+// Q4_K (kFifth false), Q5_K and Q6_K as interleaved_rows' G (quant_interleaved.h).
+template <bool kFifth>
+struct K4Group {
   static constexpr int64_t kValues = 256;
-  static constexpr size_t kRecordBytes = Q4KRecord::kBytes;
+  static constexpr size_t kRecordBytes = kFifth ? Q5KRecord::kBytes : Q4KRecord::kBytes;
   template <class S, int R>
   static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
-    q4_k_group<R>(group, x, m0, out);
+    k4_group<kFifth, R>(group, x, m0, out);
   }
 };
 struct Q6KGroup {
@@ -271,11 +295,12 @@ struct Q6KGroup {
   }
 };
 
-// The 512-bit VNNI form's interleaved loop: Q4_K and Q6_K here, the legacy types through
+// The 512-bit VNNI form's interleaved loop: the K-quants here, the legacy types through
 // interleaved_loop.
 template <class S>
 void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  if (a.kind == QuantKind::kQ4_K) return interleaved_rows<S, Q4KGroup>(a, out_begin, out_end);
+  if (a.kind == QuantKind::kQ4_K) return interleaved_rows<S, K4Group<false>>(a, out_begin, out_end);
+  if (a.kind == QuantKind::kQ5_K) return interleaved_rows<S, K4Group<true>>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ6_K) return interleaved_rows<S, Q6KGroup>(a, out_begin, out_end);
   interleaved_loop<S>(a, out_begin, out_end);
 }

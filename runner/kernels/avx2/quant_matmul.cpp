@@ -10,10 +10,10 @@ namespace {
 
 void avx2_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   if (a.interleaved) {
-    // Q4_K and Q6_K interleave only for the VNNI form (quant_interleave.h); AVX2 meets them
+    // The K-quants interleave only for the VNNI form (quant_interleave.h); AVX2 meets them
     // where a test lowers the ISA after packing, and reads them put back.
-    const bool super = a.kind == QuantKind::kQ4_K || a.kind == QuantKind::kQ6_K;
-    if (super) return portable_quant_loop()(a, out_begin, out_end);
+    if (a.kind != QuantKind::kQ4_0 && a.kind != QuantKind::kQ5_0)
+      return portable_quant_loop()(a, out_begin, out_end);
     return interleaved_loop<Avx2Steps>(a, out_begin, out_end);
   }
   if (a.x.lanes != 0) return avx2_lanes_quant_loop()(a, out_begin, out_end);
