@@ -56,6 +56,13 @@ Layout layout_of(QuantKind kind) {
               2,
               {{Move::kWords, offsetof(BlockQ6_K, ql), 128 + 64 + 16},
                {Move::kHalves, offsetof(BlockQ6_K, d), 2}}};
+    case QuantKind::kIq4Xs:  // the 2-byte scales_h moves as a half would
+      return {sizeof(BlockIq4Xs),
+              256,
+              3,
+              {{Move::kHalves, offsetof(BlockIq4Xs, d), 2},
+               {Move::kHalves, offsetof(BlockIq4Xs, scales_h), 2},
+               {Move::kWords, offsetof(BlockIq4Xs, scales_l), 4 + 128}}};
     default:  // Q4_0
       return {sizeof(BlockQ4_0),
               32,
@@ -117,8 +124,8 @@ void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> b
 
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
   const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
-  const bool super =
-      kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K || kind == QuantKind::kQ6_K;
+  const bool super = kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K ||
+                     kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs;
   return (legacy || (super && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 

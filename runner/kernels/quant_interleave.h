@@ -1,5 +1,6 @@
 // Weights interleaved by sixteen rows: the layout the interleaved vector kernels read
-// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for Q4_K, Q5_K and Q6_K), which
+// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for Q4_K, Q5_K, Q6_K and
+// IQ4_XS), which
 // keeps one weight row per 32-bit lane, as the lane form keeps one activation row per lane
 // (quant_lanes.h).
 //
@@ -69,12 +70,20 @@ struct Q6KRecord {
   static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ6_K);
   static constexpr size_t kQl = 0, kQh = 2048, kScales = 3072, kD = 3328;
 };
+// IQ4_XS's, the block's order: d, scales_h (sixteen 16-bit words each), the scales_l word, the
+// qs' 32.
+struct Iq4XsRecord {
+  static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockIq4Xs);
+  static constexpr size_t kD = 0, kScalesH = 32, kScalesL = 64, kQs = 128;
+};
 static_assert(Q4KRecord::kQs + 64 * 32 == Q4KRecord::kBytes);
+static_assert(Iq4XsRecord::kQs + 64 * 32 == Iq4XsRecord::kBytes);
 static_assert(Q5KRecord::kQs + 64 * 32 == Q5KRecord::kBytes);
 static_assert(Q6KRecord::kD + 32 == Q6KRecord::kBytes);
 
 // Whether weights of `kind` with n_out rows are stored interleaved. Q4_0 and Q5_0 have an
-// interleaved kernel in every vector form; Q4_K, Q5_K and Q6_K only in the 512-bit VNNI one
+// interleaved kernel in every vector form; Q4_K, Q5_K, Q6_K and IQ4_XS only in the 512-bit
+// VNNI one
 // (`wide_vnni`: the kernels in use have it), so elsewhere they stay as stored, where the
 // AVX2 forms read them faster than the portable form reads them put back.
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni);

@@ -1,16 +1,17 @@
-// The 512-bit VNNI kernels for Q4_K, Q5_K and Q6_K weights interleaved by sixteen rows
-// (quant_interleave.h: Q4KRecord, Q5KRecord, Q6KRecord), for avx512/quant_matmul.cpp. As for the
-// legacy types (quant_interleaved.h), each lane holds one weight row: a step of four quants
-// is one vpdpbusd into every row's sum, with the four activations broadcast, and a
-// super-block's integer and float steps run sixteen rows wide, in finish_super's order
-// (quant_matmul.h):
+// The 512-bit VNNI kernels for Q4_K, Q5_K, Q6_K and IQ4_XS weights interleaved by sixteen
+// rows (quant_interleave.h: Q4KRecord, Q5KRecord, Q6KRecord, Iq4XsRecord), for
+// avx512/quant_matmul.cpp. As for the legacy types (quant_interleaved.h), each lane holds one
+// weight row: a step of four quants is one vpdpbusd into every row's sum, with the four activations
+// broadcast, and a super-block's integer and float steps run sixteen rows wide, in finish_super's
+// order (quant_matmul.h):
 //   isum  = sum over the 16-value groups g of scale[g] * (the group's integer dot),
 //   summs = sum over g of min[g] * the activations' sum over g (Q4_K, Q5_K; 0 for Q6_K),
 //   acc  += (d * xd) * float(isum) - (dmin * xd) * float(summs).
 // The integers are exact, so any order of the products gives finish_super's isum and summs,
 // and every row gets the portable form's bits at any batch. Q6_K's quants are kept unsigned
 // (0 .. 63) for vpdpbusd: a group's dot is then the unsigned one less 32 times the
-// activations' sum over the group, exactly the dot of the signed quants.
+// activations' sum over the group, exactly the dot of the signed quants; IQ4_XS's table
+// values likewise take 128 more, and 128 times the sum less.
 // Everything sits in an anonymous namespace and uses no standard-library template, for the
 // reason tile_loop.h gives.
 #pragma once
@@ -276,7 +277,96 @@ void q6_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)
   for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
 }
 
-// Q4_K (kFifth false), Q5_K and Q6_K as interleaved_rows' G (quant_interleaved.h).
+// ---- IQ4_XS ---------------------------------------------------------------------------------
+
+// The sixteen IQ4_NL values plus 128 (so unsigned), in every 128-bit lane, for vpshufb.
+TANDEM_QUANT_INLINE __m512i iq4_unsigned_table() {
+  alignas(16) uint8_t t[16];
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(gguf::kIq4NlValues[i] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// Sub-block IB's scale of every row lane, less 32 (Iq4Xs::unpack): four bits at 4 * IB of
+// the scales_l word, two at 2 * IB of scales_h.
+template <int IB>
+TANDEM_QUANT_INLINE __m512i iq4_xs_lane_scale(__m512i low, __m512i high) {
+  const __m512i l = _mm512_and_si512(_mm512_srli_epi32(low, 4 * IB), _mm512_set1_epi32(15));
+  const __m512i h = _mm512_and_si512(_mm512_srli_epi32(high, 2 * IB), _mm512_set1_epi32(3));
+  return _mm512_sub_epi32(_mm512_or_si512(l, _mm512_slli_epi32(h, 4)), _mm512_set1_epi32(32));
+}
+
+// Sub-blocks 2B and 2B + 1 (quants 64B ..) into every row's isum. Sub-block ib is qs words
+// 4ib .. 4ib + 3: word 4ib + u's low nibbles index quants 32ib + 4u .. + 3, its high ones
+// 32ib + 16 + 4u ... offs[m][2ib]: -128 * row m's activation sum over sub-block ib.
+template <int B, int R>
+TANDEM_QUANT_INLINE void iq4_xs_pair(const uint8_t* rec, const int8_t* const (&x)[R],
+                                     const int32_t (&offs)[R][16], __m512i table,
+                                     __m512i (&isum)[R]) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i scales_l = _mm512_loadu_si512(rec + Iq4XsRecord::kScalesL);
+  const __m512i scales_h = _mm512_cvtepu16_epi32(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + Iq4XsRecord::kScalesH)));
+  const __m512i sc[2] = {iq4_xs_lane_scale<2 * B>(scales_l, scales_h),
+                         iq4_xs_lane_scale<2 * B + 1>(scales_l, scales_h)};
+  __m512i q[16];  // sub-block 2B + h: q[8h + u] quants 32(2B + h) + 4u .., q[8h + 4 + u] + 16
+  for (int h = 0; h < 2; ++h) {
+    for (int u = 0; u < 4; ++u) {
+      const __m512i v = _mm512_loadu_si512(rec + Iq4XsRecord::kQs + 64 * (8 * B + 4 * h + u));
+      q[8 * h + u] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low));
+      q[8 * h + 4 + u] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+    }
+  }
+  for (int m = 0; m < R; ++m) {
+    for (int h = 0; h < 2; ++h) {
+      const int8_t* xq = x[m] + 64 * B + 32 * h;
+      __m512i s0 = _mm512_set1_epi32(offs[m][2 * (2 * B + h)]), s1 = _mm512_setzero_si512();
+      for (int u = 0; u < 4; ++u) {
+        s0 = dot4_lanes(s0, q[8 * h + u], xq + 4 * u);
+        s1 = dot4_lanes(s1, q[8 * h + 4 + u], xq + 16 + 4 * u);
+      }
+      isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(sc[h], _mm512_add_epi32(s0, s1)));
+    }
+  }
+}
+
+// out as k4_group's.
+template <int R>
+void iq4_xs_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  using Rec = Iq4XsRecord;
+  const int64_t nb = x.n_in / 256;
+  const __m512i table = iq4_unsigned_table();
+  SuperActRow act[R];
+  __m512 acc[R];
+  for (int m = 0; m < R; ++m) {
+    act[m] = super_act_row(x, m0 + m);
+    acc[m] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* rec = group + i * Rec::kBytes;
+    prefetch_record<Rec::kBytes>(rec);
+    const int8_t* xs[R];
+    alignas(64) int32_t offs[R][16];
+    __m512i isum[R];
+    for (int m = 0; m < R; ++m) {
+      xs[m] = act[m].q + 256 * i;
+      const __m512i sums = _mm512_loadu_si512(act[m].bsums + 16 * i);
+      const __m512i pairs = _mm512_add_epi32(sums, _mm512_srli_epi64(sums, 32));  // at 2ib
+      _mm512_store_si512(offs[m],
+                         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(pairs, 7)));
+      isum[m] = _mm512_setzero_si512();
+    }
+    iq4_xs_pair<0, R>(rec, xs, offs, table, isum);
+    iq4_xs_pair<1, R>(rec, xs, offs, table, isum);
+    iq4_xs_pair<2, R>(rec, xs, offs, table, isum);
+    iq4_xs_pair<3, R>(rec, xs, offs, table, isum);
+    const __m512 d = halves16(rec + Rec::kD), zero = _mm512_setzero_ps();
+    for (int m = 0; m < R; ++m)
+      acc[m] = finish_super_lanes(acc[m], d, zero, act[m].d[i], isum[m], _mm512_setzero_si512());
+  }
+  for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
+}
+
+// Q4_K (kFifth false), Q5_K, Q6_K and IQ4_XS as interleaved_rows' G (quant_interleaved.h).
 template <bool kFifth>
 struct K4Group {
   static constexpr int64_t kValues = 256;
@@ -295,6 +385,15 @@ struct Q6KGroup {
   }
 };
 
+struct Iq4XsGroup {
+  static constexpr int64_t kValues = 256;
+  static constexpr size_t kRecordBytes = Iq4XsRecord::kBytes;
+  template <class S, int R>
+  static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+    iq4_xs_group<R>(group, x, m0, out);
+  }
+};
+
 // The 512-bit VNNI form's interleaved loop: the K-quants here, the legacy types through
 // interleaved_loop.
 template <class S>
@@ -302,6 +401,7 @@ void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t 
   if (a.kind == QuantKind::kQ4_K) return interleaved_rows<S, K4Group<false>>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ5_K) return interleaved_rows<S, K4Group<true>>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ6_K) return interleaved_rows<S, Q6KGroup>(a, out_begin, out_end);
+  if (a.kind == QuantKind::kIq4Xs) return interleaved_rows<S, Iq4XsGroup>(a, out_begin, out_end);
   interleaved_loop<S>(a, out_begin, out_end);
 }
 
