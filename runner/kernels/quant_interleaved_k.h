@@ -1,5 +1,5 @@
-// The 512-bit VNNI kernels for Q4_K, Q5_K, Q6_K and IQ4_XS weights interleaved by sixteen
-// rows (quant_interleave.h: Q4KRecord, Q5KRecord, Q6KRecord, Iq4XsRecord), for
+// The 512-bit VNNI kernels for Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights interleaved by
+// sixteen rows (quant_interleave.h: Q3KRecord, Q4KRecord, Q5KRecord, Q6KRecord, Iq4XsRecord), for
 // avx512/quant_matmul.cpp. As for the legacy types (quant_interleaved.h), each lane holds one
 // weight row: a step of four quants is one vpdpbusd into every row's sum, with the four activations
 // broadcast, and a super-block's integer and float steps run sixteen rows wide, in finish_super's
@@ -10,8 +10,8 @@
 // The integers are exact, so any order of the products gives finish_super's isum and summs,
 // and every row gets the portable form's bits at any batch. Q6_K's quants are kept unsigned
 // (0 .. 63) for vpdpbusd: a group's dot is then the unsigned one less 32 times the
-// activations' sum over the group, exactly the dot of the signed quants; IQ4_XS's table
-// values likewise take 128 more, and 128 times the sum less.
+// activations' sum over the group, exactly the dot of the signed quants; Q3_K's (0 .. 7)
+// likewise less 4 times, IQ4_XS's table values 128 more, and 128 times the sum less.
 // Everything sits in an anonymous namespace and uses no standard-library template, for the
 // reason tile_loop.h gives.
 #pragma once
@@ -277,6 +277,115 @@ void q6_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)
   for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
 }
 
+// ---- Q3_K -----------------------------------------------------------------------------------
+
+// Bit B of `bits`' bytes moved to 0x04 (B a literal).
+template <int B>
+TANDEM_QUANT_INLINE __m512i high_bit_at_2(__m512i bits) {
+  if constexpr (B <= 2) return _mm512_slli_epi16(bits, 2 - B);
+  return _mm512_srli_epi16(bits, B - 2);
+}
+
+// Bits 4 and 5 of q3_k_scales' word for scales 4k .. 4k + 3: two bits at kShift of each
+// byte of the third scales word, moved to 4.
+template <int kShift>
+TANDEM_QUANT_INLINE __m512i q3_k_high_bits(__m512i third) {
+  const __m512i bits = _mm512_srli_epi32(third, kShift);
+  return _mm512_slli_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x03030303)), 4);
+}
+
+// The sixteen 6-bit scales of every row lane, as q3_k_scales unpacks them (its 32-bit steps
+// run lane-wide), each at byte g % 4 of word g / 4, still offset by 32.
+TANDEM_QUANT_INLINE void q3_k_lane_scale_words(const uint8_t* rec, __m512i (&a)[4]) {
+  const __m512i w0 = _mm512_loadu_si512(rec + Q3KRecord::kScales);
+  const __m512i w1 = _mm512_loadu_si512(rec + Q3KRecord::kScales + 64);
+  const __m512i third = _mm512_loadu_si512(rec + Q3KRecord::kScales + 128);
+  const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+  a[0] = _mm512_or_si512(_mm512_and_si512(w0, m4), q3_k_high_bits<0>(third));
+  a[1] = _mm512_or_si512(_mm512_and_si512(w1, m4), q3_k_high_bits<2>(third));
+  a[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w0, 4), m4), q3_k_high_bits<4>(third));
+  a[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w1, 4), m4), q3_k_high_bits<6>(third));
+}
+
+// Scale group G (0 .. 15) of every row lane, signed.
+template <int G>
+TANDEM_QUANT_INLINE __m512i q3_k_lane_scale(const __m512i (&a)[4]) {
+  const __m512i byte =
+      _mm512_and_si512(_mm512_srli_epi32(a[G / 4], 8 * (G % 4)), _mm512_set1_epi32(0xFF));
+  return _mm512_sub_epi32(byte, _mm512_set1_epi32(32));
+}
+
+// Quants 128N + 32S .. + 31 (two scale groups, 8N + 2S and the next) into every row's isum
+// (unpack_q3_k): for u < 8 the two bits at 2S of qs word 8N + u and bit 4N + S of hmask word
+// u make quants 128N + 32S + 4u .. + 3, unsigned (0 .. 7). offs[m][g]: -4 * row m's
+// activation sum over group g, where the signed dot starts.
+template <int N, int S, int R>
+TANDEM_QUANT_INLINE void q3_k_quarter(const uint8_t* rec, const int8_t* const (&x)[R],
+                                      const int32_t (&offs)[R][16], const __m512i (&a)[4],
+                                      __m512i (&isum)[R]) {
+  constexpr int G = 8 * N + 2 * S;
+  const __m512i sc0 = q3_k_lane_scale<G>(a), sc1 = q3_k_lane_scale<G + 1>(a);
+  const __m512i two = _mm512_set1_epi8(3), third = _mm512_set1_epi8(4);
+  __m512i q[8];
+  for (int u = 0; u < 8; ++u) {
+    const __m512i qs = _mm512_loadu_si512(rec + Q3KRecord::kQs + 64 * (8 * N + u));
+    const __m512i hm = _mm512_loadu_si512(rec + Q3KRecord::kHmask + 64 * u);
+    const __m512i low = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * S), two);
+    q[u] = _mm512_ternarylogic_epi32(low, high_bit_at_2<4 * N + S>(hm), third, 0xF8);
+  }
+  for (int m = 0; m < R; ++m) {
+    const int8_t* xq = x[m] + 128 * N + 32 * S;
+    __m512i s0 = _mm512_set1_epi32(offs[m][G]), s1 = _mm512_set1_epi32(offs[m][G + 1]);
+    for (int u = 0; u < 4; ++u) {
+      s0 = dot4_lanes(s0, q[u], xq + 4 * u);
+      s1 = dot4_lanes(s1, q[4 + u], xq + 16 + 4 * u);
+    }
+    isum[m] = _mm512_add_epi32(
+        isum[m], _mm512_add_epi32(_mm512_mullo_epi32(sc0, s0), _mm512_mullo_epi32(sc1, s1)));
+  }
+}
+
+// out as k4_group's.
+template <int R>
+void q3_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  using Rec = Q3KRecord;
+  const int64_t nb = x.n_in / 256;
+  SuperActRow act[R];
+  __m512 acc[R];
+  for (int m = 0; m < R; ++m) {
+    act[m] = super_act_row(x, m0 + m);
+    acc[m] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* rec = group + i * Rec::kBytes;
+    prefetch_record<Rec::kBytes>(rec);
+    __m512i a[4];
+    q3_k_lane_scale_words(rec, a);
+    const int8_t* xs[R];
+    alignas(64) int32_t offs[R][16];
+    __m512i isum[R];
+    for (int m = 0; m < R; ++m) {
+      xs[m] = act[m].q + 256 * i;
+      const __m512i sums = _mm512_loadu_si512(act[m].bsums + 16 * i);
+      _mm512_store_si512(offs[m],
+                         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 2)));
+      isum[m] = _mm512_setzero_si512();
+    }
+    q3_k_quarter<0, 0, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<0, 1, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<0, 2, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<0, 3, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<1, 0, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<1, 1, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<1, 2, R>(rec, xs, offs, a, isum);
+    q3_k_quarter<1, 3, R>(rec, xs, offs, a, isum);
+    const __m512 d = halves16(rec + Rec::kD), zero = _mm512_setzero_ps();
+    for (int m = 0; m < R; ++m)
+      acc[m] = finish_super_lanes(acc[m], d, zero, act[m].d[i], isum[m], _mm512_setzero_si512());
+  }
+  for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
+}
+
 // ---- IQ4_XS ---------------------------------------------------------------------------------
 
 // The sixteen IQ4_NL values plus 128 (so unsigned), in every 128-bit lane, for vpshufb.
@@ -366,7 +475,7 @@ void iq4_xs_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*ou
   for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
 }
 
-// Q4_K (kFifth false), Q5_K, Q6_K and IQ4_XS as interleaved_rows' G (quant_interleaved.h).
+// Q4_K (kFifth false), Q5_K, Q6_K, Q3_K and IQ4_XS as interleaved_rows' G (quant_interleaved.h).
 template <bool kFifth>
 struct K4Group {
   static constexpr int64_t kValues = 256;
@@ -385,6 +494,14 @@ struct Q6KGroup {
   }
 };
 
+struct Q3KGroup {
+  static constexpr int64_t kValues = 256;
+  static constexpr size_t kRecordBytes = Q3KRecord::kBytes;
+  template <class S, int R>
+  static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+    q3_k_group<R>(group, x, m0, out);
+  }
+};
 struct Iq4XsGroup {
   static constexpr int64_t kValues = 256;
   static constexpr size_t kRecordBytes = Iq4XsRecord::kBytes;
@@ -398,6 +515,7 @@ struct Iq4XsGroup {
 // interleaved_loop.
 template <class S>
 void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (a.kind == QuantKind::kQ3_K) return interleaved_rows<S, Q3KGroup>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ4_K) return interleaved_rows<S, K4Group<false>>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ5_K) return interleaved_rows<S, K4Group<true>>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ6_K) return interleaved_rows<S, Q6KGroup>(a, out_begin, out_end);
