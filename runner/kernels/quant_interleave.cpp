@@ -36,6 +36,13 @@ Layout layout_of(QuantKind kind) {
               {{Move::kHalves, offsetof(BlockQ5_0, d), 2},
                {Move::kFifthBits, offsetof(BlockQ5_0, qh), 4},
                {Move::kWords, offsetof(BlockQ5_0, qs), 16}}};
+    case QuantKind::kQ2_K:
+      return {sizeof(BlockQ2_K),
+              256,
+              3,
+              {{Move::kWords, offsetof(BlockQ2_K, scales), 16 + 64},
+               {Move::kHalves, offsetof(BlockQ2_K, d), 2},
+               {Move::kHalves, offsetof(BlockQ2_K, dmin), 2}}};
     case QuantKind::kQ3_K:
       return {sizeof(BlockQ3_K),
               256,
@@ -130,9 +137,9 @@ void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> b
 
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
   const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
-  const bool super = kind == QuantKind::kQ3_K || kind == QuantKind::kQ4_K ||
-                     kind == QuantKind::kQ5_K || kind == QuantKind::kQ6_K ||
-                     kind == QuantKind::kIq4Xs;
+  const bool super = kind == QuantKind::kQ2_K || kind == QuantKind::kQ3_K ||
+                     kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K ||
+                     kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs;
   return (legacy || (super && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 

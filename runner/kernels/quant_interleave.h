@@ -1,6 +1,5 @@
 // Weights interleaved by sixteen rows: the layout the interleaved vector kernels read
-// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for Q3_K, Q4_K, Q5_K, Q6_K
-// and IQ4_XS), which
+// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for the K-quants and IQ4_XS), which
 // keeps one weight row per 32-bit lane, as the lane form keeps one activation row per lane
 // (quant_lanes.h).
 //
@@ -55,6 +54,12 @@ constexpr InterleavedRecord interleaved_record(bool fifth_bit) {
                    : InterleavedRecord{kInterleaveRows * sizeof(gguf::BlockQ4_0), 0, 32, 8};
 }
 
+// Q2_K's record, the block's order: the scales' 4 words, the qs' 16, then d and dmin.
+struct Q2KRecord {
+  static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ2_K);
+  static constexpr size_t kScales = 0, kQs = 256, kD = 1280, kDmin = 1312;
+};
+static_assert(Q2KRecord::kDmin + 32 == Q2KRecord::kBytes);
 // Q3_K's record, the block's order: the hmask's 8 words, the qs' 16, the scales' 3, then d.
 struct Q3KRecord {
   static constexpr size_t kBytes = kInterleaveRows * sizeof(gguf::BlockQ3_K);
@@ -88,8 +93,8 @@ static_assert(Q5KRecord::kQs + 64 * 32 == Q5KRecord::kBytes);
 static_assert(Q6KRecord::kD + 32 == Q6KRecord::kBytes);
 
 // Whether weights of `kind` with n_out rows are stored interleaved. Q4_0 and Q5_0 have an
-// interleaved kernel in every vector form; Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS only in the
-// 512-bit VNNI one
+// interleaved kernel in every vector form; the K-quants and IQ4_XS only in the 512-bit VNNI
+// one
 // (`wide_vnni`: the kernels in use have it), so elsewhere they stay as stored, where the
 // AVX2 forms read them faster than the portable form reads them put back.
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni);

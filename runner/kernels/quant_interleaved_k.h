@@ -1,11 +1,11 @@
-// The 512-bit VNNI kernels for Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights interleaved by
-// sixteen rows (quant_interleave.h: Q3KRecord, Q4KRecord, Q5KRecord, Q6KRecord, Iq4XsRecord), for
+// The 512-bit VNNI kernels for the K-quants and IQ4_XS weights interleaved by sixteen rows
+// (quant_interleave.h: Q2KRecord .. Q6KRecord, Iq4XsRecord), for
 // avx512/quant_matmul.cpp. As for the legacy types (quant_interleaved.h), each lane holds one
 // weight row: a step of four quants is one vpdpbusd into every row's sum, with the four activations
 // broadcast, and a super-block's integer and float steps run sixteen rows wide, in finish_super's
 // order (quant_matmul.h):
 //   isum  = sum over the 16-value groups g of scale[g] * (the group's integer dot),
-//   summs = sum over g of min[g] * the activations' sum over g (Q4_K, Q5_K; 0 for Q6_K),
+//   summs = sum over g of min[g] * the activations' sum over g (Q2_K, Q4_K, Q5_K; else 0),
 //   acc  += (d * xd) * float(isum) - (dmin * xd) * float(summs).
 // The integers are exact, so any order of the products gives finish_super's isum and summs,
 // and every row gets the portable form's bits at any batch. Q6_K's quants are kept unsigned
@@ -277,6 +277,83 @@ void q6_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)
   for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
 }
 
+// ---- Q2_K -----------------------------------------------------------------------------------
+
+// Quants 128N + 32S .. + 31 (scale groups G = 8N + 2S and G + 1) into every row's isum and
+// summs (unpack_q2_k: the two bits at 2S of qs word 8N + u are quants 128N + 32S + 4u ..
+// + 3); group g's scale and min are the low and high nibbles of byte g % 4 of scales word
+// g / 4 (w). bs[m]: row m's sixteen activation sums.
+template <int N, int S, int R>
+TANDEM_QUANT_INLINE void q2_k_quarter(const uint8_t* rec, const int8_t* const (&x)[R],
+                                      const int32_t* const (&bs)[R], const __m512i (&w)[4],
+                                      __m512i (&isum)[R], __m512i (&summs)[R]) {
+  constexpr int G = 8 * N + 2 * S;
+  const __m512i nibble = _mm512_set1_epi32(15);
+  auto field = [&](int g, int shift) {
+    return _mm512_and_si512(_mm512_srl_epi32(w[g / 4], _mm_cvtsi32_si128(8 * (g % 4) + shift)),
+                            nibble);
+  };
+  const __m512i sc0 = field(G, 0), sc1 = field(G + 1, 0), mn0 = field(G, 4), mn1 = field(G + 1, 4);
+  const __m512i two = _mm512_set1_epi8(3);
+  __m512i q[8];
+  for (int u = 0; u < 8; ++u) {
+    const __m512i qs = _mm512_loadu_si512(rec + Q2KRecord::kQs + 64 * (8 * N + u));
+    q[u] = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * S), two);
+  }
+  for (int m = 0; m < R; ++m) {
+    const int8_t* xq = x[m] + 128 * N + 32 * S;
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+    for (int u = 0; u < 4; ++u) {
+      s0 = dot4_lanes(s0, q[u], xq + 4 * u);
+      s1 = dot4_lanes(s1, q[4 + u], xq + 16 + 4 * u);
+    }
+    isum[m] = _mm512_add_epi32(
+        isum[m], _mm512_add_epi32(_mm512_mullo_epi32(sc0, s0), _mm512_mullo_epi32(sc1, s1)));
+    const __m512i m0 = _mm512_mullo_epi32(mn0, _mm512_set1_epi32(bs[m][G]));
+    const __m512i m1 = _mm512_mullo_epi32(mn1, _mm512_set1_epi32(bs[m][G + 1]));
+    summs[m] = _mm512_add_epi32(summs[m], _mm512_add_epi32(m0, m1));
+  }
+}
+
+// out as k4_group's.
+template <int R>
+void q2_k_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+  using Rec = Q2KRecord;
+  const int64_t nb = x.n_in / 256;
+  SuperActRow act[R];
+  __m512 acc[R];
+  for (int m = 0; m < R; ++m) {
+    act[m] = super_act_row(x, m0 + m);
+    acc[m] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* rec = group + i * Rec::kBytes;
+    prefetch_record<Rec::kBytes>(rec);
+    __m512i w[4];
+    for (int k = 0; k < 4; ++k) w[k] = _mm512_loadu_si512(rec + Rec::kScales + 64 * k);
+    const int8_t* xs[R];
+    const int32_t* bs[R];
+    __m512i isum[R], summs[R];
+    for (int m = 0; m < R; ++m) {
+      xs[m] = act[m].q + 256 * i;
+      bs[m] = act[m].bsums + 16 * i;
+      isum[m] = summs[m] = _mm512_setzero_si512();
+    }
+    q2_k_quarter<0, 0, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<0, 1, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<0, 2, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<0, 3, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<1, 0, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<1, 1, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<1, 2, R>(rec, xs, bs, w, isum, summs);
+    q2_k_quarter<1, 3, R>(rec, xs, bs, w, isum, summs);
+    const __m512 d = halves16(rec + Rec::kD), dmin = halves16(rec + Rec::kDmin);
+    for (int m = 0; m < R; ++m)
+      acc[m] = finish_super_lanes(acc[m], d, dmin, act[m].d[i], isum[m], summs[m]);
+  }
+  for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
+}
+
 // ---- Q3_K -----------------------------------------------------------------------------------
 
 // Bit B of `bits`' bytes moved to 0x04 (B a literal).
@@ -475,7 +552,8 @@ void iq4_xs_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*ou
   for (int m = 0; m < R; ++m) _mm512_storeu_ps(out[m], acc[m]);
 }
 
-// Q4_K (kFifth false), Q5_K, Q6_K, Q3_K and IQ4_XS as interleaved_rows' G (quant_interleaved.h).
+// Q4_K (kFifth false), Q5_K, Q6_K, Q2_K, Q3_K and IQ4_XS as interleaved_rows' G
+// (quant_interleaved.h).
 template <bool kFifth>
 struct K4Group {
   static constexpr int64_t kValues = 256;
@@ -494,6 +572,14 @@ struct Q6KGroup {
   }
 };
 
+struct Q2KGroup {
+  static constexpr int64_t kValues = 256;
+  static constexpr size_t kRecordBytes = Q2KRecord::kBytes;
+  template <class S, int R>
+  static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
+    q2_k_group<R>(group, x, m0, out);
+  }
+};
 struct Q3KGroup {
   static constexpr int64_t kValues = 256;
   static constexpr size_t kRecordBytes = Q3KRecord::kBytes;
@@ -515,6 +601,7 @@ struct Iq4XsGroup {
 // interleaved_loop.
 template <class S>
 void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (a.kind == QuantKind::kQ2_K) return interleaved_rows<S, Q2KGroup>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ3_K) return interleaved_rows<S, Q3KGroup>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ4_K) return interleaved_rows<S, K4Group<false>>(a, out_begin, out_end);
   if (a.kind == QuantKind::kQ5_K) return interleaved_rows<S, K4Group<true>>(a, out_begin, out_end);

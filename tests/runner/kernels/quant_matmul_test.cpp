@@ -313,8 +313,8 @@ TEST(QuantMatmul, VectorFormsEqualThePortableFormOnExtremeBlocksForEveryBatch) {
 
 // Through the public matmul: every ISA the CPU runs gives the portable bits, and a row's
 // result does not depend on how many rows come with it or on the thread count.
-// 150 outputs keep every type as stored, 160 interleave Q4_0 and Q5_0 (and with VNNI, Q3_K,
-// Q4_K, Q5_K, Q6_K and IQ4_XS: quant_interleave.h).
+// 150 outputs keep every type as stored, 160 interleave Q4_0 and Q5_0 (and with VNNI, the
+// K-quants and IQ4_XS: quant_interleave.h).
 TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   ThreadPool pool1(1), pool3(3);
   for (const TypeCase& c : type_cases()) {
@@ -345,8 +345,8 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   }
 }
 
-// Rows interleaved by sixteen (quant_interleave.h: Q4_0 and Q5_0 for every vector form, Q3_K,
-// Q4_K, Q5_K, Q6_K and IQ4_XS for VNNI): the layout gives every row's blocks back as stored, and
+// Rows interleaved by sixteen (quant_interleave.h: Q4_0 and Q5_0 for every vector form, the
+// K-quants and IQ4_XS for VNNI): the layout gives every row's blocks back as stored, and
 // every form reading it (the portable one through those rows, the vector ones through their own
 // kernel, quant_interleaved.h and quant_interleaved_k.h, or AVX2 through the portable form for the
 // K-quants) gives the portable bits of the stored rows, for every batch and for ranges that
@@ -357,9 +357,7 @@ TEST(QuantMatmul, InterleavedRowsGiveTheStoredRowsBitsInEveryFormBatchAndRange) 
   using detail::QuantKind;
   for (const TypeCase& c : type_cases()) {
     const bool legacy = c.kind == QuantKind::kQ4_0 || c.kind == QuantKind::kQ5_0;
-    const bool super = c.kind == QuantKind::kQ3_K || c.kind == QuantKind::kQ4_K ||
-                       c.kind == QuantKind::kQ5_K || c.kind == QuantKind::kQ6_K ||
-                       c.kind == QuantKind::kIq4Xs;
+    const bool super = gguf::block_elements(c.type) == 256;  // the K-quants and IQ4_XS
     if (!legacy && !super) continue;
     const auto widths =
         legacy ? std::vector<int64_t>{32, 576, 2048} : std::vector<int64_t>{256, 1536};
