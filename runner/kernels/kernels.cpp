@@ -275,7 +275,14 @@ PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> source
   impl.row_bytes = row_bytes(sources[0].type, impl.n_in);
   impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out, /*filled=*/true);
   impl.interleaved = detail::interleaves(*impl.quant, n_out, quant_uses_vnni());
-  std::vector<uint8_t> stored;  // interleaved: the rows as stored first, then moved
+  if (impl.interleaved && sources.size() == 1) {  // moved straight from the file's bytes
+    detail::interleave_rows(*impl.quant, static_cast<const uint8_t*>(sources[0].data), n_out,
+                            impl.n_in, impl.buffer->data);
+    return packed;
+  }
+  // Several sources, interleaved: their rows one after another first (a group of sixteen
+  // may span two), then moved.
+  std::vector<uint8_t> stored;
   if (impl.interleaved) stored.resize(impl.row_bytes * n_out);
   uint8_t* dst = impl.interleaved ? stored.data() : impl.buffer->data;
   for (const WeightSource& s : sources) {

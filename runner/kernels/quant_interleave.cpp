@@ -76,7 +76,8 @@ Layout layout_of(QuantKind kind) {
               {{Move::kHalves, offsetof(BlockIq4Xs, d), 2},
                {Move::kHalves, offsetof(BlockIq4Xs, scales_h), 2},
                {Move::kWords, offsetof(BlockIq4Xs, scales_l), 4 + 128}}};
-    default:  // Q4_0
+    case QuantKind::kQ4_0:
+    default:  // interleaves() admits no other kind
       return {sizeof(BlockQ4_0),
               32,
               2,
