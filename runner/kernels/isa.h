@@ -95,6 +95,7 @@ struct QuantMatmulArgs;
 using QuantLoop = void (*)(const QuantMatmulArgs& args, int64_t out_begin, int64_t out_end);
 QuantLoop portable_quant_loop();
 QuantLoop avx2_quant_loop();
+QuantLoop avxvnni_quant_loop();     // the AVX2 forms with AVX-VNNI's 256-bit vpdpbusd
 QuantLoop avx2_lanes_quant_loop();  // activations across rows only (ActRows::lanes)
 QuantLoop avx512vnni_quant_loop();
 

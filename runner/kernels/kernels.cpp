@@ -137,6 +137,14 @@ bool has_avx512vnni() {
   return vnni;
 }
 
+bool has_avx_vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avxvnni") != 0;
+  }();
+  return vnni;
+}
+
 // The quantized types with integer kernels (quant_matmul.h); their rows stay in GGUF blocks.
 std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
   switch (type) {
@@ -493,7 +501,9 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   job.args = {*impl.quant,     impl.buffer->data, impl.row_bytes, impl.n_in,
               impl.n_out,      activations.view,  n_rows,         y,
               impl.interleaved};
-  job.loop = vnni ? detail::avx512vnni_quant_loop() : detail::avx2_quant_loop();
+  job.loop = vnni             ? detail::avx512vnni_quant_loop()
+             : has_avx_vnni() ? detail::avxvnni_quant_loop()
+                              : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
   job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
   // Guided where every round's ranges still hold a unit or more.

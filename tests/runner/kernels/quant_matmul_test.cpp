@@ -169,6 +169,11 @@ bool cpu_has_vnni() {
   return __builtin_cpu_supports("avx512vnni");
 }
 
+bool cpu_has_avx_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avxvnni");
+}
+
 TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
   for (const TypeCase& c : type_cases()) {
     for (int64_t n_in : {int64_t{256}, int64_t{768}, int64_t{2304}}) {
@@ -191,6 +196,10 @@ TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
 std::vector<std::pair<const char*, detail::QuantLoop>> vector_loops(
     detail::QuantLoop avx2 = detail::avx2_quant_loop()) {
   std::vector<std::pair<const char*, detail::QuantLoop>> loops = {{"avx2", avx2}};
+  if (cpu_has_avx_vnni() && avx2 == detail::avx2_quant_loop())
+    loops.push_back({"avxvnni", detail::avxvnni_quant_loop()});
+  else if (avx2 == detail::avx2_quant_loop())
+    std::cout << "  (no AVX-VNNI here: that form is not checked)\n";
   if (cpu_has_vnni())
     loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
   else
