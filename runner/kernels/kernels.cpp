@@ -137,10 +137,12 @@ bool has_avx512vnni() {
   return vnni;
 }
 
+// AVX-VNNI from CPUID leaf 7 subleaf 1 (EAX bit 4): clang's __builtin_cpu_supports has no
+// "avxvnni". The OS's saving of the 256-bit state is hardware_isa()'s AVX2 check.
 bool has_avx_vnni() {
   static const bool vnni = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avxvnni") != 0;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
   }();
   return vnni;
 }

@@ -3,6 +3,8 @@
 // bit across the portable, AVX2 and AVX-512 VNNI forms, and independent of the batch.
 #include <gtest/gtest.h>
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -169,9 +171,9 @@ bool cpu_has_vnni() {
   return __builtin_cpu_supports("avx512vnni");
 }
 
-bool cpu_has_avx_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avxvnni");
+bool cpu_has_avx_vnni() {  // CPUID leaf 7 subleaf 1, EAX bit 4 (clang's builtin lacks it)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 }
 
 TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
