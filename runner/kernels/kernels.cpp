@@ -285,23 +285,22 @@ PackedWeights PackedWeights::pack_quantized(std::span<const WeightSource> source
   impl.row_bytes = row_bytes(sources[0].type, impl.n_in);
   impl.buffer = std::make_unique<AlignedBuffer>(impl.row_bytes * n_out, /*filled=*/true);
   impl.interleaved = detail::interleaves(*impl.quant, n_out, quant_uses_vnni());
-  if (impl.interleaved && sources.size() == 1) {  // moved straight from the file's bytes
-    detail::interleave_rows(*impl.quant, static_cast<const uint8_t*>(sources[0].data), n_out,
-                            impl.n_in, impl.buffer->data);
-    return packed;
+  // Interleaved, the rows are moved from one run of stored rows: the file's own bytes where
+  // there is one source (no copy of a matrix that may be hundreds of MB), else the sources
+  // joined first (a group of sixteen may span two).
+  std::vector<uint8_t> joined;
+  const uint8_t* stored = static_cast<const uint8_t*>(sources[0].data);
+  if (!impl.interleaved || sources.size() > 1) {
+    if (impl.interleaved) joined.resize(impl.row_bytes * n_out);
+    uint8_t* dst = impl.interleaved ? joined.data() : impl.buffer->data;
+    for (const WeightSource& s : sources) {
+      std::memcpy(dst, s.data, impl.row_bytes * s.n_out);
+      dst += impl.row_bytes * s.n_out;
+    }
+    stored = joined.data();
   }
-  // Several sources, interleaved: their rows one after another first (a group of sixteen
-  // may span two), then moved.
-  std::vector<uint8_t> stored;
-  if (impl.interleaved) stored.resize(impl.row_bytes * n_out);
-  uint8_t* dst = impl.interleaved ? stored.data() : impl.buffer->data;
-  for (const WeightSource& s : sources) {
-    std::memcpy(dst, s.data, impl.row_bytes * s.n_out);
-    dst += impl.row_bytes * s.n_out;
-  }
-  if (impl.interleaved) {
-    detail::interleave_rows(*impl.quant, stored.data(), n_out, impl.n_in, impl.buffer->data);
-  }
+  if (impl.interleaved)
+    detail::interleave_rows(*impl.quant, stored, n_out, impl.n_in, impl.buffer->data);
   return packed;
 }
 

@@ -203,7 +203,8 @@ void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
   }
 }
 
-// The legacy types' interleaved loop (quant_interleaved_k.h adds Q4_K and Q6_K for VNNI).
+// The legacy types' interleaved loop (quant_interleaved_k.h adds the K-quants and IQ4_XS for
+// VNNI).
 template <class S>
 void interleaved_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   if (a.kind == QuantKind::kQ5_0)

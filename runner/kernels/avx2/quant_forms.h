@@ -14,10 +14,9 @@ namespace {
 template <class S>
 void avx2_form_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   if (a.interleaved) {
-    // The K-quants interleave only for the 512-bit VNNI form (quant_interleave.h); the
-    // 256-bit forms meet them where a test lowers the ISA after packing, and read them put
-    // back.
-    if (a.kind != QuantKind::kQ4_0 && a.kind != QuantKind::kQ5_0)
+    // Kinds interleaved only for the 512-bit VNNI form (quant_interleave.h) meet the 256-bit
+    // forms where a test lowers the ISA after packing; they are read put back.
+    if (!interleaves(a.kind, kInterleaveRows, /*wide_vnni=*/false))
       return portable_quant_loop()(a, out_begin, out_end);
     return interleaved_loop<S>(a, out_begin, out_end);
   }
