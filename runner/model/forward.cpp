@@ -9,6 +9,7 @@
 #include "runner/kernels/kernels.h"
 
 namespace tandem {
+
 namespace {
 
 // out = x / rms(x) * weight, one row (out may be x). The sum of squares is taken in
@@ -173,12 +174,29 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
   return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
 }
 
+// Per-token passes (norms, RoPE, the gated activation) are a microsecond or less a token,
+// so one task a token cost more in the pool's claims (a contended compare-and-swap and a
+// count each) than in work at decode batches: the tokens go in runs instead, one a thread
+// up to kTokensPerRunBelow tokens (where the work is too small to be worth balancing) and
+// kRunsPerThread a thread above. Each token's work is its own, so the split changes no bit.
+template <class Fn>
+void ForwardPass::for_each_token(const Fn& fn) {
+  constexpr int64_t kTokensPerRunBelow = 64, kRunsPerThread = 4;
+  const int64_t n_tokens = static_cast<int64_t>(token_row_.size());
+  const int64_t threads = pool_.size();
+  const int64_t runs =
+      std::min(n_tokens, n_tokens <= kTokensPerRunBelow ? threads : kRunsPerThread * threads);
+  pool_.parallel_for(runs, [&](int64_t r) {
+    for (int64_t t = r * n_tokens / runs; t < (r + 1) * n_tokens / runs; ++t) fn(t);
+  });
+}
+
 // x = embedding * embed_scale, and xn = the first layer's attention norm of it; RoPE's cos
 // and sin (times the attention factor) once per token, shared by all layers.
 void ForwardPass::embed_and_angles(std::span<const ForwardRow> rows) {
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
   const int32_t half = cfg_.n_rot / 2;
-  pool_.parallel_for(n_tokens, [&](int64_t t) {
+  for_each_token([&](int64_t t) {
     const ForwardRow& r = rows[token_row_[t]];
     float* x = &x_[t * e];
     model_.embed(r.tokens[token_position_[t] - r.position], x);
@@ -204,10 +222,10 @@ void ForwardPass::attention_block(int32_t l, std::span<const ForwardRow> rows) {
   const LayerWeights& w = model_.layers()[l];
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
   kernels::matmul(pool_, w.qkv, xn_.data(), n_tokens, qkv_.data());
-  pool_.parallel_for(n_tokens, [&](int64_t t) { qk_rope_and_store(l, t, rows); });
+  for_each_token([&](int64_t t) { qk_rope_and_store(l, t, rows); });
   attention(l, rows);
   kernels::matmul(pool_, w.attn_out, attn_.data(), n_tokens, proj_.data());
-  pool_.parallel_for(n_tokens, [&](int64_t t) {
+  for_each_token([&](int64_t t) {
     float* p = &proj_[t * e];
     if (cfg_.post_norms) rms_norm(p, w.post_attn_norm.data(), p, e, cfg_.rms_eps);
     add(&x_[t * e], p, e);
@@ -247,12 +265,12 @@ void ForwardPass::ffn_block(int32_t l) {
   const int64_t ff = cfg_.n_ff;
   const float* next_norm = l + 1 < cfg_.n_layer ? model_.layers()[l + 1].attn_norm.data() : nullptr;
   kernels::matmul(pool_, w.gate_up, xn_.data(), n_tokens, gate_up_.data());
-  pool_.parallel_for(n_tokens, [&](int64_t t) {
+  for_each_token([&](int64_t t) {
     const float* g = &gate_up_[t * 2 * ff];
     gated_activation(cfg_.activation, g, g + ff, &ffn_[t * ff], ff);
   });
   kernels::matmul(pool_, w.down, ffn_.data(), n_tokens, proj_.data());
-  pool_.parallel_for(n_tokens, [&](int64_t t) {
+  for_each_token([&](int64_t t) {
     float* p = &proj_[t * e];
     if (cfg_.post_norms) rms_norm(p, w.post_ffn_norm.data(), p, e, cfg_.rms_eps);
     add(&x_[t * e], p, e);

@@ -44,6 +44,9 @@ class ForwardPass {
   void validate(std::span<const ForwardRow> rows) const;
   void reserve(int64_t n_tokens, int64_t n_logits);
   void embed_and_angles(std::span<const ForwardRow> rows);
+  // fn(t) for every token of the step, the tokens in a few contiguous runs over the pool.
+  template <class Fn>
+  void for_each_token(const Fn& fn);
   void attention_block(int32_t layer, std::span<const ForwardRow> rows);
   void qk_rope_and_store(int32_t layer, int64_t token, std::span<const ForwardRow> rows);
   // attention.cpp: flash-style, over the paged cache block by block with an online softmax.
@@ -80,6 +83,15 @@ class ForwardPass {
     float* scores;  // n_queries * n_heads * block size
   };
   void walk_chunk(const TileWalk& w, int32_t chunk, float* max, float* sum, float* acc);
+  // A block's values widened for a tile (attention.cpp, widened_values): slot s's values of
+  // the task's k-th KV head at rows + s * width + k * head_dim; null rows where they are
+  // read from the cache as stored.
+  struct WidenedValues {
+    const float* rows;
+    int64_t width;
+  };
+  WidenedValues widened_values(const TileWalk& w, int32_t block, int32_t start, const int32_t* from,
+                               const int32_t* to) const;
   void store_chunk(const AttendTask& task, const float* max, const float* sum, const float* acc);
   void merge_chunks(const AttendTask& task, std::vector<float>& scratch);
   void write_attention(const AttendTask& task, const float* sum, const float* merged);
