@@ -57,6 +57,9 @@ using KvDotRowsMulti = void (*)(const float* q, int64_t q_stride, int n_q, const
 using KvAxpyRowsMulti = void (*)(const float* w, int64_t w_stride, int n_q, const uint8_t* v,
                                  int64_t stride, int64_t count, int64_t n, float* y,
                                  int64_t y_stride);
+// Stored KV vectors widened to F32 rows (kernels.h, widen_rows).
+using KvWidenRows = void (*)(const uint8_t* v, int64_t stride, int64_t count, int64_t n, float* out,
+                             int64_t out_stride);
 // Scores against keys stored transposed (kernels.h, dot_keys).
 using KvDotKeys = void (*)(const float* const* q, int n_q, const uint8_t* kt, int64_t block,
                            int64_t keys, int64_t n, float* const* out);
@@ -83,7 +86,8 @@ struct IsaKernels {
   // Narrowing for the KV cache's 16-bit types, as runner/util/float16.h rounds.
   void (*to_half)(const float* x, uint16_t* out, int64_t n) = nullptr;
   void (*to_bfloat)(const float* x, uint16_t* out, int64_t n) = nullptr;
-  KvDotKeys kv_dot_keys[kKvElementCount] = {};  // by KvElements; none for Q8_0
+  KvDotKeys kv_dot_keys[kKvElementCount] = {};      // by KvElements; none for Q8_0
+  KvWidenRows kv_widen_rows[kKvElementCount] = {};  // likewise
 };
 
 // The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations

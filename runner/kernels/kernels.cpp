@@ -678,6 +678,15 @@ void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void*
   f(q, n_q, static_cast<const uint8_t*>(kt), block, keys, n, out);
 }
 
+void widen_rows(gguf::TensorType type, const void* v, int64_t stride, int64_t count, int64_t n,
+                float* out, int64_t out_stride) {
+  const detail::KvWidenRows f = active_kernels().kv_widen_rows[kv_elements(type)];
+  if (f == nullptr)
+    throw std::invalid_argument(std::string("widen_rows: no widening of type ") +
+                                gguf::type_name(type));
+  f(static_cast<const uint8_t*>(v), stride, count, n, out, out_stride);
+}
+
 void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, int n_q,
                      const void* v, int64_t stride, int64_t count, int64_t n, float* y,
                      int64_t y_stride) {

@@ -121,6 +121,13 @@ void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, in
 // (keys past `keys` are read, never stored).
 void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void* kt, int64_t block,
               int64_t keys, int64_t n, float* const* out);
+// Stored KV vectors (F32, F16 or BF16; `stride` bytes apart) widened exactly to F32 rows:
+// out[j * out_stride + i] = element i of vector j, for j < count and i < n. A prefill tile
+// widens a cache block's values once and hands its queries the F32 rows: axpy_rows_multi
+// gives F32 rows the bits it gives their stored type, since each element is widened exactly
+// and the FMAs run in the same order.
+void widen_rows(gguf::TensorType type, const void* v, int64_t stride, int64_t count, int64_t n,
+                float* out, int64_t out_stride);
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.
 // An element's result depends only on its two inputs (and the ISA), never on n.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

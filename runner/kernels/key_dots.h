@@ -119,13 +119,30 @@ void dot_keys(const float* const* q, int n_q, const uint8_t* kt, int64_t block, 
   }
 }
 
-// The kernels with the ISA's dot_keys added (indexed by KvElements; Q8_0's K is never
-// transposed, so it has none).
+// kernels.h's widen_rows for element type E: each element widened exactly, a vector at a
+// time, the tail one by one.
+template <class V, class E>
+void widen_rows(const uint8_t* v, int64_t stride, int64_t count, int64_t n, float* out,
+                int64_t out_stride) {
+  for (int64_t j = 0; j < count; ++j) {
+    const uint8_t* row = v + j * stride;
+    float* o = out + j * out_stride;
+    int64_t i = 0;
+    for (; i + V::kWidth <= n; i += V::kWidth) V::store(o + i, E::load(row, i));
+    for (; i < n; ++i) o[i] = E::at(row, i);
+  }
+}
+
+// The kernels with the ISA's dot_keys and widen_rows added (indexed by KvElements; Q8_0's K is
+// never transposed, so it has none).
 template <class V>
 constexpr IsaKernels with_key_dots(IsaKernels k) {
   k.kv_dot_keys[static_cast<int>(KvElements::kF32)] = &dot_keys<V, F32Elements<V>>;
   k.kv_dot_keys[static_cast<int>(KvElements::kF16)] = &dot_keys<V, F16Elements<V>>;
   k.kv_dot_keys[static_cast<int>(KvElements::kBf16)] = &dot_keys<V, Bf16Elements<V>>;
+  k.kv_widen_rows[static_cast<int>(KvElements::kF32)] = &widen_rows<V, F32Elements<V>>;
+  k.kv_widen_rows[static_cast<int>(KvElements::kF16)] = &widen_rows<V, F16Elements<V>>;
+  k.kv_widen_rows[static_cast<int>(KvElements::kBf16)] = &widen_rows<V, Bf16Elements<V>>;
   return k;
 }
 

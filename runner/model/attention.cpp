@@ -325,6 +325,37 @@ void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const 
   write_attention(task, states.merged_sum.data(), merged);
 }
 
+// A block's values for a tile of several queries over F16 or BF16 values: the slots its
+// queries use, of the task's KV heads, widened once to F32 rows (kernels::widen_rows, exact)
+// in the thread's scratch, where each query would otherwise widen every value again. Null
+// rows for a decode row (one query) and the other types: they read the cache as stored.
+// axpy_rows_multi gives F32 rows the bits it gives their stored type, so a query's result
+// does not depend on its tile.
+ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_t block,
+                                                       int32_t start, const int32_t* from,
+                                                       const int32_t* to) const {
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  if (w.n_queries == 1 || (type != gguf::TensorType::kF16 && type != gguf::TensorType::kBF16))
+    return {nullptr, 0};
+  int32_t lo = INT32_MAX, hi = INT32_MIN;
+  for (int32_t i = 0; i < w.n_queries; ++i) {
+    if (from[i] >= to[i]) continue;
+    lo = std::min(lo, from[i]);
+    hi = std::max(hi, to[i]);
+  }
+  if (lo >= hi) return {nullptr, 0};
+  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
+  const int32_t n_kv = (w.first_head + w.n_heads - 1) / group - w.first_head / group + 1;
+  const int64_t width = static_cast<int64_t>(n_kv) * cfg_.head_dim;
+  thread_local std::vector<float> rows;
+  const auto needed = static_cast<size_t>(kv_.block_size() * width);
+  if (rows.size() < needed) rows.resize(needed);
+  kernels::widen_rows(type, kv_.v(w.layer, block, lo - start) + kv_head_offset(w.first_head),
+                      static_cast<int64_t>(kv_.slot_stride()), hi - lo, width,
+                      rows.data() + (lo - start) * width, width);
+  return {rows.data(), width};
+}
+
 // The tile's keys in chunk c, a cache block at a time: every query's scores for the block,
 // then each query folds them into its states (max, sum, acc: the chunk's) and adds the
 // block's values, for all its heads at once.
@@ -355,6 +386,7 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
     block_scores({w.layer, block, start, block_end, w.first_token, w.n_queries, w.first_head,
                   w.n_heads, from.data(), to.data()},
                  w.scores);
+    const WidenedValues wide = widened_values(w, block, start, from.data(), to.data());
     for (int32_t i = 0; i < w.n_queries; ++i) {
       if (from[i] >= to[i]) continue;
       const int32_t slot = from[i] - start, n = to[i] - from[i];
@@ -365,9 +397,17 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
                  fold_scratch.data() + w.n_heads, cfg_);
       // The task's KV heads in order, each with the query heads that share it.
       for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
-        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
-                                 kv_.v(w.layer, block, slot) + kv_head_offset(w.first_head + h0),
-                                 stride, n, hd, a + static_cast<int64_t>(h0) * hd, hd);
+        float* y = a + static_cast<int64_t>(h0) * hd;
+        if (wide.rows != nullptr) {
+          const int64_t kv = (w.first_head + h0) / group - w.first_head / group;
+          kernels::axpy_rows_multi(gguf::TensorType::kF32, s + h0 * bs, bs, per_kv,
+                                   wide.rows + slot * wide.width + kv * hd,
+                                   wide.width * static_cast<int64_t>(sizeof(float)), n, hd, y, hd);
+        } else {
+          kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
+                                   kv_.v(w.layer, block, slot) + kv_head_offset(w.first_head + h0),
+                                   stride, n, hd, y, hd);
+        }
       }
     }
     j = block_end;

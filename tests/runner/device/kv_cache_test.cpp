@@ -179,4 +179,53 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
   }
 }
 
+// A prefill tile widens a block's values once (widen_rows) and sums its queries over the F32
+// rows: widen_rows must give the dequantizer's values exactly, and axpy_rows_multi over
+// those rows the stored type's bits, on every ISA, for head sizes off the kernels' vector
+// multiples (and widen_rows' tails) and every count of keys (else a prompt's tokens would differ
+// from decode's).
+TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
+  for (kernels::Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBf16}) {
+      for (int64_t hd : {32, 36, 40, 64, 80, 96, 128}) {
+        const int32_t kv_dim = static_cast<int32_t>(2 * hd), count = 13;
+        KvCache kv(1, kv_dim, 1, t, static_cast<int32_t>(hd), count);
+        for (int32_t j = 0; j < count; ++j) {
+          const auto x = normal_floats(kv_dim, 90 + j);
+          kv.store(0, 0, j, x.data(), x.data());
+        }
+        const std::string label = std::string(kernels::isa_name(isa)) + " " + kv_type_name(t) +
+                                  " hd " + std::to_string(hd);
+        // Rows 2 .. count - 1 of the second head, into rows kv_dim + 3 floats apart.
+        const int64_t width = kv_dim + 3, first = 2, n_rows = count - first;
+        std::vector<float> wide(static_cast<size_t>(count * width), -7.f);
+        kernels::widen_rows(kv_tensor_type(t), kv.v(0, 0, first) + kv_element_offset(t, hd),
+                            kv.slot_stride(), n_rows, hd, wide.data() + first * width, width);
+        for (int64_t j = first; j < count; ++j) {
+          const auto w = widen(kv, kv.v(0, 0, static_cast<int32_t>(j)));
+          ASSERT_EQ(0, std::memcmp(wide.data() + j * width, w.data() + hd, hd * 4)) << label;
+          ASSERT_EQ(wide[j * width + hd], -7.f) << label << ": wrote past n";
+        }
+        for (int n_q : {1, 2, 3, 4, 7}) {
+          const auto w = normal_floats(n_q * count, 8), y0 = normal_floats(n_q * hd, 9);
+          for (int64_t n_keys : {int64_t{1}, int64_t{4}, n_rows}) {
+            std::vector<float> y = y0, y_want = y0;
+            kernels::axpy_rows_multi(gguf::TensorType::kF32, w.data(), count, n_q,
+                                     wide.data() + first * width, width * 4, n_keys, hd, y.data(),
+                                     hd);
+            kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q,
+                                     kv.v(0, 0, first) + kv_element_offset(t, hd), kv.slot_stride(),
+                                     n_keys, hd, y_want.data(), hd);
+            ASSERT_EQ(0, std::memcmp(y.data(), y_want.data(), y.size() * 4))
+                << label << " n_q " << n_q << " keys " << n_keys;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_THROW(kernels::widen_rows(gguf::TensorType::kQ8_0, nullptr, 0, 0, 32, nullptr, 32),
+               std::invalid_argument);
+}
+
 }  // namespace tandem::TANDEM_UNITY_ID
