@@ -103,6 +103,14 @@ void fold_block(float* max, float* sum, float* scores, int32_t bs, int32_t n_hea
   }
 }
 
+// Whether every query sees the same, non-empty range of the block.
+bool same_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
+  if (from[0] >= to[0]) return false;
+  for (int32_t i = 1; i < n_queries; ++i)
+    if (from[i] != from[0] || to[i] != to[0]) return false;
+  return true;
+}
+
 }  // namespace
 
 // Asks for a block's K and V of heads first_head .. + n_heads - 1 a block ahead of use: a
@@ -371,7 +379,8 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
   from.resize(w.n_queries);
   to.resize(w.n_queries);
   thread_local std::vector<float> fold_scratch;  // fold_block's
-  fold_scratch.resize(2 * static_cast<size_t>(w.n_heads));
+  const int32_t n_states = w.n_queries * w.n_heads;
+  fold_scratch.resize(2 * static_cast<size_t>(n_states));
   const int32_t last_end = end_of(w.n_queries - 1);
   const int32_t chunk_end = std::min((c + 1) * kKeyChunk, last_end);
   for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
@@ -387,14 +396,22 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
                   w.n_heads, from.data(), to.data()},
                  w.scores);
     const WidenedValues wide = widened_values(w, block, start, from.data(), to.data());
+    // Where every query of the tile sees the same keys (a block before the tile's own), one
+    // fold takes all their heads' rows, which lie side by side: each row's softmax step is
+    // its own (elementwise, its sum in its own order), so the bits are the per-query folds'.
+    const bool one_fold = w.n_queries > 1 && same_keys(from.data(), to.data(), w.n_queries);
+    if (one_fold)
+      fold_block(max, sum, w.scores + (from[0] - start), bs, n_states, to[0] - from[0], acc,
+                 fold_scratch.data(), fold_scratch.data() + n_states, cfg_);
     for (int32_t i = 0; i < w.n_queries; ++i) {
       if (from[i] >= to[i]) continue;
       const int32_t slot = from[i] - start, n = to[i] - from[i];
       const int32_t first = i * w.n_heads;
       float* s = w.scores + static_cast<int64_t>(first) * bs + slot;
       float* a = acc + static_cast<int64_t>(first) * hd;
-      fold_block(max + first, sum + first, s, bs, w.n_heads, n, a, fold_scratch.data(),
-                 fold_scratch.data() + w.n_heads, cfg_);
+      if (!one_fold)
+        fold_block(max + first, sum + first, s, bs, w.n_heads, n, a, fold_scratch.data(),
+                   fold_scratch.data() + w.n_heads, cfg_);
       // The task's KV heads in order, each with the query heads that share it.
       for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
         float* y = a + static_cast<int64_t>(h0) * hd;
