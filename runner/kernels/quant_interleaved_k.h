@@ -57,6 +57,30 @@ TANDEM_QUANT_INLINE __m512 halves16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// Two 16-value groups (scale groups g and g + 1) into every row's isum, each group's dot
+// weighted by its lane scale: quants q[0 .. 3] against row m's activations at x[m] + at,
+// q[4 .. 7] at + 16. With offs, the dots start at offs[m][g] and offs[m][g + 1] (for unsigned
+// quants, the negated amount they stand above the signed ones); else at 0 (Q2_K).
+template <int R>
+TANDEM_QUANT_INLINE void add_group_pair(const __m512i (&q)[8], const int8_t* const (&x)[R], int at,
+                                        const int32_t (*offs)[16], int g, __m512i sc0, __m512i sc1,
+                                        __m512i (&isum)[R]) {
+  for (int m = 0; m < R; ++m) {
+    const int8_t* xq = x[m] + at;
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+    if (offs != nullptr) {
+      s0 = _mm512_set1_epi32(offs[m][g]);
+      s1 = _mm512_set1_epi32(offs[m][g + 1]);
+    }
+    for (int u = 0; u < 4; ++u) {
+      s0 = dot4_lanes(s0, q[u], xq + 4 * u);
+      s1 = dot4_lanes(s1, q[4 + u], xq + 16 + 4 * u);
+    }
+    isum[m] = _mm512_add_epi32(
+        isum[m], _mm512_add_epi32(_mm512_mullo_epi32(sc0, s0), _mm512_mullo_epi32(sc1, s1)));
+  }
+}
+
 // Row m's quants and 16-value sums at the super-block a kernel's block() is given.
 template <int R>
 struct SuperRows {
@@ -338,16 +362,7 @@ TANDEM_QUANT_INLINE void q2_k_quarter(const uint8_t* rec, const int8_t* const (&
     const __m512i qs = _mm512_loadu_si512(rec + Q2KRecord::kQs + 64 * (8 * N + u));
     q[u] = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * S), two);
   }
-  for (int m = 0; m < R; ++m) {
-    const int8_t* xq = x[m] + 128 * N + 32 * S;
-    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-    for (int u = 0; u < 4; ++u) {
-      s0 = dot4_lanes(s0, q[u], xq + 4 * u);
-      s1 = dot4_lanes(s1, q[4 + u], xq + 16 + 4 * u);
-    }
-    isum[m] = _mm512_add_epi32(
-        isum[m], _mm512_add_epi32(_mm512_mullo_epi32(sc0, s0), _mm512_mullo_epi32(sc1, s1)));
-  }
+  add_group_pair<R>(q, x, 128 * N + 32 * S, nullptr, G, sc0, sc1, isum);
 }
 
 // Q2_K as super_group's K.
@@ -442,16 +457,7 @@ TANDEM_QUANT_INLINE void q3_k_quarter(const uint8_t* rec, const int8_t* const (&
     const __m512i low = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * S), two);
     q[u] = _mm512_ternarylogic_epi32(low, high_bit_at_2<4 * N + S>(hm), third, 0xF8);
   }
-  for (int m = 0; m < R; ++m) {
-    const int8_t* xq = x[m] + 128 * N + 32 * S;
-    __m512i s0 = _mm512_set1_epi32(offs[m][G]), s1 = _mm512_set1_epi32(offs[m][G + 1]);
-    for (int u = 0; u < 4; ++u) {
-      s0 = dot4_lanes(s0, q[u], xq + 4 * u);
-      s1 = dot4_lanes(s1, q[4 + u], xq + 16 + 4 * u);
-    }
-    isum[m] = _mm512_add_epi32(
-        isum[m], _mm512_add_epi32(_mm512_mullo_epi32(sc0, s0), _mm512_mullo_epi32(sc1, s1)));
-  }
+  add_group_pair<R>(q, x, 128 * N + 32 * S, offs, G, sc0, sc1, isum);
 }
 
 // Q3_K as super_group's K.
