@@ -9,6 +9,8 @@
 //   round(v)                      to the nearest integer, ties to even
 //   finish_dot(acc0, acc1, a, b, n)  adds the last n < kWidth products and reduces
 //   reduce_max(v)                 the largest lane
+//   row_sums16(x, stride, n, sums) (optional) sums[h] = row h's n <= 16 lanes added in index
+//                                 order, for 16 rows at once
 //   load_bf16(const uint16_t*)    kWidth BF16 values widened to F32 (the KV cache's)
 //   store_half(uint16_t*, v)      kWidth lanes narrowed to F16, ties to even
 //   store_bfloat(uint16_t*, v)    kWidth lanes narrowed to BF16, ties to even
@@ -108,8 +110,9 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 // heads of a task) at once, row h's n scores at x + h * stride: each score multiplied by
 // scale, max[h] raised to the row's largest, the scores replaced by e^(score - max[h]) and
 // sums[h] set to their sum, added in index order. An element's result depends only on it,
-// scale and max[h], never on n or the other rows; the rows' serial sums interleave, four
-// at a time, so that their additions overlap.
+// scale and max[h], never on n or the other rows; the rows' serial sums go sixteen at a
+// time as one vector's lanes where V has row_sums16 (a prefill tile's shared fold has 144
+// rows), else four at a time interleaved, so that their additions overlap.
 template <class V>
 void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
                      float* sums) {
@@ -134,6 +137,10 @@ void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scal
     if (i < n) V::store_first(row + i, exp_ps<V>(V::load_first(row + i, n - i) - shift), n - i);
   }
   int h = 0;
+  if constexpr (requires { V::row_sums16(x, stride, n, sums); }) {
+    if (n <= 16)
+      for (; h + 16 <= n_rows; h += 16) V::row_sums16(x + h * stride, stride, n, sums + h);
+  }
   for (; h + 4 <= n_rows; h += 4) {
     const float *r0 = x + h * stride, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -393,6 +400,48 @@ void kv_axpy_rows_multi(const float* w, int64_t w_stride, int n_q, const uint8_t
                                 y_stride);
 }
 
+// NQ rows of axpy_rows_gathered, each y[q] += sum_j w[q][j] * v_j: the group's four
+// vectors of each value row loaded once for all NQ, every output element its own FMA chain
+// over j in order (kv_axpy_rows_group's, so the same bits). n is a multiple of 4 * kWidth.
+template <class V, int NQ>
+void axpy_rows_gathered_group(const float* const* w, float* const* y, const float* v,
+                              int64_t v_stride, int64_t count, int64_t n) {
+  constexpr int kW = V::kWidth;
+  for (int64_t i = 0; i < n; i += 4 * kW) {
+    typename V::Vec acc[NQ][4];
+    for (int q = 0; q < NQ; ++q)
+      for (int c = 0; c < 4; ++c) acc[q][c] = V::load(y[q] + i + c * kW);
+    for (int64_t j = 0; j < count; ++j) {
+      typename V::Vec x[4];
+      for (int c = 0; c < 4; ++c) x[c] = V::load(v + j * v_stride + i + c * kW);
+      for (int q = 0; q < NQ; ++q) {
+        const typename V::Vec wq = V::broadcast(w[q] + j);
+        for (int c = 0; c < 4; ++c) acc[q][c] = V::fma(wq, x[c], acc[q][c]);
+      }
+    }
+    for (int q = 0; q < NQ; ++q)
+      for (int c = 0; c < 4; ++c) V::store(y[q] + i + c * kW, acc[q][c]);
+  }
+}
+
+// kernels.h's axpy_rows_gathered: rows in groups whose accumulators and value vectors fit
+// the registers (6 with 32 zmm: 24 sums and 4 values; 2 with 16 ymm), the rest fewer at a
+// time; a length the groups do not cover goes row by row through axpy_rows.
+template <class V, int NQ = V::kWidth == 16 ? 6 : 2>
+void axpy_rows_gathered(const float* const* w, float* const* y, int n_rows, const float* v,
+                        int64_t v_stride, int64_t count, int64_t n) {
+  if (n % (4 * V::kWidth) != 0) {
+    for (int q = 0; q < n_rows; ++q) axpy_rows<V>(w[q], v, v_stride, count, n, y[q]);
+    return;
+  }
+  int q = 0;
+  for (; q + NQ <= n_rows; q += NQ)
+    axpy_rows_gathered_group<V, NQ>(w + q, y + q, v, v_stride, count, n);
+  if constexpr (NQ > 1) {
+    if (q < n_rows) axpy_rows_gathered<V, NQ - 1>(w + q, y + q, n_rows - q, v, v_stride, count, n);
+  }
+}
+
 // The dot form where an ISA has no grouped kernel: query by query.
 template <KvDotRows Single>
 void kv_dot_rows_each(const float* q, int64_t q_stride, int n_q, const uint8_t* k, int64_t stride,
@@ -435,25 +484,27 @@ using ToBf16Pairs = void (*)(const float* x, int64_t n_rows, int64_t n_in, uint3
 template <class V, class Bf16Tile = Bf16WidenTile<V>>
 constexpr IsaKernels make_kernels(DotRows dot_rows, KvDotTable kv_dot,
                                   ToBf16Pairs to_bf16_pairs = nullptr) {
-  return {{&panel_loop<F32Tile<V>>, &panel_loop<F16Tile<V>>, &panel_loop<Bf16Tile>,
-           &panel_loop<Q8_0Tile<V>>},
-          to_bf16_pairs,
-          &dot<V>,
-          &axpy<V>,
-          &silu_mul<V>,
-          &scaled_exp_sums<V>,
-          dot_rows,
-          &axpy_rows<V>,
-          {kv_dot.rows[0], kv_dot.rows[1], kv_dot.rows[2], kv_dot.rows[3]},
-          {&kv_axpy_rows_f32<V>, &kv_axpy_rows<V, F16Elements<V>>,
-           &kv_axpy_rows<V, Bf16Elements<V>>, &kv_axpy_rows<V, Q8Elements<V>>},
-          {kv_dot.multi[0], kv_dot.multi[1], kv_dot.multi[2], kv_dot.multi[3]},
-          {&kv_axpy_rows_multi<V, F32Elements<V>, &kv_axpy_rows_f32<V>>,
-           &kv_axpy_rows_multi<V, F16Elements<V>, &kv_axpy_rows<V, F16Elements<V>>>,
-           &kv_axpy_rows_multi<V, Bf16Elements<V>, &kv_axpy_rows<V, Bf16Elements<V>>>,
-           &kv_axpy_rows_multi<V, Q8Elements<V>, &kv_axpy_rows<V, Q8Elements<V>>>},
-          &narrow<V, false>,
-          &narrow<V, true>};
+  IsaKernels k{{&panel_loop<F32Tile<V>>, &panel_loop<F16Tile<V>>, &panel_loop<Bf16Tile>,
+                &panel_loop<Q8_0Tile<V>>},
+               to_bf16_pairs,
+               &dot<V>,
+               &axpy<V>,
+               &silu_mul<V>,
+               &scaled_exp_sums<V>,
+               dot_rows,
+               &axpy_rows<V>,
+               {kv_dot.rows[0], kv_dot.rows[1], kv_dot.rows[2], kv_dot.rows[3]},
+               {&kv_axpy_rows_f32<V>, &kv_axpy_rows<V, F16Elements<V>>,
+                &kv_axpy_rows<V, Bf16Elements<V>>, &kv_axpy_rows<V, Q8Elements<V>>},
+               {kv_dot.multi[0], kv_dot.multi[1], kv_dot.multi[2], kv_dot.multi[3]},
+               {&kv_axpy_rows_multi<V, F32Elements<V>, &kv_axpy_rows_f32<V>>,
+                &kv_axpy_rows_multi<V, F16Elements<V>, &kv_axpy_rows<V, F16Elements<V>>>,
+                &kv_axpy_rows_multi<V, Bf16Elements<V>, &kv_axpy_rows<V, Bf16Elements<V>>>,
+                &kv_axpy_rows_multi<V, Q8Elements<V>, &kv_axpy_rows<V, Q8Elements<V>>>},
+               &narrow<V, false>,
+               &narrow<V, true>};
+  k.axpy_rows_gathered = &axpy_rows_gathered<V>;
+  return k;
 }
 
 }  // namespace

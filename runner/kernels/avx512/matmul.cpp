@@ -70,6 +70,49 @@ struct Avx512 {
     return _mm512_reduce_add_ps(acc0 + acc1);
   }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
+  // Sixteen rows' sums of their first n <= 16 lanes, each in index order: the rows
+  // transposed in registers, so that lane h of column j is row h's element j, and the
+  // columns added in order. Each lane runs the scalar chain ((x0 + x1) + x2) + ..., and the
+  // zeros past n add nothing to a sum of e^x (never -0), so the bits are the row-by-row
+  // sums'; a shared fold's rows spent more on those scalar chains than on their e^x.
+  static void row_sums16(const float* x, int64_t stride, int64_t n, float* sums) {
+    Vec r[16];
+    for (int h = 0; h < 16; ++h) r[h] = load_first(x + h * stride, n);
+    transpose16(r);
+    Vec s = r[0];
+    for (int j = 1; j < 16; ++j) s = s + r[j];
+    store(sums, s);
+  }
+  // r[i] lane j = M[i][j] in; r[j] lane i = M[i][j] out.
+  static void transpose16(Vec r[16]) {
+    auto lo64 = [](Vec a, Vec b) {
+      return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+    };
+    auto hi64 = [](Vec a, Vec b) {
+      return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+    };
+    Vec t[16];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // r[4i + m]: rows 4i .. 4i + 3 at column 4L + m, lane L
+      r[4 * i] = lo64(t[4 * i], t[4 * i + 2]);
+      r[4 * i + 1] = hi64(t[4 * i], t[4 * i + 2]);
+      r[4 * i + 2] = lo64(t[4 * i + 1], t[4 * i + 3]);
+      r[4 * i + 3] = hi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      for (int m = 0; m < 4; ++m) {
+        t[8 * i + m] = _mm512_shuffle_f32x4(r[8 * i + m], r[8 * i + 4 + m], 0x88);
+        t[8 * i + 4 + m] = _mm512_shuffle_f32x4(r[8 * i + m], r[8 * i + 4 + m], 0xdd);
+      }
+    }
+    for (int m = 0; m < 8; ++m) {
+      r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
+      r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
+    }
+  }
 };
 
 // BF16 weights times BF16-rounded activations with vdpbf16ps: each lane adds

@@ -180,19 +180,23 @@ TEST(Kernels, F16WeightsHoldingOnlyBf16ValuesRunAsBf16) {
 
 // The attention's softmax step: each score scaled, each row's max raised to its largest,
 // each element e^(x * scale - max) within a few ulp of std::exp, the same bits whatever n,
-// its row, the number of rows and the ISA, and each row's sum its elements added in order.
+// its row, the number of rows and the ISA, and each row's sum its elements added in order
+// (16 rows and more: AVX-512 sums sixteen at a time as the lanes of a transposed block).
 TEST(Kernels, ScaledExpSumsAreElementwiseAndSumInOrder) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> score(-60.f, 16.f);
   constexpr int64_t kStride = 48;
   constexpr float kScale = 0.5f;
-  std::vector<float> x(9 * kStride);
+  constexpr int kMaxRows = 37;
+  std::vector<float> x(kMaxRows * kStride);
   for (float& v : x) v = score(rng);
   // Per row: the running max it starts from (below, inside and above the scores' range).
-  const std::vector<float> start = {-INFINITY, 3.f, 20.f, -5.f, 7.5f, -INFINITY, 1.f, 9.f, 0.f};
+  const std::vector<float> starts = {-INFINITY, 3.f, 20.f, -5.f, 7.5f, -INFINITY, 1.f, 9.f, 0.f};
+  std::vector<float> start(kMaxRows);
+  for (int h = 0; h < kMaxRows; ++h) start[h] = starts[(h * 5) % starts.size()];
   for (Isa isa : runnable_isas()) {
     IsaScope scope(isa);
-    for (int n_rows : {1, 3, 4, 5, 9}) {
+    for (int n_rows : {1, 3, 4, 5, 9, 16, 21, kMaxRows}) {
       for (int64_t n : {1, 5, 16, 17, 41}) {
         std::vector<float> y = x, max(start.begin(), start.begin() + n_rows), sums(n_rows, -1.f);
         scaled_exp_sums(y.data(), kStride, n_rows, n, kScale, max.data(), sums.data());
