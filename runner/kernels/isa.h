@@ -60,6 +60,9 @@ using KvAxpyRowsMulti = void (*)(const float* w, int64_t w_stride, int n_q, cons
 // Stored KV vectors widened to F32 rows (kernels.h, widen_rows).
 using KvWidenRows = void (*)(const uint8_t* v, int64_t stride, int64_t count, int64_t n, float* out,
                              int64_t out_stride);
+// F32 value rows into many queries' rows at once (kernels.h, axpy_rows_gathered).
+using AxpyRowsGathered = void (*)(const float* const* w, float* const* y, int n_rows,
+                                  const float* v, int64_t v_stride, int64_t count, int64_t n);
 // Scores against keys stored transposed (kernels.h, dot_keys).
 using KvDotKeys = void (*)(const float* const* q, int n_q, const uint8_t* kt, int64_t block,
                            int64_t keys, int64_t n, float* const* out);
@@ -88,6 +91,7 @@ struct IsaKernels {
   void (*to_bfloat)(const float* x, uint16_t* out, int64_t n) = nullptr;
   KvDotKeys kv_dot_keys[kKvElementCount] = {};      // by KvElements; none for Q8_0
   KvWidenRows kv_widen_rows[kKvElementCount] = {};  // likewise
+  AxpyRowsGathered axpy_rows_gathered = nullptr;
 };
 
 // The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations

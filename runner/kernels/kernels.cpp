@@ -694,6 +694,11 @@ void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, in
       w, w_stride, n_q, static_cast<const uint8_t*>(v), stride, count, n, y, y_stride);
 }
 
+void axpy_rows_gathered(const float* const* w, float* const* y, int n_rows, const float* v,
+                        int64_t v_stride, int64_t count, int64_t n) {
+  active_kernels().axpy_rows_gathered(w, y, n_rows, v, v_stride, count, n);
+}
+
 void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
                      float* sums) {
   active_kernels().scaled_exp_sums(x, stride, n_rows, n, scale, max, sums);

@@ -113,6 +113,14 @@ void dot_rows_multi(gguf::TensorType type, const float* q, int64_t q_stride, int
 void axpy_rows_multi(gguf::TensorType type, const float* w, int64_t w_stride, int n_q,
                      const void* v, int64_t stride, int64_t count, int64_t n, float* y,
                      int64_t y_stride);
+// Many rows' axpy_rows over the same F32 value rows, each row with its own weights and
+// output (w[a], y[a]): y[a][i] += sum_j w[a][j] * v[j * v_stride + i] for a < n_rows,
+// j < count, i < n. Each output element is one FMA chain over j in order, so y[a] gets the
+// bits axpy_rows_multi gives it over the same values, whichever rows share the call; the
+// value rows are loaded once for each group of rows the registers hold. A prefill tile's
+// queries over a block they all see, its values widened once (widen_rows).
+void axpy_rows_gathered(const float* const* w, float* const* y, int n_rows, const float* v,
+                        int64_t v_stride, int64_t count, int64_t n);
 // Scores against a block of keys stored transposed (KvCache::k_transposed; F32, F16 or
 // BF16): element i of key j at kt + (i * block + j) elements. out[a][j] = dot(q[a], key j)
 // over n elements for j < keys and a < n_q, each computed in its own lane as four FMA

@@ -66,7 +66,11 @@ void fold_block(float* max, float* sum, float* scores, int32_t bs, int32_t n_hea
   std::copy(max, max + n_heads, old_max);
   kernels::scaled_exp_sums(scores, bs, n_heads, n, scale, max, block_sum);
   for (int32_t h = 0; h < n_heads; ++h) {
-    if (max[h] > old_max[h]) {  // rescale what was summed against the old max
+    // Rescale what was summed against the old max. A state's first block (old max -inf,
+    // at every chunk's start) has summed nothing, and zeros times e^-inf are the zeros
+    // already there, so it skips the std::exp and the values' pass (a third of a 1024-token
+    // prefill's rescales).
+    if (max[h] > old_max[h] && old_max[h] != -INFINITY) {
       const float factor = std::exp(old_max[h] - max[h]);
       sum[h] *= factor;
       float* a = acc + static_cast<int64_t>(h) * cfg.head_dim;
@@ -400,9 +404,15 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
     // fold takes all their heads' rows, which lie side by side: each row's softmax step is
     // its own (elementwise, its sum in its own order), so the bits are the per-query folds'.
     const bool one_fold = w.n_queries > 1 && same_keys(from.data(), to.data(), w.n_queries);
-    if (one_fold)
+    if (one_fold) {
       fold_block(max, sum, w.scores + (from[0] - start), bs, n_states, to[0] - from[0], acc,
                  fold_scratch.data(), fold_scratch.data() + n_states, cfg_);
+      if (wide.rows != nullptr) {
+        gathered_values(w, wide, from[0] - start, to[0] - from[0], acc);
+        j = block_end;
+        continue;
+      }
+    }
     for (int32_t i = 0; i < w.n_queries; ++i) {
       if (from[i] >= to[i]) continue;
       const int32_t slot = from[i] - start, n = to[i] - from[i];
@@ -428,6 +438,32 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
       }
     }
     j = block_end;
+  }
+}
+
+// The value sums of a block every query of the tile sees whole (n keys from slot on), its
+// values widened: per KV head, one axpy_rows_gathered call over all the queries' heads
+// that share it, so each widened value row is loaded once per group of rows the registers
+// hold, not once per query. Each row's sums are the per-query calls' bits (kernels.h).
+void ForwardPass::gathered_values(const TileWalk& w, const WidenedValues& wide, int32_t slot,
+                                  int32_t n, float* acc) const {
+  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
+  const int32_t per_kv = std::min(w.n_heads, group);
+  thread_local std::vector<const float*> ws;
+  thread_local std::vector<float*> ys;
+  for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
+    ws.clear();
+    ys.clear();
+    for (int32_t i = 0; i < w.n_queries; ++i) {
+      for (int32_t h = h0; h < h0 + per_kv; ++h) {
+        const int64_t row = static_cast<int64_t>(i) * w.n_heads + h;
+        ws.push_back(w.scores + row * bs + slot);
+        ys.push_back(acc + row * hd);
+      }
+    }
+    const int64_t kv = (w.first_head + h0) / group - w.first_head / group;
+    kernels::axpy_rows_gathered(ws.data(), ys.data(), static_cast<int>(ws.size()),
+                                wide.rows + slot * wide.width + kv * hd, wide.width, n, hd);
   }
 }
 

@@ -92,6 +92,8 @@ class ForwardPass {
   };
   WidenedValues widened_values(const TileWalk& w, int32_t block, int32_t start, const int32_t* from,
                                const int32_t* to) const;
+  void gathered_values(const TileWalk& w, const WidenedValues& wide, int32_t slot, int32_t n,
+                       float* acc) const;
   void store_chunk(const AttendTask& task, const float* max, const float* sum, const float* acc);
   void merge_chunks(const AttendTask& task, std::vector<float>& scratch);
   void write_attention(const AttendTask& task, const float* sum, const float* merged);

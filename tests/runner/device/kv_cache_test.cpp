@@ -183,7 +183,7 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
 // rows: widen_rows must give the dequantizer's values exactly, and axpy_rows_multi over
 // those rows the stored type's bits, on every ISA, for head sizes off the kernels' vector
 // multiples (and widen_rows' tails) and every count of keys (else a prompt's tokens would differ
-// from decode's).
+// from decode's); axpy_rows_gathered over them gives each row the same bits.
 TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
   for (kernels::Isa isa : runnable_isas()) {
     IsaScope scope(isa);
@@ -207,7 +207,7 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
           ASSERT_EQ(0, std::memcmp(wide.data() + j * width, w.data() + hd, hd * 4)) << label;
           ASSERT_EQ(wide[j * width + hd], -7.f) << label << ": wrote past n";
         }
-        for (int n_q : {1, 2, 3, 4, 7}) {
+        for (int n_q : {1, 2, 3, 4, 7, 13}) {
           const auto w = normal_floats(n_q * count, 8), y0 = normal_floats(n_q * hd, 9);
           for (int64_t n_keys : {int64_t{1}, int64_t{4}, n_rows}) {
             std::vector<float> y = y0, y_want = y0;
@@ -219,6 +219,19 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
                                      n_keys, hd, y_want.data(), hd);
             ASSERT_EQ(0, std::memcmp(y.data(), y_want.data(), y.size() * 4))
                 << label << " n_q " << n_q << " keys " << n_keys;
+            // The same rows through axpy_rows_gathered (a tile's queries over a block they
+            // all see), given in reverse order.
+            std::vector<float> y_gathered = y0;
+            std::vector<const float*> ws;
+            std::vector<float*> ys;
+            for (int a = n_q - 1; a >= 0; --a) {
+              ws.push_back(w.data() + a * count);
+              ys.push_back(y_gathered.data() + a * hd);
+            }
+            kernels::axpy_rows_gathered(ws.data(), ys.data(), n_q, wide.data() + first * width,
+                                        width, n_keys, hd);
+            ASSERT_EQ(0, std::memcmp(y_gathered.data(), y_want.data(), y.size() * 4))
+                << label << " gathered, n_q " << n_q << " keys " << n_keys;
           }
         }
       }
