@@ -67,9 +67,8 @@ void fold_block(float* max, float* sum, float* scores, int32_t bs, int32_t n_hea
   kernels::scaled_exp_sums(scores, bs, n_heads, n, scale, max, block_sum);
   for (int32_t h = 0; h < n_heads; ++h) {
     // Rescale what was summed against the old max. A state's first block (old max -inf,
-    // at every chunk's start) has summed nothing, and zeros times e^-inf are the zeros
-    // already there, so it skips the std::exp and the values' pass (a third of a 1024-token
-    // prefill's rescales).
+    // at every key chunk's start) has summed nothing, and zeros times e^-inf are the zeros
+    // already there, so it skips the std::exp and the pass over its values.
     if (max[h] > old_max[h] && old_max[h] != -INFINITY) {
       const float factor = std::exp(old_max[h] - max[h]);
       sum[h] *= factor;
