@@ -353,29 +353,44 @@ void kv_axpy_rows(const float* w, const uint8_t* v, int64_t stride, int64_t coun
   }
 }
 
-// Several queries' kv_axpy_rows at once, NQ of them: y_q += sum_j w_q[j] * v_j, each stored
-// vector loaded and widened once for all NQ. Every output element is its own FMA chain
-// over j, in j order, so each y_q gets exactly kv_axpy_rows' bits. n is a multiple of 4 *
-// kWidth.
+// NQ rows' axpy_rows over the same stored value vectors at once, each row with its own
+// weights and output: y[q] += sum_j w[q][j] * v_j, each stored vector loaded and widened
+// once for all NQ. Every output element is its own FMA chain over j, in j order, so each
+// row gets exactly kv_axpy_rows' bits whichever rows share the call. n is a multiple of
+// 4 * kWidth. Serves both kv_axpy_rows_multi (rows a stride apart) and axpy_rows_gathered
+// (rows anywhere).
 template <class V, class E, int NQ>
-void kv_axpy_rows_group(const float* w, int64_t w_stride, const uint8_t* v, int64_t stride,
-                        int64_t count, int64_t n, float* y, int64_t y_stride) {
+void axpy_rows_group(const float* const* w, float* const* y, const uint8_t* v, int64_t stride,
+                     int64_t count, int64_t n) {
   constexpr int kW = V::kWidth;
   for (int64_t i = 0; i < n; i += 4 * kW) {
     typename V::Vec acc[NQ][4];
     for (int q = 0; q < NQ; ++q)
-      for (int c = 0; c < 4; ++c) acc[q][c] = V::load(y + q * y_stride + i + c * kW);
+      for (int c = 0; c < 4; ++c) acc[q][c] = V::load(y[q] + i + c * kW);
     for (int64_t j = 0; j < count; ++j) {
       typename V::Vec x[4];
       for (int c = 0; c < 4; ++c) x[c] = E::load(v + j * stride, i + c * kW);
       for (int q = 0; q < NQ; ++q) {
-        const typename V::Vec wq = V::broadcast(w + q * w_stride + j);
+        const typename V::Vec wq = V::broadcast(w[q] + j);
         for (int c = 0; c < 4; ++c) acc[q][c] = V::fma(wq, x[c], acc[q][c]);
       }
     }
     for (int q = 0; q < NQ; ++q)
-      for (int c = 0; c < 4; ++c) V::store(y + q * y_stride + i + c * kW, acc[q][c]);
+      for (int c = 0; c < 4; ++c) V::store(y[q] + i + c * kW, acc[q][c]);
   }
+}
+
+// axpy_rows_group for NQ queries whose weights and outputs lie w_stride and y_stride apart.
+template <class V, class E, int NQ>
+void kv_axpy_rows_group(const float* w, int64_t w_stride, const uint8_t* v, int64_t stride,
+                        int64_t count, int64_t n, float* y, int64_t y_stride) {
+  const float* ws[NQ];
+  float* ys[NQ];
+  for (int q = 0; q < NQ; ++q) {
+    ws[q] = w + q * w_stride;
+    ys[q] = y + q * y_stride;
+  }
+  axpy_rows_group<V, E, NQ>(ws, ys, v, stride, count, n);
 }
 
 // n_q queries: in groups whose accumulators and widened values fit the registers (3 with
@@ -400,30 +415,6 @@ void kv_axpy_rows_multi(const float* w, int64_t w_stride, int n_q, const uint8_t
                                 y_stride);
 }
 
-// NQ rows of axpy_rows_gathered, each y[q] += sum_j w[q][j] * v_j: the group's four
-// vectors of each value row loaded once for all NQ, every output element its own FMA chain
-// over j in order (kv_axpy_rows_group's, so the same bits). n is a multiple of 4 * kWidth.
-template <class V, int NQ>
-void axpy_rows_gathered_group(const float* const* w, float* const* y, const float* v,
-                              int64_t v_stride, int64_t count, int64_t n) {
-  constexpr int kW = V::kWidth;
-  for (int64_t i = 0; i < n; i += 4 * kW) {
-    typename V::Vec acc[NQ][4];
-    for (int q = 0; q < NQ; ++q)
-      for (int c = 0; c < 4; ++c) acc[q][c] = V::load(y[q] + i + c * kW);
-    for (int64_t j = 0; j < count; ++j) {
-      typename V::Vec x[4];
-      for (int c = 0; c < 4; ++c) x[c] = V::load(v + j * v_stride + i + c * kW);
-      for (int q = 0; q < NQ; ++q) {
-        const typename V::Vec wq = V::broadcast(w[q] + j);
-        for (int c = 0; c < 4; ++c) acc[q][c] = V::fma(wq, x[c], acc[q][c]);
-      }
-    }
-    for (int q = 0; q < NQ; ++q)
-      for (int c = 0; c < 4; ++c) V::store(y[q] + i + c * kW, acc[q][c]);
-  }
-}
-
 // kernels.h's axpy_rows_gathered: rows in groups whose accumulators and value vectors fit
 // the registers (6 with 32 zmm: 24 sums and 4 values; 2 with 16 ymm), the rest fewer at a
 // time; a length the groups do not cover goes row by row through axpy_rows.
@@ -436,7 +427,8 @@ void axpy_rows_gathered(const float* const* w, float* const* y, int n_rows, cons
   }
   int q = 0;
   for (; q + NQ <= n_rows; q += NQ)
-    axpy_rows_gathered_group<V, NQ>(w + q, y + q, v, v_stride, count, n);
+    axpy_rows_group<V, F32Elements<V>, NQ>(w + q, y + q, reinterpret_cast<const uint8_t*>(v),
+                                           v_stride * 4, count, n);
   if constexpr (NQ > 1) {
     if (q < n_rows) axpy_rows_gathered<V, NQ - 1>(w + q, y + q, n_rows - q, v, v_stride, count, n);
   }
