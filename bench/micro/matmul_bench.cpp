@@ -264,6 +264,9 @@ void quant_args(benchmark::internal::Benchmark* b) {
   // The batch kernels' own speed, the matrix in L2 (batches are compute-bound, so these
   // move with the kernel and not with the memory a shared machine lends).
   b->Args({4, 2, 1, 2048})->Args({8, 2, 1, 2048})->Args({32, 2, 1, 2048});
+  // The same on one thread (the whole matrix in its L2): the kernel without the pool's
+  // hand-offs, the steadiest figure a shared machine gives for a kernel change.
+  b->Args({8, 1, 1, 2048})->Args({32, 1, 1, 2048});
 }
 void legacy_quant_args(benchmark::internal::Benchmark* b) {
   quant_args(b);

@@ -12,7 +12,7 @@ namespace tandem::kernels::detail {
 namespace {
 
 // How a block's field moves into a record: as sixteen halves, as words of sixteen rows, or
-// (Q5_0's qh) as the rows' bits of each step side by side.
+// (Q5_0's and Q5_1's qh) as the rows' bits of each step side by side.
 enum class Move : uint8_t { kHalves, kWords, kFifthBits };
 struct Field {
   Move move;
@@ -23,7 +23,7 @@ struct Layout {
   size_t block_bytes;
   int64_t block_values;
   int n_fields;
-  Field fields[3];
+  Field fields[4];
 };
 
 Layout layout_of(QuantKind kind) {
@@ -36,6 +36,27 @@ Layout layout_of(QuantKind kind) {
               {{Move::kHalves, offsetof(BlockQ5_0, d), 2},
                {Move::kFifthBits, offsetof(BlockQ5_0, qh), 4},
                {Move::kWords, offsetof(BlockQ5_0, qs), 16}}};
+    case QuantKind::kQ5_1:
+      return {sizeof(BlockQ5_1),
+              32,
+              4,
+              {{Move::kHalves, offsetof(BlockQ5_1, d), 2},
+               {Move::kHalves, offsetof(BlockQ5_1, m), 2},
+               {Move::kFifthBits, offsetof(BlockQ5_1, qh), 4},
+               {Move::kWords, offsetof(BlockQ5_1, qs), 16}}};
+    case QuantKind::kQ4_1:
+      return {sizeof(BlockQ4_1),
+              32,
+              3,
+              {{Move::kHalves, offsetof(BlockQ4_1, d), 2},
+               {Move::kHalves, offsetof(BlockQ4_1, m), 2},
+               {Move::kWords, offsetof(BlockQ4_1, qs), 16}}};
+    case QuantKind::kIq4Nl:
+      return {sizeof(BlockIq4Nl),
+              32,
+              2,
+              {{Move::kHalves, offsetof(BlockIq4Nl, d), 2},
+               {Move::kWords, offsetof(BlockIq4Nl, qs), 16}}};
     case QuantKind::kQ2_K:
       return {sizeof(BlockQ2_K),
               256,
@@ -138,10 +159,11 @@ void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> b
 
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
   const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
-  const bool super = kind == QuantKind::kQ2_K || kind == QuantKind::kQ3_K ||
-                     kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K ||
-                     kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs;
-  return (legacy || (super && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
+  const bool wide =
+      kind == QuantKind::kQ2_K || kind == QuantKind::kQ3_K || kind == QuantKind::kQ4_K ||
+      kind == QuantKind::kQ5_K || kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs ||
+      kind == QuantKind::kQ4_1 || kind == QuantKind::kQ5_1 || kind == QuantKind::kIq4Nl;
+  return (legacy || (wide && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 
 void interleave_rows(QuantKind kind, const uint8_t* rows, int64_t n_out, int64_t n_in,

@@ -1,6 +1,6 @@
 // Weights interleaved by sixteen rows: the layout the interleaved vector kernels read
-// (quant_interleaved.h for Q4_0 and Q5_0, quant_interleaved_k.h for the K-quants and IQ4_XS), which
-// keeps one weight row per 32-bit lane, as the lane form keeps one activation row per lane
+// (quant_interleaved.h for the blocks of 32, quant_interleaved_k.h for the K-quants and IQ4_XS),
+// which keeps one weight row per 32-bit lane, as the lane form keeps one activation row per lane
 // (quant_lanes.h).
 //
 // Why: a GGUF row keeps each block's quants together, so a kernel that reads rows as stored
@@ -21,12 +21,12 @@
 // A record transposes the block's fields, in the order layout_of lists them:
 //   a 2-byte field (an F16 scale): sixteen halves, row r's at word r;
 //   a run of 4-byte words: each word w becomes 64 bytes, row r's copy at bytes 4r .. 4r + 3.
-//   So for Q4_0 and Q5_0 the quants' vector u holds every row's qs[4u .. 4u + 3], whose low
+//   So for the blocks of 32 the quants' vector u holds every row's qs[4u .. 4u + 3], whose low
 //   nibbles are quants 4u .. 4u + 3 and whose high ones 16 + 4u .. 16 + 4u + 3; for Q4_K
 //   vector w of the qs holds qs[4w ..], and so on;
-//   Q5_0's qh, the one field not moved as words: eight 64-bit words, one per step v (quants
-//   4v .. 4v + 3 of every row): bits 4r .. 4r + 3 of word v are bits 4v .. 4v + 3 of row r's
-//   qh.
+//   Q5_0's and Q5_1's qh, the one field not moved as words: eight 64-bit words, one per step v
+//   (quants 4v .. 4v + 3 of every row): bits 4r .. 4r + 3 of word v are bits 4v .. 4v + 3 of
+//   row r's qh.
 // The quants and scales are the GGUF block's, only moved: every form computes the same
 // integers and float steps from them (quant_matmul.h), and deinterleave_row gives the
 // portable form its rows back.
@@ -43,16 +43,9 @@ enum class QuantKind : uint8_t;  // quant_matmul.h, which includes this header
 
 inline constexpr int64_t kInterleaveRows = 16;
 
-// Where a Q4_0 or Q5_0 record's fields start, and what its unsigned quants exceed the real
-// ones by: the one place that layout is spelled for the kernels.
-struct InterleavedRecord {
-  size_t bytes, qh, qs;
-  int offset;
-};
-constexpr InterleavedRecord interleaved_record(bool fifth_bit) {
-  return fifth_bit ? InterleavedRecord{kInterleaveRows * sizeof(gguf::BlockQ5_0), 32, 96, 16}
-                   : InterleavedRecord{kInterleaveRows * sizeof(gguf::BlockQ4_0), 0, 32, 8};
-}
+// The legacy types' records (blocks of 32: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) are spelled for the
+// kernels by interleaved_record (quant_interleaved.h): d's halves, then m's (Q4_1, Q5_1), then
+// the fifth bits (Q5_0, Q5_1), then the qs' four words.
 
 // Q2_K's record, the block's order: the scales' 4 words, the qs' 16, then d and dmin.
 struct Q2KRecord {
@@ -93,10 +86,10 @@ static_assert(Q5KRecord::kQs + 64 * 32 == Q5KRecord::kBytes);
 static_assert(Q6KRecord::kD + 32 == Q6KRecord::kBytes);
 
 // Whether weights of `kind` with n_out rows are stored interleaved. Q4_0 and Q5_0 have an
-// interleaved kernel in every vector form; the K-quants and IQ4_XS only in the 512-bit VNNI
-// one
-// (`wide_vnni`: the kernels in use have it), so elsewhere they stay as stored, where the
-// AVX2 forms read them faster than the portable form reads them put back.
+// interleaved kernel in every vector form; the other types (K-quants, IQ4_XS, Q4_1, Q5_1,
+// IQ4_NL) only in the 512-bit VNNI one (`wide_vnni`: the kernels in use have it), so
+// elsewhere they stay as stored, where the AVX2 forms read them faster than the portable
+// form reads them put back.
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni);
 
 // n_out GGUF rows (n_in values each) at `rows` to the interleaved layout at `out` (the same

@@ -1,10 +1,12 @@
-// The vector kernel for Q4_0 and Q5_0 weights interleaved by sixteen rows
-// (quant_interleave.h), shared by avx512/quant_matmul.cpp (512-bit vpdpbusd, one group of
-// sixteen rows per vector) and avx2/quant_matmul.cpp (256-bit vpmaddubsw, the group in two
-// halves of eight). Each lane holds one weight row, so a step of four quants adds four
-// products to every row's block sum at once, with the four activations broadcast; the
-// block's sums come out one row per lane, and its float steps run lane-wide:
-//   sum - offset * the activations' block sum (exact), then (d * xd) * float(sum), added to
+// The vector kernel for weights in blocks of 32 interleaved by sixteen rows
+// (quant_interleave.h): Q4_0 and Q5_0 in avx512/quant_matmul.cpp (512-bit vpdpbusd, one
+// group of sixteen rows per vector) and avx2/quant_matmul.cpp (256-bit vpmaddubsw, the group
+// in two halves of eight); Q4_1, Q5_1 and IQ4_NL in the 512-bit form alone. Each lane holds
+// one weight row, so a step of four quants adds four products to every row's block sum at
+// once, with the four activations broadcast; the block's sums come out one row per lane, and
+// its float steps run lane-wide:
+//   sum - offset * the activations' block sum (exact), then (d * xd) * float(sum), plus
+//   m * the activations' s where the type has a min (Q4_1, Q5_1, against Q8_1), added to
 //   the row's running float in block order,
 // finish_legacy's operations in its order (quant_matmul.h), so every row gets the portable
 // form's bits whatever the ISA and the batch. Activation rows go in groups of up to
@@ -26,6 +28,46 @@
 namespace tandem::kernels::detail {
 namespace {
 
+// Where a legacy record's fields start (quant_interleave.h: d's sixteen halves, m's where
+// the type has a min, the fifth bits, the qs' four words), and how its quants become
+// vpdpbusd's unsigned operand: the nibbles (with the fifth bit), or for IQ4_NL its table's
+// values plus 128 looked up by them, exceed the real quants by `offset`, which the kernel
+// takes back exactly as offset * the activations' block sum.
+struct InterleavedRecord {
+  size_t bytes, m, qh, qs;
+  int offset;
+  bool min, fifth_bit, table;
+};
+constexpr InterleavedRecord interleaved_record(QuantKind kind) {
+  constexpr size_t n = kInterleaveRows;
+  switch (kind) {
+    case QuantKind::kQ4_1:
+      return {n * sizeof(gguf::BlockQ4_1), 32, 0, 64, 0, true, false, false};
+    case QuantKind::kQ5_0:
+      return {n * sizeof(gguf::BlockQ5_0), 0, 32, 96, 16, false, true, false};
+    case QuantKind::kQ5_1:
+      return {n * sizeof(gguf::BlockQ5_1), 32, 64, 128, 0, true, true, false};
+    case QuantKind::kIq4Nl:
+      return {n * sizeof(gguf::BlockIq4Nl), 0, 0, 32, 128, false, false, true};
+    default:  // Q4_0
+      return {n * sizeof(gguf::BlockQ4_0), 0, 0, 32, 8, false, false, false};
+  }
+}
+static_assert(interleaved_record(QuantKind::kQ5_1).qs + 4 * 64 ==
+              interleaved_record(QuantKind::kQ5_1).bytes);
+static_assert(interleaved_record(QuantKind::kIq4Nl).qs + 4 * 64 ==
+              interleaved_record(QuantKind::kIq4Nl).bytes);
+
+// The sixteen IQ4_NL values plus 128 (so unsigned), in every 128-bit lane, for vpshufb. A
+// template only so that the 256-bit translation units, which include this header, never
+// compile a 512-bit return.
+template <class V = __m512i>
+TANDEM_QUANT_INLINE V iq4_unsigned_table() {
+  alignas(16) uint8_t t[16];
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(gguf::kIq4NlValues[i] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
 // Bytes ahead that a group's records are prefetched (a decode step streams the weights).
 constexpr int64_t kInterleavedPrefetch = 4096;
 
@@ -34,15 +76,17 @@ inline int32_t four_bytes(const int8_t* p) {
   return static_cast<int32_t>(load_u32(reinterpret_cast<const uint8_t*>(p)));
 }
 
-// Activation row m's quants, scales and block sums (row-major ActRows).
+// Activation row m's quants, scales and block sums, and Q8_1's s (null for Q8_0) (row-major
+// ActRows).
 struct ActRow {
   const int8_t* q;
   const float* d;
   const int32_t* qsum;
+  const float* s;
 };
 inline ActRow act_row(const ActRows& x, int64_t m) {
   const int64_t nb = x.n_in / 32;
-  return {x.q + m * x.n_in, x.d + m * nb, x.qsum + m * nb};
+  return {x.q + m * x.n_in, x.d + m * nb, x.qsum + m * nb, x.s ? x.s + m * nb : nullptr};
 }
 
 // Prefetches one record's lines kInterleavedPrefetch bytes ahead, non-temporal: a decode
@@ -58,15 +102,17 @@ TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
 
 // 512-bit (S::kWide): out[m][r] = weight row r of the group (at `group`) dotted with
 // activation row m0 + m, every m < R.
-template <class S, bool kFifthBit, int R>
+template <class S, QuantKind K, int R>
 void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
-  constexpr InterleavedRecord I = interleaved_record(kFifthBit);
+  constexpr InterleavedRecord I = interleaved_record(K);
   const int64_t nb = x.n_in / 32;
   ActRow act[R];
   for (int m = 0; m < R; ++m) act[m] = act_row(x, m0 + m);
   __m512 acc[R];
   for (int m = 0; m < R; ++m) acc[m] = _mm512_setzero_ps();
   const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512i table = _mm512_setzero_si512();
+  if constexpr (I.table) table = iq4_unsigned_table();
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I.bytes;
     prefetch_record<I.bytes>(rec);
@@ -76,14 +122,20 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
       q[u] = _mm512_and_si512(v, low);
       q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
     }
-    if constexpr (kFifthBit) {
+    if constexpr (I.fifth_bit) {
       for (int v = 0; v < 8; ++v) {
         uint64_t bits;
         __builtin_memcpy(&bits, rec + I.qh + 8 * v, 8);
         q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
       }
     }
+    if constexpr (I.table) {
+      for (int v = 0; v < 8; ++v) q[v] = _mm512_shuffle_epi8(table, q[v]);
+    }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    __m512 dm = _mm512_setzero_ps();
+    if constexpr (I.min)
+      dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + I.m)));
     for (int m = 0; m < R; ++m) {
       const int8_t* xq = act[m].q + 32 * j;
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
@@ -91,10 +143,12 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
         s0 = _mm512_dpbusd_epi32(s0, q[v], _mm512_set1_epi32(four_bytes(xq + 4 * v)));
         s1 = _mm512_dpbusd_epi32(s1, q[v + 4], _mm512_set1_epi32(four_bytes(xq + 16 + 4 * v)));
       }
-      const __m512i sum =
-          _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(act[m].qsum[j] * I.offset));
-      const __m512 t =
+      __m512i sum = _mm512_add_epi32(s0, s1);
+      if constexpr (I.offset != 0)
+        sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(act[m].qsum[j] * I.offset));
+      __m512 t =
           _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(act[m].d[j])), _mm512_cvtepi32_ps(sum));
+      if constexpr (I.min) t = _mm512_add_ps(t, _mm512_mul_ps(dm, _mm512_set1_ps(act[m].s[j])));
       acc[m] = _mm512_add_ps(acc[m], t);
     }
   }
@@ -108,7 +162,8 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
 // 16; decoding again per few rows made a 32-row Q5_0 step 1.5x slower).
 template <class S, bool kFifthBit>
 void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, int h, float* out) {
-  constexpr InterleavedRecord I = interleaved_record(kFifthBit);
+  constexpr InterleavedRecord I =
+      interleaved_record(kFifthBit ? QuantKind::kQ5_0 : QuantKind::kQ4_0);
   const int64_t nb = x.n_in / 32;
   for (int64_t m = 0; m < n_rows; ++m) _mm256_storeu_ps(out + 16 * m + 8 * h, _mm256_setzero_ps());
   const __m256i low = _mm256_set1_epi8(0x0F);
@@ -148,16 +203,17 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
   }
 }
 
-// Q4_0 (kFifthBit false) and Q5_0 as interleaved_rows' G: the values a record holds per row,
-// its bytes, and its 512-bit kernel for R activation rows.
-template <bool kFifthBit>
+// A type in blocks of 32 as interleaved_rows' G: the values a record holds per row, its
+// bytes, and its 512-bit kernel for R activation rows (kFifth: Q5_0, for the 256-bit form,
+// which takes Q4_0 and Q5_0 alone).
+template <QuantKind K>
 struct LegacyGroup {
-  static constexpr bool kFifth = kFifthBit;
+  static constexpr bool kFifth = interleaved_record(K).fifth_bit;
   static constexpr int64_t kValues = 32;
-  static constexpr size_t kRecordBytes = interleaved_record(kFifthBit).bytes;
+  static constexpr size_t kRecordBytes = interleaved_record(K).bytes;
   template <class S, int R>
   static void run(const uint8_t* group, const ActRows& x, int64_t m0, float (*out)[16]) {
-    interleaved_group<S, kFifthBit, R>(group, x, m0, out);
+    interleaved_group<S, K, R>(group, x, m0, out);
   }
 };
 
@@ -203,13 +259,13 @@ void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
   }
 }
 
-// The legacy types' interleaved loop (quant_interleaved_k.h adds the K-quants and IQ4_XS for
-// VNNI).
+// Q4_0's and Q5_0's interleaved loop, every vector form's (quant_interleaved_k.h adds the
+// other types for VNNI).
 template <class S>
 void interleaved_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   if (a.kind == QuantKind::kQ5_0)
-    return interleaved_rows<S, LegacyGroup<true>>(a, out_begin, out_end);
-  interleaved_rows<S, LegacyGroup<false>>(a, out_begin, out_end);
+    return interleaved_rows<S, LegacyGroup<QuantKind::kQ5_0>>(a, out_begin, out_end);
+  interleaved_rows<S, LegacyGroup<QuantKind::kQ4_0>>(a, out_begin, out_end);
 }
 
 }  // namespace

@@ -485,13 +485,6 @@ struct Q3KInterleaved {
 
 // ---- IQ4_XS ---------------------------------------------------------------------------------
 
-// The sixteen IQ4_NL values plus 128 (so unsigned), in every 128-bit lane, for vpshufb.
-TANDEM_QUANT_INLINE __m512i iq4_unsigned_table() {
-  alignas(16) uint8_t t[16];
-  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(gguf::kIq4NlValues[i] + 128);
-  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
-}
-
 // Sub-block IB's scale of every row lane, less 32 (Iq4Xs::unpack): four bits at 4 * IB of
 // the scales_l word, two at 2 * IB of scales_h.
 template <int IB>
@@ -553,8 +546,8 @@ struct Iq4XsInterleaved {
   }
 };
 
-// The 512-bit VNNI form's interleaved loop: the K-quants here, the legacy types through
-// interleaved_loop.
+// The 512-bit VNNI form's interleaved loop: the K-quants here, the blocks of 32 through
+// LegacyGroup (quant_interleaved.h).
 template <class S>
 void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   switch (a.kind) {
@@ -570,6 +563,12 @@ void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t 
       return interleaved_rows<S, SuperGroup<Q6KInterleaved>>(a, out_begin, out_end);
     case QuantKind::kIq4Xs:
       return interleaved_rows<S, SuperGroup<Iq4XsInterleaved>>(a, out_begin, out_end);
+    case QuantKind::kQ4_1:
+      return interleaved_rows<S, LegacyGroup<QuantKind::kQ4_1>>(a, out_begin, out_end);
+    case QuantKind::kQ5_1:
+      return interleaved_rows<S, LegacyGroup<QuantKind::kQ5_1>>(a, out_begin, out_end);
+    case QuantKind::kIq4Nl:
+      return interleaved_rows<S, LegacyGroup<QuantKind::kIq4Nl>>(a, out_begin, out_end);
     default:
       return interleaved_loop<S>(a, out_begin, out_end);
   }

@@ -359,26 +359,26 @@ TEST(QuantMatmul, MatmulRowsAreBitIdenticalAcrossIsasBatchesAndThreads) {
   }
 }
 
-// Rows interleaved by sixteen (quant_interleave.h: Q4_0 and Q5_0 for every vector form, the
-// K-quants and IQ4_XS for VNNI): the layout gives every row's blocks back as stored, and
-// every form reading it (the portable one through those rows, the vector ones through their own
-// kernel, quant_interleaved.h and quant_interleaved_k.h, or AVX2 through the portable form for the
-// K-quants) gives the portable bits of the stored rows, for every batch and for ranges that
-// start and end inside a group of sixteen, on the blocks' extremes.
+// Rows interleaved by sixteen (quant_interleave.h: Q4_0 and Q5_0 for every vector form, every
+// other type for VNNI): the layout gives every row's blocks back as stored, and every form
+// reading it (the portable one through those rows, the vector ones through their own kernel,
+// quant_interleaved.h and quant_interleaved_k.h, or AVX2 through the portable form for the
+// VNNI-only types) gives the portable bits of the stored rows, for every batch (the 512-bit
+// kernel's row counts 1-8 and the runs of 8 after them) and for ranges that start and end
+// inside a group of sixteen, on the blocks' extremes.
 TEST(QuantMatmul, InterleavedRowsGiveTheStoredRowsBitsInEveryFormBatchAndRange) {
   auto loops = vector_loops();
   loops.push_back({"portable", detail::portable_quant_loop()});
   using detail::QuantKind;
   for (const TypeCase& c : type_cases()) {
-    const bool legacy = c.kind == QuantKind::kQ4_0 || c.kind == QuantKind::kQ5_0;
-    const bool super = gguf::block_elements(c.type) == 256;  // the K-quants and IQ4_XS
-    if (!legacy && !super) continue;
+    const bool every_form = c.kind == QuantKind::kQ4_0 || c.kind == QuantKind::kQ5_0;
+    const bool legacy = gguf::block_elements(c.type) == 32;
     const auto widths =
         legacy ? std::vector<int64_t>{32, 576, 2048} : std::vector<int64_t>{256, 1536};
     for (int64_t n_in : widths) {
       const int64_t n_out = 48;
       ASSERT_TRUE(detail::interleaves(c.kind, n_out, true));
-      ASSERT_EQ(legacy, detail::interleaves(c.kind, n_out, false));
+      ASSERT_EQ(every_form, detail::interleaves(c.kind, n_out, false));
       ASSERT_FALSE(detail::interleaves(c.kind, n_out + 4, true));
       const auto w = extreme_rows(c, n_out, n_in, 5 + static_cast<uint32_t>(n_in));
       std::vector<uint8_t> inter(w.size());
@@ -390,8 +390,7 @@ TEST(QuantMatmul, InterleavedRowsGiveTheStoredRowsBitsInEveryFormBatchAndRange) 
         ASSERT_EQ(0, std::memcmp(row.data(), w.data() + o * row_bytes, row_bytes))
             << name_of(c) << " n_in " << n_in << " row " << o;
       }
-      for (int64_t n_rows :
-           {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{8}, int64_t{9}, int64_t{17}}) {
+      for (int64_t n_rows = 1; n_rows <= 17; n_rows += n_rows < 9 ? 1 : 8) {
         const auto x = extreme_activations(n_rows, n_in, 13 + static_cast<uint32_t>(n_rows));
         detail::QuantizedActivations act;
         detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
