@@ -24,8 +24,10 @@ namespace tandem::kernels::detail {
 
 inline constexpr int kPanel = 64;
 
-enum class PackedType { kF32, kF16, kBf16Pairs, kQ8_0 };
-inline constexpr int kPackedTypeCount = 4;
+// Q8_0, like every quantized type, is not a panel type: its rows stay in GGUF blocks for the
+// integer path (quant_matmul.h).
+enum class PackedType { kF32, kF16, kBf16Pairs };
+inline constexpr int kPackedTypeCount = 3;
 
 // One matmul call, as the per-ISA panel loops see it.
 struct MatmulArgs {

@@ -123,8 +123,6 @@ size_t panel_bytes_for(PackedType type, int64_t n_in) {
       return static_cast<size_t>(n_in) * kPanel * 2;
     case PackedType::kBf16Pairs:
       return static_cast<size_t>((n_in + 1) / 2) * kPanel * 4;
-    case PackedType::kQ8_0:
-      return static_cast<size_t>(n_in / gguf::kQ8_0BlockSize) * (kPanel * 4 + 32 * kPanel);
   }
   return 0;
 }
@@ -172,6 +170,8 @@ std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
       return QuantKind::kIq4Nl;
     case gguf::TensorType::kIQ4_XS:
       return QuantKind::kIq4Xs;
+    case gguf::TensorType::kQ8_0:
+      return QuantKind::kQ8_0;
     default:
       return std::nullopt;
   }
@@ -196,17 +196,15 @@ detail::ActFormat act_format_of(QuantKind kind) {
   }
 }
 
-// F16, BF16 (in pairs of k) and Q8_0 are packed as they are stored, and so are the types
-// quant_kind_of names (as GGUF rows). Anything else, and a mix of types, is widened exactly
-// to F32 (gguf::dequantize_row), so it runs correctly if not fast.
+// F16 and BF16 (in pairs of k) are packed as they are stored, and so are the types
+// quant_kind_of names (as GGUF rows, Q8_0 among them). Anything else, and a mix of types, is
+// widened exactly to F32 (gguf::dequantize_row), so it runs correctly if not fast.
 PackedType packed_type_of(gguf::TensorType type) {
   switch (type) {
     case gguf::TensorType::kF16:
       return PackedType::kF16;
     case gguf::TensorType::kBF16:
       return PackedType::kBf16Pairs;
-    case gguf::TensorType::kQ8_0:
-      return PackedType::kQ8_0;
     default:
       return PackedType::kF32;
   }
@@ -403,20 +401,6 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
             // F16 here holds only BF16 values (f16_values_are_bf16): converted exactly.
             if (s.type == gguf::TensorType::kF16) v = bfloat_from_float(float_from_half(v));
             dst[(k / 2) * 2 * kPanel + lane * 2 + (k & 1)] = v;
-          }
-          break;
-        }
-        case PackedType::kQ8_0: {
-          constexpr size_t kBlockBytes = kPanel * 4 + 32 * kPanel;
-          for (int64_t b = 0; b < n_in / gguf::kQ8_0BlockSize; ++b) {
-            gguf::BlockQ8_0 block;
-            std::memcpy(&block, src + b * sizeof(gguf::BlockQ8_0), sizeof(block));
-            uint8_t* dst = panel + b * kBlockBytes;
-            const float scale = float_from_half(block.scale_f16);
-            std::memcpy(dst + lane * 4, &scale, 4);
-            for (int j = 0; j < gguf::kQ8_0BlockSize; ++j) {
-              dst[kPanel * 4 + j * kPanel + lane] = static_cast<uint8_t>(block.qs[j]);
-            }
           }
           break;
         }

@@ -43,12 +43,12 @@ struct WeightSource {
 // different types (llama-quantize's mixes give some layers' attn_v its own type) are
 // packed a run of one type at a time, each in its own form, and multiplied one after
 // another.
-// Precision: F32, F16 and Q8_0 weights multiply F32 activations exactly as F32 FMAs
-// would (F16 and Q8_0 are widened in registers). BF16 weights may round activations
-// to BF16 and use the CPU's BF16 dot products (AVX512-BF16), accumulating in F32.
-// Q4_0/1, Q5_0/1, Q2_K-Q6_K, IQ4_NL and IQ4_XS stay in their GGUF blocks and multiply
-// activations quantized per row as llama.cpp quantizes them (Q8_0, Q8_1 or Q8_K), with
-// integer dot products per block: llama.cpp's arithmetic, the same bits on every ISA.
+// Precision: F32 and F16 weights multiply F32 activations exactly as F32 FMAs would (F16
+// is widened in registers). BF16 weights may round activations to BF16 and use the CPU's
+// BF16 dot products (AVX512-BF16), accumulating in F32. Q4_0/1, Q5_0/1, Q8_0, Q2_K-Q6_K,
+// IQ4_NL and IQ4_XS stay in their GGUF blocks and multiply activations quantized per row
+// as llama.cpp quantizes them (Q8_0, Q8_1 or Q8_K), with integer dot products per block:
+// llama.cpp's arithmetic, the same bits on every ISA.
 class PackedWeights {
  public:
   static PackedWeights pack(std::span<const WeightSource> sources);
@@ -64,7 +64,7 @@ class PackedWeights {
   size_t bytes() const;  // memory the packed form takes
   // The instruction the matmul's inner loop runs on this CPU (its peak bounds the speed):
   // BF16 dot for BF16 weights on AVX512-BF16, int8 dot for the quantized path with VNNI,
-  // F32 FMA otherwise (F32, F16, Q8_0 and widened weights).
+  // F32 FMA otherwise (F32, F16 and widened weights).
   Peak peak() const;
   struct Impl;
   const Impl& impl() const { return *impl_; }

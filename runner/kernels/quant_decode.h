@@ -136,6 +136,27 @@ using VQ5_0 = Legacy<gguf::BlockQ5_0, 16, false, true, false>;
 using VQ5_1 = Legacy<gguf::BlockQ5_1, 0, true, true, false>;
 using VIq4Nl = Legacy<gguf::BlockIq4Nl, 0, false, false, true>;
 
+// Q8_0: the block's 32 signed bytes are its quants, in order (gguf::BlockQ8_0's layout, its
+// scale named d as the loops read it).
+struct Q8_0Block {
+  uint16_t d;
+  int8_t qs[32];
+};
+static_assert(sizeof(Q8_0Block) == sizeof(gguf::BlockQ8_0));
+struct VQ8_0 {
+  static constexpr bool kSuper = false, kSigned = true, kHasMin = false, kBias = false;
+  static constexpr int kOffset = 0;
+  using B = Q8_0Block;
+  template <class S>
+  static __m256i quants(const B& b) {
+    return load32(b.qs);
+  }
+  template <class S>
+  static __m512i quant_pair(const B& b0, const B& b1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load32(b0.qs)), load32(b1.qs), 1);
+  }
+};
+
 // Q2_K: value 32 * s + l of each 128 is bits 2s..2s+1 of qs[l]; scale and min per 16.
 struct VQ2_K {
   static constexpr bool kSuper = true, kSigned = false, kMins = true, kBias = true;

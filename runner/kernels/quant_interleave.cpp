@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "runner/gguf/gguf.h"
 #include "runner/gguf/quant.h"
 #include "runner/kernels/quant_matmul.h"
 
@@ -51,6 +52,12 @@ Layout layout_of(QuantKind kind) {
               {{Move::kHalves, offsetof(BlockQ4_1, d), 2},
                {Move::kHalves, offsetof(BlockQ4_1, m), 2},
                {Move::kWords, offsetof(BlockQ4_1, qs), 16}}};
+    case QuantKind::kQ8_0:
+      return {sizeof(BlockQ8_0),
+              32,
+              2,
+              {{Move::kHalves, offsetof(BlockQ8_0, scale_f16), 2},
+               {Move::kWords, offsetof(BlockQ8_0, qs), 32}}};
     case QuantKind::kIq4Nl:
       return {sizeof(BlockIq4Nl),
               32,
@@ -159,10 +166,11 @@ void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> b
 
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
   const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
-  const bool wide =
-      kind == QuantKind::kQ2_K || kind == QuantKind::kQ3_K || kind == QuantKind::kQ4_K ||
-      kind == QuantKind::kQ5_K || kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs ||
-      kind == QuantKind::kQ4_1 || kind == QuantKind::kQ5_1 || kind == QuantKind::kIq4Nl;
+  const bool wide = kind == QuantKind::kQ2_K || kind == QuantKind::kQ3_K ||
+                    kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K ||
+                    kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs ||
+                    kind == QuantKind::kQ4_1 || kind == QuantKind::kQ5_1 ||
+                    kind == QuantKind::kIq4Nl || kind == QuantKind::kQ8_0;
   return (legacy || (wide && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 

@@ -29,34 +29,39 @@ namespace tandem::kernels::detail {
 namespace {
 
 // Where a legacy record's fields start (quant_interleave.h: d's sixteen halves, m's where
-// the type has a min, the fifth bits, the qs' four words), and how its quants become
-// vpdpbusd's unsigned operand: the nibbles (with the fifth bit), or for IQ4_NL its table's
-// values plus 128 looked up by them, exceed the real quants by `offset`, which the kernel
-// takes back exactly as offset * the activations' block sum.
+// the type has a min, the fifth bits, the qs' four words, or Q8_0's eight), and how its
+// quants become vpdpbusd's unsigned operand: the nibbles (with the fifth bit), IQ4_NL's
+// table values plus 128 looked up by them, or Q8_0's bytes plus 128 (`bytes_q`: each word is
+// four quants, not eight nibbles) exceed the real quants by `offset`, which the kernel takes
+// back exactly as offset * the activations' block sum.
 struct InterleavedRecord {
   size_t bytes, m, qh, qs;
   int offset;
-  bool min, fifth_bit, table;
+  bool min, fifth_bit, table, bytes_q;
 };
 constexpr InterleavedRecord interleaved_record(QuantKind kind) {
   constexpr size_t n = kInterleaveRows;
   switch (kind) {
     case QuantKind::kQ4_1:
-      return {n * sizeof(gguf::BlockQ4_1), 32, 0, 64, 0, true, false, false};
+      return {n * sizeof(gguf::BlockQ4_1), 32, 0, 64, 0, true, false, false, false};
     case QuantKind::kQ5_0:
-      return {n * sizeof(gguf::BlockQ5_0), 0, 32, 96, 16, false, true, false};
+      return {n * sizeof(gguf::BlockQ5_0), 0, 32, 96, 16, false, true, false, false};
     case QuantKind::kQ5_1:
-      return {n * sizeof(gguf::BlockQ5_1), 32, 64, 128, 0, true, true, false};
+      return {n * sizeof(gguf::BlockQ5_1), 32, 64, 128, 0, true, true, false, false};
     case QuantKind::kIq4Nl:
-      return {n * sizeof(gguf::BlockIq4Nl), 0, 0, 32, 128, false, false, true};
+      return {n * sizeof(gguf::BlockIq4Nl), 0, 0, 32, 128, false, false, true, false};
+    case QuantKind::kQ8_0:
+      return {n * sizeof(gguf::BlockQ8_0), 0, 0, 32, 128, false, false, false, true};
     default:  // Q4_0
-      return {n * sizeof(gguf::BlockQ4_0), 0, 0, 32, 8, false, false, false};
+      return {n * sizeof(gguf::BlockQ4_0), 0, 0, 32, 8, false, false, false, false};
   }
 }
 static_assert(interleaved_record(QuantKind::kQ5_1).qs + 4 * 64 ==
               interleaved_record(QuantKind::kQ5_1).bytes);
 static_assert(interleaved_record(QuantKind::kIq4Nl).qs + 4 * 64 ==
               interleaved_record(QuantKind::kIq4Nl).bytes);
+static_assert(interleaved_record(QuantKind::kQ8_0).qs + 8 * 64 ==
+              interleaved_record(QuantKind::kQ8_0).bytes);
 
 // The sixteen IQ4_NL values plus 128 (so unsigned), in every 128-bit lane, for vpshufb. A
 // template only so that the 256-bit translation units, which include this header, never
@@ -117,10 +122,15 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
     const uint8_t* rec = group + j * I.bytes;
     prefetch_record<I.bytes>(rec);
     __m512i q[8];  // step v: quants 4v .. 4v + 3 of every row
-    for (int u = 0; u < 4; ++u) {
-      const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
-      q[u] = _mm512_and_si512(v, low);
-      q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    if constexpr (I.bytes_q) {
+      for (int v = 0; v < 8; ++v)
+        q[v] = _mm512_xor_si512(_mm512_loadu_si512(rec + I.qs + 64 * v), _mm512_set1_epi8(-128));
+    } else {
+      for (int u = 0; u < 4; ++u) {
+        const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
+        q[u] = _mm512_and_si512(v, low);
+        q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+      }
     }
     if constexpr (I.fifth_bit) {
       for (int v = 0; v < 8; ++v) {

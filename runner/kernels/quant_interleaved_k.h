@@ -569,6 +569,8 @@ void interleaved_wide_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t 
       return interleaved_rows<S, LegacyGroup<QuantKind::kQ5_1>>(a, out_begin, out_end);
     case QuantKind::kIq4Nl:
       return interleaved_rows<S, LegacyGroup<QuantKind::kIq4Nl>>(a, out_begin, out_end);
+    case QuantKind::kQ8_0:
+      return interleaved_rows<S, LegacyGroup<QuantKind::kQ8_0>>(a, out_begin, out_end);
     default:
       return interleaved_loop<S>(a, out_begin, out_end);
   }

@@ -9,7 +9,8 @@
 // How one output y[m][o] is computed, whatever the form and whatever the number of rows:
 //  1. weight row o, kept in its GGUF blocks, is unpacked to one int8 per weight (the block's
 //     quant as ggml's integer dot products see it: Q4_0 nibble - 8, Q4_K nibble, Q6_K six
-//     bits - 32, IQ4 the table's value, ...) and its scales decoded (RowScales);
+//     bits - 32, IQ4 the table's value, Q8_0 the byte itself, ...) and its scales decoded
+//     (RowScales);
 //  2. activation row m was quantized (quantize_q8.h) to Q8_0, Q8_1 or Q8_K, as ggml does;
 //  3. group_sums gives the integer dot of every 16 values;
 //  4. the block's integer scales combine those sums exactly (int32), and per block the float
@@ -46,7 +47,8 @@ enum class QuantKind : uint8_t {
   kQ5_K,
   kQ6_K,
   kIq4Nl,
-  kIq4Xs
+  kIq4Xs,
+  kQ8_0
 };
 
 struct QuantMatmulArgs {
@@ -286,6 +288,17 @@ struct Iq4Nl {
   }
 };
 
+struct Q8_0 {
+  static constexpr bool kSuper = false;
+  static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
+    const auto* b = blocks_of<gguf::BlockQ8_0>(row);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      __builtin_memcpy(q + 32 * i, b[i].qs, 32);
+      r.d[i] = half(b[i].scale_f16);
+    }
+  }
+};
+
 struct Q2_K {
   static constexpr bool kSuper = true;
   static void unpack(const uint8_t* row, int64_t n, int8_t* q, const RowScales& r) {
@@ -507,6 +520,8 @@ void quant_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
       return quant_rows<S, Iq4Nl>(a, out_begin, out_end);
     case QuantKind::kIq4Xs:
       return quant_rows<S, Iq4Xs>(a, out_begin, out_end);
+    case QuantKind::kQ8_0:
+      return quant_rows<S, Q8_0>(a, out_begin, out_end);
   }
 }
 

@@ -38,10 +38,14 @@ TANDEM_QUANT_INLINE void four_rows_legacy_span(const uint8_t* const (&rows)[4], 
     if constexpr (WideSteps<S>) {
       __m512i w[4];
       wide_legacy_quants<S, T>(b, count, w);
-      __m512i words[3];
-      span_words<S>(b, count, words);
-      d = span_halves<S, B, offsetof(B, d)>(words, count);
-      if constexpr (T::kHasMin) dm = span_halves<S, B, offsetof(B, m)>(words, count);
+      if constexpr (sizeof(B) * 8 <= 192) {
+        __m512i words[3];
+        span_words<S>(b, count, words);
+        d = span_halves<S, B, offsetof(B, d)>(words, count);
+        if constexpr (T::kHasMin) dm = span_halves<S, B, offsetof(B, m)>(words, count);
+      } else {  // Q8_0: eight blocks are more than three vectors' words
+        d = block_halves(b, count, offsetof(B, d));
+      }
       for (int m = 0; m < R; ++m) {
         const int8_t* xq = x.q + m * x.n_in + span * kSpan;
         t[m][r] = legacy_terms<T>(wide_legacy_sums<S, T>(w, count, xq), count, d, dm, x,

@@ -71,6 +71,8 @@ void with_vector_type(QuantKind kind, F&& f) {
       return f.template operator()<VIq4Nl>();
     case QuantKind::kIq4Xs:
       return f.template operator()<VIq4Xs>();
+    case QuantKind::kQ8_0:
+      return f.template operator()<VQ8_0>();
   }
 }
 

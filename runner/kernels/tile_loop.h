@@ -12,7 +12,8 @@
 //   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
 //   store(float*, Vec)
 //   load(const float*), load(const uint16_t*): kWidth F32 or F16 (IEEE half) weights
-//   load_q8(const int8_t*, Vec scale): kWidth Q8_0 weights as scale * q, rounded once
+//   load_q8(const int8_t*, Vec scale): kWidth Q8_0 values as scale * q, rounded once (the
+//                          KV cache's Q8_0 blocks, vector_loops.h)
 // So a new packed type is a k loop here and a load per ISA, not a loop per ISA.
 //
 // Each output has one accumulator lane that adds x[k] * w[k] for k = 0, 1, ... in order,
@@ -165,44 +166,6 @@ struct Bf16WidenTile : TileShape<V, 5> {
       fma_rows<V, R>(acc, w, x + 2 * kp + 1, a.n_in);
     };
     stream<V, uint32_t, R>(panel + u0 * kUnitBytes, col, u1 - u0, far, pair);
-  }
-};
-
-// Q8_0 blocks of 32 k, { float scale[64]; int8_t q[32][64]; }: each weight is widened to
-// exactly the F32 value dequantize_row gives (scale * q, one rounding) and used as such.
-template <class V>
-struct Q8_0Tile : TileShape<V, 5> {
-  static constexpr int kBlock = 32;
-  static constexpr int64_t kBlockBytes = kPanel * 4 + kBlock * kPanel;
-  static int64_t units(const MatmulArgs& a) { return a.n_in / kBlock; }
-  static constexpr int64_t kUnitBytes = kBlockBytes;
-  static constexpr int64_t kStepsPerUnit = kBlock;
-  template <int R>
-  [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
-                                            const uint8_t* panel, int64_t row0, int col, int64_t u0,
-                                            int64_t u1, const FarPrefetch& far) {
-    const float* x = a.x + row0 * a.n_in;
-    for (int64_t b = u0; b < u1; ++b) {
-      const uint8_t* block = panel + b * kBlockBytes;
-      const float* scales = reinterpret_cast<const float*>(block) + col;
-      typename V::Vec s[kTileVecs<V, R>];
-      for (int v = 0; v < kTileVecs<V, R>; ++v) s[v] = V::load(scales + v * V::kWidth);
-      const uint8_t* q = block + kPanel * 4;
-      // The far stream's share of this block at its start, a prefetch a line: per step of
-      // k it is a few bytes, and a prefetch per step asked for each line about 7 times.
-      if (far.base != nullptr) {
-        const char* block_far = far.base + (b - u0) * kBlock * far.bytes_per_step;
-        for (int64_t o = 0; o < kBlock * far.bytes_per_step; o += 64)
-          __builtin_prefetch(block_far + o, 0, 2);
-      }
-      stream<V, int8_t, R>(q, col, kBlock, FarPrefetch{},
-                           [&](int64_t j, const int8_t* qj) TANDEM_STEP_INLINE {
-                             typename V::Vec w[kTileVecs<V, R>];
-                             for (int v = 0; v < kTileVecs<V, R>; ++v)
-                               w[v] = V::load_q8(qj + v * V::kWidth, s[v]);
-                             fma_rows<V, R>(acc, w, x + b * kBlock + j, a.n_in);
-                           });
-    }
   }
 };
 

@@ -476,8 +476,7 @@ using ToBf16Pairs = void (*)(const float* x, int64_t n_rows, int64_t n_in, uint3
 template <class V, class Bf16Tile = Bf16WidenTile<V>>
 constexpr IsaKernels make_kernels(DotRows dot_rows, KvDotTable kv_dot,
                                   ToBf16Pairs to_bf16_pairs = nullptr) {
-  IsaKernels k{{&panel_loop<F32Tile<V>>, &panel_loop<F16Tile<V>>, &panel_loop<Bf16Tile>,
-                &panel_loop<Q8_0Tile<V>>},
+  IsaKernels k{{&panel_loop<F32Tile<V>>, &panel_loop<F16Tile<V>>, &panel_loop<Bf16Tile>},
                to_bf16_pairs,
                &dot<V>,
                &axpy<V>,

@@ -81,20 +81,32 @@ Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed
 
 // Checks y against a float64 product of the dequantized weights. The bound is the
 // textbook one for an n-term F32 FMA chain, n_in * 2^-24 * sum|x*w|, plus (where
-// activations are rounded to BF16) 2^-8 * sum|x*w| for that rounding.
+// activations are rounded to BF16) 2^-8 * sum|x*w| for that rounding. Q8_0 weights
+// multiply activations quantized to Q8_0 as ggml does: each value then moves by at most
+// half a step of its block's scale amax / 127, and that scale by its F16 rounding (2^-11 of
+// the 127 steps), under amax / 200 in all; so sum|w| * amax / 200 is added per block.
 void expect_close_to_reference(const Matrix& w, const std::vector<float>& x, int64_t n_rows,
                                const std::vector<float>& y, bool bf16_activations,
                                const std::string& what) {
   const double rel = static_cast<double>(w.n_in) * 0x1p-24 + (bf16_activations ? 0x1p-8 : 0.0);
+  const bool q8_activations = w.type == TensorType::kQ8_0;
   for (int64_t m = 0; m < n_rows; ++m) {
     for (int64_t o = 0; o < w.n_out; ++o) {
-      double ref = 0, magnitude = 0;
+      double ref = 0, magnitude = 0, quantized = 0;
       for (int64_t k = 0; k < w.n_in; ++k) {
         const double term = static_cast<double>(x[m * w.n_in + k]) * w.values[o * w.n_in + k];
         ref += term;
         magnitude += std::abs(term);
       }
-      ASSERT_NEAR(y[m * w.n_out + o], ref, rel * magnitude + 1e-30)
+      for (int64_t b = 0; q8_activations && b < w.n_in / 32; ++b) {
+        double amax = 0, w_abs = 0;
+        for (int64_t k = 32 * b; k < 32 * b + 32; ++k) {
+          amax = std::max(amax, std::abs(static_cast<double>(x[m * w.n_in + k])));
+          w_abs += std::abs(static_cast<double>(w.values[o * w.n_in + k]));
+        }
+        quantized += w_abs * amax / 200;
+      }
+      ASSERT_NEAR(y[m * w.n_out + o], ref, rel * magnitude + quantized + 1e-30)
           << what << " row " << m << " output " << o;
     }
   }

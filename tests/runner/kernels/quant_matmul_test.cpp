@@ -48,6 +48,7 @@ const std::vector<TypeCase>& type_cases() {
       {TensorType::kQ6_K, QuantKind::kQ6_K, ActFormat::kQ8_K, {208}},
       {TensorType::kIQ4_NL, QuantKind::kIq4Nl, ActFormat::kQ8_0, {0}},
       {TensorType::kIQ4_XS, QuantKind::kIq4Xs, ActFormat::kQ8_K, {0}},
+      {TensorType::kQ8_0, QuantKind::kQ8_0, ActFormat::kQ8_0, {0}},
   };
   return cases;
 }

@@ -60,9 +60,10 @@ double max_error(const std::vector<float>& fast, const std::vector<double>& ref)
 
 struct WeightCase {
   TensorType type;
-  // Bound on |logit - reference logit|. Logits of these models are O(1). F32, F16 and
-  // Q8_0 weights are widened and multiplied in F32, so only F32 rounding remains. BF16
-  // weights multiply BF16-rounded activations (2^-9 relative), hence the looser bound.
+  // Bound on |logit - reference logit|. Logits of these models are O(1). F32 and F16
+  // weights are widened and multiplied in F32, so only F32 rounding remains. BF16 weights
+  // multiply BF16-rounded activations (2^-9 relative), and Q8_0 weights activations
+  // quantized to Q8_0 per block as ggml does (0.003-0.004 measured), hence the looser bounds.
   double tolerance;
 };
 
@@ -107,7 +108,7 @@ TEST_P(ForwardMatchesReference, Qwen2LogitsMatchTheDoublePrecisionReference) {
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, ForwardMatchesReference,
                          ::testing::Values(WeightCase{TensorType::kF32, 2e-5},
                                            WeightCase{TensorType::kF16, 2e-5},
-                                           WeightCase{TensorType::kQ8_0, 2e-5},
+                                           WeightCase{TensorType::kQ8_0, 1e-2},
                                            WeightCase{TensorType::kBF16, 2e-2}),
                          [](const auto& info) { return gguf::type_name(info.param.type); });
 
