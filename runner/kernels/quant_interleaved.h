@@ -1,7 +1,7 @@
 // The vector kernel for weights in blocks of 32 interleaved by sixteen rows
 // (quant_interleave.h): Q4_0 and Q5_0 in avx512/quant_matmul.cpp (512-bit vpdpbusd, one
 // group of sixteen rows per vector) and avx2/quant_matmul.cpp (256-bit vpmaddubsw, the group
-// in two halves of eight); Q4_1, Q5_1 and IQ4_NL in the 512-bit form alone. Each lane holds
+// in two halves of eight); Q4_1, Q5_1, IQ4_NL and Q8_0 in the 512-bit form alone. Each lane holds
 // one weight row, so a step of four quants adds four products to every row's block sum at
 // once, with the four activations broadcast; the block's sums come out one row per lane, and
 // its float steps run lane-wide:
