@@ -63,7 +63,7 @@ PackedWeights make_weights(TensorType type, int64_t n_out, int64_t n_in, Xorshif
     case TensorType::kQ8_0: {
       std::vector<tandem::gguf::BlockQ8_0> blocks(n / 32);
       for (auto& b : blocks) {
-        b.scale_f16 = tandem::half_from_float(0.01f);
+        b.d = tandem::half_from_float(0.01f);
         for (auto& q : b.qs) q = static_cast<int8_t>(rng.next() * 200);
       }
       bytes.resize(blocks.size() * sizeof(blocks[0]));

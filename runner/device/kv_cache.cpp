@@ -180,7 +180,7 @@ void KvCache::encode(const float* x, uint8_t* out) const {
         const float d = amax / 127.0f;
         const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
         gguf::BlockQ8_0 q{};
-        q.scale_f16 = half_from_float(d);
+        q.d = half_from_float(d);
         for (int j = 0; j < n; ++j) q.qs[j] = static_cast<int8_t>(std::round(xb[j] * inverse));
         std::memcpy(out + b * sizeof(q), &q, sizeof(q));
       }

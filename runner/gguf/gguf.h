@@ -75,7 +75,7 @@ uint64_t tensor_bytes(TensorType type, uint64_t n_elements);
 // Q8_0: blocks of 32 weights, each an F16 scale then 32 int8 values (34 bytes).
 inline constexpr int kQ8_0BlockSize = 32;
 struct BlockQ8_0 {
-  uint16_t scale_f16;
+  uint16_t d;
   int8_t qs[kQ8_0BlockSize];
 };
 static_assert(sizeof(BlockQ8_0) == 34);

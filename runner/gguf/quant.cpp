@@ -53,7 +53,7 @@ void q5_1(const BlockQ5_1& b, float* y) {
 }
 
 void q8_0(const BlockQ8_0& b, float* y) {
-  const float d = half(b.scale_f16);
+  const float d = half(b.d);
   for (int j = 0; j < kQ8_0BlockSize; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
 }
 

@@ -139,7 +139,7 @@ void q8_0(const float* x, BlockQ8_0& b) {
   const float amax = largest_magnitude(x, kQ8_0BlockSize).magnitude;
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.scale_f16 = half(d);
+  b.d = half(d);
   for (int j = 0; j < kQ8_0BlockSize; ++j) b.qs[j] = static_cast<int8_t>(std::round(x[j] * id));
 }
 

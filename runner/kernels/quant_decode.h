@@ -136,17 +136,11 @@ using VQ5_0 = Legacy<gguf::BlockQ5_0, 16, false, true, false>;
 using VQ5_1 = Legacy<gguf::BlockQ5_1, 0, true, true, false>;
 using VIq4Nl = Legacy<gguf::BlockIq4Nl, 0, false, false, true>;
 
-// Q8_0: the block's 32 signed bytes are its quants, in order (gguf::BlockQ8_0's layout, its
-// scale named d as the loops read it).
-struct Q8_0Block {
-  uint16_t d;
-  int8_t qs[32];
-};
-static_assert(sizeof(Q8_0Block) == sizeof(gguf::BlockQ8_0));
+// Q8_0: the block's 32 signed bytes are its quants, in order.
 struct VQ8_0 {
   static constexpr bool kSuper = false, kSigned = true, kHasMin = false, kBias = false;
   static constexpr int kOffset = 0;
-  using B = Q8_0Block;
+  using B = gguf::BlockQ8_0;
   template <class S>
   static __m256i quants(const B& b) {
     return load32(b.qs);

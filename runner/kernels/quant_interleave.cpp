@@ -56,7 +56,7 @@ Layout layout_of(QuantKind kind) {
       return {sizeof(BlockQ8_0),
               32,
               2,
-              {{Move::kHalves, offsetof(BlockQ8_0, scale_f16), 2},
+              {{Move::kHalves, offsetof(BlockQ8_0, d), 2},
                {Move::kWords, offsetof(BlockQ8_0, qs), 32}}};
     case QuantKind::kIq4Nl:
       return {sizeof(BlockIq4Nl),
@@ -165,13 +165,9 @@ void move_block(const Layout& l, RecordPtr<kToRecord> rec, BlockPtr<kToRecord> b
 }  // namespace
 
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni) {
-  const bool legacy = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
-  const bool wide = kind == QuantKind::kQ2_K || kind == QuantKind::kQ3_K ||
-                    kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K ||
-                    kind == QuantKind::kQ6_K || kind == QuantKind::kIq4Xs ||
-                    kind == QuantKind::kQ4_1 || kind == QuantKind::kQ5_1 ||
-                    kind == QuantKind::kIq4Nl || kind == QuantKind::kQ8_0;
-  return (legacy || (wide && wide_vnni)) && n_out > 0 && n_out % kInterleaveRows == 0;
+  // Every kind has a 512-bit VNNI kernel; Q4_0 and Q5_0 have a 256-bit one as well.
+  const bool every_form = kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0;
+  return (every_form || wide_vnni) && n_out > 0 && n_out % kInterleaveRows == 0;
 }
 
 void interleave_rows(QuantKind kind, const uint8_t* rows, int64_t n_out, int64_t n_in,

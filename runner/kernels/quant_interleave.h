@@ -43,9 +43,9 @@ enum class QuantKind : uint8_t;  // quant_matmul.h, which includes this header
 
 inline constexpr int64_t kInterleaveRows = 16;
 
-// The legacy types' records (blocks of 32: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) are spelled for the
-// kernels by interleaved_record (quant_interleaved.h): d's halves, then m's (Q4_1, Q5_1), then
-// the fifth bits (Q5_0, Q5_1), then the qs' four words.
+// The legacy types' records (blocks of 32: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) are spelled
+// for the kernels by interleaved_record (quant_interleaved.h): d's halves, then m's (Q4_1,
+// Q5_1), then the fifth bits (Q5_0, Q5_1), then the qs' four words (Q8_0's eight).
 
 // Q2_K's record, the block's order: the scales' 4 words, the qs' 16, then d and dmin.
 struct Q2KRecord {
@@ -86,9 +86,9 @@ static_assert(Q5KRecord::kQs + 64 * 32 == Q5KRecord::kBytes);
 static_assert(Q6KRecord::kD + 32 == Q6KRecord::kBytes);
 
 // Whether weights of `kind` with n_out rows are stored interleaved. Q4_0 and Q5_0 have an
-// interleaved kernel in every vector form; the other types (K-quants, IQ4_XS, Q4_1, Q5_1,
-// IQ4_NL) only in the 512-bit VNNI one (`wide_vnni`: the kernels in use have it), so
-// elsewhere they stay as stored, where the AVX2 forms read them faster than the portable
+// interleaved kernel in every vector form; every other type (Q4_1, Q5_1, Q8_0, IQ4_NL, the
+// K-quants, IQ4_XS) only in the 512-bit VNNI one (`wide_vnni`: the kernels in use have it),
+// so elsewhere they stay as stored, where the AVX2 forms read them faster than the portable
 // form reads them put back.
 bool interleaves(QuantKind kind, int64_t n_out, bool wide_vnni);
 

@@ -170,10 +170,10 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
 // Sixteen registers hold one block's decoded quants and little more, so each block is
 // decoded once for every activation row, whose running sums wait in `out` (n_rows rows of
 // 16; decoding again per few rows made a 32-row Q5_0 step 1.5x slower).
-template <class S, bool kFifthBit>
+template <class S, QuantKind K>
 void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, int h, float* out) {
-  constexpr InterleavedRecord I =
-      interleaved_record(kFifthBit ? QuantKind::kQ5_0 : QuantKind::kQ4_0);
+  constexpr InterleavedRecord I = interleaved_record(K);
+  static_assert(K == QuantKind::kQ4_0 || K == QuantKind::kQ5_0, "the 256-bit form's types");
   const int64_t nb = x.n_in / 32;
   for (int64_t m = 0; m < n_rows; ++m) _mm256_storeu_ps(out + 16 * m + 8 * h, _mm256_setzero_ps());
   const __m256i low = _mm256_set1_epi8(0x0F);
@@ -187,7 +187,7 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
       q[u] = _mm256_and_si256(v, low);
       q[u + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
     }
-    if constexpr (kFifthBit) {
+    if constexpr (I.fifth_bit) {
       for (int v = 0; v < 8; ++v) {
         uint32_t bits;
         __builtin_memcpy(&bits, rec + I.qh + 8 * v + 4 * h, 4);
@@ -213,12 +213,12 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
   }
 }
 
-// A type in blocks of 32 as interleaved_rows' G: the values a record holds per row, its
-// bytes, and its 512-bit kernel for R activation rows (kFifth: Q5_0, for the 256-bit form,
-// which takes Q4_0 and Q5_0 alone).
+// A type in blocks of 32 as interleaved_rows' G: its kind (for the 256-bit form, which takes
+// Q4_0 and Q5_0 alone), the values a record holds per row, its bytes, and its 512-bit kernel
+// for R activation rows.
 template <QuantKind K>
 struct LegacyGroup {
-  static constexpr bool kFifth = interleaved_record(K).fifth_bit;
+  static constexpr QuantKind kKind = K;
   static constexpr int64_t kValues = 32;
   static constexpr size_t kRecordBytes = interleaved_record(K).bytes;
   template <class S, int R>
@@ -263,7 +263,7 @@ void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
         for (int64_t m = 0; m < rows; ++m) store(chunk[m], m0 + m, g0, from, to);
       }
     } else {
-      for (int h = 0; h < 2; ++h) interleaved_half<S, G::kFifth>(group, a.x, a.n_rows, h, all);
+      for (int h = 0; h < 2; ++h) interleaved_half<S, G::kKind>(group, a.x, a.n_rows, h, all);
       for (int64_t m = 0; m < a.n_rows; ++m) store(all + 16 * m, m, g0, from, to);
     }
   }

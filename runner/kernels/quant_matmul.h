@@ -294,7 +294,7 @@ struct Q8_0 {
     const auto* b = blocks_of<gguf::BlockQ8_0>(row);
     for (int64_t i = 0; i < n / 32; ++i) {
       __builtin_memcpy(q + 32 * i, b[i].qs, 32);
-      r.d[i] = half(b[i].scale_f16);
+      r.d[i] = half(b[i].d);
     }
   }
 };

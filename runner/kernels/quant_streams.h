@@ -38,12 +38,12 @@ TANDEM_QUANT_INLINE void four_rows_legacy_span(const uint8_t* const (&rows)[4], 
     if constexpr (WideSteps<S>) {
       __m512i w[4];
       wide_legacy_quants<S, T>(b, count, w);
-      if constexpr (sizeof(B) * 8 <= 192) {
+      if constexpr (kSpanWordsFit<B>) {
         __m512i words[3];
         span_words<S>(b, count, words);
         d = span_halves<S, B, offsetof(B, d)>(words, count);
         if constexpr (T::kHasMin) dm = span_halves<S, B, offsetof(B, m)>(words, count);
-      } else {  // Q8_0: eight blocks are more than three vectors' words
+      } else {  // Q8_0
         d = block_halves(b, count, offsetof(B, d));
       }
       for (int m = 0; m < R; ++m) {

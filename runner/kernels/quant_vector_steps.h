@@ -300,11 +300,16 @@ TANDEM_QUANT_INLINE __m256i wide_legacy_sums(const __m512i (&w)[4], int count, c
   return pair_block_sums<S>(v);
 }
 
+// Whether a span's eight blocks of B fit span_words' three vectors (Q8_0's 272 bytes do not:
+// its scales are read block by block).
+template <class B>
+constexpr bool kSpanWordsFit = sizeof(B) % 2 == 0 && sizeof(B) * 8 <= 192;
+
 // A legacy span's first 96 16-bit words (8 blocks are 72 to 96), each vector loaded under
 // the mask of the span's own `count` blocks: nothing past them is read or faulted on.
 template <class S, class B>
 TANDEM_QUANT_INLINE void span_words(const B* b, int count, __m512i (&w)[3]) {
-  static_assert(sizeof(B) % 2 == 0 && sizeof(B) * 8 <= 192);
+  static_assert(kSpanWordsFit<B>);
   const int words = count * static_cast<int>(sizeof(B) / 2);
   for (int i = 0; i < 3; ++i) {
     const int left = words - 32 * i;

@@ -122,7 +122,7 @@ TEST(GgufWriter, EveryTensorTypeReadsBackWithItsBytesAndAlignedData) {
                                 bfloat_from_float(0.125f)};
   std::vector<BlockQ8_0> q8(2);
   for (int b = 0; b < 2; ++b) {
-    q8[b].scale_f16 = half_from_float(0.01f * (b + 1));
+    q8[b].d = half_from_float(0.01f * (b + 1));
     for (int j = 0; j < kQ8_0BlockSize; ++j) q8[b].qs[j] = static_cast<int8_t>(j * (b ? -3 : 4));
   }
   auto bytes = [](const auto& v) {

@@ -56,7 +56,7 @@ Matrix random_matrix(TensorType type, int64_t n_out, int64_t n_in, uint32_t seed
         case TensorType::kQ8_0:
           if (k % 32 == 0) {
             gguf::BlockQ8_0 block;
-            block.scale_f16 = half_from_float(0.01f + 0.02f * std::abs(normal(rng)));
+            block.d = half_from_float(0.01f + 0.02f * std::abs(normal(rng)));
             for (auto& q : block.qs) q = static_cast<int8_t>(rng() % 255 - 127);
             m.bytes.resize(m.bytes.size() + sizeof(block));
             std::memcpy(m.bytes.data() + m.bytes.size() - sizeof(block), &block, sizeof(block));
@@ -417,7 +417,7 @@ TEST(Kernels, DequantizeRowWidensEachType) {
   EXPECT_EQ(out[0], 1.f);
   EXPECT_EQ(out[1], -1.5f);
   gguf::BlockQ8_0 block{};
-  block.scale_f16 = 0x3800;  // 0.5
+  block.d = 0x3800;  // 0.5
   for (int j = 0; j < 32; ++j) block.qs[j] = static_cast<int8_t>(j - 16);
   dequantize_row(TensorType::kQ8_0, &block, out, 32);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(out[j], 0.5f * (j - 16));

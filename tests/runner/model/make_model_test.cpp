@@ -137,12 +137,12 @@ TEST(MakeModel, Q8_0EncodingFollowsGgmlsReferenceQuantizer) {
   ASSERT_EQ(bytes.size(), 2 * sizeof(gguf::BlockQ8_0));
   gguf::BlockQ8_0 blocks[2];
   std::memcpy(blocks, bytes.data(), bytes.size());
-  EXPECT_EQ(blocks[0].scale_f16, half_from_float(0.5f / 127));
+  EXPECT_EQ(blocks[0].d, half_from_float(0.5f / 127));
   EXPECT_EQ(blocks[0].qs[5], -127);
   EXPECT_EQ(blocks[0].qs[16], 0);
-  const float d = float_from_half(blocks[0].scale_f16);
+  const float d = float_from_half(blocks[0].d);
   for (int i = 0; i < 32; ++i) EXPECT_NEAR(blocks[0].qs[i] * d, x[i], d / 2 + 1e-6) << i;
-  EXPECT_EQ(blocks[1].scale_f16, 0);  // an all-zero block
+  EXPECT_EQ(blocks[1].d, 0);  // an all-zero block
   for (int8_t q : blocks[1].qs) EXPECT_EQ(q, 0);
 }
 
@@ -229,7 +229,7 @@ TEST(MakeModel, DtypesEncodeTheSameWeights) {
     ASSERT_NEAR(float_from_bfloat(b16), x[i], std::fabs(x[i]) * 0x1p-8f) << i;
     gguf::BlockQ8_0 block;
     std::memcpy(&block, q->data + (i / 32) * sizeof(block), sizeof(block));
-    const float d = float_from_half(block.scale_f16);
+    const float d = float_from_half(block.d);
     // Half a step, plus the F16 rounding of the scale (at most 2^-11 of it) over 127 steps.
     ASSERT_NEAR(block.qs[i % 32] * d, x[i], d * (0.5f + 127 * 0x1p-11f) + 1e-6f) << i;
   }
