@@ -87,6 +87,32 @@ TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
   }
 }
 
+// A copy of a block's first slots (a shared prefix's partial last block, handed to a
+// request that will write the rest) carries their keys and values in every type and
+// layer, whatever the layout (K transposed, or Q8_0's vectors).
+TEST(KvCache, CopiedSlotsReadBackAsTheOriginalsInEveryType) {
+  for (KvType t : kAllKvTypes) {
+    const int32_t hd = 32, kv_dim = 3 * hd, bs = 7;
+    KvCache kv(2, kv_dim, 3, t, hd, bs);
+    for (int32_t l = 0; l < 2; ++l)
+      for (int32_t s = 0; s < bs; ++s) {
+        const auto k = normal_floats(kv_dim, 300 + 10 * l + s);
+        const auto v = normal_floats(kv_dim, 400 + 10 * l + s);
+        kv.store(l, 2, s, k.data(), v.data());
+      }
+    kv.copy_slots(2, 0, 5);
+    for (int32_t l = 0; l < 2; ++l)
+      for (int32_t s = 0; s < 5; ++s) {
+        std::vector<float> k0(kv_dim), k2(kv_dim);
+        kv.read_k(l, 0, s, k0.data());
+        kv.read_k(l, 2, s, k2.data());
+        EXPECT_EQ(k0, k2) << kv_type_name(t) << " layer " << l << " slot " << s;
+        EXPECT_EQ(widen(kv, kv.v(l, 0, s)), widen(kv, kv.v(l, 2, s)))
+            << kv_type_name(t) << " layer " << l << " slot " << s;
+      }
+  }
+}
+
 TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
   EXPECT_THROW(KvCache(2, 64, 2, KvType::kQ8_0, 16), std::invalid_argument);
   EXPECT_NO_THROW(KvCache(2, 64, 2, KvType::kQ8_0, 32));
