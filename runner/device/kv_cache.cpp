@@ -85,6 +85,10 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
         "q8_0 needs a head size that is a multiple of 32 (this "
         "model's is " +
         std::to_string(head) + ")");
+  if (kv_dim % head != 0)
+    throw std::invalid_argument("KvCache: kv_dim must be a whole number of heads");
+  head_dim_ = head;
+  head_bytes_ = kv_element_offset(type, head);
   if (!local_layers.empty() && static_cast<int32_t>(local_layers.size()) != n_layer)
     throw std::invalid_argument("KvCache: local_layers must name every layer");
   layers_.resize(n_layer);
@@ -109,7 +113,14 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
 }
 
 void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
-  encode(v, slot_ptr(layer, block, 1, slot));
+  // V encoded as a vector, then each KV head's part to its run (v_head).
+  thread_local std::vector<uint8_t> vector;
+  vector.resize(vector_bytes_);
+  encode(v, vector.data());
+  const int32_t n_heads = kv_dim_ / head_dim_;
+  for (int32_t h = 0; h < n_heads; ++h)
+    std::memcpy(const_cast<uint8_t*>(v_head(layer, block, h, slot)),
+                vector.data() + static_cast<size_t>(h) * head_bytes_, head_bytes_);
   if (!k_transposed()) {
     encode(k, slot_ptr(layer, block, 0, slot));
     return;
@@ -120,8 +131,6 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
     scatter_column(k, kv_dim_, reinterpret_cast<float*>(out) + slot, block_size_);
     return;
   }
-  thread_local std::vector<uint8_t> vector;
-  vector.resize(vector_bytes_);
   encode(k, vector.data());
   scatter_column(reinterpret_cast<const uint16_t*>(vector.data()), kv_dim_,
                  reinterpret_cast<uint16_t*>(out) + slot, block_size_);
@@ -138,9 +147,15 @@ void KvCache::read_k(int32_t layer, int32_t block, int32_t slot, float* out) con
     kernels::dequantize_row(kv_tensor_type(type_), in + i * row, out + i, 1);
 }
 
-// A block's K slots (and its V slots) are one contiguous run per layer, so each is one copy.
-// A transposed K block is copied whole: its slots from `slots` on are not yet written in
-// `to`'s request, which writes them before it reads them as keys.
+void KvCache::read_v(int32_t layer, int32_t block, int32_t slot, float* out) const {
+  for (int32_t h = 0; h < kv_dim_ / head_dim_; ++h)
+    kernels::dequantize_row(kv_tensor_type(type_), v_head(layer, block, h, slot),
+                            out + static_cast<int64_t>(h) * head_dim_, head_dim_);
+}
+
+// A block's K slots (and its V) are one contiguous run per layer, so each is one copy. A
+// transposed K block and a V block (held by heads) are copied whole: their slots from
+// `slots` on are not yet written in `to`'s request, which writes them before it reads them.
 void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (slots <= 0 || from == to) return;
   if (from < 0 || from >= n_blocks_ || to < 0 || to >= n_blocks_ || slots > block_size_) {
@@ -151,7 +166,7 @@ void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (has_local_group()) throw std::logic_error("KvCache::copy_slots: a local group");
   for (int32_t layer = 0; layer < n_layer_; ++layer) {
     for (int32_t which = 0; which < 2; ++which) {
-      const int32_t n = which == 0 && k_transposed() ? block_size_ : slots;
+      const int32_t n = which == 1 || k_transposed() ? block_size_ : slots;
       std::memcpy(slot_ptr(layer, to, which, 0), slot_ptr(layer, from, which, 0),
                   static_cast<size_t>(n) * vector_bytes_);
     }

@@ -58,16 +58,20 @@ class KvCache {
   int32_t n_local_layers() const { return n_local_layers_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
+  int32_t head_dim() const { return head_dim_; }  // V is held by heads of this size
   KvType type() const { return type_; }
   size_t bytes() const { return n_bytes_; }
-  // Bytes between consecutive slots of one block: a K (or V) vector.
+  // Bytes between consecutive slots of one block's K where K is not transposed: a vector.
   size_t slot_stride() const { return vector_bytes_; }
+  // Bytes of one KV head's values of one slot, and between consecutive slots of that head's
+  // values in a block (they lie one after another: see v_head).
+  size_t v_head_bytes() const { return head_bytes_; }
 
   // Whether a block's K vectors are stored transposed (F32, F16 and BF16; not Q8_0, whose
   // values come in blocks of 32 along a vector): element i of slot s at element
   // i * block_size() + s of the block's K, so the keys' element i lie side by side and
   // attention scores a block's keys one per vector lane, with no horizontal sums
-  // (kernels::dot_keys). V is always stored as vectors, one slot after another.
+  // (kernels::dot_keys). V is stored by KV head (v_head).
   bool k_transposed() const { return type_ != KvType::kQ8_0; }
   // A block's K of one layer: transposed as above, or (Q8_0) the slots' vectors in turn.
   const uint8_t* k_block(int32_t layer, int32_t block) const {
@@ -79,12 +83,20 @@ class KvCache {
   const uint8_t* k(int32_t layer, int32_t block, int32_t slot) const {
     return slot_ptr(layer, block, 0, slot);
   }
-  // The stored V vector of one token slot of one layer.
-  const uint8_t* v(int32_t layer, int32_t block, int32_t slot) const {
-    return slot_ptr(layer, block, 1, slot);
+  // One KV head's stored values of one token slot of one layer: a block's V holds
+  // [KV head][slot][head_dim elements], so a head's values for the block's positions are
+  // one run of v_head_bytes() a slot, and the heads' runs follow each other. Attention
+  // reads a block's V head by head: slot-major vectors made each head's pass a stride
+  // through the block that the hardware prefetchers did not follow (one thread's walk of
+  // f16 blocks from memory read 10 GB/s, against 17 by heads and 27-30 for a plain read;
+  // bench_attention, docs/performance.md).
+  const uint8_t* v_head(int32_t layer, int32_t block, int32_t kv_head, int32_t slot) const {
+    return slot_ptr(layer, block, 1, 0) +
+           (static_cast<size_t>(kv_head) * block_size_ + slot) * head_bytes_;
   }
-  // The K vector of a slot widened to kv_dim floats, whatever the layout (tests, tools).
+  // The K or V vector of a slot widened to kv_dim floats, whatever the layout (tests, tools).
   void read_k(int32_t layer, int32_t block, int32_t slot, float* out) const;
+  void read_v(int32_t layer, int32_t block, int32_t slot, float* out) const;
   // Converts kv_dim floats of k and of v into the stored type, into one slot.
   void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
 
@@ -106,10 +118,9 @@ class KvCache {
   }
 
  private:
-  // Layout of each group: [layer of the group][block][K|V][slot][kv_dim elements], so one
-  // head's values for consecutive positions of a block sit one vector apart in one run
-  // (and its keys too where K is not transposed; transposed, the same bytes hold
-  // [kv_dim elements][slot]).
+  // Layout of each group: [layer of the group][block][K|V][slot][kv_dim elements] for K
+  // (transposed, the same bytes hold [kv_dim elements][slot]); V's bytes hold
+  // [KV head][slot][head_dim elements] (v_head). which 1 with slot 0: the block's V.
   uint8_t* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) const {
     return layers_[layer].base +
            ((static_cast<size_t>(block) * 2 + which) * block_size_ + slot) * vector_bytes_;
@@ -128,8 +139,10 @@ class KvCache {
   int32_t n_local_blocks_;
   int32_t n_local_layers_ = 0;
   int32_t block_size_;
+  int32_t head_dim_ = 0;
   KvType type_;
   size_t vector_bytes_;
+  size_t head_bytes_;  // one KV head's part of a vector
   size_t n_bytes_;
   // On huge pages (a batch's slots are scattered over it), left uninitialized: the OS
   // commits pages as steps first write them, so a large --kv-tokens costs nothing until it

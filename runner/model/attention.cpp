@@ -132,11 +132,17 @@ void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_hea
   };
   const bool transposed = kv_.k_transposed();
   const size_t bs = static_cast<size_t>(kv_.block_size());
-  if (transposed) lines(kv_.k_block(layer, block), begin * bs, end * bs);
-  for (int32_t slot = 0; slot < kv_.block_size(); ++slot) {
-    if (!transposed) lines(kv_.k(layer, block, slot), begin, end);
-    lines(kv_.v(layer, block, slot), begin, end);
+  if (transposed) {
+    lines(kv_.k_block(layer, block), begin * bs, end * bs);
+  } else {
+    for (int32_t slot = 0; slot < kv_.block_size(); ++slot)
+      lines(kv_.k(layer, block, slot), begin, end);
   }
+  // The heads' values: one run (kv_cache.h, v_head).
+  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
+  const int32_t first_kv = first_head / group, last_kv = (first_head + n_heads - 1) / group;
+  lines(kv_.v_head(layer, block, first_kv, 0), 0,
+        static_cast<size_t>(last_kv - first_kv + 1) * bs * kv_.v_head_bytes());
 }
 
 // Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
@@ -361,9 +367,11 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
   thread_local std::vector<float> rows;
   const auto needed = static_cast<size_t>(kv_.block_size() * width);
   if (rows.size() < needed) rows.resize(needed);
-  kernels::widen_rows(type, kv_.v(w.layer, block, lo - start) + kv_head_offset(w.first_head),
-                      static_cast<int64_t>(kv_.slot_stride()), hi - lo, width,
-                      rows.data() + (lo - start) * width, width);
+  for (int32_t k = 0; k < n_kv; ++k)
+    kernels::widen_rows(
+        type, kv_.v_head(w.layer, block, w.first_head / group + k, lo - start),
+        static_cast<int64_t>(kv_.v_head_bytes()), hi - lo, cfg_.head_dim,
+        rows.data() + (lo - start) * width + static_cast<int64_t>(k) * cfg_.head_dim, width);
   return {rows.data(), width};
 }
 
@@ -372,7 +380,7 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
 // block's values, for all its heads at once.
 void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* sum, float* acc) {
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
-  const int64_t stride = static_cast<int64_t>(kv_.slot_stride());  // bytes between slots
+  const auto v_stride = static_cast<int64_t>(kv_.v_head_bytes());  // bytes between slots
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t per_kv = std::min(w.n_heads, group);  // query heads per KV head in the task
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
@@ -431,8 +439,8 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
                                    wide.width * static_cast<int64_t>(sizeof(float)), n, hd, y, hd);
         } else {
           kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
-                                   kv_.v(w.layer, block, slot) + kv_head_offset(w.first_head + h0),
-                                   stride, n, hd, y, hd);
+                                   kv_.v_head(w.layer, block, (w.first_head + h0) / group, slot),
+                                   v_stride, n, hd, y, hd);
         }
       }
     }

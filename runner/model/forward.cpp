@@ -77,7 +77,7 @@ ForwardPass::ForwardPass(const Model& model, KvCache& kv, ThreadPool& pool, int3
                                                                : model.config().context_length)),
       kv_(kv),
       pool_(pool) {
-  if (kv.kv_dim() != cfg_.kv_dim())
+  if (kv.kv_dim() != cfg_.kv_dim() || kv.head_dim() != cfg_.head_dim)
     throw std::invalid_argument("ForwardPass: KV cache built for another model shape");
   if (kv.type() == KvType::kQ8_0 && cfg_.head_dim % gguf::kQ8_0BlockSize != 0)
     throw std::invalid_argument(

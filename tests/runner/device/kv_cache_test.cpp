@@ -27,11 +27,11 @@ using testing::runnable_isas;
 
 constexpr KvType kAllKvTypes[] = {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kQ8_0};
 
-// The stored vector widened back to F32, by the GGUF dequantizer (independent of the
+// n stored elements widened back to F32, by the GGUF dequantizer (independent of the
 // kernels under test).
-std::vector<float> widen(const KvCache& kv, const uint8_t* stored) {
-  std::vector<float> out(kv.kv_dim());
-  kernels::dequantize_row(kv_tensor_type(kv.type()), stored, out.data(), kv.kv_dim());
+std::vector<float> widen(const KvCache& kv, const uint8_t* stored, int64_t n) {
+  std::vector<float> out(n);
+  kernels::dequantize_row(kv_tensor_type(kv.type()), stored, out.data(), n);
   return out;
 }
 
@@ -49,6 +49,7 @@ TEST(KvCache, BytesPerTokenFollowTheType) {
   EXPECT_EQ(KvCache::bytes_per_token(30, 192, KvType::kQ8_0), 30u * 2 * 6 * 34);
   KvCache kv(2, 64, 3, KvType::kF16, 32);
   EXPECT_EQ(kv.slot_stride(), 128u);
+  EXPECT_EQ(kv.v_head_bytes(), 64u);
   EXPECT_EQ(kv.bytes(), 2u * 3 * 2 * 16 * 128);
 }
 
@@ -61,7 +62,8 @@ TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
     kv.store(0, 1, 5, other.data(), other.data());  // the same slot of another layer
     std::vector<float> k_back(64);
     kv.read_k(1, 1, 5, k_back.data());
-    const auto v_back = widen(kv, kv.v(1, 1, 5));
+    std::vector<float> v_back(64);
+    kv.read_v(1, 1, 5, v_back.data());
     for (int i = 0; i < 64; ++i) {
       switch (t) {
         case KvType::kF32:
@@ -87,30 +89,40 @@ TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
   }
 }
 
-// A copy of a block's first slots (a shared prefix's partial last block, handed to a
-// request that will write the rest) carries their keys and values in every type and
-// layer, whatever the layout (K transposed, or Q8_0's vectors).
-TEST(KvCache, CopiedSlotsReadBackAsTheOriginalsInEveryType) {
+// A block's V is held by KV heads: each head's values of the block's slots one run, the
+// heads' runs one after another right after the block's K (kv_cache.h, v_head), each
+// holding the slot's stored values of that head and nothing of another slot, block or
+// layer; read_v gathers a slot's vector back.
+TEST(KvCache, ValuesAreHeldByHeadsOneRunEach) {
   for (KvType t : kAllKvTypes) {
-    const int32_t hd = 32, kv_dim = 3 * hd, bs = 7;
+    const int32_t hd = 32, kv_dim = 3 * hd, bs = 5;
     KvCache kv(2, kv_dim, 3, t, hd, bs);
-    for (int32_t l = 0; l < 2; ++l)
-      for (int32_t s = 0; s < bs; ++s) {
-        const auto k = normal_floats(kv_dim, 300 + 10 * l + s);
-        const auto v = normal_floats(kv_dim, 400 + 10 * l + s);
-        kv.store(l, 2, s, k.data(), v.data());
+    ASSERT_EQ(kv.v_head_bytes(), kv_element_offset(t, hd)) << kv_type_name(t);
+    std::vector<std::vector<float>> values;
+    for (int32_t s = 0; s < bs; ++s) {
+      values.push_back(normal_floats(kv_dim, 40 + s));
+      const auto k = normal_floats(kv_dim, 80 + s), other = normal_floats(kv_dim, 90 + s);
+      kv.store(1, 2, s, k.data(), values.back().data());
+      kv.store(1, 1, s, other.data(), other.data());  // the block before
+      kv.store(0, 2, s, other.data(), other.data());  // the same block of another layer
+    }
+    const uint8_t* base = kv.v_head(1, 2, 0, 0);
+    EXPECT_EQ(base, kv.k_block(1, 2) + static_cast<size_t>(bs) * kv.slot_stride());
+    for (int32_t s = 0; s < bs; ++s) {
+      std::vector<float> vector(kv_dim);
+      kv.read_v(1, 2, s, vector.data());
+      for (int32_t h = 0; h < 3; ++h) {
+        const uint8_t* run = kv.v_head(1, 2, h, s);
+        EXPECT_EQ(run, base + static_cast<size_t>(h * bs + s) * kv.v_head_bytes());
+        const auto got = widen(kv, run, hd);
+        for (int32_t i = 0; i < hd; ++i) {
+          EXPECT_EQ(got[i], vector[h * hd + i]) << kv_type_name(t);
+          EXPECT_NEAR(got[i], values[s][h * hd + i], 0.05) << kv_type_name(t);
+        }
       }
-    kv.copy_slots(2, 0, 5);
-    for (int32_t l = 0; l < 2; ++l)
-      for (int32_t s = 0; s < 5; ++s) {
-        std::vector<float> k0(kv_dim), k2(kv_dim);
-        kv.read_k(l, 0, s, k0.data());
-        kv.read_k(l, 2, s, k2.data());
-        EXPECT_EQ(k0, k2) << kv_type_name(t) << " layer " << l << " slot " << s;
-        EXPECT_EQ(widen(kv, kv.v(l, 0, s)), widen(kv, kv.v(l, 2, s)))
-            << kv_type_name(t) << " layer " << l << " slot " << s;
-      }
+    }
   }
+  EXPECT_THROW(KvCache(2, 64, 2, KvType::kF16, 48), std::invalid_argument);  // no whole heads
 }
 
 TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
@@ -120,9 +132,9 @@ TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
 }
 
 // The typed attention kernels against the F32 ones on the widened values: bit for bit,
-// on every ISA this CPU runs, at head offsets and over whole and partial blocks. The row
-// kernels read vectors stored one slot after another: V always, K where not transposed
-// (Q8_0), so they are tried on V.
+// on every ISA this CPU runs, for each head and over whole and partial blocks. The row
+// kernels read a head's values slot after slot (V, held by heads) and its keys at a head
+// offset of vectors stored slot after slot (K where not transposed: Q8_0); both are tried.
 TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
   for (kernels::Isa isa : runnable_isas()) {
     IsaScope scope(isa);
@@ -134,24 +146,29 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
         for (int32_t j = 0; j < count; ++j) {
           const auto x = normal_floats(kv_dim, 10 + j);
           kv.store(0, 0, j, x.data(), x.data());
-          const auto w = widen(kv, kv.v(0, 0, j));
-          std::copy(w.begin(), w.end(), widened.begin() + j * kv_dim);
+          kv.read_v(0, 0, j, widened.data() + j * kv_dim);
         }
         const auto q = normal_floats(hd, 7), weights = normal_floats(count, 8);
         for (int head = 0; head < 2; ++head) {
-          const uint8_t* k = kv.v(0, 0, 0) + kv_element_offset(t, head * hd);
+          // The head's values, and (Q8_0) its keys, which hold the same rounded values.
+          std::vector<std::pair<const uint8_t*, size_t>> sources = {
+              {kv.v_head(0, 0, head, 0), kv.v_head_bytes()}};
+          if (!kv.k_transposed())
+            sources.push_back({kv.k(0, 0, 0) + kv_element_offset(t, head * hd), kv.slot_stride()});
           const float* kf = widened.data() + head * hd;
-          for (int32_t n_rows : {1, 5, count}) {
-            std::vector<float> got(n_rows), want(n_rows);
-            kernels::dot_rows(kv_tensor_type(t), q.data(), k, kv.slot_stride(), n_rows, hd,
-                              got.data());
-            kernels::dot_rows(q.data(), kf, kv_dim, n_rows, hd, want.data());
-            EXPECT_EQ(got, want) << kernels::isa_name(isa) << " " << kv_type_name(t);
-            std::vector<float> y = normal_floats(hd, 9), y_want = y;
-            kernels::axpy_rows(kv_tensor_type(t), weights.data(), k, kv.slot_stride(), n_rows, hd,
-                               y.data());
-            kernels::axpy_rows(weights.data(), kf, kv_dim, n_rows, hd, y_want.data());
-            EXPECT_EQ(y, y_want) << kernels::isa_name(isa) << " " << kv_type_name(t);
+          for (const auto& [k, stride] : sources) {
+            for (int32_t n_rows : {1, 5, count}) {
+              std::vector<float> got(n_rows), want(n_rows);
+              kernels::dot_rows(kv_tensor_type(t), q.data(), k, static_cast<int64_t>(stride),
+                                n_rows, hd, got.data());
+              kernels::dot_rows(q.data(), kf, kv_dim, n_rows, hd, want.data());
+              EXPECT_EQ(got, want) << kernels::isa_name(isa) << " " << kv_type_name(t);
+              std::vector<float> y = normal_floats(hd, 9), y_want = y;
+              kernels::axpy_rows(kv_tensor_type(t), weights.data(), k, static_cast<int64_t>(stride),
+                                 n_rows, hd, y.data());
+              kernels::axpy_rows(weights.data(), kf, kv_dim, n_rows, hd, y_want.data());
+              EXPECT_EQ(y, y_want) << kernels::isa_name(isa) << " " << kv_type_name(t);
+            }
           }
         }
       }
@@ -176,6 +193,7 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
           const auto x = normal_floats(kv_dim, 30 + j), y = normal_floats(kv_dim, 60 + j);
           kv.store(0, 0, j, x.data(), y.data());
         }
+        const uint8_t* values = kv.v_head(0, 0, 0, 0);
         for (int n_q : {1, 2, 3, 4, 5, 7}) {
           const auto q = normal_floats(n_q * hd, 7);
           const auto w = normal_floats(n_q * count, 8);
@@ -185,16 +203,16 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
                                       " hd " + std::to_string(hd) + " n_q " + std::to_string(n_q) +
                                       " keys " + std::to_string(n_keys);
             std::vector<float> got(n_q * count, -1.f), want(n_q * count, -1.f);
-            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, kv.v(0, 0, 0),
-                                    kv.slot_stride(), n_keys, hd, got.data(), count);
+            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, values, kv.v_head_bytes(),
+                                    n_keys, hd, got.data(), count);
             std::vector<float> y = y0, y_want = y0;
-            kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q, kv.v(0, 0, 0),
-                                     kv.slot_stride(), n_keys, hd, y.data(), hd);
+            kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q, values,
+                                     kv.v_head_bytes(), n_keys, hd, y.data(), hd);
             for (int a = 0; a < n_q; ++a) {
-              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, kv.v(0, 0, 0),
-                                kv.slot_stride(), n_keys, hd, want.data() + a * count);
-              kernels::axpy_rows(kv_tensor_type(t), w.data() + a * count, kv.v(0, 0, 0),
-                                 kv.slot_stride(), n_keys, hd, y_want.data() + a * hd);
+              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, values, kv.v_head_bytes(),
+                                n_keys, hd, want.data() + a * count);
+              kernels::axpy_rows(kv_tensor_type(t), w.data() + a * count, values, kv.v_head_bytes(),
+                                 n_keys, hd, y_want.data() + a * hd);
             }
             ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << label;
             ASSERT_EQ(0, std::memcmp(y.data(), y_want.data(), y.size() * 4)) << label;
@@ -226,10 +244,11 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
         // Rows 2 .. count - 1 of the second head, into rows kv_dim + 3 floats apart.
         const int64_t width = kv_dim + 3, first = 2, n_rows = count - first;
         std::vector<float> wide(static_cast<size_t>(count * width), -7.f);
-        kernels::widen_rows(kv_tensor_type(t), kv.v(0, 0, first) + kv_element_offset(t, hd),
-                            kv.slot_stride(), n_rows, hd, wide.data() + first * width, width);
+        kernels::widen_rows(kv_tensor_type(t), kv.v_head(0, 0, 1, first), kv.v_head_bytes(), n_rows,
+                            hd, wide.data() + first * width, width);
         for (int64_t j = first; j < count; ++j) {
-          const auto w = widen(kv, kv.v(0, 0, static_cast<int32_t>(j)));
+          std::vector<float> w(kv_dim);
+          kv.read_v(0, 0, static_cast<int32_t>(j), w.data());
           ASSERT_EQ(0, std::memcmp(wide.data() + j * width, w.data() + hd, hd * 4)) << label;
           ASSERT_EQ(wide[j * width + hd], -7.f) << label << ": wrote past n";
         }
@@ -241,8 +260,8 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
                                      wide.data() + first * width, width * 4, n_keys, hd, y.data(),
                                      hd);
             kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q,
-                                     kv.v(0, 0, first) + kv_element_offset(t, hd), kv.slot_stride(),
-                                     n_keys, hd, y_want.data(), hd);
+                                     kv.v_head(0, 0, 1, first), kv.v_head_bytes(), n_keys, hd,
+                                     y_want.data(), hd);
             ASSERT_EQ(0, std::memcmp(y.data(), y_want.data(), y.size() * 4))
                 << label << " n_q " << n_q << " keys " << n_keys;
             // The same rows through axpy_rows_gathered (a tile's queries over a block they

@@ -446,6 +446,21 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, ForwardBatching,
                                            TensorType::kQ8_0),
                          [](const auto& info) { return gguf::type_name(info.param); });
 
+// The cache holds V by heads (kv_cache.h), so a cache made for another head size (the
+// whole vector as one head, as a cache made without a head size is) would hand attention
+// other heads' values: the forward pass refuses it.
+TEST(ForwardPass, RejectsAKvCacheOfAnotherHeadSize) {
+  ScratchDir dir;
+  auto model = Model::load(write_tiny_llama(dir.path(), TensorType::kF32));
+  const ModelConfig& c = model->config();
+  ASSERT_LT(c.head_dim, c.kv_dim());
+  ThreadPool pool(1);
+  KvCache whole(c.n_layer, c.kv_dim(), 4, KvType::kF16);
+  EXPECT_THROW(ForwardPass(*model, whole, pool), std::invalid_argument);
+  KvCache heads(c.n_layer, c.kv_dim(), 4, KvType::kF16, c.head_dim);
+  EXPECT_NO_THROW(ForwardPass(*model, heads, pool));
+}
+
 TEST(ForwardPass, RejectsTokensOutsideTheVocabulary) {
   ScratchDir dir;
   Harness h(write_tiny_llama(dir.path(), TensorType::kF32));

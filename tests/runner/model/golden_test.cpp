@@ -58,7 +58,8 @@ TEST_P(GoldenModels, GreedyTokensEqualTheGoldenFile) {
   std::unique_ptr<Model> model = Model::load(model_path());
   const std::vector<int32_t> eog = golden_eog_ids(*model, g);
   ThreadPool pool(2);
-  KvCache kv(model->config().n_layer, model->config().kv_dim(), 64);
+  KvCache kv(model->config().n_layer, model->config().kv_dim(), 64, KvType::kF16,
+             model->config().head_dim);
   ForwardPass forward(*model, kv, pool);
   std::vector<int32_t> blocks(64);
   std::iota(blocks.begin(), blocks.end(), 0);
@@ -146,7 +147,8 @@ TEST_P(QuantizedGoldenModels, GreedyTokensEqualTheGoldenFileAwayFromNearTies) {
   const std::vector<int32_t> eog = {
       static_cast<int32_t>(model->file().get_int_or("tokenizer.ggml.eos_token_id", 2))};
   ThreadPool pool(2);
-  KvCache kv(model->config().n_layer, model->config().kv_dim(), 64);
+  KvCache kv(model->config().n_layer, model->config().kv_dim(), 64, KvType::kF16,
+             model->config().head_dim);
   ForwardPass forward(*model, kv, pool);
   std::vector<int32_t> blocks(64);
   std::iota(blocks.begin(), blocks.end(), 0);

@@ -188,7 +188,8 @@ TEST(KvCache, LocalLayersLiveInAGroupOfTheirOwn) {
         float got_k, got_v;
         kv.read_k(l, b, s, k.data());
         got_k = k[7];
-        std::memcpy(&got_v, kv.v(l, b, s), sizeof(float));
+        kv.read_v(l, b, s, v.data());
+        got_v = v[7];
         EXPECT_EQ(got_k, static_cast<float>(l * 1000 + b * 10 + s));
         EXPECT_EQ(got_v, -static_cast<float>(l * 1000 + b * 10 + s));
       }
