@@ -112,35 +112,41 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
   }
 }
 
-void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
-  // V encoded as a vector, then each KV head's part to its run (v_head).
+void KvCache::store_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot,
+                             const float* x) const {
   thread_local std::vector<uint8_t> vector;
   vector.resize(vector_bytes_);
-  encode(v, vector.data());
-  const int32_t n_heads = kv_dim_ / head_dim_;
-  for (int32_t h = 0; h < n_heads; ++h)
-    std::memcpy(const_cast<uint8_t*>(v_head(layer, block, h, slot)),
+  encode(x, vector.data());
+  for (int32_t h = 0; h < kv_dim_ / head_dim_; ++h)
+    std::memcpy(head_ptr(layer, block, which, h, slot),
                 vector.data() + static_cast<size_t>(h) * head_bytes_, head_bytes_);
-  if (!k_transposed()) {
-    encode(k, slot_ptr(layer, block, 0, slot));
-    return;
-  }
+}
+
+void KvCache::read_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot,
+                            float* out) const {
+  for (int32_t h = 0; h < kv_dim_ / head_dim_; ++h)
+    kernels::dequantize_row(kv_tensor_type(type_), head_ptr(layer, block, which, h, slot),
+                            out + static_cast<int64_t>(h) * head_dim_, head_dim_);
+}
+
+void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
+  store_by_heads(layer, block, 1, slot, v);
+  if (!k_transposed()) return store_by_heads(layer, block, 0, slot, k);
   // Each element to its place in the block's rows; 16-bit types encoded as a vector first.
   uint8_t* out = slot_ptr(layer, block, 0, 0);
   if (type_ == KvType::kF32) {
     scatter_column(k, kv_dim_, reinterpret_cast<float*>(out) + slot, block_size_);
     return;
   }
+  thread_local std::vector<uint8_t> vector;
+  vector.resize(vector_bytes_);
   encode(k, vector.data());
   scatter_column(reinterpret_cast<const uint16_t*>(vector.data()), kv_dim_,
                  reinterpret_cast<uint16_t*>(out) + slot, block_size_);
 }
 
 void KvCache::read_k(int32_t layer, int32_t block, int32_t slot, float* out) const {
-  if (!k_transposed()) {
-    kernels::dequantize_row(kv_tensor_type(type_), slot_ptr(layer, block, 0, slot), out, kv_dim_);
-    return;
-  }
+  if (!k_transposed()) return read_by_heads(layer, block, 0, slot, out);
   const size_t es = element_bytes(), row = k_row_bytes();
   const uint8_t* in = slot_ptr(layer, block, 0, 0) + static_cast<size_t>(slot) * es;
   for (int32_t i = 0; i < kv_dim_; ++i)
@@ -148,13 +154,11 @@ void KvCache::read_k(int32_t layer, int32_t block, int32_t slot, float* out) con
 }
 
 void KvCache::read_v(int32_t layer, int32_t block, int32_t slot, float* out) const {
-  for (int32_t h = 0; h < kv_dim_ / head_dim_; ++h)
-    kernels::dequantize_row(kv_tensor_type(type_), v_head(layer, block, h, slot),
-                            out + static_cast<int64_t>(h) * head_dim_, head_dim_);
+  read_by_heads(layer, block, 1, slot, out);
 }
 
-// A block's K slots (and its V) are one contiguous run per layer, so each is one copy. A
-// transposed K block and a V block (held by heads) are copied whole: their slots from
+// A layer's block (K then V) is one contiguous run, copied whole: neither K (transposed or
+// held by heads) nor V (held by heads) keeps a slot's bytes together. The slots from
 // `slots` on are not yet written in `to`'s request, which writes them before it reads them.
 void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (slots <= 0 || from == to) return;
@@ -164,13 +168,9 @@ void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   // A local layer's slots live in a block of the local group, whose id is not `from`'s;
   // the scheduler makes no copies for models with sliding-window layers.
   if (has_local_group()) throw std::logic_error("KvCache::copy_slots: a local group");
-  for (int32_t layer = 0; layer < n_layer_; ++layer) {
-    for (int32_t which = 0; which < 2; ++which) {
-      const int32_t n = which == 1 || k_transposed() ? block_size_ : slots;
-      std::memcpy(slot_ptr(layer, to, which, 0), slot_ptr(layer, from, which, 0),
-                  static_cast<size_t>(n) * vector_bytes_);
-    }
-  }
+  for (int32_t layer = 0; layer < n_layer_; ++layer)
+    std::memcpy(slot_ptr(layer, to, 0, 0), slot_ptr(layer, from, 0, 0),
+                2 * static_cast<size_t>(block_size_) * vector_bytes_);
 }
 
 // kv_dim floats into the stored type: F16/BF16 round to nearest even (runner/util/

@@ -58,41 +58,41 @@ class KvCache {
   int32_t n_local_layers() const { return n_local_layers_; }
   int32_t block_size() const { return block_size_; }
   int32_t kv_dim() const { return kv_dim_; }
-  int32_t head_dim() const { return head_dim_; }  // V is held by heads of this size
+  int32_t head_dim() const { return head_dim_; }  // vectors are held by heads of this size
   KvType type() const { return type_; }
   size_t bytes() const { return n_bytes_; }
-  // Bytes between consecutive slots of one block's K where K is not transposed: a vector.
+  // Bytes a K or V vector of one slot takes.
   size_t slot_stride() const { return vector_bytes_; }
-  // Bytes of one KV head's values of one slot, and between consecutive slots of that head's
-  // values in a block (they lie one after another: see v_head).
-  size_t v_head_bytes() const { return head_bytes_; }
+  // Bytes of one KV head's part of a slot's vector, and between consecutive slots of that
+  // head's part in a block (they lie one after another: see v_head).
+  size_t head_bytes() const { return head_bytes_; }
 
   // Whether a block's K vectors are stored transposed (F32, F16 and BF16; not Q8_0, whose
   // values come in blocks of 32 along a vector): element i of slot s at element
   // i * block_size() + s of the block's K, so the keys' element i lie side by side and
   // attention scores a block's keys one per vector lane, with no horizontal sums
-  // (kernels::dot_keys). V is stored by KV head (v_head).
+  // (kernels::dot_keys). Vectors that are not transposed, V always and K for Q8_0, are
+  // held by KV head (v_head, k_head).
   bool k_transposed() const { return type_ != KvType::kQ8_0; }
-  // A block's K of one layer: transposed as above, or (Q8_0) the slots' vectors in turn.
+  // A block's K of one layer: transposed as above, or (Q8_0) held by heads.
   const uint8_t* k_block(int32_t layer, int32_t block) const {
     return slot_ptr(layer, block, 0, 0);
   }
   // Bytes between a key's element i and i + 1 in a transposed K block.
   size_t k_row_bytes() const { return static_cast<size_t>(block_size_) * element_bytes(); }
-  // The stored K vector of one token slot of one layer; only where !k_transposed().
-  const uint8_t* k(int32_t layer, int32_t block, int32_t slot) const {
-    return slot_ptr(layer, block, 0, slot);
-  }
   // One KV head's stored values of one token slot of one layer: a block's V holds
   // [KV head][slot][head_dim elements], so a head's values for the block's positions are
-  // one run of v_head_bytes() a slot, and the heads' runs follow each other. Attention
-  // reads a block's V head by head: slot-major vectors made each head's pass a stride
+  // one run of head_bytes() a slot, and the heads' runs follow each other. Attention reads
+  // a block's vectors head by head: slot-major vectors made each head's pass a stride
   // through the block that the hardware prefetchers did not follow (one thread's walk of
   // f16 blocks from memory read 10 GB/s, against 17 by heads and 27-30 for a plain read;
   // bench_attention, docs/performance.md).
   const uint8_t* v_head(int32_t layer, int32_t block, int32_t kv_head, int32_t slot) const {
-    return slot_ptr(layer, block, 1, 0) +
-           (static_cast<size_t>(kv_head) * block_size_ + slot) * head_bytes_;
+    return head_ptr(layer, block, 1, kv_head, slot);
+  }
+  // The same for K, only where !k_transposed() (Q8_0).
+  const uint8_t* k_head(int32_t layer, int32_t block, int32_t kv_head, int32_t slot) const {
+    return head_ptr(layer, block, 0, kv_head, slot);
   }
   // The K or V vector of a slot widened to kv_dim floats, whatever the layout (tests, tools).
   void read_k(int32_t layer, int32_t block, int32_t slot, float* out) const;
@@ -118,13 +118,22 @@ class KvCache {
   }
 
  private:
-  // Layout of each group: [layer of the group][block][K|V][slot][kv_dim elements] for K
-  // (transposed, the same bytes hold [kv_dim elements][slot]); V's bytes hold
-  // [KV head][slot][head_dim elements] (v_head). which 1 with slot 0: the block's V.
+  // Layout of each group: [layer of the group][block][K|V][slot][kv_dim elements] in
+  // size; a transposed K's bytes hold [kv_dim elements][slot], the others' [KV
+  // head][slot][head_dim elements] (v_head). which 0 is K, 1 V; slot 0: the block's start.
   uint8_t* slot_ptr(int32_t layer, int32_t block, int32_t which, int32_t slot) const {
     return layers_[layer].base +
            ((static_cast<size_t>(block) * 2 + which) * block_size_ + slot) * vector_bytes_;
   }
+  uint8_t* head_ptr(int32_t layer, int32_t block, int32_t which, int32_t kv_head,
+                    int32_t slot) const {
+    return slot_ptr(layer, block, which, 0) +
+           (static_cast<size_t>(kv_head) * block_size_ + slot) * head_bytes_;
+  }
+  // A slot's vector in the stored type to its heads' runs, and back widened.
+  void store_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot,
+                      const float* x) const;
+  void read_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot, float* out) const;
   void encode(const float* x, uint8_t* out) const;
   size_t element_bytes() const { return type_ == KvType::kF32 ? 4 : 2; }  // not for Q8_0
 

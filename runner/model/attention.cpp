@@ -130,19 +130,17 @@ void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_hea
   auto lines = [](const uint8_t* p, size_t from, size_t to) {
     for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(p + b);
   };
-  const bool transposed = kv_.k_transposed();
   const size_t bs = static_cast<size_t>(kv_.block_size());
-  if (transposed) {
-    lines(kv_.k_block(layer, block), begin * bs, end * bs);
-  } else {
-    for (int32_t slot = 0; slot < kv_.block_size(); ++slot)
-      lines(kv_.k(layer, block, slot), begin, end);
-  }
-  // The heads' values: one run (kv_cache.h, v_head).
+  // The heads' vectors held by heads: one run each for K and V (kv_cache.h, v_head).
   const int32_t group = cfg_.n_head / cfg_.n_head_kv;
   const int32_t first_kv = first_head / group, last_kv = (first_head + n_heads - 1) / group;
-  lines(kv_.v_head(layer, block, first_kv, 0), 0,
-        static_cast<size_t>(last_kv - first_kv + 1) * bs * kv_.v_head_bytes());
+  const size_t run = static_cast<size_t>(last_kv - first_kv + 1) * bs * kv_.head_bytes();
+  if (kv_.k_transposed()) {
+    lines(kv_.k_block(layer, block), begin * bs, end * bs);
+  } else {
+    lines(kv_.k_head(layer, block, first_kv, 0), 0, run);
+  }
+  lines(kv_.v_head(layer, block, first_kv, 0), 0, run);
 }
 
 // Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
@@ -264,13 +262,13 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
     return scores + (static_cast<int64_t>(i) * b.n_heads + h) * bs;
   };
   if (!kv_.k_transposed()) {
-    const int64_t stride = static_cast<int64_t>(kv_.slot_stride());
+    const auto stride = static_cast<int64_t>(kv_.head_bytes());
     for (int32_t i = 0; i < b.n_queries; ++i) {
       if (b.from[i] >= b.to[i]) continue;
       const int32_t slot = b.from[i] - b.start;
       for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
         kernels::dot_rows_multi(type, query(i, h0), hd, per_kv,
-                                kv_.k(b.layer, b.block, slot) + kv_head_offset(b.first_head + h0),
+                                kv_.k_head(b.layer, b.block, (b.first_head + h0) / group, slot),
                                 stride, b.to[i] - b.from[i], hd, out(i, h0) + slot, bs);
       }
     }
@@ -370,7 +368,7 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
   for (int32_t k = 0; k < n_kv; ++k)
     kernels::widen_rows(
         type, kv_.v_head(w.layer, block, w.first_head / group + k, lo - start),
-        static_cast<int64_t>(kv_.v_head_bytes()), hi - lo, cfg_.head_dim,
+        static_cast<int64_t>(kv_.head_bytes()), hi - lo, cfg_.head_dim,
         rows.data() + (lo - start) * width + static_cast<int64_t>(k) * cfg_.head_dim, width);
   return {rows.data(), width};
 }
@@ -380,7 +378,7 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
 // block's values, for all its heads at once.
 void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* sum, float* acc) {
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
-  const auto v_stride = static_cast<int64_t>(kv_.v_head_bytes());  // bytes between slots
+  const auto v_stride = static_cast<int64_t>(kv_.head_bytes());  // bytes between slots
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   const int32_t per_kv = std::min(w.n_heads, group);  // query heads per KV head in the task
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.

@@ -49,7 +49,7 @@ TEST(KvCache, BytesPerTokenFollowTheType) {
   EXPECT_EQ(KvCache::bytes_per_token(30, 192, KvType::kQ8_0), 30u * 2 * 6 * 34);
   KvCache kv(2, 64, 3, KvType::kF16, 32);
   EXPECT_EQ(kv.slot_stride(), 128u);
-  EXPECT_EQ(kv.v_head_bytes(), 64u);
+  EXPECT_EQ(kv.head_bytes(), 64u);
   EXPECT_EQ(kv.bytes(), 2u * 3 * 2 * 16 * 128);
 }
 
@@ -89,15 +89,15 @@ TEST(KvCache, StoresRoundToTheTypeAndKeepSlotsApart) {
   }
 }
 
-// A block's V is held by KV heads: each head's values of the block's slots one run, the
-// heads' runs one after another right after the block's K (kv_cache.h, v_head), each
-// holding the slot's stored values of that head and nothing of another slot, block or
-// layer; read_v gathers a slot's vector back.
+// A block's V (and Q8_0's K) is held by KV heads: each head's values of the block's slots
+// one run, the heads' runs one after another (V's right after the block's K; kv_cache.h,
+// v_head, k_head), each holding the slot's stored values of that head and nothing of
+// another slot, block or layer; read_v (read_k) gathers a slot's vector back.
 TEST(KvCache, ValuesAreHeldByHeadsOneRunEach) {
   for (KvType t : kAllKvTypes) {
     const int32_t hd = 32, kv_dim = 3 * hd, bs = 5;
     KvCache kv(2, kv_dim, 3, t, hd, bs);
-    ASSERT_EQ(kv.v_head_bytes(), kv_element_offset(t, hd)) << kv_type_name(t);
+    ASSERT_EQ(kv.head_bytes(), kv_element_offset(t, hd)) << kv_type_name(t);
     std::vector<std::vector<float>> values;
     for (int32_t s = 0; s < bs; ++s) {
       values.push_back(normal_floats(kv_dim, 40 + s));
@@ -109,20 +109,57 @@ TEST(KvCache, ValuesAreHeldByHeadsOneRunEach) {
     const uint8_t* base = kv.v_head(1, 2, 0, 0);
     EXPECT_EQ(base, kv.k_block(1, 2) + static_cast<size_t>(bs) * kv.slot_stride());
     for (int32_t s = 0; s < bs; ++s) {
-      std::vector<float> vector(kv_dim);
+      std::vector<float> vector(kv_dim), key(kv_dim);
       kv.read_v(1, 2, s, vector.data());
+      kv.read_k(1, 2, s, key.data());
+      const auto k = normal_floats(kv_dim, 80 + s);
       for (int32_t h = 0; h < 3; ++h) {
         const uint8_t* run = kv.v_head(1, 2, h, s);
-        EXPECT_EQ(run, base + static_cast<size_t>(h * bs + s) * kv.v_head_bytes());
+        EXPECT_EQ(run, base + static_cast<size_t>(h * bs + s) * kv.head_bytes());
         const auto got = widen(kv, run, hd);
         for (int32_t i = 0; i < hd; ++i) {
           EXPECT_EQ(got[i], vector[h * hd + i]) << kv_type_name(t);
           EXPECT_NEAR(got[i], values[s][h * hd + i], 0.05) << kv_type_name(t);
         }
+        if (kv.k_transposed()) continue;
+        const uint8_t* keys = kv.k_head(1, 2, h, s);
+        EXPECT_EQ(keys, kv.k_block(1, 2) + static_cast<size_t>(h * bs + s) * kv.head_bytes());
+        const auto got_k = widen(kv, keys, hd);
+        for (int32_t i = 0; i < hd; ++i) {
+          EXPECT_EQ(got_k[i], key[h * hd + i]) << kv_type_name(t);
+          EXPECT_NEAR(got_k[i], k[h * hd + i], 0.05) << kv_type_name(t);
+        }
       }
     }
   }
   EXPECT_THROW(KvCache(2, 64, 2, KvType::kF16, 48), std::invalid_argument);  // no whole heads
+}
+
+// A copy of a block's first slots (a shared prefix's partial last block, handed to a
+// request that will write the rest) carries their keys and values in every type and
+// layer, whatever the layout (K transposed or held by heads, V held by heads).
+TEST(KvCache, CopiedSlotsReadBackAsTheOriginalsInEveryType) {
+  for (KvType t : kAllKvTypes) {
+    const int32_t hd = 32, kv_dim = 3 * hd, bs = 7;
+    KvCache kv(2, kv_dim, 3, t, hd, bs);
+    for (int32_t l = 0; l < 2; ++l)
+      for (int32_t s = 0; s < bs; ++s) {
+        const auto k = normal_floats(kv_dim, 300 + 10 * l + s);
+        const auto v = normal_floats(kv_dim, 400 + 10 * l + s);
+        kv.store(l, 2, s, k.data(), v.data());
+      }
+    kv.copy_slots(2, 0, 5);
+    for (int32_t l = 0; l < 2; ++l)
+      for (int32_t s = 0; s < 5; ++s) {
+        std::vector<float> k0(kv_dim), k2(kv_dim), v0(kv_dim), v2(kv_dim);
+        kv.read_k(l, 0, s, k0.data());
+        kv.read_k(l, 2, s, k2.data());
+        kv.read_v(l, 0, s, v0.data());
+        kv.read_v(l, 2, s, v2.data());
+        EXPECT_EQ(k0, k2) << kv_type_name(t) << " layer " << l << " slot " << s;
+        EXPECT_EQ(v0, v2) << kv_type_name(t) << " layer " << l << " slot " << s;
+      }
+  }
 }
 
 TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
@@ -133,8 +170,8 @@ TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
 
 // The typed attention kernels against the F32 ones on the widened values: bit for bit,
 // on every ISA this CPU runs, for each head and over whole and partial blocks. The row
-// kernels read a head's values slot after slot (V, held by heads) and its keys at a head
-// offset of vectors stored slot after slot (K where not transposed: Q8_0); both are tried.
+// kernels read a head's part of the vectors held by heads, slot after slot: V, and K
+// where not transposed (Q8_0); both are tried.
 TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
   for (kernels::Isa isa : runnable_isas()) {
     IsaScope scope(isa);
@@ -152,9 +189,8 @@ TEST(KvCache, AttentionKernelsReadEachTypeAsItsWidenedValues) {
         for (int head = 0; head < 2; ++head) {
           // The head's values, and (Q8_0) its keys, which hold the same rounded values.
           std::vector<std::pair<const uint8_t*, size_t>> sources = {
-              {kv.v_head(0, 0, head, 0), kv.v_head_bytes()}};
-          if (!kv.k_transposed())
-            sources.push_back({kv.k(0, 0, 0) + kv_element_offset(t, head * hd), kv.slot_stride()});
+              {kv.v_head(0, 0, head, 0), kv.head_bytes()}};
+          if (!kv.k_transposed()) sources.push_back({kv.k_head(0, 0, head, 0), kv.head_bytes()});
           const float* kf = widened.data() + head * hd;
           for (const auto& [k, stride] : sources) {
             for (int32_t n_rows : {1, 5, count}) {
@@ -203,15 +239,15 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
                                       " hd " + std::to_string(hd) + " n_q " + std::to_string(n_q) +
                                       " keys " + std::to_string(n_keys);
             std::vector<float> got(n_q * count, -1.f), want(n_q * count, -1.f);
-            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, values, kv.v_head_bytes(),
+            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, values, kv.head_bytes(),
                                     n_keys, hd, got.data(), count);
             std::vector<float> y = y0, y_want = y0;
             kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q, values,
-                                     kv.v_head_bytes(), n_keys, hd, y.data(), hd);
+                                     kv.head_bytes(), n_keys, hd, y.data(), hd);
             for (int a = 0; a < n_q; ++a) {
-              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, values, kv.v_head_bytes(),
+              kernels::dot_rows(kv_tensor_type(t), q.data() + a * hd, values, kv.head_bytes(),
                                 n_keys, hd, want.data() + a * count);
-              kernels::axpy_rows(kv_tensor_type(t), w.data() + a * count, values, kv.v_head_bytes(),
+              kernels::axpy_rows(kv_tensor_type(t), w.data() + a * count, values, kv.head_bytes(),
                                  n_keys, hd, y_want.data() + a * hd);
             }
             ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << label;
@@ -244,7 +280,7 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
         // Rows 2 .. count - 1 of the second head, into rows kv_dim + 3 floats apart.
         const int64_t width = kv_dim + 3, first = 2, n_rows = count - first;
         std::vector<float> wide(static_cast<size_t>(count * width), -7.f);
-        kernels::widen_rows(kv_tensor_type(t), kv.v_head(0, 0, 1, first), kv.v_head_bytes(), n_rows,
+        kernels::widen_rows(kv_tensor_type(t), kv.v_head(0, 0, 1, first), kv.head_bytes(), n_rows,
                             hd, wide.data() + first * width, width);
         for (int64_t j = first; j < count; ++j) {
           std::vector<float> w(kv_dim);
@@ -260,7 +296,7 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
                                      wide.data() + first * width, width * 4, n_keys, hd, y.data(),
                                      hd);
             kernels::axpy_rows_multi(kv_tensor_type(t), w.data(), count, n_q,
-                                     kv.v_head(0, 0, 1, first), kv.v_head_bytes(), n_keys, hd,
+                                     kv.v_head(0, 0, 1, first), kv.head_bytes(), n_keys, hd,
                                      y_want.data(), hd);
             ASSERT_EQ(0, std::memcmp(y.data(), y_want.data(), y.size() * 4))
                 << label << " n_q " << n_q << " keys " << n_keys;
