@@ -1,10 +1,10 @@
 // Decode attention's walk over a row's cache blocks on one thread, as one decode task does
 // it on the smollm2 shape (3 KV heads of 64, 3 query heads each, 16-slot blocks): per
 // block, each KV head's scores (dot_keys over the transposed keys), the softmax step
-// (scaled_exp_sums), and each head's value sums (axpy_rows_multi). layout:0 holds V as the
-// cache does (slot-major vectors: each head's pass strides through the block); layout:1
-// holds it by heads ([head][slot][head_dim], tried 2026-12-02 and not kept: level once the
-// next block is prefetched). ahead: 0 no software prefetch, 1 the next block's lines into
+// (scaled_exp_sums), and each head's value sums (axpy_rows_multi). layout:1 holds V by
+// heads ([head][slot][head_dim]) as the cache does since 2026-12-02; layout:0 as
+// slot-major vectors, as it did before (each head's pass strides through the block).
+// ahead: 0 no software prefetch, 1 the next block's lines into
 // L1 before each block (what ForwardPass::prefetch_block does), 2 the next block read
 // with loads, 3 its lines into L2. keys:1024 is about the size of L2 (the kernels' own
 // speed); keys:65536 (48 MiB of f16) comes from memory, beside BM_ReadBlocks, a plain read

@@ -84,9 +84,9 @@ class KvCache {
   // [KV head][slot][head_dim elements], so a head's values for the block's positions are
   // one run of head_bytes() a slot, and the heads' runs follow each other. Attention reads
   // a block's vectors head by head: slot-major vectors made each head's pass a stride
-  // through the block that the hardware prefetchers did not follow (one thread's walk of
-  // f16 blocks from memory read 10 GB/s, against 17 by heads and 27-30 for a plain read;
-  // bench_attention, docs/performance.md).
+  // through the block, which read slower from memory even with the next block prefetched
+  // (one thread's walk, bench_attention: f32 20.3 -> 25.2 GB/s, bf16 16.6 -> 18.6, f16
+  // 17.2 -> 17.8; a plain read 33; docs/performance.md).
   const uint8_t* v_head(int32_t layer, int32_t block, int32_t kv_head, int32_t slot) const {
     return head_ptr(layer, block, 1, kv_head, slot);
   }
