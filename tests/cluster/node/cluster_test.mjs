@@ -402,8 +402,10 @@ async function phaseKill(c) {
   const P = c.port;
   const jsonC = path.join(work, 'bench-c.json');
   // Bench C first (open loop: 100 requests/s for 4 s at least, at most 4 in flight); once it
-  // is under way, six long streams (demo model: context 2048), two a replica under
-  // least_conn; the kill comes as soon as every stream has its replica, while they run.
+  // is under way, six long streams (demo model: context 2048; four choices each, so that a
+  // stream lasts longer than its 1900 tokens alone would, under half a second on a fast
+  // machine), two a replica under least_conn; the kill comes as soon as one of them is
+  // under way on its replica.
   // (Streams first and bench C after them left too little time: a 1900-token stream on the
   // demo model can end within a second, before a loaded machine had bench C going.)
   const before = c.accessLog().length;
@@ -416,7 +418,7 @@ async function phaseKill(c) {
   for (let k = 0; k < 6; k++) {
     const s = { k, replica: '', firstText: false, done: false, error: null, text: '', began: 0, ended: 0 };
     // X-Session-Id tags the stream in the proxy's log (no affinity in this cluster).
-    s.started = client.completions.create({ model: 'demo', prompt: 'x', max_tokens: 1900, ignore_eos: true, stream: true, seed: 100 + k },
+    s.started = client.completions.create({ model: 'demo', prompt: 'x', max_tokens: 1900, n: 4, ignore_eos: true, stream: true, seed: 100 + k },
       { headers: { 'x-session-id': `long-${k}` } })
       .withResponse().then(async ({ data, response }) => {
         s.replica = lastAddr(response.headers.get('x-tandem-replica'));
@@ -436,7 +438,12 @@ async function phaseKill(c) {
       }, (e) => (s.error = `${e.constructor.name}: ${e.message}`));
     streams.push(s);
   }
-  await poll('all six long streams have their replica', 30000, () => streams.every((s) => s.replica || s.error || s.done));
+  // The kill comes once a stream is under way (its replica known, text arriving, not
+  // finished): waiting for all six to have their replica let the first ones run to their
+  // end on a fast replica while a later one still waited for its headers.
+  await poll('a long stream under way', 30000, () =>
+    streams.some((s) => s.replica && s.firstText && !s.done && !s.error) ||
+    streams.every((s) => s.done || s.error));
   const t0 = tStreams;
   // The victim: a replica with a long stream that nginx is still proxying (no log line yet;
   // the Node client may lag behind what the replica has sent, so its own view will not do).
@@ -473,10 +480,13 @@ async function phaseKill(c) {
   // nginx read the last byte from it ($upstream_response_time) came after the kill.
   const byTag = new Map(c.accessLog().filter((e) => e.session).map((e) => [e.session, e]));
   const upstreamEnd = (e) => (e.time - e.request_time + Number(String(e.upstream_time).split(/[,:] /).pop())) * 1000;
-  const onVictim = streams.filter((s) => s.replica === victimAddr &&
-    !(byTag.has(`long-${s.k}`) && upstreamEnd(byTag.get(`long-${s.k}`)) < tKill));
+  // The log's times are whole milliseconds: a stream whose last byte came within a few of
+  // the kill may have ended either way, so it counts as neither.
+  const kMargin = 5;
+  const endOf = (s) => (byTag.has(`long-${s.k}`) ? upstreamEnd(byTag.get(`long-${s.k}`)) : Infinity);
+  const onVictim = streams.filter((s) => s.replica === victimAddr && endOf(s) >= tKill + kMargin);
   const elsewhere = streams.filter((s) => s.replica !== victimAddr);
-  const finishedBefore = streams.filter((s) => s.replica === victimAddr && !onVictim.includes(s));
+  const finishedBefore = streams.filter((s) => s.replica === victimAddr && endOf(s) < tKill - kMargin);
   check(finishedBefore.every((s) => s.done), `the ${finishedBefore.length} streams the killed replica had finished before completed`);
   for (const s of onVictim) log(`stream ${s.k}, running on the killed replica: ${s.done ? 'completed?!' : s.error}`);
   check(onVictim.length >= 1 && onVictim.every((s) => !s.done && s.error),
