@@ -480,17 +480,26 @@ async function phaseKill(c) {
   // nginx read the last byte from it ($upstream_response_time) came after the kill.
   const byTag = new Map(c.accessLog().filter((e) => e.session).map((e) => [e.session, e]));
   const upstreamEnd = (e) => (e.time - e.request_time + Number(String(e.upstream_time).split(/[,:] /).pop())) * 1000;
-  // The log's times are whole milliseconds: a stream whose last byte came within a few of
-  // the kill may have ended either way, so it counts as neither.
+  // The log's times are whole milliseconds (three of them make a stream's end), and a
+  // stream cut by the kill ends a few after it: one that ended within kMargin of the kill
+  // may have finished or been cut, and either outcome is right for it.
   const kMargin = 5;
   const endOf = (s) => (byTag.has(`long-${s.k}`) ? upstreamEnd(byTag.get(`long-${s.k}`)) : Infinity);
-  const onVictim = streams.filter((s) => s.replica === victimAddr && endOf(s) >= tKill + kMargin);
-  const elsewhere = streams.filter((s) => s.replica !== victimAddr);
-  const finishedBefore = streams.filter((s) => s.replica === victimAddr && endOf(s) < tKill - kMargin);
+  // A stream's replica: from its response headers, or (a stream the kill cut before its
+  // headers came: nginx's 502) from the proxy's log.
+  const replicaOf = (s) =>
+    s.replica || (byTag.has(`long-${s.k}`) ? lastAddr(byTag.get(`long-${s.k}`).upstream) : '');
+  const onVictimAll = streams.filter((s) => replicaOf(s) === victimAddr);
+  const elsewhere = streams.filter((s) => replicaOf(s) !== victimAddr);
+  const finishedBefore = onVictimAll.filter((s) => endOf(s) < tKill - kMargin);
+  const cutByKill = onVictimAll.filter((s) => endOf(s) > tKill + kMargin);
+  const onVictim = onVictimAll.filter((s) => s.error);
   check(finishedBefore.every((s) => s.done), `the ${finishedBefore.length} streams the killed replica had finished before completed`);
-  for (const s of onVictim) log(`stream ${s.k}, running on the killed replica: ${s.done ? 'completed?!' : s.error}`);
-  check(onVictim.length >= 1 && onVictim.every((s) => !s.done && s.error),
-    `the ${onVictim.length} streams running on the killed replica failed with an error in the openai client`);
+  for (const s of onVictim) log(`stream ${s.k}, running on the killed replica: ${s.error}`);
+  check(onVictim.length >= 1 && onVictim.every((s) => endOf(s) >= tKill - kMargin) &&
+    cutByKill.every((s) => !s.done && s.error),
+    `the ${onVictim.length} streams running on the killed replica failed with an error in the openai client, ` +
+    'and only they', onVictimAll.map((s) => `${s.k}: end ${endOf(s) - tKill} ms after the kill, ${s.error || 'done'}`).join('; '));
   check(elsewhere.every((s) => s.done && !s.error), `the ${elsewhere.length} streams on the other replicas completed`,
     elsewhere.map((s) => s.error).join(' | '));
 
