@@ -113,7 +113,7 @@ KvCache::KvCache(int32_t n_layer, int32_t kv_dim, int32_t n_blocks, KvType type,
 }
 
 void KvCache::store_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot,
-                             const float* x) const {
+                             const float* x) {
   thread_local std::vector<uint8_t> vector;
   vector.resize(vector_bytes_);
   encode(x, vector.data());

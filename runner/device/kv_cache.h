@@ -131,8 +131,7 @@ class KvCache {
            (static_cast<size_t>(kv_head) * block_size_ + slot) * head_bytes_;
   }
   // A slot's vector in the stored type to its heads' runs, and back widened.
-  void store_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot,
-                      const float* x) const;
+  void store_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot, const float* x);
   void read_by_heads(int32_t layer, int32_t block, int32_t which, int32_t slot, float* out) const;
   void encode(const float* x, uint8_t* out) const;
   size_t element_bytes() const { return type_ == KvType::kF32 ? 4 : 2; }  // not for Q8_0
