@@ -132,8 +132,7 @@ void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_hea
   };
   const size_t bs = static_cast<size_t>(kv_.block_size());
   // The heads' vectors held by heads: one run each for K and V (kv_cache.h, v_head).
-  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
-  const int32_t first_kv = first_head / group, last_kv = (first_head + n_heads - 1) / group;
+  const int32_t first_kv = kv_head_of(first_head), last_kv = kv_head_of(first_head + n_heads - 1);
   const size_t run = static_cast<size_t>(last_kv - first_kv + 1) * bs * kv_.head_bytes();
   if (kv_.k_transposed()) {
     lines(kv_.k_block(layer, block), begin * bs, end * bs);
@@ -268,7 +267,7 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
       const int32_t slot = b.from[i] - b.start;
       for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
         kernels::dot_rows_multi(type, query(i, h0), hd, per_kv,
-                                kv_.k_head(b.layer, b.block, (b.first_head + h0) / group, slot),
+                                kv_.k_head(b.layer, b.block, kv_head_of(b.first_head + h0), slot),
                                 stride, b.to[i] - b.from[i], hd, out(i, h0) + slot, bs);
       }
     }
@@ -359,15 +358,15 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
     hi = std::max(hi, to[i]);
   }
   if (lo >= hi) return {nullptr, 0};
-  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
-  const int32_t n_kv = (w.first_head + w.n_heads - 1) / group - w.first_head / group + 1;
+  const int32_t first_kv = kv_head_of(w.first_head);
+  const int32_t n_kv = kv_head_of(w.first_head + w.n_heads - 1) - first_kv + 1;
   const int64_t width = static_cast<int64_t>(n_kv) * cfg_.head_dim;
   thread_local std::vector<float> rows;
   const auto needed = static_cast<size_t>(kv_.block_size() * width);
   if (rows.size() < needed) rows.resize(needed);
   for (int32_t k = 0; k < n_kv; ++k)
     kernels::widen_rows(
-        type, kv_.v_head(w.layer, block, w.first_head / group + k, lo - start),
+        type, kv_.v_head(w.layer, block, first_kv + k, lo - start),
         static_cast<int64_t>(kv_.head_bytes()), hi - lo, cfg_.head_dim,
         rows.data() + (lo - start) * width + static_cast<int64_t>(k) * cfg_.head_dim, width);
   return {rows.data(), width};
@@ -431,13 +430,13 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
       for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
         float* y = a + static_cast<int64_t>(h0) * hd;
         if (wide.rows != nullptr) {
-          const int64_t kv = (w.first_head + h0) / group - w.first_head / group;
+          const int64_t kv = kv_head_of(w.first_head + h0) - kv_head_of(w.first_head);
           kernels::axpy_rows_multi(gguf::TensorType::kF32, s + h0 * bs, bs, per_kv,
                                    wide.rows + slot * wide.width + kv * hd,
                                    wide.width * static_cast<int64_t>(sizeof(float)), n, hd, y, hd);
         } else {
           kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
-                                   kv_.v_head(w.layer, block, (w.first_head + h0) / group, slot),
+                                   kv_.v_head(w.layer, block, kv_head_of(w.first_head + h0), slot),
                                    v_stride, n, hd, y, hd);
         }
       }
@@ -466,7 +465,7 @@ void ForwardPass::gathered_values(const TileWalk& w, const WidenedValues& wide, 
         ys.push_back(acc + row * hd);
       }
     }
-    const int64_t kv = (w.first_head + h0) / group - w.first_head / group;
+    const int64_t kv = kv_head_of(w.first_head + h0) - kv_head_of(w.first_head);
     kernels::axpy_rows_gathered(ws.data(), ys.data(), static_cast<int>(ws.size()),
                                 wide.rows + slot * wide.width + kv * hd, wide.width, n, hd);
   }

@@ -98,11 +98,12 @@ class ForwardPass {
   void merge_chunks(const AttendTask& task, std::vector<float>& scratch);
   void write_attention(const AttendTask& task, const float* sum, const float* merged);
   struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
-  // Byte offset, within a stored K or V vector, of the KV head that query head `head` reads
-  // (times the block size: the offset of its rows in a transposed K block).
+  // The KV head that query head `head` reads (GQA: n_head / n_head_kv query heads each).
+  int32_t kv_head_of(int32_t head) const { return head / (cfg_.n_head / cfg_.n_head_kv); }
+  // Byte offset, within a stored K or V vector, of that KV head (times the block size: the
+  // offset of its rows in a transposed K block).
   size_t kv_head_offset(int32_t head) const {
-    return kv_element_offset(
-        kv_.type(), static_cast<int64_t>(head / (cfg_.n_head / cfg_.n_head_kv)) * cfg_.head_dim);
+    return kv_element_offset(kv_.type(), static_cast<int64_t>(kv_head_of(head)) * cfg_.head_dim);
   }
   void block_scores(const TileBlock& b, float* scores) const;
   // The block table `layer` reads and writes through: the local one for a local layer of
