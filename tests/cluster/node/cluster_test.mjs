@@ -414,6 +414,12 @@ async function phaseKill(c) {
   await poll('bench C under way', 30000, () => c.accessLog().length >= before + 6);
   const tStreams = Date.now();
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${P}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  // Each stream stops reading after its first text until the kill: the proxy and the
+  // replica then hold the rest, so a stream cannot end before the kill however fast the
+  // replica is or however late this process gets to look (its event loop can be busy for
+  // seconds draining another stream's events under a loaded machine).
+  let releaseStreams;
+  const released = new Promise((resolve) => (releaseStreams = resolve));
   const streams = [];
   for (let k = 0; k < 6; k++) {
     const s = { k, replica: '', firstText: false, done: false, error: null, text: '', began: 0, ended: 0 };
@@ -426,8 +432,11 @@ async function phaseKill(c) {
           for await (const chunk of data) {
             if (chunk.choices?.[0]?.text) {
               s.text += chunk.choices[0].text;
-              if (!s.firstText) s.began = Date.now();
-              s.firstText = true;
+              if (!s.firstText) {
+                s.began = Date.now();
+                s.firstText = true;
+                await released;
+              }
             }
           }
           s.done = true;
@@ -459,6 +468,7 @@ async function phaseKill(c) {
   const pid = c.pid(victim);
   const tKill = Date.now();
   process.kill(pid, 'SIGKILL');
+  releaseStreams();
   await poll('the killed replica is gone', 10000, () => reaped(pid), 1);
   const tGone = Date.now();
   log(`killed replica ${victim} (${victimAddr}, pid ${pid}) with ${streams.filter((s) => s.replica === victimAddr).length} of the long streams on it; ` +
