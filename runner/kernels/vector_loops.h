@@ -9,8 +9,8 @@
 //   round(v)                      to the nearest integer, ties to even
 //   finish_dot(acc0, acc1, a, b, n)  adds the last n < kWidth products and reduces
 //   reduce_max(v)                 the largest lane
-//   row_sums16(x, stride, n, sums) (optional) sums[h] = row h's n <= 16 lanes added in index
-//                                 order, for 16 rows at once
+//   row_sums16(x, stride, rows, n, sums) (optional) sums[h] = row h's n <= 16 lanes added
+//                                 in index order, for rows <= 16 rows at once
 //   load_bf16(const uint16_t*)    kWidth BF16 values widened to F32 (the KV cache's)
 //   store_half(uint16_t*, v)      kWidth lanes narrowed to F16, ties to even
 //   store_bfloat(uint16_t*, v)    kWidth lanes narrowed to BF16, ties to even
@@ -21,6 +21,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runner/kernels/isa.h"
@@ -112,12 +113,26 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 // sums[h] set to their sum, added in index order. An element's result depends only on it,
 // scale and max[h], never on n or the other rows; the rows' serial sums go sixteen at a
 // time as one vector's lanes where V has row_sums16 (a prefill tile's shared fold has 144
-// rows), else four at a time interleaved, so that their additions overlap.
+// rows, a decode task 9; the last group may be short), else four at a time interleaved, so
+// that their additions overlap.
 template <class V>
 void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scale, float* max,
                      float* sums) {
   constexpr int kW = V::kWidth;
-  for (int h = 0; h < n_rows; ++h) {
+  if (n == kW) {
+    // A whole block of one vector a row: every row's max first, then every row's e^x, so
+    // that the rows' short dependent chains (a lane reduction, then an exp) overlap rather
+    // than run one row after another. The same operations on each element as below.
+    for (int h = 0; h < n_rows; ++h) {
+      const typename V::Vec v = V::load(x + h * stride) * splat<V>(scale);
+      V::store(x + h * stride, v);
+      const float chunk_max = V::reduce_max(v);
+      max[h] = chunk_max > max[h] ? chunk_max : max[h];
+    }
+    for (int h = 0; h < n_rows; ++h)
+      V::store(x + h * stride, exp_ps<V>(V::load(x + h * stride) - splat<V>(max[h])));
+  }
+  for (int h = 0; h < n_rows && n != kW; ++h) {
     float* row = x + h * stride;
     float m = max[h];
     int64_t i = 0;
@@ -137,9 +152,12 @@ void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scal
     if (i < n) V::store_first(row + i, exp_ps<V>(V::load_first(row + i, n - i) - shift), n - i);
   }
   int h = 0;
-  if constexpr (requires { V::row_sums16(x, stride, n, sums); }) {
+  if constexpr (requires { V::row_sums16(x, stride, n_rows, n, sums); }) {
+    // Sixteen rows at a time, and the last group too where it has rows enough to be worth
+    // a transpose (a decode task's nine query heads; one to three go the scalar way).
     if (n <= 16)
-      for (; h + 16 <= n_rows; h += 16) V::row_sums16(x + h * stride, stride, n, sums + h);
+      for (int rows; (rows = std::min(16, n_rows - h)) >= 4; h += rows)
+        V::row_sums16(x + h * stride, stride, rows, n, sums + h);
   }
   for (; h + 4 <= n_rows; h += 4) {
     const float *r0 = x + h * stride, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;

@@ -70,18 +70,19 @@ struct Avx512 {
     return _mm512_reduce_add_ps(acc0 + acc1);
   }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
-  // Sixteen rows' sums of their first n <= 16 lanes, each in index order: the rows
-  // transposed in registers, so that lane h of column j is row h's element j, and the
-  // columns added in order. Each lane runs the scalar chain ((x0 + x1) + x2) + ..., and the
-  // zeros past n add nothing to a sum of e^x (never -0), so the bits are the row-by-row
-  // sums'; a shared fold's rows spent more on those scalar chains than on their e^x.
-  static void row_sums16(const float* x, int64_t stride, int64_t n, float* sums) {
+  // Up to sixteen rows' sums of their first n <= 16 lanes, each in index order: the rows
+  // transposed in registers (rows past `rows` as zeros, never read), so that lane h of
+  // column j is row h's element j, and the columns added in order. Each lane runs the
+  // scalar chain ((x0 + x1) + x2) + ..., and the zeros past n add nothing to a sum of e^x
+  // (never -0), so the bits are the row-by-row sums'; a shared fold's rows, and a decode
+  // task's nine, spent more on those scalar chains than on their e^x.
+  static void row_sums16(const float* x, int64_t stride, int rows, int64_t n, float* sums) {
     Vec r[16];
-    for (int h = 0; h < 16; ++h) r[h] = load_first(x + h * stride, n);
+    for (int h = 0; h < 16; ++h) r[h] = h < rows ? load_first(x + h * stride, n) : Vec{};
     transpose16(r);
     Vec s = r[0];
     for (int j = 1; j < 16; ++j) s = s + r[j];
-    store(sums, s);
+    store_first(sums, s, rows);
   }
   // r[i] lane j = M[i][j] in; r[j] lane i = M[i][j] out.
   static void transpose16(Vec r[16]) {
