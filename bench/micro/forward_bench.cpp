@@ -7,6 +7,7 @@
 //   build-test/bench/bench_forward --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -89,10 +90,14 @@ void args(benchmark::internal::Benchmark* b) {
 // A decode step of 16 rows (or 1), each at position 1023 with its own 1024 cached positions
 // (random K and V, stored through KvCache::store as a prefill would), BF16 weights: what
 // the KV element type changes is the bytes each row's attention reads. One row: the
-// attention's key chunks as tasks of their own (attention.cpp).
+// attention's key chunks as tasks of their own (attention.cpp). scattered:0 gives each row
+// consecutive blocks, as a fresh pool does; scattered:1 a random permutation of the pool,
+// as a server's pool becomes once requests of every length have come and gone (the
+// hardware prefetchers then cannot run ahead from one block to the next).
 void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
   constexpr int kContext = 1024, kBlocksPerRow = kContext / 16;
   const int kRows = static_cast<int>(state.range(1));
+  const bool scattered = state.range(2) != 0;
   auto model = bench_model(TensorType::kBF16);
   const tandem::ModelConfig& c = model->config();
   tandem::ThreadPool pool(static_cast<int>(state.range(0)));
@@ -108,11 +113,14 @@ void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
         kv.store(l, b, slot, k.data(), v.data());
       }
   tandem::ForwardPass forward(*model, kv, pool);
+  std::vector<int32_t> order(static_cast<size_t>(kRows) * kBlocksPerRow);
+  std::iota(order.begin(), order.end(), 0);
+  if (scattered) std::shuffle(order.begin(), order.end(), rng);
   std::vector<std::vector<int32_t>> tables(kRows, std::vector<int32_t>(kBlocksPerRow));
   std::vector<int32_t> inputs(kRows);
   std::vector<tandem::ForwardRow> rows;
   for (int r = 0; r < kRows; ++r) {
-    std::iota(tables[r].begin(), tables[r].end(), r * kBlocksPerRow);
+    std::copy_n(order.begin() + r * kBlocksPerRow, kBlocksPerRow, tables[r].begin());
     inputs[r] = 100 + r;
     rows.push_back({{&inputs[r], 1}, kContext - 1, tables[r], true});
   }
@@ -153,27 +161,19 @@ BENCHMARK(BM_Prefill)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f32_kv, tandem::KvType::kF32)
-    ->Args({2, 16})
-    ->ArgNames({"threads", "rows"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+// threads 2, each row count with its blocks adjacent and scattered.
+void context_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> row_counts) {
+  for (int64_t rows : row_counts)
+    for (int64_t scattered : {0, 1}) b->Args({2, rows, scattered});
+  b->ArgNames({"threads", "rows", "scattered"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+void sixteen_rows(benchmark::internal::Benchmark* b) { context_args(b, {16}); }
+void sixteen_rows_and_one(benchmark::internal::Benchmark* b) { context_args(b, {16, 1}); }
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f32_kv, tandem::KvType::kF32)->Apply(sixteen_rows);
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f16_kv, tandem::KvType::kF16)
-    ->Args({2, 16})
-    ->Args({2, 1})
-    ->ArgNames({"threads", "rows"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_DecodeAtContext1024, bf16_kv, tandem::KvType::kBf16)
-    ->Args({2, 16})
-    ->ArgNames({"threads", "rows"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_DecodeAtContext1024, q8_0_kv, tandem::KvType::kQ8_0)
-    ->Args({2, 16})
-    ->ArgNames({"threads", "rows"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->Apply(sixteen_rows_and_one);
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, bf16_kv, tandem::KvType::kBf16)->Apply(sixteen_rows);
+BENCHMARK_CAPTURE(BM_DecodeAtContext1024, q8_0_kv, tandem::KvType::kQ8_0)->Apply(sixteen_rows);
 
 BENCHMARK_CAPTURE(BM_DecodeStep, bf16, TensorType::kBF16)->Apply(args);
 BENCHMARK_CAPTURE(BM_DecodeStep, f16, TensorType::kF16)->Apply(args);

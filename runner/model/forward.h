@@ -72,6 +72,7 @@ class ForwardPass {
   void plan_attention(int32_t layer);
   int32_t heads_per_task(int64_t n_walks, int64_t wanted) const;
   void prefetch_block(int32_t layer, int32_t block, int32_t first_head, int32_t n_heads) const;
+  bool follows_in_memory(int32_t block, int32_t next) const;
   void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
               std::vector<float>& scratch);
   // One task's view of its tile (attention.cpp), and its walk of one key chunk.

@@ -260,6 +260,37 @@ TEST(ForwardPass, ManyRowsEqualSoloRunsWhateverTheHeadsPerTask) {
   }
 }
 
+// Where a row's blocks lie in the cache changes nothing: the same 70-token row prefilled and
+// then decoded through ascending adjacent blocks (which the walk reads without software
+// prefetch, attention.cpp's follows_in_memory), descending ones and scattered ones (which it
+// prefetches) gives the same logits bit for bit, for every KV type.
+TEST(ForwardPass, LogitsDoNotDependOnWhereTheRowsBlocksLie) {
+  ScratchDir dir;
+  const auto path = write_tiny_llama(dir.path(), TensorType::kF32);
+  constexpr int32_t kLength = 70, kBlocks = 5;
+  std::vector<int32_t> prompt(kLength);
+  for (int32_t i = 0; i < kLength; ++i) prompt[i] = 1 + (i * 4099) % 250;
+  const std::vector<std::vector<int32_t>> tables = {
+      {0, 1, 2, 3, 4}, {40, 31, 22, 13, 4}, {9, 2, 30, 17, 5}, {50, 51, 52, 7, 8}};
+  for (KvType kv : {KvType::kF32, KvType::kF16, KvType::kBf16}) {
+    SCOPED_TRACE(kv_type_name(kv));
+    std::vector<std::vector<float>> first;
+    for (const std::vector<int32_t>& table : tables) {
+      ASSERT_EQ(table.size(), static_cast<size_t>(kBlocks));
+      Harness h(path, 2, 64, kv);
+      ForwardRow prefill{std::span<const int32_t>(prompt).first(kLength - 1), 0, table, true};
+      std::vector<std::vector<float>> got{copy(h.forward.run({&prefill, 1}))};
+      ForwardRow decode{{&prompt[kLength - 1], 1}, kLength - 1, table, true};
+      got.push_back(copy(h.forward.run({&decode, 1})));
+      if (first.empty()) {
+        first = got;
+        continue;
+      }
+      EXPECT_EQ(got, first) << "table starting " << table[0];
+    }
+  }
+}
+
 // Key chunks (attention.cpp: a query's keys split every 128 positions, the chunks' states
 // merged in position order). A 300-token row gives every position the same logits
 // prefilled in one step (each tile's task walks all its chunks), decoded a token a step
