@@ -40,7 +40,14 @@ int32_t KvBlockPool::take_block() {
 bool KvBlockPool::reserve(int64_t n_tokens, std::vector<int32_t>& out) {
   const int32_t n = blocks_for(n_tokens);
   if (n > free_blocks()) return false;
+  const auto first = static_cast<std::ptrdiff_t>(out.size());
   for (int32_t i = 0; i < n; ++i) out.push_back(take_block());
+  // In ascending order: evictions come deepest block first, so a cached sequence's run
+  // would otherwise be handed out backwards, and the attention walk reads a row's blocks
+  // fastest as one ascending run of adjacent blocks (BM_DecodeAtContext1024, 16 rows of
+  // f16 KV: 25.7-27.4 ms ascending, 30.7-31.0 descending). Which blocks are taken is
+  // unchanged.
+  std::sort(out.begin() + first, out.end());
   return true;
 }
 

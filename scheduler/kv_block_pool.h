@@ -25,8 +25,9 @@ class KvBlockPool {
   int32_t blocks_for(int64_t n_tokens) const;  // blocks that hold n_tokens positions
   bool can_reserve(int64_t n_tokens) const { return blocks_for(n_tokens) <= free_blocks(); }
   // All or nothing: appends blocks_for(n_tokens) fresh blocks (one reference each) to
-  // `out` and returns true, or changes nothing and returns false. Evicts cached blocks
-  // nobody references, least recently used first, when no block is free.
+  // `out`, in ascending order, and returns true, or changes nothing and returns false.
+  // Evicts cached blocks nobody references, least recently used first, when no block is
+  // free.
   bool reserve(int64_t n_tokens, std::vector<int32_t>& out);
   // Appends `blocks` (each referenced already) to `out`, one more reference each: a
   // sequence that shares another's written blocks (n choices of one prompt). A negative
