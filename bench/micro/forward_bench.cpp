@@ -92,8 +92,8 @@ void args(benchmark::internal::Benchmark* b) {
 // the KV element type changes is the bytes each row's attention reads. One row: the
 // attention's key chunks as tasks of their own (attention.cpp). scattered:0 gives each row
 // consecutive blocks, as a fresh pool does; scattered:1 a random permutation of the pool,
-// as a server's pool becomes once requests of every length have come and gone (the
-// hardware prefetchers then cannot run ahead from one block to the next).
+// as a server's pool becomes once requests of every length have come and gone (each
+// row's next block anywhere in the cache).
 void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
   constexpr int kContext = 1024, kBlocksPerRow = kContext / 16;
   const int kRows = static_cast<int>(state.range(1));
