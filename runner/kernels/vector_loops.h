@@ -131,25 +131,26 @@ void scaled_exp_sums(float* x, int64_t stride, int n_rows, int64_t n, float scal
     }
     for (int h = 0; h < n_rows; ++h)
       V::store(x + h * stride, exp_ps<V>(V::load(x + h * stride) - splat<V>(max[h])));
-  }
-  for (int h = 0; h < n_rows && n != kW; ++h) {
-    float* row = x + h * stride;
-    float m = max[h];
-    int64_t i = 0;
-    for (; i + kW <= n; i += kW) {
-      const typename V::Vec v = V::load(row + i) * splat<V>(scale);
-      V::store(row + i, v);
-      const float chunk_max = V::reduce_max(v);
-      m = chunk_max > m ? chunk_max : m;
+  } else {
+    for (int h = 0; h < n_rows; ++h) {
+      float* row = x + h * stride;
+      float m = max[h];
+      int64_t i = 0;
+      for (; i + kW <= n; i += kW) {
+        const typename V::Vec v = V::load(row + i) * splat<V>(scale);
+        V::store(row + i, v);
+        const float chunk_max = V::reduce_max(v);
+        m = chunk_max > m ? chunk_max : m;
+      }
+      for (; i < n; ++i) {
+        row[i] *= scale;
+        m = row[i] > m ? row[i] : m;
+      }
+      max[h] = m;
+      const typename V::Vec shift = splat<V>(m);
+      for (i = 0; i + kW <= n; i += kW) V::store(row + i, exp_ps<V>(V::load(row + i) - shift));
+      if (i < n) V::store_first(row + i, exp_ps<V>(V::load_first(row + i, n - i) - shift), n - i);
     }
-    for (; i < n; ++i) {
-      row[i] *= scale;
-      m = row[i] > m ? row[i] : m;
-    }
-    max[h] = m;
-    const typename V::Vec shift = splat<V>(m);
-    for (i = 0; i + kW <= n; i += kW) V::store(row + i, exp_ps<V>(V::load(row + i) - shift));
-    if (i < n) V::store_first(row + i, exp_ps<V>(V::load_first(row + i, n - i) - shift), n - i);
   }
   int h = 0;
   if constexpr (requires { V::row_sums16(x, stride, n_rows, n, sums); }) {

@@ -119,26 +119,20 @@ bool same_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
 // Asks for a block's K and V of heads first_head .. + n_heads - 1 a block ahead of use: a
 // row's blocks may lie anywhere in the pool, and a block's lines are read in head order, a
 // few of each slot at a time, which the hardware prefetchers do not follow far enough
-// (BM_DecodeAtContext1024 f16 KV, docs/performance.md). A transposed K block holds the
-// heads' keys as one run of rows.
+// (BM_DecodeAtContext1024 f16 KV, docs/performance.md). Both K layouts keep a KV head's
+// keys as one run of block_size() x head_bytes() bytes, the heads' runs in order (a
+// transposed block's rows of the head's elements, or Q8_0's K held by heads), as V does
+// (kv_cache.h, v_head), so the task's KV heads are one run in each.
 void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_head,
                                  int32_t n_heads) const {
-  // The heads' part of a stored vector: [begin, end) bytes.
-  const size_t begin = kv_head_offset(first_head);
-  const size_t end =
-      kv_head_offset(first_head + n_heads - 1) + kv_element_offset(kv_.type(), cfg_.head_dim);
   auto lines = [](const uint8_t* p, size_t from, size_t to) {
     for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(p + b);
   };
-  const size_t bs = static_cast<size_t>(kv_.block_size());
-  // The heads' vectors held by heads: one run each for K and V (kv_cache.h, v_head).
+  const size_t head_run = static_cast<size_t>(kv_.block_size()) * kv_.head_bytes();
   const int32_t first_kv = kv_head_of(first_head), last_kv = kv_head_of(first_head + n_heads - 1);
-  const size_t run = static_cast<size_t>(last_kv - first_kv + 1) * bs * kv_.head_bytes();
-  if (kv_.k_transposed()) {
-    lines(kv_.k_block(layer, block), begin * bs, end * bs);
-  } else {
-    lines(kv_.k_head(layer, block, first_kv, 0), 0, run);
-  }
+  const size_t from = static_cast<size_t>(first_kv) * head_run;
+  const size_t run = static_cast<size_t>(last_kv - first_kv + 1) * head_run;
+  lines(kv_.k_block(layer, block), from, from + run);
   lines(kv_.v_head(layer, block, first_kv, 0), 0, run);
 }
 
