@@ -4,7 +4,8 @@
 // (the prompt prefilled once, the choices decoded as one batch), against 8 submits of
 // the same requests, each waiting for the one before. Prints medians and the ratio;
 // asserts nothing.
-//   build/bench/bench_choices [MODEL.gguf] [--threads N] [--runs R]
+//   build/bench/bench_choices [MODEL.gguf] [--threads N] [--runs R] [--only n|separate]
+//   (--only runs one side alone, for a profiler; no ratio then)
 //   (MODEL defaults to /tmp/smollm2-bf16.gguf, made by
 //    `build/tandem make-model --shape smollm2-135m --dtype bf16 --out /tmp/smollm2-bf16.gguf`)
 #include <algorithm>
@@ -111,16 +112,23 @@ int main(int argc, char** argv) {
   tandem::EngineOptions options;
   options.model = "/tmp/smollm2-bf16.gguf";
   int runs = 3;
+  std::string only;  // "", "n" or "separate"
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--threads" && i + 1 < argc) {
       options.threads = std::atoi(argv[++i]);
     } else if (arg == "--runs" && i + 1 < argc) {
       runs = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
+      if (only != "n" && only != "separate") {
+        std::fprintf(stderr, "bench_choices: --only takes n or separate, not '%s'\n", only.c_str());
+        return 2;
+      }
     } else if (arg.empty() || arg[0] == '-') {
       std::fprintf(stderr,
                    "bench_choices: unknown option '%s' (usage: bench_choices [MODEL.gguf] "
-                   "[--threads N] [--runs R])\n",
+                   "[--threads N] [--runs R] [--only n|separate])\n",
                    arg.c_str());
       return 2;
     } else {
@@ -144,8 +152,16 @@ int main(int argc, char** argv) {
   run_choices(engine, prompt, finishes);  // warm-up: pages the weights in
   std::vector<double> together, apart;
   for (int r = 0; r < runs; ++r) {
-    together.push_back(run_choices(engine, prompt, finishes));
-    apart.push_back(run_separate(engine, prompt, finishes));
+    if (only != "separate") together.push_back(run_choices(engine, prompt, finishes));
+    if (only != "n") apart.push_back(run_separate(engine, prompt, finishes));
+  }
+  if (!only.empty()) {
+    const std::vector<double>& side = only == "n" ? together : apart;
+    std::printf("%s: median %.3f s over %d runs (%.1f tokens/s)\n",
+                only == "n" ? "n=8 in one request" : "8 requests one after another", median(side),
+                runs, kChoices * kTokens / median(side));
+    engine.stop();
+    return 0;
   }
   const double t = median(together), a = median(apart);
   std::printf("model %s, %d threads, prompt %zu tokens, %d x %d tokens, median of %d runs\n",
