@@ -40,7 +40,7 @@ inline SuperActRow super_act_row(const ActRows& x, int64_t m) {
 
 // acc + the dot of four unsigned quants per row lane with four activations (every lane's).
 TANDEM_QUANT_INLINE __m512i dot4_lanes(__m512i acc, __m512i q, const int8_t* x4) {
-  return _mm512_dpbusd_epi32(acc, q, _mm512_set1_epi32(four_bytes(x4)));
+  return dpbusd_broadcast(acc, q, x4);
 }
 
 // finish_super's float step for sixteen rows: acc + ((d * xd) * isum - (dmin * xd) * summs).
