@@ -214,7 +214,8 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
     for (int64_t m = 0; m < n_rows; ++m) {
       const ActRow act = act_row(x, m);
       const int8_t* xq = act.q + 32 * j;
-      __m256i s = _mm256_set1_epi32(-act.qsum[j] * I.offset);  // interleaved_group's start
+      // The offset's correction first, as in interleaved_group.
+      __m256i s = _mm256_set1_epi32(-act.qsum[j] * I.offset);
       for (int v = 0; v < 8; ++v) {
         const int at = v < 4 ? 4 * v : 16 + 4 * (v - 4);
         s = _mm256_add_epi32(s, S::dot4(q[v], _mm256_set1_epi32(four_bytes(xq + at))));

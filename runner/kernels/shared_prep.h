@@ -11,9 +11,9 @@ namespace tandem::kernels::detail {
 
 // From this many rows, a matmul's tasks prepare the activations together (BF16 rounding,
 // or quantizing them for the integer path); below it the submitting thread does it alone.
-// At 8 rows the submitter's quantizing alone held the other thread spinning for ~5% of an
-// n = 8 step (`perf` of bench_choices --only n, Q4_K_M); shared from 4 rows (it was 16), a
-// Q4_K_M 8-row step measured 1.5-3% faster, BF16 level (docs/performance.md).
+// At 8 rows the submitter quantizing alone took 2.6% of an n = 8 run's samples while the
+// other thread spun (`perf` of bench_choices --only n, Q4_K_M); shared from 4 rows (it was
+// 16), a Q4_K_M 8-row step measured 1.5-3% faster, BF16 level (docs/performance.md).
 constexpr int64_t kRowsToSharePrep = 4;
 
 // Preparing a matmul's activations, shared by its tasks: `work` over units [begin, end)
