@@ -15,11 +15,12 @@ namespace tandem::kernels {
 // kernels use AVX512-VNNI, else that of AVX2's vpmaddubsw + vpmaddwd + vpaddd (the same 64
 // operations per 256 bits).
 struct MachineCeilings {
-  int threads = 0;                  // the pool's threads, all of them measured at once
-  double f32_fma_gflops = 0;        // FMA on the widest vectors (2 flops per lane)
-  double bf16_dot_gflops = 0;       // vdpbf16ps (2 products and 2 adds per lane); 0: absent
-  double int8_dot_gops = 0;         // the quantized kernels' int8 step (above)
-  double read_gbps_one_thread = 0;  // streaming reads of a buffer far larger than the caches
+  int threads = 0;             // the pool's threads, all of them measured at once
+  double f32_fma_gflops = 0;   // FMA on the widest vectors (2 flops per lane)
+  double bf16_dot_gflops = 0;  // vdpbf16ps (2 products and 2 adds per lane); 0: absent
+  double int8_dot_gops = 0;    // the quantized kernels' int8 step (above)
+  // Streaming reads of a buffer far larger than the caches: the fastest pass over it.
+  double read_gbps_one_thread = 0;
   double read_gbps_all_threads = 0;
 };
 
