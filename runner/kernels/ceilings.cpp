@@ -44,8 +44,8 @@ double peak_rate(ThreadPool& pool, PeakLoop loop, double seconds) {
 // until `seconds` have passed; returns the fastest pass's GB/s. A ceiling is what the
 // machine can give, and on these shared VMs a pass now and then runs far slower (other
 // guests' traffic), which a mean of the passes counted against it: a ceiling measured low
-// puts a decode nearer its floor than it is (docs/performance.md, 2026-12-02 late
-// morning).
+// puts a decode nearer its floor than it is (docs/performance.md, 2026-12-02, second
+// session).
 double read_rate(ThreadPool& pool, const uint8_t* data, int64_t bytes, int threads,
                  double seconds) {
   const int64_t share = bytes / threads / 64 * 64;
