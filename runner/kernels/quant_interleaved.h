@@ -81,13 +81,14 @@ inline int32_t four_bytes(const int8_t* p) {
   return static_cast<int32_t>(load_u32(reinterpret_cast<const uint8_t*>(p)));
 }
 
-// acc + vpdpbusd(u, the four activation bytes at x4 in every lane), the bytes read by the
-// instruction's own broadcast ({1to16}). Written as _mm512_set1_epi32 of them, GCC emits a
-// vpbroadcastd of its own for each (it has no broadcast form of vpdpbusd): in an 8-row
-// block that was 64 of its 300-odd instructions. The same operation, so the same bits. A
-// template for iq4_unsigned_table's reason.
+// acc + the dot of four unsigned quants per row lane (q) with the four activation bytes at
+// x4 (every lane's): vpdpbusd, the bytes read by the instruction's own broadcast
+// ({1to16}). Written as _mm512_set1_epi32 of them, GCC emits a vpbroadcastd of its own for
+// each (it has no broadcast form of vpdpbusd): in an 8-row block that was 64 of its
+// 300-odd instructions. The same operation, so the same bits. The 512-bit kernels here and
+// in quant_interleaved_k.h use it; a template for iq4_unsigned_table's reason.
 template <class V = __m512i>
-TANDEM_QUANT_INLINE V dpbusd_broadcast(V acc, V u, const int8_t* x4) {
+TANDEM_QUANT_INLINE V dot4_lanes(V acc, V u, const int8_t* x4) {
   using Word [[gnu::may_alias]] = int32_t;
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const Word*>(x4)));
   return acc;
@@ -167,8 +168,8 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
       if constexpr (I.offset != 0) s1 = _mm512_set1_epi32(-act[m].qsum[j] * I.offset);
       for (int v = 0; v < 4; ++v) {
-        s0 = dpbusd_broadcast(s0, q[v], xq + 4 * v);
-        s1 = dpbusd_broadcast(s1, q[v + 4], xq + 16 + 4 * v);
+        s0 = dot4_lanes(s0, q[v], xq + 4 * v);
+        s1 = dot4_lanes(s1, q[v + 4], xq + 16 + 4 * v);
       }
       const __m512i sum = _mm512_add_epi32(s0, s1);
       __m512 t =

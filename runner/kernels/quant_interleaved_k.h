@@ -38,11 +38,6 @@ inline SuperActRow super_act_row(const ActRows& x, int64_t m) {
   return {x.q + m * x.n_in, x.d + m * nb, x.bsums + m * nb * 16};
 }
 
-// acc + the dot of four unsigned quants per row lane with four activations (every lane's).
-TANDEM_QUANT_INLINE __m512i dot4_lanes(__m512i acc, __m512i q, const int8_t* x4) {
-  return dpbusd_broadcast(acc, q, x4);
-}
-
 // finish_super's float step for sixteen rows: acc + ((d * xd) * isum - (dmin * xd) * summs).
 TANDEM_QUANT_INLINE __m512 finish_super_lanes(__m512 acc, __m512 d, __m512 dmin, float xd,
                                               __m512i isum, __m512i summs) {
