@@ -5,8 +5,10 @@
 // heads ([head][slot][head_dim]) as the cache does since 2026-12-02; layout:0 as
 // slot-major vectors, as it did before (each head's pass strides through the block).
 // ahead: 0 no software prefetch, 1 the next block's lines into
-// L1 before each block (what ForwardPass::prefetch_block does), 2 the next block read
-// with loads, 3 its lines into L2. keys:1024 is about the size of L2 (the kernels' own
+// L1 before each block (what the forward pass did before 2026-12-02's third session), 2 the
+// next block read with loads, 3 its lines into L2, 4 each KV head's run of the next block's
+// K just before the head's scores and of its V just before the head's value sums (what
+// ForwardPass::prefetch_head_run does). keys:1024 is about the size of L2 (the kernels' own
 // speed); keys:65536 (48 MiB of f16) comes from memory, beside BM_ReadBlocks, a plain read
 // of the same bytes in order: what one thread's memory gives.
 //   build-test/bench/bench_attention --benchmark_repetitions=5 --benchmark_report_aggregates_only
@@ -87,8 +89,14 @@ void BM_DecodeAttentionWalk(benchmark::State& state, TensorType type) {
     for (float& m : max) m = -1e30f;
     for (int64_t b = 0; b < blocks.n_blocks; ++b) {
       const uint8_t* block = &blocks.memory[b * blocks.block_bytes];
-      if (ahead != 0 && b + 1 < blocks.n_blocks) {
-        const uint8_t* next = block + blocks.block_bytes;
+      const uint8_t* next = b + 1 < blocks.n_blocks ? block + blocks.block_bytes : nullptr;
+      // ahead:4's run of a head (its keys' rows, or by_heads its values) in the next block.
+      auto ask_run = [&](int64_t offset) {
+        if (ahead != 4 || next == nullptr) return;
+        for (int64_t at = 0; at < kHeadDim * kBlock * es; at += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(next + offset + at), _MM_HINT_T0);
+      };
+      if (ahead != 0 && ahead != 4 && next != nullptr) {
         if (ahead == 2) {
           sink += read_bytes(next, static_cast<size_t>(blocks.block_bytes), 64);
         } else {
@@ -101,14 +109,18 @@ void BM_DecodeAttentionWalk(benchmark::State& state, TensorType type) {
           }
         }
       }
-      for (int64_t h = 0; h < kKvHeads; ++h)
+      for (int64_t h = 0; h < kKvHeads; ++h) {
+        ask_run(h * kHeadDim * kBlock * es);
         tandem::kernels::dot_keys(type, qs + h * kGroup, kGroup, block + h * kHeadDim * kBlock * es,
                                   kBlock, kBlock, kHeadDim, outs + h * kGroup);
+      }
       tandem::kernels::scaled_exp_sums(scores.data(), kBlock, kHeads, kBlock, 0.125f, max, sums);
-      for (int64_t h = 0; h < kKvHeads; ++h)
+      for (int64_t h = 0; h < kKvHeads; ++h) {
+        if (by_heads) ask_run(blocks.k_bytes + h * v_head);
         tandem::kernels::axpy_rows_multi(type, scores.data() + h * kGroup * kBlock, kBlock, kGroup,
                                          block + blocks.k_bytes + h * v_head, v_stride, kBlock,
                                          kHeadDim, acc.data() + h * kGroup * kHeadDim, kHeadDim);
+      }
     }
     benchmark::DoNotOptimize(acc.data());
   }
@@ -129,8 +141,10 @@ void BM_ReadBlocks(benchmark::State& state) {
 
 void walk_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"keys", "layout", "ahead"})->Unit(benchmark::kMicrosecond);
-  for (int64_t keys : {1024, 64 * 1024})
+  for (int64_t keys : {1024, 64 * 1024}) {
     for (int64_t a : {0, 1, 2, 3}) b->Args({keys, 0, a})->Args({keys, 1, a});
+    b->Args({keys, 1, 4});  // per-head runs need V held by heads
+  }
 }
 BENCHMARK_CAPTURE(BM_DecodeAttentionWalk, f16, TensorType::kF16)->Apply(walk_args);
 BENCHMARK_CAPTURE(BM_DecodeAttentionWalk, bf16, TensorType::kBF16)->Apply(walk_args);

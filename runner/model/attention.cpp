@@ -116,37 +116,25 @@ bool same_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
 
 }  // namespace
 
-// Asks for a block's K and V of heads first_head .. + n_heads - 1 a block ahead of use: a
-// row's blocks may lie anywhere in the pool, and a block's lines are read in head order, a
-// few of each slot at a time, which the hardware prefetchers do not follow far enough
-// (BM_DecodeAtContext1024 f16 KV, docs/performance.md). Both K layouts keep a KV head's
-// keys as one run of block_size() x head_bytes() bytes, the heads' runs in order (a
-// transposed block's rows of the head's elements, or Q8_0's K held by heads), as V does
-// (kv_cache.h, v_head), so the task's KV heads are one run in each.
-void ForwardPass::prefetch_block(int32_t layer, int32_t block, int32_t first_head,
-                                 int32_t n_heads) const {
-  auto lines = [](const uint8_t* p, size_t from, size_t to) {
-    for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(p + b);
-  };
-  const size_t head_run = static_cast<size_t>(kv_.block_size()) * kv_.head_bytes();
-  const int32_t first_kv = kv_head_of(first_head), last_kv = kv_head_of(first_head + n_heads - 1);
-  const size_t from = static_cast<size_t>(first_kv) * head_run;
-  const size_t run = static_cast<size_t>(last_kv - first_kv + 1) * head_run;
-  lines(kv_.k_block(layer, block), from, from + run);
-  lines(kv_.v_head(layer, block, first_kv, 0), 0, run);
-}
-
-// Whether the walk's next block lies right after this one in the cache, where the step
-// measured faster without the software prefetch: a transposed-K block is read front to
-// back (its keys, then its values), so a row's adjacent blocks are one ascending stream,
-// which the hardware's own prefetch presumably follows, and asking for the same lines as
-// well only competed with it (BM_DecodeAtContext1024 scattered:0, F16 KV, 3 alternating rounds:
-// 28.4-29.9 ms with it, 24.9-27.5 without). Rows whose blocks lie anywhere still need it
-// (scattered:1, F32 KV: 35.4-35.9 with, 38.9-40.9 without). Q8_0 blocks (keys not
-// transposed) measured faster with it either way (scattered:0: 22.1-22.2 against 25.4-25.6
-// ms), so they keep it.
-bool ForwardPass::follows_in_memory(int32_t block, int32_t next) const {
-  return kv_.k_transposed() && next == block + 1;
+// Asks for one KV head's K (which 0) or V (1) of a block, the block the walk reads next
+// (none where block < 0), just before the walk reads the same head's run of the block at
+// hand: both K layouts keep a KV head's keys as one run of block_size() x head_bytes()
+// bytes, the heads' runs in order (a transposed block's rows of the head's elements, or
+// Q8_0's K held by heads), as V does (kv_cache.h, v_head). A row's blocks may lie anywhere
+// in the pool, and one run's requests a head's pass apart keep the loads ahead of the
+// arithmetic without flooding the core's miss buffers: the whole next block asked for at
+// once before each block (12 KiB, 192 lines on the smollm2 shape with F16 KV) measured
+// slower than none where the blocks were adjacent, and this faster than either
+// (BM_DecodeAtContext1024, 16 rows, 3 alternating rounds, ms: F16 adjacent 22.7-23.9 with
+// the whole block, where it was skipped, against 18.7-21.5; F16 scattered 28.9-31.5 against
+// 22.4-22.8; docs/performance.md).
+void ForwardPass::prefetch_head_run(int32_t layer, int32_t block, int32_t which,
+                                    int32_t kv_head) const {
+  if (block < 0) return;
+  const size_t run = static_cast<size_t>(kv_.block_size()) * kv_.head_bytes();
+  const uint8_t* p = which == 0 ? kv_.k_block(layer, block) + static_cast<size_t>(kv_head) * run
+                                : kv_.v_head(layer, block, kv_head, 0);
+  for (size_t b = 0; b < run; b += 64) __builtin_prefetch(p + b);
 }
 
 // Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
@@ -243,7 +231,7 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
 // One cache block as a tile's queries see it: query i takes keys [from[i], to[i]) of the
 // context (none where from[i] >= to[i]), all within [start, end).
 struct ForwardPass::TileBlock {
-  int32_t layer, block, start, end;
+  int32_t layer, block, next, start, end;  // next: the block the walk reads after, or -1
   int64_t first_token;
   int32_t n_queries, first_head, n_heads;
   const int32_t* from;
@@ -269,14 +257,17 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
   };
   if (!kv_.k_transposed()) {
     const auto stride = static_cast<int64_t>(kv_.head_bytes());
+    bool asked = false;  // for the next block's keys, once
     for (int32_t i = 0; i < b.n_queries; ++i) {
       if (b.from[i] >= b.to[i]) continue;
       const int32_t slot = b.from[i] - b.start;
       for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
+        if (!asked) prefetch_head_run(b.layer, b.next, 0, kv_head_of(b.first_head + h0));
         kernels::dot_rows_multi(type, query(i, h0), hd, per_kv,
                                 kv_.k_head(b.layer, b.block, kv_head_of(b.first_head + h0), slot),
                                 stride, b.to[i] - b.from[i], hd, out(i, h0) + slot, bs);
       }
+      asked = true;
     }
     return;
   }
@@ -293,6 +284,7 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
       }
     }
     const uint8_t* kt = kv_.k_block(b.layer, b.block) + kv_head_offset(b.first_head + h0) * bs;
+    prefetch_head_run(b.layer, b.next, 0, kv_head_of(b.first_head + h0));
     kernels::dot_keys(type, qs.data(), static_cast<int>(qs.size()), kt, bs, b.end - b.start, hd,
                       outs.data());
   }
@@ -353,7 +345,8 @@ void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const 
 // axpy_rows_multi gives F32 rows the bits it gives their stored type, so a query's result
 // does not depend on its tile.
 ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_t block,
-                                                       int32_t start, const int32_t* from,
+                                                       int32_t next, int32_t start,
+                                                       const int32_t* from,
                                                        const int32_t* to) const {
   const gguf::TensorType type = kv_tensor_type(kv_.type());
   if (w.n_queries == 1 || (type != gguf::TensorType::kF16 && type != gguf::TensorType::kBF16))
@@ -371,11 +364,13 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
   thread_local std::vector<float> rows;
   const auto needed = static_cast<size_t>(kv_.block_size() * width);
   if (rows.size() < needed) rows.resize(needed);
-  for (int32_t k = 0; k < n_kv; ++k)
+  for (int32_t k = 0; k < n_kv; ++k) {
+    prefetch_head_run(w.layer, next, 1, first_kv + k);
     kernels::widen_rows(
         type, kv_.v_head(w.layer, block, first_kv + k, lo - start),
         static_cast<int64_t>(kv_.head_bytes()), hi - lo, cfg_.head_dim,
         rows.data() + (lo - start) * width + static_cast<int64_t>(k) * cfg_.head_dim, width);
+  }
   return {rows.data(), width};
 }
 
@@ -401,16 +396,15 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
   for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
     const int32_t block_end = std::min((j / bs + 1) * bs, chunk_end);
     const int32_t block = w.blocks[j / bs], start = j / bs * bs;
-    if (block_end < last_end && !follows_in_memory(block, w.blocks[block_end / bs]))
-      prefetch_block(w.layer, w.blocks[block_end / bs], w.first_head, w.n_heads);
+    const int32_t next = block_end < last_end ? w.blocks[block_end / bs] : -1;
     for (int32_t i = 0; i < w.n_queries; ++i) {
       from[i] = std::max(j, begin_of(i));
       to[i] = std::min(block_end, end_of(i));
     }
-    block_scores({w.layer, block, start, block_end, w.first_token, w.n_queries, w.first_head,
+    block_scores({w.layer, block, next, start, block_end, w.first_token, w.n_queries, w.first_head,
                   w.n_heads, from.data(), to.data()},
                  w.scores);
-    const WidenedValues wide = widened_values(w, block, start, from.data(), to.data());
+    const WidenedValues wide = widened_values(w, block, next, start, from.data(), to.data());
     // Where every query of the tile sees the same keys (a block before the tile's own), one
     // fold takes all their heads' rows, which lie side by side: each row's softmax step is
     // its own (elementwise, its sum in its own order), so the bits are the per-query folds'.
@@ -424,6 +418,7 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
         continue;
       }
     }
+    bool asked = false;  // for the next block's values, once (below)
     for (int32_t i = 0; i < w.n_queries; ++i) {
       if (from[i] >= to[i]) continue;
       const int32_t slot = from[i] - start, n = to[i] - from[i];
@@ -442,11 +437,13 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
                                    wide.rows + slot * wide.width + kv * hd,
                                    wide.width * static_cast<int64_t>(sizeof(float)), n, hd, y, hd);
         } else {
+          if (!asked) prefetch_head_run(w.layer, next, 1, kv_head_of(w.first_head + h0));
           kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
                                    kv_.v_head(w.layer, block, kv_head_of(w.first_head + h0), slot),
                                    v_stride, n, hd, y, hd);
         }
       }
+      asked = true;
     }
     j = block_end;
   }

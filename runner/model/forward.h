@@ -71,8 +71,7 @@ class ForwardPass {
   };
   void plan_attention(int32_t layer);
   int32_t heads_per_task(int64_t n_walks, int64_t wanted) const;
-  void prefetch_block(int32_t layer, int32_t block, int32_t first_head, int32_t n_heads) const;
-  bool follows_in_memory(int32_t block, int32_t next) const;
+  void prefetch_head_run(int32_t layer, int32_t block, int32_t which, int32_t kv_head) const;
   void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
               std::vector<float>& scratch);
   // One task's view of its tile (attention.cpp), and its walk of one key chunk.
@@ -91,8 +90,8 @@ class ForwardPass {
     const float* rows;
     int64_t width;
   };
-  WidenedValues widened_values(const TileWalk& w, int32_t block, int32_t start, const int32_t* from,
-                               const int32_t* to) const;
+  WidenedValues widened_values(const TileWalk& w, int32_t block, int32_t next, int32_t start,
+                               const int32_t* from, const int32_t* to) const;
   void gathered_values(const TileWalk& w, const WidenedValues& wide, int32_t slot, int32_t n,
                        float* acc) const;
   void store_chunk(const AttendTask& task, const float* max, const float* sum, const float* acc);

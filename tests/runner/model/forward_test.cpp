@@ -261,10 +261,10 @@ TEST(ForwardPass, ManyRowsEqualSoloRunsWhateverTheHeadsPerTask) {
 }
 
 // Where a row's blocks lie in the cache changes nothing: the same 70-token row prefilled and
-// then decoded through ascending adjacent blocks (which the walk reads without software
-// prefetch, attention.cpp's follows_in_memory), descending ones and scattered ones (which it
-// prefetches) gives the same logits bit for bit, for F32, F16 and BF16 KV (tiny's 16-wide
-// heads rule out Q8_0).
+// then decoded through ascending adjacent blocks, descending ones and scattered ones (the
+// walk asks for each next block's runs wherever it lies, attention.cpp's prefetch_head_run)
+// gives the same logits bit for bit, for F32, F16 and BF16 KV (tiny's 16-wide heads rule
+// out Q8_0).
 TEST(ForwardPass, LogitsDoNotDependOnWhereTheRowsBlocksLie) {
   ScratchDir dir;
   const auto path = write_tiny_llama(dir.path(), TensorType::kF32);
