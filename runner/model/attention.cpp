@@ -125,9 +125,10 @@ bool same_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
 // arithmetic without flooding the core's miss buffers: the whole next block asked for at
 // once before each block (12 KiB, 192 lines on the smollm2 shape with F16 KV) measured
 // slower than none where the blocks were adjacent, and this faster than either
-// (BM_DecodeAtContext1024, 16 rows, 3 alternating rounds, ms: F16 adjacent 22.7-23.9 with
-// the whole block, where it was skipped, against 18.7-21.5; F16 scattered 28.9-31.5 against
-// 22.4-22.8; docs/performance.md).
+// (BM_DecodeAtContext1024, 16 rows, F16 KV, 3 alternating rounds of one binary with a
+// switch, ms: adjacent 22.7-23.9 as the walk was, no prefetch, against 18.7-21.5; scattered
+// 28.9-31.5 with the whole block against 22.4-22.8; a noisier hour separated them less:
+// docs/performance.md, "2026-12-02, third session").
 void ForwardPass::prefetch_head_run(int32_t layer, int32_t block, int32_t which,
                                     int32_t kv_head) const {
   if (block < 0) return;
