@@ -1,7 +1,7 @@
 // The whole forward pass of one step (all layers, attention, head, sampling) on the
 // smollm2-135m shape: batch-1, 8-row and 32-row decode steps, as tok/s; a 512- and a
-// 1024-token prefill in one step; and a 16-row
-// decode step at context 1024 for each KV element type (the forward pass alone). The model is
+// 1024-token prefill in one step; a 16-row decode step at context 1024 for each KV element
+// type, and one row at contexts 1024 and 256 (the forward pass alone). The model is
 // written once with make-model (F16 and BF16, vocab from ../shared's llama-spm GGUF when
 // present, so the head is 32000 wide as in perf-notes), or read from TANDEM_BENCH_MODEL.
 //   build-test/bench/bench_forward --benchmark_repetitions=5 --benchmark_report_aggregates_only
@@ -87,25 +87,26 @@ void args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
-// A decode step of 16 rows (or 1), each at position 1023 with its own 1024 cached positions
-// (random K and V, stored through KvCache::store as a prefill would), BF16 weights: what
-// the KV element type changes is the bytes each row's attention reads. One row: the
-// attention's key chunks as tasks of their own (attention.cpp). scattered:0 gives each row
+// A decode step of 16 rows (or 1), each at position context - 1 with its own `context`
+// cached positions (random K and V, stored through KvCache::store as a prefill would), BF16
+// weights: what the KV element type changes is the bytes each row's attention reads. One
+// row: the attention's key chunks as tasks of their own (attention.cpp); at context 256 a
+// task per chunk and KV head, as a chat's first turns give. scattered:0 gives each row
 // consecutive blocks, as a fresh pool does; scattered:1 a random permutation of the pool,
 // as a server's pool becomes once requests of every length have come and gone (each
 // row's next block anywhere in the cache).
-void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
-  constexpr int kContext = 1024, kBlocksPerRow = kContext / 16;
-  const int kRows = static_cast<int>(state.range(1));
+void decode_at_context(benchmark::State& state, tandem::KvType kv_type, int context) {
+  const int blocks_per_row = context / 16;
+  const int n_rows = static_cast<int>(state.range(1));
   const bool scattered = state.range(2) != 0;
   auto model = bench_model(TensorType::kBF16);
   const tandem::ModelConfig& c = model->config();
   tandem::ThreadPool pool(static_cast<int>(state.range(0)));
-  tandem::KvCache kv(c.n_layer, c.kv_dim(), kRows * kBlocksPerRow, kv_type, c.head_dim);
+  tandem::KvCache kv(c.n_layer, c.kv_dim(), n_rows * blocks_per_row, kv_type, c.head_dim);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> k(c.kv_dim()), v(c.kv_dim());
-  for (int b = 0; b < kRows * kBlocksPerRow; ++b)
+  for (int b = 0; b < n_rows * blocks_per_row; ++b)
     for (int slot = 0; slot < 16; ++slot)
       for (int l = 0; l < c.n_layer; ++l) {
         for (float& x : k) x = normal(rng);
@@ -113,23 +114,29 @@ void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
         kv.store(l, b, slot, k.data(), v.data());
       }
   tandem::ForwardPass forward(*model, kv, pool);
-  std::vector<int32_t> order(static_cast<size_t>(kRows) * kBlocksPerRow);
+  std::vector<int32_t> order(static_cast<size_t>(n_rows) * blocks_per_row);
   std::iota(order.begin(), order.end(), 0);
   if (scattered) std::shuffle(order.begin(), order.end(), rng);
-  std::vector<std::vector<int32_t>> tables(kRows, std::vector<int32_t>(kBlocksPerRow));
-  std::vector<int32_t> inputs(kRows);
+  std::vector<std::vector<int32_t>> tables(n_rows, std::vector<int32_t>(blocks_per_row));
+  std::vector<int32_t> inputs(n_rows);
   std::vector<tandem::ForwardRow> rows;
-  for (int r = 0; r < kRows; ++r) {
-    std::copy_n(order.begin() + r * kBlocksPerRow, kBlocksPerRow, tables[r].begin());
+  for (int r = 0; r < n_rows; ++r) {
+    std::copy_n(order.begin() + r * blocks_per_row, blocks_per_row, tables[r].begin());
     inputs[r] = 100 + r;
-    rows.push_back({{&inputs[r], 1}, kContext - 1, tables[r], true});
+    rows.push_back({{&inputs[r], 1}, context - 1, tables[r], true});
   }
   for (auto _ : state) benchmark::DoNotOptimize(forward.run(rows).data());
-  state.counters["tok/s"] =
-      benchmark::Counter(static_cast<double>(kRows), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["KV_MB/step"] = static_cast<double>(kRows) * kContext *
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_rows),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["KV_MB/step"] = static_cast<double>(n_rows) * context *
                                  tandem::KvCache::bytes_per_token(c.n_layer, c.kv_dim(), kv_type) /
                                  1e6;
+}
+void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
+  decode_at_context(state, kv_type, 1024);
+}
+void BM_DecodeAtContext256(benchmark::State& state, tandem::KvType kv_type) {
+  decode_at_context(state, kv_type, 256);
 }
 
 // One prompt of `tokens` tokens prefilled in one step (the forward pass alone, F16 KV, BF16
@@ -169,11 +176,13 @@ void context_args(benchmark::internal::Benchmark* b, std::initializer_list<int64
 }
 void sixteen_rows(benchmark::internal::Benchmark* b) { context_args(b, {16}); }
 void sixteen_rows_and_one(benchmark::internal::Benchmark* b) { context_args(b, {16, 1}); }
+void one_row(benchmark::internal::Benchmark* b) { context_args(b, {1}); }
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f32_kv, tandem::KvType::kF32)->Apply(sixteen_rows);
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f16_kv, tandem::KvType::kF16)
     ->Apply(sixteen_rows_and_one);
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, bf16_kv, tandem::KvType::kBf16)->Apply(sixteen_rows);
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, q8_0_kv, tandem::KvType::kQ8_0)->Apply(sixteen_rows);
+BENCHMARK_CAPTURE(BM_DecodeAtContext256, f16_kv, tandem::KvType::kF16)->Apply(one_row);
 
 BENCHMARK_CAPTURE(BM_DecodeStep, bf16, TensorType::kBF16)->Apply(args);
 BENCHMARK_CAPTURE(BM_DecodeStep, f16, TensorType::kF16)->Apply(args);

@@ -150,11 +150,15 @@ void ForwardPass::plan_query_tiles() {
   query_tiles_.push_back(n_tokens);
 }
 
-// Heads per task: as many as leave enough tasks to spread over the threads. A task of
-// several KV heads walks each cache block once for all of them (the block's K, then its V,
-// read front to back, not a head's strided part of each slot); the query heads that share
-// a KV head go together (each K and V vector is read and widened once for all of them),
-// split further only where that would leave too few tasks (a short context at batch 1).
+// Heads per task: as many as leave enough tasks to spread over the threads, but never
+// fewer than the query heads that share a KV head. A task of several KV heads walks each
+// cache block once for all of them (the block's K, then its V, read front to back, not a
+// head's strided part of each slot); the query heads that share a KV head always go
+// together, so each K and V vector is read from memory and widened once for all of them.
+// Splitting them where tasks were few (one row up to context 256) read every KV head once
+// per query head from memory, which cost more than the thread it kept busy: a Q4_K_M file
+// of the smollm2 shape, F16 KV, one row at context 256, 2.37 -> 2.11 ms a step (medians
+// of 6 alternating rounds of bench_forward's DecodeAtContext256; docs/performance.md).
 // The grouped kernels give each query the one-query results bit for bit, so the split
 // never changes a result. n_walks: the tiles, or the tiles' chunks where chunks are tasks;
 // wanted: the tasks to aim for.
@@ -163,9 +167,7 @@ int32_t ForwardPass::heads_per_task(int64_t n_walks, int64_t wanted) const {
   for (int32_t kv_heads = cfg_.n_head_kv; kv_heads > 1; --kv_heads)
     if (cfg_.n_head_kv % kv_heads == 0 && n_walks * (cfg_.n_head_kv / kv_heads) >= wanted)
       return kv_heads * group;
-  for (int32_t heads = group; heads > 1; --heads)
-    if (group % heads == 0 && n_walks * (cfg_.n_head / heads) >= wanted) return heads;
-  return 1;
+  return group;
 }
 
 // The layer's tasks: each tile's key chunks (from its first query's first key to its last
