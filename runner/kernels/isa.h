@@ -41,8 +41,10 @@ struct MatmulArgs {
   float* y = nullptr;  // n_rows x n_out
 };
 
-// Computes the outputs of panels [panel_begin, panel_end) for every row.
-using PanelLoop = void (*)(const MatmulArgs& args, int64_t panel_begin, int64_t panel_end);
+// Computes one task's share of the outputs: parts [from, to) of the matmul cut into `of`
+// equal parts, in (panel, row tile) pairs (tile_loop.h, TaskShare); every row of a panel
+// where a batch is one tile.
+using PanelLoop = void (*)(const MatmulArgs& args, int64_t from, int64_t to, int64_t of);
 
 // The element types a KV cache may store (runner/device/kv_cache.h), as the attention
 // kernels index them.

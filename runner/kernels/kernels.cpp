@@ -43,8 +43,9 @@ namespace {
 // `tandem bench` at one stream). Batches compute more per byte and keep two per thread, so
 // that a thread the hypervisor delays leaves an unclaimed range to the other; four (shorter
 // streams, more restarts) were 3-10% slower on a Zen 5 (`BM_DecodeStep` BF16 M:16 and M:32,
-// and the AVX2 path's BF16 and Q8_0 at M:8 and M:32). (The quantized decode step splits in
-// guided rounds instead: kGuidedRounds below.)
+// and the AVX2 path's BF16 and Q8_0 at M:8 and M:32). (The quantized decode step and the
+// 16-bit and F32 batches split in guided rounds instead, kGuidedRounds below; two ranges a
+// thread remain for the quantized batches' lane form.)
 constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 2; }
 
 Isa hardware_isa() {
@@ -436,24 +437,30 @@ int64_t lanes_from_rows(bool vnni) {
   return (vnni ? detail::kVnniStreamRows : detail::kAvx2StreamRows) + 1;
 }
 
-// A decode step's ranges (one activation row), guided: a first round of one range per
-// thread holds 70% of the outputs, then a round of 20% and one of 10%, each shared evenly
-// by the threads. Ranges are claimed in order, so whichever thread finishes its share first
-// takes the next, and the two end within a small range of each other; with one range per
-// thread, the thread the hypervisor or the other work on its core slowed held the other
-// idle at every step's 120-odd matmuls (22% of both threads' time spun in the pool, `perf`
-// of `tandem generate` on smollm2 Q4_K_M). A round's share in thousandths, cumulative:
+// A quantized decode step's ranges (one activation row), and a 16-bit or F32 batch's
+// (matmul below), guided: a first round of one range per thread holds 70% of the outputs,
+// then a round of 20% and one of 10%, each shared evenly by the threads. Ranges are claimed
+// in order, so whichever thread finishes its share first takes the next, and the two end
+// within a small range of each other; with one range per thread, the thread the hypervisor
+// or the other work on its core slowed held the other idle at every step's 120-odd matmuls
+// (22% of both threads' time spun in the pool, `perf` of `tandem generate` on smollm2
+// Q4_K_M). A round's share in thousandths, cumulative:
 constexpr int64_t kGuidedRounds[] = {0, 700, 900, 1000};
 constexpr int64_t kGuidedRoundCount = 3;
+
+// Where task t of a guided split over `threads` starts, in parts of 1000 * threads.
+int64_t guided_start(int64_t t, int64_t threads) {
+  const int64_t round = t / threads, i = t % threads;
+  if (round >= kGuidedRoundCount) return 1000 * threads;
+  const int64_t share = kGuidedRounds[round + 1] - kGuidedRounds[round];
+  return kGuidedRounds[round] * threads + i * share;
+}
 
 // The first unit of task t of n_tasks (n_tasks == the end): even ranges, or, where the
 // matmul is guided, the rounds above.
 int64_t range_start(int64_t t, int64_t n_tasks, int64_t n_units, int64_t guided_threads) {
   if (guided_threads == 0) return t * n_units / n_tasks;
-  const int64_t round = t / guided_threads, i = t % guided_threads;
-  if (round >= kGuidedRoundCount) return n_units;
-  const int64_t share = kGuidedRounds[round + 1] - kGuidedRounds[round];
-  return n_units * (kGuidedRounds[round] * guided_threads + i * share) / (1000 * guided_threads);
+  return n_units * guided_start(t, guided_threads) / (1000 * guided_threads);
 }
 
 void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
@@ -546,8 +553,8 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   struct Job {
     detail::MatmulArgs args;
     detail::PanelLoop loop;
-    int64_t n_panels;
     int64_t n_tasks;
+    int64_t guided_threads;  // 0: even ranges
   } job;
   job.args.panels = impl.buffer->data;
   job.args.panel_bytes = impl.panel_bytes;
@@ -559,9 +566,15 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   job.loop = isa.matmul[static_cast<int>(impl.type)];
 
   // A few contiguous ranges of panels per thread (tasks_per_thread): each task's weight
-  // stream stays long and sequential (what the prefetchers like).
-  job.n_panels = (impl.n_out + kPanel - 1) / kPanel;
-  job.n_tasks = std::min<int64_t>(job.n_panels, tasks_per_thread(n_rows) * pool.size());
+  // stream stays long and sequential (what the prefetchers like). A batch splits in guided
+  // rounds (kGuidedRounds), as the quantized decode step does, its ranges cut between row
+  // tiles where they end inside a panel (tile_loop.h, TaskShare): with two ranges a thread,
+  // the submitter waited for the other thread 7% of its time in a 32-row BF16 step's
+  // matmuls (the other thread's ranges ran 4% slower), a range's time at the end of each.
+  const int64_t n_panels = (impl.n_out + kPanel - 1) / kPanel;
+  job.n_tasks = std::min<int64_t>(n_panels, tasks_per_thread(n_rows) * pool.size());
+  job.guided_threads = n_rows > 1 && pool.size() > 1 ? pool.size() : 0;
+  if (job.guided_threads > 0) job.n_tasks = kGuidedRoundCount * pool.size();
   // Activations rounded to BF16 once per call into a buffer that lives as long as the
   // thread, so steps allocate nothing: few rows on the submitting thread, many shared by
   // the tasks (below).
@@ -585,14 +598,16 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     prep.start(&Rounding::work, &rounding, n_rows, job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
   }
   if (job.n_tasks <= 1) {
-    job.loop(job.args, 0, job.n_panels);
+    job.loop(job.args, 0, 1, 1);
     return;
   }
   const Job* j = &job;  // two pointers: std::function keeps them without allocating
   SharedPrep* p = &prep;
   pool.parallel_for(job.n_tasks, [j, p](int64_t t) {
     p->help_and_wait();
-    j->loop(j->args, t * j->n_panels / j->n_tasks, (t + 1) * j->n_panels / j->n_tasks);
+    if (j->guided_threads == 0) return j->loop(j->args, t, t + 1, j->n_tasks);
+    j->loop(j->args, guided_start(t, j->guided_threads), guided_start(t + 1, j->guided_threads),
+            1000 * j->guided_threads);
   });
 }
 

@@ -263,6 +263,29 @@ struct TilePlan {
     if (n_tiles == 1) return base;
     return t == 0 ? Tile::kMaxRows : base + (t - 1 < extra ? 1 : 0);
   }
+  int64_t first_row(int64_t t) const {
+    int64_t row0 = 0;
+    for (int64_t i = 0; i < t; ++i) row0 += rows(i);
+    return row0;
+  }
+};
+
+// A task's share of a matmul, [from, to) of `of` parts (isa.h, PanelLoop), in units of
+// (panel, row tile) pairs taken panel-major, so a share may start or end between a
+// panel's row tiles: a batch's matmul splits into shares as fine as its tiles, where whole
+// panels left a 576-output matrix (9 panels) split 4 + 5 at best. Panel p's tiles
+// [tile_begin(p), tile_end(p)) are the task's. Each output is still computed by one tile
+// pass over the whole of k, so the split changes no bit. At one row a tile is a panel.
+struct TaskShare {
+  int64_t n_tiles, first, end;  // units: p * n_tiles + t
+  TaskShare(int64_t n_panels, int64_t tiles, int64_t from, int64_t to, int64_t of)
+      : n_tiles(tiles), first(from * (n_panels * tiles) / of), end(to * (n_panels * tiles) / of) {}
+  int64_t panel_begin() const { return first / n_tiles; }
+  int64_t panel_end() const { return first < end ? (end - 1) / n_tiles + 1 : panel_begin(); }
+  int64_t tile_begin(int64_t p) const { return first > p * n_tiles ? first - p * n_tiles : 0; }
+  int64_t tile_end(int64_t p) const {
+    return end < (p + 1) * n_tiles ? end - p * n_tiles : n_tiles;
+  }
 };
 
 // Batches of one or two tiles where V::kChunkBytes > 0 (AVX2). A tile of several rows there
@@ -278,24 +301,24 @@ struct TilePlan {
 constexpr int64_t kMaxChunkedTiles = 2;
 
 template <class Tile>
-void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, int64_t panel_begin,
-                    int64_t panel_end) {
+void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskShare& ours) {
   using V = typename Tile::Isa;
   const int64_t units = Tile::units(a);
   constexpr int64_t kPerChunk =
       V::kChunkBytes > Tile::kUnitBytes ? V::kChunkBytes / Tile::kUnitBytes : 1;
   constexpr int64_t kChunkBytes = kPerChunk * Tile::kUnitBytes;
   const int64_t share = (kChunkBytes + plan.n_tiles - 1) / plan.n_tiles;  // a tile's
-  const uint8_t* end = a.panels + panel_end * static_cast<int64_t>(a.panel_bytes);
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
+  const uint8_t* end = a.panels + ours.panel_end() * static_cast<int64_t>(a.panel_bytes);
+  for (int64_t p = ours.panel_begin(); p < ours.panel_end(); ++p) {
     const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
+    const int64_t t_begin = ours.tile_begin(p), t_end = ours.tile_end(p);
     // units >= 1 (PackedWeights::pack refuses empty rows), so every output gets a pass.
     for (int64_t u0 = 0; u0 < units; u0 += kPerChunk) {
       const UnitRange u{u0, u0 + kPerChunk < units ? u0 + kPerChunk : units};
       // The next chunk is this panel's next, or the next panel's first: contiguous.
       const uint8_t* next = panel + u.end * Tile::kUnitBytes;
       const int64_t steps = (u.end - u.begin) * Tile::kStepsPerUnit;
-      for (int64_t t = 0, row0 = 0; t < plan.n_tiles; ++t) {
+      for (int64_t t = t_begin, row0 = plan.first_row(t_begin); t < t_end; ++t) {
         const int64_t rows = plan.rows(t);
         const int64_t n_sub = kPanel / (V::kWidth * tile_vecs<V>(rows));  // its passes
         const int64_t sub_share = (share + n_sub - 1) / n_sub;
@@ -316,21 +339,24 @@ void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, int64_t pan
 // its share of the next panel into L2, spread over its steps; with two tiles, the second
 // pass alone could not hide a whole panel.
 template <class Tile>
-void panel_loop(const MatmulArgs& a, int64_t panel_begin, int64_t panel_end) {
+void panel_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
   const TilePlan<Tile> plan(a.n_rows);
+  const TaskShare ours((a.n_out + kPanel - 1) / kPanel, plan.n_tiles, from, to, of);
   if constexpr (Tile::Isa::kChunkBytes > 0) {
     if (a.n_rows > 1 && plan.n_tiles <= kMaxChunkedTiles)
-      return chunked_panels<Tile>(a, plan, panel_begin, panel_end);
+      return chunked_panels<Tile>(a, plan, ours);
   }
   const UnitRange whole{0, Tile::units(a)};
   const int64_t n_steps = whole.end * Tile::kStepsPerUnit;
   const bool far_ahead = plan.n_tiles >= 3;
   const int64_t share = far_ahead ? (a.panel_bytes + plan.n_tiles - 2) / (plan.n_tiles - 1) : 0;
   const int64_t per_step = far_ahead ? (share + n_steps - 1) / n_steps : 0;
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
+  const int64_t panel_end = ours.panel_end();
+  for (int64_t p = ours.panel_begin(); p < panel_end; ++p) {
     const uint8_t* panel = a.panels + p * a.panel_bytes;
     const char* next = reinterpret_cast<const char*>(panel + a.panel_bytes);
-    for (int64_t t = 0, row0 = 0; t < plan.n_tiles; ++t) {
+    const int64_t t_end = ours.tile_end(p);
+    for (int64_t t = ours.tile_begin(p), row0 = plan.first_row(t); t < t_end; ++t) {
       const int64_t rows = plan.rows(t);
       const FarPrefetch far{
           far_ahead && t > 0 && p + 1 < panel_end ? next + (t - 1) * share : nullptr, per_step};
