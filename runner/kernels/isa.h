@@ -70,6 +70,10 @@ using AxpyRowsGathered = void (*)(const float* const* w, float* const* y, int n_
 // Scores against keys stored transposed (kernels.h, dot_keys).
 using KvDotKeys = void (*)(const float* const* q, int n_q, const uint8_t* kt, int64_t block,
                            int64_t keys, int64_t n, float* const* out);
+// The same for two blocks' keys at once (kernels.h, dot_keys_pair).
+using KvDotKeysPair = void (*)(const float* const* q, int n_q, const uint8_t* kt0,
+                               const uint8_t* kt1, int64_t block, int64_t keys0, int64_t keys1,
+                               int64_t n, float* const* out0, float* const* out1);
 
 struct IsaKernels {
   PanelLoop matmul[kPackedTypeCount] = {};
@@ -93,8 +97,9 @@ struct IsaKernels {
   // Narrowing for the KV cache's 16-bit types, as runner/util/float16.h rounds.
   void (*to_half)(const float* x, uint16_t* out, int64_t n) = nullptr;
   void (*to_bfloat)(const float* x, uint16_t* out, int64_t n) = nullptr;
-  KvDotKeys kv_dot_keys[kKvElementCount] = {};      // by KvElements; none for Q8_0
-  KvWidenRows kv_widen_rows[kKvElementCount] = {};  // likewise
+  KvDotKeys kv_dot_keys[kKvElementCount] = {};           // by KvElements; none for Q8_0
+  KvDotKeysPair kv_dot_keys_pair[kKvElementCount] = {};  // the same; null: one block a call
+  KvWidenRows kv_widen_rows[kKvElementCount] = {};       // likewise
   AxpyRowsGathered axpy_rows_gathered = nullptr;
 };
 

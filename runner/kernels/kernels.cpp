@@ -677,6 +677,18 @@ void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void*
   f(q, n_q, static_cast<const uint8_t*>(kt), block, keys, n, out);
 }
 
+void dot_keys_pair(gguf::TensorType type, const float* const* q, int n_q, const void* kt0,
+                   const void* kt1, int64_t block, int64_t keys0, int64_t keys1, int64_t n,
+                   float* const* out0, float* const* out1) {
+  const detail::KvDotKeysPair f = active_kernels().kv_dot_keys_pair[kv_elements(type)];
+  if (f == nullptr) {
+    dot_keys(type, q, n_q, kt0, block, keys0, n, out0);
+    return dot_keys(type, q, n_q, kt1, block, keys1, n, out1);
+  }
+  f(q, n_q, static_cast<const uint8_t*>(kt0), static_cast<const uint8_t*>(kt1), block, keys0, keys1,
+    n, out0, out1);
+}
+
 void widen_rows(gguf::TensorType type, const void* v, int64_t stride, int64_t count, int64_t n,
                 float* out, int64_t out_stride) {
   const detail::KvWidenRows f = active_kernels().kv_widen_rows[kv_elements(type)];

@@ -129,6 +129,12 @@ void axpy_rows_gathered(const float* const* w, float* const* y, int n_rows, cons
 // (keys past `keys` are read, never stored).
 void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void* kt, int64_t block,
               int64_t keys, int64_t n, float* const* out);
+// dot_keys over two blocks at once: out0[a][j] for keys j < keys0 of kt0, out1[a][j] for
+// j < keys1 of kt1, the bits two dot_keys calls give (each query element broadcast once for
+// both blocks, where the ISA's registers allow; two calls otherwise). A decode row's walk.
+void dot_keys_pair(gguf::TensorType type, const float* const* q, int n_q, const void* kt0,
+                   const void* kt1, int64_t block, int64_t keys0, int64_t keys1, int64_t n,
+                   float* const* out0, float* const* out1);
 // Stored KV vectors (F32, F16 or BF16; `stride` bytes apart) widened exactly to F32 rows:
 // out[j * out_stride + i] = element i of vector j, for j < count and i < n. A prefill tile
 // widens a cache block's values once and hands its queries the F32 rows: axpy_rows_multi

@@ -304,12 +304,13 @@ void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const 
   const int32_t hd = cfg_.head_dim;
   // Scratch: each (query, head)'s accumulated values for the chunk (hd floats, the heads of
   // a query side by side), the same merged over the chunks before, then each (query,
-  // head)'s scores for one block. The threads' scratch vectors may sit next to each other
-  // on the heap: 16 floats (a cache line) past what is written keep one thread's writes
-  // off the next one's lines.
+  // head)'s scores for one block (two for a decode row: decode_pair). The threads' scratch
+  // vectors may sit next to each other on the heap: 16 floats (a cache line) past what is
+  // written keep one thread's writes off the next one's lines.
   const int32_t n_states = n_queries * task.n_heads;
   const size_t state_floats = static_cast<size_t>(n_states) * hd;
-  const size_t needed = 2 * state_floats + static_cast<size_t>(n_states) * kv_.block_size() + 16;
+  const size_t needed =
+      2 * state_floats + 2 * static_cast<size_t>(n_states) * kv_.block_size() + 16;
   if (scratch.size() < needed) scratch.resize(needed);
   float* acc = scratch.data();
   float* merged = acc + state_floats;
@@ -398,6 +399,10 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
   const int32_t chunk_end = std::min((c + 1) * kKeyChunk, last_end);
   for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
     const int32_t block_end = std::min((j / bs + 1) * bs, chunk_end);
+    if (w.n_queries == 1 && kv_.k_transposed() && block_end < chunk_end) {
+      j = decode_pair(w, j, chunk_end, max, sum, acc, fold_scratch.data());
+      continue;
+    }
     const int32_t block = w.blocks[j / bs], start = j / bs * bs;
     const int32_t next = block_end < last_end ? w.blocks[block_end / bs] : -1;
     for (int32_t i = 0; i < w.n_queries; ++i) {
@@ -524,6 +529,61 @@ void ForwardPass::write_attention(const AttendTask& task, const float* sum, cons
       for (int32_t d = 0; d < hd; ++d) out[d] = merged[s * hd + d] * inv;
     }
   }
+}
+
+// A decode row's walk (one query, keys transposed), two blocks at a time where the chunk
+// holds both (the first from key j, the second whole or cut by the chunk's end): both
+// blocks' scores in one dot_keys_pair call per KV head, then each block's softmax step and
+// value sums in order, as walk_chunk does a block at a time: the same operations on the
+// same numbers, so the same bits (kernels.h). Each KV head asks for its keys' runs of the
+// two blocks after these, and each block's value sums for the next block's values.
+// Returns the key after the pair. scratch: fold_block's, 2 * n_heads floats.
+int32_t ForwardPass::decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max,
+                                 float* sum, float* acc, float* scratch) {
+  const int32_t hd = cfg_.head_dim, bs = kv_.block_size();
+  const int32_t per_kv = std::min(w.n_heads, cfg_.n_head / cfg_.n_head_kv);
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  const int32_t last_end = token_position_[w.first_token] + 1;
+  const int32_t start = j / bs * bs, mid = start + bs, end = std::min(mid + bs, chunk_end);
+  const int32_t first = w.blocks[j / bs], second = w.blocks[j / bs + 1];
+  auto block_at = [&](int32_t key) { return key < last_end ? w.blocks[key / bs] : -1; };
+  const int32_t next = block_at(end), after = next >= 0 ? block_at(end + bs) : -1;
+  float* scores[2] = {w.scores, w.scores + static_cast<int64_t>(w.n_heads) * bs};
+  const int64_t qkv_width = cfg_.q_dim() + 2 * cfg_.kv_dim();
+  const float* query = &qkv_[w.first_token * qkv_width + static_cast<int64_t>(w.first_head) * hd];
+  thread_local std::vector<const float*> qs;
+  thread_local std::vector<float*> outs[2];
+  for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
+    const int32_t kv_head = kv_head_of(w.first_head + h0);
+    prefetch_head_run(w.layer, next, 0, kv_head);
+    prefetch_head_run(w.layer, after, 0, kv_head);
+    qs.clear();
+    for (auto& o : outs) o.clear();
+    for (int32_t h = h0; h < h0 + per_kv; ++h) {
+      qs.push_back(query + static_cast<int64_t>(h) * hd);
+      for (int b = 0; b < 2; ++b) outs[b].push_back(scores[b] + static_cast<int64_t>(h) * bs);
+    }
+    const int64_t offset = kv_head_offset(w.first_head + h0) * bs;
+    kernels::dot_keys_pair(type, qs.data(), per_kv, kv_.k_block(w.layer, first) + offset,
+                           kv_.k_block(w.layer, second) + offset, bs, mid - start, end - mid, hd,
+                           outs[0].data(), outs[1].data());
+  }
+  const auto v_stride = static_cast<int64_t>(kv_.head_bytes());
+  auto fold_and_add = [&](int32_t block, int32_t from, int32_t to, int32_t block_start, float* s,
+                          int32_t v_next) {
+    const int32_t slot = from - block_start, n = to - from;
+    fold_block(max, sum, s + slot, bs, w.n_heads, n, acc, scratch, scratch + w.n_heads, cfg_);
+    for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
+      const int32_t kv_head = kv_head_of(w.first_head + h0);
+      prefetch_head_run(w.layer, v_next, 1, kv_head);
+      kernels::axpy_rows_multi(type, s + slot + h0 * bs, bs, per_kv,
+                               kv_.v_head(w.layer, block, kv_head, slot), v_stride, n, hd,
+                               acc + static_cast<int64_t>(h0) * hd, hd);
+    }
+  };
+  fold_and_add(first, j, mid, start, scores[0], second);
+  fold_and_add(second, mid, end, mid, scores[1], next);
+  return end;
 }
 
 }  // namespace tandem

@@ -83,6 +83,8 @@ class ForwardPass {
     float* scores;  // n_queries * n_heads * block size
   };
   void walk_chunk(const TileWalk& w, int32_t chunk, float* max, float* sum, float* acc);
+  int32_t decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max, float* sum,
+                      float* acc, float* scratch);
   // A block's values widened for a tile (attention.cpp, widened_values): slot s's values of
   // the task's k-th KV head at rows + s * width + k * head_dim; null rows where they are
   // read from the cache as stored.

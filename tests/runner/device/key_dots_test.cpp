@@ -128,6 +128,66 @@ TEST(KeyDots, ScoresFollowTheDocumentedOrderOnEveryIsa) {
   }
 }
 
+// Two blocks scored in one call (a decode row's walk, attention.cpp decode_pair): each
+// block's scores are the documented order's bits, as two dot_keys calls give them, and keys
+// past each block's count are never written, on every ISA (AVX-512's pair kernel, and the
+// two calls where the ISA has none or the block is not whole vectors).
+TEST(KeyDots, PairsScoreEachBlockInTheDocumentedOrder) {
+  for (kernels::Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (KvType t : kTransposedTypes) {
+      for (int32_t bs : {13, 16, 32}) {
+        const int64_t hd = 64;
+        KvCache kv(1, static_cast<int32_t>(2 * hd), 2, t, static_cast<int32_t>(hd), bs);
+        std::vector<float> keys[2][64];
+        for (int32_t b = 0; b < 2; ++b)
+          for (int32_t s = 0; s < bs; ++s) {
+            const auto x = normal_floats(2 * hd, 40 + 64 * b + s);
+            kv.store(0, b, s, x.data(), x.data());
+            keys[b][s].resize(2 * hd);
+            kv.read_k(0, b, s, keys[b][s].data());
+          }
+        for (int n_q : {1, 2, 3, 4, 7}) {
+          const auto q = normal_floats(n_q * hd, 9);
+          for (int32_t keys0 : {bs / 2 + 1, bs}) {
+            for (int32_t keys1 : {1, bs / 2 + 1, bs}) {
+              const std::string label = std::string(kernels::isa_name(isa)) + " " +
+                                        kv_type_name(t) + " block " + std::to_string(bs) + " n_q " +
+                                        std::to_string(n_q) + " keys " + std::to_string(keys0) +
+                                        "+" + std::to_string(keys1);
+              std::vector<float> got[2] = {std::vector<float>(n_q * bs, -7.f),
+                                           std::vector<float>(n_q * bs, -7.f)};
+              std::vector<const float*> qs;
+              std::vector<float*> outs[2];
+              for (int a = 0; a < n_q; ++a) {
+                qs.push_back(q.data() + a * hd);
+                for (int b = 0; b < 2; ++b) outs[b].push_back(got[b].data() + a * bs);
+              }
+              const size_t head = kv_element_offset(t, hd) * static_cast<size_t>(bs);
+              kernels::dot_keys_pair(kv_tensor_type(t), qs.data(), n_q, kv.k_block(0, 0) + head,
+                                     kv.k_block(0, 1) + head, bs, keys0, keys1, hd, outs[0].data(),
+                                     outs[1].data());
+              for (int b = 0; b < 2; ++b)
+                for (int a = 0; a < n_q; ++a)
+                  for (int32_t j = 0; j < bs; ++j) {
+                    const float got_score = got[b][a * bs + j];
+                    if (j >= (b == 0 ? keys0 : keys1)) {
+                      ASSERT_EQ(got_score, -7.f) << label << " block " << b << " key " << j;
+                      continue;
+                    }
+                    const float want =
+                        reference_score(q.data() + a * hd, keys[b][j].data() + hd, hd);
+                    ASSERT_EQ(0, std::memcmp(&got_score, &want, 4))
+                        << label << " block " << b << " query " << a << " key " << j;
+                  }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(KeyDots, Q8_0KeysHaveNoTransposedKernel) {
   const float q[32] = {};
   const float* qs[1] = {q};
