@@ -382,10 +382,7 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
 // then each query folds them into its states (max, sum, acc: the chunk's) and adds the
 // block's values, for all its heads at once.
 void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* sum, float* acc) {
-  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
-  const auto v_stride = static_cast<int64_t>(kv_.head_bytes());  // bytes between slots
-  const gguf::TensorType type = kv_tensor_type(kv_.type());
-  const int32_t per_kv = std::min(w.n_heads, group);  // query heads per KV head in the task
+  const int32_t bs = kv_.block_size();
   // Query i sees keys [begin(i), end(i)): causal, and within the window on a local layer.
   auto end_of = [&](int32_t i) { return token_position_[w.first_token + i] + 1; };
   auto begin_of = [&](int32_t i) { return w.window > 0 ? std::max(0, end_of(i) - w.window) : 0; };
@@ -409,51 +406,62 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
       from[i] = std::max(j, begin_of(i));
       to[i] = std::min(block_end, end_of(i));
     }
-    block_scores({w.layer, block, next, start, block_end, w.first_token, w.n_queries, w.first_head,
-                  w.n_heads, from.data(), to.data()},
-                 w.scores);
-    const WidenedValues wide = widened_values(w, block, next, start, from.data(), to.data());
-    // Where every query of the tile sees the same keys (a block before the tile's own), one
-    // fold takes all their heads' rows, which lie side by side: each row's softmax step is
-    // its own (elementwise, its sum in its own order), so the bits are the per-query folds'.
-    const bool one_fold = w.n_queries > 1 && same_keys(from.data(), to.data(), w.n_queries);
-    if (one_fold) {
-      fold_block(max, sum, w.scores + (from[0] - start), bs, n_states, to[0] - from[0], acc,
-                 fold_scratch.data(), fold_scratch.data() + n_states, cfg_);
-      if (wide.rows != nullptr) {
-        gathered_values(w, wide, from[0] - start, to[0] - from[0], acc);
-        j = block_end;
-        continue;
-      }
-    }
-    bool asked = false;  // for the next block's values, once (below)
-    for (int32_t i = 0; i < w.n_queries; ++i) {
-      if (from[i] >= to[i]) continue;
-      const int32_t slot = from[i] - start, n = to[i] - from[i];
-      const int32_t first = i * w.n_heads;
-      float* s = w.scores + static_cast<int64_t>(first) * bs + slot;
-      float* a = acc + static_cast<int64_t>(first) * hd;
-      if (!one_fold)
-        fold_block(max + first, sum + first, s, bs, w.n_heads, n, a, fold_scratch.data(),
-                   fold_scratch.data() + w.n_heads, cfg_);
-      // The task's KV heads in order, each with the query heads that share it.
-      for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
-        float* y = a + static_cast<int64_t>(h0) * hd;
-        if (wide.rows != nullptr) {
-          const int64_t kv = kv_head_of(w.first_head + h0) - kv_head_of(w.first_head);
-          kernels::axpy_rows_multi(gguf::TensorType::kF32, s + h0 * bs, bs, per_kv,
-                                   wide.rows + slot * wide.width + kv * hd,
-                                   wide.width * static_cast<int64_t>(sizeof(float)), n, hd, y, hd);
-        } else {
-          if (!asked) prefetch_head_run(w.layer, next, 1, kv_head_of(w.first_head + h0));
-          kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
-                                   kv_.v_head(w.layer, block, kv_head_of(w.first_head + h0), slot),
-                                   v_stride, n, hd, y, hd);
-        }
-      }
-      asked = true;
-    }
+    const TileBlock b{w.layer,     block,        next,      start,       block_end, w.first_token,
+                      w.n_queries, w.first_head, w.n_heads, from.data(), to.data()};
+    block_scores(b, w.scores);
+    add_block(w, b, w.scores, max, sum, acc, fold_scratch.data());
     j = block_end;
+  }
+}
+
+// One block's step of a tile's walk, its scores in hand (scores: the tile's, [query][head]
+// [slot]): each query folds them into its states (max, sum, acc) and adds the block's
+// values (read as stored, or widened once for the tile), for all its heads at once.
+// scratch: fold_block's, 2 * n_queries * n_heads floats.
+void ForwardPass::add_block(const TileWalk& w, const TileBlock& b, float* scores, float* max,
+                            float* sum, float* acc, float* scratch) {
+  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
+  const auto v_stride = static_cast<int64_t>(kv_.head_bytes());  // bytes between slots
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  const int32_t per_kv = std::min(w.n_heads, group);  // query heads per KV head in the task
+  const int32_t n_states = w.n_queries * w.n_heads;
+  const WidenedValues wide = widened_values(w, b.block, b.next, b.start, b.from, b.to);
+  // Where every query of the tile sees the same keys (a block before the tile's own), one
+  // fold takes all their heads' rows, which lie side by side: each row's softmax step is
+  // its own (elementwise, its sum in its own order), so the bits are the per-query folds'.
+  const bool one_fold = w.n_queries > 1 && same_keys(b.from, b.to, w.n_queries);
+  if (one_fold) {
+    fold_block(max, sum, scores + (b.from[0] - b.start), bs, n_states, b.to[0] - b.from[0], acc,
+               scratch, scratch + n_states, cfg_);
+    if (wide.rows != nullptr)
+      return gathered_values(w, wide, scores, b.from[0] - b.start, b.to[0] - b.from[0], acc);
+  }
+  bool asked = false;  // for the next block's values, once (below)
+  for (int32_t i = 0; i < w.n_queries; ++i) {
+    if (b.from[i] >= b.to[i]) continue;
+    const int32_t slot = b.from[i] - b.start, n = b.to[i] - b.from[i];
+    const int32_t first = i * w.n_heads;
+    float* s = scores + static_cast<int64_t>(first) * bs + slot;
+    float* a = acc + static_cast<int64_t>(first) * hd;
+    if (!one_fold)
+      fold_block(max + first, sum + first, s, bs, w.n_heads, n, a, scratch, scratch + w.n_heads,
+                 cfg_);
+    // The task's KV heads in order, each with the query heads that share it.
+    for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
+      float* y = a + static_cast<int64_t>(h0) * hd;
+      if (wide.rows != nullptr) {
+        const int64_t kv = kv_head_of(w.first_head + h0) - kv_head_of(w.first_head);
+        kernels::axpy_rows_multi(gguf::TensorType::kF32, s + h0 * bs, bs, per_kv,
+                                 wide.rows + slot * wide.width + kv * hd,
+                                 wide.width * static_cast<int64_t>(sizeof(float)), n, hd, y, hd);
+      } else {
+        if (!asked) prefetch_head_run(w.layer, b.next, 1, kv_head_of(w.first_head + h0));
+        kernels::axpy_rows_multi(type, s + h0 * bs, bs, per_kv,
+                                 kv_.v_head(w.layer, b.block, kv_head_of(w.first_head + h0), slot),
+                                 v_stride, n, hd, y, hd);
+      }
+    }
+    asked = true;
   }
 }
 
@@ -461,8 +469,8 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
 // values widened: per KV head, one axpy_rows_gathered call over all the queries' heads
 // that share it, so each widened value row is loaded once per group of rows the registers
 // hold, not once per query. Each row's sums are the per-query calls' bits (kernels.h).
-void ForwardPass::gathered_values(const TileWalk& w, const WidenedValues& wide, int32_t slot,
-                                  int32_t n, float* acc) const {
+void ForwardPass::gathered_values(const TileWalk& w, const WidenedValues& wide, const float* scores,
+                                  int32_t slot, int32_t n, float* acc) const {
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
   const int32_t per_kv = std::min(w.n_heads, group);
   thread_local std::vector<const float*> ws;
@@ -473,7 +481,7 @@ void ForwardPass::gathered_values(const TileWalk& w, const WidenedValues& wide, 
     for (int32_t i = 0; i < w.n_queries; ++i) {
       for (int32_t h = h0; h < h0 + per_kv; ++h) {
         const int64_t row = static_cast<int64_t>(i) * w.n_heads + h;
-        ws.push_back(w.scores + row * bs + slot);
+        ws.push_back(scores + row * bs + slot);
         ys.push_back(acc + row * hd);
       }
     }
@@ -534,9 +542,9 @@ void ForwardPass::write_attention(const AttendTask& task, const float* sum, cons
 // A decode row's walk (one query, keys transposed), two blocks at a time where the chunk
 // holds both (the first from key j, the second whole or cut by the chunk's end): both
 // blocks' scores in one dot_keys_pair call per KV head, then each block's softmax step and
-// value sums in order, as walk_chunk does a block at a time: the same operations on the
-// same numbers, so the same bits (kernels.h). Each KV head asks for its keys' runs of the
-// two blocks after these, and each block's value sums for the next block's values.
+// value sums in order by add_block, as walk_chunk goes a block at a time: the same
+// operations on the same numbers, so the same bits (kernels.h). Each KV head asks for its keys'
+// runs of the two blocks after these, and each block's value sums for the next block's values.
 // Returns the key after the pair. scratch: fold_block's, 2 * n_heads floats.
 int32_t ForwardPass::decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max,
                                  float* sum, float* acc, float* scratch) {
@@ -568,21 +576,12 @@ int32_t ForwardPass::decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end
                            kv_.k_block(w.layer, second) + offset, bs, mid - start, end - mid, hd,
                            outs[0].data(), outs[1].data());
   }
-  const auto v_stride = static_cast<int64_t>(kv_.head_bytes());
-  auto fold_and_add = [&](int32_t block, int32_t from, int32_t to, int32_t block_start, float* s,
-                          int32_t v_next) {
-    const int32_t slot = from - block_start, n = to - from;
-    fold_block(max, sum, s + slot, bs, w.n_heads, n, acc, scratch, scratch + w.n_heads, cfg_);
-    for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
-      const int32_t kv_head = kv_head_of(w.first_head + h0);
-      prefetch_head_run(w.layer, v_next, 1, kv_head);
-      kernels::axpy_rows_multi(type, s + slot + h0 * bs, bs, per_kv,
-                               kv_.v_head(w.layer, block, kv_head, slot), v_stride, n, hd,
-                               acc + static_cast<int64_t>(h0) * hd, hd);
-    }
-  };
-  fold_and_add(first, j, mid, start, scores[0], second);
-  fold_and_add(second, mid, end, mid, scores[1], next);
+  const int32_t from[2] = {j, mid}, to[2] = {mid, end};  // the query's keys in each block
+  const TileBlock blocks[2] = {{w.layer, first, second, start, mid, w.first_token, 1, w.first_head,
+                                w.n_heads, &from[0], &to[0]},
+                               {w.layer, second, next, mid, end, w.first_token, 1, w.first_head,
+                                w.n_heads, &from[1], &to[1]}};
+  for (int b = 0; b < 2; ++b) add_block(w, blocks[b], scores[b], max, sum, acc, scratch);
   return end;
 }
 

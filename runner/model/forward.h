@@ -83,6 +83,9 @@ class ForwardPass {
     float* scores;  // n_queries * n_heads * block size
   };
   void walk_chunk(const TileWalk& w, int32_t chunk, float* max, float* sum, float* acc);
+  struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
+  void add_block(const TileWalk& w, const TileBlock& b, float* scores, float* max, float* sum,
+                 float* acc, float* scratch);
   int32_t decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max, float* sum,
                       float* acc, float* scratch);
   // A block's values widened for a tile (attention.cpp, widened_values): slot s's values of
@@ -94,12 +97,11 @@ class ForwardPass {
   };
   WidenedValues widened_values(const TileWalk& w, int32_t block, int32_t next, int32_t start,
                                const int32_t* from, const int32_t* to) const;
-  void gathered_values(const TileWalk& w, const WidenedValues& wide, int32_t slot, int32_t n,
-                       float* acc) const;
+  void gathered_values(const TileWalk& w, const WidenedValues& wide, const float* scores,
+                       int32_t slot, int32_t n, float* acc) const;
   void store_chunk(const AttendTask& task, const float* max, const float* sum, const float* acc);
   void merge_chunks(const AttendTask& task, std::vector<float>& scratch);
   void write_attention(const AttendTask& task, const float* sum, const float* merged);
-  struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
   // The KV head that query head `head` reads (GQA: n_head / n_head_kv query heads each).
   int32_t kv_head_of(int32_t head) const { return head / (cfg_.n_head / cfg_.n_head_kv); }
   // Byte offset, within a stored K or V vector, of that KV head (times the block size: the
