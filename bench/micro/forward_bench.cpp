@@ -13,9 +13,11 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "runner/device/cpu_executor.h"
 #include "runner/model/forward.h"
+#include "runner/model/forward_profile.h"
 #include "runner/model/make_model.h"
 #include "runner/model/model.h"
 
@@ -44,6 +46,23 @@ std::shared_ptr<const tandem::Model> bench_model(TensorType dtype) {
   return cache[dtype] = tandem::Model::load(path);
 }
 
+// With TANDEM_BENCH_PHASES set, each case times its steps phase by phase
+// (forward_profile.h) and prints a counter per phase, microseconds a step (the phases add
+// up to the step; the clock reads cost about a microsecond a step). Unset: no timing.
+tandem::ForwardProfile* phase_profile() {
+  static tandem::ForwardProfile profile;
+  return std::getenv("TANDEM_BENCH_PHASES") != nullptr ? &profile : nullptr;
+}
+void report_phases(benchmark::State& state, tandem::ForwardProfile* profile) {
+  if (profile == nullptr || profile->steps == 0) return;
+  for (int i = 0; i < tandem::kForwardPhaseCount; ++i) {
+    if (profile->seconds[i] <= 0) continue;
+    const auto phase = static_cast<tandem::ForwardPhase>(i);
+    state.counters[std::string(tandem::forward_phase_name(phase)) + "_us"] =
+        profile->seconds[i] * 1e6 / static_cast<double>(profile->steps);
+  }
+}
+
 // Decode steps for `batch` rows, each with a 32-token prompt already in the cache.
 void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   const int batch = static_cast<int>(state.range(0));
@@ -52,6 +71,7 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   tandem::CpuExecutorOptions options;
   options.threads = threads;
   options.kv_tokens = 16 * 1024;
+  options.profile = phase_profile();
   tandem::CpuExecutor exec(model, options);
   constexpr int kPrompt = 32, kBlocksPerRow = 16;  // room for 256 positions
   tandem::StepPlan prefill, decode;
@@ -70,6 +90,7 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   }
   std::vector<int32_t> tokens(batch);
   exec.execute(prefill, tokens);
+  if (options.profile != nullptr) options.profile->clear();
   for (auto _ : state) {
     // Re-decode the same position: the work is identical to a real decode step.
     exec.execute(decode, tokens);
@@ -77,6 +98,7 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   }
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+  report_phases(state, options.profile);
 }
 
 void args(benchmark::internal::Benchmark* b) {
@@ -125,7 +147,11 @@ void decode_at_context(benchmark::State& state, tandem::KvType kv_type, int cont
     inputs[r] = 100 + r;
     rows.push_back({{&inputs[r], 1}, context - 1, tables[r], true});
   }
+  tandem::ForwardProfile* profile = phase_profile();
+  if (profile != nullptr) profile->clear();
+  forward.set_profile(profile);
   for (auto _ : state) benchmark::DoNotOptimize(forward.run(rows).data());
+  report_phases(state, profile);
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_rows),
                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["KV_MB/step"] = static_cast<double>(n_rows) * context *
@@ -157,7 +183,11 @@ void BM_Prefill(benchmark::State& state) {
   // pass's activations (about a fifth of a 1024-token step here), which a server pays once
   // in its life, not per prompt. A timed run reads the prompt's K and V from warm pages.
   forward.run({&row, 1});
+  tandem::ForwardProfile* profile = phase_profile();
+  if (profile != nullptr) profile->clear();
+  forward.set_profile(profile);
   for (auto _ : state) benchmark::DoNotOptimize(forward.run({&row, 1}).data());
+  report_phases(state, profile);
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }

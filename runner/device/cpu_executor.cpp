@@ -98,6 +98,8 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   info_.sliding_window = kv_.has_local_group() ? c.sliding_window : 0;
   info_.kv_local_bytes_per_token = static_cast<int64_t>(kv_.local_bytes_per_token());
   info_.eog_ids = options.eog_ids;
+  profile_ = options.profile;
+  forward_.set_profile(profile_);
 }
 
 void CpuExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
@@ -127,6 +129,7 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
     kv_.copy_slots(r.kv_copy.from, r.kv_copy.to, r.kv_copy.slots);
   }
   std::span<float> logits = forward_.run(rows_);
+  PhaseClock clock(profile_);
   result.tokens.assign(n, kNoToken);
   if (any_logprobs) result.logprobs.assign(n, RowLogprobs{});
   if (any_prompt_logprobs) result.prompt_logprobs.assign(n, {});
@@ -170,6 +173,7 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
       if (r.grammar) r.grammar->advance(result.tokens[i]);
     }
   });
+  clock.mark(ForwardPhase::kSample);
 }
 
 }  // namespace tandem

@@ -30,6 +30,9 @@ struct CpuExecutorOptions {
   // false: local layers keep every position in the global group (no local group), the
   // layout before the group existed; tests compare the two.
   bool local_kv_group = true;
+  // Non-null: every step is timed phase by phase into it, the sampler's included
+  // (forward_profile.h); it must outlive the executor.
+  ForwardProfile* profile = nullptr;
 };
 
 class CpuExecutor : public StepExecutor {
@@ -53,6 +56,7 @@ class CpuExecutor : public StepExecutor {
   DeviceInfo info_;
   std::vector<ForwardRow> rows_;
   std::vector<int32_t> logit_row_;  // plan row -> index into the logits, or -1
+  ForwardProfile* profile_ = nullptr;
 };
 
 // The context the executor serves: options.context_length, at most the model's.

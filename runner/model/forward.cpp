@@ -162,8 +162,11 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
       token_position_[t] = rows[r].position + static_cast<int32_t>(i);
     }
 
+  clock_ = PhaseClock(profile_);
+  if (profile_ != nullptr) ++profile_->steps;
   embed_and_angles(rows);
   plan_query_tiles();
+  clock_.mark(ForwardPhase::kEmbed);
   // Each block's closing pass over the tokens adds its residual and norms x for the next
   // block (xn), so a layer costs two fewer pool dispatches than separate norm passes.
   for (int32_t l = 0; l < cfg_.n_layer; ++l) {
@@ -171,6 +174,7 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
     ffn_block(l);
   }
   const int64_t n_out = output_logits(rows);
+  clock_.mark(ForwardPhase::kOutput);
   return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
 }
 
@@ -222,15 +226,20 @@ void ForwardPass::attention_block(int32_t l, std::span<const ForwardRow> rows) {
   const LayerWeights& w = model_.layers()[l];
   const int64_t n_tokens = static_cast<int64_t>(token_row_.size()), e = cfg_.n_embd;
   kernels::matmul(pool_, w.qkv, xn_.data(), n_tokens, qkv_.data());
+  clock_.mark(ForwardPhase::kQkv);
   for_each_token([&](int64_t t) { qk_rope_and_store(l, t, rows); });
+  clock_.mark(ForwardPhase::kRopeStore);
   attention(l, rows);
+  clock_.mark(ForwardPhase::kAttention);
   kernels::matmul(pool_, w.attn_out, attn_.data(), n_tokens, proj_.data());
+  clock_.mark(ForwardPhase::kAttnOut);
   for_each_token([&](int64_t t) {
     float* p = &proj_[t * e];
     if (cfg_.post_norms) rms_norm(p, w.post_attn_norm.data(), p, e, cfg_.rms_eps);
     add(&x_[t * e], p, e);
     rms_norm(&x_[t * e], w.ffn_norm.data(), &xn_[t * e], e, cfg_.rms_eps);
   });
+  clock_.mark(ForwardPhase::kAttnResidual);
 }
 
 // One token's q and k: bias, per-head norm, RoPE; then K and V go to the token's cache
@@ -265,17 +274,21 @@ void ForwardPass::ffn_block(int32_t l) {
   const int64_t ff = cfg_.n_ff;
   const float* next_norm = l + 1 < cfg_.n_layer ? model_.layers()[l + 1].attn_norm.data() : nullptr;
   kernels::matmul(pool_, w.gate_up, xn_.data(), n_tokens, gate_up_.data());
+  clock_.mark(ForwardPhase::kGateUp);
   for_each_token([&](int64_t t) {
     const float* g = &gate_up_[t * 2 * ff];
     gated_activation(cfg_.activation, g, g + ff, &ffn_[t * ff], ff);
   });
+  clock_.mark(ForwardPhase::kActivation);
   kernels::matmul(pool_, w.down, ffn_.data(), n_tokens, proj_.data());
+  clock_.mark(ForwardPhase::kDown);
   for_each_token([&](int64_t t) {
     float* p = &proj_[t * e];
     if (cfg_.post_norms) rms_norm(p, w.post_ffn_norm.data(), p, e, cfg_.rms_eps);
     add(&x_[t * e], p, e);
     if (next_norm != nullptr) rms_norm(&x_[t * e], next_norm, &xn_[t * e], e, cfg_.rms_eps);
   });
+  clock_.mark(ForwardPhase::kFfnResidual);
 }
 
 // Logits (soft-capped where the family does) for the last token of each row that wants

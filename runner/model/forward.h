@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runner/device/kv_cache.h"
+#include "runner/model/forward_profile.h"
 #include "runner/model/model.h"
 #include "runner/util/thread_pool.h"
 
@@ -39,6 +40,10 @@ class ForwardPass {
   // std::invalid_argument for a token out of the vocabulary, a position past the context, a
   // short block table, or a dropped local block inside a query's window.
   std::span<float> run(std::span<const ForwardRow> rows);
+
+  // Times each later run() phase by phase into *profile (forward_profile.h), adding one to
+  // its steps; null (the default) times nothing. The profile must outlive its use.
+  void set_profile(ForwardProfile* profile) { profile_ = profile; }
 
  private:
   void validate(std::span<const ForwardRow> rows) const;
@@ -139,6 +144,9 @@ class ForwardPass {
   std::vector<AttendTask> attend_tasks_;  // the layer's (attention.cpp: plan_attention)
   std::vector<ChunkGroup> chunk_groups_;
   std::vector<float> chunk_states_;  // chunk tasks' softmax states
+
+  ForwardProfile* profile_ = nullptr;
+  PhaseClock clock_{nullptr};  // the current run's, on profile_
 };
 
 }  // namespace tandem
