@@ -1,14 +1,18 @@
 // `tandem generate`: runs one prompt through the same Engine and scheduler that serve
 // requests, prints the continuation as it streams (a stdout sink), then the prompt and
 // generation speeds. Only the sink differs from a server request.
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <future>
 #include <iostream>
+#include <numeric>
 #include <optional>
 #include <random>
 
 #include "app/command.h"
+#include "runner/model/forward_profile.h"
 #include "runner/model/roofline.h"
 #include "scheduler/engine.h"
 
@@ -31,6 +35,7 @@ struct GenerateOptions {
   std::string device = "cpu";
   bool ignore_eos = false;
   bool ceilings = false;
+  bool profile = false;
 };
 
 // Prints text as the scheduler thread hands it over; the main thread waits on `done`.
@@ -104,8 +109,31 @@ void print_ceiling_fractions(const Engine& engine, double prompt_tok_s, double d
                kernels::peak_name(work.peak), prompt.peak_gflops);
 }
 
+// Where the steps' time went, phase by phase (forward_profile.h), the largest first: the
+// run's prompt step(s) and decode steps together.
+void print_profile(const ForwardProfile& profile) {
+  const double total = profile.total();
+  if (profile.steps == 0 || total <= 0) return;
+  std::array<int, kForwardPhaseCount> order;
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return profile.seconds[a] > profile.seconds[b]; });
+  std::fprintf(stderr, "where the steps' time went (%lld steps, %.3f s):\n",
+               static_cast<long long>(profile.steps), total);
+  for (int i : order) {
+    std::fprintf(stderr, "  %-14s %9.2f ms  %5.1f%%\n",
+                 forward_phase_name(static_cast<ForwardPhase>(i)), profile.seconds[i] * 1e3,
+                 100.0 * profile.seconds[i] / total);
+  }
+}
+
 int run_generate(const GenerateOptions& o) {
+  ForwardProfile profile;
   EngineOptions options;
+  options.profile = o.profile ? &profile : nullptr;
+  // The KV pages the request can write, mapped before it runs (engine.h): a token per byte
+  // of the prompt bounds its tokens, plus the specials the tokenizer may add.
+  options.kv_prefault_tokens = static_cast<int64_t>(o.prompt.size()) + 8 + o.max_tokens;
   options.model = o.model;
   options.threads = o.threads;
   options.kv_type = *parse_kv_type(o.kv_dtype);
@@ -156,6 +184,11 @@ int run_generate(const GenerateOptions& o) {
   if (card.kv_local_capacity_tokens > 0)
     kv_local = "; sliding-window layers " + std::to_string(card.kv_local_capacity_tokens) +
                " tokens at " + std::to_string(card.kv_local_bytes_per_token) + " bytes/token";
+  const DeviceInfo& device = engine->device_info();
+  if (device.kv_prefaulted_tokens > 0)
+    kv_local += "; the first " + std::to_string(device.kv_prefaulted_tokens) +
+                " positions' pages written at load, " +
+                std::to_string(static_cast<int>(device.kv_prefault_seconds * 1000 + 0.5)) + " ms";
   std::fprintf(stderr,
                "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
                "tok/s (device %s, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
@@ -165,10 +198,9 @@ int run_generate(const GenerateOptions& o) {
                engine->card().kv_type.c_str(),
                static_cast<long long>(engine->card().kv_bytes_per_token),
                static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
-  if (o.ceilings) {
-    engine->stop();  // its threads idle, so the measurement has the cores to itself
-    print_ceiling_fractions(*engine, prompt_tokens / prompt_seconds, decode_tok_s);
-  }
+  if (o.ceilings || o.profile) engine->stop();  // every step done; the threads idle
+  if (o.profile) print_profile(profile);
+  if (o.ceilings) print_ceiling_fractions(*engine, prompt_tokens / prompt_seconds, decode_tok_s);
   return 0;
 }
 
@@ -196,9 +228,14 @@ Subcommand make_generate_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");
   cmd->add_flag("--ceilings", opts->ceilings,
                 "Then measure the CPU's ceilings (~2 s) and print the speeds as fractions of them");
+  cmd->add_flag("--profile", opts->profile,
+                "Then print where the steps' time went, phase by phase (the CPU forward pass "
+                "and sampler)");
   return {cmd, [opts] {
             if (opts->ceilings && opts->device != "cpu")
               throw UsageError("--ceilings: measures the CPU, so it needs --device cpu");
+            if (opts->profile && opts->device != "cpu")
+              throw UsageError("--profile: times the CPU forward pass, so it needs --device cpu");
             return run_generate(*opts);
           }};
 }

@@ -175,6 +175,13 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   eo.scheduler.prefill_chunk = o.prefill_chunk;
   eo.scheduler.max_queue = o.max_queue;
   eo.scheduler.prefix_cache = mode.prefix_cache;
+  // Every position the workload and its warmup can write, mapped before the runs (engine.h):
+  // a fresh page's first write would otherwise land inside the measured steps. A request
+  // takes at most its tokens plus one block (its last, part-filled), the warmup as much.
+  for (const PlannedRequest& r : workload)
+    eo.kv_prefault_tokens += static_cast<int64_t>(r.prompt.size()) + r.max_tokens + 16;
+  if (!workload.empty())
+    eo.kv_prefault_tokens += static_cast<int64_t>(workload[0].prompt.size()) + 20;
   Engine engine(eo);
   engine.start();
 

@@ -56,6 +56,8 @@ ExecutorOptions executor_options(const EngineOptions& options, const Tokenizer& 
 
 std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options) {
   if (options.device == "cuda") {
+    if (options.profile != nullptr)
+      throw EngineOptionError("--profile: times the CPU forward pass, so it needs --device cpu");
     const auto exec = executor_options<CudaExecutorOptions>(options, *tokenizer_);
     try {
       auto executor = make_cuda_executor(model_, exec);
@@ -72,6 +74,8 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   auto exec = executor_options<CpuExecutorOptions>(options, *tokenizer_);
   exec.threads = options.threads;
   exec.local_kv_group = options.local_kv_group;
+  exec.profile = options.profile;
+  exec.kv_prefault_tokens = options.kv_prefault_tokens;
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();
   device_description_ = "cpu, " + std::to_string(threads_) + " compute threads";

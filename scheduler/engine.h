@@ -40,6 +40,14 @@ struct EngineOptions {
   bool local_kv_group = true;
   // Where steps run (--device): "cpu", or "cuda" (the GPU executor, runner/cuda/).
   std::string device = "cpu";
+  // KV positions whose pages the CPU executor writes at startup (CpuExecutorOptions::
+  // kv_prefault_tokens): `generate` and `bench --model` ask for what their requests can
+  // use, so that no step of theirs maps a fresh page. 0: none. Ignored with cuda (device
+  // memory has no first write to pay).
+  int64_t kv_prefault_tokens = 0;
+  // Non-null: the CPU executor times every step phase by phase into it (forward_profile.h;
+  // `tandem generate --profile`). Read it once the engine is stopped. Refused with cuda.
+  ForwardProfile* profile = nullptr;
   SchedulerOptions scheduler;
 };
 

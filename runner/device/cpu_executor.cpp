@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 namespace tandem {
 
@@ -100,6 +101,20 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   info_.eog_ids = options.eog_ids;
   profile_ = options.profile;
   forward_.set_profile(profile_);
+  prefault(options.kv_prefault_tokens);
+}
+
+void CpuExecutor::prefault(int64_t tokens) {
+  if (tokens <= 0) return;
+  const int64_t blocks =
+      std::min<int64_t>((tokens + kv_.block_size() - 1) / kv_.block_size(), kv_.n_blocks());
+  const auto start = std::chrono::steady_clock::now();
+  pool_.parallel_for(kv_.n_layer(), [&](int64_t layer) {
+    kv_.prefault(static_cast<int32_t>(layer), static_cast<int32_t>(blocks));
+  });
+  info_.kv_prefaulted_tokens = blocks * kv_.block_size();
+  info_.kv_prefault_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void CpuExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {

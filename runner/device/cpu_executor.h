@@ -30,6 +30,11 @@ struct CpuExecutorOptions {
   // false: local layers keep every position in the global group (no local group), the
   // layout before the group existed; tests compare the two.
   bool local_kv_group = true;
+  // Positions of every layer's blocks, from block 0 (the block pool hands out the lowest
+  // free ids first), whose pages are written once at startup (KvCache::prefault), the pool's
+  // threads splitting the layers; clamped to the cache; 0: none, each page is then mapped
+  // by the first step that writes it.
+  int64_t kv_prefault_tokens = 0;
   // Non-null: every step is timed phase by phase into it, the sampler's included
   // (forward_profile.h); it must outlive the executor.
   ForwardProfile* profile = nullptr;
@@ -47,6 +52,8 @@ class CpuExecutor : public StepExecutor {
   int threads() const { return pool_.size(); }
 
  private:
+  void prefault(int64_t tokens);
+
   std::shared_ptr<const Model> model_;
   ThreadPool pool_;
   KvCache kv_;

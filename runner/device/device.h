@@ -96,6 +96,10 @@ struct DeviceInfo {
   int32_t kv_local_blocks = 0;
   int32_t sliding_window = 0;            // a local layer's query at p sees keys p - window < j
   int64_t kv_local_bytes_per_token = 0;  // the local layers, per position of a local block
+  // KV positions whose pages the executor wrote at startup (CpuExecutorOptions::
+  // kv_prefault_tokens), and the seconds that took.
+  int64_t kv_prefaulted_tokens = 0;
+  double kv_prefault_seconds = 0;
 };
 
 // The model half of a device: runs one step synchronously, on the device worker thread.

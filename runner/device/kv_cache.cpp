@@ -160,6 +160,15 @@ void KvCache::read_v(int32_t layer, int32_t block, int32_t slot, float* out) con
 // A layer's block (K then V) is one contiguous run, copied whole: neither K (transposed or
 // held by heads) nor V (held by heads) keeps a slot's bytes together. The slots from
 // `slots` on are not yet written in `to`'s request, which writes them before it reads them.
+size_t KvCache::prefault(int32_t layer, int32_t n_blocks) {
+  const int32_t group = layers_[layer].local ? n_local_blocks_ : n_blocks_;
+  const int32_t n = std::clamp(n_blocks, 0, group);
+  if (n == 0) return 0;
+  const size_t bytes = static_cast<size_t>(n) * 2 * block_size_ * vector_bytes_;
+  std::memset(slot_ptr(layer, 0, 0, 0), 0, bytes);
+  return bytes;
+}
+
 void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (slots <= 0 || from == to) return;
   if (from < 0 || from >= n_blocks_ || to < 0 || to >= n_blocks_ || slots > block_size_) {

@@ -29,6 +29,10 @@ TEST(GenerateCli, GreedyRunsAreRepeatableAndReportSpeed) {
   EXPECT_GT(a.out.size(), 1u);
   EXPECT_NE(a.err.find("tok/s"), std::string::npos) << a.err;
   EXPECT_NE(a.err.find("generated 12 tokens"), std::string::npos) << a.err;
+  // The KV pages the request can write were written before it ran (engine.h): 5 prompt
+  // bytes + 8 + 12 tokens, in whole blocks of 16.
+  EXPECT_NE(a.err.find("the first 32 positions' pages written at load"), std::string::npos)
+      << a.err;
 }
 
 // --ceilings measures the CPU after the run and prints the speeds against it; it measures
@@ -47,6 +51,34 @@ TEST(GenerateCli, CeilingsPrintTheSpeedsAsFractionsOfTheMachine) {
       run_tandem({"generate", "--model", model, "--prompt", "x", "--device", "cuda", "--ceilings"});
   EXPECT_EQ(cuda.exit_code, 2);
   EXPECT_NE(cuda.err.find("--ceilings: "), std::string::npos) << cuda.err;
+  EXPECT_EQ(cuda.err.find('\n'), cuda.err.size() - 1) << cuda.err;
+}
+
+// --profile prints each phase of the steps, the largest first, and their total; it times
+// the CPU forward pass, so it refuses another device with exit 2 and one line.
+TEST(GenerateCli, ProfilePrintsWhereTheStepsTimeWent) {
+  ScratchDir dir;
+  auto model = make_tiny(dir);
+  auto r = run_tandem({"generate", "--model", model, "--prompt", "Hello", "--max-tokens", "6",
+                       "--temperature", "0", "--ignore-eos", "--threads", "2", "--profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t head = r.err.find("where the steps' time went (");
+  ASSERT_NE(head, std::string::npos) << r.err;
+  for (const char* phase : {"embed", "qkv", "rope_store", "attention", "attn_out", "attn_residual",
+                            "gate_up", "activation", "down", "ffn_residual", "output", "sample"}) {
+    EXPECT_NE(r.err.find(std::string("\n  ") + phase + " ", head), std::string::npos)
+        << phase << "\n"
+        << r.err;
+  }
+  // The same tokens as a run without it.
+  auto plain = run_tandem({"generate", "--model", model, "--prompt", "Hello", "--max-tokens", "6",
+                           "--temperature", "0", "--ignore-eos", "--threads", "2"});
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_EQ(plain.err.find("where the steps' time went"), std::string::npos);
+  auto cuda =
+      run_tandem({"generate", "--model", model, "--prompt", "x", "--device", "cuda", "--profile"});
+  EXPECT_EQ(cuda.exit_code, 2);
+  EXPECT_NE(cuda.err.find("--profile: "), std::string::npos) << cuda.err;
   EXPECT_EQ(cuda.err.find('\n'), cuda.err.size() - 1) << cuda.err;
 }
 

@@ -162,6 +162,38 @@ TEST(KvCache, CopiedSlotsReadBackAsTheOriginalsInEveryType) {
   }
 }
 
+// prefault zeroes the first blocks of one layer, K and V, and nothing else: the next block,
+// the other layers and the local group past its own size keep what they hold.
+TEST(KvCache, PrefaultZeroesTheFirstBlocksOfALayerAndNothingElse) {
+  for (KvType t : kAllKvTypes) {
+    const int32_t hd = 32, kv_dim = 2 * hd, bs = 4;
+    // Layer 1 local, in a group of 2 blocks; layers 0 and 2 global, 3 blocks.
+    KvCache kv(3, kv_dim, 3, t, hd, bs, {false, true, false}, 2);
+    const auto k = normal_floats(kv_dim, 7), v = normal_floats(kv_dim, 8);
+    for (int32_t l = 0; l < 3; ++l)
+      for (int32_t b = 0; b < (l == 1 ? 2 : 3); ++b)
+        for (int32_t s = 0; s < bs; ++s) kv.store(l, b, s, k.data(), v.data());
+    std::vector<float> stored_k(kv_dim), stored_v(kv_dim);
+    kv.read_k(0, 0, 0, stored_k.data());
+    kv.read_v(0, 0, 0, stored_v.data());
+    const size_t block_bytes = 2 * static_cast<size_t>(bs) * kv.slot_stride();
+    EXPECT_EQ(kv.prefault(0, 2), 2 * block_bytes) << kv_type_name(t);
+    EXPECT_EQ(kv.prefault(1, 9), 2 * block_bytes) << "clamped to the local group";
+    EXPECT_EQ(kv.prefault(2, 0), 0u);
+    const std::vector<float> zeros(kv_dim, 0.0f);
+    std::vector<float> got(kv_dim);
+    for (int32_t l = 0; l < 3; ++l)
+      for (int32_t b = 0; b < (l == 1 ? 2 : 3); ++b)
+        for (int32_t s = 0; s < bs; ++s) {
+          const bool zeroed = (l == 0 && b < 2) || l == 1;
+          kv.read_k(l, b, s, got.data());
+          EXPECT_EQ(got, zeroed ? zeros : stored_k) << kv_type_name(t) << " " << l << " " << b;
+          kv.read_v(l, b, s, got.data());
+          EXPECT_EQ(got, zeroed ? zeros : stored_v) << kv_type_name(t) << " " << l << " " << b;
+        }
+  }
+}
+
 TEST(KvCache, Q8_0NeedsHeadsOfWholeBlocks) {
   EXPECT_THROW(KvCache(2, 64, 2, KvType::kQ8_0, 16), std::invalid_argument);
   EXPECT_NO_THROW(KvCache(2, 64, 2, KvType::kQ8_0, 32));

@@ -113,5 +113,39 @@ TEST(ForwardProfile, AnExecutorChargesItsSamplerAndSamplesTheSameTokens) {
   EXPECT_GT(profile.seconds[static_cast<int>(ForwardPhase::kGateUp)], 0.0);
 }
 
+// CpuExecutorOptions::kv_prefault_tokens: the cache's first blocks written at startup, the
+// positions reported in whole blocks and clamped to the cache, and the same tokens.
+TEST(KvPrefault, AnExecutorWritesItsFirstBlocksAtStartAndSamplesTheSameTokens) {
+  ScratchDir dir;
+  const auto path = write_tiny_llama(dir.path(), gguf::TensorType::kF32);
+  auto run = [&](int64_t prefault, DeviceInfo* info) {
+    CpuExecutorOptions o;
+    o.threads = 2;
+    o.kv_tokens = 256;
+    o.kv_prefault_tokens = prefault;
+    CpuExecutor exec(Model::load(path), o);
+    *info = exec.info();
+    StepPlan plan;
+    StepRow row;
+    row.request_id = 1;
+    row.tokens = {1, 17, 42, 99, 3};
+    row.kv_blocks = {1};
+    row.sampling.temperature = 0.7f;
+    row.sampling.seed = 9;
+    plan.rows.push_back(row);
+    std::vector<int32_t> tokens(1);
+    exec.execute(plan, tokens);
+    return tokens[0];
+  };
+  DeviceInfo none, some, all;
+  const int32_t plain = run(0, &none);
+  EXPECT_EQ(none.kv_prefaulted_tokens, 0);
+  EXPECT_EQ(run(20, &some), plain);
+  EXPECT_EQ(some.kv_prefaulted_tokens, 32);  // two blocks of 16
+  EXPECT_GE(some.kv_prefault_seconds, 0.0);
+  EXPECT_EQ(run(1 << 20, &all), plain);
+  EXPECT_EQ(all.kv_prefaulted_tokens, static_cast<int64_t>(all.kv_blocks) * all.kv_block_size);
+}
+
 }  // namespace
 }  // namespace tandem::testing::TANDEM_UNITY_ID
