@@ -31,6 +31,7 @@ struct ServeOptions {
   int32_t max_step_tokens = 512;
   std::string prefill_chunk = "auto";
   int64_t kv_tokens = 0;
+  int64_t kv_prefault = 0;
   std::string kv_dtype = "f16";
   std::string device = "cpu";
   std::string prefix_cache = "on";
@@ -89,6 +90,7 @@ int run_serve(ServeOptions o) {
   engine_options.context_length = o.ctx_size;
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
+  engine_options.kv_prefault_tokens = o.kv_prefault;
   engine_options.kv_type = *parse_kv_type(o.kv_dtype);
   engine_options.device = o.device;
   engine_options.scheduler.overlap = o.overlap == "on";
@@ -122,6 +124,11 @@ int run_serve(ServeOptions o) {
     kv_local = " + sliding-window layers " + std::to_string(card.kv_local_capacity_tokens) +
                " tokens (window " + std::to_string(card.sliding_window) + ") at " +
                std::to_string(card.kv_local_bytes_per_token) + " bytes each";
+  const DeviceInfo& device = engine->device_info();
+  if (device.kv_prefaulted_tokens > 0)
+    kv_local += ", the first " + std::to_string(device.kv_prefaulted_tokens) +
+                " positions' pages written in " +
+                std::to_string(static_cast<int>(device.kv_prefault_seconds * 1000 + 0.5)) + " ms";
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
       "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, device %s, "
@@ -175,6 +182,11 @@ Subcommand make_serve_command(CLI::App& app) {
   add_prefill_chunk_option(*cmd, opts->prefill_chunk);
   cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
+  cmd->add_option("--kv-prefault", opts->kv_prefault,
+                  "KV positions whose pages are written at startup, so that no request pays a "
+                  "page's first write (0: none; more than the cache: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
   add_kv_dtype_option(*cmd, opts->kv_dtype);
   add_device_option(*cmd, opts->device);
   cmd->add_option("--prefix-cache", opts->prefix_cache,

@@ -25,6 +25,19 @@ TEST(ServeCli, BadFlagsExit2NamingTheFlag) {
   expect_usage_error(run_tandem({"serve", "--model", model, "--max-body", "-5"}), "--max-body");
   expect_usage_error(run_tandem({"serve", "--model", model, "--io-threads", "0"}), "--io-threads");
   expect_usage_error(run_tandem({"serve", "--model", model, "--frobnicate"}), "--frobnicate");
+  expect_usage_error(run_tandem({"serve", "--model", model, "--kv-prefault", "-1"}),
+                     "--kv-prefault");
+}
+
+// --kv-prefault N writes the pages of the cache's first N positions (in whole blocks) at
+// startup and says so; by default nothing is written and nothing is said.
+TEST(ServeCli, KvPrefaultWritesTheFirstPositionsPagesAndSaysSo) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--kv-prefault", "100"});
+  EXPECT_NE(server.ready_line().find("the first 112 positions' pages written in "),
+            std::string::npos)
+      << server.ready_line();
+  EXPECT_EQ(shared_server().ready_line().find("pages written"), std::string::npos)
+      << shared_server().ready_line();
 }
 
 TEST(ServeCli, AMissingOrBadModelFileExits2WithOneLine) {
