@@ -157,9 +157,7 @@ void KvCache::read_v(int32_t layer, int32_t block, int32_t slot, float* out) con
   read_by_heads(layer, block, 1, slot, out);
 }
 
-// A layer's block (K then V) is one contiguous run, copied whole: neither K (transposed or
-// held by heads) nor V (held by heads) keeps a slot's bytes together. The slots from
-// `slots` on are not yet written in `to`'s request, which writes them before it reads them.
+// Blocks [0, n) of a layer are one run (the layout in kv_cache.h).
 size_t KvCache::prefault(int32_t layer, int32_t n_blocks) {
   const int32_t group = layers_[layer].local ? n_local_blocks_ : n_blocks_;
   const int32_t n = std::clamp(n_blocks, 0, group);
@@ -169,6 +167,9 @@ size_t KvCache::prefault(int32_t layer, int32_t n_blocks) {
   return bytes;
 }
 
+// A layer's block (K then V) is one contiguous run, copied whole: neither K (transposed or
+// held by heads) nor V (held by heads) keeps a slot's bytes together. The slots from
+// `slots` on are not yet written in `to`'s request, which writes them before it reads them.
 void KvCache::copy_slots(int32_t from, int32_t to, int32_t slots) {
   if (slots <= 0 || from == to) return;
   if (from < 0 || from >= n_blocks_ || to < 0 || to >= n_blocks_ || slots > block_size_) {
