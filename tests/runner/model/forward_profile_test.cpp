@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <numeric>
 #include <set>
 #include <string>
@@ -42,6 +43,27 @@ struct Pass {
   KvCache kv;
   ForwardPass forward;
 };
+
+// One sampled step of a 5-token prompt (KV block 1, T = 0.7, seed 9) on a fresh executor
+// with `o` (two threads and 256 KV positions set here): its token, and the executor's info.
+int32_t sample_once(const std::filesystem::path& path, CpuExecutorOptions o,
+                    DeviceInfo* info = nullptr) {
+  o.threads = 2;
+  o.kv_tokens = 256;
+  CpuExecutor exec(Model::load(path), o);
+  if (info != nullptr) *info = exec.info();
+  StepPlan plan;
+  StepRow row;
+  row.request_id = 1;
+  row.tokens = {1, 17, 42, 99, 3};
+  row.kv_blocks = {1};
+  row.sampling.temperature = 0.7f;
+  row.sampling.seed = 9;
+  plan.rows.push_back(row);
+  std::vector<int32_t> tokens(1);
+  exec.execute(plan, tokens);
+  return tokens[0];
+}
 
 TEST(ForwardProfile, PhasesHaveDistinctNames) {
   std::set<std::string> names;
@@ -90,21 +112,8 @@ TEST(ForwardProfile, AnExecutorChargesItsSamplerAndSamplesTheSameTokens) {
   ForwardProfile profile;
   auto run = [&](ForwardProfile* p) {
     CpuExecutorOptions o;
-    o.threads = 2;
-    o.kv_tokens = 256;
     o.profile = p;
-    CpuExecutor exec(Model::load(path), o);
-    StepPlan plan;
-    StepRow row;
-    row.request_id = 1;
-    row.tokens = {1, 17, 42, 99};
-    row.kv_blocks = {0};
-    row.sampling.temperature = 0.8f;
-    row.sampling.seed = 5;
-    plan.rows.push_back(row);
-    std::vector<int32_t> tokens(1);
-    exec.execute(plan, tokens);
-    return tokens[0];
+    return sample_once(path, o);
   };
   const int32_t plain = run(nullptr);
   EXPECT_EQ(run(&profile), plain);
@@ -120,22 +129,8 @@ TEST(KvPrefault, AnExecutorWritesItsFirstBlocksAtStartAndSamplesTheSameTokens) {
   const auto path = write_tiny_llama(dir.path(), gguf::TensorType::kF32);
   auto run = [&](int64_t prefault, DeviceInfo* info) {
     CpuExecutorOptions o;
-    o.threads = 2;
-    o.kv_tokens = 256;
     o.kv_prefault_tokens = prefault;
-    CpuExecutor exec(Model::load(path), o);
-    *info = exec.info();
-    StepPlan plan;
-    StepRow row;
-    row.request_id = 1;
-    row.tokens = {1, 17, 42, 99, 3};
-    row.kv_blocks = {1};
-    row.sampling.temperature = 0.7f;
-    row.sampling.seed = 9;
-    plan.rows.push_back(row);
-    std::vector<int32_t> tokens(1);
-    exec.execute(plan, tokens);
-    return tokens[0];
+    return sample_once(path, o, info);
   };
   DeviceInfo none, some, all;
   const int32_t plain = run(0, &none);
