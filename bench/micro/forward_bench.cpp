@@ -117,7 +117,8 @@ void args(benchmark::internal::Benchmark* b) {
 // consecutive blocks, as a fresh pool does; scattered:1 a random permutation of the pool,
 // as a server's pool becomes once requests of every length have come and gone (each
 // row's next block anywhere in the cache).
-void decode_at_context(benchmark::State& state, tandem::KvType kv_type, int context) {
+void decode_at_context(benchmark::State& state, tandem::KvType kv_type, int context,
+                       bool shared_prefix = false) {
   const int blocks_per_row = context / 16;
   const int n_rows = static_cast<int>(state.range(1));
   const bool scattered = state.range(2) != 0;
@@ -144,6 +145,8 @@ void decode_at_context(benchmark::State& state, tandem::KvType kv_type, int cont
   std::vector<tandem::ForwardRow> rows;
   for (int r = 0; r < n_rows; ++r) {
     std::copy_n(order.begin() + r * blocks_per_row, blocks_per_row, tables[r].begin());
+    if (shared_prefix && r > 0)
+      std::copy_n(tables[0].begin(), blocks_per_row - 1, tables[r].begin());
     inputs[r] = 100 + r;
     rows.push_back({{&inputs[r], 1}, context - 1, tables[r], true});
   }
@@ -163,6 +166,13 @@ void BM_DecodeAtContext1024(benchmark::State& state, tandem::KvType kv_type) {
 }
 void BM_DecodeAtContext256(benchmark::State& state, tandem::KvType kv_type) {
   decode_at_context(state, kv_type, 256);
+}
+// The rows' first 1008 positions in the same blocks (the first row's), the last block each
+// row's own: requests whose prompts share a prefix the prefix cache held, whose chunks the
+// attention walks once for all of them (attention_plan.cpp). KV_MB/step counts every
+// row's keys, as the rows see them.
+void BM_DecodeSharedPrefix1024(benchmark::State& state, tandem::KvType kv_type) {
+  decode_at_context(state, kv_type, 1024, true);
 }
 
 // One prompt of `tokens` tokens prefilled in one step (the forward pass alone, F16 KV, BF16
@@ -213,6 +223,12 @@ BENCHMARK_CAPTURE(BM_DecodeAtContext1024, f16_kv, tandem::KvType::kF16)
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, bf16_kv, tandem::KvType::kBf16)->Apply(sixteen_rows);
 BENCHMARK_CAPTURE(BM_DecodeAtContext1024, q8_0_kv, tandem::KvType::kQ8_0)->Apply(sixteen_rows);
 BENCHMARK_CAPTURE(BM_DecodeAtContext256, f16_kv, tandem::KvType::kF16)->Apply(one_row);
+BENCHMARK_CAPTURE(BM_DecodeSharedPrefix1024, f16_kv, tandem::KvType::kF16)
+    ->Args({2, 16, 0})
+    ->Args({2, 4, 0})
+    ->ArgNames({"threads", "rows", "scattered"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_CAPTURE(BM_DecodeStep, bf16, TensorType::kBF16)->Apply(args);
 BENCHMARK_CAPTURE(BM_DecodeStep, f16, TensorType::kF16)->Apply(args);

@@ -27,9 +27,6 @@ namespace tandem {
 namespace {
 
 constexpr int32_t kQueryTile = 16;
-// Keys per chunk: a multiple of the cache's 16-token blocks. A chunk task of three query
-// heads over 128 keys is ~10 us of work on a Zen 5 core, against ~1 us of task overhead.
-constexpr int32_t kKeyChunk = 128;
 
 // A task's softmax states, one per (query, head): the largest score so far, the sum of
 // e^(score - max), and (in the caller's scratch, hd floats each, side by side) the values
@@ -150,69 +147,6 @@ void ForwardPass::plan_query_tiles() {
   query_tiles_.push_back(n_tokens);
 }
 
-// Heads per task: as many as leave enough tasks to spread over the threads, but never
-// fewer than the query heads that share a KV head. A task of several KV heads walks each
-// cache block once for all of them (the block's K, then its V, read front to back, not a
-// head's strided part of each slot); the query heads that share a KV head always go
-// together, so each K and V vector is read from memory and widened once for all of them.
-// Splitting them where tasks were few (one row up to context 256) read every KV head once
-// per query head from memory, which cost more than the thread it kept busy: a Q4_K_M file
-// of the smollm2 shape, F16 KV, one row at context 256, 2.37 -> 2.11 ms a step (medians
-// of 6 alternating rounds of bench_forward's DecodeAtContext256; docs/performance.md).
-// The grouped kernels give each query the one-query results bit for bit, so the split
-// never changes a result. n_walks: the tiles, or the tiles' chunks where chunks are tasks;
-// wanted: the tasks to aim for.
-int32_t ForwardPass::heads_per_task(int64_t n_walks, int64_t wanted) const {
-  const int32_t group = cfg_.n_head / cfg_.n_head_kv;
-  for (int32_t kv_heads = cfg_.n_head_kv; kv_heads > 1; --kv_heads)
-    if (cfg_.n_head_kv % kv_heads == 0 && n_walks * (cfg_.n_head_kv / kv_heads) >= wanted)
-      return kv_heads * group;
-  return group;
-}
-
-// The layer's tasks: each tile's key chunks (from its first query's first key to its last
-// query's own), its query heads split by heads_per_task; each chunk a task of its own where
-// the tiles are too few to give every thread whole KV heads' walks (and the pool has
-// threads to share them), unless the tile's keys lie in one chunk.
-void ForwardPass::plan_attention(int32_t layer) {
-  const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size()) - 1;
-  const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
-  const int32_t hd = cfg_.head_dim;
-  const int64_t wanted = kTasksPerThread * static_cast<int64_t>(pool_.size());
-  const bool split = pool_.size() > 1 && n_tiles * cfg_.n_head_kv < wanted;
-  auto chunks = [&](int64_t tile) {
-    const int32_t last = token_position_[query_tiles_[tile + 1] - 1] + 1;
-    const int32_t first =
-        window > 0 ? std::max(0, token_position_[query_tiles_[tile]] + 1 - window) : 0;
-    return std::pair{first / kKeyChunk, (last - 1) / kKeyChunk + 1};
-  };
-  int64_t n_walks = 0;
-  for (int64_t tile = 0; tile < n_tiles; ++tile) {
-    const auto [begin, end] = chunks(tile);
-    n_walks += split ? end - begin : 1;
-  }
-  const int32_t heads = heads_per_task(n_walks, wanted);
-  attend_tasks_.clear();
-  chunk_groups_.clear();
-  int64_t floats = 0;
-  for (int64_t tile = 0; tile < n_tiles; ++tile) {
-    const auto [begin, end] = chunks(tile);
-    const int64_t n_queries = query_tiles_[tile + 1] - query_tiles_[tile];
-    for (int32_t head = 0; head < cfg_.n_head; head += heads) {
-      if (!split || end - begin == 1) {
-        attend_tasks_.push_back({tile, head, heads, begin, end, -1});
-        continue;
-      }
-      chunk_groups_.push_back({floats, begin, end - begin, 0});
-      floats += (end - begin) * n_queries * heads * (hd + 2);
-      for (int32_t c = begin; c < end; ++c)
-        attend_tasks_.push_back(
-            {tile, head, heads, c, c + 1, static_cast<int32_t>(chunk_groups_.size() - 1)});
-    }
-  }
-  if (chunk_states_.size() < static_cast<size_t>(floats)) chunk_states_.resize(floats);
-}
-
 void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
   plan_attention(layer);
   const int64_t n_tasks = static_cast<int64_t>(attend_tasks_.size());
@@ -222,11 +156,7 @@ void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
     for (int64_t i = next.fetch_add(1); i < n_tasks; i = next.fetch_add(1)) {
       const AttendTask& task = attend_tasks_[i];
       attend(layer, rows, task, scratch);
-      if (task.group < 0) continue;
-      // Release this chunk's state; the group's last chunk acquires all of them.
-      ChunkGroup& g = chunk_groups_[task.group];
-      if (std::atomic_ref(g.done).fetch_add(1, std::memory_order_acq_rel) + 1 == g.n_chunks)
-        merge_chunks(task, scratch);
+      if (task.group >= 0) finish_chunk(task, scratch);
     }
   });
 }
@@ -300,11 +230,11 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
 void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
                          std::vector<float>& scratch) {
   const int64_t first_token = query_tiles_[task.tile];
-  const auto n_queries = static_cast<int32_t>(query_tiles_[task.tile + 1] - first_token);
+  const auto n_queries = static_cast<int32_t>(query_tiles_[task.tile + task.n_tiles] - first_token);
   const int32_t hd = cfg_.head_dim;
   // Scratch: each (query, head)'s accumulated values for the chunk (hd floats, the heads of
   // a query side by side), the same merged over the chunks before, then each (query,
-  // head)'s scores for one block (two for a decode row: decode_pair). The threads' scratch
+  // head)'s scores for one block (two: walk_pair). The threads' scratch
   // vectors may sit next to each other on the heap: 16 floats (a cache line) past what is
   // written keep one thread's writes off the next one's lines.
   const int32_t n_states = n_queries * task.n_heads;
@@ -396,12 +326,13 @@ void ForwardPass::walk_chunk(const TileWalk& w, int32_t c, float* max, float* su
   const int32_t chunk_end = std::min((c + 1) * kKeyChunk, last_end);
   for (int32_t j = std::max(c * kKeyChunk, begin_of(0)); j < chunk_end;) {
     const int32_t block_end = std::min((j / bs + 1) * bs, chunk_end);
-    if (w.n_queries == 1 && kv_.k_transposed() && block_end < chunk_end) {
-      j = decode_pair(w, j, chunk_end, max, sum, acc, fold_scratch.data());
+    if (kv_.k_transposed() && block_end < chunk_end &&
+        sees_pair(w, j, std::min(block_end + bs, chunk_end))) {
+      j = walk_pair(w, j, chunk_end, max, sum, acc, fold_scratch.data());
       continue;
     }
     const int32_t block = w.blocks[j / bs], start = j / bs * bs;
-    const int32_t next = block_end < last_end ? w.blocks[block_end / bs] : -1;
+    const int32_t next = next_block(w, block_end, last_end);
     for (int32_t i = 0; i < w.n_queries; ++i) {
       from[i] = std::max(j, begin_of(i));
       to[i] = std::min(block_end, end_of(i));
@@ -491,20 +422,6 @@ void ForwardPass::gathered_values(const TileWalk& w, const WidenedValues& wide, 
   }
 }
 
-// A chunk task's states in its slot of chunk_states_: per (query, head), max, sum, values.
-void ForwardPass::store_chunk(const AttendTask& task, const float* max, const float* sum,
-                              const float* acc) {
-  const ChunkGroup& g = chunk_groups_[task.group];
-  const int32_t hd = cfg_.head_dim;
-  const int64_t n_states = (query_tiles_[task.tile + 1] - query_tiles_[task.tile]) * task.n_heads;
-  float* out = &chunk_states_[g.offset + (task.first_chunk - g.first_chunk) * n_states * (hd + 2)];
-  for (int64_t s = 0; s < n_states; ++s, out += hd + 2) {
-    out[0] = max[s];
-    out[1] = sum[s];
-    std::copy(acc + s * hd, acc + (s + 1) * hd, out + 2);
-  }
-}
-
 // The last chunk task of a group: every chunk's states merged in position order, as one
 // task walking them all would, and the outputs written.
 void ForwardPass::merge_chunks(const AttendTask& task, std::vector<float>& scratch) {
@@ -539,26 +456,44 @@ void ForwardPass::write_attention(const AttendTask& task, const float* sum, cons
   }
 }
 
-// A decode row's walk (one query, keys transposed), two blocks at a time where the chunk
-// holds both (the first from key j, the second whole or cut by the chunk's end): both
-// blocks' scores in one dot_keys_pair call per KV head, then each block's softmax step and
-// value sums in order by add_block, as walk_chunk goes a block at a time: the same
-// operations on the same numbers, so the same bits (kernels.h). Each KV head asks for its keys'
-// runs of the two blocks after these, and each block's value sums for the next block's values.
-// Returns the key after the pair. scratch: fold_block's, 2 * n_heads floats.
-int32_t ForwardPass::decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max,
-                                 float* sum, float* acc, float* scratch) {
+// Whether every query of the tile sees keys [j, end) whole.
+bool ForwardPass::sees_pair(const TileWalk& w, int32_t j, int32_t end) const {
+  for (int32_t i = 0; i < w.n_queries; ++i) {
+    const int32_t seen = token_position_[w.first_token + i] + 1;  // keys up to its own
+    if (seen < end || (w.window > 0 && seen - w.window > j)) return false;
+  }
+  return true;
+}
+
+// The block holding `key`, for the walk to ask for ahead: none past the tile's keys (last_end)
+// or past the walk's table (a shared span walks its first row's, which may end before another
+// row's keys do).
+int32_t ForwardPass::next_block(const TileWalk& w, int32_t key, int32_t last_end) const {
+  const int32_t index = key / kv_.block_size();
+  return key < last_end && index < static_cast<int32_t>(w.blocks.size()) ? w.blocks[index] : -1;
+}
+
+// A tile's walk two blocks at a time (keys transposed) where the chunk holds both (the
+// first from key j, the second whole or cut by the chunk's end) and every query of the tile
+// sees all their keys: a decode row always, a prefill tile's blocks before its own
+// positions, a shared span's chunk. Both blocks' scores in one dot_keys_pair call per KV head,
+// each query element broadcast once for both blocks' keys, then each block's softmax step
+// and value sums in order by add_block, as walk_chunk goes a block at a time: the same
+// operations on the same numbers, so the same bits (kernels.h). Each KV head asks for its
+// keys' runs of the two blocks after these, and each block's value sums for the next
+// block's values. Returns the key after the pair. scratch: fold_block's, 2 * n_states floats.
+int32_t ForwardPass::walk_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max,
+                               float* sum, float* acc, float* scratch) {
   const int32_t hd = cfg_.head_dim, bs = kv_.block_size();
   const int32_t per_kv = std::min(w.n_heads, cfg_.n_head / cfg_.n_head_kv);
   const gguf::TensorType type = kv_tensor_type(kv_.type());
-  const int32_t last_end = token_position_[w.first_token] + 1;
+  const int32_t last_end = token_position_[w.first_token + w.n_queries - 1] + 1;
   const int32_t start = j / bs * bs, mid = start + bs, end = std::min(mid + bs, chunk_end);
   const int32_t first = w.blocks[j / bs], second = w.blocks[j / bs + 1];
-  auto block_at = [&](int32_t key) { return key < last_end ? w.blocks[key / bs] : -1; };
-  const int32_t next = block_at(end), after = next >= 0 ? block_at(end + bs) : -1;
-  float* scores[2] = {w.scores, w.scores + static_cast<int64_t>(w.n_heads) * bs};
+  const int32_t next = next_block(w, end, last_end), after = next_block(w, end + bs, last_end);
+  const int64_t n_states = static_cast<int64_t>(w.n_queries) * w.n_heads;
+  float* scores[2] = {w.scores, w.scores + n_states * bs};
   const int64_t qkv_width = cfg_.q_dim() + 2 * cfg_.kv_dim();
-  const float* query = &qkv_[w.first_token * qkv_width + static_cast<int64_t>(w.first_head) * hd];
   thread_local std::vector<const float*> qs;
   thread_local std::vector<float*> outs[2];
   for (int32_t h0 = 0; h0 < w.n_heads; h0 += per_kv) {
@@ -567,20 +502,38 @@ int32_t ForwardPass::decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end
     prefetch_head_run(w.layer, after, 0, kv_head);
     qs.clear();
     for (auto& o : outs) o.clear();
-    for (int32_t h = h0; h < h0 + per_kv; ++h) {
-      qs.push_back(query + static_cast<int64_t>(h) * hd);
-      for (int b = 0; b < 2; ++b) outs[b].push_back(scores[b] + static_cast<int64_t>(h) * bs);
+    for (int32_t i = 0; i < w.n_queries; ++i) {
+      const float* query = &qkv_[(w.first_token + i) * qkv_width];
+      for (int32_t h = h0; h < h0 + per_kv; ++h) {
+        qs.push_back(query + static_cast<int64_t>(w.first_head + h) * hd);
+        for (int b = 0; b < 2; ++b)
+          outs[b].push_back(scores[b] + (static_cast<int64_t>(i) * w.n_heads + h) * bs);
+      }
     }
     const int64_t offset = kv_head_offset(w.first_head + h0) * bs;
-    kernels::dot_keys_pair(type, qs.data(), per_kv, kv_.k_block(w.layer, first) + offset,
+    kernels::dot_keys_pair(type, qs.data(), static_cast<int>(qs.size()),
+                           kv_.k_block(w.layer, first) + offset,
                            kv_.k_block(w.layer, second) + offset, bs, mid - start, end - mid, hd,
                            outs[0].data(), outs[1].data());
   }
-  const int32_t from[2] = {j, mid}, to[2] = {mid, end};  // the query's keys in each block
-  const TileBlock blocks[2] = {{w.layer, first, second, start, mid, w.first_token, 1, w.first_head,
-                                w.n_heads, &from[0], &to[0]},
-                               {w.layer, second, next, mid, end, w.first_token, 1, w.first_head,
-                                w.n_heads, &from[1], &to[1]}};
+  // Each block's from and to, per query: on the stack for a decode row or a prefill tile.
+  thread_local std::vector<int32_t> many;
+  int32_t few[4 * kQueryTile];
+  int32_t* bounds = few;
+  if (w.n_queries > kQueryTile) {
+    many.resize(4 * static_cast<size_t>(w.n_queries));
+    bounds = many.data();
+  }
+  int32_t* from[2] = {bounds, bounds + w.n_queries};
+  int32_t* to[2] = {bounds + 2 * w.n_queries, bounds + 3 * w.n_queries};
+  std::fill_n(from[0], w.n_queries, j);
+  std::fill_n(to[0], w.n_queries, mid);
+  std::fill_n(from[1], w.n_queries, mid);
+  std::fill_n(to[1], w.n_queries, end);
+  const TileBlock blocks[2] = {{w.layer, first, second, start, mid, w.first_token, w.n_queries,
+                                w.first_head, w.n_heads, from[0], to[0]},
+                               {w.layer, second, next, mid, end, w.first_token, w.n_queries,
+                                w.first_head, w.n_heads, from[1], to[1]}};
   for (int b = 0; b < 2; ++b) add_block(w, blocks[b], scores[b], max, sum, acc, scratch);
   return end;
 }

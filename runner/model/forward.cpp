@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -146,8 +147,9 @@ void ForwardPass::reserve(int64_t n_tokens, int64_t n_logits) {
   grow(logits_, n_logits * cfg_.n_vocab);
 }
 
-std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
-  validate(rows);
+std::span<float> ForwardPass::run(std::span<const ForwardRow> given) {
+  validate(given);
+  const std::span<const ForwardRow> rows = order_rows(given);
   int64_t n_tokens = 0, n_logits = 0;
   for (const ForwardRow& r : rows) {
     n_tokens += static_cast<int64_t>(r.tokens.size());
@@ -156,16 +158,20 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
   reserve(n_tokens, n_logits);
   token_row_.resize(n_tokens);
   token_position_.resize(n_tokens);
-  for (int64_t t = 0, r = 0; r < static_cast<int64_t>(rows.size()); ++r)
+  for (int64_t t = 0, r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
+    given_first_token_[row_order_[r]] = t;
     for (size_t i = 0; i < rows[r].tokens.size(); ++i, ++t) {
       token_row_[t] = static_cast<int32_t>(r);
       token_position_[t] = rows[r].position + static_cast<int32_t>(i);
     }
+  }
 
+  shared_chunk_walks_ = 0;
   clock_ = PhaseClock(profile_);
   if (profile_ != nullptr) ++profile_->steps;
   embed_and_angles(rows);
   plan_query_tiles();
+  plan_shared_spans(rows);
   clock_.mark(ForwardPhase::kEmbed);
   // Each block's closing pass over the tokens adds its residual and norms x for the next
   // block (xn), so a layer costs two fewer pool dispatches than separate norm passes.
@@ -173,9 +179,32 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> rows) {
     attention_block(l, rows);
     ffn_block(l);
   }
-  const int64_t n_out = output_logits(rows);
+  const int64_t n_out = output_logits(given);
   clock_.mark(ForwardPhase::kOutput);
   return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
+}
+
+// The order the pass computes the rows in: decode rows (one token) first, ordered by their
+// block tables, then the others as given, so that rows holding the same blocks (a prefix
+// the prefix cache shares, n choices of one prompt) sit side by side and their attention
+// can walk those blocks together (attention_plan.cpp). A row's result is its own whatever
+// its neighbours (law 2), so the order changes no bit; output_logits hands the logits back
+// in the given order.
+std::span<const ForwardRow> ForwardPass::order_rows(std::span<const ForwardRow> given) {
+  const auto n = static_cast<int32_t>(given.size());
+  row_order_.resize(n);
+  std::iota(row_order_.begin(), row_order_.end(), 0);
+  auto decode = [&](int32_t r) { return given[r].tokens.size() == 1; };
+  std::stable_sort(row_order_.begin(), row_order_.end(), [&](int32_t a, int32_t b) {
+    if (decode(a) != decode(b)) return decode(a);
+    return decode(a) &&
+           std::lexicographical_compare(given[a].kv_blocks.begin(), given[a].kv_blocks.end(),
+                                        given[b].kv_blocks.begin(), given[b].kv_blocks.end());
+  });
+  ordered_rows_.clear();
+  for (int32_t r : row_order_) ordered_rows_.push_back(given[r]);
+  given_first_token_.resize(n);
+  return ordered_rows_;
 }
 
 // Per-token passes (norms, RoPE, the gated activation) are a microsecond or less a token,
@@ -295,17 +324,18 @@ void ForwardPass::ffn_block(int32_t l) {
 // them, or every token of an all_logits row; returns how many logit rows there are. The
 // output matmul computes each row alone (kernels.h), so a prompt's logits do not depend on
 // the batch either.
-int64_t ForwardPass::output_logits(std::span<const ForwardRow> rows) {
+// The given rows' logits in their given order, whatever order the pass computed them in.
+int64_t ForwardPass::output_logits(std::span<const ForwardRow> given) {
   const int64_t e = cfg_.n_embd;
   int64_t n_out = 0;
-  for (int64_t t = 0, r = 0; r < static_cast<int64_t>(rows.size()); ++r) {
-    const auto n = static_cast<int64_t>(rows[r].tokens.size());
-    const int64_t first = rows[r].all_logits ? t : (rows[r].want_logits ? t + n - 1 : t + n);
+  for (size_t r = 0; r < given.size(); ++r) {
+    const auto n = static_cast<int64_t>(given[r].tokens.size());
+    const int64_t t = given_first_token_[r];
+    const int64_t first = given[r].all_logits ? t : (given[r].want_logits ? t + n - 1 : t + n);
     for (int64_t i = first; i < t + n; ++i) {
       rms_norm(&x_[i * e], model_.output_norm().data(), &last_[n_out * e], e, cfg_.rms_eps);
       ++n_out;
     }
-    t += n;
   }
   if (n_out == 0) return 0;
   kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data());

@@ -45,6 +45,11 @@ class ForwardPass {
   // its steps; null (the default) times nothing. The profile must outlive its use.
   void set_profile(ForwardProfile* profile) { profile_ = profile; }
 
+  // The last run's key chunks that several decode rows walked together, summed over layers
+  // and query-head groups (attention_plan.cpp): rows whose block tables hold the same
+  // blocks for a whole chunk (a prefix-cache hit, n choices of one prompt) read it once.
+  int64_t shared_chunk_walks() const { return shared_chunk_walks_; }
+
  private:
   void validate(std::span<const ForwardRow> rows) const;
   void reserve(int64_t n_tokens, int64_t n_logits);
@@ -59,13 +64,21 @@ class ForwardPass {
   void attention(int32_t layer, std::span<const ForwardRow> rows);
   // Tasks per thread the attention plans for (fewer leave a thread idle behind a long one).
   static constexpr int64_t kTasksPerThread = 4;
+  // Keys per chunk (attention.cpp): a multiple of the cache's 16-token blocks. A chunk task
+  // of three query heads over 128 keys is ~10 us of work on a Zen 5 core, against ~1 us of
+  // task overhead.
+  static constexpr int32_t kKeyChunk = 128;
   // A tile's query heads first_head .. + n_heads - 1 over key chunks [first_chunk,
   // end_chunk) (attention.cpp: kKeyChunk keys each); group >= 0: one chunk of that group.
+  // n_tiles > 1: one chunk that the decode rows of tiles tile .. + n_tiles - 1 share (one
+  // token each, so their tokens are consecutive), each row's state going to its own group
+  // (tile_groups_).
   struct AttendTask {
     int64_t tile;
     int32_t first_head, n_heads;
     int32_t first_chunk, end_chunk;
     int32_t group;
+    int32_t n_tiles = 1;
   };
   // A tile's heads whose chunks are tasks of their own: their states' place in
   // chunk_states_, and how many chunks are done.
@@ -74,8 +87,23 @@ class ForwardPass {
     int32_t first_chunk, n_chunks;
     int32_t done;  // through std::atomic_ref
   };
+  std::span<const ForwardRow> order_rows(std::span<const ForwardRow> given);
   void plan_attention(int32_t layer);
   int32_t heads_per_task(int64_t n_walks, int64_t wanted) const;
+  // attention_plan.cpp: key chunks that consecutive decode tiles hold in the same blocks.
+  struct SharedSpan {
+    int64_t first_tile, end_tile;
+    int32_t chunk;
+  };
+  void plan_shared_spans(std::span<const ForwardRow> rows);
+  void shared_spans_of_stretch(std::span<const ForwardRow> rows, int64_t first, int64_t end);
+  void plan_shared_tasks(int32_t heads, int64_t& floats);
+  int32_t tile_chunks(int64_t tile) const {  // chunks [0, this) of a one-token tile
+    return token_position_[query_tiles_[tile]] / kKeyChunk + 1;
+  }
+  int32_t add_chunk_group(int64_t tile, int32_t first_chunk, int32_t end_chunk, int32_t heads,
+                          int64_t& floats);
+  void finish_chunk(const AttendTask& task, std::vector<float>& scratch);
   void prefetch_head_run(int32_t layer, int32_t block, int32_t which, int32_t kv_head) const;
   void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
               std::vector<float>& scratch);
@@ -91,8 +119,10 @@ class ForwardPass {
   struct TileBlock;  // attention.cpp: one cache block as a tile's queries see it
   void add_block(const TileWalk& w, const TileBlock& b, float* scores, float* max, float* sum,
                  float* acc, float* scratch);
-  int32_t decode_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max, float* sum,
-                      float* acc, float* scratch);
+  bool sees_pair(const TileWalk& w, int32_t j, int32_t end) const;
+  int32_t next_block(const TileWalk& w, int32_t key, int32_t last_end) const;
+  int32_t walk_pair(const TileWalk& w, int32_t j, int32_t chunk_end, float* max, float* sum,
+                    float* acc, float* scratch);
   // A block's values widened for a tile (attention.cpp, widened_values): slot s's values of
   // the task's k-th KV head at rows + s * width + k * head_dim; null rows where they are
   // read from the cache as stored.
@@ -122,7 +152,7 @@ class ForwardPass {
   }
   void validate_local_table(const ForwardRow& r) const;
   void ffn_block(int32_t layer);
-  int64_t output_logits(std::span<const ForwardRow> rows);
+  int64_t output_logits(std::span<const ForwardRow> given);
 
   const Model& model_;
   const ModelConfig& cfg_;
@@ -144,6 +174,21 @@ class ForwardPass {
   std::vector<AttendTask> attend_tasks_;  // the layer's (attention.cpp: plan_attention)
   std::vector<ChunkGroup> chunk_groups_;
   std::vector<float> chunk_states_;  // chunk tasks' softmax states
+  // The step's (attention_plan.cpp), for every layer without a sliding window.
+  std::vector<SharedSpan> shared_spans_;
+  // Per tile, where its chunks' marks start in chunk_shared_ (-1: a tile in no span); a mark
+  // per chunk, set where a span walks it.
+  std::vector<int64_t> tile_marks_;
+  std::vector<uint8_t> chunk_shared_;
+  // [tile][query-head group]: the chunk group of a span's row, for the span's tasks.
+  std::vector<int32_t> tile_groups_;
+  // The step's rows in the order the pass computes them (decode rows first, by their block
+  // tables, so rows sharing blocks sit together: forward.cpp, order_rows), and each given
+  // row's first token in that order.
+  std::vector<ForwardRow> ordered_rows_;
+  std::vector<int32_t> row_order_;
+  std::vector<int64_t> given_first_token_;
+  int64_t shared_chunk_walks_ = 0;
 
   ForwardProfile* profile_ = nullptr;
   PhaseClock clock_{nullptr};  // the current run's, on profile_

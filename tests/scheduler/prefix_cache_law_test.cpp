@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scheduler/engine.h"
@@ -27,12 +28,14 @@ struct Planned {
   int32_t max_tokens = 0;
 };
 
-// A few shared prefixes (0 to 70 tokens, so some span several blocks and some end
-// mid-block), each request one of them plus its own 1 to 20 tokens.
-std::vector<Planned> plan(std::mt19937& rng, int32_t vocab, int32_t longest_output) {
+// A few shared prefixes (by default 0 to 70 tokens, so some span several blocks and some
+// end mid-block), each request one of them plus its own 1 to 20 tokens.
+std::vector<Planned> plan(std::mt19937& rng, int32_t vocab, int32_t longest_output,
+                          std::pair<int, int> prefix_tokens) {
   std::uniform_int_distribution<int32_t> token(2, vocab - 1);
   std::vector<std::vector<int32_t>> prefixes(3);
-  for (auto& p : prefixes) p.resize(std::uniform_int_distribution<int>(0, 70)(rng));
+  for (auto& p : prefixes)
+    p.resize(std::uniform_int_distribution<int>(prefix_tokens.first, prefix_tokens.second)(rng));
   for (auto& p : prefixes)
     for (int32_t& t : p) t = token(rng);
   std::vector<Planned> out(10);
@@ -75,6 +78,7 @@ struct LawCase {
   int32_t longest_output = 12;             // max_tokens is drawn from 1 to this
   std::vector<int64_t> pools;              // kv_tokens of the run with the cache, drawn from these
   bool alone_without_local_group = false;  // the reference keeps local layers in full
+  std::pair<int, int> prefix_tokens = {0, 70};  // each shared prefix's length, drawn
 };
 
 struct LawTotals {
@@ -94,7 +98,8 @@ LawTotals check_law(const LawCase& c) {
       alone_options.scheduler.prefix_cache = false;
       alone_options.local_kv_group = !c.alone_without_local_group;
       Engine alone(alone_options);
-      const std::vector<Planned> requests = plan(rng, alone.config().n_vocab, c.longest_output);
+      const std::vector<Planned> requests =
+          plan(rng, alone.config().n_vocab, c.longest_output, c.prefix_tokens);
       std::vector<std::string> expected;
       for (const Planned& p : requests) {
         auto sink = submit(alone, p);
@@ -150,6 +155,23 @@ TEST(PrefixCacheLaw, OutputsEqualComputingAloneWithTheCacheOff) {
   EXPECT_GT(t.hits, 0u);
   EXPECT_GT(t.preemptions, 0u);
   std::cout << "  prefix-cache law: " << t.hits << " tokens from the cache, " << t.preemptions
+            << " preemptions\n";
+}
+
+// Prefixes of 130 to 300 tokens: requests decoding side by side on the same cached blocks
+// walk each whole 128-key chunk of them together (runner/model/attention_plan.cpp), and
+// their outputs stay those of each request alone.
+TEST(PrefixCacheLaw, LongSharedPrefixesWalkedTogetherEqualComputingAlone) {
+  ScratchDir dir;
+  LawCase c{write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/5),
+            {KvType::kF16, KvType::kBf16},
+            3,
+            24,
+            {400, 640, 1024}};
+  c.prefix_tokens = {130, 300};
+  const LawTotals t = check_law(c);
+  EXPECT_GT(t.hits, 0u);
+  std::cout << "  long prefixes: " << t.hits << " tokens from the cache, " << t.preemptions
             << " preemptions\n";
 }
 
