@@ -21,7 +21,6 @@
 // blocks side by side.
 #include <algorithm>
 #include <atomic>
-#include <climits>
 
 #include "runner/model/forward.h"
 
@@ -55,7 +54,6 @@ int32_t ForwardPass::heads_per_task(int64_t n_walks, int64_t wanted) const {
 void ForwardPass::plan_attention(int32_t layer) {
   const int64_t n_tiles = static_cast<int64_t>(query_tiles_.size()) - 1;
   const int32_t window = cfg_.is_local_layer(layer) ? cfg_.sliding_window : 0;
-  const int32_t hd = cfg_.head_dim;
   const int64_t wanted = kTasksPerThread * static_cast<int64_t>(pool_.size());
   const bool split = pool_.size() > 1 && n_tiles * cfg_.n_head_kv < wanted;
   auto chunks = [&](int64_t tile) {
@@ -79,17 +77,14 @@ void ForwardPass::plan_attention(int32_t layer) {
   for (int64_t tile = 0; tile < n_tiles; ++tile) {
     if (spans && tile_marks_[tile] >= 0) continue;  // planned with the spans
     const auto [begin, end] = chunks(tile);
-    const int64_t n_queries = query_tiles_[tile + 1] - query_tiles_[tile];
     for (int32_t head = 0; head < cfg_.n_head; head += heads) {
       if (!split || end - begin == 1) {
         attend_tasks_.push_back({tile, head, heads, begin, end, -1});
         continue;
       }
-      chunk_groups_.push_back({floats, begin, end - begin, 0});
-      floats += (end - begin) * n_queries * heads * (hd + 2);
+      const int32_t group = add_chunk_group(tile, begin, end, heads, floats);
       for (int32_t c = begin; c < end; ++c)
-        attend_tasks_.push_back(
-            {tile, head, heads, c, c + 1, static_cast<int32_t>(chunk_groups_.size() - 1)});
+        attend_tasks_.push_back({tile, head, heads, c, c + 1, group});
     }
   }
   if (chunk_states_.size() < static_cast<size_t>(floats)) chunk_states_.resize(floats);
@@ -188,18 +183,23 @@ void ForwardPass::plan_shared_tasks(int32_t heads, int64_t& floats) {
     }
 }
 
+// The chunk group of a task's k-th tile: the task's own, or for a span's task, that
+// row's (tile_groups_).
+int32_t ForwardPass::group_of(const AttendTask& task, int32_t k) const {
+  if (task.n_tiles == 1) return task.group;
+  const int32_t n_groups = cfg_.n_head / task.n_heads;
+  return tile_groups_[(task.tile + k) * n_groups + task.first_head / task.n_heads];
+}
+
 // A chunk task's states in their slots of chunk_states_: per (query, head), max, sum,
 // values; a span's task puts each row's in that row's group.
 void ForwardPass::store_chunk(const AttendTask& task, const float* max, const float* sum,
                               const float* acc) {
-  const int32_t hd = cfg_.head_dim, n_groups = cfg_.n_head / task.n_heads;
+  const int32_t hd = cfg_.head_dim;
   const int64_t first_token = query_tiles_[task.tile];
   for (int32_t k = 0; k < task.n_tiles; ++k) {
     const int64_t tile = task.tile + k;
-    const ChunkGroup& g =
-        chunk_groups_[task.n_tiles == 1
-                          ? task.group
-                          : tile_groups_[tile * n_groups + task.first_head / task.n_heads]];
+    const ChunkGroup& g = chunk_groups_[group_of(task, k)];
     const int64_t n_states = (query_tiles_[tile + 1] - query_tiles_[tile]) * task.n_heads;
     const int64_t first = (query_tiles_[tile] - first_token) * task.n_heads;
     float* out =
@@ -215,12 +215,9 @@ void ForwardPass::store_chunk(const AttendTask& task, const float* max, const fl
 // After a chunk task: each of its groups counts the chunk done, and the task that completes
 // a group merges it (acquiring the other tasks' states; each releases its own).
 void ForwardPass::finish_chunk(const AttendTask& task, std::vector<float>& scratch) {
-  const int32_t n_groups = cfg_.n_head / task.n_heads;
   for (int32_t k = 0; k < task.n_tiles; ++k) {
     const int64_t tile = task.tile + k;
-    const int32_t index = task.n_tiles == 1
-                              ? task.group
-                              : tile_groups_[tile * n_groups + task.first_head / task.n_heads];
+    const int32_t index = group_of(task, k);
     ChunkGroup& g = chunk_groups_[index];
     if (std::atomic_ref(g.done).fetch_add(1, std::memory_order_acq_rel) + 1 != g.n_chunks) continue;
     const AttendTask row{

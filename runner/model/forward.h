@@ -103,6 +103,7 @@ class ForwardPass {
   }
   int32_t add_chunk_group(int64_t tile, int32_t first_chunk, int32_t end_chunk, int32_t heads,
                           int64_t& floats);
+  int32_t group_of(const AttendTask& task, int32_t k) const;
   void finish_chunk(const AttendTask& task, std::vector<float>& scratch);
   void prefetch_head_run(int32_t layer, int32_t block, int32_t which, int32_t kv_head) const;
   void attend(int32_t layer, std::span<const ForwardRow> rows, const AttendTask& task,
