@@ -1,62 +1,116 @@
 // How many prompt tokens a step may carry while other requests decode (issue 15, fair
-// scheduling under long prompts). A step's time is about T_decode + n * t_token for n
-// prompt tokens beside the decode rows, and each decoding stream waits that long for its
-// next token. Keeping n <= kShare * T_decode / t_token keeps a mixed step within about
-// (1 + kShare) decode steps, so a 4096-token prompt arriving among running streams stretches
-// their token gaps (TPOT) by under 2x instead of by a whole 512-token chunk's time. With no
-// request decoding, a step takes the full --max-step-tokens (nobody waits on it).
+// scheduling under long prompts). A step's time is about T_decode + (what its n prompt
+// tokens add), and each decoding stream waits that long for its next token. Keeping the
+// prompt tokens' part within kShare * T_decode keeps a mixed step within about (1 + kShare)
+// decode steps, so a 4096-token prompt arriving among running streams stretches their token
+// gaps (TPOT) by under 2x instead of by a whole 512-token chunk's time. With no request
+// decoding, a step takes the full --max-step-tokens (nobody waits on it).
 //
 // That bound is for one prompt among the streams, not for a queue of them. Each prompt
-// token costs every stream t_token of waiting however the prompt is cut, so pacing buys
+// token costs every stream its time of waiting however the prompt is cut, so pacing buys
 // the streams evenness, not time; its price, T_decode of waiting per step, is paid by each
 // request still without its first token. With P of them (prefilling, or queued), each adds
-// a share: n <= kShare * P * T_decode / t_token, which keeps pacing's cost to the waiting
-// requests together at a lone prompt's (P = 1 is paced as above). With one share whatever
-// the queue, 16 clients sending 1024-token prompts were served one at a time: one stream
-// decoding, the next prompt fed 16 tokens a step beside it, the rest queued (issue 15's
-// headline workload, TTFT p50 19 s).
+// a share: the prompt tokens' part <= kShare * P * T_decode, which keeps pacing's cost to
+// the waiting requests together at a lone prompt's (P = 1 is paced as above). With one
+// share whatever the queue, 16 clients sending 1024-token prompts were served one at a
+// time: one stream decoding, the next prompt fed 16 tokens a step beside it, the rest
+// queued (issue 15's headline workload, TTFT p50 19 s).
 //
-// T_decode and t_token are moving averages of the device's own step times
-// (StepResult::seconds): decode-only steps give T_decode; steps with prompt tokens give
-// t_token = (T - T_decode) / n (T_decode stands for the cost every step pays, so a short
-// prompt's step does not make its tokens look dear; before it is known, T / n). Until both are
-// measured, with a fixed chunk
-// (--prefill-chunk N), and unpaced (the library's default), the budget is fixed. The pace changes
-// only how a prompt is cut, never a token: chunked prefill equals one-shot prefill (law 2,
-// PrefixCacheLaw.*).
+// Both come from models of a step's device time (StepResult::seconds), fitted to the steps
+// as they finish (cost_fit.h). The decode model, over decode-only steps: T_decode = c0 +
+// c_row * rows + c_key * keys, where keys are those the rows' attention reads (a row at
+// position p reads p + 1), so it prices the decode rows a step carries now, at their
+// contexts. The prompt model, over steps with prompt tokens: what they took beyond the
+// decode model's time for their decode rows (c0 alone for a prompt-only step) = c_token *
+// tokens + c_prompt_key * keys, so a chunk deep in a long prompt, whose tokens read more
+// keys, is dearer than its first. Keys cost each model its own: a small chunk's tile reads
+// each key for a few queries (about 1 us a key over all layers on the smollm2 shape, twice a
+// decode row's), a whole prompt's 16-query tiles for sixteen (0.3 us).
+//
+// Two moving averages did this before: T_decode over decode-only steps and t_token = (T -
+// T_decode) / n over the others. But a queue of prompts leaves no decode-only step, so
+// T_decode stayed the one measured when a single row decoded (5 ms) while 16 rows decoded
+// at context 1100 (12+ ms), and t_token took up the difference: budgets a third of the
+// intended (issue 15's headline workload, TTFT p50 4.7 s; docs/performance.md,
+// 2026-12-03). A step far off its model (a page-fault storm, another process taking the
+// core) counts as within kOutlier of the prediction once the model has kSettle samples,
+// so one such step does not bend the fit for the next fifty.
+//
+// Until the decode model has a sample, with a fixed chunk (--prefill-chunk N), and unpaced
+// (the library's default), the budget is fixed; beside decode rows before the prompt model
+// has one, a prompt takes a kProbeChunk probe. The pace changes only how a prompt is cut,
+// never a token: chunked prefill equals one-shot prefill (law 2, PrefixCacheLaw.*).
 #pragma once
 
+#include <array>
 #include <cstdint>
+
+#include "scheduler/cost_fit.h"
 
 namespace tandem {
 
+// What a step carries, as the step-time model sees it.
+struct StepLoad {
+  int32_t decode_rows = 0;    // rows decoding one token
+  int64_t decode_keys = 0;    // keys their attention reads (position + 1 each)
+  int32_t prompt_tokens = 0;  // prompt tokens, over every prompt row
+  int64_t prompt_keys = 0;    // keys those read (each token's position + 1)
+
+  void add_decode(int32_t position) {
+    ++decode_rows;
+    decode_keys += int64_t{position} + 1;
+  }
+  void add_prompt(int32_t first_position, int32_t n) {
+    prompt_tokens += n;
+    prompt_keys += keys_of_chunk(first_position, n);
+  }
+  // Keys read by n prompt tokens from `first`: sum of (p + 1) over p in [first, first + n).
+  static int64_t keys_of_chunk(int64_t first, int64_t n) { return n * first + n * (n + 1) / 2; }
+};
+
 class PrefillPacer {
  public:
-  static constexpr double kShare = 0.8;     // of a decode step's time, for prompt tokens
-  static constexpr int32_t kMinChunk = 16;  // a prompt always moves on
-  static constexpr double kWeight = 0.2;    // of the newest measure in each average
+  static constexpr double kShare = 0.8;       // of a decode step's time, for prompt tokens
+  static constexpr int32_t kMinChunk = 1;     // a prompt always moves on
+  static constexpr int32_t kProbeChunk = 32;  // beside decode rows, until a prompt is priced
+  static constexpr double kForget = 0.97;     // each older step's weight in the fit, per step
+  static constexpr double kOutlier = 3;       // a step's time counts within this factor
+  static constexpr int kSettle = 8;           // of the model's prediction, after these steps
 
   // fixed_chunk > 0: that many prompt tokens a step beside decode rows (no pacing); else
   // paced, or (not paced) the whole step budget.
   PrefillPacer(int32_t max_step_tokens, int32_t fixed_chunk, bool paced)
       : max_step_tokens_(max_step_tokens), fixed_chunk_(fixed_chunk), paced_(paced) {}
 
-  // Prompt tokens the next step may take when it also carries `decode_rows` decode rows
-  // and `waiting_prompts` requests wait for their first token (prefilling or queued).
-  int32_t prompt_budget(int32_t decode_rows, int32_t waiting_prompts = 1) const;
+  // Prompt tokens the next step may take beside `decode` (its decode rows; no prompt
+  // tokens) while `waiting_prompts` requests wait for their first token (prefilling or
+  // queued) and the first prompt in line goes on from `position`.
+  int32_t prompt_budget(const StepLoad& decode, int32_t waiting_prompts = 1,
+                        int32_t position = 0) const;
+  // The budget for one prompt from position 0 beside the last step's decode rows that the
+  // pacer was told of (/metrics' tandem_prefill_chunk_tokens).
+  int32_t lone_prompt_budget() const { return prompt_budget(last_decode_); }
 
-  // A finished step: its device time, decode rows and prompt tokens.
-  void record(double seconds, int32_t decode_rows, int32_t prompt_tokens);
+  // A finished step: its device time and what it carried.
+  void record(double seconds, const StepLoad& load);
 
-  double decode_step_seconds() const { return decode_seconds_; }  // 0 until measured
-  double prompt_token_seconds() const { return token_seconds_; }  // 0 until measured
+  // The models' time for a step that carries `load` (0 until they have samples).
+  double predict(const StepLoad& load) const;
 
  private:
+  static CostFit<3>::Vec decode_features(const StepLoad& load);
+  static CostFit<2>::Vec prompt_features(const StepLoad& load);
+  // A sample's time, held within kOutlier of the model's prediction once it has settled.
+  template <size_t N>
+  static double within_reason(const CostFit<N>& fit, const typename CostFit<N>::Vec& x,
+                              double seconds);
+
   int32_t max_step_tokens_;
   int32_t fixed_chunk_;
   bool paced_;
-  double decode_seconds_ = 0;
-  double token_seconds_ = 0;
+  StepLoad last_decode_;  // the decode part of the last step with decode rows
+  CostFit<3> decode_{kForget};
+  CostFit<2> prompt_{kForget};
 };
 
 }  // namespace tandem

@@ -190,7 +190,7 @@ void Scheduler::apply_cancels() {
 }
 
 void Scheduler::process(Launched& step, const StepResult& result) {
-  pacer_.record(result.seconds, step.decode_rows, step.prompt_tokens);
+  pacer_.record(result.seconds, step.load);
   for (size_t i = 0; i < step.rows.size(); ++i) {
     Request& r = *step.rows[i];
     --r.in_flight;
@@ -329,7 +329,7 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   step.sample.push_back(plan.rows.back().sample);
   step.write_end.push_back(r.prefill_launched + n);
   step.decode_only = false;
-  step.prompt_tokens += n;
+  step.load.add_prompt(r.prefill_launched, n);
   r.prefill_launched += n;
   if (plan.rows.back().sample) ++r.sampled_launched;
   if (last_chunk && r.resuming()) r.decoding = true;  // its KV is written before the next step
@@ -375,7 +375,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     step.write_end.push_back(position + 1);
     ++r->sampled_launched;
     ++r->in_flight;
-    ++step.decode_rows;
+    step.load.add_decode(position);
     --budget;
   }
 }
@@ -390,13 +390,19 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   int32_t budget = options_.max_step_tokens;
   add_decode_rows(plan, *step, budget);
   // Requests waiting for their first token: part-way through prefill, or queued.
-  int32_t prompts = 0;
-  for (const Request* r : running_) prompts += r->decoding ? 0 : 1;
+  // The first in line goes on from where its prefill stands (a queued one from its start:
+  // its cached prefix is found at admission).
+  int32_t prompts = 0, position = -1;
+  for (const Request* r : running_) {
+    if (r->decoding) continue;
+    ++prompts;
+    if (position < 0) position = r->prefill_launched;
+  }
   {
     std::lock_guard lock(inbox_mutex_);
     prompts += static_cast<int32_t>(waiting_.size());
   }
-  budget = std::min(budget, pacer_.prompt_budget(step->decode_rows, prompts));
+  budget = std::min(budget, pacer_.prompt_budget(step->load, prompts, std::max(position, 0)));
   bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;
@@ -477,7 +483,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
     const int32_t position = r->prompt_len + r->sampled_launched - 1;
     next_->first_position.push_back(position);  // as add_decode_rows records it
     next_->write_end.push_back(position + 1);
-    ++next_->decode_rows;
+    next_->load.add_decode(position);
     tables.push_back(r->blocks);
     if (local_pool_) local_tables.push_back(r->local_blocks);
     ++r->sampled_launched;
@@ -556,7 +562,7 @@ void Scheduler::publish() {
     active = active || !waiting_.empty();
   }
   counters_.running = static_cast<int32_t>(running_.size());
-  counters_.prefill_chunk_tokens = pacer_.prompt_budget(1);
+  counters_.prefill_chunk_tokens = pacer_.lone_prompt_budget();
   counters_.kv_blocks_used = pool_.used();
   counters_.kv_blocks_cached = pool_.cached();
   if (local_pool_) counters_.kv_local_blocks_used = local_pool_->used();

@@ -106,8 +106,7 @@ struct Scheduler::Launched {
   std::vector<int32_t> write_end;       // per row: the position after the last KV it writes
   std::vector<int32_t> first_position;  // per row: the position of its first token
   bool decode_only = true;
-  int32_t decode_rows = 0;    // rows decoding one token
-  int32_t prompt_tokens = 0;  // prompt tokens prefilled, over every prefill row
+  StepLoad load;  // its decode rows and prompt tokens, and the keys they read
 };
 
 }  // namespace tandem

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
@@ -21,81 +23,209 @@ using testing::ByteTokenizer;
 using testing::fake_device_info;
 using testing::RecordingSink;
 
-TEST(PrefillPacer, TakesTheWholeStepUntilItHasMeasuredBothCosts) {
-  PrefillPacer pacer(512, 0, true);
-  EXPECT_EQ(pacer.prompt_budget(0), 512);
-  EXPECT_EQ(pacer.prompt_budget(8), 512);
-  pacer.record(0.010, 8, 0);  // a decode step: T_decode known, t_token not yet
-  EXPECT_EQ(pacer.prompt_budget(8), 512);
+// Steps of a known cost model: 3 ms + 30 us a decode row + 0.5 us a key the rows read (a
+// row at position p reads p + 1), and 30 us a prompt token + 0.2 us a key its tokens read.
+double decode_seconds(const StepLoad& load) {
+  return 0.003 + 30e-6 * load.decode_rows + 0.5e-6 * load.decode_keys;
+}
+double model_seconds(const StepLoad& load) {
+  return decode_seconds(load) + 30e-6 * load.prompt_tokens + 0.2e-6 * load.prompt_keys;
 }
 
-TEST(PrefillPacer, KeepsAMixedStepWithinAboutTwoDecodeSteps) {
+StepLoad decode_load(int32_t rows, int32_t position) {
+  StepLoad load;
+  for (int32_t i = 0; i < rows; ++i) load.add_decode(position);
+  return load;
+}
+
+StepLoad mixed_load(int32_t rows, int32_t position, int32_t prompt_first, int32_t prompt_n) {
+  StepLoad load = decode_load(rows, position);
+  load.add_prompt(prompt_first, prompt_n);
+  return load;
+}
+
+void record_model_step(PrefillPacer& pacer, const StepLoad& load) {
+  pacer.record(model_seconds(load), load);
+}
+
+// The largest chunk from `position` whose part of a step stays within the allowance
+// (kShare * P * the decode rows' time), by counting up: the reference for prompt_budget's
+// quadratic. At least kMinChunk, as the pacer floors it.
+int32_t reference_budget(const StepLoad& decode, int32_t waiting, int32_t position) {
+  const double allowance = PrefillPacer::kShare * waiting * decode_seconds(decode);
+  int32_t n = 0;
+  while (30e-6 * (n + 1) + 0.2e-6 * StepLoad::keys_of_chunk(position, n + 1) <= allowance) ++n;
+  return std::max(n, PrefillPacer::kMinChunk);
+}
+
+// Decode-only steps of varied rows and contexts, then steps with prompt chunks of varied
+// sizes and positions beside varied decode rows: enough to determine both models.
+void record_varied_steps(PrefillPacer& pacer, int n = 40) {
+  record_model_step(pacer, mixed_load(0, 0, 0, 512));  // the first prompt, nobody decoding
+  for (int i = 0; i < n; ++i) {
+    const int32_t rows = 1 + i % 16, context = 200 + 37 * i;
+    record_model_step(pacer, decode_load(rows, context + 50 * (i % 3)));
+    record_model_step(pacer, mixed_load(rows, context, 64 * (i % 9), 16 + 23 * (i % 7)));
+  }
+}
+
+TEST(CostFit, RecoversTheCostsOfVariedSamplesAndSplitsCollinearOnesWithoutGoingNegative) {
+  CostFit<3> fit(0.97);
+  for (int i = 0; i < 30; ++i) {
+    const CostFit<3>::Vec x{1.0, (i % 5) * 0.3, (i % 7) * 0.2};
+    fit.record(x, 2 + 3 * x[1] + 5 * x[2]);
+  }
+  EXPECT_NEAR(fit.cost()[0], 2, 1e-4);
+  EXPECT_NEAR(fit.cost()[1], 3, 1e-4);
+  EXPECT_NEAR(fit.cost()[2], 5, 1e-4);
+  // Features that always move together: the fit predicts their samples and splits the
+  // cost between them, neither negative.
+  CostFit<2> together(0.97);
+  for (int i = 1; i < 10; ++i) together.record({1.0 * i, 2.0 * i}, 10.0 * i);
+  EXPECT_NEAR(together.predict({3, 6}), 30, 1e-3);
+  EXPECT_GE(together.cost()[0], 0);
+  EXPECT_GE(together.cost()[1], 0);
+  // Samples that a negative cost would fit best: the best fit of costs >= 0 instead.
+  CostFit<2> noisy(1.0);  // nothing forgotten: plain least squares
+  for (int i = 1; i < 10; ++i) noisy.record({1.0, 1.0 * i}, 10.0 - i);
+  EXPECT_GE(noisy.cost()[1], 0);
+  EXPECT_NEAR(noisy.predict({1, 5}), 5, 1e-3);  // the mean: costs (5, 0)
+}
+
+TEST(PrefillPacer, TakesTheWholeStepUntilADecodeStepThenProbesUntilAPromptIsPriced) {
   PrefillPacer pacer(512, 0, true);
-  pacer.record(0.010, 8, 0);            // T_decode = 10 ms
-  pacer.record(0.010 + 0.0032, 8, 64);  // 64 prompt tokens beside 8 rows: t_token = 50 us
-  EXPECT_DOUBLE_EQ(pacer.decode_step_seconds(), 0.010);
-  EXPECT_NEAR(pacer.prompt_token_seconds(), 50e-6, 1e-12);
-  // 0.8 * 10 ms / 50 us = 160 tokens: the mixed step takes about 1.8 decode steps.
-  EXPECT_EQ(pacer.prompt_budget(8), 160);
-  EXPECT_EQ(pacer.prompt_budget(0), 512);  // nobody decodes: nobody waits
+  EXPECT_EQ(pacer.prompt_budget(decode_load(8, 100)), 512);
+  EXPECT_EQ(pacer.prompt_budget(StepLoad{}), 512);
+  record_model_step(pacer, mixed_load(0, 0, 0, 64));  // a prompt alone: nothing to subtract
+  EXPECT_EQ(pacer.prompt_budget(decode_load(8, 100)), 512);
+  record_model_step(pacer, decode_load(8, 100));
+  EXPECT_EQ(pacer.prompt_budget(decode_load(8, 100)), PrefillPacer::kProbeChunk);
+  EXPECT_EQ(pacer.lone_prompt_budget(), PrefillPacer::kProbeChunk);
+  EXPECT_EQ(pacer.prompt_budget(StepLoad{}), 512);  // nobody decodes: nobody waits
+  record_model_step(pacer, mixed_load(8, 101, 64, 32));
+  EXPECT_GT(pacer.prompt_budget(decode_load(8, 100)), PrefillPacer::kProbeChunk);
+}
+
+// A varied run of steps determines both models: their times come back, and the budget
+// keeps a mixed step's prompt part within 0.8 of the decode rows' time.
+TEST(PrefillPacer, FitsTheStepModelsAndKeepsAMixedStepWithinAboutTwoDecodeSteps) {
+  PrefillPacer pacer(4096, 0, true);
+  record_varied_steps(pacer);
+  for (const StepLoad& load : {decode_load(16, 1000), mixed_load(4, 300, 700, 100),
+                               mixed_load(0, 0, 0, 1024), decode_load(1, 50)})
+    EXPECT_NEAR(pacer.predict(load), model_seconds(load), 1e-4 * model_seconds(load));
+  for (const auto& [rows, context, position] :
+       {std::tuple{16, 1000, 0}, {16, 1000, 800}, {1, 50, 0}, {8, 4000, 3000}}) {
+    const StepLoad decode = decode_load(rows, context);
+    const int32_t budget = pacer.prompt_budget(decode, 1, position);
+    EXPECT_NEAR(budget, reference_budget(decode, 1, position), 1) << rows << " " << context;
+    StepLoad step = decode;
+    step.add_prompt(position, budget);
+    EXPECT_LE(model_seconds(step), 1.8 * model_seconds(decode) * (1 + 1e-3));
+  }
+  EXPECT_EQ(pacer.prompt_budget(StepLoad{}, 1, 0), 4096);
+}
+
+// The regression the models replaced: while prompts queue, no step is decode-only, so an
+// average over decode-only steps kept their time (a few rows at short contexts) while
+// sixteen rows decoded at context 1000, three times dearer. The decode model prices the
+// rows the step carries now.
+TEST(PrefillPacer, TheDecodeRowsAreThoseOfTheStepNotTheLastDecodeOnlySteps) {
+  PrefillPacer pacer(4096, 0, true);
+  record_model_step(pacer, mixed_load(0, 0, 0, 512));
+  for (int i = 0; i < 12; ++i) record_model_step(pacer, decode_load(1 + i % 4, 100 + 61 * (i % 5)));
+  for (int i = 0; i < 60; ++i)
+    record_model_step(pacer,
+                      mixed_load(4 + i % 13, 900 + 5 * i, 100 * (i % 10), 20 + 30 * (i % 5)));
+  const StepLoad sixteen = decode_load(16, 1000);
+  EXPECT_NEAR(pacer.predict(sixteen), model_seconds(sixteen), 1e-3 * model_seconds(sixteen));
+  EXPECT_NEAR(pacer.prompt_budget(sixteen, 1, 0), reference_budget(sixteen, 1, 0), 1);
+  EXPECT_GT(model_seconds(sixteen), 3 * model_seconds(decode_load(4, 344)));
+}
+
+// A prompt token reads more keys the deeper it sits in its prompt, so a chunk deep in a
+// long prompt is cut shorter than the prompt's first.
+TEST(PrefillPacer, AChunkDeepInALongPromptIsShorterThanItsFirst) {
+  PrefillPacer pacer(4096, 0, true);
+  record_varied_steps(pacer);
+  const StepLoad decode = decode_load(16, 2000);
+  const int32_t first = pacer.prompt_budget(decode, 1, 0);
+  const int32_t deep = pacer.prompt_budget(decode, 1, 3500);
+  EXPECT_LT(deep, first * 0.6);
+  EXPECT_NEAR(deep, reference_budget(decode, 1, 3500), 1);
 }
 
 TEST(PrefillPacer, ClampsToAFloorAndTheStepBudgetAndIgnoresNonsense) {
   PrefillPacer slow(512, 0, true);
-  slow.record(0.001, 4, 0);
-  slow.record(0.101, 0, 100);  // 1 ms a token: 0.8 tokens fit, but a prompt must move on
-  EXPECT_EQ(slow.prompt_budget(4), PrefillPacer::kMinChunk);
+  slow.record(0.001, decode_load(4, 10));
+  for (int32_t n : {100, 200})  // about 1 ms a token: not one fits in 0.8 ms
+    slow.record(0.001 + 0.001 * n, mixed_load(4, 10, 0, n));
+  EXPECT_EQ(slow.prompt_budget(decode_load(4, 10)), PrefillPacer::kMinChunk);
   PrefillPacer fast(512, 0, true);
-  fast.record(0.001, 4, 0);
-  fast.record(0.001 + 0.000512, 0, 512);  // 1 us a token beyond the step's cost: 800 fit
-  EXPECT_EQ(fast.prompt_budget(4), 512);
-  const double before = fast.prompt_token_seconds();
-  fast.record(std::nan(""), 0, 10);
-  fast.record(-1, 4, 0);
-  fast.record(0, 0, 10);
-  fast.record(0.0005, 4, 10);  // faster than a decode step alone: says nothing of t_token
-  EXPECT_EQ(fast.prompt_token_seconds(), before);
-  EXPECT_EQ(fast.decode_step_seconds(), 0.001);
+  fast.record(0.001, decode_load(4, 10));
+  for (int32_t n : {128, 256, 512})  // 1 us a token beyond the step's cost: ~800 fit
+    fast.record(0.001 + 1e-6 * n, mixed_load(4, 10, 0, n));
+  EXPECT_EQ(fast.prompt_budget(decode_load(4, 10)), 512);
+  const StepLoad probe = mixed_load(4, 10, 0, 100);
+  const double before = fast.predict(probe);
+  fast.record(std::nan(""), mixed_load(0, 0, 0, 10));
+  fast.record(-1, decode_load(4, 10));
+  fast.record(0, mixed_load(0, 0, 0, 10));
+  fast.record(std::numeric_limits<double>::infinity(), decode_load(4, 10));
+  fast.record(0.0005, mixed_load(4, 10, 0, 10));  // faster than its decode rows alone
+  EXPECT_EQ(fast.predict(probe), before);
 }
 
-TEST(PrefillPacer, AShortPromptsStepDoesNotMakeItsTokensLookDear) {
-  PrefillPacer pacer(512, 0, true);
-  pacer.record(0.010, 4, 0);           // T_decode = 10 ms: what every step pays
-  pacer.record(0.010 + 0.0005, 0, 5);  // a 5-token prompt alone: 100 us a token, not 2.1 ms
-  EXPECT_NEAR(pacer.prompt_token_seconds(), 100e-6, 1e-12);
-  EXPECT_NEAR(pacer.prompt_budget(4), 80, 1);  // 0.8 * 10 ms / 100 us, floored
+// One step far off the model (a page-fault storm, another process on the core) counts as
+// within kOutlier of the prediction: a hundred times the time moves the fit by tens of
+// percent (the step weighs about 1/20 of the fit, at three times), not a hundredfold.
+TEST(PrefillPacer, AStepFarOffTheModelBendsItOnlyALittle) {
+  PrefillPacer pacer(4096, 0, true);
+  record_varied_steps(pacer);
+  const StepLoad decode = decode_load(8, 500), mixed = mixed_load(8, 500, 300, 64);
+  const double decode_before = pacer.predict(decode), mixed_before = pacer.predict(mixed);
+  pacer.record(100 * model_seconds(decode), decode);
+  pacer.record(100 * model_seconds(mixed), mixed);
+  EXPECT_LT(pacer.predict(decode), 1.5 * decode_before);
+  EXPECT_LT(pacer.predict(mixed), 1.5 * mixed_before);
 }
 
 TEST(PrefillPacer, EachRequestWaitingForItsFirstTokenAddsAShare) {
   PrefillPacer pacer(512, 0, true);
-  pacer.record(0.010, 8, 0);                  // T_decode = 10 ms
-  pacer.record(0.010 + 0.0032, 8, 64);        // t_token = 50 us
-  EXPECT_EQ(pacer.prompt_budget(8, 1), 160);  // 0.8 * 10 ms / 50 us
-  EXPECT_EQ(pacer.prompt_budget(8, 0), 160);  // at least one share
-  EXPECT_EQ(pacer.prompt_budget(8, 2), 320);
-  EXPECT_EQ(pacer.prompt_budget(1, 3), 480);  // the share counts the prompts, not the rows
-  EXPECT_EQ(pacer.prompt_budget(8, 4), 512);  // the step budget still caps it
-  EXPECT_EQ(pacer.prompt_budget(0, 4), 512);
+  record_varied_steps(pacer, 20);
+  const StepLoad decode = decode_load(8, 0);
+  const int32_t one = pacer.prompt_budget(decode, 1);
+  EXPECT_NEAR(one, reference_budget(decode, 1, 0), 1);  // 0.8 * 3.24 ms / 30 us: 86
+  EXPECT_EQ(pacer.prompt_budget(decode, 0), one);       // one share at least
+  // Each share is as much time again; the tokens it buys grow a little slower than the
+  // shares, as each chunk's later tokens read more keys.
+  const int32_t two = pacer.prompt_budget(decode, 2), four = pacer.prompt_budget(decode, 4);
+  EXPECT_NEAR(two, reference_budget(decode, 2, 0), 1);
+  EXPECT_NEAR(four, reference_budget(decode, 4, 0), 1);
+  EXPECT_GT(two, 1.5 * one);
+  EXPECT_GT(four, 1.5 * two);
+  EXPECT_EQ(pacer.prompt_budget(decode, 32), 512);  // the step budget still caps it
+  EXPECT_EQ(pacer.prompt_budget(StepLoad{}, 4), 512);
   PrefillPacer fixed(512, 96, true);
-  fixed.record(0.010, 8, 0);
-  fixed.record(0.020, 8, 64);
-  EXPECT_EQ(fixed.prompt_budget(8, 4), 96);  // a fixed chunk stays fixed
+  fixed.record(0.010, decode_load(8, 0));
+  fixed.record(0.020, mixed_load(8, 0, 0, 64));
+  EXPECT_EQ(fixed.prompt_budget(decode, 4), 96);  // a fixed chunk stays fixed
 }
 
 TEST(PrefillPacer, AFixedChunkIsKeptWhileRequestsDecode) {
   PrefillPacer pacer(512, 96, true);
-  pacer.record(0.010, 8, 0);
-  pacer.record(0.020, 8, 64);
-  EXPECT_EQ(pacer.prompt_budget(8), 96);
-  EXPECT_EQ(pacer.prompt_budget(0), 512);
-  EXPECT_EQ(PrefillPacer(64, 96, true).prompt_budget(8), 64);
+  pacer.record(0.010, decode_load(8, 0));
+  pacer.record(0.020, mixed_load(8, 0, 0, 64));
+  EXPECT_EQ(pacer.prompt_budget(decode_load(8, 0)), 96);
+  EXPECT_EQ(pacer.prompt_budget(StepLoad{}), 512);
+  EXPECT_EQ(PrefillPacer(64, 96, true).prompt_budget(decode_load(8, 0)), 64);
 }
 
 TEST(PrefillPacer, UnpacedItGivesTheWholeStepWhateverItMeasured) {
   PrefillPacer pacer(512, 0, false);
-  pacer.record(0.010, 8, 0);
-  pacer.record(0.020, 8, 64);
-  EXPECT_EQ(pacer.prompt_budget(8), 512);
+  pacer.record(0.010, decode_load(8, 0));
+  pacer.record(0.020, mixed_load(8, 0, 0, 64));
+  EXPECT_EQ(pacer.prompt_budget(decode_load(8, 0)), 512);
 }
 
 // A model whose step takes base + per_token * (tokens fed) of wall time, as a real step's
