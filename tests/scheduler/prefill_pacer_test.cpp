@@ -327,8 +327,8 @@ TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNot
   EXPECT_EQ(paced.texts, fixed.texts);
   int paced_chunks = 0, fixed_chunks = 0;
   // Fixed: the streams wait for a 508-token chunk (the step's 512 less their 4 rows; 3 +
-  // 30 * 512 us = 18 ms, about six decode steps). Paced: 0.8 * 3.1 ms / 30 us = 83 tokens
-  // once measured (the bound leaves room for timing noise).
+  // 30 * 512 us = 18 ms, about six decode steps). Paced: a 32-token probe, then 0.8 * 3.1
+  // ms / 30 us = 83 tokens once the models are fitted (the bound leaves room for noise).
   EXPECT_EQ(largest_mixed(fixed, fixed_chunks), 508);
   const int32_t paced_largest = largest_mixed(paced, paced_chunks);
   EXPECT_LE(paced_largest, 256);
@@ -345,7 +345,7 @@ TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNot
 // each adds a share, so their chunks beside the streams grow to the step's budget (0.8 * 8
 // * 3.1 ms / 30 us = 660 tokens, capped at 508) against a lone prompt's 83, where one share
 // fed the whole burst one small chunk at a time. (The bound leaves room for timing noise
-// and for t_token's average, which starts from the short prompts' dear tokens.)
+// and for the step-time models' first estimates, made on the short prompts' steps.)
 TEST(FairPrefill, ABurstOfPromptsTakesAShareForEachWaitingRequest) {
   const LongPromptRun lone = run_long_prompt(true, 0);
   const LongPromptRun burst = run_long_prompt(true, 0, 8);
