@@ -58,10 +58,9 @@ using Acc = typename V::Vec[R][kTileVecs<V, R>];
 // into every level where further row tiles read the same panel.
 template <class V, size_t kRowBytes, bool kReadOnce>
 [[gnu::always_inline]] inline void prefetch_row(const void* row) {
-  for (size_t offset = 0; offset < kRowBytes; offset += 64) {
-    __builtin_prefetch(static_cast<const char*>(row) + offset + V::kPrefetchAhead, 0,
-                       kReadOnce ? 0 : 3);
-  }
+  constexpr int kAhead = kReadOnce ? V::kPrefetchAhead : V::kTilePrefetchAhead;
+  for (size_t offset = 0; offset < kRowBytes; offset += 64)
+    __builtin_prefetch(static_cast<const char*>(row) + offset + kAhead, 0, kReadOnce ? 0 : 3);
 }
 
 // acc[r] += x[r * ldx] * w for each of the R rows: one FMA per output lane.

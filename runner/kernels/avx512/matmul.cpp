@@ -19,6 +19,13 @@ struct Avx512 {
   static constexpr int kWidth = 16;
   static constexpr int kVecs = kPanel / 16;  // a matmul tile is a whole panel, four zmm
   static constexpr int kPrefetchAhead = 2048;
+  // A 6-row BF16 tile's pass spends about 12 cycles of vdpbf16ps on each 256 bytes of its
+  // panel, so 2048 bytes ahead asked for a line only ~100 cycles before its use, under
+  // memory's latency (perf: most of an 8-row step's matmul samples on the weight loads).
+  // 4096 (Zen 5, alternating rounds): `bench_forward` `BM_DecodeStep/bf16/batch:8` median
+  // 6.20 -> 5.89 ms over 5 rounds (its matmuls 5.20 -> 4.89), batch 32 level (13.4, 13.1);
+  // `bench_choices --only n` 0.806 -> 0.778 s (3 rounds); `bench_matmul` M:16 7.87 -> 7.39.
+  static constexpr int kTilePrefetchAhead = 4096;
   // A tile here is a whole panel, streamed in order: no k-chunks (tile_loop.h).
   static constexpr int64_t kChunkBytes = 0;
 
