@@ -35,10 +35,18 @@ double PrefillPacer::within_reason(const CostFit<N>& fit, const typename CostFit
 }
 
 int32_t PrefillPacer::prompt_budget(const StepLoad& decode, int32_t waiting_prompts,
-                                    int32_t position) const {
+                                    int32_t position, double now) const {
+  return budget(decode, waiting_prompts, position, sustained(now));
+}
+
+int32_t PrefillPacer::lone_prompt_budget() const { return budget(last_decode_, 1, 0, false); }
+
+int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position,
+                             bool sustained) const {
   if (decode.decode_rows == 0) return max_step_tokens_;
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
   if (!paced_ || decode_.samples() == 0) return max_step_tokens_;
+  if (sustained) return std::max(kMinChunk, max_step_tokens_ / 2);
   if (prompt_.samples() == 0) return std::min(kProbeChunk, max_step_tokens_);
   const double allowance =
       kShare * std::max(1, waiting_prompts) * decode_.predict(decode_features(decode));
@@ -56,12 +64,31 @@ int32_t PrefillPacer::prompt_budget(const StepLoad& decode, int32_t waiting_prom
       std::clamp<double>(std::floor(tokens), kMinChunk, std::max(kMinChunk, max_step_tokens_)));
 }
 
+double PrefillPacer::prompt_share(double now) const {
+  double seconds = recent_seconds_, prompt_seconds = recent_prompt_seconds_;
+  for (const Recent& r : recent_) {  // those record has not yet let go of
+    if (r.at > now - kSustainWindow) break;
+    seconds -= r.seconds;
+    prompt_seconds -= r.prompt_seconds;
+  }
+  return seconds > 0 ? std::clamp(prompt_seconds / seconds, 0.0, 1.0) : 0;
+}
+
 // A decode-only step is a sample of the decode model; a step with prompt tokens, of the
 // prompt model, once the decode model can say what its decode rows (or, prompt alone, its
 // fixed cost) took: before that, the prompt's part is unknown (and the first steps of a
 // process are slow with page faults).
-void PrefillPacer::record(double seconds, const StepLoad& load) {
+void PrefillPacer::record(double seconds, const StepLoad& load, double now) {
   if (!(seconds > 0) || !std::isfinite(seconds)) return;
+  // The prompt tokens' part of the step: what it took beyond the decode model's time for
+  // its decode rows (all of it before the decode model has a sample, or with no rows).
+  double prompt_part = 0;
+  if (load.prompt_tokens > 0) {
+    prompt_part = load.decode_rows > 0 && decode_.samples() > 0
+                      ? std::max(0.0, seconds - decode_.predict(decode_features(load)))
+                      : seconds;
+  }
+  if (now >= 0) remember(now, seconds, std::min(prompt_part, seconds));
   if (load.decode_rows > 0) last_decode_ = StepLoad{load.decode_rows, load.decode_keys, 0, 0};
   if (load.prompt_tokens == 0) {
     if (load.decode_rows == 0) return;
@@ -74,6 +101,21 @@ void PrefillPacer::record(double seconds, const StepLoad& load) {
   const double beyond = seconds - decode_.predict(decode_features(load));
   if (beyond <= 0) return;  // within the decode model's error: says nothing of the prompt
   prompt_.record(x, within_reason(prompt_, x, beyond));
+}
+
+void PrefillPacer::remember(double now, double seconds, double prompt_seconds) {
+  recent_.push_back({now, seconds, prompt_seconds});
+  recent_seconds_ += seconds;
+  recent_prompt_seconds_ += prompt_seconds;
+  while (recent_.front().at <= now - kSustainWindow) {
+    recent_seconds_ -= recent_.front().seconds;
+    recent_prompt_seconds_ -= recent_.front().prompt_seconds;
+    recent_.pop_front();
+  }
+  if (recent_.size() == 1) {  // no drift in the sums from their subtractions
+    recent_seconds_ = seconds;
+    recent_prompt_seconds_ = prompt_seconds;
+  }
 }
 
 }  // namespace tandem

@@ -36,6 +36,26 @@
 // core) counts as within kOutlier of the prediction once the model has kSettle samples,
 // so one such step does not bend the fit for the next fifty.
 //
+// Pacing evens out a prompt's cost to the streams; it cannot lower it. Under a sustained
+// load of prompts the device spends its time on them whatever the pace, so the streams'
+// mean token gap is the same, and pacing only makes every prompt queue for its first token
+// (issue 15's headline workload, 16 clients sending 1024-token prompts: about two thirds of
+// the device went to prompts, a lone prompt's share is 0.44, so 2-3 prompts queued and TTFT
+// p50 was 2.9 s where one prompt alone takes 0.42 s). So the pacer also keeps the share of
+// the device the steps of the last kSustainWindow seconds gave prompt tokens (their time
+// beyond the decode model's for their decode rows); while it is kSustained or more, a step
+// takes half the step budget of prompt tokens (256 of --max-step-tokens' 512), whatever
+// the queue (its shares, where they gave more, made TTFT p50 1.20-1.85 s). A
+// lone prompt paced at its share stays under that (0.44 < kSustained), so item 4's bound
+// holds for it; a queue of prompts, whose shares add up past it, or a burst prefilled
+// before the streams started, turns the pacing off until the prompts stop coming. Why
+// half: a prompt arriving then waits half a step on average before its first chunk, and
+// each of its chunks carries the decode rows' time (T_decode), so its TTFT is least near
+// chunks of sqrt(2 * N * T_decode / c) tokens (N its tokens, c a token's time): ~330 for a
+// 1024-token prompt beside 15 rows on the smollm2 shape. Measured on that workload (3
+// alternating rounds each): half the budget, TTFT p50 0.84-0.93 s; the whole budget
+// 1.10-1.43 s; that formula per step 0.79-1.41 s (it cut deep chunks short).
+//
 // Until the decode model has a sample, with a fixed chunk (--prefill-chunk N), and unpaced
 // (the library's default), the budget is fixed; beside decode rows before the prompt model
 // has one, a prompt takes a kProbeChunk probe. The pace changes only how a prompt is cut,
@@ -44,6 +64,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 
 #include "scheduler/cost_fit.h"
 
@@ -70,12 +91,14 @@ struct StepLoad {
 
 class PrefillPacer {
  public:
-  static constexpr double kShare = 0.8;       // of a decode step's time, for prompt tokens
-  static constexpr int32_t kMinChunk = 1;     // a prompt always moves on
-  static constexpr int32_t kProbeChunk = 32;  // beside decode rows, until a prompt is priced
-  static constexpr double kForget = 0.97;     // each older step's weight in the fit, per step
-  static constexpr double kOutlier = 3;       // a step's time counts within this factor
-  static constexpr int kSettle = 8;           // of the model's prediction, after these steps
+  static constexpr double kShare = 0.8;         // of a decode step's time, for prompt tokens
+  static constexpr int32_t kMinChunk = 1;       // a prompt always moves on
+  static constexpr int32_t kProbeChunk = 32;    // beside decode rows, until a prompt is priced
+  static constexpr double kForget = 0.97;       // each older step's weight in the fit, per step
+  static constexpr double kOutlier = 3;         // a step's time counts within this factor
+  static constexpr int kSettle = 8;             // of the model's prediction, after these steps
+  static constexpr double kSustainWindow = 10;  // seconds of steps in the prompts' share
+  static constexpr double kSustained = 0.55;    // that share, from which pacing is off
 
   // fixed_chunk > 0: that many prompt tokens a step beside decode rows (no pacing); else
   // paced, or (not paced) the whole step budget.
@@ -84,15 +107,24 @@ class PrefillPacer {
 
   // Prompt tokens the next step may take beside `decode` (its decode rows; no prompt
   // tokens) while `waiting_prompts` requests wait for their first token (prefilling or
-  // queued) and the first prompt in line goes on from `position`.
-  int32_t prompt_budget(const StepLoad& decode, int32_t waiting_prompts = 1,
-                        int32_t position = 0) const;
+  // queued) and the first prompt in line goes on from `position`, at time `now` (seconds on
+  // record's clock; kNoClock: never sustained).
+  static constexpr double kNoClock = -1;
+  int32_t prompt_budget(const StepLoad& decode, int32_t waiting_prompts = 1, int32_t position = 0,
+                        double now = kNoClock) const;
   // The budget for one prompt from position 0 beside the last step's decode rows that the
-  // pacer was told of (/metrics' tandem_prefill_chunk_tokens).
-  int32_t lone_prompt_budget() const { return prompt_budget(last_decode_); }
+  // pacer was told of, paced (/metrics' tandem_prefill_chunk_tokens).
+  int32_t lone_prompt_budget() const;
 
-  // A finished step: its device time and what it carried.
-  void record(double seconds, const StepLoad& load);
+  // A finished step: its device time and what it carried, finished at `now` (seconds on a
+  // steady clock, >= 0 and never decreasing; kNoClock: not counted in the prompts' share).
+  void record(double seconds, const StepLoad& load, double now = kNoClock);
+
+  // The share of the steps that finished in the kSustainWindow seconds before `now` that
+  // went to prompt tokens (/metrics' tandem_prefill_sustained_share), and whether pacing is
+  // off for it.
+  double prompt_share(double now) const;
+  bool sustained(double now) const { return now >= 0 && prompt_share(now) >= kSustained; }
 
   // The models' time for a step that carries `load` (0 until they have samples).
   double predict(const StepLoad& load) const;
@@ -108,7 +140,16 @@ class PrefillPacer {
   int32_t max_step_tokens_;
   int32_t fixed_chunk_;
   bool paced_;
-  StepLoad last_decode_;  // the decode part of the last step with decode rows
+  int32_t budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position,
+                 bool sustained) const;
+  void remember(double now, double seconds, double prompt_seconds);
+
+  struct Recent {
+    double at, seconds, prompt_seconds;
+  };
+  StepLoad last_decode_;       // the decode part of the last step with decode rows
+  std::deque<Recent> recent_;  // the steps of the last kSustainWindow seconds, oldest first
+  double recent_seconds_ = 0, recent_prompt_seconds_ = 0;  // their sums
   CostFit<3> decode_{kForget};
   CostFit<2> prompt_{kForget};
 };

@@ -190,7 +190,7 @@ void Scheduler::apply_cancels() {
 }
 
 void Scheduler::process(Launched& step, const StepResult& result) {
-  pacer_.record(result.seconds, step.load);
+  pacer_.record(result.seconds, step.load, steady_seconds());
   for (size_t i = 0; i < step.rows.size(); ++i) {
     Request& r = *step.rows[i];
     --r.in_flight;
@@ -402,7 +402,8 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
     std::lock_guard lock(inbox_mutex_);
     prompts += static_cast<int32_t>(waiting_.size());
   }
-  budget = std::min(budget, pacer_.prompt_budget(step->load, prompts, std::max(position, 0)));
+  budget = std::min(
+      budget, pacer_.prompt_budget(step->load, prompts, std::max(position, 0), steady_seconds()));
   bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;
@@ -563,6 +564,7 @@ void Scheduler::publish() {
   }
   counters_.running = static_cast<int32_t>(running_.size());
   counters_.prefill_chunk_tokens = pacer_.lone_prompt_budget();
+  counters_.prefill_sustained_share = pacer_.prompt_share(steady_seconds());
   counters_.kv_blocks_used = pool_.used();
   counters_.kv_blocks_cached = pool_.cached();
   if (local_pool_) counters_.kv_local_blocks_used = local_pool_->used();

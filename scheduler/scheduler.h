@@ -72,6 +72,9 @@ struct SchedulerMetrics {
   // (--prefill-chunk: the pacer's budget when paced, which grows with the requests waiting
   // for their first token, the fixed chunk, or the whole step budget).
   int32_t prefill_chunk_tokens = 0;
+  // The share of the last 10 s of steps that went to prompt tokens; from 0.55 the pacer
+  // leaves prompts unpaced (prefill_pacer.h, sustained).
+  double prefill_sustained_share = 0;
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_cached = 0;    // registered in the prefix cache (used or not)

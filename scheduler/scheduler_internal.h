@@ -3,6 +3,7 @@
 // of the scheduler's contract; include it only from those files.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -108,5 +109,10 @@ struct Scheduler::Launched {
   bool decode_only = true;
   StepLoad load;  // its decode rows and prompt tokens, and the keys they read
 };
+
+// The pacer's clock (prefill_pacer.h: the prompts' share of the last seconds' steps).
+inline double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace tandem

@@ -136,6 +136,10 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
          "(--prefill-chunk: paced by step times under auto, a share more for each further "
          "request waiting for its first token).",
          s.prefill_chunk_tokens);
+  metric(out, "tandem_prefill_sustained_share", "gauge",
+         "Share of the last 10 s of steps' time that went to prompt tokens; from 0.55 prompts "
+         "are not paced (the load is prompts, and pacing would only queue them).",
+         s.prefill_sustained_share);
   metric(out, "tandem_kv_blocks_used", "gauge", "KV cache blocks reserved by requests.",
          s.kv_blocks_used);
   metric(out, "tandem_kv_blocks_capacity", "gauge", "KV cache blocks in the pool (used plus free).",

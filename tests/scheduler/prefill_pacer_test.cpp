@@ -230,6 +230,60 @@ TEST(PrefillPacer, UnpacedItGivesTheWholeStepWhateverItMeasured) {
   EXPECT_EQ(pacer.prompt_budget(decode_load(8, 0)), 512);
 }
 
+// Steps on a clock: a lone prompt fed at its pace keeps the prompts' share of the steps at
+// about kShare / (1 + kShare) = 0.44, under kSustained, so it stays paced to the end; a
+// stretch of steps mostly of prompt tokens (a queue of them) turns pacing off (at least
+// half the step budget) until it leaves the window.
+TEST(PrefillPacer, ASustainedShareOfPromptTokensTurnsPacingOffUntilItLeavesTheWindow) {
+  PrefillPacer pacer(512, 0, true);
+  record_varied_steps(pacer);  // the models, off the clock
+  double now = 100;
+  auto step = [&](const StepLoad& load) {
+    now += model_seconds(load);
+    pacer.record(model_seconds(load), load, now);
+  };
+  for (int i = 0; i < 50; ++i) step(decode_load(8, 200 + i));
+  EXPECT_EQ(pacer.prompt_share(now), 0);
+  const StepLoad decode = decode_load(8, 300);
+  const int32_t paced = pacer.prompt_budget(decode, 1, 0, now);
+  EXPECT_NEAR(paced, reference_budget(decode, 1, 0), 1);
+  EXPECT_LT(paced, 256);
+  // A 6000-token prompt alone, each step taking the budget.
+  for (int32_t fed = 0; fed < 6000;) {
+    const int32_t n = pacer.prompt_budget(decode, 1, fed, now);
+    EXPECT_FALSE(pacer.sustained(now)) << fed;
+    EXPECT_NEAR(n, reference_budget(decode, 1, fed), 1) << fed;
+    StepLoad load = decode;
+    load.add_prompt(fed, n);
+    step(load);
+    fed += n;
+  }
+  EXPECT_GT(pacer.prompt_share(now), 0.3);
+  EXPECT_LT(pacer.prompt_share(now), PrefillPacer::kSustained);
+  // Then eight prompts waiting: their shares give prompt tokens 6.4 decode steps' time a
+  // step (0.86 of it), and within the window (the lone prompt's stretch still in it) the
+  // share passes kSustained.
+  const double queue_from = now;
+  for (int i = 0; i < 4000 && !pacer.sustained(now); ++i) {
+    StepLoad load = decode;
+    load.add_prompt(0, pacer.prompt_budget(decode, 8, 0, now));
+    step(load);
+  }
+  EXPECT_GE(pacer.prompt_share(now), PrefillPacer::kSustained);
+  EXPECT_LT(now - queue_from, PrefillPacer::kSustainWindow);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, now), 256);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0), paced);  // without a clock: never sustained
+  EXPECT_EQ(pacer.lone_prompt_budget(), paced);         // /metrics: the paced budget
+  EXPECT_EQ(pacer.prompt_budget(StepLoad{}, 1, 0, now), 512);
+  // Ten seconds of decoding later the window holds decode steps only.
+  const double until = now + PrefillPacer::kSustainWindow;
+  while (now <= until) step(decode);
+  EXPECT_EQ(pacer.prompt_share(now), 0);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, now), paced);
+  // The share is of the window's steps, whatever came before: no clock goes back.
+  EXPECT_EQ(pacer.prompt_share(now + 100), 0);
+}
+
 // A model whose step takes base + per_token * (tokens fed) of wall time, as a real step's
 // cost grows with its tokens; it records what each step carried of the long request.
 class TimedExecutor : public StepExecutor {
@@ -237,6 +291,7 @@ class TimedExecutor : public StepExecutor {
   struct Shape {
     int32_t other_rows = 0;   // rows of the other requests
     int32_t long_prompt = 0;  // prompt tokens of the long request
+    int32_t late_prompt = 0;  // of those, the late request's (late_id)
   };
   // Requests long_id .. long_id + n_long - 1 are the long prompts.
   TimedExecutor(uint64_t long_id, int32_t n_long, int32_t long_len)
@@ -249,9 +304,10 @@ class TimedExecutor : public StepExecutor {
       const StepRow& row = plan.rows[i];
       fed += static_cast<int64_t>(row.tokens.size());
       const bool is_long = row.request_id >= long_id_ && row.request_id < long_id_ + n_long_;
-      if (is_long && row.position < long_len_)
+      if (is_long && row.position < long_len_) {
         shape.long_prompt += static_cast<int32_t>(row.tokens.size());
-      else if (!is_long)
+        if (row.request_id == late_id) shape.late_prompt += static_cast<int32_t>(row.tokens.size());
+      } else if (!is_long)
         ++shape.other_rows;
       if (row.sample) tokens[i] = 'x';
     }
@@ -259,6 +315,7 @@ class TimedExecutor : public StepExecutor {
     std::lock_guard lock(mutex_);
     shapes_.push_back(shape);
   }
+  uint64_t late_id = 0;  // set before the late request is submitted
   std::vector<Shape> shapes() const {
     std::lock_guard lock(mutex_);
     return shapes_;
@@ -278,21 +335,20 @@ struct LongPromptRun {
   int32_t chunk_metric = 0;  // SchedulerMetrics::prefill_chunk_tokens at the end
 };
 
-// Four streams start decoding; then n_long 1200-token prompts arrive (requests 5, 6, ...).
-LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long = 1,
-                              int32_t max_batch = 64) {
-  constexpr int32_t kLong = 1200;
+constexpr int32_t kLong = 1200;  // the long prompts' tokens
+
+// A scheduler over a TimedExecutor whose long requests are ids 5 .. 5 + n_long - 1: four
+// streams (ids 1-4) submitted first, then the long prompts.
+struct TimedScheduler {
   ByteTokenizer tokenizer;
-  auto executor = std::make_unique<TimedExecutor>(5, n_long, kLong);
-  TimedExecutor* timed = executor.get();
-  Device device(std::move(executor));
-  SchedulerOptions options;
-  options.paced_prefill = paced;
-  options.prefill_chunk = prefill_chunk;
-  options.max_batch = max_batch;
-  Scheduler scheduler(device, tokenizer, options);
+  TimedExecutor* timed;
+  Device device;
+  Scheduler scheduler;
   std::vector<std::shared_ptr<RecordingSink>> sinks;
-  auto submit = [&](int32_t prompt, int32_t max_tokens, char fill) {
+
+  TimedScheduler(int32_t n_long, SchedulerOptions options)
+      : TimedScheduler(std::make_unique<TimedExecutor>(5, n_long, kLong), options) {}
+  void submit(int32_t prompt, int32_t max_tokens, char fill) {
     auto sink = std::make_shared<RecordingSink>();
     GenerationRequest r;
     r.prompt.assign(prompt, fill);  // distinct long prompts share no cached prefix
@@ -300,15 +356,36 @@ LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long 
     r.sink = sink;
     EXPECT_TRUE(scheduler.submit(std::move(r)).accepted());
     sinks.push_back(sink);
-  };
-  for (int i = 0; i < 4; ++i) submit(4, 80, 'p');
-  // Prefilled, then decoding alone for a dozen steps: the decode model's samples.
-  for (int i = 0; i < 12; ++i) scheduler.run_once();
-  for (int i = 0; i < n_long; ++i) submit(kLong, 2, static_cast<char>('a' + i));
-  for (int i = 0; i < 100000 && !scheduler.drained(); ++i) scheduler.run_once();
-  EXPECT_TRUE(scheduler.drained());
-  LongPromptRun out{timed->shapes(), {}, scheduler.metrics().prefill_chunk_tokens};
-  for (auto& s : sinks) out.texts.push_back(s->text());
+  }
+  // Four streams prefilled, then decoding alone for a dozen steps: the decode model's
+  // samples.
+  void start_streams(int32_t max_tokens) {
+    for (int i = 0; i < 4; ++i) submit(4, max_tokens, 'p');
+    for (int i = 0; i < 12; ++i) scheduler.run_once();
+  }
+  void drain() {
+    for (int i = 0; i < 100000 && !scheduler.drained(); ++i) scheduler.run_once();
+    EXPECT_TRUE(scheduler.drained());
+  }
+
+ private:
+  TimedScheduler(std::unique_ptr<TimedExecutor> executor, SchedulerOptions options)
+      : timed(executor.get()), device(std::move(executor)), scheduler(device, tokenizer, options) {}
+};
+
+// Four streams start decoding; then n_long 1200-token prompts arrive (requests 5, 6, ...).
+LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long = 1,
+                              int32_t max_batch = 64) {
+  SchedulerOptions options;
+  options.paced_prefill = paced;
+  options.prefill_chunk = prefill_chunk;
+  options.max_batch = max_batch;
+  TimedScheduler run(n_long, options);
+  run.start_streams(80);
+  for (int i = 0; i < n_long; ++i) run.submit(kLong, 2, static_cast<char>('a' + i));
+  run.drain();
+  LongPromptRun out{run.timed->shapes(), {}, run.scheduler.metrics().prefill_chunk_tokens};
+  for (auto& s : run.sinks) out.texts.push_back(s->text());
   return out;
 }
 
@@ -360,8 +437,8 @@ TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNot
 // * 3.1 ms / 30 us = 660 tokens, capped at 508) against a lone prompt's 83, where one share
 // fed the whole burst one small chunk at a time. The lone prompt's pace is its median
 // chunk: a first estimate made on few steps (a sanitizer build's steps are noisy) can give
-// it a chunk or two twice the pace. (The burst's median is lower than its largest: its
-// shares shrink as the queue drains.)
+// it a chunk or two twice the pace. (The burst's median is lower than its largest: once
+// its prompts hold most of the steps' time, pacing is off at half the step budget, 256.)
 TEST(FairPrefill, ABurstOfPromptsTakesAShareForEachWaitingRequest) {
   const LongPromptRun lone = run_long_prompt(true, 0);
   const LongPromptRun burst = run_long_prompt(true, 0, 8);
@@ -394,6 +471,42 @@ TEST(FairPrefill, QueuedRequestsCountAmongThoseWaiting) {
             << ", " << queued_median << "\n";
   EXPECT_GE(lone_median, PrefillPacer::kMinChunk);
   EXPECT_GE(queued_largest, 3 * lone_median);
+}
+
+// After a burst of long prompts has held the device for a while (the prompts' share of
+// the steps past kSustained), a long prompt arriving among the streams is not paced: its
+// chunks take half the step budget (256 of 512 here) where a lone prompt's take ~83, as
+// more prompts are likely behind it and pacing would only queue them (prefill_pacer.h).
+TEST(FairPrefill, AfterABurstOfPromptsALongPromptIsNotPaced) {
+  constexpr int32_t kBurst = 8;
+  SchedulerOptions options;
+  options.paced_prefill = true;
+  TimedScheduler run(kBurst + 1, options);
+  run.start_streams(400);  // streams that outlive the late prompt
+  for (int i = 0; i < kBurst; ++i) run.submit(kLong, 2, static_cast<char>('a' + i));
+  auto burst_answered = [&] {
+    for (int i = 4; i < 4 + kBurst; ++i)
+      if (run.sinks[i]->text().empty()) return false;
+    return true;
+  };
+  for (int i = 0; i < 100000 && !burst_answered(); ++i) run.scheduler.run_once();
+  ASSERT_TRUE(burst_answered());
+  const double share = run.scheduler.metrics().prefill_sustained_share;
+  run.timed->late_id = 5 + kBurst;
+  run.submit(kLong, 2, 'z');
+  run.drain();
+  std::vector<int32_t> late;
+  for (const TimedExecutor::Shape& s : run.timed->shapes())
+    if (s.late_prompt > 0 && s.other_rows > 0) late.push_back(s.late_prompt);
+  ASSERT_FALSE(late.empty());
+  std::sort(late.begin(), late.end());
+  std::cout << "  prompts' share of the steps after the burst " << share
+            << "; the late prompt's chunks beside the streams: " << late.size() << ", median "
+            << late[late.size() / 2] << "\n";
+  EXPECT_GE(share, PrefillPacer::kSustained);
+  // Every chunk but the prompt's last (its remainder) takes half the step budget or more.
+  EXPECT_GE(late[late.size() / 2], 256);
+  EXPECT_LE(late.size(), static_cast<size_t>(kLong / 256 + 1));
 }
 
 }  // namespace

@@ -120,6 +120,8 @@ TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
   // serve paces prompt chunks by default: between the pacer's floor and the step budget.
   EXPECT_GE(metric_value(m, "tandem_prefill_chunk_tokens").value_or(0), 16);
   EXPECT_LE(metric_value(m, "tandem_prefill_chunk_tokens").value_or(1e9), 512);
+  EXPECT_GE(metric_value(m, "tandem_prefill_sustained_share").value_or(-1), 0);
+  EXPECT_LE(metric_value(m, "tandem_prefill_sustained_share").value_or(2), 1);
   EXPECT_TRUE(metric_value(m, "tandem_device_busy_seconds_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_device_idle_seconds_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_chain_breaks_total{reason=\"finish\"}").has_value());
