@@ -45,7 +45,8 @@ inline CLI::Option* add_prefill_chunk_option(CLI::App& cmd, std::string& value) 
   return cmd
       .add_option("--prefill-chunk", value,
                   "Prompt tokens a step takes while other requests decode: auto (paced so "
-                  "their token gaps stay under about 2 decode steps) or a count")
+                  "their token gaps stay under about 2 decode steps, unless prompts held "
+                  "most of the last 10 s of steps) or a count")
       ->check([](const std::string& text) -> std::string {
         if (text == "auto") return "";
         try {
