@@ -47,7 +47,7 @@ int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, in
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
   if (!paced_ || decode_.samples() == 0) return max_step_tokens_;
   if (sustained) return std::max(kMinChunk, max_step_tokens_ / 2);
-  if (prompt_.samples() == 0) return std::min(kProbeChunk, max_step_tokens_);
+  if (prompt_.samples() == 0) return std::min(probe_, max_step_tokens_);
   const double allowance =
       kShare * std::max(1, waiting_prompts) * decode_.predict(decode_features(decode));
   // n prompt tokens from `position` add a * n^2 + b * n to the step (keys_of_chunk).
@@ -99,7 +99,10 @@ void PrefillPacer::record(double seconds, const StepLoad& load, double now) {
   if (decode_.samples() == 0) return;
   const CostFit<2>::Vec x = prompt_features(load);
   const double beyond = seconds - decode_.predict(decode_features(load));
-  if (beyond <= 0) return;  // within the decode model's error: says nothing of the prompt
+  if (beyond <= 0) {  // within the decode model's error: says nothing of the prompt
+    if (prompt_.samples() == 0) probe_ = std::min(2 * probe_, std::max(max_step_tokens_, 1));
+    return;
+  }
   prompt_.record(x, within_reason(prompt_, x, beyond));
 }
 

@@ -58,7 +58,11 @@
 //
 // Until the decode model has a sample, with a fixed chunk (--prefill-chunk N), and unpaced
 // (the library's default), the budget is fixed; beside decode rows before the prompt model
-// has one, a prompt takes a kProbeChunk probe. The pace changes only how a prompt is cut,
+// has one, a prompt takes a kProbeChunk probe, twice as long after each probe step that
+// took no longer than the decode model's time for its rows (its prompt part lost in the
+// noise: a decode model fitted on a few slow first steps over-predicts, and with a queue of
+// prompts no decode-only step comes to correct it; a sanitizer run under load fed a burst
+// 32 tokens a step to its end). The pace changes only how a prompt is cut,
 // never a token: chunked prefill equals one-shot prefill (law 2, PrefixCacheLaw.*).
 #pragma once
 
@@ -152,6 +156,7 @@ class PrefillPacer {
   double recent_seconds_ = 0, recent_prompt_seconds_ = 0;  // their sums
   CostFit<3> decode_{kForget};
   CostFit<2> prompt_{kForget};
+  int32_t probe_ = kProbeChunk;  // the next probe's tokens
 };
 
 }  // namespace tandem

@@ -108,6 +108,29 @@ TEST(PrefillPacer, TakesTheWholeStepUntilADecodeStepThenProbesUntilAPromptIsPric
   EXPECT_GT(pacer.prompt_budget(decode_load(8, 100)), PrefillPacer::kProbeChunk);
 }
 
+// A probe step that took no longer than the decode model's time for its rows says nothing
+// of the prompt (its part lost in the noise, or the decode model too high): the next probe
+// is twice as long, up to the step budget, until one prices the prompt.
+TEST(PrefillPacer, AProbeLostInTheNoiseDoublesUntilAPromptIsPriced) {
+  PrefillPacer pacer(512, 0, true);
+  record_model_step(pacer, decode_load(8, 100));
+  const StepLoad decode = decode_load(8, 100);
+  int32_t expected = PrefillPacer::kProbeChunk;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(pacer.prompt_budget(decode), expected);
+    StepLoad load = decode;
+    load.add_prompt(0, expected);
+    pacer.record(model_seconds(decode) * 0.99, load);  // faster than its decode rows alone
+    expected = std::min(2 * expected, 512);
+  }
+  EXPECT_EQ(pacer.prompt_budget(decode), 512);
+  StepLoad load = decode;
+  load.add_prompt(0, 512);
+  record_model_step(pacer, load);  // priced: paced from here
+  EXPECT_LT(pacer.prompt_budget(decode), 512);
+  EXPECT_GE(pacer.prompt_budget(decode), PrefillPacer::kMinChunk);
+}
+
 // A varied run of steps determines both models: their times come back, and the budget
 // keeps a mixed step's prompt part within 0.8 of the decode rows' time.
 TEST(PrefillPacer, FitsTheStepModelsAndKeepsAMixedStepWithinAboutTwoDecodeSteps) {
