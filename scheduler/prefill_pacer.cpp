@@ -80,29 +80,28 @@ double PrefillPacer::prompt_share(double now) const {
 // process are slow with page faults).
 void PrefillPacer::record(double seconds, const StepLoad& load, double now) {
   if (!(seconds > 0) || !std::isfinite(seconds)) return;
-  // The prompt tokens' part of the step: what it took beyond the decode model's time for
-  // its decode rows (all of it before the decode model has a sample, or with no rows).
-  double prompt_part = 0;
-  if (load.prompt_tokens > 0) {
-    prompt_part = load.decode_rows > 0 && decode_.samples() > 0
-                      ? std::max(0.0, seconds - decode_.predict(decode_features(load)))
-                      : seconds;
-  }
-  if (now >= 0) remember(now, seconds, std::min(prompt_part, seconds));
   if (load.decode_rows > 0) last_decode_ = StepLoad{load.decode_rows, load.decode_keys, 0, 0};
   if (load.prompt_tokens == 0) {
+    if (now >= 0) remember(now, seconds, 0);
     if (load.decode_rows == 0) return;
     const CostFit<3>::Vec x = decode_features(load);
     decode_.record(x, within_reason(decode_, x, seconds));
     return;
   }
-  if (decode_.samples() == 0) return;
-  const CostFit<2>::Vec x = prompt_features(load);
-  const double beyond = seconds - decode_.predict(decode_features(load));
+  // What the step took beyond the decode model's time for its decode rows (or, prompt
+  // alone, its fixed cost): the prompt tokens' part. In the prompts' share, all of a
+  // prompt-only step, or of any before the decode model has a sample.
+  const bool priced = decode_.samples() > 0;
+  const double beyond = priced ? seconds - decode_.predict(decode_features(load)) : seconds;
+  if (now >= 0) {
+    remember(now, seconds, load.decode_rows > 0 ? std::clamp(beyond, 0.0, seconds) : seconds);
+  }
+  if (!priced) return;
   if (beyond <= 0) {  // within the decode model's error: says nothing of the prompt
     if (prompt_.samples() == 0) probe_ = std::min(2 * probe_, std::max(max_step_tokens_, 1));
     return;
   }
+  const CostFit<2>::Vec x = prompt_features(load);
   prompt_.record(x, within_reason(prompt_, x, beyond));
 }
 
