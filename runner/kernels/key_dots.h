@@ -160,6 +160,53 @@ void key_pair_chunk(const float* const* q, const uint8_t* base0, const uint8_t* 
   }
 }
 
+// key_pair_chunk for many queries (a prefill tile's, or rows sharing a prefix): the four
+// chains one after another instead of side by side, so the registers hold both blocks' sums
+// for G queries, not three, and each key vector loaded and widened serves 2 * G FMAs (with
+// three queries, five loads for six FMAs kept the load ports busier than the FMA units).
+// Each chain is still the FMAs over i = p, p + 4, ... in increasing i, and the chains are
+// added as (c0 + c1) + (c2 + c3): the bits key_pair_chunk gives. A prefill tile's 48 query
+// heads of a KV head (16 tokens, 3 heads each on the smollm2 shape), F16 keys in L1, on the
+// Zen 5: 1239-1634 ns a call pair by three, 1042-1186 by six, 1150-1167 by eight, 1254-1329
+// by twelve (the best of 5 runs, 3 alternating rounds; docs/performance.md).
+constexpr int kSeqQueries = 6;
+template <class V, class E, int G>
+void key_pair_seq(const float* const* q, const uint8_t* base0, const uint8_t* base1,
+                  int64_t row_bytes, int64_t n, float* const* out0, float* const* out1,
+                  int64_t valid0, int64_t valid1) {
+  using Vec = typename V::Vec;
+  Vec chains[4][2][G];
+  for (int p = 0; p < 4; ++p) {
+    Vec c[G], d[G];
+    for (int a = 0; a < G; ++a) c[a] = d[a] = Vec{};
+    for (int64_t i = p; i < n; i += 4) {
+      const Vec k0 = load_keys<V, E, true>(base0 + i * row_bytes, V::kWidth);
+      const Vec k1 = load_keys<V, E, true>(base1 + i * row_bytes, V::kWidth);
+      for (int a = 0; a < G; ++a) {
+        const Vec x = V::broadcast(q[a] + i);
+        c[a] = V::fma(x, k0, c[a]);
+        d[a] = V::fma(x, k1, d[a]);
+      }
+    }
+    for (int a = 0; a < G; ++a) {
+      chains[p][0][a] = c[a];
+      chains[p][1][a] = d[a];
+    }
+  }
+  auto store = [&](float* out, int b, int a, int64_t valid) TANDEM_STEP_INLINE {
+    const Vec s = (chains[0][b][a] + chains[1][b][a]) + (chains[2][b][a] + chains[3][b][a]);
+    if (valid == V::kWidth) {
+      V::store(out, s);
+    } else if (valid > 0) {
+      V::store_first(out, s, valid);
+    }
+  };
+  for (int a = 0; a < G; ++a) {
+    store(out0[a], 0, a, valid0);
+    store(out1[a], 1, a, valid1);
+  }
+}
+
 template <class V, class E, int G>
 void key_pair_rest(const float* const* q, int rest, const uint8_t* base0, const uint8_t* base1,
                    int64_t row_bytes, int64_t n, float* const* out0, float* const* out1,
@@ -186,12 +233,23 @@ void dot_keys_pair(const float* const* q, int n_q, const uint8_t* kt0, const uin
   const int64_t row_bytes = block * kElementBytes<E>;
   float* chunk0[G];
   float* chunk1[G];
+  constexpr int kSeqG = kSeqQueries;
+  float* seq0[kSeqG];
+  float* seq1[kSeqG];
   for (int64_t c = 0; c < block && (c < keys0 || c < keys1); c += kW) {
     const int64_t valid0 = keys0 - c < kW ? keys0 - c : kW;
     const int64_t valid1 = keys1 - c < kW ? keys1 - c : kW;
     const uint8_t* base0 = kt0 + c * kElementBytes<E>;
     const uint8_t* base1 = kt1 + c * kElementBytes<E>;
-    for (int a = 0; a < n_q; a += G) {
+    int a = 0;
+    for (; n_q - a >= kSeqG; a += kSeqG) {
+      for (int g = 0; g < kSeqG; ++g) {
+        seq0[g] = out0[a + g] + c;
+        seq1[g] = out1[a + g] + c;
+      }
+      key_pair_seq<V, E, kSeqG>(q + a, base0, base1, row_bytes, n, seq0, seq1, valid0, valid1);
+    }
+    for (; a < n_q; a += G) {
       const int count = n_q - a < G ? n_q - a : G;
       for (int g = 0; g < count; ++g) {
         chunk0[g] = out0[a + g] + c;

@@ -477,7 +477,11 @@ TEST(FairPrefill, ABurstOfPromptsTakesAShareForEachWaitingRequest) {
             << ", " << lone_median << "; burst of eight " << burst_largest << ", " << burst_median
             << "\n";
   EXPECT_GE(lone_median, PrefillPacer::kMinChunk);
-  EXPECT_GE(burst_largest, 3 * lone_median);
+  // At most the step's budget beside the four streams (512 - 4). A loaded host stretches
+  // each sleep by a fixed delay, which the decode model takes as a longer decode step, so
+  // the lone prompt's pace grows (182 under a full ctest run, where 3 x 182 is past the
+  // cap); a burst fed with one share would still stay near the lone pace, far below it.
+  EXPECT_GE(burst_largest, std::min(3 * lone_median, 508));
 }
 
 // Requests queued for admission wait for their first token too: with room for one prompt
