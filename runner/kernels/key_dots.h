@@ -219,8 +219,9 @@ void key_pair_rest(const float* const* q, int rest, const uint8_t* base0, const 
 }
 
 // kernels.h's dot_keys_pair for element type E, where the registers hold two blocks' chains
-// for three queries (AVX-512): queries three at a time, both blocks' keys a vector's width at
-// a time. Blocks whose size is not a whole number of vectors go one at a time (dot_keys).
+// for three queries (AVX-512): queries six at a time while six are left (key_pair_seq), the
+// rest three at a time, both blocks' keys a vector's width at a time. Blocks whose size is
+// not a whole number of vectors go one at a time (dot_keys).
 template <class V, class E>
 void dot_keys_pair(const float* const* q, int n_q, const uint8_t* kt0, const uint8_t* kt1,
                    int64_t block, int64_t keys0, int64_t keys1, int64_t n, float* const* out0,
@@ -233,21 +234,21 @@ void dot_keys_pair(const float* const* q, int n_q, const uint8_t* kt0, const uin
   const int64_t row_bytes = block * kElementBytes<E>;
   float* chunk0[G];
   float* chunk1[G];
-  constexpr int kSeqG = kSeqQueries;
-  float* seq0[kSeqG];
-  float* seq1[kSeqG];
+  float* seq0[kSeqQueries];
+  float* seq1[kSeqQueries];
   for (int64_t c = 0; c < block && (c < keys0 || c < keys1); c += kW) {
     const int64_t valid0 = keys0 - c < kW ? keys0 - c : kW;
     const int64_t valid1 = keys1 - c < kW ? keys1 - c : kW;
     const uint8_t* base0 = kt0 + c * kElementBytes<E>;
     const uint8_t* base1 = kt1 + c * kElementBytes<E>;
     int a = 0;
-    for (; n_q - a >= kSeqG; a += kSeqG) {
-      for (int g = 0; g < kSeqG; ++g) {
+    for (; n_q - a >= kSeqQueries; a += kSeqQueries) {
+      for (int g = 0; g < kSeqQueries; ++g) {
         seq0[g] = out0[a + g] + c;
         seq1[g] = out1[a + g] + c;
       }
-      key_pair_seq<V, E, kSeqG>(q + a, base0, base1, row_bytes, n, seq0, seq1, valid0, valid1);
+      key_pair_seq<V, E, kSeqQueries>(q + a, base0, base1, row_bytes, n, seq0, seq1, valid0,
+                                      valid1);
     }
     for (; a < n_q; a += G) {
       const int count = n_q - a < G ? n_q - a : G;
