@@ -119,6 +119,19 @@ void dot_keys(const float* const* q, int n_q, const uint8_t* kt, int64_t block, 
   }
 }
 
+// A key vector's scores from its four chains, (c0 + c1) + (c2 + c3): the first `valid` of
+// them (all kWidth, some, or none) stored at out. Both pair kernels end with it.
+template <class V>
+TANDEM_STEP_INLINE inline void store_chain_sums(float* out, const typename V::Vec (&chains)[4],
+                                                int64_t valid) {
+  const typename V::Vec s = (chains[0] + chains[1]) + (chains[2] + chains[3]);
+  if (valid == V::kWidth) {
+    V::store(out, s);
+  } else if (valid > 0) {
+    V::store_first(out, s, valid);
+  }
+}
+
 // The scores of G queries against the kWidth keys at the same place c of two blocks (keys
 // at base0 and base1, whole vectors): each query element is broadcast once for both blocks'
 // FMAs. One block's keys took a broadcast load for every FMA and a widening load for every
@@ -146,17 +159,9 @@ void key_pair_chunk(const float* const* q, const uint8_t* base0, const uint8_t* 
   for (; i + 4 <= n; i += 4)
     for (int p = 0; p < 4; ++p) step(i + p, p);
   for (int p = 0; i < n; ++i, ++p) step(i, p);
-  auto store = [](float* out, const Vec(&chains)[4], int64_t valid) TANDEM_STEP_INLINE {
-    const Vec s = (chains[0] + chains[1]) + (chains[2] + chains[3]);
-    if (valid == V::kWidth) {
-      V::store(out, s);
-    } else if (valid > 0) {
-      V::store_first(out, s, valid);
-    }
-  };
   for (int a = 0; a < G; ++a) {
-    store(out0[a], c[a], valid0);
-    store(out1[a], d[a], valid1);
+    store_chain_sums<V>(out0[a], c[a], valid0);
+    store_chain_sums<V>(out1[a], d[a], valid1);
   }
 }
 
@@ -175,7 +180,7 @@ void key_pair_seq(const float* const* q, const uint8_t* base0, const uint8_t* ba
                   int64_t row_bytes, int64_t n, float* const* out0, float* const* out1,
                   int64_t valid0, int64_t valid1) {
   using Vec = typename V::Vec;
-  Vec chains[4][2][G];
+  Vec chains[2][G][4];  // [block][query][chain]
   for (int p = 0; p < 4; ++p) {
     Vec c[G], d[G];
     for (int a = 0; a < G; ++a) c[a] = d[a] = Vec{};
@@ -189,21 +194,13 @@ void key_pair_seq(const float* const* q, const uint8_t* base0, const uint8_t* ba
       }
     }
     for (int a = 0; a < G; ++a) {
-      chains[p][0][a] = c[a];
-      chains[p][1][a] = d[a];
+      chains[0][a][p] = c[a];
+      chains[1][a][p] = d[a];
     }
   }
-  auto store = [&](float* out, int b, int a, int64_t valid) TANDEM_STEP_INLINE {
-    const Vec s = (chains[0][b][a] + chains[1][b][a]) + (chains[2][b][a] + chains[3][b][a]);
-    if (valid == V::kWidth) {
-      V::store(out, s);
-    } else if (valid > 0) {
-      V::store_first(out, s, valid);
-    }
-  };
   for (int a = 0; a < G; ++a) {
-    store(out0[a], 0, a, valid0);
-    store(out1[a], 1, a, valid1);
+    store_chain_sums<V>(out0[a], chains[0][a], valid0);
+    store_chain_sums<V>(out1[a], chains[1][a], valid1);
   }
 }
 
@@ -232,30 +229,29 @@ void dot_keys_pair(const float* const* q, int n_q, const uint8_t* kt0, const uin
     return dot_keys<V, E>(q, n_q, kt1, block, keys1, n, out1);
   }
   const int64_t row_bytes = block * kElementBytes<E>;
-  float* chunk0[G];
-  float* chunk1[G];
-  float* seq0[kSeqQueries];
-  float* seq1[kSeqQueries];
+  static_assert(kSeqQueries >= G);
+  float* chunk0[kSeqQueries];  // the outputs of the queries a call takes, at this chunk
+  float* chunk1[kSeqQueries];
   for (int64_t c = 0; c < block && (c < keys0 || c < keys1); c += kW) {
     const int64_t valid0 = keys0 - c < kW ? keys0 - c : kW;
     const int64_t valid1 = keys1 - c < kW ? keys1 - c : kW;
     const uint8_t* base0 = kt0 + c * kElementBytes<E>;
     const uint8_t* base1 = kt1 + c * kElementBytes<E>;
-    int a = 0;
-    for (; n_q - a >= kSeqQueries; a += kSeqQueries) {
-      for (int g = 0; g < kSeqQueries; ++g) {
-        seq0[g] = out0[a + g] + c;
-        seq1[g] = out1[a + g] + c;
-      }
-      key_pair_seq<V, E, kSeqQueries>(q + a, base0, base1, row_bytes, n, seq0, seq1, valid0,
-                                      valid1);
-    }
-    for (; a < n_q; a += G) {
-      const int count = n_q - a < G ? n_q - a : G;
+    auto aim = [&](int a, int count) {
       for (int g = 0; g < count; ++g) {
         chunk0[g] = out0[a + g] + c;
         chunk1[g] = out1[a + g] + c;
       }
+    };
+    int a = 0;
+    for (; n_q - a >= kSeqQueries; a += kSeqQueries) {
+      aim(a, kSeqQueries);
+      key_pair_seq<V, E, kSeqQueries>(q + a, base0, base1, row_bytes, n, chunk0, chunk1, valid0,
+                                      valid1);
+    }
+    for (; a < n_q; a += G) {
+      const int count = n_q - a < G ? n_q - a : G;
+      aim(a, count);
       key_pair_rest<V, E, G>(q + a, count, base0, base1, row_bytes, n, chunk0, chunk1, valid0,
                              valid1);
     }

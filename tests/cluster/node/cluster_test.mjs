@@ -411,7 +411,8 @@ async function phaseKill(c) {
   // (Streams first and bench C after them left too little time: a 1900-token stream on the
   // demo model can end within a second, before a loaded machine had bench C going.)
   const before = c.accessLog().length;
-  const benchC = bench(P, ['--requests', '800', '--request-rate', '100', '--concurrency', '4', '--max-tokens', '24',
+  const benchCRequests = 800;
+  const benchC = bench(P, ['--requests', String(benchCRequests), '--request-rate', '100', '--concurrency', '4', '--max-tokens', '24',
     '--seed', '3'], jsonC);
   await poll('bench C under way', 30000, () => c.accessLog().length >= before + 6);
   const tStreams = Date.now();
@@ -516,7 +517,7 @@ async function phaseKill(c) {
     elsewhere.map((s) => s.error).join(' | '));
 
   const resC = await benchC;
-  const cSum = benchResult('bench C (800, non-streamed, across the kill)', resC, jsonC);
+  const cSum = benchResult(`bench C (${benchCRequests}, non-streamed, across the kill)`, resC, jsonC);
   // The proxy's log tells every request's fate: failures only on the killed replica, only for
   // requests that were in flight when it died; everything that started later succeeded.
   const entries = c.accessLog().filter((e) => e.uri.startsWith('/v1/') && e.method === 'POST');
@@ -534,7 +535,7 @@ async function phaseKill(c) {
     'every failed non-streamed request got nginx\'s 502 from the killed replica');
   const lateStarted = entries.filter((e) => start(e) > tGone + 1).length;
   check(lateStarted >= 24, `requests kept coming after the kill (${lateStarted} started after it)`);
-  check(cSum.completed + cSum.failed === 800 && cSum.failed <= inFlight.length &&
+  check(cSum.completed + cSum.failed === benchCRequests && cSum.failed <= inFlight.length &&
     (cSum.failed === 0 || /HTTP 502.*bad_gateway/.test(cSum.first_error || '')),
     `bench C: its ${cSum.failed} failures were requests in flight on the killed replica, with a clear error`,
     cSum.first_error);
