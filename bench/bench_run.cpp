@@ -373,6 +373,7 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostr
   document["ceilings"] = {{"threads", c.threads},
                           {"f32_fma_gflops", c.f32_fma_gflops},
                           {"bf16_dot_gflops", c.bf16_dot_gflops},
+                          {"amx_bf16_gflops", c.amx_bf16_gflops},
                           {"int8_dot_gops", c.int8_dot_gops},
                           {"read_gbps_one_thread", c.read_gbps_one_thread},
                           {"read_gbps_all_threads", c.read_gbps_all_threads},

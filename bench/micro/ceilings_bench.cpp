@@ -1,6 +1,7 @@
 // The machine's ceilings (runner/kernels/ceilings.h): the peak of F32 FMA, BF16 dot
-// (vdpbf16ps) and int8 dot (vpdpbusd) on 1 and all threads, and the read bandwidth from
-// memory with 1 and all threads. Each figure is a counter of its own benchmark; run with
+// (vdpbf16ps), AMX BF16 (tdpbf16ps, where the CPU has it) and int8 dot (vpdpbusd) on 1 and all
+// threads, and the read bandwidth from memory with 1 and all threads. Each figure is a counter of
+// its own benchmark; run with
 // --benchmark_repetitions=5 --benchmark_report_aggregates_only=true for medians.
 #include <benchmark/benchmark.h>
 
@@ -14,6 +15,7 @@ void BM_Ceilings(benchmark::State& state) {
   for (auto _ : state) c = tandem::kernels::measure_ceilings(pool, 0.2);
   state.counters["f32_fma_GFLOPs"] = c.f32_fma_gflops;
   state.counters["bf16_dot_GFLOPs"] = c.bf16_dot_gflops;
+  state.counters["amx_bf16_GFLOPs"] = c.amx_bf16_gflops;
   state.counters["int8_dot_GOPs"] = c.int8_dot_gops;
   state.counters["read_GBps_1thread"] = c.read_gbps_one_thread;
   state.counters["read_GBps_all"] = c.read_gbps_all_threads;

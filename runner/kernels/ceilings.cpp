@@ -72,8 +72,9 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
   const bool avx512 = isa != Isa::kAvx2;
   c.f32_fma_gflops =
       peak_rate(pool, avx512 ? detail::peak_fma_avx512 : detail::peak_fma_avx2, seconds);
-  if (isa == Isa::kAvx512Bf16)
+  if (isa >= Isa::kAvx512Bf16)
     c.bf16_dot_gflops = peak_rate(pool, detail::peak_bf16_dot_avx512, seconds);
+  if (isa == Isa::kAmx) c.amx_bf16_gflops = peak_rate(pool, detail::peak_amx_bf16, seconds);
   c.int8_dot_gops = peak_rate(
       pool, quant_uses_vnni() ? detail::peak_int8_dot_avx512 : detail::peak_int8_dot_avx2, seconds);
 
@@ -89,6 +90,7 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
 }
 
 double peak_gflops(const MachineCeilings& c, Peak peak) {
+  if (peak == Peak::kAmxBf16 && c.amx_bf16_gflops > 0) return c.amx_bf16_gflops;
   if (peak == Peak::kBf16Dot && c.bf16_dot_gflops > 0) return c.bf16_dot_gflops;
   if (peak == Peak::kInt8Dot && c.int8_dot_gops > 0) return c.int8_dot_gops;
   return c.f32_fma_gflops;
@@ -100,6 +102,8 @@ const char* peak_name(Peak peak) {
       return "BF16 dot";
     case Peak::kInt8Dot:
       return "int8 dot";
+    case Peak::kAmxBf16:
+      return "AMX BF16";
     case Peak::kF32Fma:
       break;
   }
@@ -107,11 +111,14 @@ const char* peak_name(Peak peak) {
 }
 
 std::string describe(const MachineCeilings& c) {
-  char line[256];
+  char amx[48] = "";
+  if (c.amx_bf16_gflops > 0)
+    std::snprintf(amx, sizeof amx, ", AMX BF16 %.0f GFLOP/s", c.amx_bf16_gflops);
+  char line[320];
   std::snprintf(line, sizeof line,
-                "ceilings (%d threads): F32 FMA %.0f GFLOP/s, BF16 dot %.0f GFLOP/s, int8 dot "
+                "ceilings (%d threads): F32 FMA %.0f GFLOP/s, BF16 dot %.0f GFLOP/s%s, int8 dot "
                 "%.0f GOP/s, memory read %.1f GB/s (1 thread) %.1f GB/s (%d threads)",
-                c.threads, c.f32_fma_gflops, c.bf16_dot_gflops, c.int8_dot_gops,
+                c.threads, c.f32_fma_gflops, c.bf16_dot_gflops, amx, c.int8_dot_gops,
                 c.read_gbps_one_thread, c.read_gbps_all_threads, c.threads);
   return line;
 }

@@ -18,6 +18,7 @@ struct MachineCeilings {
   int threads = 0;             // the pool's threads, all of them measured at once
   double f32_fma_gflops = 0;   // FMA on the widest vectors (2 flops per lane)
   double bf16_dot_gflops = 0;  // vdpbf16ps (2 products and 2 adds per lane); 0: absent
+  double amx_bf16_gflops = 0;  // tdpbf16ps on AMX tiles (16 x 16 lanes of 16 pairs); 0: absent
   double int8_dot_gops = 0;    // the quantized kernels' int8 step (above)
   // Streaming reads of a buffer far larger than the caches: the fastest pass over it.
   double read_gbps_one_thread = 0;
@@ -30,15 +31,16 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds = 0.2,
                                  int64_t buffer_bytes = int64_t{512} << 20);
 
 // The instruction a matmul's inner loop is built on, whose measured peak bounds it.
-enum class Peak { kF32Fma, kBf16Dot, kInt8Dot };
-inline constexpr int kPeakCount = 3;
+enum class Peak { kF32Fma, kBf16Dot, kInt8Dot, kAmxBf16 };
+inline constexpr int kPeakCount = 4;
 
 // The peak for `peak` in GFLOP/s (GOP/s for int8), or the F32 FMA peak where that
 // instruction was not measured (the CPU lacks it).
 double peak_gflops(const MachineCeilings& c, Peak peak);
-const char* peak_name(Peak peak);  // "F32 FMA", "BF16 dot", "int8 dot"
+const char* peak_name(Peak peak);  // "F32 FMA", "BF16 dot", "int8 dot", "AMX BF16"
 
-// One line: "ceilings (2 threads): F32 FMA 150 GFLOP/s, BF16 dot 380 GFLOP/s, ...".
+// One line: "ceilings (2 threads): F32 FMA 150 GFLOP/s, BF16 dot 380 GFLOP/s, ..." (AMX BF16
+// where measured).
 std::string describe(const MachineCeilings& c);
 
 }  // namespace tandem::kernels

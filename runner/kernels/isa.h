@@ -7,7 +7,7 @@
 // k loads the weights of all 64 outputs at once. Per type, one panel is:
 //   F32  : float    w[n_in][64]
 //   F16  : uint16_t w[n_in][64]                      (IEEE half)
-//   BF16 : uint16_t w[ceil(n_in/2)][64][2]           (pairs of k, zero-padded)
+//   BF16 : uint16_t w[padded_pairs(n_in)][64][2]     (pairs of k, zero-padded)
 //   Q8_0 : { float scale[64]; int8_t q[32][64]; }[n_in/32]
 // The last panel is zero-padded past n_out. The layout does not depend on the ISA,
 // so the same PackedWeights run under every ISA (the tests switch between them).
@@ -23,6 +23,12 @@
 namespace tandem::kernels::detail {
 
 inline constexpr int kPanel = 64;
+// A BF16 panel's pairs of k, and an activation row's, are padded with zeros to a multiple of
+// this: the AMX tile unit takes 16 pairs a step (amx/matmul.cpp).
+inline constexpr int64_t kPairBlock = 16;
+constexpr int64_t padded_pairs(int64_t n_in) {
+  return ((n_in + 1) / 2 + kPairBlock - 1) / kPairBlock * kPairBlock;
+}
 
 // Q8_0, like every quantized type, is not a panel type: its rows stay in GGUF blocks for the
 // integer path (quant_matmul.h).
@@ -35,8 +41,11 @@ struct MatmulArgs {
   size_t panel_bytes = 0;
   int64_t n_in = 0;
   int64_t n_out = 0;
-  const float* x = nullptr;           // n_rows x n_in (F32 activations)
-  const uint32_t* x_pairs = nullptr;  // n_rows x ceil(n_in/2) BF16 pairs (BF16 dot path only)
+  const float* x = nullptr;  // n_rows x n_in (F32 activations)
+  // BF16 dot paths only: n_rows rows of ceil(n_in/2) BF16 pairs, x_pair_stride pairs apart
+  // (ceil(n_in/2) rounded up to kPairBlock, the pairs past it zero)
+  const uint32_t* x_pairs = nullptr;
+  int64_t x_pair_stride = 0;
   int64_t n_rows = 0;
   float* y = nullptr;  // n_rows x n_out
 };
@@ -77,8 +86,9 @@ using KvDotKeysPair = void (*)(const float* const* q, int n_q, const uint8_t* kt
 
 struct IsaKernels {
   PanelLoop matmul[kPackedTypeCount] = {};
-  // Rounds x (n_rows x n_in) to BF16 pairs (n_rows x ceil(n_in/2), odd tail zeroed)
-  // for the vdpbf16ps path; null where BF16 weights are widened to F32 instead.
+  // Rounds x (n_rows x n_in) to BF16 pairs (rows of ceil(n_in/2) pairs, odd tail zeroed,
+  // padded_pairs(n_in) apart with zeros between) for the BF16 dot paths; null where BF16
+  // weights are widened to F32 instead.
   void (*to_bf16_pairs)(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) = nullptr;
   float (*dot)(const float* a, const float* b, int64_t n) = nullptr;
   void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
@@ -119,5 +129,8 @@ QuantLoop avx512vnni_quant_loop();
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx512_kernels();
 const IsaKernels& avx512bf16_kernels();
+// The BF16 matmul on AMX tiles (amx/matmul.cpp); the AMX ISA's kernels are AVX512-BF16's with
+// this loop for BF16 panels.
+PanelLoop amx_bf16_panel_loop();
 
 }  // namespace tandem::kernels::detail

@@ -6,6 +6,8 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -48,6 +50,20 @@ namespace {
 // thread remain for the quantized batches' lane form.)
 constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 2; }
 
+// Whether the CPU has AMX-BF16 and the kernel lets this process use the tile state. Linux
+// keeps AMX's 8 KiB of tile data off until a process asks (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XTILEDATA, once, for all its threads); an older kernel refuses, and the tile instructions
+// would fault, so the BF16 matmuls then stay on AVX512-BF16.
+bool amx_granted() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
+  if ((edx & kAmxBf16) == 0 || (edx & kAmxTile) == 0) return false;
+  constexpr long kReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
+}
+
 Isa hardware_isa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
@@ -62,7 +78,8 @@ Isa hardware_isa() {
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     if (!avx512) return Isa::kAvx2;
-    return __builtin_cpu_supports("avx512bf16") ? Isa::kAvx512Bf16 : Isa::kAvx512;
+    if (!__builtin_cpu_supports("avx512bf16")) return Isa::kAvx512;
+    return amx_granted() ? Isa::kAmx : Isa::kAvx512Bf16;
   }();
   return isa;
 }
@@ -73,11 +90,11 @@ Isa default_isa() {
     const Isa hw = hardware_isa();
     const char* env = std::getenv("TANDEM_ISA");
     if (env == nullptr || *env == '\0') return hw;
-    for (Isa candidate : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
+    for (Isa candidate : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
       if (std::string_view(env) == isa_name(candidate)) return std::min(candidate, hw);
     }
-    std::fprintf(stderr, "tandem: ignoring TANDEM_ISA=%s (expected avx2, avx512 or avx512bf16)\n",
-                 env);
+    std::fprintf(
+        stderr, "tandem: ignoring TANDEM_ISA=%s (expected avx2, avx512, avx512bf16 or amx)\n", env);
     return hw;
   }();
   return isa;
@@ -85,8 +102,20 @@ Isa default_isa() {
 
 std::atomic<int> g_isa_override{-1};
 
+// AVX512-BF16's kernels with the BF16 matmul on AMX tiles.
+const detail::IsaKernels& amx_kernels() {
+  static const detail::IsaKernels kernels = [] {
+    detail::IsaKernels k = detail::avx512bf16_kernels();
+    k.matmul[static_cast<int>(PackedType::kBf16Pairs)] = detail::amx_bf16_panel_loop();
+    return k;
+  }();
+  return kernels;
+}
+
 const detail::IsaKernels& active_kernels() {
   switch (detected_isa()) {
+    case Isa::kAmx:
+      return amx_kernels();
     case Isa::kAvx512Bf16:
       return detail::avx512bf16_kernels();
     case Isa::kAvx512:
@@ -123,7 +152,7 @@ size_t panel_bytes_for(PackedType type, int64_t n_in) {
     case PackedType::kF16:
       return static_cast<size_t>(n_in) * kPanel * 2;
     case PackedType::kBf16Pairs:
-      return static_cast<size_t>((n_in + 1) / 2) * kPanel * 4;
+      return static_cast<size_t>(detail::padded_pairs(n_in)) * kPanel * 4;
   }
   return 0;
 }
@@ -218,7 +247,7 @@ size_t row_bytes(gguf::TensorType type, int64_t n_in) {
 }  // namespace
 
 const char* isa_name(Isa isa) {
-  constexpr const char* kNames[] = {"avx2", "avx512", "avx512bf16"};  // in Isa's order
+  constexpr const char* kNames[] = {"avx2", "avx512", "avx512bf16", "amx"};  // in Isa's order
   const auto i = static_cast<size_t>(isa);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
@@ -271,7 +300,8 @@ Peak PackedWeights::peak() const {
   }
   if (impl_->quant) return Peak::kInt8Dot;  // AVX512-VNNI's step or AVX2's (ceilings.h)
   const bool bf16_dot = active_kernels().to_bf16_pairs != nullptr;
-  return impl_->type == PackedType::kBf16Pairs && bf16_dot ? Peak::kBf16Dot : Peak::kF32Fma;
+  if (impl_->type != PackedType::kBf16Pairs || !bf16_dot) return Peak::kF32Fma;
+  return detected_isa() == Isa::kAmx ? Peak::kAmxBf16 : Peak::kBf16Dot;
 }
 
 // The rows of every source one after another, as they are stored.
@@ -586,15 +616,16 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     static void work(const void* ctx, int64_t begin, int64_t end) {
       const auto* r = static_cast<const Rounding*>(ctx);
       r->round(r->x + begin * r->n_in, end - begin, r->n_in,
-               r->pairs + begin * ((r->n_in + 1) / 2));
+               r->pairs + begin * detail::padded_pairs(r->n_in));
     }
   } rounding{isa.to_bf16_pairs, x, nullptr, impl.n_in};
   SharedPrep prep;
   if (impl.type == PackedType::kBf16Pairs && isa.to_bf16_pairs != nullptr) {
     thread_local std::vector<uint32_t> pairs;
-    const size_t needed = static_cast<size_t>(n_rows) * ((impl.n_in + 1) / 2);
+    const size_t needed = static_cast<size_t>(n_rows) * detail::padded_pairs(impl.n_in);
     if (pairs.size() < needed) pairs.resize(needed);
     job.args.x_pairs = rounding.pairs = pairs.data();
+    job.args.x_pair_stride = detail::padded_pairs(impl.n_in);
     prep.start(&Rounding::work, &rounding, n_rows, job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
   }
   if (job.n_tasks <= 1) {

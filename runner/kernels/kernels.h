@@ -18,8 +18,9 @@
 
 namespace tandem::kernels {
 
-enum class Isa { kAvx2, kAvx512, kAvx512Bf16 };
-Isa detected_isa();  // cached; TANDEM_ISA=avx2|avx512|avx512bf16 can lower it for tests
+// kAmx: AVX512-BF16 with the BF16 matmuls on AMX tiles (Sapphire Rapids and later).
+enum class Isa { kAvx2, kAvx512, kAvx512Bf16, kAmx };
+Isa detected_isa();  // cached; TANDEM_ISA=avx2|avx512|avx512bf16|amx can lower it for tests
 const char* isa_name(Isa isa);
 // Whether the quantized matmuls run their AVX-512 VNNI form (else the AVX2 one), under
 // detected_isa(); the int8 ceiling measures the same form (ceilings.h).

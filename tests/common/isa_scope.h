@@ -14,7 +14,8 @@ namespace tandem::testing {
 inline std::vector<kernels::Isa> runnable_isas() {
   const kernels::Isa saved = kernels::detected_isa();
   std::vector<kernels::Isa> isas;
-  for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16})
+  for (kernels::Isa isa :
+       {kernels::Isa::kAvx2, kernels::Isa::kAvx512, kernels::Isa::kAvx512Bf16, kernels::Isa::kAmx})
     if (kernels::set_isa_for_testing(isa)) isas.push_back(isa);
   kernels::set_isa_for_testing(saved);
   return isas;

@@ -134,7 +134,7 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
   [[gnu::always_inline]] static void k_loop(Acc<Avx512, R>& acc, const MatmulArgs& a,
                                             const uint8_t* panel, int64_t row0, int col, int64_t u0,
                                             int64_t u1, const FarPrefetch& far) {
-    const int64_t n_pairs = (a.n_in + 1) / 2;
+    const int64_t n_pairs = a.x_pair_stride;
     const uint32_t* x = a.x_pairs + row0 * n_pairs + u0;
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
       constexpr int kVecs = kTileVecs<Avx512, R>;
@@ -150,10 +150,11 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
 };
 
 void to_bf16_pairs(const float* x, int64_t n_rows, int64_t n_in, uint32_t* out) {
-  const int64_t n_pairs = (n_in + 1) / 2;
+  const int64_t stride = padded_pairs(n_in);
   for (int64_t m = 0; m < n_rows; ++m) {
     const float* xr = x + m * n_in;
-    uint32_t* o = out + m * n_pairs;
+    uint32_t* o = out + m * stride;
+    for (int64_t p = (n_in + 1) / 2; p < stride; ++p) o[p] = 0;
     int64_t i = 0;
     for (; i + 32 <= n_in; i += 32) {
       const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xr + i + 16), _mm512_loadu_ps(xr + i));

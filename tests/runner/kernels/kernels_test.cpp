@@ -113,7 +113,7 @@ void expect_close_to_reference(const Matrix& w, const std::vector<float>& x, int
 }
 
 bool uses_bf16_activations(TensorType type) {
-  return type == TensorType::kBF16 && detected_isa() == Isa::kAvx512Bf16;
+  return type == TensorType::kBF16 && detected_isa() >= Isa::kAvx512Bf16;
 }
 
 // A label for failure messages.
@@ -393,6 +393,34 @@ TEST(Kernels, RowsSpanningSeveralKChunksAreBitIdenticalInEveryBatch) {
   }
 }
 
+// The same law for a prefill's batch: hundreds of rows, which the AMX loop takes in chunks of
+// 256 (amx/matmul.cpp) and splits between threads within a panel's rows; a row's sums are
+// those it gets alone. A cut last panel and a k with a partial block of pairs.
+TEST(Kernels, RowsOfALongBatchAreTheirOneRowBits) {
+  ThreadPool pool1(1), pool2(2);
+  for (Isa isa : runnable_isas()) {
+    IsaScope scope(isa);
+    for (TensorType type : {TensorType::kBF16, TensorType::kF32}) {
+      const int64_t n_in = 200, n_out = 150, n_rows = 300;
+      const Matrix w = random_matrix(type, n_out, n_in, 31);
+      const PackedWeights packed = PackedWeights::pack(w.source());
+      const auto x = normal_floats(n_rows * n_in, 32);
+      std::vector<float> y(n_rows * n_out), one(n_out);
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        matmul(*pool, packed, x.data(), n_rows, y.data());
+        for (int64_t r = 0; r < n_rows; r += 7) {
+          matmul(pool1, packed, &x[r * n_in], 1, one.data());
+          ASSERT_EQ(0, std::memcmp(&y[r * n_out], one.data(), n_out * 4))
+              << label_of(isa, type, n_out, n_in, n_rows) << " row " << r << ", " << pool->size()
+              << " threads";
+        }
+      }
+      expect_close_to_reference(w, x, n_rows, y, uses_bf16_activations(type),
+                                label_of(isa, type, n_out, n_in, n_rows));
+    }
+  }
+}
+
 TEST(Kernels, PackedWeightsRejectMismatchedSources) {
   const Matrix a = random_matrix(TensorType::kF32, 4, 32, 1);
   const Matrix b = random_matrix(TensorType::kF32, 4, 64, 1);
@@ -548,9 +576,10 @@ TEST(Kernels, TestHookRefusesAnIsaThisCpuLacksAndNamesEveryIsa) {
   ASSERT_FALSE(isas.empty());
   EXPECT_EQ(isas.front(), Isa::kAvx2);  // the floor always runs
   EXPECT_STREQ(isa_name(Isa::kAvx512Bf16), "avx512bf16");
+  EXPECT_STREQ(isa_name(Isa::kAmx), "amx");
   const Isa saved = detected_isa();
-  if (isas.back() != Isa::kAvx512Bf16) {
-    EXPECT_FALSE(set_isa_for_testing(Isa::kAvx512Bf16));
+  if (isas.back() != Isa::kAmx) {
+    EXPECT_FALSE(set_isa_for_testing(Isa::kAmx));
     EXPECT_EQ(detected_isa(), saved);
   }
 }
