@@ -193,11 +193,6 @@ void two_blocks(const Unit& u, int half) {
 // panel: a panel is read from memory or L3 by a chunk's first group and from L2 by the rest,
 // and a chunk's activations stay in L2 across the panels. Each output's sums are one pass
 // over the whole of k in one tile, so the split changes no bit.
-// A task's share of (panel, group of 32 rows) units. They are ordered chunk by chunk
-// (kChunkGroups groups of rows), panel by panel within a chunk and group by group within a
-// panel: a panel is read from memory or L3 by a chunk's first group and from L2 by the rest,
-// and a chunk's activations stay in L2 across the panels. Each output's sums are one pass
-// over the whole of k in one tile, so the split changes no bit.
 void amx_bf16_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
   const int64_t n_panels = (a.n_out + kPanel - 1) / kPanel;
   const int64_t n_groups = (a.n_rows + kGroupRows - 1) / kGroupRows;

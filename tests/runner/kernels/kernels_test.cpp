@@ -395,13 +395,13 @@ TEST(Kernels, RowsSpanningSeveralKChunksAreBitIdenticalInEveryBatch) {
 
 // The same law for a prefill's batch: hundreds of rows, which the AMX loop takes in chunks of
 // 256 (amx/matmul.cpp) and splits between threads within a panel's rows; a row's sums are
-// those it gets alone. A cut last panel and a k with a partial block of pairs.
+// those it gets alone. A cut last panel, and a k of 19 blocks of 16 pairs, the last partial.
 TEST(Kernels, RowsOfALongBatchAreTheirOneRowBits) {
   ThreadPool pool1(1), pool2(2);
   for (Isa isa : runnable_isas()) {
     IsaScope scope(isa);
     for (TensorType type : {TensorType::kBF16, TensorType::kF32}) {
-      const int64_t n_in = 200, n_out = 150, n_rows = 300;
+      const int64_t n_in = 600, n_out = 150, n_rows = 300;
       const Matrix w = random_matrix(type, n_out, n_in, 31);
       const PackedWeights packed = PackedWeights::pack(w.source());
       const auto x = normal_floats(n_rows * n_in, 32);
