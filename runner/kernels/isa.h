@@ -22,6 +22,26 @@
 
 namespace tandem::kernels::detail {
 
+// Whether the kernels prefetch the weights a decode step reads once into L2 (Intel) rather
+// than non-temporally (AMD): set once at start from the CPU's vendor (kernels.cpp;
+// TANDEM_PREFETCH=l2|nta overrides it, for comparisons). On the
+// Zen 4 and 5 guests a non-temporal prefetch kept those weights out of the caches the step
+// reads again (the activations, the KV blocks) and measured faster; on the Sapphire Rapids
+// class Xeon it fills L1 alone, past L2 and its streamer, and the decode steps waited on
+// memory: `bench_matmul` `BM_DecodeStep<kQ5_0>` M:1 8.13-8.16 ms non-temporal against
+// 3.77-3.91 into L2 (4.0-4.3 into L1), docs/performance.md 2026-12-03.
+extern bool g_read_once_into_l2;
+
+// Prefetches the line at p for a kernel that reads it once (above).
+#define TANDEM_PREFETCH_READ_ONCE(p)                      \
+  do {                                                    \
+    if (::tandem::kernels::detail::g_read_once_into_l2) { \
+      __builtin_prefetch((p), 0, 2);                      \
+    } else {                                              \
+      __builtin_prefetch((p), 0, 0);                      \
+    }                                                     \
+  } while (false)
+
 inline constexpr int kPanel = 64;
 // A BF16 panel's pairs of k, and an activation row's, are padded with zeros to a multiple of
 // this: the AMX tile unit takes 16 pairs a step (amx/matmul.cpp).

@@ -32,6 +32,11 @@
 
 namespace tandem::kernels {
 
+namespace {
+bool read_once_into_l2();
+}  // namespace
+bool detail::g_read_once_into_l2 = read_once_into_l2();
+
 using detail::kPanel;
 using detail::PackedType;
 using detail::QuantKind;
@@ -62,6 +67,21 @@ bool amx_granted() {
   constexpr long kReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM
   constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
   return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
+}
+
+// isa.h, g_read_once_into_l2: on an Intel CPU, unless TANDEM_PREFETCH=nta|l2 says otherwise
+// (for comparisons).
+bool read_once_into_l2() {
+  const char* forced = std::getenv("TANDEM_PREFETCH");
+  if (forced != nullptr && std::string_view(forced) == "l2") return true;
+  if (forced != nullptr && std::string_view(forced) == "nta") return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  char vendor[12];
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::string_view(vendor, 12) == "GenuineIntel";
 }
 
 Isa hardware_isa() {

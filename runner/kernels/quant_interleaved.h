@@ -107,15 +107,15 @@ inline ActRow act_row(const ActRows& x, int64_t m) {
   return {x.q + m * x.n_in, x.d + m * nb, x.qsum + m * nb, x.s ? x.s + m * nb : nullptr};
 }
 
-// Prefetches one record's lines kInterleavedPrefetch bytes ahead, non-temporal: a decode
-// step reads each weight once, and weights fetched into every cache level would push out
-// what the step reads again (the activations, and a long context's KV blocks, which fit in
-// L3 where the weights do not). BM_DecodeStep batch 1 (Q4_K_M) 2.41 -> 2.32 ms, context 1024
-// 4.12 -> 3.90 ms (medians of 6-8 alternating rounds); prefill and 32-row steps level.
+// Prefetches one record's lines kInterleavedPrefetch bytes ahead, as read once (isa.h,
+// TANDEM_PREFETCH_READ_ONCE): a decode step reads each weight once, and weights fetched into
+// every cache level would push out what the step reads again (the activations, and a long
+// context's KV blocks, which fit in L3 where the weights do not). Non-temporal on a Zen 5:
+// BM_DecodeStep batch 1 (Q4_K_M) 2.41 -> 2.32 ms, context 1024 4.12 -> 3.90 ms (medians of
+// 6-8 alternating rounds); prefill and 32-row steps level.
 template <size_t kBytes>
 TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
-  for (size_t b = 0; b < kBytes; b += 64)
-    _mm_prefetch(rec + kInterleavedPrefetch + b, _MM_HINT_NTA);
+  for (size_t b = 0; b < kBytes; b += 64) TANDEM_PREFETCH_READ_ONCE(rec + kInterleavedPrefetch + b);
 }
 
 // 512-bit (S::kWide): out[m][r] = weight row r of the group (at `group`) dotted with

@@ -159,10 +159,10 @@ inline __m256i bias_products(const SuperScales& s, const int32_t* bsums) {
 // own stream ahead instead, wrapping into the next four rows, left short rows too little
 // lead: smollm2's 576-wide Q5_0 rows read 1.16x slower, BM_DecodeStep Q5_0 M:1.)
 // Prefetches never fault; a short last group's repeated row only shortens the stretch.
-// Non-temporal, as quant_interleaved.h's: the step reads these rows once.
+// As read once, as quant_interleaved.h's (isa.h, TANDEM_PREFETCH_READ_ONCE).
 inline void prefetch_rows(const uint8_t* first_row, int64_t pos, int64_t bytes) {
   const uint8_t* ahead = first_row + 4 * pos + kDecodePrefetch;
-  for (int64_t b = 0; b < 4 * bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_NTA);
+  for (int64_t b = 0; b < 4 * bytes; b += 64) TANDEM_PREFETCH_READ_ONCE(ahead + b);
 }
 
 // f.template operator()<count>() for count in 1..8: a span's block count as a literal, so

@@ -52,15 +52,22 @@ constexpr int kTileOutputs = (V::kWidth * kTileVecs<V, R>);
 template <class V, int R>
 using Acc = typename V::Vec[R][kTileVecs<V, R>];
 
-// One prefetch per cache line of a sub-panel's weights for one step of k; non-temporal
+// One prefetch per cache line of a sub-panel's weights for one step of k; as read once
 // where the tile is a single row (a decode step: nothing reads the panel again, and
-// weights kept in every cache level would push out the activations and the KV blocks),
-// into every level where further row tiles read the same panel.
+// weights kept in every cache level would push out the activations and the KV blocks;
+// isa.h, TANDEM_PREFETCH_READ_ONCE), into every level where further row tiles read the
+// same panel.
 template <class V, size_t kRowBytes, bool kReadOnce>
 [[gnu::always_inline]] inline void prefetch_row(const void* row) {
   constexpr int kAhead = kReadOnce ? V::kPrefetchAhead : V::kTilePrefetchAhead;
-  for (size_t offset = 0; offset < kRowBytes; offset += 64)
-    __builtin_prefetch(static_cast<const char*>(row) + offset + kAhead, 0, kReadOnce ? 0 : 3);
+  for (size_t offset = 0; offset < kRowBytes; offset += 64) {
+    const char* p = static_cast<const char*>(row) + offset + kAhead;
+    if constexpr (kReadOnce) {
+      TANDEM_PREFETCH_READ_ONCE(p);
+    } else {
+      __builtin_prefetch(p, 0, 3);
+    }
+  }
 }
 
 // acc[r] += x[r * ldx] * w for each of the R rows: one FMA per output lane.
