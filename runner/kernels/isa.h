@@ -62,10 +62,9 @@ struct MatmulArgs {
   int64_t n_in = 0;
   int64_t n_out = 0;
   const float* x = nullptr;  // n_rows x n_in (F32 activations)
-  // BF16 dot paths only: n_rows rows of ceil(n_in/2) BF16 pairs, x_pair_stride pairs apart
-  // (ceil(n_in/2) rounded up to kPairBlock, the pairs past it zero)
+  // BF16 dot paths only: n_rows rows of ceil(n_in/2) BF16 pairs, padded_pairs(n_in) pairs
+  // apart (the pairs past ceil(n_in/2) zero)
   const uint32_t* x_pairs = nullptr;
-  int64_t x_pair_stride = 0;
   int64_t n_rows = 0;
   float* y = nullptr;  // n_rows x n_out
 };

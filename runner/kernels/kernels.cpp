@@ -645,7 +645,6 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     const size_t needed = static_cast<size_t>(n_rows) * detail::padded_pairs(impl.n_in);
     if (pairs.size() < needed) pairs.resize(needed);
     job.args.x_pairs = rounding.pairs = pairs.data();
-    job.args.x_pair_stride = detail::padded_pairs(impl.n_in);
     prep.start(&Rounding::work, &rounding, n_rows, job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
   }
   if (job.n_tasks <= 1) {

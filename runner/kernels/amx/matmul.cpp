@@ -119,9 +119,9 @@ struct Unit {
   bool prefetch;       // the panel's first pass: stream it in ahead
   const uint8_t* act(int block) const {
     return reinterpret_cast<const uint8_t*>(a.x_pairs +
-                                            (row0 + block * kBlockRows) * a.x_pair_stride);
+                                            (row0 + block * kBlockRows) * padded_pairs(a.n_in));
   }
-  int64_t act_stride() const { return a.x_pair_stride * 4; }
+  int64_t act_stride() const { return padded_pairs(a.n_in) * 4; }
   Sums sums(int block, int col_block) const {
     return {a.y, a.n_out, row0 + block * kBlockRows, col0 + 16 * col_block,
             block == 0 ? rows0 : rows1};
@@ -246,10 +246,7 @@ int64_t peak_amx_bf16(int64_t iterations, float* sink) {
   _tile_loadd(5, ones, 64);
   _tile_loadd(6, ones, 64);
   _tile_loadd(7, ones, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  zero_sums();
   for (int64_t i = 0; i < iterations; ++i) {
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);

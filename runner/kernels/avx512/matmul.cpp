@@ -134,7 +134,7 @@ struct Bf16DotTile : TileShape<Avx512, 6> {
   [[gnu::always_inline]] static void k_loop(Acc<Avx512, R>& acc, const MatmulArgs& a,
                                             const uint8_t* panel, int64_t row0, int col, int64_t u0,
                                             int64_t u1, const FarPrefetch& far) {
-    const int64_t n_pairs = a.x_pair_stride;
+    const int64_t n_pairs = padded_pairs(a.n_in);
     const uint32_t* x = a.x_pairs + row0 * n_pairs + u0;
     auto pair = [&](int64_t kp, const uint32_t* wk) TANDEM_STEP_INLINE {
       constexpr int kVecs = kTileVecs<Avx512, R>;
