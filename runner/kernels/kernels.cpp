@@ -195,6 +195,16 @@ bool has_avx_vnni() {
   return vnni;
 }
 
+// AMX-INT8 from CPUID leaf 7 (EDX bit 25); the tile state's permission is amx_granted's, which
+// Isa::kAmx implies.
+bool has_amx_int8() {
+  static const bool int8 = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 25)) != 0;
+  }();
+  return int8;
+}
+
 // The quantized types with integer kernels (quant_matmul.h); their rows stay in GGUF blocks.
 std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
   switch (type) {
@@ -483,6 +493,9 @@ static_assert(kQuantUnit % detail::kInterleaveRows == 0);
 // M:5 0.62-0.65, M:6 0.70-0.73, M:7 0.67-0.78, M:8 0.76-0.85 (from DRAM 0.88-0.91); AVX2
 // (TANDEM_ISA=avx2) M:2 7.85 -> 5.90 (the row form before), M:3 9.08 -> 7.38, but M:4 9.2-9.4
 // -> 10.4-10.7, so AVX2 keeps its lane form there.
+// From how many rows a batch of interleaved weights in blocks of 32 takes AMX-INT8.
+constexpr int64_t kAmxQuantRows = 16;
+
 int64_t lanes_from_rows(bool vnni) {
   return (vnni ? detail::kVnniStreamRows : detail::kAvx2StreamRows) + 1;
 }
@@ -520,6 +533,10 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   const bool streamed = n_rows < lanes_from_rows(vnni);
   // Interleaved weights take row-major activations at every batch (quant_interleaved.h).
   const bool row_major = streamed || impl.interleaved;
+  // Batches of interleaved weights in blocks of 32 on the tile unit where the CPU has
+  // AMX-INT8: the same bits (amx/quant_matmul.cpp), so the choice may follow speed alone.
+  const bool amx = impl.interleaved && n_rows >= kAmxQuantRows && detected_isa() == Isa::kAmx &&
+                   has_amx_int8() && detail::amx_quant_kind(*impl.quant);
   thread_local detail::QuantizedActivations activations;
   struct Quantizing {
     detail::ActFormat format;
@@ -543,7 +560,8 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   job.args = {*impl.quant,     impl.buffer->data, impl.row_bytes, impl.n_in,
               impl.n_out,      activations.view,  n_rows,         y,
               impl.interleaved};
-  job.loop = vnni             ? detail::avx512vnni_quant_loop()
+  job.loop = amx              ? detail::amx_quant_loop()
+             : vnni           ? detail::avx512vnni_quant_loop()
              : has_avx_vnni() ? detail::avxvnni_quant_loop()
                               : detail::avx2_quant_loop();
   job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
@@ -576,8 +594,9 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
 
 void* detail::quant_scratch(size_t bytes) {
   thread_local std::vector<uint8_t> scratch;
-  if (scratch.size() < bytes) scratch.resize(bytes);
-  return scratch.data();
+  if (scratch.size() < bytes + 64) scratch.resize(bytes + 64);  // room to align
+  const auto at = reinterpret_cast<uintptr_t>(scratch.data());
+  return scratch.data() + (64 - at % 64) % 64;
 }
 
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {

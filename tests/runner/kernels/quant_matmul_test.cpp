@@ -177,6 +177,14 @@ bool cpu_has_avx_vnni() {  // CPUID leaf 7 subleaf 1, EAX bit 4 (clang's builtin
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 }
 
+// AMX-INT8 (CPUID leaf 7, EDX bit 25) with the tile state granted (Isa::kAmx runnable).
+bool cpu_runs_amx_int8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (1u << 25)) == 0) return false;
+  const auto isas = testing::runnable_isas();
+  return std::find(isas.begin(), isas.end(), Isa::kAmx) != isas.end();
+}
+
 TEST(QuantMatmul, EveryTypeMatchesTheDequantizedReference) {
   for (const TypeCase& c : type_cases()) {
     for (int64_t n_in : {int64_t{256}, int64_t{768}, int64_t{2304}}) {
@@ -210,6 +218,11 @@ std::vector<std::pair<const char*, detail::QuantLoop>> vector_loops(
     loops.push_back({"avx512vnni", detail::avx512vnni_quant_loop()});
   else
     std::cout << "  (no AVX512-VNNI here: that form is not checked)\n";
+  // The tile form (interleaved blocks of 32; anything else it hands to the VNNI loop).
+  if (cpu_runs_amx_int8())
+    loops.push_back({"amx", detail::amx_quant_loop()});
+  else
+    std::cout << "  (no AMX-INT8 here: that form is not checked)\n";
   return loops;
 }
 

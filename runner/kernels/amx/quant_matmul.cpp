@@ -1,0 +1,326 @@
+// AMX-INT8 form of the quantized matmul for batches, on weights in blocks of 32 interleaved
+// by sixteen rows (quant_interleave.h: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0). Compiled with
+// AMX flags and called only where the CPU has AMX-INT8 and the tile state was granted
+// (kernels.cpp), so, as in avx512/, no standard-library template is instantiated here.
+//
+// A TDPBSSD adds to each 32-bit lane of a 16 x 16 tile of sums (C) the products of one row of
+// signed bytes (A: an activation row's Q8_0 quants, straight from the row-major ActRows) and
+// one column (B: a weight row's quants): with K = 32, one block of 16 activation rows against
+// one block of 16 weight rows, 8192 products per instruction where a vpdpbusd makes 64. A
+// record of the interleaved layout already is B's layout once its quants are decoded to
+// signed bytes (vector v: quants 4v .. 4v + 3 of every row, row r's at bytes 4r .. 4r + 3),
+// so a group of sixteen weight rows is decoded once into a scratch of B tiles and then serves
+// every activation row.
+//
+// The integers are exact: a block's sum of (q - offset) * x is the portable form's sum less
+// offset times the activations' block sum, the same int32 (quant_matmul.h). The float steps
+// then run sixteen outputs wide in finish_legacy's order, (d * xd) * float(sum), plus m * xs
+// where the type has a min, added to the output's running float block by block, so every
+// output has the bits of the portable and VNNI forms at every batch and ISA (law 2), and the
+// tests hold this form to them.
+#include <immintrin.h>
+
+#include "runner/kernels/quant_interleaved.h"
+
+namespace tandem::kernels::detail {
+namespace {
+
+constexpr int kTileRows = 16;                    // activation rows of an A or C tile
+constexpr int kBlockQuads = 8;                   // a block's 32 quants as 8 rows of four (B's rows)
+constexpr size_t kTileBytes = kBlockQuads * 64;  // one decoded block of the group: 512 bytes
+// Groups of sixteen weight rows decoded together. Each tile of activation rows then passes
+// over all of them, its rows' quants kept in L1 and the outputs it writes running along its
+// rows of y (group by group across the rows, the stores reached memory a line at a time
+// out of order and held up the tile stores behind them).
+constexpr int64_t kChunkGroups = 8;
+
+// LDTILECFG's 64-byte operand, palette 1.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles 0-3: sums (rows x 16 int32); 4 and 5: activations (rows x 32 bytes); 6 and 7:
+// weights (8 x 64 bytes).
+void configure(int rows) {
+  TileConfig c;
+  const auto r = static_cast<uint8_t>(rows);
+  for (int t = 0; t < 4; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = r;
+  }
+  c.colsb[4] = c.colsb[5] = 32;
+  c.rows[4] = c.rows[5] = r;
+  c.colsb[6] = c.colsb[7] = 64;
+  c.rows[6] = c.rows[7] = kBlockQuads;
+  // As amx/matmul.cpp: GCC 12 would drop the stores above LDTILECFG without the empty asm.
+  asm volatile("" : : "r"(&c) : "memory");
+  _tile_loadconfig(&c);
+}
+
+// A group of sixteen weight rows, decoded: per block, its B tile (signed quants), d and (with
+// a min) m as floats.
+struct DecodedGroup {
+  int8_t* q;  // nb x kTileBytes
+  float* d;   // nb x 16
+  float* dm;  // nb x 16 (types with a min)
+};
+
+// Block j of the group's records into B's signed bytes: the nibbles (with the fifth bit) less
+// the offset, IQ4_NL's table values, or Q8_0's bytes as they are.
+template <QuantKind K>
+TANDEM_QUANT_INLINE void decode_block(const uint8_t* rec, int8_t* out, float* d, float* dm) {
+  constexpr InterleavedRecord I = interleaved_record(K);
+  __m512i q[8];
+  if constexpr (I.bytes_q) {
+    for (int v = 0; v < 8; ++v) q[v] = _mm512_loadu_si512(rec + I.qs + 64 * v);
+  } else {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int u = 0; u < 4; ++u) {
+      const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
+      q[u] = _mm512_and_si512(v, low);
+      q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    }
+    if constexpr (I.fifth_bit) {
+      for (int v = 0; v < 8; ++v) {
+        uint64_t bits;
+        __builtin_memcpy(&bits, rec + I.qh + 8 * v, 8);
+        q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
+      }
+    }
+    if constexpr (I.table) {
+      alignas(16) int8_t t[16];
+      for (int i = 0; i < 16; ++i) t[i] = gguf::kIq4NlValues[i];
+      const __m512i table =
+          _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+      for (int v = 0; v < 8; ++v) q[v] = _mm512_shuffle_epi8(table, q[v]);
+    } else if constexpr (I.offset != 0) {
+      const __m512i offset = _mm512_set1_epi8(static_cast<char>(I.offset));
+      for (int v = 0; v < 8; ++v) q[v] = _mm512_sub_epi8(q[v], offset);
+    }
+  }
+  for (int v = 0; v < 8; ++v) _mm512_store_si512(out + 64 * v, q[v]);
+  _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec))));
+  if constexpr (I.min) {
+    _mm512_store_ps(
+        dm, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + I.m))));
+  }
+}
+
+template <QuantKind K>
+void decode_group(const uint8_t* group, int64_t nb, const DecodedGroup& out) {
+  constexpr InterleavedRecord I = interleaved_record(K);
+  for (int64_t j = 0; j < nb; ++j)
+    decode_block<K>(group + j * I.bytes, out.q + j * kTileBytes, out.d + 16 * j, out.dm + 16 * j);
+}
+
+// A tile of 16 activation rows' block scales, block by block: xd[16 * j + m] is row m's d
+// for block j (and xs its s, for the types with a min), so that the float steps read each
+// as a broadcast at a fixed offset.
+struct TileScales {
+  const float* xd;
+  const float* xs;
+};
+
+// The float steps of block j for a tile's 16 activation rows (its sums in c, a row of 16
+// int32 each): acc[m] += (d * xd) * float(sum) [+ dm * xs], finish_legacy's order. A tile
+// of fewer rows computes the rest too (from zeros) and never stores them.
+template <bool kMin>
+TANDEM_QUANT_INLINE void finish_block(const int32_t (&c)[kTileRows][16], const TileScales& x,
+                                      const DecodedGroup& w, int64_t j, __m512 (&acc)[kTileRows]) {
+  const __m512 d = _mm512_load_ps(w.d + 16 * j);
+  const float* xd = x.xd + 16 * j;
+  for (int m = 0; m < kTileRows; ++m) {
+    const __m512i sum = _mm512_load_si512(c[m]);
+    __m512 t = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(xd[m])), _mm512_cvtepi32_ps(sum));
+    if constexpr (kMin) {
+      const __m512 dm = _mm512_load_ps(w.dm + 16 * j);
+      t = _mm512_add_ps(t, _mm512_mul_ps(dm, _mm512_set1_ps(x.xs[16 * j + m])));
+    }
+    acc[m] = _mm512_add_ps(acc[m], t);
+  }
+}
+
+// Block j's products into sums tile C (of four, j % 4), its activations and weights through
+// tiles A (4 + j % 2) and B (6 + j % 2), then stored to `sums`. A macro: GCC's tile
+// intrinsics spell the tile's number into the instruction as written.
+#define TANDEM_BLOCK_PRODUCT(C, A, B, a, stride, b, sums) \
+  do {                                                    \
+    _tile_zero(C);                                        \
+    _tile_loadd(A, (a), (stride));                        \
+    _tile_loadd(B, (b), 64);                              \
+    _tile_dpbssd(C, A, B);                                \
+    _tile_stored(C, (sums), 64);                          \
+  } while (false)
+
+// What a row tile's blocks read: the decoded group, the activation rows (stride apart), their
+// scales, and the four blocks' sums as stored from the tiles.
+struct TileRun {
+  const DecodedGroup& w;
+  int64_t nb;
+  const int8_t* a;
+  int64_t stride;
+  const TileScales& x;
+  int32_t (*c)[kTileRows][16];  // [4]
+};
+
+// Block j's products (j < nb) into sums tile C and its store, then the float steps of block
+// f = j - 2 (f >= 0; its sums stored two blocks before). Tiles A and B are j's activations
+// and weights (4 + j % 2, 6 + j % 2); C is j % 4. A macro again for the tile numbers.
+#define TANDEM_BLOCK_STEP(C, A, B, r, j, kMin, acc)                                         \
+  do {                                                                                      \
+    if ((j) < (r).nb) {                                                                     \
+      TANDEM_BLOCK_PRODUCT(C, A, B, (r).a + 32 * (j), (r).stride, (r).w.q + (j)*kTileBytes, \
+                           (r).c[C]);                                                       \
+      if ((j) + 4 < (r).nb) prefetch_rows((r), (j) + 4);                                    \
+    }                                                                                       \
+    if ((j) >= 2 && (j)-2 < (r).nb)                                                         \
+      finish_block<kMin>((r).c[((j) + 2) % 4], (r).x, (r).w, (j)-2, acc);                   \
+  } while (false)
+
+// The 16 activation rows' line that holds blocks j and j + 1 (j even), into L1 ahead of its
+// tile loads.
+TANDEM_QUANT_INLINE void prefetch_rows(const TileRun& r, int64_t j) {
+  if (j % 2 != 0) return;
+  for (int m = 0; m < kTileRows; ++m)
+    _mm_prefetch(reinterpret_cast<const char*>(r.a + m * r.stride + 32 * j), _MM_HINT_T0);
+}
+
+// One tile of up to 16 activation rows against the decoded group, into out (rows out_stride
+// apart). Four tiles of sums take the blocks in turn, and the float steps of block j run after
+// block j + 2's products are issued: a tile's store read at once, or a tile used again by the
+// next block, would hold each block's steps until the one before had finished. The sums of
+// the 16 rows stay in registers throughout (no lambda may capture them: GCC then kept them in
+// memory, a load and a store per row per block).
+template <QuantKind K>
+void rows_tile(const TileRun& r, int rows, float* out, int64_t out_stride) {
+  constexpr bool kMin = interleaved_record(K).min;
+  __m512 acc[kTileRows];
+  for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_setzero_ps();
+  if (rows < kTileRows) __builtin_memset(r.c, 0, 4 * sizeof r.c[0]);  // rows no store writes
+  if (r.nb > 0) prefetch_rows(r, 0);
+  for (int64_t j = 0; j < r.nb + 2; j += 4) {
+    TANDEM_BLOCK_STEP(0, 4, 6, r, j, kMin, acc);
+    TANDEM_BLOCK_STEP(1, 5, 7, r, j + 1, kMin, acc);
+    TANDEM_BLOCK_STEP(2, 4, 6, r, j + 2, kMin, acc);
+    TANDEM_BLOCK_STEP(3, 5, 7, r, j + 3, kMin, acc);
+  }
+  for (int m = 0; m < rows; ++m) _mm512_storeu_ps(out + m * out_stride, acc[m]);
+}
+
+// The activation rows' block scales (d, and s where xs is not null) by tiles of 16 rows, as
+// TileScales reads them; rows past the last are zeros.
+void transpose_scales(const ActRows& x, int64_t nb, int64_t tiles, float* xd, float* xs) {
+  for (int64_t t = 0; t < tiles; ++t) {
+    for (int64_t j = 0; j < nb; ++j) {
+      for (int64_t m = 0; m < kTileRows; ++m) {
+        const int64_t row = t * kTileRows + m;
+        const bool real = row < x.n_rows;
+        xd[(t * nb + j) * 16 + m] = real ? x.d[row * nb + j] : 0.0f;
+        if (xs != nullptr) xs[(t * nb + j) * 16 + m] = real ? x.s[row * nb + j] : 0.0f;
+      }
+    }
+  }
+}
+
+// Outputs [out_begin, out_end) of every activation row: each group of sixteen weight rows the
+// range touches, decoded once, against tiles of 16 activation rows.
+template <QuantKind K>
+void amx_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  constexpr InterleavedRecord I = interleaved_record(K);
+  const int64_t nb = a.n_in / 32;
+  const size_t group_bytes = static_cast<size_t>(nb) * I.bytes;
+  const int64_t tiles = (a.n_rows + kTileRows - 1) / kTileRows;
+  const size_t decoded_bytes = static_cast<size_t>(nb) * (kTileBytes + 128);  // one group
+  const size_t scales_bytes = static_cast<size_t>(tiles * nb) * 2 * 64;
+  auto* scratch = static_cast<uint8_t*>(quant_scratch(kChunkGroups * decoded_bytes + scales_bytes));
+  auto decoded = [&](int64_t i) {
+    uint8_t* p = scratch + i * decoded_bytes;
+    return DecodedGroup{reinterpret_cast<int8_t*>(p), reinterpret_cast<float*>(p + nb * kTileBytes),
+                        reinterpret_cast<float*>(p + nb * (kTileBytes + 64))};
+  };
+  auto* xd = reinterpret_cast<float*>(scratch + kChunkGroups * decoded_bytes);
+  float* xs = xd + tiles * nb * 16;
+  transpose_scales(a.x, nb, tiles, xd, I.min ? xs : nullptr);
+  alignas(64) float sums[kTileRows][16];
+  alignas(64) int32_t c[4][kTileRows][16];
+  int configured = -1;
+  const int64_t first = out_begin / kInterleaveRows,
+                end = (out_end + kInterleaveRows - 1) / kInterleaveRows;
+  for (int64_t chunk = first; chunk < end; chunk += kChunkGroups) {
+    const int64_t groups = end - chunk < kChunkGroups ? end - chunk : kChunkGroups;
+    for (int64_t i = 0; i < groups; ++i)
+      decode_group<K>(a.w + (chunk + i) * group_bytes, nb, decoded(i));
+    for (int64_t m0 = 0; m0 < a.n_rows; m0 += kTileRows) {
+      const int rows = static_cast<int>(a.n_rows - m0 < kTileRows ? a.n_rows - m0 : kTileRows);
+      if (rows != configured) {
+        configure(rows);
+        configured = rows;
+      }
+      const int64_t t = m0 / kTileRows;
+      const TileScales scales{xd + t * nb * 16, xs + t * nb * 16};
+      for (int64_t i = 0; i < groups; ++i) {
+        const int64_t g0 = (chunk + i) * kInterleaveRows;
+        const int64_t from = g0 > out_begin ? g0 : out_begin;
+        const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
+        const DecodedGroup w = decoded(i);
+        const TileRun run{w, nb, a.x.q + m0 * a.n_in, a.n_in, scales, c};
+        if (from == g0 && to == g0 + kInterleaveRows) {  // straight into y
+          rows_tile<K>(run, rows, a.y + m0 * a.n_out + g0, a.n_out);
+          continue;
+        }
+        rows_tile<K>(run, rows, &sums[0][0], 16);
+        for (int m = 0; m < rows; ++m)
+          for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.n_out + o] = sums[m][o - g0];
+      }
+    }
+  }
+  if (configured >= 0) _tile_release();
+}
+
+bool amx_kind(QuantKind kind);
+
+// Anything but interleaved blocks of 32 goes to the VNNI loop (so tests may call this one
+// with any arguments).
+void amx_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (!a.interleaved || !amx_kind(a.kind)) return avx512vnni_quant_loop()(a, out_begin, out_end);
+  switch (a.kind) {
+    case QuantKind::kQ4_1:
+      return amx_rows<QuantKind::kQ4_1>(a, out_begin, out_end);
+    case QuantKind::kQ5_0:
+      return amx_rows<QuantKind::kQ5_0>(a, out_begin, out_end);
+    case QuantKind::kQ5_1:
+      return amx_rows<QuantKind::kQ5_1>(a, out_begin, out_end);
+    case QuantKind::kIq4Nl:
+      return amx_rows<QuantKind::kIq4Nl>(a, out_begin, out_end);
+    case QuantKind::kQ8_0:
+      return amx_rows<QuantKind::kQ8_0>(a, out_begin, out_end);
+    default:
+      return amx_rows<QuantKind::kQ4_0>(a, out_begin, out_end);
+  }
+}
+
+bool amx_kind(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kQ4_0:
+    case QuantKind::kQ4_1:
+    case QuantKind::kQ5_0:
+    case QuantKind::kQ5_1:
+    case QuantKind::kIq4Nl:
+    case QuantKind::kQ8_0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool amx_quant_kind(QuantKind kind) { return amx_kind(kind); }
+
+QuantLoop amx_quant_loop() { return &amx_loop; }
+
+}  // namespace tandem::kernels::detail
