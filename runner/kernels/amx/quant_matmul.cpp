@@ -20,12 +20,12 @@
 // tests hold this form to them.
 #include <immintrin.h>
 
+#include "runner/kernels/amx/quant_tiles.h"
 #include "runner/kernels/quant_interleaved.h"
 
 namespace tandem::kernels::detail {
 namespace {
 
-constexpr int kTileRows = 16;                    // activation rows of an A or C tile
 constexpr int kBlockQuads = 8;                   // a block's 32 quants as 8 rows of four (B's rows)
 constexpr size_t kTileBytes = kBlockQuads * 64;  // one decoded block of the group: 512 bytes
 // Groups of sixteen weight rows decoded together. Each tile of activation rows then passes
@@ -33,15 +33,6 @@ constexpr size_t kTileBytes = kBlockQuads * 64;  // one decoded block of the gro
 // rows of y (group by group across the rows, the stores reached memory a line at a time
 // out of order and held up the tile stores behind them).
 constexpr int64_t kChunkGroups = 8;
-
-// LDTILECFG's 64-byte operand, palette 1.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
 
 // Tiles 0-3: sums (rows x 16 int32); 4 and 5: activations (rows x 32 bytes); 6 and 7:
 // weights (8 x 64 bytes).
@@ -56,9 +47,7 @@ void configure(int rows) {
   c.rows[4] = c.rows[5] = r;
   c.colsb[6] = c.colsb[7] = 64;
   c.rows[6] = c.rows[7] = kBlockQuads;
-  // As amx/matmul.cpp: GCC 12 would drop the stores above LDTILECFG without the empty asm.
-  asm volatile("" : : "r"(&c) : "memory");
-  _tile_loadconfig(&c);
+  load_tile_config(c);
 }
 
 // A group of sixteen weight rows, decoded: per block, its B tile (signed quants), d and (with
@@ -116,14 +105,6 @@ void decode_group(const uint8_t* group, int64_t nb, const DecodedGroup& out) {
   for (int64_t j = 0; j < nb; ++j)
     decode_block<K>(group + j * I.bytes, out.q + j * kTileBytes, out.d + 16 * j, out.dm + 16 * j);
 }
-
-// A tile of 16 activation rows' block scales, block by block: xd[16 * j + m] is row m's d
-// for block j (and xs its s, for the types with a min), so that the float steps read each
-// as a broadcast at a fixed offset.
-struct TileScales {
-  const float* xd;
-  const float* xs;
-};
 
 // The float steps of block j for a tile's 16 activation rows (its sums in c, a row of 16
 // int32 each): acc[m] += (d * xd) * float(sum) [+ dm * xs], finish_legacy's order. A tile
@@ -211,21 +192,6 @@ void rows_tile(const TileRun& r, int rows, float* out, int64_t out_stride) {
   for (int m = 0; m < rows; ++m) _mm512_storeu_ps(out + m * out_stride, acc[m]);
 }
 
-// The activation rows' block scales (d, and s where xs is not null) by tiles of 16 rows, as
-// TileScales reads them; rows past the last are zeros.
-void transpose_scales(const ActRows& x, int64_t nb, int64_t tiles, float* xd, float* xs) {
-  for (int64_t t = 0; t < tiles; ++t) {
-    for (int64_t j = 0; j < nb; ++j) {
-      for (int64_t m = 0; m < kTileRows; ++m) {
-        const int64_t row = t * kTileRows + m;
-        const bool real = row < x.n_rows;
-        xd[(t * nb + j) * 16 + m] = real ? x.d[row * nb + j] : 0.0f;
-        if (xs != nullptr) xs[(t * nb + j) * 16 + m] = real ? x.s[row * nb + j] : 0.0f;
-      }
-    }
-  }
-}
-
 // Outputs [out_begin, out_end) of every activation row: each group of sixteen weight rows the
 // range touches, decoded once, against tiles of 16 activation rows.
 template <QuantKind K>
@@ -286,6 +252,7 @@ bool amx_kind(QuantKind kind);
 // Anything but interleaved blocks of 32 goes to the VNNI loop (so tests may call this one
 // with any arguments).
 void amx_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
+  if (a.interleaved && amx_super_kind(a.kind)) return amx_super_rows(a, out_begin, out_end);
   if (!a.interleaved || !amx_kind(a.kind)) return avx512vnni_quant_loop()(a, out_begin, out_end);
   switch (a.kind) {
     case QuantKind::kQ4_1:
@@ -319,7 +286,7 @@ bool amx_kind(QuantKind kind) {
 
 }  // namespace
 
-bool amx_quant_kind(QuantKind kind) { return amx_kind(kind); }
+bool amx_quant_kind(QuantKind kind) { return amx_kind(kind) || amx_super_kind(kind); }
 
 QuantLoop amx_quant_loop() { return &amx_loop; }
 
