@@ -269,13 +269,14 @@ void quant_args(benchmark::internal::Benchmark* b) {
   // The same on one thread (the whole matrix in its L2): the kernel without the pool's
   // hand-offs, the steadiest figure a shared machine gives for a kernel change.
   b->Args({8, 1, 1, 2048})->Args({32, 1, 1, 2048});
-  // A prefill's batch (AMX-INT8's tiles where the CPU has them).
-  b->Args({512, 2, 1, 2048});
+  // Batches on AMX-INT8's tiles where the CPU has them: one tile of rows, then a prefill's.
+  b->Args({16, 2, 1, 2048})->Args({64, 2, 1, 2048})->Args({512, 2, 1, 2048});
 }
 void legacy_quant_args(benchmark::internal::Benchmark* b) {
   quant_args(b);
   b->Args({1, 2, 1, 576})->Args({1, 1, 1, 576});
-  b->Args({32, 2, 1, 576})->Args({512, 2, 1, 576})->Args({512, 1, 1, 576});
+  b->Args({16, 2, 1, 576})->Args({32, 2, 1, 576})->Args({512, 2, 1, 576});
+  b->Args({512, 1, 1, 576});
 }
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_0)->Apply(legacy_quant_args);
 BENCHMARK_TEMPLATE(BM_QuantMatmul, TensorType::kQ4_1)->Apply(legacy_quant_args);
