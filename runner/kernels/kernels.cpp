@@ -493,7 +493,10 @@ static_assert(kQuantUnit % detail::kInterleaveRows == 0);
 // M:5 0.62-0.65, M:6 0.70-0.73, M:7 0.67-0.78, M:8 0.76-0.85 (from DRAM 0.88-0.91); AVX2
 // (TANDEM_ISA=avx2) M:2 7.85 -> 5.90 (the row form before), M:3 9.08 -> 7.38, but M:4 9.2-9.4
 // -> 10.4-10.7, so AVX2 keeps its lane form there.
-// From how many rows a batch of interleaved weights in blocks of 32 takes AMX-INT8.
+// From how many rows a batch of interleaved quantized weights takes AMX-INT8: one tile of
+// activation rows. At 16 the two forms were level (`bench_matmul` `BM_QuantMatmul` in L2,
+// Q5_0 576 wide 64-69 -> 61-62 us, Q4_K 88 -> 84), at 32 AMX ahead (Q5_0 125-130 -> 107-118,
+// Q4_K 161-166 -> 115-122, Q6_K 176 -> 104).
 constexpr int64_t kAmxQuantRows = 16;
 
 int64_t lanes_from_rows(bool vnni) {

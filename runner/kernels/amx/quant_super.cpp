@@ -53,12 +53,14 @@ void configure(int rows) {
 }
 
 // Each row lane's 16-bit scale in every word of its four bytes, for the lanes of one half of
-// a quad-row vector (half 0: lanes 0-7, 1: lanes 8-15).
-TANDEM_QUANT_INLINE __m512i lane_words(__m512i scales32, int half) {
-  const __m512i words = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(scales32));
+// a quad-row vector (`index`: lane_word_index(0) for lanes 0-7, (1) for 8-15).
+TANDEM_QUANT_INLINE __m512i lane_word_index(int half) {
   alignas(64) int16_t index[32];
   for (int w = 0; w < 32; ++w) index[w] = static_cast<int16_t>(8 * half + w / 4);
-  return _mm512_permutexvar_epi16(_mm512_load_si512(index), words);
+  return _mm512_load_si512(index);
+}
+TANDEM_QUANT_INLINE __m512i lane_words(__m512i scales32, __m512i index) {
+  return _mm512_permutexvar_epi16(index, _mm512_castsi256_si512(_mm512_cvtepi32_epi16(scales32)));
 }
 
 // One quad-row vector of sixteen rows' quants (bytes, `offset` above the real ones) times each
@@ -87,9 +89,10 @@ struct LaneWordScales {
   __m512i words[16][2];
 };
 TANDEM_QUANT_INLINE void group_scales(const __m512i (&sc)[16], LaneWordScales& out) {
+  const __m512i index0 = lane_word_index(0), index1 = lane_word_index(1);
   for (int g = 0; g < 16; ++g) {
-    out.words[g][0] = lane_words(sc[g], 0);
-    out.words[g][1] = lane_words(sc[g], 1);
+    out.words[g][0] = lane_words(sc[g], index0);
+    out.words[g][1] = lane_words(sc[g], index1);
   }
 }
 TANDEM_QUANT_INLINE void mins_plane(const __m512i (&mn)[16], uint8_t* sb) {
