@@ -1,12 +1,13 @@
-// AMX-INT8 form of the quantized matmul for batches on K-quant weights interleaved by sixteen
-// rows (quant_interleave.h): Q4_K, Q5_K and Q6_K, the bulk of the Q4_K_M, Q5_K_M and Q6_K
-// files of models whose rows are whole super-blocks. Called from amx/quant_matmul.cpp's loop
-// (same conditions: AMX-INT8 present and the tile state granted).
+// AMX-INT8 form of the quantized matmul for batches on super-block weights interleaved by
+// sixteen rows (quant_interleave.h): Q2_K to Q6_K and IQ4_XS, the bulk of the K-quant mixes
+// and IQ4_XS files of models whose rows are whole super-blocks. Called from amx/quant_matmul.cpp's
+// loop (same conditions: AMX-INT8 present and the tile state granted).
 //
 // finish_super's integers for one super-block are
 //   isum  = sum over the 16-value groups g of sc[g] * (sum over g of q * x),
-//   summs = sum over g of mn[g] * (sum over g of x)            (Q4_K and Q5_K; else 0),
-// the quants q as the portable form unpacks them (Q6_K's less 32). Both are dot products of
+//   summs = sum over g of mn[g] * (sum over g of x)      (Q2_K, Q4_K and Q5_K; else 0),
+// the quants q as the portable form unpacks them (Q6_K's less 32, Q3_K's less 4, IQ4_XS's the
+// table's values). Both are dot products of
 // the activations with a per-weight integer: isum's with v = sc[g(k)] * q[k] (at most 4096
 // in magnitude, so int16) and summs' with mn[g(k)] (0-63, a byte). So a group of sixteen
 // weight rows is decoded once into B tiles of v's low byte (signed, -128..127), its high
@@ -187,10 +188,130 @@ void decode_q6_k(const uint8_t* rec, uint8_t* sb) {
   _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin), _mm512_setzero_ps());
 }
 
+// The quad-row vector of values e .. e + 3 (e a multiple of 4) into the planes: step e / 64,
+// quad row e % 64 / 4, group e / 16.
+TANDEM_QUANT_INLINE void fold_at(__m512i q, int offset, const LaneWordScales& s, uint8_t* sb,
+                                 int e) {
+  fold(q, offset, s.words[e / 16][0], s.words[e / 16][1], sb, quad_at(e / 64, e % 64 / 4));
+}
+
+// Q2_K: quants 0-3, a scale and a min (nibbles) per group. q2_k_quarter's order: for N, S and
+// u < 8, the two bits at 2S of qs word 8N + u are values 128N + 32S + 4u .. + 3.
+template <int N, int S>
+TANDEM_QUANT_INLINE void q2_k_quarter_planes(const uint8_t* rec, const LaneWordScales& s,
+                                             uint8_t* sb) {
+  for (int u = 0; u < 8; ++u) {
+    const __m512i qs = _mm512_loadu_si512(rec + Q2KRecord::kQs + 64 * (8 * N + u));
+    const __m512i q = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * S), _mm512_set1_epi8(3));
+    fold_at(q, 0, s, sb, 128 * N + 32 * S + 4 * u);
+  }
+}
+void decode_q2_k(const uint8_t* rec, uint8_t* sb) {
+  __m512i w[4], sc[16], mn[16];
+  Q2KInterleaved::scale_words(rec, w);
+  for (int g = 0; g < 16; ++g) {
+    sc[g] = q2_k_nibbles(w, g, 0);
+    mn[g] = q2_k_nibbles(w, g, 4);
+  }
+  LaneWordScales s;
+  group_scales(sc, s);
+  mins_plane(mn, sb);
+  q2_k_quarter_planes<0, 0>(rec, s, sb);
+  q2_k_quarter_planes<0, 1>(rec, s, sb);
+  q2_k_quarter_planes<0, 2>(rec, s, sb);
+  q2_k_quarter_planes<0, 3>(rec, s, sb);
+  q2_k_quarter_planes<1, 0>(rec, s, sb);
+  q2_k_quarter_planes<1, 1>(rec, s, sb);
+  q2_k_quarter_planes<1, 2>(rec, s, sb);
+  q2_k_quarter_planes<1, 3>(rec, s, sb);
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Q2KRecord::kD));
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin),
+                  halves16(rec + Q2KRecord::kDmin));
+}
+
+// Q3_K: quants 0-7, 4 above the real ones (the low two bits and the hmask bit), a signed scale
+// per group, no mins; q3_k_quarter's order, values as Q2_K's.
+template <int N, int S>
+TANDEM_QUANT_INLINE void q3_k_quarter_planes(const uint8_t* rec, const LaneWordScales& s,
+                                             uint8_t* sb) {
+  for (int u = 0; u < 8; ++u) {
+    const __m512i qs = _mm512_loadu_si512(rec + Q3KRecord::kQs + 64 * (8 * N + u));
+    const __m512i hm = _mm512_loadu_si512(rec + Q3KRecord::kHmask + 64 * u);
+    const __m512i low = _mm512_and_si512(_mm512_srli_epi16(qs, 2 * S), _mm512_set1_epi8(3));
+    const __m512i q =
+        _mm512_ternarylogic_epi32(low, high_bit_at_2<4 * N + S>(hm), _mm512_set1_epi8(4), 0xF8);
+    fold_at(q, 4, s, sb, 128 * N + 32 * S + 4 * u);
+  }
+}
+template <int G>
+TANDEM_QUANT_INLINE void q3_k_scales_from(const __m512i (&a)[4], __m512i (&sc)[16]) {
+  sc[G] = q3_k_lane_scale<G>(a);
+  if constexpr (G + 1 < 16) q3_k_scales_from<G + 1>(a, sc);
+}
+void decode_q3_k(const uint8_t* rec, uint8_t* sb) {
+  __m512i a[4], sc[16];
+  q3_k_lane_scale_words(rec, a);
+  q3_k_scales_from<0>(a, sc);
+  LaneWordScales s;
+  group_scales(sc, s);
+  q3_k_quarter_planes<0, 0>(rec, s, sb);
+  q3_k_quarter_planes<0, 1>(rec, s, sb);
+  q3_k_quarter_planes<0, 2>(rec, s, sb);
+  q3_k_quarter_planes<0, 3>(rec, s, sb);
+  q3_k_quarter_planes<1, 0>(rec, s, sb);
+  q3_k_quarter_planes<1, 1>(rec, s, sb);
+  q3_k_quarter_planes<1, 2>(rec, s, sb);
+  q3_k_quarter_planes<1, 3>(rec, s, sb);
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Q3KRecord::kD));
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin), _mm512_setzero_ps());
+}
+
+// IQ4_XS: the table's values plus 128 (so unsigned, `offset` 128), a signed scale per
+// sub-block of 32, no mins. iq4_xs_pair's order: sub-block ib's qs word 4ib + u, low nibbles
+// values 32ib + 4u .., high ones 32ib + 16 + 4u ...
+template <int IB>
+TANDEM_QUANT_INLINE void iq4_xs_scales_from(__m512i scales_l, __m512i scales_h, __m512i (&sc)[16]) {
+  sc[2 * IB] = sc[2 * IB + 1] = iq4_xs_lane_scale<IB>(scales_l, scales_h);
+  if constexpr (IB + 1 < 8) iq4_xs_scales_from<IB + 1>(scales_l, scales_h, sc);
+}
+void decode_iq4_xs(const uint8_t* rec, uint8_t* sb) {
+  using Rec = Iq4XsRecord;
+  const __m512i table = iq4_unsigned_table();
+  const __m512i scales_l = _mm512_loadu_si512(rec + Rec::kScalesL);
+  const __m512i scales_h = _mm512_cvtepu16_epi32(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + Rec::kScalesH)));
+  __m512i sc[16];
+  iq4_xs_scales_from<0>(scales_l, scales_h, sc);
+  LaneWordScales s;
+  group_scales(sc, s);
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  for (int ib = 0; ib < 8; ++ib) {
+    for (int u = 0; u < 4; ++u) {
+      const __m512i v = _mm512_loadu_si512(rec + Rec::kQs + 64 * (4 * ib + u));
+      fold_at(_mm512_shuffle_epi8(table, _mm512_and_si512(v, low)), 128, s, sb, 32 * ib + 4 * u);
+      fold_at(_mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low)), 128, s,
+              sb, 32 * ib + 16 + 4 * u);
+    }
+  }
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Rec::kD));
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin), _mm512_setzero_ps());
+}
+
+// Whether the kind has mins (the third plane and product).
+constexpr bool has_mins(QuantKind k) {
+  return k == QuantKind::kQ2_K || k == QuantKind::kQ4_K || k == QuantKind::kQ5_K;
+}
+
 template <QuantKind K>
 void decode_super(const uint8_t* rec, uint8_t* sb) {
   if constexpr (K == QuantKind::kQ6_K) {
     decode_q6_k(rec, sb);
+  } else if constexpr (K == QuantKind::kQ2_K) {
+    decode_q2_k(rec, sb);
+  } else if constexpr (K == QuantKind::kQ3_K) {
+    decode_q3_k(rec, sb);
+  } else if constexpr (K == QuantKind::kIq4Xs) {
+    decode_iq4_xs(rec, sb);
   } else {
     decode_k4<K == QuantKind::kQ5_K>(rec, sb);
   }
@@ -200,6 +321,9 @@ template <QuantKind K>
 constexpr size_t record_bytes() {
   if constexpr (K == QuantKind::kQ6_K) return Q6KRecord::kBytes;
   if constexpr (K == QuantKind::kQ5_K) return Q5KRecord::kBytes;
+  if constexpr (K == QuantKind::kQ2_K) return Q2KRecord::kBytes;
+  if constexpr (K == QuantKind::kQ3_K) return Q3KRecord::kBytes;
+  if constexpr (K == QuantKind::kIq4Xs) return Iq4XsRecord::kBytes;
   return Q4KRecord::kBytes;
 }
 
@@ -270,7 +394,7 @@ TANDEM_QUANT_INLINE void super_finish(const SuperRun& r, int64_t i, __m512 (&acc
 // sums stored a super-block earlier.
 template <QuantKind K>
 void super_tile(const SuperRun& r, int rows, float* out, int64_t out_stride) {
-  constexpr bool kMins = K != QuantKind::kQ6_K;
+  constexpr bool kMins = has_mins(K);
   __m512 acc[kTileRows];
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_setzero_ps();
   if (rows < kTileRows) __builtin_memset(r.c, 0, 2 * sizeof r.c[0]);  // rows no store writes
@@ -335,7 +459,17 @@ void super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
 }  // namespace
 
 bool amx_super_kind(QuantKind kind) {
-  return kind == QuantKind::kQ4_K || kind == QuantKind::kQ5_K || kind == QuantKind::kQ6_K;
+  switch (kind) {
+    case QuantKind::kQ2_K:
+    case QuantKind::kQ3_K:
+    case QuantKind::kQ4_K:
+    case QuantKind::kQ5_K:
+    case QuantKind::kQ6_K:
+    case QuantKind::kIq4Xs:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void amx_super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
@@ -344,6 +478,12 @@ void amx_super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end
       return super_rows<QuantKind::kQ5_K>(a, out_begin, out_end);
     case QuantKind::kQ6_K:
       return super_rows<QuantKind::kQ6_K>(a, out_begin, out_end);
+    case QuantKind::kQ2_K:
+      return super_rows<QuantKind::kQ2_K>(a, out_begin, out_end);
+    case QuantKind::kQ3_K:
+      return super_rows<QuantKind::kQ3_K>(a, out_begin, out_end);
+    case QuantKind::kIq4Xs:
+      return super_rows<QuantKind::kIq4Xs>(a, out_begin, out_end);
     default:
       return super_rows<QuantKind::kQ4_K>(a, out_begin, out_end);
   }

@@ -13,7 +13,8 @@
 
 namespace tandem::kernels::detail {
 
-// The K-quants with a tile form (Q4_K, Q5_K, Q6_K), and that form: quant_super.cpp.
+// The super-block types with a tile form (Q2_K to Q6_K, IQ4_XS), and that form:
+// quant_super.cpp.
 bool amx_super_kind(QuantKind kind);
 void amx_super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end);
 
