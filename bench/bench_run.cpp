@@ -375,6 +375,7 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostr
                           {"bf16_dot_gflops", c.bf16_dot_gflops},
                           {"amx_bf16_gflops", c.amx_bf16_gflops},
                           {"int8_dot_gops", c.int8_dot_gops},
+                          {"amx_int8_gops", c.amx_int8_gops},
                           {"read_gbps_one_thread", c.read_gbps_one_thread},
                           {"read_gbps_all_threads", c.read_gbps_all_threads},
                           {"weights_peak", kernels::peak_name(runs.front().work.peak)}};

@@ -77,6 +77,7 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
   if (isa == Isa::kAmx) c.amx_bf16_gflops = peak_rate(pool, detail::peak_amx_bf16, seconds);
   c.int8_dot_gops = peak_rate(
       pool, quant_uses_vnni() ? detail::peak_int8_dot_avx512 : detail::peak_int8_dot_avx2, seconds);
+  if (quant_uses_amx()) c.amx_int8_gops = peak_rate(pool, detail::peak_amx_int8, seconds);
 
   buffer_bytes = buffer_bytes / 64 * 64;
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> buffer(
@@ -111,14 +112,16 @@ const char* peak_name(Peak peak) {
 }
 
 std::string describe(const MachineCeilings& c) {
-  char amx[48] = "";
+  char amx[48] = "", amx_int8[48] = "";
   if (c.amx_bf16_gflops > 0)
     std::snprintf(amx, sizeof amx, ", AMX BF16 %.0f GFLOP/s", c.amx_bf16_gflops);
-  char line[320];
+  if (c.amx_int8_gops > 0)
+    std::snprintf(amx_int8, sizeof amx_int8, ", AMX int8 %.0f GOP/s", c.amx_int8_gops);
+  char line[360];
   std::snprintf(line, sizeof line,
                 "ceilings (%d threads): F32 FMA %.0f GFLOP/s, BF16 dot %.0f GFLOP/s%s, int8 dot "
-                "%.0f GOP/s, memory read %.1f GB/s (1 thread) %.1f GB/s (%d threads)",
-                c.threads, c.f32_fma_gflops, c.bf16_dot_gflops, amx, c.int8_dot_gops,
+                "%.0f GOP/s%s, memory read %.1f GB/s (1 thread) %.1f GB/s (%d threads)",
+                c.threads, c.f32_fma_gflops, c.bf16_dot_gflops, amx, c.int8_dot_gops, amx_int8,
                 c.read_gbps_one_thread, c.read_gbps_all_threads, c.threads);
   return line;
 }

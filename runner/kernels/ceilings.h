@@ -20,6 +20,10 @@ struct MachineCeilings {
   double bf16_dot_gflops = 0;  // vdpbf16ps (2 products and 2 adds per lane); 0: absent
   double amx_bf16_gflops = 0;  // tdpbf16ps on AMX tiles (16 x 16 lanes of 16 pairs); 0: absent
   double int8_dot_gops = 0;    // the quantized kernels' int8 step (above)
+  // tdpbssd on AMX tiles (16 x 16 lanes of 64 byte products), which the quantized batches of
+  // 16 rows or more take where the CPU has AMX-INT8 (kernels.h, quant_uses_amx); 0: absent.
+  // Not a Peak: a weight's decode steps stay on int8_dot's form.
+  double amx_int8_gops = 0;
   // Streaming reads of a buffer far larger than the caches: the fastest pass over it.
   double read_gbps_one_thread = 0;
   double read_gbps_all_threads = 0;

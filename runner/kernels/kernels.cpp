@@ -289,6 +289,8 @@ Isa detected_isa() {
 
 bool quant_uses_vnni() { return detected_isa() != Isa::kAvx2 && has_avx512vnni(); }
 
+bool quant_uses_amx() { return detected_isa() == Isa::kAmx && has_amx_int8(); }
+
 bool set_isa_for_testing(Isa isa) {
   if (isa > hardware_isa()) return false;
   g_isa_override.store(static_cast<int>(isa), std::memory_order_relaxed);
@@ -538,8 +540,8 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   const bool row_major = streamed || impl.interleaved;
   // Batches of interleaved weights in blocks of 32 on the tile unit where the CPU has
   // AMX-INT8: the same bits (amx/quant_matmul.cpp), so the choice may follow speed alone.
-  const bool amx = impl.interleaved && n_rows >= kAmxQuantRows && detected_isa() == Isa::kAmx &&
-                   has_amx_int8() && detail::amx_quant_kind(*impl.quant);
+  const bool amx = impl.interleaved && n_rows >= kAmxQuantRows && quant_uses_amx() &&
+                   detail::amx_quant_kind(*impl.quant);
   thread_local detail::QuantizedActivations activations;
   struct Quantizing {
     detail::ActFormat format;

@@ -25,6 +25,9 @@ const char* isa_name(Isa isa);
 // Whether the quantized matmuls run their AVX-512 VNNI form (else the AVX2 one), under
 // detected_isa(); the int8 ceiling measures the same form (ceilings.h).
 bool quant_uses_vnni();
+// Whether batches of 16 rows or more on interleaved quantized weights run on AMX-INT8 tiles:
+// under Isa::kAmx, where the CPU has AMX-INT8 (amx/quant_matmul.cpp).
+bool quant_uses_amx();
 // Test hook, not for production code: makes the kernels (and detected_isa) use `isa`
 // from now on. Returns false, changing nothing, if this CPU cannot run it.
 // PackedWeights do not depend on the ISA, so weights packed before remain valid.

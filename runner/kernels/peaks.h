@@ -12,6 +12,7 @@ int64_t peak_fma_avx2(int64_t iterations, float* sink);         // ymm vfmadd231
 int64_t peak_fma_avx512(int64_t iterations, float* sink);       // zmm vfmadd231ps
 int64_t peak_bf16_dot_avx512(int64_t iterations, float* sink);  // zmm vdpbf16ps
 int64_t peak_amx_bf16(int64_t iterations, float* sink);         // tdpbf16ps (amx/matmul.cpp)
+int64_t peak_amx_int8(int64_t iterations, float* sink);         // tdpbssd (amx/quant_matmul.cpp)
 int64_t peak_int8_dot_avx512(int64_t iterations, float* sink);  // zmm vpdpbusd (AVX512-VNNI)
 // ymm vpmaddubsw + vpmaddwd + vpaddd: the quantized kernels' step where VNNI is absent.
 int64_t peak_int8_dot_avx2(int64_t iterations, float* sink);
