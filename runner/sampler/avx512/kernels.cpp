@@ -82,21 +82,25 @@ __m512 exp_shifted16(__m512 d) {
 }
 
 // exp_table, lane by lane: the table's 32 entries in two registers, picked by r's low 5 bits.
-// Lanes out of range (d < -86, NaN) compute garbage that the last multiply masks off.
+// r is rounded as the portable form rounds it, by adding and taking back 1.5 * 2^23, and the
+// sum's low mantissa bits are r's own (two's complement), so they index the table with no
+// conversion; 2^(r >> 5) is vscalefps's 2^floor(r / 32), exact as the portable multiply by
+// the power of two is (for d >= -86 the result stays normal). Three instructions fewer than
+// a round, a conversion and the exponent built by shifts: `bench_sampler` greedy+lp5 at a
+// 128256 vocabulary 26.8-27.5 -> 22.5-23.0 us (3 alternating rounds). Lanes out of range
+// (d < -86, NaN) compute garbage that the last step masks off.
 __m512 exp_table16(__m512 d) {
   const __mmask16 valid = _mm512_cmp_ps_mask(d, set(-86.0f), _CMP_GE_OQ);
   const __m512 t = mul(d, set(46.1662413f));
-  const __m512 r = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 shifted = add(t, set(12582912.0f));
+  const __m512 r = sub(shifted, set(12582912.0f));
   const __m512 f = sub(t, r);
   __m512 p = _mm512_fmadd_ps(f, set(1.69385097e-6f), set(2.34596198e-4f));
   p = _mm512_fmadd_ps(p, f, set(2.16608494e-2f));
   p = _mm512_fmadd_ps(p, f, set(1.0f));
-  const __m512i ri = _mm512_cvttps_epi32(r);
   const __m512 low = _mm512_loadu_ps(kExp2Table), high = _mm512_loadu_ps(kExp2Table + 16);
-  const __m512 table = _mm512_permutex2var_ps(low, ri, high);
-  const __m512i scale =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_srai_epi32(ri, 5), _mm512_set1_epi32(127)), 23);
-  return _mm512_maskz_mul_ps(valid, mul(table, p), _mm512_castsi512_ps(scale));
+  const __m512 table = _mm512_permutex2var_ps(low, _mm512_castps_si512(shifted), high);
+  return _mm512_maskz_scalef_ps(valid, mul(table, p), mul(r, set(0.03125f)));
 }
 
 __m512 gumbel_from_bits16(__m512i bits) {
