@@ -58,10 +58,13 @@ __m512 log_approx16(__m512 x) {
   return r;
 }
 
-// exp_shifted, lane by lane.
+// exp_shifted, lane by lane. The power of two is vscalefps's 2^n (n is integer-valued), exact
+// as the portable multiply by it is (for d >= -86, 2^n and the result stay normal): no
+// integer steps, so the lanes out of range (d < -86, NaN) may compute garbage, which the last
+// step masks off. `bench_sampler` at a 128256 vocabulary, 3 alternating rounds: top-k 40,
+// top-p 0.95, min-p 0.05 77.2-77.6 -> 66.4-68.7 us; T = 0.8, top-p 0.9 156-162 -> 150-151.
 __m512 exp_shifted16(__m512 d) {
   const __mmask16 valid = _mm512_cmp_ps_mask(d, set(-86.0f), _CMP_GE_OQ);
-  d = _mm512_maskz_mov_ps(valid, d);  // keeps the invalid lanes' garbage out of the integer math
   const __m512 t = mul(d, set(1.44269504088896341f));
   const __m512 n = sub(add(t, set(12582912.0f)), set(12582912.0f));
   __m512 x = sub(d, mul(n, set(0.693359375f)));
@@ -76,9 +79,7 @@ __m512 exp_shifted16(__m512 d) {
   y = mul(y, x2);
   y = add(y, x);
   y = add(y, set(1.0f));
-  const __m512i scale =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_maskz_mov_ps(valid, mul(y, _mm512_castsi512_ps(scale)));
+  return _mm512_maskz_scalef_ps(valid, y, n);
 }
 
 // exp_table, lane by lane: the table's 32 entries in two registers, picked by r's low 5 bits.
