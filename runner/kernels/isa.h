@@ -144,11 +144,9 @@ QuantLoop avx2_quant_loop();
 QuantLoop avxvnni_quant_loop();     // the AVX2 forms with AVX-VNNI's 256-bit vpdpbusd
 QuantLoop avx2_lanes_quant_loop();  // activations across rows only (ActRows::lanes)
 QuantLoop avx512vnni_quant_loop();
-// AMX-INT8's form for batches on interleaved weights of the kinds amx_quant_kind names
-// (amx/quant_matmul.cpp): the same integers and float steps, so the same bits.
-enum class QuantKind : uint8_t;
+// AMX-INT8's form for batches on interleaved weights, every kind (amx/quant_matmul.cpp): the
+// same integers and float steps, so the same bits.
 QuantLoop amx_quant_loop();
-bool amx_quant_kind(QuantKind kind);
 
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx512_kernels();

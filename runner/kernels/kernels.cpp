@@ -538,10 +538,9 @@ void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float
   const bool streamed = n_rows < lanes_from_rows(vnni);
   // Interleaved weights take row-major activations at every batch (quant_interleaved.h).
   const bool row_major = streamed || impl.interleaved;
-  // Batches of interleaved weights in blocks of 32 on the tile unit where the CPU has
-  // AMX-INT8: the same bits (amx/quant_matmul.cpp), so the choice may follow speed alone.
-  const bool amx = impl.interleaved && n_rows >= kAmxQuantRows && quant_uses_amx() &&
-                   detail::amx_quant_kind(*impl.quant);
+  // Batches of interleaved weights on the tile unit where the CPU has AMX-INT8: the same
+  // bits (amx/quant_matmul.cpp), so the choice may follow speed alone.
+  const bool amx = impl.interleaved && n_rows >= kAmxQuantRows && quant_uses_amx();
   thread_local detail::QuantizedActivations activations;
   struct Quantizing {
     detail::ActFormat format;

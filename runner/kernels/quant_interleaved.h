@@ -118,6 +118,36 @@ TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
   for (size_t b = 0; b < kBytes; b += 64) TANDEM_PREFETCH_READ_ONCE(rec + kInterleavedPrefetch + b);
 }
 
+// A record's quants as vpdpbusd's unsigned operand, q[v] holding step v (quants 4v .. 4v + 3
+// of every row): the nibbles with the fifth bit, IQ4_NL's table values plus 128 (`table`:
+// iq4_unsigned_table(), else unused), or Q8_0's bytes plus 128; each I.offset above the real
+// quant (interleaved_record). The AMX form (amx/quant_matmul.cpp) takes them back to signed.
+template <QuantKind K>
+TANDEM_QUANT_INLINE void unsigned_quants(const uint8_t* rec, __m512i table, __m512i (&q)[8]) {
+  constexpr InterleavedRecord I = interleaved_record(K);
+  if constexpr (I.bytes_q) {
+    for (int v = 0; v < 8; ++v)
+      q[v] = _mm512_xor_si512(_mm512_loadu_si512(rec + I.qs + 64 * v), _mm512_set1_epi8(-128));
+  } else {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int u = 0; u < 4; ++u) {
+      const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
+      q[u] = _mm512_and_si512(v, low);
+      q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    }
+  }
+  if constexpr (I.fifth_bit) {
+    for (int v = 0; v < 8; ++v) {
+      uint64_t bits;
+      __builtin_memcpy(&bits, rec + I.qh + 8 * v, 8);
+      q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
+    }
+  }
+  if constexpr (I.table) {
+    for (int v = 0; v < 8; ++v) q[v] = _mm512_shuffle_epi8(table, q[v]);
+  }
+}
+
 // 512-bit (S::kWide): out[m][r] = weight row r of the group (at `group`) dotted with
 // activation row m0 + m, every m < R.
 template <class S, QuantKind K, int R>
@@ -128,33 +158,13 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
   for (int m = 0; m < R; ++m) act[m] = act_row(x, m0 + m);
   __m512 acc[R];
   for (int m = 0; m < R; ++m) acc[m] = _mm512_setzero_ps();
-  const __m512i low = _mm512_set1_epi8(0x0F);
   __m512i table = _mm512_setzero_si512();
   if constexpr (I.table) table = iq4_unsigned_table();
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I.bytes;
     prefetch_record<I.bytes>(rec);
     __m512i q[8];  // step v: quants 4v .. 4v + 3 of every row
-    if constexpr (I.bytes_q) {
-      for (int v = 0; v < 8; ++v)
-        q[v] = _mm512_xor_si512(_mm512_loadu_si512(rec + I.qs + 64 * v), _mm512_set1_epi8(-128));
-    } else {
-      for (int u = 0; u < 4; ++u) {
-        const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
-        q[u] = _mm512_and_si512(v, low);
-        q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-      }
-    }
-    if constexpr (I.fifth_bit) {
-      for (int v = 0; v < 8; ++v) {
-        uint64_t bits;
-        __builtin_memcpy(&bits, rec + I.qh + 8 * v, 8);
-        q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
-      }
-    }
-    if constexpr (I.table) {
-      for (int v = 0; v < 8; ++v) q[v] = _mm512_shuffle_epi8(table, q[v]);
-    }
+    unsigned_quants<K>(rec, table, q);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     __m512 dm = _mm512_setzero_ps();
     if constexpr (I.min)

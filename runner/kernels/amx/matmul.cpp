@@ -17,6 +17,7 @@
 // tile it sits in or the thread (tests/runner/kernels).
 #include <immintrin.h>
 
+#include "runner/kernels/amx/tile_config.h"
 #include "runner/kernels/isa.h"
 #include "runner/kernels/peaks.h"
 #include "runner/kernels/tile_loop.h"
@@ -33,15 +34,6 @@ constexpr int64_t kKBlockBytes = kBlockPairs * kPairRow;  // a panel's 16 pairs 
 // rows: 288-768 KiB at n_in 576-1536) stay in L2 while every panel of the task's share
 // passes over them, and then the next chunk takes the panels again.
 constexpr int64_t kChunkGroups = 8;
-
-// LDTILECFG's 64-byte operand, palette 1.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
 
 // The tiles' roles. One block of rows (up to 16): sums 0-3 for the panel's four 16-output
 // columns, activations in 4, weights through 5, 6 and 7. Two blocks: sums 0-1 (block 0) and
@@ -60,10 +52,7 @@ void configure(int rows0, int rows1) {
     c.rows[0] = c.rows[1] = c.rows[4] = r0;
     c.rows[2] = c.rows[3] = c.rows[5] = r1;
   }
-  // GCC 12 does not count LDTILECFG as reading its operand and drops the stores above it
-  // (colsb came out zero: #GP): the empty asm makes them happen first.
-  asm volatile("" : : "r"(&c) : "memory");
-  _tile_loadconfig(&c);
+  load_tile_config(c);
 }
 
 // Where a tile of sums goes: straight into y where its 16 outputs exist, else (the last

@@ -59,40 +59,16 @@ struct DecodedGroup {
   float* dm;  // nb x 16 (types with a min)
 };
 
-// Block j of the group's records into B's signed bytes: the nibbles (with the fifth bit) less
-// the offset, IQ4_NL's table values, or Q8_0's bytes as they are.
+// Block j of the group's records into B's signed bytes: the VNNI form's unsigned quants
+// (quant_interleaved.h) less their offset, modulo 256 where it is 128 (Q8_0, IQ4_NL).
 template <QuantKind K>
-TANDEM_QUANT_INLINE void decode_block(const uint8_t* rec, int8_t* out, float* d, float* dm) {
+TANDEM_QUANT_INLINE void decode_block(const uint8_t* rec, __m512i table, int8_t* out, float* d,
+                                      float* dm) {
   constexpr InterleavedRecord I = interleaved_record(K);
   __m512i q[8];
-  if constexpr (I.bytes_q) {
-    for (int v = 0; v < 8; ++v) q[v] = _mm512_loadu_si512(rec + I.qs + 64 * v);
-  } else {
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    for (int u = 0; u < 4; ++u) {
-      const __m512i v = _mm512_loadu_si512(rec + I.qs + 64 * u);
-      q[u] = _mm512_and_si512(v, low);
-      q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-    }
-    if constexpr (I.fifth_bit) {
-      for (int v = 0; v < 8; ++v) {
-        uint64_t bits;
-        __builtin_memcpy(&bits, rec + I.qh + 8 * v, 8);
-        q[v] = _mm512_mask_add_epi8(q[v], _cvtu64_mask64(bits), q[v], _mm512_set1_epi8(0x10));
-      }
-    }
-    if constexpr (I.table) {
-      alignas(16) int8_t t[16];
-      for (int i = 0; i < 16; ++i) t[i] = gguf::kIq4NlValues[i];
-      const __m512i table =
-          _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
-      for (int v = 0; v < 8; ++v) q[v] = _mm512_shuffle_epi8(table, q[v]);
-    } else if constexpr (I.offset != 0) {
-      const __m512i offset = _mm512_set1_epi8(static_cast<char>(I.offset));
-      for (int v = 0; v < 8; ++v) q[v] = _mm512_sub_epi8(q[v], offset);
-    }
-  }
-  for (int v = 0; v < 8; ++v) _mm512_store_si512(out + 64 * v, q[v]);
+  unsigned_quants<K>(rec, table, q);
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(I.offset));
+  for (int v = 0; v < 8; ++v) _mm512_store_si512(out + 64 * v, _mm512_sub_epi8(q[v], offset));
   _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec))));
   if constexpr (I.min) {
     _mm512_store_ps(
@@ -103,8 +79,12 @@ TANDEM_QUANT_INLINE void decode_block(const uint8_t* rec, int8_t* out, float* d,
 template <QuantKind K>
 void decode_group(const uint8_t* group, int64_t nb, const DecodedGroup& out) {
   constexpr InterleavedRecord I = interleaved_record(K);
-  for (int64_t j = 0; j < nb; ++j)
-    decode_block<K>(group + j * I.bytes, out.q + j * kTileBytes, out.d + 16 * j, out.dm + 16 * j);
+  __m512i table = _mm512_setzero_si512();
+  if constexpr (I.table) table = iq4_unsigned_table();
+  for (int64_t j = 0; j < nb; ++j) {
+    decode_block<K>(group + j * I.bytes, table, out.q + j * kTileBytes, out.d + 16 * j,
+                    out.dm + 16 * j);
+  }
 }
 
 // The float steps of block j for a tile's 16 activation rows (its sums in c, a row of 16
@@ -237,25 +217,11 @@ void amx_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   if (configured >= 0) _tile_release();
 }
 
-bool amx_kind(QuantKind kind) {
-  switch (kind) {
-    case QuantKind::kQ4_0:
-    case QuantKind::kQ4_1:
-    case QuantKind::kQ5_0:
-    case QuantKind::kQ5_1:
-    case QuantKind::kIq4Nl:
-    case QuantKind::kQ8_0:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Anything but interleaved blocks of 32 goes to the VNNI loop (so tests may call this one
-// with any arguments).
+// Rows kept as stored go to the VNNI loop (so tests may call this one with any arguments);
+// super-blocks (their activations in Q8_K) to quant_super.cpp.
 void amx_loop(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
-  if (a.interleaved && amx_super_kind(a.kind)) return amx_super_rows(a, out_begin, out_end);
-  if (!a.interleaved || !amx_kind(a.kind)) return avx512vnni_quant_loop()(a, out_begin, out_end);
+  if (!a.interleaved) return avx512vnni_quant_loop()(a, out_begin, out_end);
+  if (a.x.format == ActFormat::kQ8_K) return amx_super_rows(a, out_begin, out_end);
   switch (a.kind) {
     case QuantKind::kQ4_1:
       return amx_rows<QuantKind::kQ4_1>(a, out_begin, out_end);
@@ -306,8 +272,6 @@ int64_t peak_amx_int8(int64_t iterations, float* sink) {
   *sink += static_cast<float>(out[3][5]);
   return iterations * 4 * kTileRows * 16 * 64 * 2;  // a product and an add per byte pair
 }
-
-bool amx_quant_kind(QuantKind kind) { return amx_kind(kind) || amx_super_kind(kind); }
 
 QuantLoop amx_quant_loop() { return &amx_loop; }
 

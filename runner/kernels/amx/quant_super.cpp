@@ -106,6 +106,28 @@ TANDEM_QUANT_INLINE void mins_plane(const __m512i (&mn)[16], uint8_t* sb) {
 // Quad row (step c, row kk) of the planes: values 64c + 4kk .. + 3, group 4c + kk / 4.
 constexpr size_t quad_at(int c, int kk) { return c * kStepBytes + 64 * static_cast<size_t>(kk); }
 
+// A decoded super-block's float scales: the record's d (sixteen halves at `d`) and, for the
+// types with mins, its dmin (at `dmin`; null: zeros, as finish_super takes no mins).
+TANDEM_QUANT_INLINE void store_scales(uint8_t* sb, const uint8_t* d, const uint8_t* dmin) {
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(d));
+  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin),
+                  dmin != nullptr ? halves16(dmin) : _mm512_setzero_ps());
+}
+
+// f.template operator()<N, S>() for the eight quarters (N, S) of a super-block's values in
+// the Q2_K and Q3_K order (128N + 32S ..), N and S as literals.
+template <class F>
+TANDEM_QUANT_INLINE void for_each_quarter(F&& f) {
+  f.template operator()<0, 0>();
+  f.template operator()<0, 1>();
+  f.template operator()<0, 2>();
+  f.template operator()<0, 3>();
+  f.template operator()<1, 0>();
+  f.template operator()<1, 1>();
+  f.template operator()<1, 2>();
+  f.template operator()<1, 3>();
+}
+
 // Q4_K, or Q5_K (kFifth): quants 0-31 as stored (no offset), scales and mins per sub-block of
 // 32, so group g takes sub-block g / 2's. Pair P of sub-blocks is step P: quad row u < 8 the
 // low nibbles of qs vector 8P + u, 8 + u its high ones (k4_pair's order).
@@ -153,9 +175,7 @@ void decode_k4(const uint8_t* rec, uint8_t* sb) {
       fold(q1, 0, s.words[g1][0], s.words[g1][1], sb, quad_at(p, 8 + u));
     }
   }
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Q4KRecord::kD));
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin),
-                  halves16(rec + Q4KRecord::kDmin));
+  store_scales(sb, rec + Q4KRecord::kD, rec + Q4KRecord::kDmin);
 }
 
 // Q6_K: six-bit quants 32 above the real ones, a signed scale per group, no mins. Half N,
@@ -184,8 +204,7 @@ void decode_q6_k(const uint8_t* rec, uint8_t* sb) {
       }
     }
   }
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Rec::kD));
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin), _mm512_setzero_ps());
+  store_scales(sb, rec + Rec::kD, nullptr);
 }
 
 // The quad-row vector of values e .. e + 3 (e a multiple of 4) into the planes: step e / 64,
@@ -216,17 +235,8 @@ void decode_q2_k(const uint8_t* rec, uint8_t* sb) {
   LaneWordScales s;
   group_scales(sc, s);
   mins_plane(mn, sb);
-  q2_k_quarter_planes<0, 0>(rec, s, sb);
-  q2_k_quarter_planes<0, 1>(rec, s, sb);
-  q2_k_quarter_planes<0, 2>(rec, s, sb);
-  q2_k_quarter_planes<0, 3>(rec, s, sb);
-  q2_k_quarter_planes<1, 0>(rec, s, sb);
-  q2_k_quarter_planes<1, 1>(rec, s, sb);
-  q2_k_quarter_planes<1, 2>(rec, s, sb);
-  q2_k_quarter_planes<1, 3>(rec, s, sb);
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Q2KRecord::kD));
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin),
-                  halves16(rec + Q2KRecord::kDmin));
+  for_each_quarter([&]<int N, int S>() { q2_k_quarter_planes<N, S>(rec, s, sb); });
+  store_scales(sb, rec + Q2KRecord::kD, rec + Q2KRecord::kDmin);
 }
 
 // Q3_K: quants 0-7, 4 above the real ones (the low two bits and the hmask bit), a signed scale
@@ -254,16 +264,8 @@ void decode_q3_k(const uint8_t* rec, uint8_t* sb) {
   q3_k_scales_from<0>(a, sc);
   LaneWordScales s;
   group_scales(sc, s);
-  q3_k_quarter_planes<0, 0>(rec, s, sb);
-  q3_k_quarter_planes<0, 1>(rec, s, sb);
-  q3_k_quarter_planes<0, 2>(rec, s, sb);
-  q3_k_quarter_planes<0, 3>(rec, s, sb);
-  q3_k_quarter_planes<1, 0>(rec, s, sb);
-  q3_k_quarter_planes<1, 1>(rec, s, sb);
-  q3_k_quarter_planes<1, 2>(rec, s, sb);
-  q3_k_quarter_planes<1, 3>(rec, s, sb);
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Q3KRecord::kD));
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin), _mm512_setzero_ps());
+  for_each_quarter([&]<int N, int S>() { q3_k_quarter_planes<N, S>(rec, s, sb); });
+  store_scales(sb, rec + Q3KRecord::kD, nullptr);
 }
 
 // IQ4_XS: the table's values plus 128 (so unsigned, `offset` 128), a signed scale per
@@ -293,8 +295,7 @@ void decode_iq4_xs(const uint8_t* rec, uint8_t* sb) {
               sb, 32 * ib + 16 + 4 * u);
     }
   }
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kD), halves16(rec + Rec::kD));
-  _mm512_store_ps(reinterpret_cast<float*>(sb + SuperTiles::kDmin), _mm512_setzero_ps());
+  store_scales(sb, rec + Rec::kD, nullptr);
 }
 
 // Whether the kind has mins (the third plane and product).
@@ -457,20 +458,6 @@ void super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
 }
 
 }  // namespace
-
-bool amx_super_kind(QuantKind kind) {
-  switch (kind) {
-    case QuantKind::kQ2_K:
-    case QuantKind::kQ3_K:
-    case QuantKind::kQ4_K:
-    case QuantKind::kQ5_K:
-    case QuantKind::kQ6_K:
-    case QuantKind::kIq4Xs:
-      return true;
-    default:
-      return false;
-  }
-}
 
 void amx_super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   switch (a.kind) {

@@ -1,6 +1,7 @@
 // What the two AMX-INT8 files of the quantized matmul share (amx/quant_matmul.cpp: blocks of
-// 32; amx/quant_super.cpp: the K-quants' super-blocks of 256): the tile configuration, the
-// activation rows' scales laid out by tiles of 16 rows, and the K-quants' entry points.
+// 32; amx/quant_super.cpp: the K-quants' super-blocks of 256): the activation rows' scales
+// laid out by tiles of 16 rows, and the super-blocks' entry point (the tile configuration is
+// tile_config.h's, shared with amx/matmul.cpp).
 // Internal to runner/kernels/amx/; every such file is compiled with AMX flags.
 #pragma once
 
@@ -9,33 +10,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runner/kernels/amx/tile_config.h"
 #include "runner/kernels/quant_matmul.h"
 
 namespace tandem::kernels::detail {
 
-// The super-block types with a tile form (Q2_K to Q6_K, IQ4_XS), and that form:
+// The super-block types' tile form (Q2_K to Q6_K, IQ4_XS: activations in Q8_K):
 // quant_super.cpp.
-bool amx_super_kind(QuantKind kind);
 void amx_super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end);
 
 namespace {
 
 constexpr int kTileRows = 16;  // activation rows of an A or C tile
-
-// LDTILECFG's 64-byte operand, palette 1: each tile's bytes a row and rows.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-inline void load_tile_config(const TileConfig& c) {
-  // As amx/matmul.cpp: GCC 12 would drop the stores that fill c without the empty asm.
-  asm volatile("" : : "r"(&c) : "memory");
-  _tile_loadconfig(&c);
-}
 
 // A tile of 16 activation rows' block scales, block by block: xd[16 * j + m] is row m's d
 // for block j (and xs its s, for the types with a min), so that the float steps read each
