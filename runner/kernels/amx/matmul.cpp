@@ -106,6 +106,10 @@ struct Unit {
   int64_t row0, col0;  // first row, first output
   int rows0, rows1;    // rows in each block (rows1 0: one block)
   bool prefetch;       // the panel's first pass: stream it in ahead
+  // The panel the task takes next (null: none), which the unit's passes bring into L2 a share
+  // at a time: from its line line0 on, lines_per_block lines a k block of each pass.
+  const uint8_t* next = nullptr;
+  int64_t line0 = 0, lines_per_block = 0, next_lines = 0;
   const uint8_t* act(int block) const {
     return reinterpret_cast<const uint8_t*>(a.x_pairs +
                                             (row0 + block * kBlockRows) * padded_pairs(a.n_in));
@@ -131,6 +135,19 @@ struct Unit {
     prefetch_block(w + kAheadBlocks * kKBlockBytes, lines);
 }
 
+// This k block's share of the next panel into L2 (Unit::next), for the unit's half-panel
+// pass `pass` (0 or 1; a one-block unit takes both). A chunk's first group streamed its panel
+// from memory, waiting at every k block, while the other groups computed from L2; now the
+// stream runs under the other groups' products.
+[[gnu::always_inline]] inline void prefetch_next_panel(const Unit& u, int64_t kb, int pass) {
+  if (u.next == nullptr) return;
+  const int64_t first = u.line0 + (pass * u.k_blocks + kb) * u.lines_per_block;
+  const int64_t end =
+      first + u.lines_per_block < u.next_lines ? first + u.lines_per_block : u.next_lines;
+  for (int64_t l = first; l < end; ++l)
+    _mm_prefetch(reinterpret_cast<const char*>(u.next + 64 * l), _MM_HINT_T1);
+}
+
 // One block of rows against the whole panel: four tiles of sums.
 void one_block(const Unit& u) {
   zero_sums();
@@ -138,6 +155,8 @@ void one_block(const Unit& u) {
   for (int64_t kb = 0; kb < u.k_blocks; ++kb) {
     const uint8_t* w = u.panel + kb * kKBlockBytes;
     prefetch_ahead(u, kb, w, 4);
+    prefetch_next_panel(u, kb, 0);
+    prefetch_next_panel(u, kb, 1);
     _tile_loadd(4, x + kb * 64, u.act_stride());
     _tile_loadd(5, w, kPairRow);
     _tile_dpbf16ps(0, 4, 5);
@@ -164,6 +183,7 @@ void two_blocks(const Unit& u, int half) {
     // The first half brings in whole pair rows; the second finds its half in cache. A
     // 32-row step 22.3-23.0 -> 22.0-22.1 ms against each half prefetching its own (3 rounds).
     if (half == 0) prefetch_ahead(u, kb, w, 4);
+    prefetch_next_panel(u, kb, half);
     _tile_loadd(4, x0 + kb * 64, u.act_stride());
     _tile_loadd(6, w, kPairRow);
     _tile_dpbf16ps(0, 4, 6);
@@ -207,10 +227,22 @@ void amx_bf16_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
     }
     // A panel's first group in the share streams it in ahead of its tile loads.
     const bool first_pass = in_chunk % groups == 0 || u == ours.first;
-    const Unit unit{a,          a.panels + p * static_cast<int64_t>(a.panel_bytes),
-                    k_blocks,   row0,
-                    p * kPanel, rows0,
-                    rows1,      first_pass};
+    Unit unit{a,          a.panels + p * static_cast<int64_t>(a.panel_bytes),
+              k_blocks,   row0,
+              p * kPanel, rows0,
+              rows1,      first_pass};
+    // The chunk's other groups bring in the panel that follows (that of the next chunk
+    // after the last), each pass its share.
+    const int64_t in_panel = in_chunk % groups;
+    const bool more = p + 1 < n_panels || g + 1 < n_groups;
+    if (in_panel > 0 && more) {
+      const int64_t next_p = p + 1 < n_panels ? p + 1 : 0;
+      const int64_t passes = 2 * (groups - 1) * k_blocks;
+      unit.next = a.panels + next_p * static_cast<int64_t>(a.panel_bytes);
+      unit.next_lines = static_cast<int64_t>(a.panel_bytes) / 64;
+      unit.lines_per_block = (unit.next_lines + passes - 1) / passes;
+      unit.line0 = 2 * (in_panel - 1) * k_blocks * unit.lines_per_block;
+    }
     if (rows1 == 0) {
       one_block(unit);
     } else {
