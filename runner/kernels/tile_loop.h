@@ -6,7 +6,9 @@
 //   kVecs                  vectors per tile row of a tile of several rows (R rows x
 //                          kVecs * kWidth outputs, a sub-panel: the tiles fit the ISA's
 //                          register file); a one-row tile is a whole panel (kTileVecs)
-//   kPrefetchAhead         bytes ahead in a sub-panel's weight stream
+//   kPrefetchAhead         bytes ahead in a one-row pass's weight stream (read once),
+//   kPrefetchAheadL2       the same where those prefetches go into L2 (Intel, isa.h)
+//   kTilePrefetchAhead     bytes ahead in a tile of several rows' stream
 //   kChunkBytes            0, or the bytes of a panel's k-chunk: batches then go chunk by
 //                          chunk (chunked_panels below)
 //   broadcast(const float*), fma(a, b, c) = a * b + c, rounded once
@@ -59,9 +61,10 @@ using Acc = typename V::Vec[R][kTileVecs<V, R>];
 // same panel.
 template <class V, size_t kRowBytes, bool kReadOnce>
 [[gnu::always_inline]] inline void prefetch_row(const void* row) {
-  constexpr int kAhead = kReadOnce ? V::kPrefetchAhead : V::kTilePrefetchAhead;
+  int ahead = V::kTilePrefetchAhead;
+  if constexpr (kReadOnce) ahead = g_read_once_into_l2 ? V::kPrefetchAheadL2 : V::kPrefetchAhead;
   for (size_t offset = 0; offset < kRowBytes; offset += 64) {
-    const char* p = static_cast<const char*>(row) + offset + kAhead;
+    const char* p = static_cast<const char*>(row) + offset + ahead;
     if constexpr (kReadOnce) {
       TANDEM_PREFETCH_READ_ONCE(p);
     } else {

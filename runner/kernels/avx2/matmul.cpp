@@ -20,6 +20,7 @@ struct Avx2 {
   // k: too few to cover memory's latency at batch 1 (Zen 3, BM_DecodeStep BF16 M:1 34 -> 28
   // ms with 4096, 5 interleaved rounds; 8192 no better).
   static constexpr int kPrefetchAhead = 4096;
+  static constexpr int kPrefetchAheadL2 = 4096;  // not measured apart on an AVX2-only Intel
   static constexpr int kTilePrefetchAhead = 4096;
   // Batches go over a panel in k-chunks of this many bytes (tile_loop.h, chunked_panels).
   static constexpr int64_t kChunkBytes = 16384;

@@ -19,6 +19,11 @@ struct Avx512 {
   static constexpr int kWidth = 16;
   static constexpr int kVecs = kPanel / 16;  // a matmul tile is a whole panel, four zmm
   static constexpr int kPrefetchAhead = 2048;
+  // Into L2 (the Sapphire Rapids class Xeon), a one-row pass's 2048 bytes came too late:
+  // `bench_forward` `BM_DecodeStep/f16/batch:1` 8.13-8.22 -> 6.90-7.18 ms with 8192 (3
+  // alternating rounds of two binaries), `tandem generate` on an F16 smollm2 0.84-0.85 ->
+  // 1.08-1.23 of the memory floor (4096: 0.98-1.11; 16384 level with 8192).
+  static constexpr int kPrefetchAheadL2 = 8192;
   // A 6-row BF16 tile's pass spends about 12 cycles of vdpbf16ps on each 256 bytes of its
   // panel, so 2048 bytes ahead asked for a line only ~100 cycles before its use, under
   // memory's latency (perf: most of an 8-row step's matmul samples on the weight loads).
