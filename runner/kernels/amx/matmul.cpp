@@ -234,7 +234,7 @@ void amx_bf16_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
     // The chunk's other groups bring in the panel that follows (that of the next chunk
     // after the last), each pass its share.
     const int64_t in_panel = in_chunk % groups;
-    const bool more = p + 1 < n_panels || g + 1 < n_groups;
+    const bool more = p + 1 < n_panels || (chunk + 1) * kChunkGroups < n_groups;
     if (in_panel > 0 && more) {
       const int64_t next_p = p + 1 < n_panels ? p + 1 : 0;
       const int64_t passes = 2 * (groups - 1) * k_blocks;
