@@ -35,19 +35,23 @@ double PrefillPacer::within_reason(const CostFit<N>& fit, const typename CostFit
 }
 
 int32_t PrefillPacer::prompt_budget(const StepLoad& decode, int32_t waiting_prompts,
-                                    int32_t position, double now) const {
-  return budget(decode, waiting_prompts, position, sustained(now));
+                                    int32_t position, double now, int32_t remaining) const {
+  return budget(decode, waiting_prompts, position, sustained(now), remaining);
 }
 
-int32_t PrefillPacer::lone_prompt_budget() const { return budget(last_decode_, 1, 0, false); }
+int32_t PrefillPacer::lone_prompt_budget() const { return budget(last_decode_, 1, 0, false, 0); }
 
 int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position,
-                             bool sustained) const {
+                             bool sustained, int32_t remaining) const {
   if (decode.decode_rows == 0) return max_step_tokens_;
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
   if (!paced_ || decode_.samples() == 0) return max_step_tokens_;
-  if (sustained) return std::max(kMinChunk, max_step_tokens_ / 2);
-  if (prompt_.samples() == 0) return std::min(probe_, max_step_tokens_);
+  const int32_t half = std::max(kMinChunk, max_step_tokens_ / 2);
+  if (sustained) return half;  // a sustained load of prompts (prefill_pacer.h)
+  // A queue behind a long prompt: at least half the step budget, its shares where those
+  // give more.
+  const int32_t least = waiting_prompts >= kQueue && remaining >= half ? half : kMinChunk;
+  if (prompt_.samples() == 0) return std::max(least, std::min(probe_, max_step_tokens_));
   const double allowance =
       kShare * std::max(1, waiting_prompts) * decode_.predict(decode_features(decode));
   // n prompt tokens from `position` add a * n^2 + b * n to the step (keys_of_chunk).
@@ -61,7 +65,7 @@ int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, in
   }
   if (!std::isfinite(tokens)) return max_step_tokens_;
   return static_cast<int32_t>(
-      std::clamp<double>(std::floor(tokens), kMinChunk, std::max(kMinChunk, max_step_tokens_)));
+      std::clamp<double>(std::floor(tokens), least, std::max(least, max_step_tokens_)));
 }
 
 double PrefillPacer::prompt_share(double now) const {

@@ -38,23 +38,34 @@
 //
 // Pacing evens out a prompt's cost to the streams; it cannot lower it. Under a sustained
 // load of prompts the device spends its time on them whatever the pace, so the streams'
-// mean token gap is the same, and pacing only makes every prompt queue for its first token
-// (issue 15's headline workload, 16 clients sending 1024-token prompts: about two thirds of
-// the device went to prompts, a lone prompt's share is 0.44, so 2-3 prompts queued and TTFT
-// p50 was 2.9 s where one prompt alone takes 0.42 s). So the pacer also keeps the share of
-// the device the steps of the last kSustainWindow seconds gave prompt tokens (their time
-// beyond the decode model's for their decode rows); while it is kSustained or more, a step
-// takes half the step budget of prompt tokens (256 of --max-step-tokens' 512), whatever
-// the queue (its shares, where they gave more, made TTFT p50 1.20-1.85 s). A
-// lone prompt paced at its share stays under that (0.44 < kSustained), so item 4's bound
-// holds for it; a queue of prompts, whose shares add up past it, or a burst prefilled
-// before the streams started, turns the pacing off until the prompts stop coming. Why
-// half: a prompt arriving then waits half a step on average before its first chunk, and
+// mean token gap is the same, and pacing only makes every prompt queue for its first token.
+// So while the steps of the last kSustainWindow seconds gave prompt tokens kSustained or
+// more of their time (their time beyond the decode model's for their decode rows), a step
+// takes half the step budget of prompt tokens (256 of --max-step-tokens' 512), whatever the
+// queue; and while kQueue or more requests wait for their first token and the first in line
+// still has that much of its prompt to prefill, at least that (their shares where those give
+// more). Not for short prompts: a wave of 32-token prompts after a 1024-token cached prefix
+// (each token dear, reading 1056 keys) then packed eight into a step that all of them waited
+// on, TTFT p50 200-335 -> 328-330 ms. A lone prompt among the streams is paced as above.
+// Why half: a prompt arriving then waits half a step on average before its first chunk, and
 // each of its chunks carries the decode rows' time (T_decode), so its TTFT is least near
 // chunks of sqrt(2 * N * T_decode / c) tokens (N its tokens, c a token's time): ~330 for a
-// 1024-token prompt beside 15 rows on the smollm2 shape. Measured on that workload (3
-// alternating rounds each): half the budget, TTFT p50 0.84-0.93 s; the whole budget
-// 1.10-1.43 s; that formula per step 0.79-1.41 s (it cut deep chunks short).
+// 1024-token prompt beside 15 rows on the smollm2 shape. Measured on the headline workload
+// (Zen 5, 3 alternating rounds each): half the budget, TTFT p50 0.84-0.93 s; the whole
+// budget 1.10-1.43 s; that formula per step 0.79-1.41 s (it cut deep chunks short); the
+// shares where they gave more 1.20-1.85 s.
+//
+// The share alone marked the load before the queue did, and it moved with the machine: on
+// the Sapphire Rapids class Xeon, whose tile unit prefills about three times faster than
+// the Zen 5's FMA, the headline workload's prompts held 0.46-0.49 of the steps, under
+// kSustained, so each step took the waiting prompts' shares (113-354 tokens with 2-5
+// waiting): TTFT p50 2.17-2.58 s (6 runs); a fixed 256 gave 1.04-1.06 s at the same output
+// rate (TPOT p99 82-84 ms against 74-80). The floor behind a long prompt: 1.79-1.94 s (3
+// runs, TPOT p99 75-78 ms; a queued prompt's first chunk, its cached prefix not yet known,
+// is still paced). The floor for every queue: 1.23-1.37 s, but the wave above at 328-330 ms
+// against 200-335. A lone prompt paced at its share keeps the steps' share under kSustained
+// (0.44), so item 4's bound holds for it; a burst prefilled before the streams started
+// takes the whole budget (no decode rows).
 //
 // Until the decode model has a sample, with a fixed chunk (--prefill-chunk N), and unpaced
 // (the library's default), the budget is fixed; beside decode rows before the prompt model
@@ -103,6 +114,7 @@ class PrefillPacer {
   static constexpr int kSettle = 8;             // of the model's prediction, after these steps
   static constexpr double kSustainWindow = 10;  // seconds of steps in the prompts' share
   static constexpr double kSustained = 0.55;    // that share, from which pacing is off
+  static constexpr int32_t kQueue = 2;          // prompts waiting, from which half at least
 
   // fixed_chunk > 0: that many prompt tokens a step beside decode rows (no pacing); else
   // paced, or (not paced) the whole step budget.
@@ -111,11 +123,12 @@ class PrefillPacer {
 
   // Prompt tokens the next step may take beside `decode` (its decode rows; no prompt
   // tokens) while `waiting_prompts` requests wait for their first token (prefilling or
-  // queued) and the first prompt in line goes on from `position`, at time `now` (seconds on
-  // record's clock; kNoClock: never sustained).
+  // queued) and the first prompt in line goes on from `position` with `remaining` tokens
+  // still to prefill (0: unknown, a queued prompt whose cached prefix is not yet found), at
+  // time `now` (seconds on record's clock; kNoClock: never sustained).
   static constexpr double kNoClock = -1;
   int32_t prompt_budget(const StepLoad& decode, int32_t waiting_prompts = 1, int32_t position = 0,
-                        double now = kNoClock) const;
+                        double now = kNoClock, int32_t remaining = 0) const;
   // The budget for one prompt from position 0 beside the last step's decode rows that the
   // pacer was told of, paced (/metrics' tandem_prefill_chunk_tokens).
   int32_t lone_prompt_budget() const;
@@ -144,8 +157,8 @@ class PrefillPacer {
   int32_t max_step_tokens_;
   int32_t fixed_chunk_;
   bool paced_;
-  int32_t budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position,
-                 bool sustained) const;
+  int32_t budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position, bool sustained,
+                 int32_t remaining) const;
   void remember(double now, double seconds, double prompt_seconds);
 
   struct Recent {

@@ -392,18 +392,20 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   // Requests waiting for their first token: part-way through prefill, or queued.
   // The first in line goes on from where its prefill stands (a queued one from its start:
   // its cached prefix is found at admission).
-  int32_t prompts = 0, position = -1;
+  int32_t prompts = 0, position = -1, remaining = 0;
   for (const Request* r : running_) {
     if (r->decoding) continue;
     ++prompts;
-    if (position < 0) position = r->prefill_launched;
+    if (position >= 0) continue;
+    position = r->prefill_launched;
+    remaining = r->prefill_end - r->prefill_launched;
   }
   {
     std::lock_guard lock(inbox_mutex_);
     prompts += static_cast<int32_t>(waiting_.size());
   }
-  budget = std::min(
-      budget, pacer_.prompt_budget(step->load, prompts, std::max(position, 0), steady_seconds()));
+  budget = std::min(budget, pacer_.prompt_budget(step->load, prompts, std::max(position, 0),
+                                                 steady_seconds(), remaining));
   bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;
