@@ -46,7 +46,7 @@
 // still has that much of its prompt to prefill, at least that (their shares where those give
 // more). Not for short prompts: a wave of 32-token prompts after a 1024-token cached prefix
 // (each token dear, reading 1056 keys) then packed eight into a step that all of them waited
-// on, TTFT p50 200-335 -> 328-330 ms. A lone prompt among the streams is paced as above.
+// on, TTFT p50 210-335 -> 328-330 ms. A lone prompt among the streams is paced as above.
 // Why half: a prompt arriving then waits half a step on average before its first chunk, and
 // each of its chunks carries the decode rows' time (T_decode), so its TTFT is least near
 // chunks of sqrt(2 * N * T_decode / c) tokens (N its tokens, c a token's time): ~330 for a
@@ -63,7 +63,7 @@
 // rate (TPOT p99 82-84 ms against 74-80). The floor behind a long prompt: 1.79-1.94 s (3
 // runs, TPOT p99 75-78 ms; a queued prompt's first chunk, its cached prefix not yet known,
 // is still paced). The floor for every queue: 1.23-1.37 s, but the wave above at 328-330 ms
-// against 200-335. A lone prompt paced at its share keeps the steps' share under kSustained
+// against 210-335. A lone prompt paced at its share keeps the steps' share under kSustained
 // (0.44), so item 4's bound holds for it; a burst prefilled before the streams started
 // takes the whole budget (no decode rows).
 //
