@@ -245,6 +245,11 @@ TEST(PrefillPacer, EachWaitingRequestAddsAShareAndAQueueBehindALongPromptTakesHa
     EXPECT_EQ(pacer.prompt_budget(decode, waiting, 0, 100.0, 1000), std::max(256, shares))
         << waiting;  // on a clock
   }
+  // The tokens a share buys grow a little slower than the shares, as each chunk's later
+  // tokens read more keys.
+  const int32_t two = pacer.prompt_budget(decode, 2), four = pacer.prompt_budget(decode, 4);
+  EXPECT_GT(two, 1.5 * one);
+  EXPECT_GT(four, 1.5 * two);
   EXPECT_GT(pacer.prompt_budget(decode, 16), 300);  // shares past the floor
   EXPECT_EQ(pacer.prompt_budget(decode, 32), 512);  // the step budget caps them
   EXPECT_EQ(pacer.prompt_budget(decode, PrefillPacer::kQueue, 3000, kOffClock, 1000), 256);
@@ -503,8 +508,11 @@ TEST(FairPrefill, ABurstOfPromptsTakesAShareForEachWaitingRequest) {
   // A loaded host stretches each sleep by a fixed delay, which the decode model takes as a
   // longer decode step, so the lone prompt's pace grows (182 under a full ctest run); the
   // queue's floor does not move with it.
+  // At most the step's budget beside the four streams (512 - 4), where 3 x 182 is past it;
+  // a burst fed with one share would still stay near the lone pace, far below it.
+  EXPECT_GE(burst_largest, std::min(3 * lone_median, 508));
   EXPECT_GE(burst_median, 256);
-  EXPECT_LE(burst_largest, 508);  // the step's budget beside the four streams
+  EXPECT_LE(burst_largest, 508);
 }
 
 // Requests queued for admission wait for their first token too: with room for one prompt
@@ -522,6 +530,7 @@ TEST(FairPrefill, QueuedRequestsCountAmongThoseWaiting) {
             << lone_largest << ", " << lone_median << "; seven more queued " << queued_largest
             << ", " << queued_median << "\n";
   EXPECT_GE(lone_median, PrefillPacer::kMinChunk);
+  EXPECT_GE(queued_largest, 3 * lone_median);
   EXPECT_GE(queued_median, 256);
 }
 

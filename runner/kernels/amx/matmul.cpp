@@ -109,7 +109,7 @@ struct Unit {
   // The panel the task takes next (null: none), which the unit's passes bring into L2 a share
   // at a time: from its line line0 on, lines_per_block lines a k block of each pass.
   const uint8_t* next = nullptr;
-  int64_t line0 = 0, lines_per_block = 0, next_lines = 0;
+  int64_t line0 = 0, lines_per_block = 0;
   const uint8_t* act(int block) const {
     return reinterpret_cast<const uint8_t*>(a.x_pairs +
                                             (row0 + block * kBlockRows) * padded_pairs(a.n_in));
@@ -141,9 +141,9 @@ struct Unit {
 // stream runs under the other groups' products.
 [[gnu::always_inline]] inline void prefetch_next_panel(const Unit& u, int64_t kb, int pass) {
   if (u.next == nullptr) return;
+  const int64_t lines = static_cast<int64_t>(u.a.panel_bytes) / 64;
   const int64_t first = u.line0 + (pass * u.k_blocks + kb) * u.lines_per_block;
-  const int64_t end =
-      first + u.lines_per_block < u.next_lines ? first + u.lines_per_block : u.next_lines;
+  const int64_t end = first + u.lines_per_block < lines ? first + u.lines_per_block : lines;
   for (int64_t l = first; l < end; ++l)
     _mm_prefetch(reinterpret_cast<const char*>(u.next + 64 * l), _MM_HINT_T1);
 }
@@ -215,7 +215,8 @@ void amx_bf16_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
     const int64_t chunk = u / chunk_units, in_chunk = u % chunk_units;
     const int64_t left = n_groups - chunk * kChunkGroups;
     const int64_t groups = left < kChunkGroups ? left : kChunkGroups;
-    const int64_t p = in_chunk / groups, g = chunk * kChunkGroups + in_chunk % groups;
+    const int64_t p = in_chunk / groups, in_panel = in_chunk % groups;
+    const int64_t g = chunk * kChunkGroups + in_panel;
     const int64_t row0 = g * kGroupRows;
     const int64_t rows = a.n_rows - row0 < kGroupRows ? a.n_rows - row0 : kGroupRows;
     const int rows0 = static_cast<int>(rows < kBlockRows ? rows : kBlockRows);
@@ -226,21 +227,19 @@ void amx_bf16_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
       configured1 = rows1;
     }
     // A panel's first group in the share streams it in ahead of its tile loads.
-    const bool first_pass = in_chunk % groups == 0 || u == ours.first;
+    const bool first_pass = in_panel == 0 || u == ours.first;
     Unit unit{a,          a.panels + p * static_cast<int64_t>(a.panel_bytes),
               k_blocks,   row0,
               p * kPanel, rows0,
               rows1,      first_pass};
     // The chunk's other groups bring in the panel that follows (that of the next chunk
     // after the last), each pass its share.
-    const int64_t in_panel = in_chunk % groups;
     const bool more = p + 1 < n_panels || (chunk + 1) * kChunkGroups < n_groups;
     if (in_panel > 0 && more) {
       const int64_t next_p = p + 1 < n_panels ? p + 1 : 0;
       const int64_t passes = 2 * (groups - 1) * k_blocks;
       unit.next = a.panels + next_p * static_cast<int64_t>(a.panel_bytes);
-      unit.next_lines = static_cast<int64_t>(a.panel_bytes) / 64;
-      unit.lines_per_block = (unit.next_lines + passes - 1) / passes;
+      unit.lines_per_block = (static_cast<int64_t>(a.panel_bytes) / 64 + passes - 1) / passes;
       unit.line0 = 2 * (in_panel - 1) * k_blocks * unit.lines_per_block;
     }
     if (rows1 == 0) {
