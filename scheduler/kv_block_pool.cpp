@@ -133,33 +133,33 @@ void KvBlockPool::take(int32_t block) {
   if (b.refs++ == 0) lru_.erase(b.lru);
 }
 
+// The registered block holding block_tokens after `parent`'s (-1: the start), whose
+// content hashes to `hash`; -1 if none. The hash only finds candidates (prefix_cache.h).
+int32_t KvBlockPool::find_block(int32_t parent, uint64_t hash,
+                                std::span<const int32_t> block_tokens) const {
+  auto [first, last] = index_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const PrefixKey& key = blocks_[it->second].key;
+    const bool same_parent =
+        key.parent == parent && (parent < 0 || key.parent_generation == blocks_[parent].generation);
+    if (same_parent &&
+        std::equal(key.tokens.begin(), key.tokens.end(), block_tokens.begin(), block_tokens.end()))
+      return it->second;
+  }
+  return -1;
+}
+
 int32_t KvBlockPool::match(std::span<const int32_t> tokens, int32_t max_blocks,
                            std::vector<int32_t>& out) {
-  int32_t parent = -1, n = 0;
-  uint64_t parent_hash = kPrefixRootHash;
-  for (; n < max_blocks &&
-         static_cast<int64_t>(n + 1) * block_size_ <= static_cast<int64_t>(tokens.size());
-       ++n) {
-    const std::span<const int32_t> block_tokens = tokens.subspan(n * block_size_, block_size_);
-    const uint64_t hash = prefix_block_hash(parent_hash, block_tokens);
-    int32_t found = -1;
-    auto [first, last] = index_.equal_range(hash);
-    for (auto it = first; it != last && found < 0; ++it) {
-      const PrefixKey& key = blocks_[it->second].key;
-      const bool same_parent = key.parent == parent &&
-                               (parent < 0 || key.parent_generation == blocks_[parent].generation);
-      if (same_parent && std::equal(key.tokens.begin(), key.tokens.end(), block_tokens.begin(),
-                                    block_tokens.end()))
-        found = it->second;
-    }
-    if (found < 0) break;
+  return walk_prefix(tokens, max_blocks, [&](int32_t found) {
     Block& b = blocks_[found];
     if (b.refs++ == 0) lru_.erase(b.lru);
     out.push_back(found);
-    parent = found;
-    parent_hash = hash;
-  }
-  return n;
+  });
+}
+
+int32_t KvBlockPool::cached_blocks(std::span<const int32_t> tokens, int32_t max_blocks) const {
+  return walk_prefix(tokens, max_blocks, [](int32_t) {});
 }
 
 bool KvBlockPool::register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens) {

@@ -42,6 +42,8 @@ class KvBlockPool {
   // hold the full blocks of `tokens` from the start, as far as they are cached (at most
   // max_blocks); returns how many.
   int32_t match(std::span<const int32_t> tokens, int32_t max_blocks, std::vector<int32_t>& out);
+  // How many blocks match would find, taking nothing (the pacer's look at a queued prompt).
+  int32_t cached_blocks(std::span<const int32_t> tokens, int32_t max_blocks) const;
   // Registers `block` as holding `tokens` (block_size of them) after the blocks of
   // `parent` (-1: the sequence's start). Ignored when the parent is not registered (its
   // chain is not findable) or the same content is registered already. Returns whether
@@ -71,6 +73,27 @@ class KvBlockPool {
   uint64_t evictions() const { return evictions_; }
 
  private:
+  int32_t find_block(int32_t parent, uint64_t hash, std::span<const int32_t> block_tokens) const;
+  // Calls found(block) for each cached block of tokens' full blocks from the start, as far
+  // as they are cached (at most max_blocks); returns how many.
+  template <class F>
+  int32_t walk_prefix(std::span<const int32_t> tokens, int32_t max_blocks, F found) const {
+    int32_t parent = -1, n = 0;
+    uint64_t parent_hash = kPrefixRootHash;
+    for (; n < max_blocks &&
+           static_cast<int64_t>(n + 1) * block_size_ <= static_cast<int64_t>(tokens.size());
+         ++n) {
+      const std::span<const int32_t> block_tokens = tokens.subspan(n * block_size_, block_size_);
+      const uint64_t hash = prefix_block_hash(parent_hash, block_tokens);
+      const int32_t block = find_block(parent, hash, block_tokens);
+      if (block < 0) break;
+      found(block);
+      parent = block;
+      parent_hash = hash;
+    }
+    return n;
+  }
+
   struct Block {
     int32_t refs = 0;
     bool registered = false;

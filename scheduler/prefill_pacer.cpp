@@ -35,22 +35,38 @@ double PrefillPacer::within_reason(const CostFit<N>& fit, const typename CostFit
 }
 
 int32_t PrefillPacer::prompt_budget(const StepLoad& decode, int32_t waiting_prompts,
-                                    int32_t position, double now, int32_t remaining) const {
-  return budget(decode, waiting_prompts, position, sustained(now), remaining);
+                                    int32_t position, double now, int32_t prefill) const {
+  return budget(decode, waiting_prompts, position, sustained(now), arrivals(now) >= kArrivals,
+                prefill);
 }
 
-int32_t PrefillPacer::lone_prompt_budget() const { return budget(last_decode_, 1, 0, false, 0); }
+int32_t PrefillPacer::lone_prompt_budget() const {
+  return budget(last_decode_, 1, 0, false, false, 0);
+}
+
+void PrefillPacer::prompt_began(double now, int32_t tokens) {
+  if (now < 0 || !long_prompt(tokens)) return;
+  arrivals_.push_back(now);
+  while (arrivals_.front() <= now - kSustainWindow) arrivals_.pop_front();
+}
+
+int32_t PrefillPacer::arrivals(double now) const {
+  if (now < 0) return 0;
+  const auto first = std::upper_bound(arrivals_.begin(), arrivals_.end(), now - kSustainWindow);
+  return static_cast<int32_t>(arrivals_.end() - first);
+}
 
 int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position,
-                             bool sustained, int32_t remaining) const {
+                             bool sustained, bool arriving, int32_t prefill) const {
   if (decode.decode_rows == 0) return max_step_tokens_;
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
   if (!paced_ || decode_.samples() == 0) return max_step_tokens_;
-  const int32_t half = std::max(kMinChunk, max_step_tokens_ / 2);
+  const int32_t half = half_budget();
   if (sustained) return half;  // a sustained load of prompts (prefill_pacer.h)
-  // A queue behind a long prompt: at least half the step budget, its shares where those
-  // give more.
-  const int32_t least = waiting_prompts >= kQueue && remaining >= half ? half : kMinChunk;
+  // A queue, or a stream of long prompts, behind a long prompt (its last chunk too): at
+  // least half the step budget, its shares where those give more.
+  const bool behind = waiting_prompts >= kQueue || arriving;
+  const int32_t least = behind && long_prompt(prefill) ? half : kMinChunk;
   if (prompt_.samples() == 0) return std::max(least, std::min(probe_, max_step_tokens_));
   const double allowance =
       kShare * std::max(1, waiting_prompts) * decode_.predict(decode_features(decode));

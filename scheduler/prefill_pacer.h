@@ -42,18 +42,19 @@
 // So while the steps of the last kSustainWindow seconds gave prompt tokens kSustained or
 // more of their time (their time beyond the decode model's for their decode rows), a step
 // takes half the step budget of prompt tokens (256 of --max-step-tokens' 512), whatever the
-// queue; and while kQueue or more requests wait for their first token and the first in line
-// still has that much of its prompt to prefill, at least that (their shares where those give
-// more). Not for short prompts: a wave of 32-token prompts after a 1024-token cached prefix
-// (each token dear, reading 1056 keys) then packed eight into a step that all of them waited
-// on, TTFT p50 210-335 -> 328-330 ms. A lone prompt among the streams is paced as above.
-// Why half: a prompt arriving then waits half a step on average before its first chunk, and
-// each of its chunks carries the decode rows' time (T_decode), so its TTFT is least near
-// chunks of sqrt(2 * N * T_decode / c) tokens (N its tokens, c a token's time): ~330 for a
-// 1024-token prompt beside 15 rows on the smollm2 shape. Measured on the headline workload
-// (Zen 5, 3 alternating rounds each): half the budget, TTFT p50 0.84-0.93 s; the whole
-// budget 1.10-1.43 s; that formula per step 0.79-1.41 s (it cut deep chunks short); the
-// shares where they gave more 1.20-1.85 s.
+// queue; and while kQueue or more requests wait for their first token, or kArrivals or more
+// long prompts (half the step budget or more to prefill) began beside decode rows in the last
+// kSustainWindow seconds, and the first in line is such a long prompt, at least that (their
+// shares where those give more). Not for short prompts: a wave of 32-token prompts after a
+// 1024-token cached prefix (each token dear, reading 1056 keys) then packed eight into a step that
+// all of them waited on, TTFT p50 210-335 -> 328-330 ms. A lone prompt among the streams is paced
+// as above. Why half: a prompt arriving then waits half a step on average before its first chunk,
+// and each of its chunks carries the decode rows' time (T_decode), so its TTFT is least near chunks
+// of sqrt(2 * N * T_decode / c) tokens (N its tokens, c a token's time): ~330 for a 1024-token
+// prompt beside 15 rows on the smollm2 shape. Measured on the headline workload (Zen 5, 3
+// alternating rounds each): half the budget, TTFT p50 0.84-0.93 s; the whole budget 1.10-1.43 s;
+// that formula per step 0.79-1.41 s (it cut deep chunks short); the shares where they gave
+// more 1.20-1.85 s.
 //
 // The share alone marked the load before the queue did, and it moved with the machine: on
 // the Sapphire Rapids class Xeon, whose tile unit prefills about three times faster than
@@ -67,6 +68,20 @@
 // (0.44), so item 4's bound holds for it; a burst prefilled before the streams started
 // takes the whole budget (no decode rows).
 //
+// What the queue rule missed there: clients in a closed loop send their next long prompt as
+// an answer ends, so prompts arrive one at a time, every half second or so, and mostly
+// alone: each was paced as a lone prompt (1.5-2 s to its first token where its 1024 tokens
+// take 0.4 s of device time), their share of the steps staying under kSustained. A stream of
+// arrivals is a queue spread over time: pacing each of them buys the streams evenness at the
+// same cost to the queue. So kArrivals long prompts begun beside decode rows within the
+// window count as a queue; a lone long prompt among the streams (item 4) is one arrival.
+// The prompt's length is its whole prefill, so its last chunk is not paced either, and a
+// queued first in line is priced by what the prefix cache holds of it now
+// (KvBlockPool::cached_blocks): 32-token prompts behind a cached 1024-token prefix stay
+// short. On the Xeon (`tandem bench` headline workload, 4 rounds alternating with the binary
+// before): TTFT p50 1.00-1.04 s against 1.90-2.25 s, output 175-183 against 171-190 tok/s,
+// TPOT p99 81-85 against 76-85 ms.
+//
 // Until the decode model has a sample, with a fixed chunk (--prefill-chunk N), and unpaced
 // (the library's default), the budget is fixed; beside decode rows before the prompt model
 // has one, a prompt takes a kProbeChunk probe, twice as long after each probe step that
@@ -77,6 +92,7 @@
 // never a token: chunked prefill equals one-shot prefill (law 2, PrefixCacheLaw.*).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -115,6 +131,7 @@ class PrefillPacer {
   static constexpr double kSustainWindow = 10;  // seconds of steps in the prompts' share
   static constexpr double kSustained = 0.55;    // that share, from which pacing is off
   static constexpr int32_t kQueue = 2;          // prompts waiting, from which half at least
+  static constexpr int32_t kArrivals = 3;       // long prompts begun in the window, likewise
 
   // fixed_chunk > 0: that many prompt tokens a step beside decode rows (no pacing); else
   // paced, or (not paced) the whole step budget.
@@ -123,15 +140,23 @@ class PrefillPacer {
 
   // Prompt tokens the next step may take beside `decode` (its decode rows; no prompt
   // tokens) while `waiting_prompts` requests wait for their first token (prefilling or
-  // queued) and the first prompt in line goes on from `position` with `remaining` tokens
-  // still to prefill (0: unknown, a queued prompt whose cached prefix is not yet found), at
+  // queued) and the first prompt in line goes on from `position`, its prefill `prefill`
+  // tokens in all (from its start or the end of its cached prefix: long_prompt tells a long
+  // prompt, all of whose chunks the floor behind it keeps, from a short one; 0: unknown), at
   // time `now` (seconds on record's clock; kNoClock: never sustained).
   static constexpr double kNoClock = -1;
   int32_t prompt_budget(const StepLoad& decode, int32_t waiting_prompts = 1, int32_t position = 0,
-                        double now = kNoClock, int32_t remaining = 0) const;
+                        double now = kNoClock, int32_t prefill = 0) const;
   // The budget for one prompt from position 0 beside the last step's decode rows that the
   // pacer was told of, paced (/metrics' tandem_prefill_chunk_tokens).
   int32_t lone_prompt_budget() const;
+
+  // A prompt's prefill began, beside decode rows, at `now`, with `tokens` to prefill. Long
+  // ones (half the step budget or more) count among the window's arrivals.
+  void prompt_began(double now, int32_t tokens);
+  // Long prompts begun beside decode rows in the kSustainWindow seconds before `now`.
+  int32_t arrivals(double now) const;
+  bool long_prompt(int32_t tokens) const { return tokens >= half_budget(); }
 
   // A finished step: its device time and what it carried, finished at `now` (seconds on a
   // steady clock, >= 0 and never decreasing; kNoClock: not counted in the prompts' share).
@@ -157,15 +182,17 @@ class PrefillPacer {
   int32_t max_step_tokens_;
   int32_t fixed_chunk_;
   bool paced_;
+  int32_t half_budget() const { return std::max(kMinChunk, max_step_tokens_ / 2); }
   int32_t budget(const StepLoad& decode, int32_t waiting_prompts, int32_t position, bool sustained,
-                 int32_t remaining) const;
+                 bool arriving, int32_t prefill) const;
   void remember(double now, double seconds, double prompt_seconds);
 
   struct Recent {
     double at, seconds, prompt_seconds;
   };
-  StepLoad last_decode_;       // the decode part of the last step with decode rows
-  std::deque<Recent> recent_;  // the steps of the last kSustainWindow seconds, oldest first
+  StepLoad last_decode_;         // the decode part of the last step with decode rows
+  std::deque<Recent> recent_;    // the steps of the last kSustainWindow seconds, oldest first
+  std::deque<double> arrivals_;  // when long prompts began beside decode rows, oldest first
   double recent_seconds_ = 0, recent_prompt_seconds_ = 0;  // their sums
   CostFit<3> decode_{kForget};
   CostFit<2> prompt_{kForget};

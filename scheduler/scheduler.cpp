@@ -390,22 +390,27 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   int32_t budget = options_.max_step_tokens;
   add_decode_rows(plan, *step, budget);
   // Requests waiting for their first token: part-way through prefill, or queued.
-  // The first in line goes on from where its prefill stands (a queued one from its start:
-  // its cached prefix is found at admission).
-  int32_t prompts = 0, position = -1, remaining = 0;
+  // The first in line goes on from where its prefill stands (a queued one from its start,
+  // or from the end of its prefix that the cache holds now).
+  int32_t prompts = 0, position = -1, prefill = 0;
   for (const Request* r : running_) {
     if (r->decoding) continue;
     ++prompts;
     if (position >= 0) continue;
     position = r->prefill_launched;
-    remaining = r->prefill_end - r->prefill_launched;
+    prefill = r->prefill_end - r->prefill_start;
   }
   {
     std::lock_guard lock(inbox_mutex_);
     prompts += static_cast<int32_t>(waiting_.size());
+    if (position < 0 && !waiting_.empty()) {
+      position = cached_prefix(*waiting_.front());
+      prefill = waiting_.front()->prefill_end - position;
+    }
   }
-  budget = std::min(budget, pacer_.prompt_budget(step->load, prompts, std::max(position, 0),
-                                                 steady_seconds(), remaining));
+  const double now = steady_seconds();
+  budget = std::min(budget,
+                    pacer_.prompt_budget(step->load, prompts, std::max(position, 0), now, prefill));
   bool starved = false;  // a prefill found the local group dry
   for (Request* r : running_) {
     if (budget <= 0) break;
@@ -427,6 +432,8 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
     Request* r = admitted.get();
     live_.emplace(r->id, std::move(admitted));
     running_.push_back(r);
+    // Beside decode rows, a long prompt is one more arrival (prefill_pacer.h).
+    if (step->load.decode_rows > 0) pacer_.prompt_began(now, r->prefill_end - r->prefill_launched);
     starved = !add_prefill_row(plan, *step, *r, budget) || starved;
   }
   if (plan.rows.empty()) {

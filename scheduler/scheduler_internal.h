@@ -77,6 +77,7 @@ struct Scheduler::Request {
   std::shared_ptr<grammar::Matcher> matcher;
 
   int32_t prefill_launched = 0;   // positions handed to launched prefill steps (or cached)
+  int32_t prefill_start = 0;      // where this admission's prefill began (after the cache's)
   int32_t sampled_launched = 0;   // tokens that launched steps sample for this request
   int32_t completion_tokens = 0;  // tokens accepted (processed while not finished)
   int32_t last_token = kNoToken;

@@ -7,6 +7,16 @@
 
 namespace tandem {
 
+// Where r's prefill would start if admitted now: after the full blocks of its prompt that the
+// prefix cache holds (never its last position), taking nothing. A pacing hint only:
+// admission may find another share, or the blocks evicted by then.
+int32_t Scheduler::cached_prefix(const Request& r) const {
+  if (!options_.prefix_cache || r.share || r.resuming() || r.in.sampling.prompt_logprobs >= 0)
+    return 0;
+  const int32_t bs = pool_.block_size();
+  return bs * pool_.cached_blocks(r.in.prompt, (r.prompt_len - 1) / bs);
+}
+
 // Admits r if the blocks of its whole prefill can be had: first the longest cached prefix
 // (never the last position: the step that writes it yields the logits, or, resuming, is
 // the one decode needs), then fresh blocks for the rest. All or nothing.
@@ -36,6 +46,7 @@ bool Scheduler::try_admit(Request& r) {
     copied = r.prompt_copy.slots;
   }
   r.prefill_launched = cached * bs + copied;
+  r.prefill_start = r.prefill_launched;
   r.kv_written = cached * bs;
   r.blocks_offered = cached;  // registered already, or shared (offered by their writer)
   if (!r.admitted_before) {

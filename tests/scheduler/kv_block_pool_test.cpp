@@ -130,6 +130,28 @@ TEST(KvBlockPool, AMatchTakesAReferenceToEachCachedBlockOfThePrefix) {
   EXPECT_EQ(pool.cached(), 3);  // unreferenced, still cached
 }
 
+// The pacer's look at a queued prompt: as many blocks as match would find, and nothing taken
+// (no reference, no move out of the LRU list: the blocks stay evictable in the same order).
+TEST(KvBlockPool, CachedBlocksCountsWhatAMatchWouldFindAndTakesNothing) {
+  KvBlockPool pool(4, 16);
+  std::vector<int32_t> owner = cached_sequence(pool, tokens(100, 48));
+  pool.release(owner);  // cached, unreferenced
+  const std::vector<int32_t> query = tokens(100, 40);
+  EXPECT_EQ(pool.cached_blocks(query, 8), 2);
+  EXPECT_EQ(pool.cached_blocks(query, 1), 1);
+  EXPECT_EQ(pool.cached_blocks(tokens(101, 40), 8), 0);
+  EXPECT_EQ(pool.used(), 0);
+  EXPECT_EQ(pool.free_blocks(), 4);
+  std::vector<int32_t> taken;
+  EXPECT_EQ(pool.match(query, 8, taken), pool.cached_blocks(query, 8));
+  pool.release(taken);
+  // Four fresh blocks evict the three cached ones, least recently used first, as before.
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(pool.reserve(64, fresh));
+  EXPECT_EQ(pool.cached_blocks(query, 8), 0);
+  pool.release(fresh);
+}
+
 TEST(KvBlockPool, UnusedCachedBlocksAreEvictedLeastRecentlyUsedFirst) {
   KvBlockPool pool(4, 16);
   std::vector<int32_t> a = cached_sequence(pool, tokens(0, 32));    // 2 blocks

@@ -216,12 +216,12 @@ TEST(PrefillPacer, AStepFarOffTheModelBendsItOnlyALittle) {
 }
 
 // Each request waiting for its first token (prefilling or queued) adds a share; a queue
-// (kQueue or more of them) behind a prompt with half the step budget or more still to
-// prefill takes that half at least, wherever the prompt stands and before any clock's share
-// of the steps says so: pacing would only make each of them wait longer for the same cost
-// to the streams. Behind a short prompt (or one whose cached prefix is not known yet) the
-// shares alone decide, so short prompts are not packed into one long step
-// (prefill_pacer.h). A lone prompt stays paced, deeper chunks shorter.
+// (kQueue or more of them) behind a prompt whose prefill is half the step budget or more
+// takes that half at least, wherever the prompt stands (its last chunk too) and before any
+// clock's share of the steps says so: pacing would only make each of them wait longer for
+// the same cost to the streams. Behind a short prompt (or one of unknown length) the shares
+// alone decide, so short prompts are not packed into one long step (prefill_pacer.h). A
+// lone prompt stays paced, deeper chunks shorter.
 TEST(PrefillPacer, EachWaitingRequestAddsAShareAndAQueueBehindALongPromptTakesHalfTheStep) {
   PrefillPacer pacer(512, 0, true);
   record_varied_steps(pacer, 20);
@@ -333,6 +333,38 @@ TEST(PrefillPacer, ASustainedShareOfPromptTokensTurnsPacingOffUntilItLeavesTheWi
   EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, now), paced);
   // The share is of the window's steps, whatever came before: no clock goes back.
   EXPECT_EQ(pacer.prompt_share(now + 100), 0);
+}
+
+// Long prompts that keep arriving one at a time beside the streams (kArrivals of them begun
+// in the window) are a stream of prompts, as a queue is: behind a long prompt a step takes
+// half the step budget at least, though only one waits, where a lone long prompt, short
+// prompts however many, a short remainder, or arrivals out of the window leave it paced.
+TEST(PrefillPacer, AStreamOfLongPromptsTakesHalfTheStepLikeAQueue) {
+  PrefillPacer pacer(512, 0, true);
+  record_varied_steps(pacer, 20);
+  const StepLoad decode = decode_load(8, 0);
+  const int32_t paced = pacer.prompt_budget(decode, 1, 0, 100, 1024);
+  ASSERT_LT(paced, 256);
+  for (int i = 0; i < 10; ++i) pacer.prompt_began(99, 255);  // short: not counted
+  EXPECT_EQ(pacer.arrivals(100), 0);
+  pacer.prompt_began(95, 256);
+  pacer.prompt_began(97, 1024);
+  EXPECT_EQ(pacer.arrivals(100), 2);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, 100, 1024), paced);
+  pacer.prompt_began(99, 4000);
+  EXPECT_EQ(pacer.arrivals(100), PrefillPacer::kArrivals);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, 100, 1024), 256);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, 100, 256), 256);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 900, 100, 1024), 256);  // its last chunk too
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, 100, 255), paced);   // a short prompt
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, PrefillPacer::kNoClock, 1024), paced);
+  // The first arrival leaves the window (at 95 + kSustainWindow): paced again.
+  const double later = 95 + PrefillPacer::kSustainWindow;
+  EXPECT_EQ(pacer.arrivals(later - 0.01), 3);
+  EXPECT_EQ(pacer.arrivals(later), 2);
+  EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, later, 1024), paced);
+  pacer.prompt_began(PrefillPacer::kNoClock, 1024);  // off the clock: not counted
+  EXPECT_EQ(pacer.arrivals(later), 2);
 }
 
 // A model whose step takes base + per_token * (tokens fed) of wall time, as a real step's
@@ -570,6 +602,44 @@ TEST(FairPrefill, AfterABurstOfPromptsALongPromptIsNotPaced) {
             << late[late.size() / 2] << "\n";
   EXPECT_GE(share, PrefillPacer::kSustained);
   // Every chunk but the prompt's last (its remainder) takes half the step budget or more.
+  EXPECT_GE(late[late.size() / 2], 256);
+  EXPECT_LE(late.size(), static_cast<size_t>(kLong / 256 + 1));
+}
+
+// Long prompts arriving one at a time among the streams, each after the one before has its
+// first token (a closed loop of clients with long prompts): never two waiting, but from the
+// kArrivals-th on, a stream of prompts, whose chunks take half the step budget (prefill_pacer.h)
+// where the first ones, lone prompts, were paced.
+TEST(FairPrefill, LongPromptsArrivingOneAtATimeAreAStreamOfPrompts) {
+  constexpr int32_t kLongs = PrefillPacer::kArrivals + 1;
+  SchedulerOptions options;
+  options.paced_prefill = true;
+  TimedScheduler run(kLongs, options);
+  run.start_streams(400);
+  for (int i = 0; i < kLongs; ++i) {
+    if (i == kLongs - 1) run.timed->late_id = 5 + i;
+    run.submit(kLong, 2, static_cast<char>('a' + i));
+    for (int s = 0; s < 100000 && run.sinks.back()->text().empty(); ++s) run.scheduler.run_once();
+    ASSERT_FALSE(run.sinks.back()->text().empty());
+  }
+  run.drain();
+  std::vector<int32_t> first, late;
+  bool first_done = false;
+  for (const TimedExecutor::Shape& s : run.timed->shapes()) {
+    if (s.other_rows == 0) continue;
+    if (s.late_prompt > 0) late.push_back(s.late_prompt);
+    if (!first_done && s.long_prompt > 0) first.push_back(s.long_prompt);
+    first_done = first_done || (!first.empty() && s.long_prompt == 0);
+  }
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(late.empty());
+  std::sort(first.begin(), first.end());
+  std::sort(late.begin(), late.end());
+  std::cout << "  long prompts one at a time: the first's chunks " << first.size() << ", median "
+            << first[first.size() / 2] << "; the last's " << late.size() << ", median "
+            << late[late.size() / 2] << "\n";
+  EXPECT_LT(first[first.size() / 2], 256);
+  // Every chunk but the last prompt's remainder takes half the step budget.
   EXPECT_GE(late[late.size() / 2], 256);
   EXPECT_LE(late.size(), static_cast<size_t>(kLong / 256 + 1));
 }
