@@ -46,7 +46,7 @@ inline CLI::Option* add_prefill_chunk_option(CLI::App& cmd, std::string& value) 
       .add_option("--prefill-chunk", value,
                   "Prompt tokens a step takes while other requests decode: auto (paced so "
                   "their token gaps stay under about 2 decode steps, unless prompts held "
-                  "most of the last 10 s of steps) or a count")
+                  "most of the last 10 s of steps or keep queueing or arriving) or a count")
       ->check([](const std::string& text) -> std::string {
         if (text == "auto") return "";
         try {
