@@ -62,17 +62,25 @@ int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, in
   if (fixed_chunk_ > 0) return std::min(fixed_chunk_, max_step_tokens_);
   if (!paced_ || decode_.samples() == 0) return max_step_tokens_;
   const int32_t half = half_budget();
-  if (sustained) return half;  // a sustained load of prompts (prefill_pacer.h)
+  const double lone = kShare * decode_.predict(decode_features(decode));  // one share
+  // n prompt tokens from `position` add a * n^2 + b * n to the step (keys_of_chunk).
+  const double a = prompt_.cost()[1] / kKeyUnit / 2;
+  const double b = prompt_.cost()[0] / kTokenUnit + prompt_.cost()[1] / kKeyUnit * (position + 0.5);
+  // A short prompt first in line after a long cached prefix (from half the step budget on),
+  // its tokens dear, each reading that prefix, and its whole prefill over a lone prompt's
+  // share: whole and alone where it costs two shares at most, else a lone prompt's pace,
+  // whatever waits behind it (prefill_pacer.h).
+  const double first_cost = a * prefill * prefill + b * prefill;
+  const bool dear = prefill > 0 && !long_prompt(prefill) && position >= half &&
+                    prompt_.samples() > 0 && first_cost > lone;
+  if (dear && first_cost <= 2 * lone) return std::min(prefill, max_step_tokens_);
+  if (sustained && !dear) return half;  // a sustained load of prompts
   // A queue, or a stream of long prompts, behind a long prompt (its last chunk too): at
   // least half the step budget, its shares where those give more.
   const bool behind = waiting_prompts >= kQueue || arriving;
   const int32_t least = behind && long_prompt(prefill) ? half : kMinChunk;
   if (prompt_.samples() == 0) return std::max(least, std::min(probe_, max_step_tokens_));
-  const double allowance =
-      kShare * std::max(1, waiting_prompts) * decode_.predict(decode_features(decode));
-  // n prompt tokens from `position` add a * n^2 + b * n to the step (keys_of_chunk).
-  const double a = prompt_.cost()[1] / kKeyUnit / 2;
-  const double b = prompt_.cost()[0] / kTokenUnit + prompt_.cost()[1] / kKeyUnit * (position + 0.5);
+  const double allowance = dear ? lone : lone * std::max(1, waiting_prompts);
   double tokens = std::numeric_limits<double>::infinity();
   if (a > 0) {
     tokens = (-b + std::sqrt(b * b + 4 * a * allowance)) / (2 * a);

@@ -82,6 +82,23 @@
 // before): TTFT p50 1.00-1.04 s against 1.90-2.25 s, output 175-183 against 171-190 tok/s,
 // TPOT p99 81-85 against 76-85 ms.
 //
+// Short prompts after a long cached prefix (a chat turn after its cached history; issue
+// 15's shared-prefix workload, 32-token suffixes after 1024 cached tokens) are the other
+// way round: each token reads the whole prefix, so a step carrying several of them is long
+// and all of them wait on it, and the queue's shares packed a wave of them into such steps.
+// So a short prompt first in line whose prefill starts at half the step budget or more and
+// costs more than a lone prompt's share is taken whole and alone where it costs two shares
+// at most (one step of up to 2.6 decode steps' time where two would be paced), else at a
+// lone prompt's pace, and the prompts behind it add no shares. From the start, short
+// prompts keep the shares: there a step's extra rows cost little (the matmuls stream the
+// same weights), and taking them one at a time made 32 streams of 32-token prompts wait
+// longer (TTFT p50 154-236 against 119-161 ms). On the Xeon, 3 rounds alternating with the
+// build before: the shared-prefix workload's TTFT p50 with the cache 108-122 against
+// 227-252 ms (0.11 of the cache off's, against 0.19-0.20), output 662-709 against 651-717
+// tok/s; 32 streams of 32-token prompts level (TTFT p50 120-149 against 124-150 ms, output
+// 1603-1643 against 1558-1690 tok/s). Fixed chunks for comparison: 32 gave 88-94 ms, 64
+// 121-133.
+//
 // Until the decode model has a sample, with a fixed chunk (--prefill-chunk N), and unpaced
 // (the library's default), the budget is fixed; beside decode rows before the prompt model
 // has one, a prompt takes a kProbeChunk probe, twice as long after each probe step that

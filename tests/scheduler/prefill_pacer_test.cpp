@@ -265,6 +265,40 @@ TEST(PrefillPacer, EachWaitingRequestAddsAShareAndAQueueBehindALongPromptTakesHa
   EXPECT_EQ(fixed.prompt_budget(decode, 4, 0, kOffClock, 1000), 96);  // a fixed chunk stays
 }
 
+// A short prompt first in line (under half the step budget) after a long cached prefix
+// (from half the budget on), whose whole prefill costs more than a lone prompt's share, its
+// tokens dear (a chat turn after its cached history; 32-token suffixes after a cached
+// 1024-token prefix): taken whole and alone where it costs two shares at most, else at a
+// lone prompt's pace; the queue behind it adds no shares, so such prompts are not packed into
+// one long step that all of them wait on (prefill_pacer.h). From the start, or within a
+// share, a short prompt leaves the shares as they were.
+TEST(PrefillPacer, AShortPromptAfterACachedPrefixGoesWholeWithinTwoSharesAndAQueueAddsNothing) {
+  PrefillPacer pacer(512, 0, true);
+  record_varied_steps(pacer, 20);
+  const StepLoad decode = decode_load(8, 0);
+  constexpr double kOffClock = PrefillPacer::kNoClock;
+  const int32_t eight = pacer.prompt_budget(decode, 8);
+  ASSERT_GT(eight, 256);
+  // From the start, dear or not: the queue's shares (200 tokens, 10 ms, four shares).
+  EXPECT_EQ(pacer.prompt_budget(decode, 8, 0, kOffClock, 200), eight);
+  // 16 tokens after 512: 2.2 ms, within a share (2.6 ms): the shares from there.
+  EXPECT_EQ(pacer.prompt_budget(decode, 8, 512, kOffClock, 16),
+            pacer.prompt_budget(decode, 8, 512));
+  // 24 tokens after 600: 3.7 ms, between one and two shares: whole, queue or not, where a
+  // lone pace from there is 17.
+  const int32_t lone_600 = pacer.prompt_budget(decode, 1, 600);
+  ASSERT_LT(lone_600, 24);
+  for (int32_t waiting : {1, 2, 8})
+    EXPECT_EQ(pacer.prompt_budget(decode, waiting, 600, kOffClock, 24), 24) << waiting;
+  // 32 after a 1024-token prefix (7.6 ms, over two shares): a lone pace from there.
+  EXPECT_EQ(pacer.prompt_budget(decode, 8, 1024, kOffClock, 32),
+            pacer.prompt_budget(decode, 1, 1024));
+  EXPECT_LT(pacer.prompt_budget(decode, 1, 1024), 32);
+  // A long prompt is not short: the queue's floor and shares.
+  EXPECT_EQ(pacer.prompt_budget(decode, 8, 1024, kOffClock, 256),
+            std::max(256, pacer.prompt_budget(decode, 8, 1024)));
+}
+
 TEST(PrefillPacer, AFixedChunkIsKeptWhileRequestsDecode) {
   PrefillPacer pacer(512, 96, true);
   pacer.record(0.010, decode_load(8, 0));
