@@ -62,11 +62,11 @@
 // kSustained, so each step took the waiting prompts' shares (113-354 tokens with 2-5
 // waiting): TTFT p50 2.17-2.58 s (6 runs); a fixed 256 gave 1.04-1.06 s at the same output
 // rate (TPOT p99 82-84 ms against 74-80). The floor behind a long prompt: 1.79-1.94 s (3
-// runs, TPOT p99 75-78 ms; a queued prompt's first chunk, its cached prefix not yet known,
-// is still paced). The floor for every queue: 1.23-1.37 s, but the wave above at 328-330 ms
-// against 210-335. A lone prompt paced at its share keeps the steps' share under kSustained
-// (0.44), so item 4's bound holds for it; a burst prefilled before the streams started
-// takes the whole budget (no decode rows).
+// runs, TPOT p99 75-78 ms; a queued prompt's first chunk, its cached prefix then not yet
+// known, was still paced: priced since, below). The floor for every queue: 1.23-1.37 s, but the
+// wave above at 328-330 ms against 210-335. A lone prompt paced at its share keeps the steps' share
+// under kSustained (0.44), so item 4's bound holds for it; a burst prefilled before the streams
+// started takes the whole budget (no decode rows).
 //
 // What the queue rule missed there: clients in a closed loop send their next long prompt as
 // an answer ends, so prompts arrive one at a time, every half second or so, and mostly

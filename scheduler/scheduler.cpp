@@ -433,7 +433,7 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
     live_.emplace(r->id, std::move(admitted));
     running_.push_back(r);
     // Beside decode rows, a long prompt is one more arrival (prefill_pacer.h).
-    if (step->load.decode_rows > 0) pacer_.prompt_began(now, r->prefill_end - r->prefill_launched);
+    if (step->load.decode_rows > 0) pacer_.prompt_began(now, r->prefill_end - r->prefill_start);
     starved = !add_prefill_row(plan, *step, *r, budget) || starved;
   }
   if (plan.rows.empty()) {

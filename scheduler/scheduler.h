@@ -147,6 +147,7 @@ class Scheduler {
   std::optional<ChainBreak> chain_break(const Launched& curr);
   // KV blocks (scheduler_kv.cpp).
   bool try_admit(Request& r);
+  bool reuses_prefix(const Request& r) const;
   int32_t cached_prefix(const Request& r) const;  // the pacer's look at a queued prompt
   // Grows r's tables (both groups) to cover `positions` positions, dropping the local
   // blocks that no query from first_query on can see; all or nothing.

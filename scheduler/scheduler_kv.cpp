@@ -7,12 +7,18 @@
 
 namespace tandem {
 
+// Whether r may take its prefix from the cache: not a request that scores its prompt (echo
+// with logprobs), which computes every position (the cache holds KV, not the logits it
+// needs). Admission's test, and the pacer's look below.
+bool Scheduler::reuses_prefix(const Request& r) const {
+  return options_.prefix_cache && r.in.sampling.prompt_logprobs < 0;
+}
+
 // Where r's prefill would start if admitted now: after the full blocks of its prompt that the
 // prefix cache holds (never its last position), taking nothing. A pacing hint only:
 // admission may find another share, or the blocks evicted by then.
 int32_t Scheduler::cached_prefix(const Request& r) const {
-  if (!options_.prefix_cache || r.share || r.resuming() || r.in.sampling.prompt_logprobs >= 0)
-    return 0;
+  if (!reuses_prefix(r) || r.share || r.resuming()) return 0;
   const int32_t bs = pool_.block_size();
   return bs * pool_.cached_blocks(r.in.prompt, (r.prompt_len - 1) / bs);
 }
@@ -25,9 +31,7 @@ bool Scheduler::try_admit(Request& r) {
   if (r.share && !take_shared_prompt(r)) return false;  // its leader is computing them
   const int32_t shared = static_cast<int32_t>(r.blocks.size());
   const bool from_share = shared > 0 || r.prompt_copy.slots > 0;
-  // A request that scores its prompt (echo with logprobs) computes every position: the
-  // cache holds KV, not the logits it needs.
-  if (!from_share && options_.prefix_cache && r.in.sampling.prompt_logprobs < 0) {
+  if (!from_share && reuses_prefix(r)) {
     std::vector<int32_t> tokens;
     tokens.reserve(r.prefill_end);
     for (int32_t i = 0; i < r.prefill_end; ++i) tokens.push_back(r.token_at(i));
