@@ -32,7 +32,8 @@ constexpr size_t kTileBytes = kBlockQuads * 64;  // one decoded block of the gro
 // Groups of sixteen weight rows decoded together. Each tile of activation rows then passes
 // over all of them, its rows' quants kept in L1 and the outputs it writes running along its
 // rows of y: one group at a time down all the rows, the scattered stores into y took a fifth
-// of the time (one thread, 512 x 1808 x 576: 2.85 -> 2.44-2.62 ms).
+// of the time (one thread, 512 x 1808 x 576: 2.85 -> 2.44-2.62 ms). At most: a range's first
+// chunks ramp up to it (quant_tiles.h, kFirstChunkGroups).
 constexpr int64_t kChunkGroups = 8;
 
 // Tiles 0-3: sums (rows x 16 int32); 4 and 5: activations (rows x 32 bytes); 6 and 7:
@@ -125,6 +126,7 @@ struct TileRun {
   int64_t stride;
   const TileScales& x;
   int32_t (*c)[kTileRows][16];  // [4]
+  Ahead ahead;                  // lines of the next chunk to ask for (quant_tiles.h)
 };
 
 // Block j's products (j < nb) into sums tile C and its store, then the float steps of block
@@ -133,6 +135,7 @@ struct TileRun {
 #define TANDEM_BLOCK_STEP(C, A, B, r, j, kMin, acc)                                         \
   do {                                                                                      \
     if ((j) < (r).nb) {                                                                     \
+      fetch_ahead((r).ahead, (j), (r).nb);                                                  \
       TANDEM_BLOCK_PRODUCT(C, A, B, (r).a + 32 * (j), (r).stride, (r).w.q + (j)*kTileBytes, \
                            (r).c[C]);                                                       \
     }                                                                                       \
@@ -186,8 +189,10 @@ void amx_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   int configured = -1;
   const int64_t first = out_begin / kInterleaveRows,
                 end = (out_end + kInterleaveRows - 1) / kInterleaveRows;
-  for (int64_t chunk = first; chunk < end; chunk += kChunkGroups) {
-    const int64_t groups = end - chunk < kChunkGroups ? end - chunk : kChunkGroups;
+  for (int64_t chunk = first, size = kFirstChunkGroups; chunk < end;
+       chunk += size, size = ramp(size, kChunkGroups)) {
+    const int64_t groups = groups_at(chunk, size, end);
+    const int64_t next = groups_at(chunk + groups, ramp(size, kChunkGroups), end);
     for (int64_t i = 0; i < groups; ++i)
       decode_group<K>(a.w + (chunk + i) * group_bytes, nb, decoded(i));
     for (int64_t m0 = 0; m0 < a.n_rows; m0 += kTileRows) {
@@ -203,7 +208,14 @@ void amx_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
         const int64_t from = g0 > out_begin ? g0 : out_begin;
         const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
         const DecodedGroup w = decoded(i);
-        const TileRun run{w, nb, a.x.q + m0 * a.n_in, a.n_in, scales, c};
+        const TileRun run{w,
+                          nb,
+                          a.x.q + m0 * a.n_in,
+                          a.n_in,
+                          scales,
+                          c,
+                          ahead_share(a.w + (chunk + groups) * group_bytes, next, group_bytes,
+                                      t * groups + i, tiles * groups)};
         if (from == g0 && to == g0 + kInterleaveRows) {  // straight into y
           rows_tile<K>(run, rows, a.y + m0 * a.n_out + g0, a.n_out);
           continue;

@@ -31,7 +31,7 @@ constexpr int kChunks = 4;              // a super-block's 256 values as 4 steps
 constexpr size_t kStepBytes = 16 * 64;  // one B tile: 16 rows of four values x 16 outputs
 constexpr size_t kPlaneBytes = kChunks * kStepBytes;  // a super-block's B tiles of one kind
 // Groups of sixteen weight rows decoded together (each tile of activation rows passes over
-// all of them, as in amx/quant_matmul.cpp).
+// all of them, as in amx/quant_matmul.cpp), at most: the first chunks ramp up to it.
 constexpr int64_t kChunkGroups = 4;
 
 // A super-block of a group decoded for the tiles: the lo, hi and (with mins) mn planes, each
@@ -337,6 +337,7 @@ struct SuperRun {
   int64_t stride;
   const float* xd;                 // TileScales' layout, one d per super-block
   int32_t (*c)[3][kTileRows][16];  // [2]: C_lo, C_hi, C_min of super-blocks i % 2
+  Ahead ahead;                     // lines of the next chunk to ask for (quant_tiles.h)
 };
 
 // Super-block i's products into tiles 0-2 and their stores (activations alternating between
@@ -400,6 +401,7 @@ void super_tile(const SuperRun& r, int rows, float* out, int64_t out_stride) {
   for (int m = 0; m < kTileRows; ++m) acc[m] = _mm512_setzero_ps();
   if (rows < kTileRows) __builtin_memset(r.c, 0, 2 * sizeof r.c[0]);  // rows no store writes
   for (int64_t i = 0; i < r.nb; ++i) {
+    fetch_ahead(r.ahead, i, r.nb);
     super_products<kMins>(r, i);
     if (i > 0) super_finish<kMins>(r, i - 1, acc);
   }
@@ -424,8 +426,10 @@ void super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   int configured = -1;
   const int64_t first = out_begin / kInterleaveRows;
   const int64_t end = (out_end + kInterleaveRows - 1) / kInterleaveRows;
-  for (int64_t chunk = first; chunk < end; chunk += kChunkGroups) {
-    const int64_t groups = end - chunk < kChunkGroups ? end - chunk : kChunkGroups;
+  for (int64_t chunk = first, size = kFirstChunkGroups; chunk < end;
+       chunk += size, size = ramp(size, kChunkGroups)) {
+    const int64_t groups = groups_at(chunk, size, end);
+    const int64_t next = groups_at(chunk + groups, ramp(size, kChunkGroups), end);
     for (int64_t g = 0; g < groups; ++g) {
       for (int64_t i = 0; i < nb; ++i) {
         decode_super<K>(a.w + (chunk + g) * group_bytes + i * record_bytes<K>(),
@@ -442,8 +446,14 @@ void super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
         const int64_t g0 = (chunk + g) * kInterleaveRows;
         const int64_t from = g0 > out_begin ? g0 : out_begin;
         const int64_t to = g0 + kInterleaveRows < out_end ? g0 + kInterleaveRows : out_end;
-        const SuperRun run{scratch + g * decoded_bytes,   nb, a.x.q + m0 * a.n_in, a.n_in,
-                           xd + m0 / kTileRows * nb * 16, c};
+        const SuperRun run{scratch + g * decoded_bytes,
+                           nb,
+                           a.x.q + m0 * a.n_in,
+                           a.n_in,
+                           xd + m0 / kTileRows * nb * 16,
+                           c,
+                           ahead_share(a.w + (chunk + groups) * group_bytes, next, group_bytes,
+                                       m0 / kTileRows * groups + g, tiles * groups)};
         if (from == g0 && to == g0 + kInterleaveRows) {  // straight into y
           super_tile<K>(run, rows, a.y + m0 * a.n_out + g0, a.n_out);
           continue;
