@@ -129,7 +129,12 @@ Subcommand make_bench_command(CLI::App& app) {
                                 "With --model: submit straight to the scheduler, no HTTP");
   offline->needs(model);
   cmd->add_option("--seed", o.seed, "Workload seed: prompts, request seeds, arrivals (default 0)");
-  cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
+  auto* json =
+      cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
+  cmd->add_flag("--json-detailed", o.json_detailed,
+                "With --json: also write each request's timings, token counts and text (as vllm "
+                "bench serve --save-detailed)")
+      ->needs(json);
   cmd->add_option("--json-schema", o.json_schema,
                   "Constrain outputs to this JSON Schema (response_format json_schema); with "
                   "--model, runs unconstrained and constrained side by side")

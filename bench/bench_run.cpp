@@ -245,6 +245,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   run.report.outputs_digest = outputs_digest(result.records);
   run.report.device = device_figures(before, after, result.duration_seconds);
   run.records = std::move(result.records);
+  if (o.json_detailed) run.report.records = run.records;
   return run;
 }
 
@@ -260,7 +261,9 @@ std::vector<int32_t> engine_token_pool(const BenchOptions& o) {
 void write_json(const std::string& path, const json& document) {
   std::ofstream file(path);
   if (!file) throw std::runtime_error("--json: cannot write " + path);
-  file << document.dump(2) << "\n";
+  // Generated texts may end inside a character (a token's bytes), so invalid UTF-8 is
+  // written as U+FFFD rather than failing the report.
+  file << document.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   if (!file) throw std::runtime_error("--json: cannot write " + path);
 }
 
@@ -290,6 +293,7 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
   report.path = "http";
   report.summary = summarize(result.records, result.duration_seconds);
   report.outputs_digest = outputs_digest(result.records);
+  if (o.json_detailed) report.records = result.records;
   reports.push_back(report);
   document["settings"] = settings_json(o, o.url, "http");
   document["settings"]["model_name"] = info.model;

@@ -30,7 +30,8 @@ struct BenchOptions {
   bool stream = false;
   bool offline = false;
   uint64_t seed = 0;
-  std::string json_path;  // empty: no JSON file
+  std::string json_path;       // empty: no JSON file
+  bool json_detailed = false;  // the JSON also holds every request's record (request_json)
   // A JSON Schema file: with --model, the workload runs unconstrained and then with
   // response_format json_schema, side by side (with --overlap compare: constrained, off
   // against on); with --url, constrained only.

@@ -200,6 +200,26 @@ nlohmann::json run_json(const RunReport& run) {
                                            static_cast<double>(d.prefix_queried_tokens)
                                      : 0.0;
   }
+  if (!run.records.empty()) {
+    j["requests"] = nlohmann::json::array();
+    for (const RequestRecord& r : run.records) j["requests"].push_back(request_json(r));
+  }
+  return j;
+}
+
+nlohmann::json request_json(const RequestRecord& r) {
+  nlohmann::json itl = nlohmann::json::array();
+  for (double gap : r.itl) itl.push_back(gap * 1e3);
+  nlohmann::json j = {{"ok", r.ok},
+                      {"start_s", r.start_seconds},
+                      {"prompt_tokens", r.prompt_tokens},
+                      {"output_tokens", r.output_tokens},
+                      {"finish_reason", r.finish_reason},
+                      {"e2e_ms", r.e2e * 1e3},
+                      {"ttft_ms", r.streamed ? nlohmann::json(r.ttft * 1e3) : nlohmann::json()},
+                      {"itl_ms", std::move(itl)},
+                      {"text", r.text}};
+  if (!r.ok) j["error"] = r.error;
   return j;
 }
 

@@ -44,8 +44,11 @@ struct RunReport {
   std::string prefix_cache;  // "on", "off", or "" when unknown (--url)
   RunSummary summary;
   std::optional<DeviceFigures> device;
+  // Each request's record, in workload order, where --json-detailed asks for them (else
+  // empty): run_json writes them as "requests".
   // outputs_digest(records): equal digests mean the runs generated the same texts.
   std::string outputs_digest;
+  std::vector<RequestRecord> records;
 };
 
 // A hex FNV-1a 64 digest of every request's generated text, in request order (failed
@@ -56,5 +59,10 @@ std::string format_table(const std::vector<RunReport>& runs);
 
 nlohmann::json summary_json(const RunSummary& summary);
 nlohmann::json run_json(const RunReport& run);
+// One request's record as --json-detailed writes it: when it was sent, its token counts,
+// finish reason and text, its end-to-end time, and where it was streamed its time to the
+// first text and the gaps between text chunks (null and empty otherwise); failures carry
+// their error. Times in milliseconds, the start in seconds from the run's start.
+nlohmann::json request_json(const RequestRecord& record);
 
 }  // namespace tandem::bench

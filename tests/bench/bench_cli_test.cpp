@@ -110,6 +110,68 @@ TEST_F(BenchCli, OfflineRunCountsExactPromptTokens) {
   EXPECT_FALSE(doc["runs"][0]["device"].contains("peak_fraction"));
 }
 
+// --json-detailed writes each request's record beside the run's figures: one per request in
+// workload order, whose token counts add up to the run's, timings that fit inside each
+// other (first text before the end, gaps summing to at most the time after it), and the
+// text the outputs digest was taken from.
+TEST_F(BenchCli, JsonDetailedWritesEveryRequestsRecord) {
+  const std::string json = dir_.file("detailed.json").string();
+  const CommandResult r = run_tandem({"bench",
+                                      "--model",
+                                      model_,
+                                      "--offline",
+                                      "--requests",
+                                      "6",
+                                      "--concurrency",
+                                      "3",
+                                      "--prompt-tokens",
+                                      "3:9",
+                                      "--max-tokens",
+                                      "5",
+                                      "--stream",
+                                      "--threads",
+                                      "1",
+                                      "--ceilings",
+                                      "off",
+                                      "--json",
+                                      json,
+                                      "--json-detailed"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json doc = read_json("detailed.json");
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  const nlohmann::json& run = doc["runs"][0];
+  ASSERT_EQ(run["requests"].size(), 6u);
+  int64_t prompt = 0, output = 0;
+  for (const auto& q : run["requests"]) {
+    EXPECT_EQ(q["ok"], true);
+    EXPECT_EQ(q["output_tokens"], 5);
+    EXPECT_GE(q["prompt_tokens"].get<int64_t>(), 3);
+    EXPECT_LE(q["prompt_tokens"].get<int64_t>(), 9);
+    prompt += q["prompt_tokens"].get<int64_t>();
+    output += q["output_tokens"].get<int64_t>();
+    EXPECT_EQ(q["finish_reason"], "length");
+    const double ttft = q["ttft_ms"].get<double>(), e2e = q["e2e_ms"].get<double>();
+    EXPECT_GT(ttft, 0);
+    EXPECT_LE(ttft, e2e);
+    double gaps = 0;
+    for (const auto& g : q["itl_ms"]) gaps += g.get<double>();
+    EXPECT_LE(gaps, e2e - ttft + 1e-6);
+    EXPECT_GE(q["start_s"].get<double>(), 0);
+    EXPECT_TRUE(q["text"].is_string());
+    EXPECT_FALSE(q.contains("error"));
+  }
+  EXPECT_EQ(prompt, run["prompt_tokens"].get<int64_t>());
+  EXPECT_EQ(output, run["output_tokens"].get<int64_t>());
+  // Without the flag the report holds the figures alone; the flag needs --json.
+  const CommandResult plain =
+      run_tandem({"bench", "--model", model_, "--offline", "--requests", "2", "--max-tokens", "2",
+                  "--threads", "1", "--ceilings", "off", "--json", json});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(read_json("detailed.json")["runs"][0].contains("requests"));
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--json-detailed"}),
+                              "--json-detailed");
+}
+
 TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
   expect_one_line_usage_error(
       run_tandem({"bench", "--url", "http://127.0.0.1:1", "--model", model_}), "--url");
