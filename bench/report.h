@@ -44,10 +44,10 @@ struct RunReport {
   std::string prefix_cache;  // "on", "off", or "" when unknown (--url)
   RunSummary summary;
   std::optional<DeviceFigures> device;
-  // Each request's record, in workload order, where --json-detailed asks for them (else
-  // empty): run_json writes them as "requests".
   // outputs_digest(records): equal digests mean the runs generated the same texts.
   std::string outputs_digest;
+  // Each request's record, in workload order, where --json-detailed asks for them (else
+  // empty): run_json writes them as "requests".
   std::vector<RequestRecord> records;
 };
 
