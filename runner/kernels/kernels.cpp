@@ -1,5 +1,6 @@
 // Kernel dispatch (which ISA runs), weight packing into the panel layout described in
-// isa.h and the parallel split of a matmul over output panels. The arithmetic itself
+// isa.h and the parallel split of a matmul over output panels (the quantized matmul's is
+// quant_dispatch.cpp's). The arithmetic itself
 // lives in avx2/matmul.cpp and avx512/matmul.cpp, over the loops of tile_loop.h and
 // vector_loops.h; the scalar F16/BF16 conversions are runner/util/float16.h's.
 #include "runner/kernels/kernels.h"
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -24,11 +26,10 @@
 
 #include "runner/gguf/quant.h"
 #include "runner/kernels/isa.h"
+#include "runner/kernels/packed_impl.h"
 #include "runner/kernels/quant_matmul.h"
-#include "runner/kernels/quantize_q8.h"
 #include "runner/kernels/shared_prep.h"
 #include "runner/util/float16.h"
-#include "runner/util/huge_pages.h"
 
 namespace tandem::kernels {
 
@@ -37,23 +38,16 @@ bool read_once_into_l2();
 }  // namespace
 bool detail::g_read_once_into_l2 = read_once_into_l2();
 
+using detail::guided_start;
+using detail::kGuidedRoundCount;
 using detail::kPanel;
+using detail::kRowsToSharePrep;
 using detail::PackedType;
 using detail::QuantKind;
+using detail::SharedPrep;
+using detail::tasks_per_thread;
 
 namespace {
-
-// Ranges of outputs a matmul is split into, per pool thread. A decode step of one row
-// streams its weights from memory, and each range restarts that stream cold (the
-// prefetchers and the software prefetch ahead start over): one range per thread there was
-// 10-20% faster per step (BF16 and Q5_0 `BM_DecodeStep` M:1, and a Q4_K_M / BF16
-// `tandem bench` at one stream). Batches compute more per byte and keep two per thread, so
-// that a thread the hypervisor delays leaves an unclaimed range to the other; four (shorter
-// streams, more restarts) were 3-10% slower on a Zen 5 (`BM_DecodeStep` BF16 M:16 and M:32,
-// and the AVX2 path's BF16 and Q8_0 at M:8 and M:32). (The quantized decode step and the
-// 16-bit and F32 batches split in guided rounds instead, kGuidedRounds below; two ranges a
-// thread remain for the quantized batches' lane form.)
-constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 2; }
 
 // Whether the CPU has AMX-BF16 and the kernel lets this process use the tile state. Linux
 // keeps AMX's 8 KiB of tile data off until a process asks (arch_prctl ARCH_REQ_XCOMP_PERM for
@@ -146,25 +140,6 @@ const detail::IsaKernels& active_kernels() {
   return detail::avx2_kernels();
 }
 
-// Zeroed storage on huge pages (runner/util/huge_pages.h): the weights are streamed end to
-// end every step and 4 KiB pages would cost a TLB miss every 4 KiB.
-struct AlignedBuffer {
-  LargeBytes bytes;
-  uint8_t* data = nullptr;
-  size_t size = 0;
-
-  // Zeroed to the next 64 bytes: a vector load at the end may read into them. Where the
-  // caller writes all of the n bytes itself (`filled`), only the padding is zeroed: a
-  // model's quantized weights are copied in whole, and zeroing them first wrote every
-  // page twice at load.
-  explicit AlignedBuffer(size_t n, bool filled = false)
-      : bytes(allocate_large(padded(n))), data(bytes.get()), size(n) {
-    const size_t from = filled ? n : 0;
-    std::memset(data + from, 0, padded(n) - from);
-  }
-  static size_t padded(size_t n) { return (std::max<size_t>(n, 1) + 63) / 64 * 64; }
-};
-
 size_t panel_bytes_for(PackedType type, int64_t n_in) {
   switch (type) {
     case PackedType::kF32:
@@ -181,16 +156,6 @@ bool has_avx512vnni() {
   static const bool vnni = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512vnni") != 0;
-  }();
-  return vnni;
-}
-
-// AVX-VNNI from CPUID leaf 7 subleaf 1 (EAX bit 4): clang's __builtin_cpu_supports has no
-// "avxvnni". The OS's saving of the 256-bit state is hardware_isa()'s AVX2 check.
-bool has_avx_vnni() {
-  static const bool vnni = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
   }();
   return vnni;
 }
@@ -237,25 +202,6 @@ std::optional<QuantKind> quant_kind_of(gguf::TensorType type) {
   }
 }
 
-// The activations each kind multiplies, as ggml's vec_dot_type: Q8_1 for the types with a
-// min, Q8_K for the super-block types, Q8_0 for the rest.
-detail::ActFormat act_format_of(QuantKind kind) {
-  switch (kind) {
-    case QuantKind::kQ4_1:
-    case QuantKind::kQ5_1:
-      return detail::ActFormat::kQ8_1;
-    case QuantKind::kQ2_K:
-    case QuantKind::kQ3_K:
-    case QuantKind::kQ4_K:
-    case QuantKind::kQ5_K:
-    case QuantKind::kQ6_K:
-    case QuantKind::kIq4Xs:
-      return detail::ActFormat::kQ8_K;
-    default:
-      return detail::ActFormat::kQ8_0;
-  }
-}
-
 // F16 and BF16 (in pairs of k) are packed as they are stored, and so are the types
 // quant_kind_of names (as GGUF rows, Q8_0 among them). Anything else, and a mix of types, is
 // widened exactly to F32 (gguf::dequantize_row), so it runs correctly if not fast.
@@ -287,6 +233,35 @@ Isa detected_isa() {
   return forced >= 0 ? static_cast<Isa>(forced) : default_isa();
 }
 
+// AVX-VNNI from CPUID leaf 7 subleaf 1 (EAX bit 4): clang's __builtin_cpu_supports has no
+// "avxvnni". The OS's saving of the 256-bit state is hardware_isa()'s AVX2 check.
+bool detail::has_avx_vnni() {
+  static const bool vnni = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+  }();
+  return vnni;
+}
+
+// The activations each kind multiplies, as ggml's vec_dot_type: Q8_1 for the types with a
+// min, Q8_K for the super-block types, Q8_0 for the rest.
+detail::ActFormat detail::act_format_of(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kQ4_1:
+    case QuantKind::kQ5_1:
+      return detail::ActFormat::kQ8_1;
+    case QuantKind::kQ2_K:
+    case QuantKind::kQ3_K:
+    case QuantKind::kQ4_K:
+    case QuantKind::kQ5_K:
+    case QuantKind::kQ6_K:
+    case QuantKind::kIq4Xs:
+      return detail::ActFormat::kQ8_K;
+    default:
+      return detail::ActFormat::kQ8_0;
+  }
+}
+
 bool quant_uses_vnni() { return detected_isa() != Isa::kAvx2 && has_avx512vnni(); }
 
 bool quant_uses_amx() { return detected_isa() == Isa::kAmx && has_amx_int8(); }
@@ -296,20 +271,6 @@ bool set_isa_for_testing(Isa isa) {
   g_isa_override.store(static_cast<int>(isa), std::memory_order_relaxed);
   return true;
 }
-
-struct PackedWeights::Impl {
-  PackedType type = PackedType::kF32;
-  int64_t n_out = 0;
-  int64_t n_in = 0;
-  size_t panel_bytes = 0;
-  std::optional<QuantKind> quant;  // set: GGUF rows of row_bytes, the quantized path
-  size_t row_bytes = 0;
-  bool interleaved = false;  // the rows interleaved by sixteen (quant_interleave.h)
-  std::unique_ptr<AlignedBuffer> buffer;
-  // Sources of more than one type: each run of one type packed alone, its outputs the next
-  // ones in order (no buffer of its own).
-  std::vector<PackedWeights> parts;
-};
 
 PackedWeights::PackedWeights() : impl_(std::make_unique<Impl>()) {}
 PackedWeights::PackedWeights(PackedWeights&&) noexcept = default;
@@ -473,139 +434,20 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
   return packed;
 }
 
-namespace {
-
-using detail::kRowsToSharePrep;
-using detail::SharedPrep;
-
-// The quantized path: activations quantized once per call (into a buffer that lives as
-// long as the submitting thread; from kRowsToSharePrep rows by the tasks together), then
-// ranges of outputs over the pool. The ranges are whole multiples of kQuantUnit outputs
-// (the rows decoded together), not of the 64-wide panels, so that a 576-output matrix
-// splits as evenly over two threads at M = 1 as at 32.
-constexpr int64_t kQuantUnit = 16;
-// Interleaved weights (quant_interleave.h) are computed a whole group of rows at a time: a
-// range that split a group would compute it on both sides.
-static_assert(kQuantUnit % detail::kInterleaveRows == 0);
-// From how many rows a batch takes the lane form (quant_lanes.h); below, the streamed form
-// (quant_streams.h: each span decoded in registers once for every row). AVX-512 VNNI: from 9,
-// AVX2: from 4. The streamed form against the lane forms it replaced (VNNI's folded one up
-// to 8 rows), on a Zen 5, alternating: `BM_DecodeStep<kQ5_0>` VNNI M:2 5.79 -> 3.92 ms, M:3
-// 6.27 -> 4.71; `BM_QuantMatmul` 2048 x 2048 in L2, medians of 6-8 rounds, streamed / lane:
-// M:5 0.62-0.65, M:6 0.70-0.73, M:7 0.67-0.78, M:8 0.76-0.85 (from DRAM 0.88-0.91); AVX2
-// (TANDEM_ISA=avx2) M:2 7.85 -> 5.90 (the row form before), M:3 9.08 -> 7.38, but M:4 9.2-9.4
-// -> 10.4-10.7, so AVX2 keeps its lane form there.
-// From how many rows a batch of interleaved quantized weights takes AMX-INT8: one tile of
-// activation rows. At 16 the two forms were level (`bench_matmul` `BM_QuantMatmul` in L2,
-// Q5_0 576 wide 64-69 -> 61-62 us, Q4_K 88 -> 84), at 32 AMX ahead (Q5_0 125-130 -> 107-118,
-// Q4_K 161-166 -> 115-122, Q6_K 176 -> 104).
-constexpr int64_t kAmxQuantRows = 16;
-
-int64_t lanes_from_rows(bool vnni) {
-  return (vnni ? detail::kVnniStreamRows : detail::kAvx2StreamRows) + 1;
-}
-
-// A quantized decode step's ranges (one activation row), and a 16-bit or F32 batch's
-// (matmul below), guided: a first round of one range per thread holds 70% of the outputs,
-// then a round of 20% and one of 10%, each shared evenly by the threads. Ranges are claimed
-// in order, so whichever thread finishes its share first takes the next, and the two end
-// within a small range of each other; with one range per thread, the thread the hypervisor
-// or the other work on its core slowed held the other idle at every step's 120-odd matmuls
-// (22% of both threads' time spun in the pool, `perf` of `tandem generate` on smollm2
-// Q4_K_M). A round's share in thousandths, cumulative:
-constexpr int64_t kGuidedRounds[] = {0, 700, 900, 1000};
-constexpr int64_t kGuidedRoundCount = 3;
-
-// Where task t of a guided split over `threads` starts, in parts of 1000 * threads.
-int64_t guided_start(int64_t t, int64_t threads) {
-  const int64_t round = t / threads, i = t % threads;
-  if (round >= kGuidedRoundCount) return 1000 * threads;
-  const int64_t share = kGuidedRounds[round + 1] - kGuidedRounds[round];
-  return kGuidedRounds[round] * threads + i * share;
-}
-
-// The first unit of task t of n_tasks (n_tasks == the end): even ranges, or, where the
-// matmul is guided, the rounds above.
-int64_t range_start(int64_t t, int64_t n_tasks, int64_t n_units, int64_t guided_threads) {
-  if (guided_threads == 0) return t * n_units / n_tasks;
-  return n_units * guided_start(t, guided_threads) / (1000 * guided_threads);
-}
-
-void quant_matmul(ThreadPool& pool, const PackedWeights::Impl& impl, const float* x, int64_t n_rows,
-                  float* y) {
-  const bool vnni = quant_uses_vnni();  // picks both the activation layout and the loop
-  // A few rows stream (quant_streams.h); more are laid out across lanes (quant_lanes.h).
-  const bool streamed = n_rows < lanes_from_rows(vnni);
-  // Interleaved weights take row-major activations at every batch (quant_interleaved.h).
-  const bool row_major = streamed || impl.interleaved;
-  // Batches of interleaved weights on the tile unit where the CPU has AMX-INT8: the same
-  // bits (amx/quant_matmul.cpp), so the choice may follow speed alone.
-  const bool amx = impl.interleaved && n_rows >= kAmxQuantRows && quant_uses_amx();
-  thread_local detail::QuantizedActivations activations;
-  struct Quantizing {
-    detail::ActFormat format;
-    const float* x;
-    detail::QuantizedActivations* out;
-    static void work(const void* ctx, int64_t begin, int64_t end) {
-      const auto* q = static_cast<const Quantizing*>(ctx);
-      detail::quantize_blocks(q->format, q->x, begin, end, *q->out);
-    }
-  } quantizing{act_format_of(*impl.quant), x, &activations};
-  // Batches multiply activations laid out across rows (quant_lanes.h), copied so as they
-  // are quantized.
-  detail::prepare_rows(quantizing.format, n_rows, impl.n_in, activations, !row_major);
-  struct Job {
-    detail::QuantMatmulArgs args;
-    detail::QuantLoop loop;
-    int64_t n_units;
-    int64_t n_tasks;
-    int64_t guided_threads;  // 0: even ranges
-  } job;
-  job.args = {*impl.quant,     impl.buffer->data, impl.row_bytes, impl.n_in,
-              impl.n_out,      activations.view,  n_rows,         y,
-              impl.interleaved};
-  job.loop = amx              ? detail::amx_quant_loop()
-             : vnni           ? detail::avx512vnni_quant_loop()
-             : has_avx_vnni() ? detail::avxvnni_quant_loop()
-                              : detail::avx2_quant_loop();
-  job.n_units = (impl.n_out + kQuantUnit - 1) / kQuantUnit;
-  job.n_tasks = std::min<int64_t>(job.n_units, tasks_per_thread(n_rows) * pool.size());
-  // Guided where every round's ranges still hold a unit or more.
-  const bool guided = streamed && pool.size() > 1 &&
-                      job.n_units * (kGuidedRounds[3] - kGuidedRounds[2]) >= 1000 * pool.size();
-  job.guided_threads = guided ? pool.size() : 0;
-  if (guided) job.n_tasks = kGuidedRoundCount * pool.size();
-  auto range = [](const Job& j, int64_t t) {
-    const int64_t begin = range_start(t, j.n_tasks, j.n_units, j.guided_threads) * kQuantUnit;
-    const int64_t end = std::min(
-        range_start(t + 1, j.n_tasks, j.n_units, j.guided_threads) * kQuantUnit, j.args.n_out);
-    if (begin < end) j.loop(j.args, begin, end);
-  };
-  SharedPrep prep;
-  prep.start(&Quantizing::work, &quantizing,
-             n_rows * (impl.n_in / detail::act_block(quantizing.format)),
-             job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
-  if (job.n_tasks <= 1) return range(job, 0);
-  const Job* j = &job;
-  SharedPrep* p = &prep;
-  pool.parallel_for(job.n_tasks, [j, p, range](int64_t t) {
-    p->help_and_wait();
-    range(*j, t);
-  });
-}
-
-}  // namespace
-
-void* detail::quant_scratch(size_t bytes) {
-  thread_local std::vector<uint8_t> scratch;
-  if (scratch.size() < bytes + 64) scratch.resize(bytes + 64);  // room to align
-  const auto at = reinterpret_cast<uintptr_t>(scratch.data());
-  return scratch.data() + (64 - at % 64) % 64;
-}
-
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
   const PackedWeights::Impl& impl = w.impl();
   if (n_rows <= 0 || impl.n_out == 0) return;
+  if (detail::quant_pieces_fit(impl)) {
+    // Quantized parts (llama-quantize's mixes: a layer's attn_v of its own type) in one job,
+    // each writing its columns of y, the activations quantized once for all of them.
+    std::array<detail::QuantPiece, detail::kMaxQuantPieces> pieces;
+    int64_t col = 0;
+    for (size_t i = 0; i < impl.parts.size(); ++i) {
+      pieces[i] = {&impl.parts[i].impl(), col};
+      col += impl.parts[i].n_out();
+    }
+    return detail::quant_matmul(pool, {pieces.data(), impl.parts.size()}, impl.n_out, x, n_rows, y);
+  }
   if (!impl.parts.empty()) {
     // Each part into a scratch of its own width, then copied into its columns of y.
     thread_local std::vector<float> part_y;
@@ -620,7 +462,10 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     }
     return;
   }
-  if (impl.quant) return quant_matmul(pool, impl, x, n_rows, y);
+  if (impl.quant) {
+    const detail::QuantPiece whole{&impl, 0};
+    return detail::quant_matmul(pool, {&whole, 1}, impl.n_out, x, n_rows, y);
+  }
   const detail::IsaKernels& isa = active_kernels();
 
   struct Job {

@@ -275,7 +275,7 @@ void interleaved_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
   if constexpr (!WideSteps<S>)
     all = static_cast<float*>(quant_scratch(static_cast<size_t>(a.n_rows) * 16 * 4));
   auto store = [&](const float* sums, int64_t m, int64_t g0, int64_t from, int64_t to) {
-    for (int64_t o = from; o < to; ++o) a.y[m * a.n_out + o] = sums[o - g0];
+    for (int64_t o = from; o < to; ++o) a.y[m * a.row_stride() + o] = sums[o - g0];
   };
   for (int64_t g0 = out_begin / kInterleaveRows * kInterleaveRows; g0 < out_end;
        g0 += kInterleaveRows) {

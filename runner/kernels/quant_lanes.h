@@ -203,7 +203,7 @@ void quant_lanes_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_e
       }
     }
     for (int64_t m = 0; m < a.n_rows; ++m) {
-      float* y = a.y + m * a.n_out + o0;
+      float* y = a.y + m * a.row_stride() + o0;
       for (int64_t i = 0; i < outputs; ++i) y[i] = acc[i * lanes + m];
     }
   }

@@ -59,20 +59,24 @@ struct QuantMatmulArgs {
   int64_t n_out = 0;
   ActRows x;  // n_rows rows, in the activation format the kind needs
   int64_t n_rows = 0;
-  float* y = nullptr;  // n_rows x n_out
+  float* y = nullptr;  // n_rows rows of n_out outputs, row_stride() apart
   // Q4_0/Q5_0 rows interleaved by sixteen (quant_interleave.h) instead of as stored; x is then
   // row-major whatever n_rows.
   bool interleaved = false;
+  // y's row stride where these outputs are some of a wider y's columns (the parts of one
+  // matrix in one job, quant_dispatch.cpp); 0: n_out.
+  int64_t y_stride = 0;
+  int64_t row_stride() const { return y_stride > 0 ? y_stride : n_out; }
 };
 
 // The most activation rows each ISA's vector form streams (quant_streams.h: each span of
-// four weight rows decoded in registers once for all of them); kernels.cpp gives larger
+// four weight rows decoded in registers once for all of them); quant_dispatch.cpp gives larger
 // batches the lane layout (quant_lanes.h). Measured on a Zen 5 (docs/performance.md,
 // 2026-11-29 evening): with VNNI streaming beat the folded lane form up to 8 rows; on AVX2
 // the lane form was ahead from 4.
 inline constexpr int64_t kVnniStreamRows = 8, kAvx2StreamRows = 3;
 
-// Per-thread scratch of at least `bytes`, 64-byte aligned (kernels.cpp owns it).
+// Per-thread scratch of at least `bytes`, 64-byte aligned (quant_dispatch.cpp owns it).
 void* quant_scratch(size_t bytes);
 
 namespace {
@@ -488,8 +492,8 @@ void quant_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
       const int8_t* xq = a.x.q + m * n;
       for (int64_t i = 0; i < count; ++i) {
         S::group_sums(u.q + i * n, xq, n, g);
-        a.y[m * a.n_out + o0 + i] = T::kSuper ? finish_super(u.scales[i], g, a.x, m)
-                                              : finish_legacy(u.scales[i], g, a.x, m);
+        a.y[m * a.row_stride() + o0 + i] = T::kSuper ? finish_super(u.scales[i], g, a.x, m)
+                                                     : finish_legacy(u.scales[i], g, a.x, m);
       }
     }
   }

@@ -181,7 +181,7 @@ void stream_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
     for (int m = 0; m < R; ++m) {
       alignas(16) float y[4];
       _mm_store_ps(y, acc[m]);
-      float* out = a.y + m * a.n_out + o0;
+      float* out = a.y + m * a.row_stride() + o0;
       for (int64_t r = 0; r < 4 && o0 + r < out_end; ++r) out[r] = y[r];
     }
   }

@@ -9,7 +9,7 @@
 //  - activation rows in groups of up to S::kStreamRows (a decode step, a small batch): four
 //    weight rows stream side by side, each span decoded in registers once and dotted with
 //    every activation row of the group (quant_streams.h); larger batches take the lane
-//    form (quant_lanes.h) from the row count kernels.cpp picks; Q4_0/Q5_0 matrices stored
+//    form (quant_lanes.h) from the row count quant_dispatch.cpp picks; Q4_0/Q5_0 matrices stored
 //    interleaved by sixteen rows take quant_interleaved.h's kernel at every batch instead;
 //  - per block the float steps of finish_legacy / finish_super follow, the same operations
 //    in the same order (the per-block products in vector lanes, the sum over blocks in
@@ -30,7 +30,7 @@ namespace tandem::kernels::detail {
 namespace {
 
 // Activation rows in groups of up to S::kStreamRows, each group streamed (quant_streams.h).
-// kernels.cpp lays larger batches out across lanes for the lane form (quant_lanes.h), so
+// quant_dispatch.cpp lays larger batches out across lanes for the lane form (quant_lanes.h), so
 // more than one group comes only from callers that pass row-major activations of a larger
 // batch (the tests' direct calls); each row still gets its one-row bits.
 template <class S, class T>
@@ -39,7 +39,7 @@ void quant_rows_vector(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_
     QuantMatmulArgs group = a;
     group.n_rows = a.n_rows - m0 < S::kStreamRows ? a.n_rows - m0 : S::kStreamRows;
     group.x = row_range(a.x, m0, group.n_rows);
-    group.y = a.y + m0 * a.n_out;
+    group.y = a.y + m0 * a.row_stride();
     stream_batch<S, T>(group, out_begin, out_end);
   }
 }

@@ -1,5 +1,5 @@
 // A matmul's activation preparation (BF16 rounding, or quantizing for the integer path),
-// shared by the matmul's tasks. Internal to runner/kernels/ (kernels.cpp).
+// shared by the matmul's tasks. Internal to runner/kernels/ (kernels.cpp, quant_dispatch.cpp).
 #pragma once
 
 #include <immintrin.h>

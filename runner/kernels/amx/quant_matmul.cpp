@@ -1,7 +1,7 @@
 // AMX-INT8 form of the quantized matmul for batches, on weights in blocks of 32 interleaved
 // by sixteen rows (quant_interleave.h: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0). Compiled with
 // AMX flags and called only where the CPU has AMX-INT8 and the tile state was granted
-// (kernels.cpp), so, as in avx512/, no standard-library template is instantiated here.
+// (quant_dispatch.cpp), so, as in avx512/, no standard-library template is instantiated here.
 //
 // A TDPBSSD adds to each 32-bit lane of a 16 x 16 tile of sums (C) the products of one row of
 // signed bytes (A: an activation row's Q8_0 quants, straight from the row-major ActRows) and
@@ -217,12 +217,12 @@ void amx_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
                           ahead_share(a.w + (chunk + groups) * group_bytes, next, group_bytes,
                                       t * groups + i, tiles * groups)};
         if (from == g0 && to == g0 + kInterleaveRows) {  // straight into y
-          rows_tile<K>(run, rows, a.y + m0 * a.n_out + g0, a.n_out);
+          rows_tile<K>(run, rows, a.y + m0 * a.row_stride() + g0, a.row_stride());
           continue;
         }
         rows_tile<K>(run, rows, &sums[0][0], 16);
         for (int m = 0; m < rows; ++m)
-          for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.n_out + o] = sums[m][o - g0];
+          for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.row_stride() + o] = sums[m][o - g0];
       }
     }
   }

@@ -455,12 +455,12 @@ void super_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
                            ahead_share(a.w + (chunk + groups) * group_bytes, next, group_bytes,
                                        m0 / kTileRows * groups + g, tiles * groups)};
         if (from == g0 && to == g0 + kInterleaveRows) {  // straight into y
-          super_tile<K>(run, rows, a.y + m0 * a.n_out + g0, a.n_out);
+          super_tile<K>(run, rows, a.y + m0 * a.row_stride() + g0, a.row_stride());
           continue;
         }
         super_tile<K>(run, rows, &sums[0][0], 16);
         for (int m = 0; m < rows; ++m)
-          for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.n_out + o] = sums[m][o - g0];
+          for (int64_t o = from; o < to; ++o) a.y[(m0 + m) * a.row_stride() + o] = sums[m][o - g0];
       }
     }
   }

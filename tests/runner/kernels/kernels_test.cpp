@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/kernels/packed_impl.h"
 #include "runner/util/float16.h"
 #include "tests/common/isa_scope.h"
 #include "tests/common/test_support.h"
@@ -317,6 +318,55 @@ TEST(Kernels, MixedTypeSourcesAreMultipliedEachInItsOwnForm) {
               << "rows " << n_rows << " row " << r << " part at " << offset;
         }
         offset += part.n_out();
+      }
+    }
+  }
+}
+
+// Quantized parts that multiply the same activations (Q5_0 and Q8_0 over Q8_0; Q4_K and Q6_K
+// over Q8_K) run as one job, the activations quantized once and each part writing its columns
+// of y (detail::quant_pieces_fit): every output keeps the bits of its part alone, on every
+// ISA, for streamed, lane, interleaved and tile batches and on one and three threads. Parts
+// of different activation formats (Q5_0 beside Q4_K) still go one after another.
+TEST(Kernels, QuantizedPartsOfOneActivationFormatRunAsOneJobWithTheirOwnBits) {
+  ThreadPool pool1(1), pool3(3);
+  struct Case {
+    int64_t n_in;
+    std::vector<std::pair<TensorType, int64_t>> parts;  // type and outputs, in order
+    bool one_job;
+  };
+  const Case cases[] = {
+      {576, {{TensorType::kQ5_0, 32}, {TensorType::kQ5_0, 16}, {TensorType::kQ8_0, 48}}, true},
+      {512, {{TensorType::kQ4_K, 64}, {TensorType::kQ6_K, 32}, {TensorType::kQ4_K, 16}}, true},
+      {512, {{TensorType::kQ5_0, 32}, {TensorType::kQ4_K, 32}}, false},
+  };
+  for (const Case& c : cases) {
+    std::vector<Matrix> mats;
+    for (size_t i = 0; i < c.parts.size(); ++i)
+      mats.push_back(random_matrix(c.parts[i].first, c.parts[i].second, c.n_in, 30 + i));
+    std::vector<WeightSource> sources;
+    for (const Matrix& m : mats) sources.push_back(m.source());
+    const PackedWeights fused = PackedWeights::pack(sources);
+    EXPECT_EQ(detail::quant_pieces_fit(fused.impl()), c.one_job);
+    const int64_t n_out = fused.n_out(), max_rows = 33;
+    const auto x = normal_floats(max_rows * c.n_in, 9);
+    for (Isa isa : runnable_isas()) {
+      IsaScope scope(isa);
+      for (int64_t n_rows : {int64_t{1}, int64_t{5}, int64_t{16}, max_rows}) {
+        for (ThreadPool* pool : {&pool1, &pool3}) {
+          std::vector<float> y(n_rows * n_out);
+          matmul(*pool, fused, x.data(), n_rows, y.data());
+          int64_t col = 0;
+          for (const Matrix& m : mats) {
+            const PackedWeights alone = PackedWeights::pack(m.source());
+            std::vector<float> want(n_rows * m.n_out);
+            matmul(*pool, alone, x.data(), n_rows, want.data());
+            for (int64_t r = 0; r < n_rows; ++r)
+              ASSERT_EQ(0, std::memcmp(&y[r * n_out + col], &want[r * m.n_out], m.n_out * 4))
+                  << isa_name(isa) << " rows " << n_rows << " row " << r << " part at " << col;
+            col += m.n_out;
+          }
+        }
       }
     }
   }
