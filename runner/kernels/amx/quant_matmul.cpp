@@ -33,7 +33,8 @@ constexpr size_t kTileBytes = kBlockQuads * 64;  // one decoded block of the gro
 // over all of them, its rows' quants kept in L1 and the outputs it writes running along its
 // rows of y: one group at a time down all the rows, the scattered stores into y took a fifth
 // of the time (one thread, 512 x 1808 x 576: 2.85 -> 2.44-2.62 ms). At most: a range's first
-// chunks ramp up to it (quant_tiles.h, kFirstChunkGroups).
+// chunks ramp up to it (quant_tiles.h, kFirstChunkGroups), and a batch of kFewTiles tiles or
+// fewer takes one group at a time.
 constexpr int64_t kChunkGroups = 8;
 
 // Tiles 0-3: sums (rows x 16 int32); 4 and 5: activations (rows x 32 bytes); 6 and 7:
@@ -189,10 +190,11 @@ void amx_rows(const QuantMatmulArgs& a, int64_t out_begin, int64_t out_end) {
   int configured = -1;
   const int64_t first = out_begin / kInterleaveRows,
                 end = (out_end + kInterleaveRows - 1) / kInterleaveRows;
+  const int64_t full = tiles <= kFewTiles ? 1 : kChunkGroups;
   for (int64_t chunk = first, size = kFirstChunkGroups; chunk < end;
-       chunk += size, size = ramp(size, kChunkGroups)) {
+       chunk += size, size = ramp(size, full)) {
     const int64_t groups = groups_at(chunk, size, end);
-    const int64_t next = groups_at(chunk + groups, ramp(size, kChunkGroups), end);
+    const int64_t next = groups_at(chunk + groups, ramp(size, full), end);
     for (int64_t i = 0; i < groups; ++i)
       decode_group<K>(a.w + (chunk + i) * group_bytes, nb, decoded(i));
     for (int64_t m0 = 0; m0 < a.n_rows; m0 += kTileRows) {

@@ -78,6 +78,14 @@ inline Ahead ahead_share(const uint8_t* next, int64_t groups, size_t group_bytes
 // computes and asks for its lines. (A 32-row Q4_K_M step, 3 alternating rounds: a first chunk
 // of two groups 18.1-18.4 ms, of one 17.3-17.8, of the full eight 18.8-19.4.)
 constexpr int64_t kFirstChunkGroups = 1;
+// A batch of one or two tiles of rows (a decode step of up to 32 rows) takes one group at a
+// time in the blocks-of-32 loop: its activations are a few KiB and stay in L1 whatever the
+// order, so a chunk of eight bought nothing and sent the decoded groups (11.5 KiB each at
+// 576 inputs) out to L2 between the tiles' passes. One group: `BM_DecodeStep/bf16/batch:32`
+// on the Q4_K_M file 17.5-18.7 -> 16.7-17.5 ms (4 rounds), `bench_matmul` Q5_0 M:16 8.9-9.1
+// -> 7.6-7.9 ms, Q8_0 M:32 14.8-15.8 -> 13.3-13.8. The K-quants' loop was level or slower
+// with it (ffn_down 3.49-3.59 -> 3.50-3.86 ms) and keeps its chunks.
+constexpr int64_t kFewTiles = 2;
 inline int64_t ramp(int64_t size, int64_t full) { return 2 * size < full ? 2 * size : full; }
 
 // Groups in the chunk of `size` groups at `at`, the range ending at group `end`.

@@ -441,35 +441,39 @@ TEST(QuantMatmul, InterleavedRowsGiveTheStoredRowsBitsInEveryFormBatchAndRange) 
 }
 
 // The tile forms decode a range's groups of sixteen rows in chunks that ramp up (1, 2, 4, 8
-// groups, quant_tiles.h) while each chunk's passes ask for the next one's lines: over 17
-// groups and two tiles of activation rows, every range (whole, starting and ending inside a
+// groups, quant_tiles.h; one group at a time for the blocks of 32 at one or two tiles of
+// rows) while each chunk's passes ask for the next one's lines: over 17 groups, with two and
+// with four tiles of activation rows, every range (whole, starting and ending inside a
 // group, the ramp cut short) must give the stored rows' portable bits.
 TEST(QuantMatmul, TileFormsChunksOfEveryRangeGiveThePortableBits) {
   if (!cpu_runs_amx_int8()) GTEST_SKIP() << "no AMX-INT8 here: the tile forms are not run";
   for (const TypeCase& c : type_cases()) {
     const int64_t n_in = gguf::block_elements(c.type) == 32 ? 576 : 512;
-    const int64_t n_out = 17 * 16, n_rows = 21;
+    const int64_t n_out = 17 * 16;
     ASSERT_TRUE(detail::interleaves(c.kind, n_out, true));
     const auto w = random_rows(c, n_out, n_in, 23 + static_cast<uint32_t>(n_in));
     std::vector<uint8_t> inter(w.size());
     detail::interleave_rows(c.kind, w.data(), n_out, n_in, inter.data());
-    const auto x = random_activations(n_rows, n_in, 29);
-    detail::QuantizedActivations act;
-    detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
-    const auto stored = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
-    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{
-             {0, n_out}, {37, 250}, {16, 16 * 8}, {100, n_out}, {3, 29}}) {
-      constexpr uint32_t kUnwritten = 0x7fc0dead;  // a NaN no output computes here
-      std::vector<float> y(n_rows * n_out, __builtin_bit_cast(float, kUnwritten));
-      const detail::QuantMatmulArgs args{c.kind,   inter.data(), w.size() / n_out, n_in, n_out,
-                                         act.view, n_rows,       y.data(),         true};
-      detail::amx_quant_loop()(args, begin, end);
-      for (int64_t m = 0; m < n_rows; ++m) {
-        for (int64_t o = 0; o < n_out; ++o) {
-          const bool in = o >= begin && o < end;
-          ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
-                    in ? __builtin_bit_cast(uint32_t, stored[m * n_out + o]) : kUnwritten)
-              << name_of(c) << " range " << begin << "-" << end << " row " << m << " out " << o;
+    for (const int64_t n_rows : {int64_t{21}, int64_t{49}}) {
+      const auto x = random_activations(n_rows, n_in, 29);
+      detail::QuantizedActivations act;
+      detail::quantize_rows(c.format, x.data(), n_rows, n_in, act);
+      const auto stored = run_loop(detail::portable_quant_loop(), c, w, n_out, n_in, x, n_rows);
+      for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{
+               {0, n_out}, {37, 250}, {16, 16 * 8}, {100, n_out}, {3, 29}}) {
+        constexpr uint32_t kUnwritten = 0x7fc0dead;  // a NaN no output computes here
+        std::vector<float> y(n_rows * n_out, __builtin_bit_cast(float, kUnwritten));
+        const detail::QuantMatmulArgs args{c.kind,   inter.data(), w.size() / n_out, n_in, n_out,
+                                           act.view, n_rows,       y.data(),         true};
+        detail::amx_quant_loop()(args, begin, end);
+        for (int64_t m = 0; m < n_rows; ++m) {
+          for (int64_t o = 0; o < n_out; ++o) {
+            const bool in = o >= begin && o < end;
+            ASSERT_EQ(__builtin_bit_cast(uint32_t, y[m * n_out + o]),
+                      in ? __builtin_bit_cast(uint32_t, stored[m * n_out + o]) : kUnwritten)
+                << name_of(c) << " range " << begin << "-" << end << " rows " << n_rows << " row "
+                << m << " out " << o;
+          }
         }
       }
     }
