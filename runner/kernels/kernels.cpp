@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -341,6 +340,13 @@ PackedWeights PackedWeights::pack_parts(std::span<const WeightSource> sources, i
     impl.parts.push_back(pack(sources.subspan(begin, i - begin)));
     begin = i;
   }
+  if (detail::quant_pieces_fit(impl)) {
+    int64_t col = 0;
+    for (const PackedWeights& part : impl.parts) {
+      impl.pieces.push_back({&part.impl(), col});
+      col += part.n_out();
+    }
+  }
   return packed;
 }
 
@@ -437,16 +443,10 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
   const PackedWeights::Impl& impl = w.impl();
   if (n_rows <= 0 || impl.n_out == 0) return;
-  if (detail::quant_pieces_fit(impl)) {
+  if (!impl.pieces.empty()) {
     // Quantized parts (llama-quantize's mixes: a layer's attn_v of its own type) in one job,
     // each writing its columns of y, the activations quantized once for all of them.
-    std::array<detail::QuantPiece, detail::kMaxQuantPieces> pieces;
-    int64_t col = 0;
-    for (size_t i = 0; i < impl.parts.size(); ++i) {
-      pieces[i] = {&impl.parts[i].impl(), col};
-      col += impl.parts[i].n_out();
-    }
-    return detail::quant_matmul(pool, {pieces.data(), impl.parts.size()}, impl.n_out, x, n_rows, y);
+    return detail::quant_matmul(pool, impl.pieces, impl.n_out, x, n_rows, y);
   }
   if (!impl.parts.empty()) {
     // Each part into a scratch of its own width, then copied into its columns of y.

@@ -38,6 +38,15 @@ struct AlignedBuffer {
   static size_t padded(size_t n) { return (std::max<size_t>(n, 1) + 63) / 64 * 64; }
 };
 
+namespace detail {
+// One quantized matrix of a matmul (a whole PackedWeights, or one part of it) and the first
+// of y's columns its outputs go to.
+struct QuantPiece {
+  const PackedWeights::Impl* impl = nullptr;
+  int64_t col = 0;
+};
+}  // namespace detail
+
 struct PackedWeights::Impl {
   detail::PackedType type = detail::PackedType::kF32;
   int64_t n_out = 0;
@@ -50,6 +59,9 @@ struct PackedWeights::Impl {
   // Sources of more than one type: each run of one type packed alone, its outputs the next
   // ones in order (no buffer of its own).
   std::vector<PackedWeights> parts;
+  // The parts as one quantized job, each with its first column of y, where they fit
+  // (detail::quant_pieces_fit); decided once, at packing. Empty otherwise.
+  std::vector<detail::QuantPiece> pieces;
 };
 
 namespace detail {
@@ -96,12 +108,6 @@ inline int64_t range_start(int64_t t, int64_t n_tasks, int64_t n_units, int64_t 
 ActFormat act_format_of(QuantKind kind);
 bool has_avx_vnni();  // AVX-VNNI (the 256-bit VEX form), from CPUID
 
-// One quantized matrix of a matmul (a whole PackedWeights, or one part of it) and the first
-// of y's columns its outputs go to.
-struct QuantPiece {
-  const PackedWeights::Impl* impl = nullptr;
-  int64_t col = 0;
-};
 // The most pieces one quantized matmul takes (Q, K and V of three types).
 inline constexpr size_t kMaxQuantPieces = 4;
 

@@ -348,6 +348,7 @@ TEST(Kernels, QuantizedPartsOfOneActivationFormatRunAsOneJobWithTheirOwnBits) {
     for (const Matrix& m : mats) sources.push_back(m.source());
     const PackedWeights fused = PackedWeights::pack(sources);
     EXPECT_EQ(detail::quant_pieces_fit(fused.impl()), c.one_job);
+    EXPECT_EQ(fused.impl().pieces.size(), c.one_job ? fused.impl().parts.size() : 0);
     const int64_t n_out = fused.n_out(), max_rows = 33;
     const auto x = normal_floats(max_rows * c.n_in, 9);
     for (Isa isa : runnable_isas()) {
