@@ -184,10 +184,15 @@ void two_blocks(const Unit& u, int half) {
     // 32-row step 22.3-23.0 -> 22.0-22.1 ms against each half prefetching its own (3 rounds).
     if (half == 0) prefetch_ahead(u, kb, w, 4);
     prefetch_next_panel(u, kb, half);
+    // The weights with TILELOADDT1, the load that tells the caches they are not read again
+    // soon (the next group reads them from L2), so they do not push the block's
+    // activations, which the second half reads again, out of L1. 1024-token prefill's
+    // matmuls 130.2-131.3 -> 116.9-122.8 ms (4 alternating rounds, TANDEM_BENCH_PHASES=1
+    // BM_Prefill); the activations streamed instead: 182-193 ms. docs/performance.md.
     _tile_loadd(4, x0 + kb * 64, u.act_stride());
-    _tile_loadd(6, w, kPairRow);
+    _tile_stream_loadd(6, w, kPairRow);
     _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, w + 64, kPairRow);
+    _tile_stream_loadd(7, w + 64, kPairRow);
     _tile_dpbf16ps(1, 4, 7);
     _tile_loadd(5, x1 + kb * 64, u.act_stride());
     _tile_dpbf16ps(2, 5, 6);
