@@ -147,14 +147,19 @@ void ForwardPass::plan_query_tiles() {
   query_tiles_.push_back(n_tokens);
 }
 
+// The plan lists a prefill row's tiles in position order, each walking one more block than
+// the one before, so the threads take the tasks from the back: the longest first, and the
+// last taken is the shortest, which leaves the other thread the least to wait for (512-token
+// BM_Prefill 147-155 -> 142-150 ms, 4 alternating rounds; docs/performance.md). Which thread
+// walks a task changes no bit (attend, merge_chunks).
 void ForwardPass::attention(int32_t layer, std::span<const ForwardRow> rows) {
   plan_attention(layer);
   const int64_t n_tasks = static_cast<int64_t>(attend_tasks_.size());
   std::atomic<int64_t> next{0};
   pool_.run_on_all([&](int thread, int) {
     std::vector<float>& scratch = thread_scores_[thread];
-    for (int64_t i = next.fetch_add(1); i < n_tasks; i = next.fetch_add(1)) {
-      const AttendTask& task = attend_tasks_[i];
+    for (int64_t n = next.fetch_add(1); n < n_tasks; n = next.fetch_add(1)) {
+      const AttendTask& task = attend_tasks_[n_tasks - 1 - n];
       attend(layer, rows, task, scratch);
       if (task.group >= 0) finish_chunk(task, scratch);
     }
