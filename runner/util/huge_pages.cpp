@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 
@@ -50,9 +51,12 @@ class SlabArena {
     const size_t rounded = round(n);
     std::lock_guard<std::mutex> lock(mu_);
     if (current_ == nullptr || current_->second.used + rounded > kLargeSlabBytes) {
-      auto* base = aligned_pages(kLargeSlabBytes, kHugePageBytes);
-      ASAN_POISON_MEMORY_REGION(base, kLargeSlabBytes);
-      current_ = &*slabs_.emplace(reinterpret_cast<uintptr_t>(base), Slab{}).first;
+      struct Free {
+        void operator()(uint8_t* p) const { std::free(p); }
+      };
+      std::unique_ptr<uint8_t, Free> base(aligned_pages(kLargeSlabBytes, kHugePageBytes));
+      current_ = &*slabs_.emplace(reinterpret_cast<uintptr_t>(base.get()), Slab{}).first;
+      ASAN_POISON_MEMORY_REGION(base.release(), kLargeSlabBytes);  // the map owns it now
     }
     Slab& slab = current_->second;
     auto* p = reinterpret_cast<uint8_t*>(current_->first) + slab.used;
