@@ -15,20 +15,10 @@ namespace {
 
 constexpr size_t kCarveAlign = 64;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TANDEM_LARGE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TANDEM_LARGE_ASAN 1
-#endif
-#endif
-#ifdef TANDEM_LARGE_ASAN
-// A poisoned gap after each carved buffer, as ASan's own allocator leaves: the buffers'
-// sizes are multiples of 64, so without it an overrun would land in the next one unseen.
-constexpr size_t kRedZone = kCarveAlign;
-#else
-constexpr size_t kRedZone = 0;
-#endif
+// A poisoned gap after each carved buffer under ASan, as ASan's own allocator leaves: the
+// buffers' sizes are multiples of 64, so without it an overrun would land in the next one
+// unseen.
+constexpr size_t kRedZone = kLargeSlabsPoisoned ? kCarveAlign : 0;
 
 // n bytes aligned to `align`, rounded up to it; advised as huge pages where align is a huge
 // page (advice only: where the kernel has THP off, the buffer works on 4 KiB pages).
@@ -62,7 +52,6 @@ class SlabArena {
     auto* p = reinterpret_cast<uint8_t*>(current_->first) + slab.used;
     slab.used += rounded;
     slab.live.emplace(reinterpret_cast<uintptr_t>(p), rounded);
-    ++allocations_;
     ASAN_UNPOISON_MEMORY_REGION(p, n);
     return p;
   }
@@ -82,7 +71,6 @@ class SlabArena {
     }
     ASAN_POISON_MEMORY_REGION(p, buffer->second);  // a use after release is reported too
     it->second.live.erase(buffer);
-    --allocations_;
     if (!it->second.live.empty()) return true;
     auto* base = reinterpret_cast<uint8_t*>(it->first);
     ASAN_UNPOISON_MEMORY_REGION(base, kLargeSlabBytes);
@@ -94,7 +82,9 @@ class SlabArena {
 
   LargeSlabStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    return {slabs_.size(), allocations_};
+    LargeSlabStats stats{slabs_.size(), 0};
+    for (const auto& [base, slab] : slabs_) stats.allocations += slab.live.size();
+    return stats;
   }
 
  private:
@@ -109,7 +99,6 @@ class SlabArena {
   std::mutex mu_;
   std::map<uintptr_t, Slab> slabs_;  // by base address
   std::pair<const uintptr_t, Slab>* current_ = nullptr;
-  size_t allocations_ = 0;
 };
 
 // Never destroyed: a static object's buffers may be released after this file's statics go.

@@ -11,14 +11,6 @@
 
 #include <gtest/gtest.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TANDEM_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TANDEM_TEST_ASAN 1
-#endif
-#endif
-
 namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
@@ -79,9 +71,7 @@ TEST(LargeBytes, BuffersUnderAHugePageAreCarvedApartAndTheirSlabsGoWithThem) {
 }
 
 TEST(LargeBytes, AnOverrunIntoTheSlabPastABufferIsReportedUnderAsan) {
-#ifndef TANDEM_TEST_ASAN
-  GTEST_SKIP() << "the slabs' poisoning is checked in the ASan build";
-#else
+  if (!kLargeSlabsPoisoned) GTEST_SKIP() << "the slabs' poisoning is checked in the ASan build";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       {
@@ -91,13 +81,10 @@ TEST(LargeBytes, AnOverrunIntoTheSlabPastABufferIsReportedUnderAsan) {
         p[128] = 1;  // just past a, before b: the red zone between them
       },
       "use-after-poison");
-#endif
 }
 
 TEST(LargeBytes, AUseOfACarvedBufferAfterItsReleaseIsReportedUnderAsan) {
-#ifndef TANDEM_TEST_ASAN
-  GTEST_SKIP() << "the slabs' poisoning is checked in the ASan build";
-#else
+  if (!kLargeSlabsPoisoned) GTEST_SKIP() << "the slabs' poisoning is checked in the ASan build";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       {
@@ -108,7 +95,6 @@ TEST(LargeBytes, AUseOfACarvedBufferAfterItsReleaseIsReportedUnderAsan) {
         p[0] = 1;
       },
       "use-after-poison");
-#endif
 }
 
 }  // namespace
