@@ -107,15 +107,28 @@ inline ActRow act_row(const ActRows& x, int64_t m) {
   return {x.q + m * x.n_in, x.d + m * nb, x.qsum + m * nb, x.s ? x.s + m * nb : nullptr};
 }
 
-// Prefetches one record's lines kInterleavedPrefetch bytes ahead, as read once (isa.h,
-// TANDEM_PREFETCH_READ_ONCE): a decode step reads each weight once, and weights fetched into
-// every cache level would push out what the step reads again (the activations, and a long
-// context's KV blocks, which fit in L3 where the weights do not). Non-temporal on a Zen 5:
-// BM_DecodeStep batch 1 (Q4_K_M) 2.41 -> 2.32 ms, context 1024 4.12 -> 3.90 ms (medians of
-// 6-8 alternating rounds); prefill and 32-row steps level.
-template <size_t kBytes>
+// Prefetches one record's lines kInterleavedPrefetch bytes ahead for a walk of the group
+// against R activation rows. One row (a decode step of one sequence) reads each weight once,
+// so as read once (isa.h, TANDEM_PREFETCH_READ_ONCE): weights fetched into every cache level
+// would push out what the step reads again (the activations, and a long context's KV blocks,
+// which fit in L3 where the weights do not). Non-temporal on a Zen 5: BM_DecodeStep batch 1
+// (Q4_K_M) 2.41 -> 2.32 ms, context 1024 4.12 -> 3.90 ms (medians of 6-8 alternating rounds);
+// prefill and 32-row steps level. Several rows (R > 1) prefetch into L2 on every CPU. On AMD
+// a non-temporal prefetch fills L1 alone, so each line holds one of L1's few miss buffers for
+// the whole trip from memory. A walk that does R rows of work per record runs near the memory
+// rate, and those buffers then cap it. On the Zen 4, `bench_forward` BM_DecodeStep batch 8:
+// Q8_0 5.67 -> 4.51 ms, Q4_K_M 5.30 -> 4.55; 32 rows of Q8_0 15.2 -> 14.5; one row level
+// (medians of 3 alternating rounds, docs/performance.md 2026-12-04 evening). A line that a
+// later pass reads again (rows past kVnniStreamRows) is found in L2, too.
+template <size_t kBytes, int R>
 TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
-  for (size_t b = 0; b < kBytes; b += 64) TANDEM_PREFETCH_READ_ONCE(rec + kInterleavedPrefetch + b);
+  for (size_t b = 0; b < kBytes; b += 64) {
+    if constexpr (R > 1) {
+      __builtin_prefetch(rec + kInterleavedPrefetch + b, 0, 2);
+    } else {
+      TANDEM_PREFETCH_READ_ONCE(rec + kInterleavedPrefetch + b);
+    }
+  }
 }
 
 // A record's quants as vpdpbusd's unsigned operand, q[v] holding step v (quants 4v .. 4v + 3
@@ -162,7 +175,7 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
   if constexpr (I.table) table = iq4_unsigned_table();
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I.bytes;
-    prefetch_record<I.bytes>(rec);
+    prefetch_record<I.bytes, R>(rec);
     __m512i q[8];  // step v: quants 4v .. 4v + 3 of every row
     unsigned_quants<K>(rec, table, q);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
@@ -205,7 +218,8 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
   const __m256i low = _mm256_set1_epi8(0x0F);
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I.bytes;
-    if (h == 0) prefetch_record<I.bytes>(rec);
+    // One walk serves every row; read once, as measured on the Zen 3.
+    if (h == 0) prefetch_record<I.bytes, 1>(rec);
     __m256i q[8];
     for (int u = 0; u < 4; ++u) {
       const __m256i v =
