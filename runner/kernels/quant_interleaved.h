@@ -107,29 +107,33 @@ inline ActRow act_row(const ActRows& x, int64_t m) {
   return {x.q + m * x.n_in, x.d + m * nb, x.qsum + m * nb, x.s ? x.s + m * nb : nullptr};
 }
 
-// Prefetches one record's lines kInterleavedPrefetch bytes ahead for a walk of the group
-// against R activation rows. One row (a decode step of one sequence) reads each weight once,
-// so as read once (isa.h, TANDEM_PREFETCH_READ_ONCE): weights fetched into every cache level
-// would push out what the step reads again (the activations, and a long context's KV blocks,
-// which fit in L3 where the weights do not). Non-temporal on a Zen 5: BM_DecodeStep batch 1
-// (Q4_K_M) 2.41 -> 2.32 ms, context 1024 4.12 -> 3.90 ms (medians of 6-8 alternating rounds);
-// prefill and 32-row steps level. Several rows (R > 1) prefetch into L2 on every CPU. On AMD
-// a non-temporal prefetch fills L1 alone, so each line holds one of L1's few miss buffers for
-// the whole trip from memory. A walk that does R rows of work per record runs near the memory
-// rate, and those buffers then cap it. On the Zen 4, `bench_forward` BM_DecodeStep batch 8:
-// Q8_0 5.67 -> 4.51 ms, Q4_K_M 5.30 -> 4.55; 32 rows of Q8_0 15.2 -> 14.5; one row level
-// (medians of 3 alternating rounds, docs/performance.md 2026-12-04 evening). A line that a
-// later pass reads again (rows past kVnniStreamRows) is found in L2, too.
-template <size_t kBytes, int R>
+// Prefetches one record's lines kInterleavedPrefetch bytes ahead: into L2 where kIntoL2,
+// else as read once (isa.h, TANDEM_PREFETCH_READ_ONCE). A decode step reads each weight
+// once, and weights fetched into every cache level would push out what the step reads again
+// (the activations, and a long context's KV blocks, which fit in L3 where the weights do
+// not): non-temporal on a Zen 5, BM_DecodeStep batch 1 (Q4_K_M) 2.41 -> 2.32 ms, context
+// 1024 4.12 -> 3.90 ms (medians of 6-8 alternating rounds). But on AMD a non-temporal
+// prefetch fills L1 alone, so each line holds one of L1's few miss buffers for the whole trip
+// from memory, and a walk that runs near the memory rate is capped by them. Two walks do:
+// one against several activation rows (R > 1), which does R rows of work per record, and
+// Q8_0's one-row walk, which decodes least per byte. Both prefetch into L2 on every CPU
+// (prefetch_into_l2). On the Zen 4, `bench_forward` BM_DecodeStep batch 8: Q8_0 5.67 ->
+// 4.51 ms, Q4_K_M 5.30 -> 4.55; a Q8_0 file's batch 1 3.20-3.57 -> 2.97-3.09 ms
+// (docs/performance.md 2026-12-04 evening). A group walked again (rows past
+// kVnniStreamRows) then finds its lines in L2, too.
+template <size_t kBytes, bool kIntoL2>
 TANDEM_QUANT_INLINE void prefetch_record(const uint8_t* rec) {
   for (size_t b = 0; b < kBytes; b += 64) {
-    if constexpr (R > 1) {
+    if constexpr (kIntoL2) {
       __builtin_prefetch(rec + kInterleavedPrefetch + b, 0, 2);
     } else {
       TANDEM_PREFETCH_READ_ONCE(rec + kInterleavedPrefetch + b);
     }
   }
 }
+
+// Whether a walk of type K's records against R rows prefetches into L2 (prefetch_record).
+constexpr bool prefetch_into_l2(QuantKind k, int rows) { return rows > 1 || k == QuantKind::kQ8_0; }
 
 // A record's quants as vpdpbusd's unsigned operand, q[v] holding step v (quants 4v .. 4v + 3
 // of every row): the nibbles with the fifth bit, IQ4_NL's table values plus 128 (`table`:
@@ -175,7 +179,7 @@ void interleaved_group(const uint8_t* group, const ActRows& x, int64_t m0, float
   if constexpr (I.table) table = iq4_unsigned_table();
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I.bytes;
-    prefetch_record<I.bytes, R>(rec);
+    prefetch_record<I.bytes, prefetch_into_l2(K, R)>(rec);
     __m512i q[8];  // step v: quants 4v .. 4v + 3 of every row
     unsigned_quants<K>(rec, table, q);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
@@ -219,7 +223,7 @@ void interleaved_half(const uint8_t* group, const ActRows& x, int64_t n_rows, in
   for (int64_t j = 0; j < nb; ++j) {
     const uint8_t* rec = group + j * I.bytes;
     // One walk serves every row; read once, as measured on the Zen 3.
-    if (h == 0) prefetch_record<I.bytes, 1>(rec);
+    if (h == 0) prefetch_record<I.bytes, false>(rec);
     __m256i q[8];
     for (int u = 0; u < 4; ++u) {
       const __m256i v =

@@ -112,7 +112,7 @@ void super_group(const uint8_t* group, const ActRows& x, int64_t m0, float (*out
   }
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* rec = group + i * K::kBytes;
-    prefetch_record<K::kBytes, R>(rec);
+    prefetch_record<K::kBytes, (R > 1)>(rec);
     SuperRows<R> rows;
     __m512i isum[R], summs[R];
     for (int m = 0; m < R; ++m) {
