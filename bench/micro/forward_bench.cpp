@@ -4,22 +4,28 @@
 // type, and one row at contexts 1024 and 256 (the forward pass alone). The model is
 // written once with make-model (F16 and BF16, vocab from ../shared's llama-spm GGUF when
 // present, so the head is 32000 wide as in perf-notes), or read from TANDEM_BENCH_MODEL.
+// The decode steps and prefills also print their matmul work as a fraction of the peak
+// measured beside them (report_peak_fractions).
 //   build-test/bench/bench_forward --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 
 #include "runner/device/cpu_executor.h"
+#include "runner/kernels/ceilings.h"
 #include "runner/model/forward.h"
 #include "runner/model/forward_profile.h"
 #include "runner/model/make_model.h"
 #include "runner/model/model.h"
+#include "runner/util/thread_pool.h"
 
 namespace {
 
@@ -63,6 +69,48 @@ void report_phases(benchmark::State& state, tandem::ForwardProfile* profile) {
   }
 }
 
+// A step's matmul work against the peak of the instruction its weights run on (issue 21's
+// first targets, issue 15's prefill ones). `rows` tokens pass the layers and `logit_rows`
+// of them the output head. The ceilings (kernels/ceilings.h) are measured with the case's
+// thread count right after its steps, with the pool's threads idle, so both come from the
+// same minute of a shared host. Counters: GFLOP/s over the whole step, `peak_frac` of the
+// peak, and with TANDEM_BENCH_PHASES `matmul_peak_frac`: the matmul phases alone (qkv,
+// attn_out, gate_up, down, and output, whose norm is a few microseconds of it).
+void report_peak_fractions(benchmark::State& state, const tandem::Model& model, int threads,
+                           double rows, double logit_rows, double seconds_per_step,
+                           const tandem::ForwardProfile* profile) {
+  if (state.iterations() == 0 || seconds_per_step <= 0) return;
+  double head_flops = -1;  // for_each_packed gives the output head first
+  model.for_each_packed([&](const tandem::kernels::PackedWeights& w) {
+    if (head_flops < 0) head_flops = 2.0 * static_cast<double>(w.n_in() * w.n_out());
+  });
+  const tandem::Model::TokenWork work = model.work_per_token();
+  const double flops = (work.flops - head_flops) * rows + head_flops * logit_rows;
+  tandem::ThreadPool pool(threads);
+  const double peak =
+      tandem::kernels::peak_gflops(tandem::kernels::measure_ceilings(pool), work.peak);
+  if (peak <= 0) return;
+  state.counters["GFLOP/s"] = flops / seconds_per_step / 1e9;
+  state.counters["peak_frac"] = flops / seconds_per_step / 1e9 / peak;
+  if (profile == nullptr || profile->steps == 0) return;
+  double matmul_seconds = 0;
+  for (tandem::ForwardPhase phase :
+       {tandem::ForwardPhase::kQkv, tandem::ForwardPhase::kAttnOut, tandem::ForwardPhase::kGateUp,
+        tandem::ForwardPhase::kDown, tandem::ForwardPhase::kOutput})
+    matmul_seconds += profile->seconds[static_cast<int>(phase)];
+  if (matmul_seconds > 0)
+    state.counters["matmul_peak_frac"] =
+        flops * static_cast<double>(profile->steps) / matmul_seconds / 1e9 / peak;
+}
+
+// Seconds a step of the timed loop took, by the steady clock (the real time the cases
+// report), from its start.
+double seconds_per_step(const benchmark::State& state,
+                        std::chrono::steady_clock::time_point start) {
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return state.iterations() > 0 ? elapsed.count() / static_cast<double>(state.iterations()) : 0;
+}
+
 // Decode steps for `batch` rows, each with a 32-token prompt already in the cache.
 void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   const int batch = static_cast<int>(state.range(0));
@@ -72,7 +120,7 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   options.threads = threads;
   options.kv_tokens = 16 * 1024;
   options.profile = phase_profile();
-  tandem::CpuExecutor exec(model, options);
+  auto exec = std::make_unique<tandem::CpuExecutor>(model, options);
   constexpr int kPrompt = 32, kBlocksPerRow = 16;  // room for 256 positions
   tandem::StepPlan prefill, decode;
   for (int r = 0; r < batch; ++r) {
@@ -89,16 +137,20 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
     decode.rows.push_back(row);
   }
   std::vector<int32_t> tokens(batch);
-  exec.execute(prefill, tokens);
+  exec->execute(prefill, tokens);
   if (options.profile != nullptr) options.profile->clear();
+  const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     // Re-decode the same position: the work is identical to a real decode step.
-    exec.execute(decode, tokens);
+    exec->execute(decode, tokens);
     benchmark::DoNotOptimize(tokens.data());
   }
+  const double step_seconds = seconds_per_step(state, start);
+  exec.reset();  // its pool's threads gone before the ceilings are measured
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   report_phases(state, options.profile);
+  report_peak_fractions(state, *model, threads, batch, batch, step_seconds, options.profile);
 }
 
 void args(benchmark::internal::Benchmark* b) {
@@ -198,10 +250,16 @@ void BM_Prefill(benchmark::State& state) {
   tandem::ForwardProfile* profile = phase_profile();
   if (profile != nullptr) profile->clear();
   forward.set_profile(profile);
+  const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(forward.run({&row, 1}).data());
+  const double step_seconds = seconds_per_step(state, start);
   report_phases(state, profile);
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  // The pass's pool blocks 150 us after its last job (thread_pool.cpp), so the ceilings'
+  // own pool measures alone.
+  report_peak_fractions(state, *model, static_cast<int>(state.range(1)), n, 1, step_seconds,
+                        profile);
 }
 BENCHMARK(BM_Prefill)
     ->Args({512, 2})
