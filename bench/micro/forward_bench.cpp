@@ -5,7 +5,8 @@
 // written once with make-model (F16 and BF16, vocab from ../shared's llama-spm GGUF when
 // present, so the head is 32000 wide as in perf-notes), or read from TANDEM_BENCH_MODEL.
 // The decode steps and prefills also print their matmul work as a fraction of the peak
-// measured beside them (report_peak_fractions).
+// measured beside them (report_peak_fractions; TANDEM_BENCH_CEILINGS=0 skips that, for a
+// `perf record` of the steps alone).
 //   build-test/bench/bench_forward --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
@@ -80,6 +81,8 @@ void report_peak_fractions(benchmark::State& state, const tandem::Model& model, 
                            double rows, double logit_rows, double seconds_per_step,
                            const tandem::ForwardProfile* profile) {
   if (state.iterations() == 0 || seconds_per_step <= 0) return;
+  if (const char* env = std::getenv("TANDEM_BENCH_CEILINGS"); env && std::string(env) == "0")
+    return;
   double head_flops = -1;  // for_each_packed gives the output head first
   model.for_each_packed([&](const tandem::kernels::PackedWeights& w) {
     if (head_flops < 0) head_flops = 2.0 * static_cast<double>(w.n_in() * w.n_out());
