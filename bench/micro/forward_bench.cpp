@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -27,6 +26,7 @@
 #include "runner/model/forward_profile.h"
 #include "runner/model/make_model.h"
 #include "runner/model/model.h"
+#include "runner/model/roofline.h"
 #include "runner/util/thread_pool.h"
 
 namespace {
@@ -89,35 +89,37 @@ const tandem::kernels::MachineCeilings& recent_ceilings(int threads) {
 // A step's matmul work against the peak of the instruction its weights run on (issue 21's
 // first targets, issue 15's prefill ones). `rows` tokens pass the layers and `logit_rows`
 // of them the output head. The ceilings come from recent_ceilings, with the case's thread
-// count, measured after its steps with the pool's threads idle, so both come from the same
-// minute of a shared host. Counters: GFLOP/s over the whole step, `peak_frac` of the
-// peak, and with TANDEM_BENCH_PHASES `matmul_peak_frac`: the matmul phases alone (qkv,
-// attn_out, gate_up, down, and output, whose norm is a few microseconds of it).
+// count, measured after its steps: the step's pool blocks 150 us after its last job
+// (thread_pool.cpp), so the ceilings' own pool measures alone, in the same minute of a
+// shared host. Counters (roofline.h's figures): GFLOP/s over the whole step, `peak_frac`
+// of the peak, and with TANDEM_BENCH_PHASES `matmul_peak_frac`: the matmul phases alone
+// (qkv, attn_out, gate_up, down, and output, whose norm is a few microseconds of it).
 void report_peak_fractions(benchmark::State& state, const tandem::Model& model, int threads,
                            double rows, double logit_rows, double seconds_per_step,
                            const tandem::ForwardProfile* profile) {
   if (state.iterations() == 0 || seconds_per_step <= 0) return;
   if (const char* env = std::getenv("TANDEM_BENCH_CEILINGS"); env && std::string(env) == "0")
     return;
-  double head_flops = -1;  // for_each_packed gives the output head first
-  model.for_each_packed([&](const tandem::kernels::PackedWeights& w) {
-    if (head_flops < 0) head_flops = 2.0 * static_cast<double>(w.n_in() * w.n_out());
-  });
-  const tandem::Model::TokenWork work = model.work_per_token();
-  const double flops = (work.flops - head_flops) * rows + head_flops * logit_rows;
-  const double peak = tandem::kernels::peak_gflops(recent_ceilings(threads), work.peak);
-  if (peak <= 0) return;
-  state.counters["GFLOP/s"] = flops / seconds_per_step / 1e9;
-  state.counters["peak_frac"] = flops / seconds_per_step / 1e9 / peak;
+  const tandem::kernels::PackedWeights& head = model.output();
+  const double head_flops = 2.0 * static_cast<double>(head.n_in() * head.n_out());
+  // Work per token with the head counted for the logit rows alone (a prefill's last token).
+  tandem::Model::TokenWork work = model.work_per_token();
+  work.flops = ((work.flops - head_flops) * rows + head_flops * logit_rows) / rows;
+  const tandem::Roofline r = tandem::roofline(work, recent_ceilings(threads),
+                                              rows / seconds_per_step, 1 / seconds_per_step);
+  if (r.peak_gflops <= 0) return;
+  state.counters["GFLOP/s"] = r.gflops;
+  state.counters["peak_frac"] = r.peak_fraction;
   if (profile == nullptr || profile->steps == 0) return;
   double matmul_seconds = 0;
   for (tandem::ForwardPhase phase :
        {tandem::ForwardPhase::kQkv, tandem::ForwardPhase::kAttnOut, tandem::ForwardPhase::kGateUp,
         tandem::ForwardPhase::kDown, tandem::ForwardPhase::kOutput})
     matmul_seconds += profile->seconds[static_cast<int>(phase)];
+  // The same work over the matmul phases' share of the steps.
   if (matmul_seconds > 0)
     state.counters["matmul_peak_frac"] =
-        flops * static_cast<double>(profile->steps) / matmul_seconds / 1e9 / peak;
+        r.peak_fraction * seconds_per_step * static_cast<double>(profile->steps) / matmul_seconds;
 }
 
 // Seconds a step of the timed loop took, by the steady clock (the real time the cases
@@ -137,7 +139,7 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
   options.threads = threads;
   options.kv_tokens = 16 * 1024;
   options.profile = phase_profile();
-  auto exec = std::make_unique<tandem::CpuExecutor>(model, options);
+  tandem::CpuExecutor exec(model, options);
   constexpr int kPrompt = 32, kBlocksPerRow = 16;  // room for 256 positions
   tandem::StepPlan prefill, decode;
   for (int r = 0; r < batch; ++r) {
@@ -154,16 +156,15 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
     decode.rows.push_back(row);
   }
   std::vector<int32_t> tokens(batch);
-  exec->execute(prefill, tokens);
+  exec.execute(prefill, tokens);
   if (options.profile != nullptr) options.profile->clear();
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     // Re-decode the same position: the work is identical to a real decode step.
-    exec->execute(decode, tokens);
+    exec.execute(decode, tokens);
     benchmark::DoNotOptimize(tokens.data());
   }
   const double step_seconds = seconds_per_step(state, start);
-  exec.reset();  // its pool's threads gone before the ceilings are measured
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   report_phases(state, options.profile);
@@ -273,8 +274,6 @@ void BM_Prefill(benchmark::State& state) {
   report_phases(state, profile);
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
-  // The pass's pool blocks 150 us after its last job (thread_pool.cpp), so the ceilings'
-  // own pool measures alone.
   report_peak_fractions(state, *model, static_cast<int>(state.range(1)), n, 1, step_seconds,
                         profile);
 }
