@@ -28,6 +28,15 @@ namespace {
 
 constexpr int32_t kQueryTile = 16;
 
+// One cache line into L2, as an asm statement the optimizer keeps (prefetch_head_run).
+inline void prefetch_into_l2(const void* p) {
+#if defined(__x86_64__)
+  asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
+
 // A task's softmax states, one per (query, head): the largest score so far, the sum of
 // e^(score - max), and (in the caller's scratch, hd floats each, side by side) the values
 // weighted by e^(score - max); for the chunk being walked, and merged over the chunks
@@ -119,20 +128,26 @@ bool same_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
 // bytes, the heads' runs in order (a transposed block's rows of the head's elements, or
 // Q8_0's K held by heads), as V does (kv_cache.h, v_head). A row's blocks may lie anywhere
 // in the pool, and one run's requests a head's pass apart keep the loads ahead of the
-// arithmetic without flooding the core's miss buffers: the whole next block asked for at
-// once before each block (12 KiB, 192 lines on the smollm2 shape with F16 KV) measured
-// slower than none where the blocks were adjacent, and this faster than either
-// (BM_DecodeAtContext1024, 16 rows, F16 KV, 3 alternating rounds of one binary with a
-// switch, ms: adjacent 22.7-23.9 as the walk was, no prefetch, against 18.7-21.5; scattered
-// 28.9-31.5 with the whole block against 22.4-22.8; a noisier hour separated them less:
-// docs/performance.md, "2026-12-02, third session").
+// arithmetic. The requests go into L2 (prefetcht1), not L1: a line asked for into L1
+// holds one of L1's few miss buffers for its whole trip from memory (AMD's optimization
+// guide; the quantized walks' prefetch_record), and a run's 32-64 lines at once filled
+// them, so the kernel's own loads waited behind its prefetches. On a Zen 4, 16 rows at
+// context 1024 (BM_DecodeAtContext1024, 3 alternating rounds of one binary with a switch):
+// F16 KV no prefetch 30.2, 29.7, 32.5 ms, into L1 37.1, 37.2, 36.6, into L2 26.3, 25.3,
+// 26.8; F32 KV 41.0, 40.2, 42.5 / 50.5, 48.7, 49.9 / 43.4, 38.8, 41.5.
+//
+// Each line is asked for by an asm statement, not __builtin_prefetch: GCC counts the
+// builtin as free of side effects, so a function doing nothing else is "const" to its
+// interprocedural analysis, and every call to it, whose result nobody uses, is deleted.
+// That happened here: until 2026-12-04 the release builds never called this function (its
+// out-of-line copy had no caller; docs/design.md "KV cache").
 void ForwardPass::prefetch_head_run(int32_t layer, int32_t block, int32_t which,
                                     int32_t kv_head) const {
   if (block < 0) return;
   const size_t run = static_cast<size_t>(kv_.block_size()) * kv_.head_bytes();
   const uint8_t* p = which == 0 ? kv_.k_block(layer, block) + static_cast<size_t>(kv_head) * run
                                 : kv_.v_head(layer, block, kv_head, 0);
-  for (size_t b = 0; b < run; b += 64) __builtin_prefetch(p + b);
+  for (size_t b = 0; b < run; b += 64) prefetch_into_l2(p + b);
 }
 
 // Tiles: runs of up to kQueryTile consecutive tokens of one row, each tile's first token and
