@@ -5,7 +5,7 @@
 namespace tandem {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 Json logprob_value(float logprob) { return std::isnan(logprob) ? Json(nullptr) : Json(logprob); }
 
@@ -15,6 +15,36 @@ Json byte_list(const std::string& token) {
   return bytes;
 }
 
+// Characters as a Python client counts them in the text: the UTF-8 sequences begun in
+// `bytes` (a token that ends inside a character counts it; the token holding the rest
+// counts nothing), so the offsets of tokens laid end to end are the text's indexes.
+int64_t text_units(const std::string& bytes) {
+  int64_t n = 0;
+  for (unsigned char c : bytes) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// A completions token's {token: logprob} object, most likely first, as OpenAI's legacy API
+// and vLLM give it: the k best and the sampled token, which joins them at its rank when
+// it is not among them (up to k + 1 entries; a token text twice keeps its first, higher,
+// value).
+Json completion_tops(const TokenLogprobs& t) {
+  Json top = Json::object();
+  bool chosen_listed = false;
+  auto add = [&top](const LogprobEntry& e) {
+    if (!top.contains(e.token)) top[e.token] = e.logprob;
+  };
+  for (const LogprobEntry& e : t.top) {
+    if (!chosen_listed && t.chosen.logprob > e.logprob) {
+      add(t.chosen);
+      chosen_listed = true;
+    }
+    add(e);
+  }
+  if (!chosen_listed) add(t.chosen);
+  return top;
+}
+
 Json completion_logprobs(const LogprobsPiece& piece) {
   Json tokens = Json::array(), values = Json::array(), tops = Json::array(),
        offsets = Json::array();
@@ -22,15 +52,9 @@ Json completion_logprobs(const LogprobsPiece& piece) {
   for (const TokenLogprobs& t : piece.tokens) {
     tokens.push_back(t.chosen.token);
     values.push_back(logprob_value(t.chosen.logprob));
-    if (std::isnan(t.chosen.logprob)) {
-      tops.push_back(nullptr);
-    } else {
-      Json top = Json::object();
-      for (const LogprobEntry& e : t.top) top[e.token] = e.logprob;
-      tops.push_back(std::move(top));
-    }
+    tops.push_back(std::isnan(t.chosen.logprob) ? Json(nullptr) : completion_tops(t));
     offsets.push_back(offset);
-    offset += static_cast<int64_t>(t.chosen.token.size());
+    offset += text_units(t.chosen.token);
   }
   return Json{{"tokens", std::move(tokens)},
               {"token_logprobs", std::move(values)},
@@ -62,9 +86,9 @@ Json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece) {
                                                 : completion_logprobs(*piece);
 }
 
-int64_t logprobs_text_bytes(std::span<const TokenLogprobs> tokens) {
+int64_t logprobs_text_units(std::span<const TokenLogprobs> tokens) {
   int64_t n = 0;
-  for (const TokenLogprobs& t : tokens) n += static_cast<int64_t>(t.chosen.token.size());
+  for (const TokenLogprobs& t : tokens) n += text_units(t.chosen.token);
   return n;
 }
 

@@ -26,19 +26,22 @@ struct TokenLogprobs {
 };
 
 // A body's or a chunk's tokens. text_offset: where the first token's text begins in the
-// choice's text (echoed prompt included), in bytes of the tokens' texts laid end to end.
+// choice's text (echoed prompt included), in characters (code points, as OpenAI's and
+// vLLM's Python servers count them) of the tokens' texts laid end to end.
 struct LogprobsPiece {
   std::span<const TokenLogprobs> tokens;
   int64_t text_offset = 0;
 };
 
 // The choice's `logprobs` value: null without a piece. Completions:
-// {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}; chat:
+// {tokens, token_logprobs, top_logprobs: [{token: logprob}, most likely first, the sampled
+// token among them], text_offset}; chat:
 // {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}. A NaN
 // logprob (the first prompt token's) is null, and its top_logprobs null.
-nlohmann::json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece);
+nlohmann::ordered_json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece);
 
-// The bytes of a piece's token texts, laid end to end: what the next piece's offset adds.
-int64_t logprobs_text_bytes(std::span<const TokenLogprobs> tokens);
+// The characters of a piece's token texts, laid end to end: what the next piece's offset
+// adds.
+int64_t logprobs_text_units(std::span<const TokenLogprobs> tokens);
 
 }  // namespace tandem

@@ -7,7 +7,7 @@
 namespace tandem {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 // Generated text is valid UTF-8 by the detokenizer's contract; replace is the last line
 // of defence, so that a broken token can never turn into a throw or invalid JSON.
@@ -174,18 +174,28 @@ std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, co
   return dump(body);
 }
 
+namespace {
+
+Json model_object(const ServedModel& model, const std::string& name) {
+  return Json{{"id", name},
+              {"object", "model"},
+              {"created", model.created},
+              {"owned_by", "tandem"},
+              {"root", model.names.front()},
+              {"max_model_len", model.context_length},
+              {"chat_template", model.chat_template ? Json(*model.chat_template) : Json()}};
+}
+
+}  // namespace
+
 std::string models_list_json(const ServedModel& model) {
   Json data = Json::array();
-  for (const std::string& name : model.names) {
-    data.push_back({{"id", name},
-                    {"object", "model"},
-                    {"created", model.created},
-                    {"owned_by", "tandem"},
-                    {"root", model.names.front()},
-                    {"max_model_len", model.context_length},
-                    {"chat_template", model.chat_template ? Json(*model.chat_template) : Json()}});
-  }
+  for (const std::string& name : model.names) data.push_back(model_object(model, name));
   return dump(Json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string model_json(const ServedModel& model, const std::string& name) {
+  return dump(model_object(model, name));
 }
 
 }  // namespace tandem

@@ -66,18 +66,21 @@ TEST(ResponseEncoder, AnErrorEndsTheStreamWithTheErrorObjectThenDone) {
 
 TEST(ResponseEncoder, ACompletionStreamIsPinnedByteForByte) {
   const ResponseEncoder encoder(Endpoint::kCompletions, header(Endpoint::kCompletions), true);
+  // OpenAI's field order: the envelope, then the choices (and the usage).
   const std::string envelope =
-      R"("created":1700000000,"id":"cmpl-00000000000000000000000000000007","model":"tiny",)"
-      R"("object":"text_completion","seed":42,"system_fingerprint":"fp_1")";
+      R"(data: {"id":"cmpl-00000000000000000000000000000007","object":"text_completion",)"
+      R"("created":1700000000,"model":"tiny","seed":42,"system_fingerprint":"fp_1",)";
   EXPECT_EQ(
       encoder.text_event("Hi"),
-      R"(data: {"choices":[{"finish_reason":null,"index":0,"logprobs":null,"seed":42,"text":"Hi"}],)" +
-          envelope + "}\n\n");
+      envelope +
+          R"("choices":[{"index":0,"seed":42,"text":"Hi","logprobs":null,"finish_reason":null}]})" +
+          "\n\n");
   EXPECT_EQ(
       encoder.closing_events(FinishReason::kLength, kUsage),
-      R"(data: {"choices":[{"finish_reason":"length","index":0,"logprobs":null,"seed":42,"text":""}],)" +
-          envelope + "}\n\n" + R"(data: {"choices":[],)" + envelope +
-          R"(,"usage":{"completion_tokens":3,"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":8}})" +
+      envelope +
+          R"("choices":[{"index":0,"seed":42,"text":"","logprobs":null,"finish_reason":"length"}]})" +
+          "\n\n" + envelope +
+          R"("choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0}}})" +
           "\n\ndata: [DONE]\n\n");
 }
 
@@ -85,20 +88,23 @@ TEST(ResponseEncoder, AChatStreamIsPinnedByteForByte) {
   const ResponseEncoder encoder(Endpoint::kChatCompletions, header(Endpoint::kChatCompletions),
                                 false);
   const std::string envelope =
-      R"("created":1700000000,"id":"chatcmpl-00000000000000000000000000000007","model":"tiny",)"
-      R"("object":"chat.completion.chunk","seed":42,"system_fingerprint":"fp_1")";
+      R"(data: {"id":"chatcmpl-00000000000000000000000000000007","object":"chat.completion.chunk",)"
+      R"("created":1700000000,"model":"tiny","seed":42,"system_fingerprint":"fp_1",)";
   EXPECT_EQ(encoder.opening_events(),
-            R"(data: {"choices":[{"delta":{"content":"","role":"assistant"},)"
-            R"("finish_reason":null,"index":0,"logprobs":null,"seed":42}],)" +
-                envelope + "}\n\n");
+            envelope +
+                R"("choices":[{"index":0,"seed":42,"delta":{"role":"assistant",)"
+                R"("content":""},"logprobs":null,"finish_reason":null}]})" +
+                "\n\n");
   EXPECT_EQ(encoder.text_event("Hi"),
-            R"(data: {"choices":[{"delta":{"content":"Hi"},"finish_reason":null,"index":0,)"
-            R"("logprobs":null,"seed":42}],)" +
-                envelope + "}\n\n");
-  EXPECT_EQ(
-      encoder.closing_events(FinishReason::kStop, kUsage),
-      R"(data: {"choices":[{"delta":{},"finish_reason":"stop","index":0,"logprobs":null,"seed":42}],)" +
-          envelope + "}\n\ndata: [DONE]\n\n");
+            envelope +
+                R"("choices":[{"index":0,"seed":42,"delta":{"content":"Hi"},)"
+                R"("logprobs":null,"finish_reason":null}]})" +
+                "\n\n");
+  EXPECT_EQ(encoder.closing_events(FinishReason::kStop, kUsage),
+            envelope +
+                R"("choices":[{"index":0,"seed":42,"delta":{},"logprobs":null,)"
+                R"("finish_reason":"stop"}]})" +
+                "\n\ndata: [DONE]\n\n");
 }
 
 // n choices: a role chunk per choice, chunks and finishes named by index with each
@@ -113,7 +119,8 @@ TEST(ResponseEncoder, SeveralChoicesAreNamedByIndexWithTheirOwnSeeds) {
   EXPECT_EQ(encoder.opening_events(), opening);
   EXPECT_EQ(encoder.text_event("Hi", nullptr, 1),
             sse_data(chat_chunk_json(h, "Hi", std::nullopt, nullptr, ids[1])));
-  EXPECT_NE(encoder.text_event("Hi", nullptr, 1).find(R"("index":1,"logprobs":null,"seed":9001)"),
+  EXPECT_NE(encoder.text_event("Hi", nullptr, 1)
+                .find(R"("index":1,"seed":9001,"delta":{"content":"Hi"},"logprobs":null)"),
             std::string::npos);
   EXPECT_EQ(encoder.finish_event(2, FinishReason::kLength),
             sse_data(chat_chunk_json(h, "", FinishReason::kLength, nullptr, ids[2])));

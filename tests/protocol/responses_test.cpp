@@ -157,22 +157,49 @@ TEST(Responses, ModelsListNamesTheModelItsContextAndChatTemplate) {
   EXPECT_TRUE(none["data"][0]["chat_template"].is_null());
 }
 
-TEST(Responses, CompletionLogprobsListTokensValuesTopsAndByteOffsets) {
+TEST(Responses, CompletionLogprobsListTokensValuesTopsAndCharacterOffsets) {
   const std::vector<TokenLogprobs> tokens = {
       {{"<s>", std::nanf("")}, {}},
       {{" Hi", -0.5f}, {{" Hi", -0.5f}, {" Yo", -1.5f}}},
       {{"!", -2.0f}, {{".", -0.25f}, {"!", -2.0f}}},
+      {{" \xd0\xba", -0.1f}, {}},  // " к": two characters in three bytes
+      {{"\xe2\x82", -0.2f}, {}},   // the first two bytes of "€", which the next ends
+      {{"\xac", -0.3f}, {}},
+      {{"x", -0.4f}, {}},
   };
   const LogprobsPiece piece{tokens, 10};
-  const Json body = Json::parse(
-      completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 2}, &piece));
+  const std::string body_text =
+      completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 2}, &piece);
+  const Json body = Json::parse(body_text);
   const Json& lp = body["choices"][0]["logprobs"];
-  EXPECT_EQ(lp["tokens"], Json::array({"<s>", " Hi", "!"}));
+  EXPECT_EQ(lp["tokens"][1], " Hi");
+  EXPECT_EQ(lp["tokens"][2], "!");
   EXPECT_TRUE(lp["token_logprobs"][0].is_null());
   EXPECT_TRUE(lp["top_logprobs"][0].is_null());
   EXPECT_EQ(lp["token_logprobs"][1], -0.5);
   EXPECT_EQ(lp["top_logprobs"][2], (Json{{".", -0.25}, {"!", -2.0}}));
-  EXPECT_EQ(lp["text_offset"], Json::array({10, 13, 16}));
+  // Characters, as Python's text[offset:] indexes them: "<s>" 3, " Hi" 3, "!" 1, " к" 2,
+  // the euro sign's first bytes 1 (the character they begin), its last byte 0.
+  EXPECT_EQ(lp["text_offset"], Json::array({10, 13, 16, 17, 19, 20, 20}));
+  // The most likely first, in the body's own order (a JSON object's keys keep no order
+  // once parsed into a sorted map, so the text is read).
+  EXPECT_LT(body_text.find(R"({".":-0.25,"!":-2.0})"), std::string::npos);
+}
+
+TEST(Responses, CompletionTopLogprobsHoldTheSampledTokenAtItsRank) {
+  const std::vector<TokenLogprobs> tokens = {
+      {{" c", -1.0f}, {{" a", -0.5f}, {" b", -2.0f}}},  // between the two best
+      {{" z", -9.0f}, {{" a", -0.5f}}},                 // below every listed one
+      {{" a", -0.5f}, {{" a", -0.5f}, {" b", -2.0f}}},  // already listed
+      {{" q", -3.0f}, {}},                              // logprobs: 0
+  };
+  const LogprobsPiece piece{tokens, 0};
+  const std::string text =
+      completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 4}, &piece);
+  EXPECT_LT(text.find(R"([{" a":-0.5," c":-1.0," b":-2.0},{" a":-0.5," z":-9.0},)"
+                      R"({" a":-0.5," b":-2.0},{" q":-3.0}])"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Responses, ChatLogprobsCarryBytesAndOrderedTops) {
