@@ -107,5 +107,7 @@ struct ServedModel {
   std::optional<std::string> chat_template;
 };
 std::string models_list_json(const ServedModel& model);
+// One entry of the list, named `name` (one of model.names): GET /v1/models/{name}.
+std::string model_json(const ServedModel& model, const std::string& name);
 
 }  // namespace tandem

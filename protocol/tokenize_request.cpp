@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/jinja/unicode.h"
 #include "protocol/request_fields.h"
 
 namespace tandem {
@@ -21,6 +22,9 @@ std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view 
     if (const request_fields::Json* parse = find_field(object, "parse_special")) {
       request.parse_special = request_fields::read_bool(*parse, "parse_special");
     }
+    if (const request_fields::Json* pieces = find_field(object, "with_pieces")) {
+      request.with_pieces = request_fields::read_bool(*pieces, "with_pieces");
+    }
     return request;
   } catch (const request_fields::RequestRejected& rejected) {
     return rejected.error;
@@ -38,10 +42,24 @@ std::variant<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_v
   }
 }
 
-std::string tokenize_response_json(std::span<const int32_t> tokens) {
-  request_fields::Json ids = request_fields::Json::array();
-  for (int32_t id : tokens) ids.push_back(id);
-  return request_fields::Json{{"tokens", std::move(ids)}}.dump();
+std::string tokenize_response_json(std::span<const int32_t> tokens,
+                                   std::span<const std::string> pieces) {
+  using Json = request_fields::Json;
+  Json ids = Json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (pieces.empty()) {
+      ids.push_back(tokens[i]);
+      continue;
+    }
+    Json piece = Json::array();
+    if (jinja::is_valid_utf8(pieces[i])) {
+      piece = pieces[i];
+    } else {
+      for (unsigned char c : pieces[i]) piece.push_back(static_cast<int>(c));
+    }
+    ids.push_back(Json{{"id", tokens[i]}, {"piece", std::move(piece)}});
+  }
+  return Json{{"tokens", std::move(ids)}}.dump();
 }
 
 std::string detokenize_response_json(std::string_view content) {

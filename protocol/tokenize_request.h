@@ -1,5 +1,6 @@
 // llama-server's /tokenize and /detokenize bodies, so its clients work unchanged:
-// {"content": TEXT, "add_special": BOOL, "parse_special": BOOL} -> {"tokens": [IDS]} and
+// {"content": TEXT, "add_special": BOOL, "parse_special": BOOL, "with_pieces": BOOL} ->
+// {"tokens": [IDS]} (with pieces: [{"id": ID, "piece": TEXT or [BYTES]}]) and
 // {"tokens": [IDS]} -> {"content": TEXT}. Errors are 400s in the completions' style.
 #pragma once
 
@@ -16,8 +17,11 @@ namespace tandem {
 
 struct TokenizeRequest {
   std::string content;
-  bool add_special = true;    // add BOS as the model's metadata says, as a completion prompt does
+  // Add BOS as the model's metadata says (as a completion prompt does); off unless asked,
+  // as llama-server's default is.
+  bool add_special = false;
   bool parse_special = true;  // markers such as "<|im_start|>" become their special tokens
+  bool with_pieces = false;   // each id with its text
 };
 
 struct DetokenizeRequest {
@@ -27,7 +31,10 @@ struct DetokenizeRequest {
 std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body);
 std::variant<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_view body);
 
-std::string tokenize_response_json(std::span<const int32_t> tokens);
+// pieces: empty, or each token's bytes (control tokens' text included), given as a string
+// where they are valid UTF-8 and as a list of byte values where not, as llama-server does.
+std::string tokenize_response_json(std::span<const int32_t> tokens,
+                                   std::span<const std::string> pieces = {});
 // Valid JSON for any bytes: a token sequence cut inside a character decodes to invalid
 // UTF-8, which becomes U+FFFD.
 std::string detokenize_response_json(std::string_view content);

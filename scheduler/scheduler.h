@@ -110,6 +110,9 @@ class Scheduler {
   // gets on_finish(kCancelled). Unknown or finished ids are ignored.
   void cancel(uint64_t id);
   SchedulerMetrics metrics() const;
+  // The most requests that may wait at once (SchedulerOptions::max_queue): a list larger
+  // than this is refused whatever the load, so the server answers it as a bad request.
+  int32_t max_queue() const { return options_.max_queue; }
 
   // Runs the loop on a thread of its own until stop().
   void start();

@@ -37,6 +37,26 @@ std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
+// A path segment with its %XX escapes decoded (a client may send a served name's '/' as
+// %2F); a malformed escape stays as it is.
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto hex = [](char c) {
+      return std::isxdigit(static_cast<unsigned char>(c))
+                 ? (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10)
+                 : -1;
+    };
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 HttpAnswer json_answer(std::string body) {
   HttpAnswer answer;
   answer.body = std::move(body);
@@ -112,13 +132,22 @@ Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard
   next_response_ = (uint64_t{entropy()} << 32) | entropy();
 }
 
+// OpenAI's "retrieve model": /v1/models/{id}, the id being the rest of the path (a served
+// name may hold a '/', as Hugging Face repository names do).
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
 std::string Endpoints::route_name(std::string_view target) {
-  const Route* route = find_route(path_of(target));
+  const std::string_view path = path_of(target);
+  if (path.starts_with(kModelPrefix)) return "/v1/models/{id}";
+  const Route* route = find_route(path);
   return route ? std::string(route->path) : "other";
 }
 
 Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   const std::string_view path = path_of(request.target);
+  if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) {
+    return model_retrieve(request, path.substr(kModelPrefix.size()));
+  }
   const Route* route = find_route(path);
   if (route == nullptr) {
     return error_answer(not_found("Unknown route " + std::string(path) + "."));
@@ -139,6 +168,16 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
 
 std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
     GenerationPlan& plan, const std::function<std::shared_ptr<RequestSink>(int32_t)>& make_sink) {
+  // More choices than the queue ever holds: a 503's retry could never succeed.
+  const auto count = static_cast<int64_t>(plan.choices.size());
+  if (count > scheduler_.max_queue()) {
+    return error_answer(
+        bad_request(std::to_string(count) +
+                        " choices (n times the prompts) are more than this server queues "
+                        "at once (" +
+                        std::to_string(scheduler_.max_queue()) + ", its --max-queue); send fewer.",
+                    plan.n > 1 ? "n" : "prompt"));
+  }
   for (size_t i = 0; i < plan.choices.size(); ++i) {
     plan.choices[i].sink = make_sink(static_cast<int32_t>(i));
   }
@@ -293,7 +332,11 @@ Endpoints::Result Endpoints::tokenize(std::string_view body) {
   const auto& request = std::get<TokenizeRequest>(parsed);
   const std::vector<int32_t> tokens =
       tokenizer_.encode(request.content, request.add_special, request.parse_special);
-  return json_answer(tokenize_response_json(tokens));
+  std::vector<std::string> pieces;
+  if (request.with_pieces) {
+    for (int32_t id : tokens) pieces.push_back(tokenizer_.token_bytes(id, /*render_special=*/true));
+  }
+  return json_answer(tokenize_response_json(tokens, pieces));
 }
 
 Endpoints::Result Endpoints::detokenize(std::string_view body) {
@@ -316,6 +359,25 @@ Endpoints::Result Endpoints::models(std::string_view) {
   if (model_.chat_template) chat_template = model_.chat_template->origin;
   return json_answer(
       models_list_json(ServedModel{model_.names, created_, model_.context_length, chat_template}));
+}
+
+Endpoints::Result Endpoints::model_retrieve(const ApiRequest& request, std::string_view name) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    return error_answer(
+        method_not_allowed("/v1/models/{id} accepts GET, not " + std::string(request.method) + "."),
+        "GET");
+  }
+  if (!api_key_.empty() && !authorized(request.authorization, api_key_)) {
+    return error_answer(unauthorized());
+  }
+  const std::string id = percent_decoded(name);
+  if (std::find(model_.names.begin(), model_.names.end(), id) == model_.names.end()) {
+    return error_answer(model_not_found(id));
+  }
+  std::optional<std::string> chat_template;
+  if (model_.chat_template) chat_template = model_.chat_template->origin;
+  return json_answer(
+      model_json(ServedModel{model_.names, created_, model_.context_length, chat_template}, id));
 }
 
 Endpoints::Result Endpoints::health(std::string_view) {

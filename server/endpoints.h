@@ -125,6 +125,7 @@ class Endpoints {
   Result tokenize(std::string_view body);
   Result detokenize(std::string_view body);
   Result models(std::string_view body);
+  Result model_retrieve(const ApiRequest& request, std::string_view name);
   Result health(std::string_view body);
   Result metrics_page(std::string_view body);
   uint64_t draw_seed();

@@ -23,7 +23,7 @@ std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string
   if (!logprobs_) return encoder_.text_event(text, nullptr, index);
   const LogprobsPiece piece{c.pending, c.text_offset};
   std::string event = encoder_.text_event(text, &piece, index);
-  c.text_offset += logprobs_text_bytes(c.pending);
+  c.text_offset += logprobs_text_units(c.pending);
   c.pending.clear();
   return event;
 }

@@ -11,6 +11,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 namespace tandem::server {
 namespace {
@@ -38,6 +39,10 @@ struct HttpServer::Io {
   net::steady_timer accept_retry{acceptor.get_executor()};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
   std::vector<std::thread> threads;
+  // SessionContext::prepare: two threads, so that one slow compile leaves another
+  // request's preparation a thread. Destroyed (joined) before the io_context, whose
+  // sockets its pending tasks' sessions hold.
+  net::thread_pool prepare{2};
 };
 
 HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,
@@ -47,6 +52,7 @@ HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCa
       endpoints_(scheduler, tokenizer, std::move(model), options_.api_key, metrics_),
       context_{endpoints_, limits_of(options_), active_, draining_},
       io_(std::make_unique<Io>()) {
+  context_.prepare = &io_->prepare;
   if (!options_.access_log.empty()) {
     access_log_ = std::make_unique<AccessLog>(options_.access_log);
     endpoints_.set_access_log(access_log_.get());
@@ -143,6 +149,7 @@ void HttpServer::run() {
     active_.wait_for_zero(Clock::now() + std::chrono::seconds(2));
   }
   scheduler_.stop();
+  io_->prepare.join();  // what is being prepared is answered (refused: the server stops)
   io_->work.reset();
   io_->ioc.stop();
   for (auto& thread : io_->threads) thread.join();

@@ -12,6 +12,24 @@
 namespace tandem::server {
 namespace {
 
+// A request's parts, owned, for its preparation off the strand (prepare_elsewhere).
+struct OwnedRequest {
+  std::string method, target, authorization, body, route;
+};
+
+// Endpoints::handle, with an exception (a bug) answered as a 500 rather than dropping
+// the connection.
+std::variant<HttpAnswer, GenerationPlan> handle_request(Endpoints& endpoints, const ApiRequest& api,
+                                                        const std::string& route) {
+  try {
+    return endpoints.handle(api);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem serve: %s %s failed: %s\n", std::string(api.method).c_str(),
+                 route.c_str(), e.what());
+    return error_answer(internal_error());
+  }
+}
+
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
 // How much a client may pipeline behind a running request; past it the session stops
@@ -233,16 +251,33 @@ void Session::on_request(beast::error_code ec) {
   }
   const bool keep_alive = request.keep_alive();
   version_ = request.version() == 10 ? 10 : 11;
+  if (context_.prepare != nullptr && request.method() == http::verb::post) {
+    prepare_elsewhere(keep_alive);
+    return;
+  }
   const ApiRequest api{view(request.method_string()), view(request.target()),
                        view(request[http::field::authorization]), request.body()};
-  std::variant<HttpAnswer, GenerationPlan> result;
-  try {
-    result = context_.endpoints.handle(api);
-  } catch (const std::exception& e) {  // a bug: answer it rather than drop the connection
-    std::fprintf(stderr, "tandem serve: %s %s failed: %s\n", std::string(api.method).c_str(),
-                 route_.c_str(), e.what());
-    result = error_answer(internal_error());
-  }
+  on_prepared(handle_request(context_.endpoints, api, route_), keep_alive);
+}
+
+// The request's parts are copied (its body moved) into the task, which touches nothing
+// else of the session: the strand runs nothing of this session meanwhile (no generation
+// is running, no read or timer is pending), and the answer comes back onto it.
+void Session::prepare_elsewhere(bool keep_alive) {
+  auto& request = parser_->get();
+  auto owned = std::make_shared<OwnedRequest>(OwnedRequest{
+      std::string(request.method_string()), std::string(request.target()),
+      std::string(request[http::field::authorization]), std::move(request.body()), route_});
+  net::post(*context_.prepare, [self = shared_from_this(), owned, keep_alive] {
+    const ApiRequest api{owned->method, owned->target, owned->authorization, owned->body};
+    auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
+        handle_request(self->context_.endpoints, api, owned->route));
+    net::post(self->stream_.get_executor(),
+              [self, result, keep_alive] { self->on_prepared(std::move(*result), keep_alive); });
+  });
+}
+
+void Session::on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive) {
   if (auto* plan = std::get_if<GenerationPlan>(&result)) {
     start_generation(std::move(*plan), keep_alive);
   } else {

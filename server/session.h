@@ -16,6 +16,7 @@
 #include <string>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -58,6 +59,11 @@ struct SessionContext {
   SessionLimits limits;
   ActiveGenerations& active;
   std::atomic<bool>& draining;  // stopping: answer 503 and close after each response
+  // Where POST requests are prepared (parsed, their chat template rendered, their prompt
+  // tokenized, their output grammar compiled): a schema's first compile can take a
+  // second, and on an I/O thread it would hold every other connection's stream and probe
+  // that long. Null: on the session's own strand.
+  net::thread_pool* prepare = nullptr;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -83,6 +89,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_request();
   void read_body();
   void on_request(beast::error_code ec);
+  void prepare_elsewhere(bool keep_alive);
+  void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);
   void answer(HttpAnswer answer, bool keep_alive);
   void start_generation(GenerationPlan plan, bool keep_alive);
   void start_stream();

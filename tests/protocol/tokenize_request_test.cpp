@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace tandem::TANDEM_UNITY_ID {
@@ -12,13 +13,24 @@ namespace {
 
 using Json = nlohmann::json;
 
-TEST(TokenizeRequest, AddSpecialAndParseSpecialDefaultToTrue) {
+// llama-server's defaults: no BOS, control-token text parsed, ids without pieces.
+TEST(TokenizeRequest, DefaultsAreLlamaServers) {
   auto parsed = parse_tokenize_request(R"({"content": "Hello <|im_start|>"})");
   ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
   const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
   EXPECT_EQ(r.content, "Hello <|im_start|>");
-  EXPECT_TRUE(r.add_special);
+  EXPECT_FALSE(r.add_special);
   EXPECT_TRUE(r.parse_special);
+  EXPECT_FALSE(r.with_pieces);
+}
+
+TEST(TokenizeRequest, PiecesAreTextWhereValidUtf8AndBytesWhereNot) {
+  const std::vector<int32_t> ids = {5, 7, 9};
+  const std::vector<std::string> pieces = {" H\xc3\xa9", "\xe2\x82", "\xac"};
+  EXPECT_EQ(Json::parse(tokenize_response_json(ids, pieces)),
+            Json::parse(R"({"tokens": [{"id": 5, "piece": " H\u00e9"},)"
+                        R"( {"id": 7, "piece": [226, 130]}, {"id": 9, "piece": [172]}]})"));
+  EXPECT_EQ(tokenize_response_json(ids), R"({"tokens":[5,7,9]})");
 }
 
 TEST(TokenizeRequest, FlagsAreRead) {
@@ -27,6 +39,7 @@ TEST(TokenizeRequest, FlagsAreRead) {
   ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
   EXPECT_FALSE(std::get<TokenizeRequest>(parsed).add_special);
   EXPECT_FALSE(std::get<TokenizeRequest>(parsed).parse_special);
+  EXPECT_TRUE(std::get<TokenizeRequest>(parsed).with_pieces);
   EXPECT_TRUE(std::get<TokenizeRequest>(parsed).content.empty());
 }
 

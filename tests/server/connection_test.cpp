@@ -35,6 +35,24 @@ TEST(Connections, TwoRequestsShareOneKeptAliveConnection) {
   EXPECT_EQ(client.send("GET", "/v1/models").status, 200);
 }
 
+// A request's preparation runs off the I/O thread. This one compiles a schema whose grammar
+// is refused as too large: about a second of work each time (refusals are not cached).
+// A probe sent on another connection meanwhile is answered while that work runs: were the
+// preparation on the (one) I/O thread, the slow request's answer would be written before
+// the probe was even read, and would be waiting on its connection when the probe returns.
+TEST(Connections, ASlowRequestsPreparationHoldsUpNoOtherConnection) {
+  const std::string body =
+      R"({"prompt": "x", "max_tokens": 1, "response_format": {"type": "json_schema",)"
+      R"( "json_schema": {"name": "y", "schema": {"type": "string", "minLength": 99000}}}})";
+  HttpClient slow(shared_server().port());
+  slow.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(fetch(shared_server().port(), "GET", "/health").status, 200);
+  EXPECT_EQ(slow.pending_bytes(), 0u) << "the slow request was answered before the probe";
+  const std::string answer = slow.read_until("\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+}
+
 TEST(Connections, ExpectContinueGetsAnInterimResponseBeforeTheBody) {
   HttpClient client(shared_server().port());
   // ignore_eos: the server picks the seed, and the tiny model's first token can be its end

@@ -109,6 +109,24 @@ TEST(HttpErrors, AWrongOrMissingApiKeyGets401AndTheRightOneServes) {
   EXPECT_EQ(fetch(server.port(), "GET", "/metrics").status, 200);
 }
 
+// More choices in one request than the queue ever holds is the request's fault, not the
+// load's: a 400 naming n (or prompt), never a 503 that a client would retry forever.
+TEST(HttpErrors, MoreChoicesThanTheQueueHoldsGet400NotA503) {
+  ServerProcess server(tiny_model(), {"--max-queue", "4"});
+  const HttpResult many = fetch(server.port(), "POST", "/v1/completions",
+                                R"({"prompt": "a", "n": 5, "max_tokens": 1})");
+  expect_error(many, 400);
+  EXPECT_EQ(json::parse(many.body)["error"]["param"], "n");
+  const HttpResult prompts = fetch(server.port(), "POST", "/v1/completions",
+                                   R"({"prompt": ["a", "b", "c", "d", "e"], "max_tokens": 1})");
+  expect_error(prompts, 400);
+  EXPECT_EQ(json::parse(prompts.body)["error"]["param"], "prompt");
+  EXPECT_EQ(fetch(server.port(), "POST", "/v1/completions",
+                  R"({"prompt": ["a", "b"], "n": 2, "max_tokens": 1})")
+                .status,
+            200);
+}
+
 TEST(HttpErrors, AFullQueueGets503WithRetryAfter) {
   ServerProcess server(demo_model(),
                        {"--max-queue", "1", "--max-batch", "1", "--kv-tokens", "8192"});

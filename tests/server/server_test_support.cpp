@@ -184,6 +184,8 @@ HttpResult HttpClient::stream(const std::string& target, const std::string& body
   return result_of(parser.get());
 }
 
+size_t HttpClient::pending_bytes() { return buffer_.size() + socket_.available(); }
+
 void HttpClient::write_raw(std::string_view bytes) {
   net::write(socket_, net::buffer(bytes.data(), bytes.size()));
 }

@@ -79,6 +79,8 @@ class HttpClient {
   void write_raw(std::string_view bytes);
   // Reads raw bytes until `marker` has arrived; returns them all (the buffer is emptied).
   std::string read_until(std::string_view marker);
+  // Bytes that have arrived and are not read yet (without waiting for any).
+  size_t pending_bytes();
   // Reads until the server closes the connection; returns what arrived.
   std::string read_until_closed();
   void close();
