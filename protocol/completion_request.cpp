@@ -10,6 +10,7 @@
 #include "protocol/output_constraint_fields.h"
 #include "protocol/request_fields.h"
 #include "protocol/tool_calls/tool_fields.h"
+#include "protocol/unsupported_fields.h"
 
 namespace tandem {
 namespace {
@@ -22,12 +23,6 @@ using request_fields::read_float;
 using request_fields::read_integer;
 using request_fields::read_string;
 using request_fields::reject;
-
-// "Not supported" is a 400 with the field named, so a client learns at once that the
-// option would have been ignored rather than getting output it did not ask for.
-[[noreturn]] void reject_unsupported(const std::string& param, const std::string& what) {
-  reject("'" + param + "' " + what + " is not supported by this server.", param);
-}
 
 void read_prompt(const Json& body, CompletionRequest& request) {
   const Json* prompt = find_field(body, "prompt");
@@ -75,15 +70,15 @@ void read_max_tokens(const Json& body, CompletionRequest& request) {
   const Json* echo =
       request.endpoint == Endpoint::kCompletions ? find_field(body, "echo") : nullptr;
   const int64_t least = echo != nullptr && echo->is_boolean() && echo->get<bool>() ? 0 : 1;
-  // max_completion_tokens is OpenAI's newer name; when both are given it wins (as in vLLM).
-  for (const char* name : {"max_completion_tokens", "max_tokens"}) {
-    if (const Json* value = find_field(body, name)) {
-      request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
-      return;
-    }
-  }
   if (request.endpoint == Endpoint::kCompletions) {
     request.max_tokens = kDefaultCompletionMaxTokens;
+  }
+  // max_completion_tokens is OpenAI's newer name; when both are given it wins (as in vLLM),
+  // and both are checked. Read last, so it is the one kept.
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (const Json* value = find_field(body, name)) {
+      request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
+    }
   }
 }
 
@@ -184,25 +179,6 @@ void read_streaming(const Json& body, CompletionRequest& request) {
   }
 }
 
-// Options this server does not implement are refused when they would change the output,
-// and accepted at their neutral value (clients often send those explicitly).
-void read_unsupported_options(const Json& body, Endpoint endpoint) {
-  if (endpoint == Endpoint::kCompletions) {
-    // vLLM V1 refuses best_of too: it would need n candidates scored and all but one dropped.
-    if (const Json* best_of = find_field(body, "best_of")) {
-      if (read_integer(*best_of, "best_of", std::numeric_limits<int64_t>::min(),
-                       std::numeric_limits<int64_t>::max()) != 1) {
-        reject_unsupported("best_of", "other than 1");
-      }
-    }
-    // Insertion (text after the completion) needs a model trained for it; vLLM refuses it too.
-    if (const Json* suffix = find_field(body, "suffix")) {
-      if (!read_string(*suffix, "suffix").empty()) reject_unsupported("suffix", "(non-empty)");
-    }
-    return;
-  }
-}
-
 // tools reach the chat template whatever tool_choice says (as vLLM renders them); a
 // required or named call constrains the output, so it cannot stand beside another constraint.
 void read_tools(const Json& body, CompletionRequest& request) {
@@ -225,8 +201,12 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   if (const Json* model = find_field(body, "model")) request.model = read_string(*model, "model");
   if (endpoint == Endpoint::kCompletions) {
     read_prompt(body, request);
+    if (const Json* add = find_field(body, "add_special_tokens")) {
+      request.add_special_tokens = read_bool(*add, "add_special_tokens");
+    }
   } else {
     request.chat = request_fields::read_chat_inputs(body);
+    request.add_special_tokens = false;  // true is refused with the unimplemented fields
   }
   read_max_tokens(body, request);
   if (const Json* n = find_field(body, "n")) {
@@ -251,7 +231,7 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   request_fields::read_generation_controls(body, request);
   read_streaming(body, request);
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
-  read_unsupported_options(body, endpoint);
+  request_fields::reject_unimplemented_fields(body, endpoint);
   request.constraint = request_fields::read_output_constraint(body);
   if (endpoint == Endpoint::kChatCompletions) read_tools(body, request);
   if (request.constraint.active() || request.tools.constrains()) {

@@ -73,6 +73,9 @@ struct CompletionRequest {
   bool skip_special_tokens = true;
   // Completions: the prompt's text comes back in front of the generated text.
   bool echo = false;
+  // Completions: a text prompt is encoded with the tokenizer's special tokens (BOS), as
+  // vLLM's add_special_tokens (default true) says. Chat: false (the template writes them).
+  bool add_special_tokens = true;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
@@ -88,8 +91,10 @@ struct CompletionRequest {
   }
 };
 
-// Parses and validates a request body for the given endpoint. Unknown fields are
-// ignored; null means "the default". Errors are 400s whose param names the field.
+// Parses and validates a request body for the given endpoint; null means "the default".
+// Errors are 400s whose param names the field. A known field of OpenAI, vLLM or
+// llama-server that tandem does not implement is refused by name unless sent at its neutral
+// value (protocol/unsupported_fields.cpp); a field none of them defines is ignored.
 std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_view body,
                                                                    Endpoint endpoint);
 

@@ -1,5 +1,8 @@
 #include "protocol/output_constraint_fields.h"
 
+#include <string>
+#include <utility>
+
 namespace tandem::request_fields {
 namespace {
 
@@ -65,6 +68,118 @@ OutputConstraint read_response_format(const Json& format) {
   return constraint;
 }
 
+using Kind = OutputConstraint::Kind;
+
+// The one constraint a request may have; a second is refused naming both fields.
+struct ConstraintSlot {
+  OutputConstraint constraint;
+  std::string from;
+
+  void take(OutputConstraint next, const std::string& field) {
+    if (!next.active()) return;
+    if (constraint.active()) {
+      reject("'" + field + "' and '" + from + "' both constrain the output; send one of them.",
+             field);
+    }
+    constraint = std::move(next);
+    from = field;
+  }
+};
+
+OutputConstraint read_gbnf(const Json& value, const std::string& param) {
+  const std::string& text = read_string(value, param);
+  if (text.empty()) return {};
+  return {Kind::kGbnf, text, param};
+}
+
+// vLLM takes the schema as an object or as its JSON text.
+OutputConstraint read_guided_json(const Json& value, const std::string& param) {
+  if (!value.is_string()) return {Kind::kJsonSchema, schema_text(value, param), param};
+  Json schema;
+  try {
+    schema = parse_body_object(value.get_ref<const std::string&>());
+  } catch (const RequestRejected& rejected) {
+    reject("Invalid '" + param + "': the string is not a JSON schema object (" +
+               rejected.error.message + ")",
+           param);
+  }
+  return {Kind::kJsonSchema, schema.dump(), param};
+}
+
+// A GBNF string literal holding exactly `text`: quotes, backslashes and control characters
+// escaped as gbnf_parser reads them; other bytes (UTF-8 included) stand for themselves.
+std::string gbnf_literal(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A non-empty array of strings: the output is exactly one of them.
+OutputConstraint read_choice(const Json& value, const std::string& param) {
+  require_array(value, param);
+  if (value.empty()) reject("'" + param + "' must not be empty.", param);
+  std::string grammar = "root ::=";
+  for (size_t i = 0; i < value.size(); ++i) {
+    grammar +=
+        (i == 0 ? " " : " | ") + gbnf_literal(read_string(value[i], element_param(param, i)));
+  }
+  return {Kind::kGbnf, std::move(grammar), param};
+}
+
+[[noreturn]] void refuse_regex(const std::string& param) {
+  reject("'" + param +
+             "' is not supported by this server (it has no regex engine for whole outputs); "
+             "send a JSON schema or a GBNF grammar instead.",
+         param);
+}
+
+// vLLM's structured_outputs: one of json, choice, grammar, json_object and regex, and
+// options; an option that would change the output, or a key vLLM lacks, is refused by name.
+void read_structured_outputs(const Json& value, ConstraintSlot& slot) {
+  require_object(value, "structured_outputs");
+  for (const auto& [key, field] : value.items()) {
+    const std::string param = "structured_outputs." + key;
+    if (field.is_null()) continue;
+    if (key == "json") {
+      slot.take(read_guided_json(field, param), param);
+    } else if (key == "choice") {
+      slot.take(read_choice(field, param), param);
+    } else if (key == "grammar") {
+      slot.take(read_gbnf(field, param), param);
+    } else if (key == "json_object") {
+      if (read_bool(field, param)) slot.take({Kind::kJsonObject, "", param}, param);
+    } else if (key == "regex") {
+      refuse_regex(param);
+    } else if (key == "disable_fallback") {
+      read_bool(field, param);  // which engine compiles it, not what it allows
+    } else if (key == "disable_any_whitespace" || key == "disable_additional_properties") {
+      if (read_bool(field, param)) {
+        reject("'" + param + "' set to true is not supported by this server.", param);
+      }
+    } else {
+      reject("'" + param + "' is not supported by this server.", param);
+    }
+  }
+}
 }  // namespace
 
 bool valid_openai_name(const std::string& name) {
@@ -78,31 +193,32 @@ bool valid_openai_name(const std::string& name) {
 }
 
 OutputConstraint read_output_constraint(const Json& body) {
-  OutputConstraint constraint;
-  const char* from = nullptr;
-  auto take = [&](OutputConstraint next, const char* field) {
-    if (!next.active()) return;
-    if (constraint.active()) {
-      reject("'" + std::string(field) + "' and '" + from +
-                 "' both constrain the output; send one of them.",
-             field);
-    }
-    constraint = std::move(next);
-    from = field;
-  };
+  ConstraintSlot slot;
   if (const Json* format = find_field(body, "response_format")) {
-    take(read_response_format(*format), "response_format");
+    slot.take(read_response_format(*format), "response_format");
   }
   if (const Json* schema = find_field(body, "json_schema")) {
-    OutputConstraint next{OutputConstraint::Kind::kJsonSchema, schema_text(*schema, "json_schema"),
-                          "json_schema"};
-    take(std::move(next), "json_schema");
+    slot.take({Kind::kJsonSchema, schema_text(*schema, "json_schema"), "json_schema"},
+              "json_schema");
   }
   if (const Json* grammar = find_field(body, "grammar")) {
-    const std::string& text = read_string(*grammar, "grammar");
-    if (!text.empty()) take({OutputConstraint::Kind::kGbnf, text, "grammar"}, "grammar");
+    slot.take(read_gbnf(*grammar, "grammar"), "grammar");
   }
-  return constraint;
+  // vLLM's guided_* fields, and structured_outputs, which replaced them.
+  if (const Json* schema = find_field(body, "guided_json")) {
+    slot.take(read_guided_json(*schema, "guided_json"), "guided_json");
+  }
+  if (const Json* choice = find_field(body, "guided_choice")) {
+    slot.take(read_choice(*choice, "guided_choice"), "guided_choice");
+  }
+  if (const Json* grammar = find_field(body, "guided_grammar")) {
+    slot.take(read_gbnf(*grammar, "guided_grammar"), "guided_grammar");
+  }
+  if (find_field(body, "guided_regex") != nullptr) refuse_regex("guided_regex");
+  if (const Json* outputs = find_field(body, "structured_outputs")) {
+    read_structured_outputs(*outputs, slot);
+  }
+  return std::move(slot.constraint);
 }
 
 }  // namespace tandem::request_fields

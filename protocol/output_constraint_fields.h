@@ -1,6 +1,7 @@
 // Reads a request's output constraint (output_constraint.h) from its body: response_format,
-// json_schema and grammar, of which at most one may constrain the output. Internal to
-// protocol/: throws request_fields::RequestRejected like the other readers.
+// json_schema, grammar, vLLM's guided_json, guided_choice, guided_grammar and
+// structured_outputs, of which at most one may constrain the output (regexes are refused). Internal
+// to protocol/: throws request_fields::RequestRejected like the other readers.
 #pragma once
 
 #include "protocol/output_constraint.h"

@@ -226,7 +226,8 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
   } else {
     for (size_t p = 0; p < request.prompt_count(); ++p) {
       const std::string& text = p == 0 ? request.prompt_text : request.more_prompt_texts[p - 1];
-      prompts.push_back(tokenizer_.encode(text, /*add_special=*/true, /*parse_special=*/true));
+      prompts.push_back(
+          tokenizer_.encode(text, request.add_special_tokens, /*parse_special=*/true));
     }
   }
   const char* prompt_param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";

@@ -72,5 +72,114 @@ TEST(OutputConstraint, LlamaServerFieldsAreRead) {
   EXPECT_FALSE(constraint_of(R"({"prompt": "hi"})", Endpoint::kCompletions).active());
 }
 
+ApiError error_of(const std::string& body, Endpoint endpoint) {
+  auto parsed = parse_completion_request(body, endpoint);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  ADD_FAILURE() << "accepted " << body;
+  return {};
+}
+
+TEST(OutputConstraint, VllmGuidedFieldsAreReadNamingTheFieldSent) {
+  const OutputConstraint object =
+      constraint_of(std::string(kChat) +
+                        R"("guided_json": {"type": "object", "properties": {"b": {}, "a": {}}}})",
+                    Endpoint::kChatCompletions);
+  EXPECT_EQ(object.kind, Kind::kJsonSchema);
+  EXPECT_EQ(object.text, R"({"type":"object","properties":{"b":{},"a":{}}})");
+  EXPECT_EQ(object.param, "guided_json");
+  // The schema as JSON text, as vLLM also takes it: the same constraint.
+  const OutputConstraint text = constraint_of(
+      std::string(kCompletion) +
+          R"("guided_json": "{\"type\": \"object\", \"properties\": {\"b\": {}, \"a\": {}}}"})",
+      Endpoint::kCompletions);
+  EXPECT_EQ(text.kind, Kind::kJsonSchema);
+  EXPECT_EQ(text.text, object.text);
+  EXPECT_EQ(text.param, "guided_json");
+  const OutputConstraint gbnf =
+      constraint_of(std::string(kChat) + R"("guided_grammar": "root ::= [a-z]+", )" +
+                        R"("guided_decoding_backend": "xgrammar"})",
+                    Endpoint::kChatCompletions);
+  EXPECT_EQ(gbnf.kind, Kind::kGbnf);
+  EXPECT_EQ(gbnf.text, "root ::= [a-z]+");
+  EXPECT_EQ(gbnf.param, "guided_grammar");
+  const OutputConstraint choice = constraint_of(
+      std::string(kCompletion) + R"("guided_choice": ["yes", "no"]})", Endpoint::kCompletions);
+  EXPECT_EQ(choice.kind, Kind::kGbnf);
+  EXPECT_EQ(choice.text, R"(root ::= "yes" | "no")");
+  EXPECT_EQ(choice.param, "guided_choice");
+}
+
+TEST(OutputConstraint, GuidedChoiceEscapesQuotesBackslashesAndControlCharacters) {
+  const OutputConstraint choice = constraint_of(
+      std::string(kChat) + R"("guided_choice": ["a\"b", "c\\d", "e\nf\r\tg", "h\u0001", "ünï"]})",
+      Endpoint::kChatCompletions);
+  EXPECT_EQ(choice.text,
+            "root ::= \"a\\\"b\" | \"c\\\\d\" | \"e\\nf\\r\\tg\" | \"h\\x01\" | \"ünï\"");
+}
+
+TEST(OutputConstraint, StructuredOutputsMapsEachKind) {
+  const auto read = [](const std::string& inner) {
+    return constraint_of(std::string(kChat) + R"("structured_outputs": )" + inner + "}",
+                         Endpoint::kChatCompletions);
+  };
+  const OutputConstraint json = read(R"({"json": {"type": "integer"}, "disable_fallback": true})");
+  EXPECT_EQ(json.kind, Kind::kJsonSchema);
+  EXPECT_EQ(json.text, R"({"type":"integer"})");
+  EXPECT_EQ(json.param, "structured_outputs.json");
+  const OutputConstraint choice = read(R"({"choice": ["x", "y"]})");
+  EXPECT_EQ(choice.kind, Kind::kGbnf);
+  EXPECT_EQ(choice.text, R"(root ::= "x" | "y")");
+  EXPECT_EQ(choice.param, "structured_outputs.choice");
+  const OutputConstraint grammar = read(R"({"grammar": "root ::= \"z\""})");
+  EXPECT_EQ(grammar.kind, Kind::kGbnf);
+  EXPECT_EQ(grammar.param, "structured_outputs.grammar");
+  const OutputConstraint object = read(R"({"json_object": true})");
+  EXPECT_EQ(object.kind, Kind::kJsonObject);
+  EXPECT_EQ(object.param, "structured_outputs.json_object");
+  EXPECT_FALSE(read(R"({"json_object": false, "disable_any_whitespace": false})").active());
+  EXPECT_FALSE(read("{}").active());
+}
+
+TEST(OutputConstraint, RefusalsNameTheField) {
+  struct Case {
+    const char* extra;
+    const char* param;
+    const char* message_part;
+  };
+  const Case cases[] = {
+      {R"("guided_regex": "[a-z]+")", "guided_regex", "not supported"},
+      {R"("structured_outputs": {"regex": "a+"})", "structured_outputs.regex", "not supported"},
+      {R"("structured_outputs": {"json": {}, "whitespace_pattern": " "})",
+       "structured_outputs.whitespace_pattern", "not supported"},
+      {R"("structured_outputs": {"structural_tag": "{}"})", "structured_outputs.structural_tag",
+       ""},
+      {R"("structured_outputs": {"disable_any_whitespace": true})",
+       "structured_outputs.disable_any_whitespace", ""},
+      {R"("structured_outputs": "json")", "structured_outputs", "an object"},
+      {R"("structured_outputs": {"choice": ["a"], "json": {}})", "structured_outputs.json",
+       "both constrain"},
+      {R"("guided_json": {"type": "object"}, "response_format": {"type": "json_object"})",
+       "guided_json", "both constrain"},
+      {R"("guided_choice": ["a"], "guided_grammar": "root ::= \"a\"")", "guided_grammar",
+       "'guided_choice'"},
+      {R"("grammar": "root ::= \"a\"", "structured_outputs": {"json_object": true})",
+       "structured_outputs.json_object", "'grammar'"},
+      {R"("guided_choice": [])", "guided_choice", "empty"},
+      {R"("guided_choice": "yes")", "guided_choice", "an array"},
+      {R"("guided_choice": ["a", 2])", "guided_choice[1]", "a string"},
+      {R"("guided_json": "{\"type\": ")", "guided_json", "not a JSON schema"},
+      {R"("guided_json": "[1]")", "guided_json", "not a JSON schema"},
+      {R"("guided_json": 5)", "guided_json", "an object"},
+      {R"("guided_grammar": 5)", "guided_grammar", "a string"},
+      {R"("guided_choice": ["a"], "ignore_eos": true)", "ignore_eos", "'guided_choice'"},
+  };
+  for (const Case& c : cases) {
+    const ApiError error = error_of(std::string(kChat) + c.extra + "}", Endpoint::kChatCompletions);
+    EXPECT_EQ(error.status, 400) << c.extra;
+    EXPECT_EQ(error.param, c.param) << c.extra << ": " << error.message;
+    EXPECT_NE(error.message.find(c.message_part), std::string::npos) << error.message;
+  }
+}
+
 }  // namespace
 }  // namespace tandem::TANDEM_UNITY_ID

@@ -1,0 +1,173 @@
+#include "protocol/unsupported_fields.h"
+
+#include <limits>
+#include <string>
+
+namespace tandem::request_fields {
+namespace {
+
+enum class Where { kBoth, kCompletions, kChat };
+
+// Whether a value changes nothing. It sees the whole body for fields whose effect depends
+// on another one, and may itself refuse a value of the wrong type (a RequestRejected).
+using NeutralTest = bool (*)(const Json& value, const Json& body);
+
+struct UnsupportedField {
+  const char* name;  // "a.b": field b of the object in field a
+  Where where;
+  NeutralTest neutral;
+  const char* refusal;  // follows "'name' " in the message
+};
+
+bool never(const Json&, const Json&) { return false; }
+bool always(const Json&, const Json&) { return true; }
+bool is_false(const Json& value, const Json&) { return value.is_boolean() && !value.get<bool>(); }
+bool is_true(const Json& value, const Json&) { return value.is_boolean() && value.get<bool>(); }
+bool is_empty(const Json& value, const Json&) {
+  return (value.is_array() || value.is_object() || value.is_string()) && value.empty();
+}
+template <int N>
+bool number_is(const Json& value, const Json&) {
+  return value.is_number() && value.get<double>() == N;
+}
+bool at_most_zero(const Json& value, const Json&) {
+  return value.is_number() && value.get<double>() <= 0;  // llama.cpp: <= 0 is off
+}
+bool only_text(const Json& value, const Json&) {
+  return value.is_array() && value.size() == 1 && value[0] == "text";
+}
+bool is_none(const Json& value, const Json&) { return value == "none"; }
+
+bool best_of_one(const Json& value, const Json&) {
+  return read_integer(value, "best_of", std::numeric_limits<int64_t>::min(),
+                      std::numeric_limits<int64_t>::max()) == 1;
+}
+bool empty_suffix(const Json& value, const Json&) { return read_string(value, "suffix").empty(); }
+
+// A field absent, null or equal to its neutral number.
+bool left_at(const Json& body, const char* name, double neutral) {
+  const Json* value = find_field(body, name);
+  return value == nullptr || (value->is_number() && value->get<double>() == neutral);
+}
+
+// llama.cpp applies its penalties over the last penalty_last_n tokens (-1: the whole
+// context, which is what tandem does); with no penalty set the window changes nothing.
+bool whole_history_or_no_penalty(const Json& value, const Json& body) {
+  if (value.is_number() && value.get<double>() == -1) return true;
+  return left_at(body, "repetition_penalty", 1) && left_at(body, "repeat_penalty", 1) &&
+         left_at(body, "presence_penalty", 0) && left_at(body, "frequency_penalty", 0);
+}
+
+// llama-server's name for max_tokens: accepted when it says what max_tokens says.
+bool same_as_max_tokens(const Json& value, const Json& body) {
+  for (const char* name : {"max_completion_tokens", "max_tokens"}) {
+    if (const Json* max = find_field(body, name)) return value.is_number() && value == *max;
+  }
+  return false;
+}
+
+constexpr const char* kNotSupported = "is not supported by this server.";
+
+const UnsupportedField kFields[] = {
+    // OpenAI.
+    {"best_of", Where::kCompletions, best_of_one, "other than 1 is not supported by this server."},
+    {"suffix", Where::kCompletions, empty_suffix, "(non-empty) is not supported by this server."},
+    {"functions", Where::kBoth, is_empty,
+     "(the legacy function calling) is not supported by this server; send 'tools' instead."},
+    {"function_call", Where::kBoth, never,
+     "(the legacy function calling) is not supported by this server; send 'tool_choice' "
+     "instead."},
+    {"modalities", Where::kBoth, only_text,
+     "other than [\"text\"] is not supported by this server."},
+    {"audio", Where::kBoth, never, "(audio output) is not supported by this server."},
+    {"prediction", Where::kBoth, never, "(predicted outputs) is not supported by this server."},
+    {"reasoning_effort", Where::kBoth, never, kNotSupported},
+    {"web_search_options", Where::kBoth, never, "(web search) is not supported by this server."},
+    {"tools", Where::kCompletions, is_empty,
+     "is not supported on /v1/completions; use /v1/chat/completions."},
+    {"tool_choice", Where::kCompletions, is_none,
+     "is not supported on /v1/completions; use /v1/chat/completions."},
+    {"top_logprobs", Where::kCompletions, number_is<0>,
+     "is not supported on /v1/completions; send 'logprobs' as the number of alternatives."},
+    // vLLM.
+    {"use_beam_search", Where::kBoth, is_false, "(beam search) is not supported by this server."},
+    {"length_penalty", Where::kBoth, number_is<1>,
+     "other than 1 (a beam search option) is not supported by this server."},
+    {"typical_p", Where::kBoth, number_is<1>, "other than 1 is not supported by this server."},
+    {"bad_words", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+    {"allowed_token_ids", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+    {"prompt_logprobs", Where::kBoth, never,
+     "is not supported by this server; on /v1/completions send 'echo' with 'logprobs'."},
+    {"truncate_prompt_tokens", Where::kBoth, never, kNotSupported},
+    {"logits_processors", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+    {"return_tokens_as_token_ids", Where::kBoth, is_false,
+     "set to true is not supported by this server."},
+    {"spaces_between_special_tokens", Where::kBoth, is_true,
+     "set to false is not supported by this server."},
+    {"priority", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
+    {"echo", Where::kChat, is_false,
+     "set to true is not supported on /v1/chat/completions by this server."},
+    {"add_special_tokens", Where::kChat, is_false,
+     "set to true is not supported on /v1/chat/completions (the chat template writes the "
+     "special tokens)."},
+    {"mm_processor_kwargs", Where::kBoth, is_empty,
+     "is not supported by this server (it reads no images or audio)."},
+    {"stream_options.continuous_usage_stats", Where::kBoth, is_false,
+     "set to true is not supported by this server; usage comes in the last chunk."},
+    {"guided_whitespace_pattern", Where::kBoth, never, kNotSupported},
+    {"guided_decoding_backend", Where::kBoth, always, ""},  // picks an engine, not an output
+    // llama-server.
+    {"mirostat", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
+    {"mirostat_tau", Where::kBoth, always, ""},  // only read with mirostat
+    {"mirostat_eta", Where::kBoth, always, ""},
+    {"dry_multiplier", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
+    {"xtc_probability", Where::kBoth, number_is<0>,
+     "other than 0 is not supported by this server."},
+    {"dynatemp_range", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
+    {"top_n_sigma", Where::kBoth, at_most_zero, "above 0 is not supported by this server."},
+    {"n_probs", Where::kBoth, number_is<0>,
+     "is not supported by this server; send 'logprobs' (and on chat 'top_logprobs')."},
+    {"repeat_penalty", Where::kBoth, number_is<1>,
+     "other than 1 is not supported by this server (llama.cpp applies it over the last "
+     "'repeat_last_n' tokens); send 'repetition_penalty', applied over the whole prompt and "
+     "output."},
+    {"penalty_last_n", Where::kBoth, whole_history_or_no_penalty,
+     "other than -1 is not supported by this server: its penalties cover the whole prompt and "
+     "output."},
+    {"repeat_last_n", Where::kBoth, whole_history_or_no_penalty,
+     "other than -1 is not supported by this server: its penalties cover the whole prompt and "
+     "output."},
+    {"samplers", Where::kBoth, never,
+     "is not supported by this server: it applies its filters in a fixed order."},
+    {"n_predict", Where::kBoth, same_as_max_tokens,
+     "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
+     "both)."},
+    {"lora", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+};
+
+// The field's value in body (null and absent: nullptr), following one dot into an object.
+const Json* find_path(const Json& body, const std::string& name) {
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos) return find_field(body, name.c_str());
+  const Json* parent = find_field(body, name.substr(0, dot).c_str());
+  if (parent == nullptr || !parent->is_object()) return nullptr;
+  return find_field(*parent, name.substr(dot + 1).c_str());
+}
+
+bool applies(Where where, Endpoint endpoint) {
+  return where == Where::kBoth ||
+         (where == Where::kCompletions) == (endpoint == Endpoint::kCompletions);
+}
+
+}  // namespace
+
+void reject_unimplemented_fields(const Json& body, Endpoint endpoint) {
+  for (const UnsupportedField& field : kFields) {
+    if (!applies(field.where, endpoint)) continue;
+    const Json* value = find_path(body, field.name);
+    if (value == nullptr || field.neutral(*value, body)) continue;
+    reject("'" + std::string(field.name) + "' " + field.refusal, field.name);
+  }
+}
+
+}  // namespace tandem::request_fields

@@ -1,0 +1,175 @@
+// Known fields of OpenAI, vLLM and llama-server that tandem does not implement: each is
+// refused with a 400 naming it when it would change the output, and accepted at its neutral
+// value; fields no one defines stay ignored.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <variant>
+
+#include "protocol/completion_request.h"
+
+namespace tandem::TANDEM_UNITY_ID {
+namespace {
+
+constexpr Endpoint kCmpl = Endpoint::kCompletions;
+constexpr Endpoint kChat = Endpoint::kChatCompletions;
+
+struct FieldCase {
+  const char* name;
+  Endpoint endpoint;
+  const char* extra;  // the fields added to a minimal body
+  const char* param = "";
+  const char* message_part = "";
+};
+
+std::string body_with(Endpoint endpoint, const std::string& extra) {
+  const std::string head = endpoint == kCmpl
+                               ? R"({"prompt": "hi")"
+                               : R"({"messages": [{"role": "user", "content": "hi"}])";
+  return head + (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+const FieldCase kRefused[] = {
+    {"UseBeamSearch", kCmpl, R"("use_beam_search": true)", "use_beam_search", "beam search"},
+    {"LengthPenalty", kChat, R"("length_penalty": 0.8)", "length_penalty", "not supported"},
+    {"TypicalP", kCmpl, R"("typical_p": 0.9)", "typical_p", "not supported"},
+    {"BadWords", kChat, R"("bad_words": ["x"])", "bad_words", "not supported"},
+    {"AllowedTokenIds", kCmpl, R"("allowed_token_ids": [1, 2])", "allowed_token_ids", ""},
+    {"PromptLogprobs", kCmpl, R"("prompt_logprobs": 1)", "prompt_logprobs", "echo"},
+    {"PromptLogprobsZero", kChat, R"("prompt_logprobs": 0)", "prompt_logprobs", ""},
+    {"TruncatePromptTokens", kCmpl, R"("truncate_prompt_tokens": 8)", "truncate_prompt_tokens", ""},
+    {"LogitsProcessors", kChat, R"("logits_processors": ["m.f"])", "logits_processors", ""},
+    {"ReturnTokensAsTokenIds", kCmpl, R"("return_tokens_as_token_ids": true)",
+     "return_tokens_as_token_ids", ""},
+    {"SpacesBetweenSpecialTokens", kChat, R"("spaces_between_special_tokens": false)",
+     "spaces_between_special_tokens", ""},
+    {"Priority", kCmpl, R"("priority": 3)", "priority", ""},
+    {"ChatEcho", kChat, R"("echo": true)", "echo", "chat"},
+    {"MmProcessorKwargs", kChat, R"("mm_processor_kwargs": {"fps": 2})", "mm_processor_kwargs", ""},
+    {"ContinuousUsageStats", kChat,
+     R"("stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true})",
+     "stream_options.continuous_usage_stats", ""},
+    {"ChatAddSpecialTokens", kChat, R"("add_special_tokens": true)", "add_special_tokens",
+     "template"},
+    {"Modalities", kChat, R"("modalities": ["text", "audio"])", "modalities", "text"},
+    {"Audio", kChat, R"("audio": {"voice": "alloy", "format": "wav"})", "audio", ""},
+    {"Prediction", kChat, R"("prediction": {"type": "content", "content": "x"})", "prediction", ""},
+    {"ReasoningEffort", kChat, R"("reasoning_effort": "low")", "reasoning_effort", ""},
+    {"WebSearchOptions", kChat, R"("web_search_options": {})", "web_search_options", ""},
+    {"Functions", kChat, R"("functions": [{"name": "f"}])", "functions", "'tools'"},
+    {"FunctionCall", kChat, R"("function_call": "auto")", "function_call", "'tool_choice'"},
+    {"CompletionsTools", kCmpl, R"("tools": [{"type": "function", "function": {"name": "f"}}])",
+     "tools", "/v1/chat/completions"},
+    {"CompletionsToolChoice", kCmpl, R"("tool_choice": "auto")", "tool_choice", ""},
+    {"CompletionsTopLogprobs", kCmpl, R"("top_logprobs": 2)", "top_logprobs", "'logprobs'"},
+    {"Mirostat", kCmpl, R"("mirostat": 2)", "mirostat", ""},
+    {"DryMultiplier", kCmpl, R"("dry_multiplier": 0.8)", "dry_multiplier", ""},
+    {"XtcProbability", kChat, R"("xtc_probability": 0.5)", "xtc_probability", ""},
+    {"DynatempRange", kCmpl, R"("dynatemp_range": 0.5)", "dynatemp_range", ""},
+    {"TopNSigma", kCmpl, R"("top_n_sigma": 1.5)", "top_n_sigma", ""},
+    {"NProbs", kCmpl, R"("n_probs": 5)", "n_probs", "'logprobs'"},
+    {"RepeatPenalty", kCmpl, R"("repeat_penalty": 1.1)", "repeat_penalty", "repetition_penalty"},
+    {"PenaltyLastNWithAPenalty", kCmpl, R"("penalty_last_n": 64, "repetition_penalty": 1.1)",
+     "penalty_last_n", "-1"},
+    {"RepeatLastNWithAPenalty", kChat, R"("repeat_last_n": 0, "presence_penalty": 0.5)",
+     "repeat_last_n", "-1"},
+    {"Samplers", kCmpl, R"("samplers": ["top_k", "temperature"])", "samplers", ""},
+    {"NPredictAlone", kCmpl, R"("n_predict": 32)", "n_predict", "'max_tokens'"},
+    {"NPredictDifferentFromMaxTokens", kCmpl, R"("n_predict": 32, "max_tokens": 16)", "n_predict",
+     ""},
+    {"Lora", kCmpl, R"("lora": [{"id": 0, "scale": 1}])", "lora", ""},
+    {"GuidedWhitespacePattern", kChat, R"("guided_whitespace_pattern": "\\s*")",
+     "guided_whitespace_pattern", ""},
+    {"BeamSearchOfTheWrongType", kCmpl, R"("use_beam_search": "no")", "use_beam_search", ""},
+    {"BestOfString", kCmpl, R"("best_of": "2")", "best_of", "an integer"},
+    // max_tokens and max_completion_tokens are both checked, whichever wins.
+    {"MaxTokensBadBesideMaxCompletionTokens", kChat,
+     R"("max_completion_tokens": 8, "max_tokens": "lots")", "max_tokens", "a string"},
+    {"MaxCompletionTokensBadBesideMaxTokens", kCmpl,
+     R"("max_tokens": 8, "max_completion_tokens": -3)", "max_completion_tokens", ""},
+};
+
+const FieldCase kAccepted[] = {
+    {"NeutralVllmValues", kCmpl,
+     R"("use_beam_search": false, "length_penalty": 1, "typical_p": 1.0, "bad_words": [],
+        "allowed_token_ids": [], "prompt_logprobs": null, "truncate_prompt_tokens": null,
+        "logits_processors": [], "return_tokens_as_token_ids": false,
+        "spaces_between_special_tokens": true, "priority": 0, "mm_processor_kwargs": {},
+        "guided_decoding_backend": "xgrammar", "guided_whitespace_pattern": null)"},
+    {"NeutralChatValues", kChat,
+     R"("echo": false, "add_special_tokens": false, "modalities": ["text"], "audio": null,
+        "functions": [], "stream": true,
+        "stream_options": {"include_usage": true, "continuous_usage_stats": false})"},
+    {"NeutralLlamaServerValues", kCmpl,
+     R"("mirostat": 0, "mirostat_tau": 5.0, "mirostat_eta": 0.1, "dry_multiplier": 0,
+        "xtc_probability": 0.0, "dynatemp_range": 0, "top_n_sigma": -1, "n_probs": 0,
+        "repeat_penalty": 1.0, "repeat_last_n": 64, "penalty_last_n": 64, "lora": [])"},
+    {"PenaltyWindowOfTheWholeHistory", kChat,
+     R"("repetition_penalty": 1.2, "penalty_last_n": -1, "repeat_last_n": -1)"},
+    {"NPredictEqualToMaxTokens", kCmpl, R"("max_tokens": 12, "n_predict": 12)"},
+    {"NeutralCompletionsToolFields", kCmpl, R"("tools": [], "tool_choice": "none",
+        "top_logprobs": 0, "best_of": 1, "suffix": "")"},
+    // OpenAI's and others' harmless extras, and names no one defines.
+    {"UnknownNamesAreIgnored", kChat,
+     R"("metadata": {"a": "b"}, "store": false, "service_tier": "auto", "frobnicate": 7)"},
+};
+
+class RefusedFields : public ::testing::TestWithParam<FieldCase> {};
+
+TEST_P(RefusedFields, AreRefusedWith400NamingTheField) {
+  const FieldCase& c = GetParam();
+  auto parsed = parse_completion_request(body_with(c.endpoint, c.extra), c.endpoint);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << "accepted: " << c.extra;
+  const ApiError& error = std::get<ApiError>(parsed);
+  EXPECT_EQ(error.status, 400);
+  EXPECT_EQ(error.param, c.param) << error.message;
+  EXPECT_NE(error.message.find(c.message_part), std::string::npos) << error.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocol, RefusedFields, ::testing::ValuesIn(kRefused),
+                         [](const ::testing::TestParamInfo<FieldCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+class NeutralFields : public ::testing::TestWithParam<FieldCase> {};
+
+TEST_P(NeutralFields, AreAccepted) {
+  const FieldCase& c = GetParam();
+  auto parsed = parse_completion_request(body_with(c.endpoint, c.extra), c.endpoint);
+  const auto* error = std::get_if<ApiError>(&parsed);
+  EXPECT_EQ(error, nullptr) << error->message << " (" << error->param << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocol, NeutralFields, ::testing::ValuesIn(kAccepted),
+                         [](const ::testing::TestParamInfo<FieldCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+CompletionRequest parsed_or_fail(Endpoint endpoint, const std::string& extra) {
+  auto parsed = parse_completion_request(body_with(endpoint, extra), endpoint);
+  if (auto* error = std::get_if<ApiError>(&parsed)) {
+    ADD_FAILURE() << error->message << " (" << error->param << ")";
+    return {};
+  }
+  return std::get<CompletionRequest>(std::move(parsed));
+}
+
+TEST(RequestFields, MaxCompletionTokensWinsOverMaxTokensWhenBothAreValid) {
+  EXPECT_EQ(parsed_or_fail(kChat, R"("max_tokens": 30, "max_completion_tokens": 7)").max_tokens, 7);
+  EXPECT_EQ(parsed_or_fail(kCmpl, R"("max_completion_tokens": 7, "max_tokens": 30)").max_tokens, 7);
+  EXPECT_EQ(parsed_or_fail(kCmpl, R"("max_tokens": 30)").max_tokens, 30);
+  EXPECT_EQ(parsed_or_fail(kCmpl, "").max_tokens, kDefaultCompletionMaxTokens);
+}
+
+TEST(RequestFields, AddSpecialTokensIsReadOnCompletionsAndFalseOnChat) {
+  EXPECT_TRUE(parsed_or_fail(kCmpl, "").add_special_tokens);
+  EXPECT_TRUE(parsed_or_fail(kCmpl, R"("add_special_tokens": true)").add_special_tokens);
+  EXPECT_FALSE(parsed_or_fail(kCmpl, R"("add_special_tokens": false)").add_special_tokens);
+  EXPECT_FALSE(parsed_or_fail(kChat, "").add_special_tokens);
+  auto wrong = parse_completion_request(body_with(kCmpl, R"("add_special_tokens": 1)"), kCmpl);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(wrong));
+  EXPECT_EQ(std::get<ApiError>(wrong).param, "add_special_tokens");
+}
+
+}  // namespace
+}  // namespace tandem::TANDEM_UNITY_ID
