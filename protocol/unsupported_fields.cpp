@@ -80,7 +80,9 @@ const UnsupportedField kFields[] = {
     {"modalities", Where::kBoth, only_text,
      "other than [\"text\"] is not supported by this server."},
     {"audio", Where::kBoth, never, "(audio output) is not supported by this server."},
-    {"prediction", Where::kBoth, never, "(predicted outputs) is not supported by this server."},
+    // Predicted outputs only speed a response up (OpenAI's output is the same with or
+    // without): nothing to honour.
+    {"prediction", Where::kBoth, always, ""},
     {"reasoning_effort", Where::kBoth, never, kNotSupported},
     {"web_search_options", Where::kBoth, never, "(web search) is not supported by this server."},
     {"tools", Where::kCompletions, is_empty,
