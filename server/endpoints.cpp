@@ -250,9 +250,9 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   }
   plan.encoder = ResponseEncoder(endpoint, header, request.include_usage, std::move(ids));
   if (request.tools.parses()) {
-    // Call ids: the response id's digits, then the choice and the call's index.
-    plan.tools = ToolCallReading{true, tool_format(),
-                                 "call_" + header.id.substr(header.id.find('-') + 1) + "_"};
+    // Call ids come from the response id's digits, the choice and the call's index.
+    plan.tools = ToolCallReading{true, tool_format(), header.id.substr(header.id.find('-') + 1),
+                                 request.tools.parallel};
   }
   plan.access = AccessRecord{
       endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
