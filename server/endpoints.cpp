@@ -161,6 +161,10 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+  // Required and named compile the parameters below; auto and none check them here.
+  if (!request.tools.constrains()) {
+    if (auto error = check_tool_parameters(request.tools)) return error_answer(*error);
+  }
   auto grammar =
       request.tools.constrains()
           ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
