@@ -103,6 +103,10 @@ Json read_message(const Json& value, const std::string& param) {
     }
     shaped["tool_calls"] = std::move(shaped_calls);
   }
+  // A tool's answer says which call it answers (OpenAI and the templates need it).
+  if (role == "tool" && find_field(message, "tool_call_id") == nullptr) {
+    reject("'" + param + ".tool_call_id' is required in tool messages.", param + ".tool_call_id");
+  }
   for (const char* key : {"reasoning_content", "tool_call_id", "name"}) {
     if (const Json* field = find_field(message, key)) {
       shaped[key] = read_string(*field, param + "." + key);

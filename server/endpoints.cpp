@@ -200,6 +200,10 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+  // Required and named compile the parameters below; auto and none check them here.
+  if (!request.tools.constrains()) {
+    if (auto error = check_tool_parameters(request.tools)) return error_answer(*error);
+  }
   auto grammar =
       request.tools.constrains()
           ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
@@ -290,9 +294,9 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   }
   plan.encoder = ResponseEncoder(endpoint, header, request.include_usage, std::move(ids));
   if (request.tools.parses()) {
-    // Call ids: the response id's digits, then the choice and the call's index.
-    plan.tools = ToolCallReading{true, tool_format(),
-                                 "call_" + header.id.substr(header.id.find('-') + 1) + "_"};
+    // Call ids come from the response id's digits, the choice and the call's index.
+    plan.tools = ToolCallReading{true, tool_format(), header.id.substr(header.id.find('-') + 1),
+                                 request.tools.parallel};
   }
   plan.access = AccessRecord{
       endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",

@@ -47,11 +47,17 @@ std::string GenerationResponse::text(int32_t choice, std::string_view text) {
   return events;
 }
 
+ParsedToolCalls GenerationResponse::parse_calls(std::string_view output) const {
+  ParsedToolCalls parsed = parse_tool_calls(tools_.format, output);
+  if (!tools_.parallel && parsed.calls.size() > 1) parsed.calls.resize(1);
+  return parsed;
+}
+
 std::vector<ToolCallOut> GenerationResponse::tool_calls_of(int32_t index, ParsedToolCalls& parsed,
                                                            FinishReason& reason) const {
   std::vector<ToolCallOut> calls;
   for (size_t i = 0; i < parsed.calls.size(); ++i) {
-    calls.push_back(ToolCallOut{tools_.id_prefix + std::to_string(index) + "_" + std::to_string(i),
+    calls.push_back(ToolCallOut{tool_call_id(tools_.format, tools_.response_key, index, i),
                                 std::move(parsed.calls[i].name),
                                 std::move(parsed.calls[i].arguments)});
   }
@@ -63,12 +69,12 @@ std::vector<ToolCallOut> GenerationResponse::tool_calls_of(int32_t index, Parsed
 FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason reason) const {
   if (!tools_.enabled || reason != FinishReason::kStop) return reason;
   const Choice& c = choices_.at(choice);
-  const bool calls = !parse_tool_calls(tools_.format, stream_ ? c.output : c.text).calls.empty();
+  const bool calls = !parse_calls(stream_ ? c.output : c.text).calls.empty();
   return calls ? FinishReason::kToolCalls : reason;
 }
 
 std::string GenerationResponse::finish_tool_calls(int32_t index, Choice& c) {
-  ParsedToolCalls parsed = parse_tool_calls(tools_.format, c.output);
+  ParsedToolCalls parsed = parse_calls(c.output);
   if (parsed.calls.empty()) parsed.content = c.output;
   std::string events;
   // What was held back: the content after what was sent (the sent part is its prefix).
@@ -125,7 +131,7 @@ std::string GenerationResponse::whole_body() {
     pieces.push_back(LogprobsPiece{c.pending, 0});
     ChoiceResult result{{}, c.text, c.reason, logprobs_ ? &pieces.back() : nullptr};
     if (tools_.enabled) {
-      parsed[i] = parse_tool_calls(tools_.format, c.text);
+      parsed[i] = parse_calls(c.text);
       if (!parsed[i].calls.empty()) {
         calls[i] = tool_calls_of(static_cast<int32_t>(i), parsed[i], result.finish);
         result.text = parsed[i].content;

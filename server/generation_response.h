@@ -21,10 +21,13 @@ namespace tandem::server {
 // Chat with tools (tool_choice other than "none"): each choice's output is read for calls
 // in the model family's format. A stream holds back text that may begin a call and, when
 // the choice ends, sends the calls as tool_calls deltas.
+// parallel_tool_calls false: at most one call per choice, the first read (the text of any
+// later call is dropped, neither a call nor content), as OpenAI guarantees.
 struct ToolCallReading {
   bool enabled = false;
   ToolCallFormat format = ToolCallFormat::kJson;
-  std::string id_prefix;  // "call_<hex>": each call's id adds its choice and index
+  std::string response_key;  // the response id's hex digits: calls' ids (tool_call_id)
+  bool parallel = true;
 };
 
 class GenerationResponse {
@@ -63,6 +66,8 @@ class GenerationResponse {
     size_t released = 0;
   };
   std::string text_event(int32_t index, Choice& c, std::string_view text);
+  // The output's calls and content (at most one call unless parallel).
+  ParsedToolCalls parse_calls(std::string_view output) const;
   // The calls' ids and the finish reason once calls were read.
   std::vector<ToolCallOut> tool_calls_of(int32_t index, ParsedToolCalls& parsed,
                                          FinishReason& reason) const;

@@ -8,6 +8,14 @@ namespace {
 // The schema error of the tool whose parameters do not compile (the framed grammar's own
 // error names a place in the combined document, not the request's field).
 ApiError parameters_error(const ToolRequest& tools, const grammar::GrammarError& framed_error) {
+  if (auto error = check_tool_parameters(tools)) return *error;
+  return bad_request(
+      std::string("The tools' call grammar does not compile: ") + framed_error.what(), "tools");
+}
+
+}  // namespace
+
+std::optional<ApiError> check_tool_parameters(const ToolRequest& tools) {
   for (size_t i = 0; i < tools.functions.size(); ++i) {
     try {
       grammar::compile_json_schema(tools.functions[i].parameters);
@@ -16,11 +24,8 @@ ApiError parameters_error(const ToolRequest& tools, const grammar::GrammarError&
       return bad_request("Invalid '" + param + "': " + error.what(), param);
     }
   }
-  return bad_request(
-      std::string("The tools' call grammar does not compile: ") + framed_error.what(), "tools");
+  return std::nullopt;
 }
-
-}  // namespace
 
 grammar::FramedJson tool_call_grammar_spec(const ToolRequest& tools, ToolCallFormat format) {
   const ToolCallFraming framing = tool_call_framing(format);
@@ -29,7 +34,9 @@ grammar::FramedJson tool_call_grammar_spec(const ToolRequest& tools, ToolCallFor
   spec.separator = framing.separator;
   spec.close = framing.close;
   spec.min_items = 1;
-  spec.max_items = tools.parallel ? grammar::GrammarBuilder::kUnbounded : 1;
+  // A named function is called exactly once, as OpenAI's forced function call is.
+  const bool one = !tools.parallel || tools.choice.mode == ToolChoice::Mode::kNamed;
+  spec.max_items = one ? 1 : grammar::GrammarBuilder::kUnbounded;
   for (const ToolFunction& function : tools.callable()) {
     using Part = grammar::FramedJson::Part;
     spec.alternatives.push_back({

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include "protocol/api_error.h"
@@ -22,5 +23,11 @@ grammar::FramedJson tool_call_grammar_spec(const ToolRequest& tools, ToolCallFor
 // engine cannot compile is a 400 naming that tool's "tools[i].function.parameters".
 std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_tool_call_grammar(
     const ToolRequest& tools, ToolCallFormat format, grammar::GrammarCache* grammars);
+
+// Every tool's parameters compile as a JSON Schema of the engine's subset, whatever
+// tool_choice says (a schema that would be refused under "required" is refused under "auto"
+// and "none" too, with the same 400 naming "tools[i].function.parameters"). Compiles each
+// schema without the vocabulary (no masks): the grammar is built and dropped.
+std::optional<ApiError> check_tool_parameters(const ToolRequest& tools);
 
 }  // namespace tandem::server

@@ -19,11 +19,17 @@ using Json = nlohmann::ordered_json;
 std::optional<size_t> json_end(std::string_view text, size_t begin);
 // The JSON value in text (whole, space around it allowed); nullopt when it is not JSON.
 std::optional<Json> parse_json(std::string_view text);
-// {"name": NAME, "arguments" or "parameters": OBJECT or its JSON text}: the call; nullopt
-// when the object is not one.
-std::optional<ParsedToolCall> call_of(const Json& object);
+// Valid JSON text (as parsed into a Json) without the space outside its strings: every
+// number keeps the digits the model wrote (a double would round 123456789012345678901),
+// every string its escapes, every object its keys in order.
+std::string minify_json(std::string_view json);
+// {"name": NAME, "arguments" or "parameters": OBJECT or its JSON text}: the call, its
+// arguments the object's own text minified; nullopt when the object is not one. `raw` is
+// the text `object` was parsed from.
+std::optional<ParsedToolCall> call_of(const Json& object, std::string_view raw);
 // A JSON array of call objects, or one call object: the calls; nullopt when any is not one.
-std::optional<std::vector<ParsedToolCall>> calls_of(const Json& value);
+// `raw` is the text `value` was parsed from.
+std::optional<std::vector<ParsedToolCall>> calls_of(const Json& value, std::string_view raw);
 
 bool is_space(char c);
 std::string_view trim(std::string_view text);

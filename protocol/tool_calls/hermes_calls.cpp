@@ -17,8 +17,9 @@ ParsedToolCalls read_hermes(std::string_view text) {
     const size_t close = text.find(kClose, body);
     const size_t body_end = close == std::string_view::npos ? text.size() : close;
     const size_t next = close == std::string_view::npos ? text.size() : close + kClose.size();
-    const auto value = parse_json(text.substr(body, body_end - body));
-    auto call = value ? call_of(*value) : std::nullopt;
+    const std::string_view raw = text.substr(body, body_end - body);
+    const auto value = parse_json(raw);
+    auto call = value ? call_of(*value, raw) : std::nullopt;
     // A block that is not a call stays in the content, tags and all; the space between
     // calls is not content.
     const std::string_view gap = text.substr(at, open - at);

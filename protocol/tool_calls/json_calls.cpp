@@ -9,7 +9,7 @@ ParsedToolCalls read_json(std::string_view text) {
   if (whole.empty() || (whole.front() != '[' && whole.front() != '{'))
     return {std::string(text), {}};
   const auto value = parse_json(whole);
-  auto calls = value ? calls_of(*value) : std::nullopt;
+  auto calls = value ? calls_of(*value, whole) : std::nullopt;
   if (!calls) return {std::string(text), {}};
   return {std::string(), std::move(*calls)};
 }

@@ -14,8 +14,9 @@ ParsedToolCalls read_llama3(std::string_view text) {
     if (rest.front() != '{') return {std::string(text), {}};
     const auto end = json_end(rest, 0);
     if (!end) return {std::string(text), {}};
-    const auto value = parse_json(rest.substr(0, *end));
-    auto call = value ? call_of(*value) : std::nullopt;
+    const std::string_view raw = rest.substr(0, *end);
+    const auto value = parse_json(raw);
+    auto call = value ? call_of(*value, raw) : std::nullopt;
     if (!call) return {std::string(text), {}};
     out.calls.push_back(std::move(*call));
     rest = trim(rest.substr(*end));

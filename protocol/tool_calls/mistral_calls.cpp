@@ -21,9 +21,10 @@ std::optional<std::pair<ParsedToolCall, size_t>> named_call(std::string_view tex
   if (name.empty() || name.find_first_of("[]{}\"") != std::string_view::npos) return std::nullopt;
   const auto end = json_end(text, brace);
   if (!end) return std::nullopt;
-  const auto arguments = parse_json(text.substr(brace, *end - brace));
+  const std::string_view raw = text.substr(brace, *end - brace);
+  const auto arguments = parse_json(raw);
   if (!arguments || !arguments->is_object()) return std::nullopt;
-  return std::make_pair(ParsedToolCall{std::string(name), arguments->dump()}, *end);
+  return std::make_pair(ParsedToolCall{std::string(name), minify_json(raw)}, *end);
 }
 
 // Everything after the first marker: calls only, or nullopt.
@@ -35,8 +36,9 @@ std::optional<std::vector<ParsedToolCall>> calls_after(std::string_view rest) {
     if (rest.empty()) break;
     if (rest.front() == '[') {
       const auto end = json_end(rest, 0);
-      const auto value = end ? parse_json(rest.substr(0, *end)) : std::nullopt;
-      auto some = value && value->is_array() ? calls_of(*value) : std::nullopt;
+      const std::string_view raw = end ? rest.substr(0, *end) : std::string_view();
+      const auto value = end ? parse_json(raw) : std::nullopt;
+      auto some = value && value->is_array() ? calls_of(*value, raw) : std::nullopt;
       if (!some) return std::nullopt;
       calls.insert(calls.end(), some->begin(), some->end());
       rest = trim(rest.substr(*end));

@@ -7,6 +7,30 @@ bool has(std::string_view text, std::string_view needle) {
   return text.find(needle) != std::string_view::npos;
 }
 
+// splitmix64's finalizer: every input bit reaches every output bit.
+uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Nine base-62 digits of a hash of the response key, the choice and the call.
+std::string alphanumeric_id(std::string_view response_key, int32_t choice, size_t call) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over the key, then mixed
+  for (const char c : response_key)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  hash = mix(hash ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(choice)) + 1));
+  hash = mix(hash ^ mix(static_cast<uint64_t>(call) + 0x9e3779b97f4a7c15ull));
+  static constexpr std::string_view kDigits =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string id(9, '0');
+  for (char& digit : id) {
+    digit = kDigits[hash % kDigits.size()];
+    hash /= kDigits.size();
+  }
+  return id;
+}
+
 }  // namespace
 
 const char* tool_call_format_name(ToolCallFormat format) {
@@ -63,6 +87,14 @@ ToolCallFraming tool_call_framing(ToolCallFormat format) {
       break;
   }
   return {"[", ", ", "]", "{\"name\": \"", "\", \"arguments\": ", "}"};
+}
+
+std::string tool_call_id(ToolCallFormat format, std::string_view response_key, int32_t choice,
+                         size_t call) {
+  if (format == ToolCallFormat::kMistral || format == ToolCallFormat::kMistralArgs)
+    return alphanumeric_id(response_key, choice, call);
+  return "call_" + std::string(response_key) + "_" + std::to_string(choice) + "_" +
+         std::to_string(call);
 }
 
 }  // namespace tandem

@@ -4,6 +4,8 @@
 // named function) and the parser (tool_call_parser.h) follow.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -50,5 +52,14 @@ struct ToolCallFraming {
   std::string after_arguments;
 };
 ToolCallFraming tool_call_framing(ToolCallFormat format);
+
+// The id of a response's call number `call` of choice `choice`; `response_key` names the
+// response (the hex digits of its id). Mistral's templates refuse any id that is not 9
+// characters of [a-zA-Z0-9] ("Tool call IDs should be alphanumeric strings with length 9!"),
+// as vLLM's Mistral parser writes them: for kMistral and kMistralArgs the id is 9 base-62
+// digits of a 64-bit hash of the three (deterministic; two calls share one with odds about
+// 1 in 10^16). Other formats: "call_<response_key>_<choice>_<call>".
+std::string tool_call_id(ToolCallFormat format, std::string_view response_key, int32_t choice,
+                         size_t call);
 
 }  // namespace tandem

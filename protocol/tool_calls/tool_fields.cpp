@@ -28,6 +28,18 @@ void require_function_type(const Json& object, const std::string& param) {
   }
 }
 
+// The arguments are a JSON object: a schema whose "type" names another is refused, as
+// OpenAI does. Whether the schema compiles is the server's check (server/tool_grammar.h).
+const Json& read_parameters(const Json& parameters, const std::string& param) {
+  require_object(parameters, param);
+  if (const Json* type = find_field(parameters, "type"); type != nullptr && *type != "object") {
+    reject("Invalid '" + param + "': the arguments' schema must have type 'object'; got " +
+               type->dump() + ".",
+           param);
+  }
+  return parameters;
+}
+
 ToolFunction read_tool(const Json& tool, const std::string& param) {
   require_object(tool, param);
   require_function_type(tool, param);
@@ -44,9 +56,11 @@ ToolFunction read_tool(const Json& tool, const std::string& param) {
   if (const Json* strict = find_field(*function, "strict")) {
     read_bool(*strict, function_param + ".strict");
   }
-  out.parameters = Json{{"type", "object"}};
+  // No parameters: a function of no arguments (as OpenAI reads it), whose only call is {}.
+  out.parameters =
+      Json{{"type", "object"}, {"properties", Json::object()}, {"additionalProperties", false}};
   if (const Json* parameters = find_field(*function, "parameters")) {
-    out.parameters = require_object(*parameters, function_param + ".parameters");
+    out.parameters = read_parameters(*parameters, function_param + ".parameters");
   }
   return out;
 }
@@ -88,6 +102,7 @@ ToolRequest read_tool_request(const Json& body) {
   ToolRequest request;
   if (const Json* tools = find_field(body, "tools")) {
     require_array(*tools, "tools");
+    if (tools->empty()) reject("Invalid 'tools': [] is too short - 'tools'.", "tools");
     std::set<std::string> names;
     for (size_t i = 0; i < tools->size(); ++i) {
       const std::string param = element_param("tools", i);
@@ -99,7 +114,7 @@ ToolRequest read_tool_request(const Json& body) {
       }
       request.functions.push_back(std::move(function));
     }
-    if (!tools->empty()) request.definitions = *tools;
+    request.definitions = *tools;
   }
   request.choice.mode = request.any() ? ToolChoice::Mode::kAuto : ToolChoice::Mode::kNone;
   if (const Json* choice = find_field(body, "tool_choice")) {

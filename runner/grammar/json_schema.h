@@ -40,7 +40,10 @@
 //                   integers: exact ranges. numbers: exact when the bounds are integers
 //                   (the exponent form is then not generated); non-integer bounds on a
 //                   number are refused. Integers are generated with at most 16 digits, as
-//                   llama.cpp does, and ranges are clipped to that.
+//                   llama.cpp does, and ranges are clipped to that. A bound written as a
+//                   JSON integer is read exactly (64 bits); one written otherwise (1e16,
+//                   9007199254740993.0) whose magnitude is between 2^53 and 1e17 is refused
+//                   naming the keyword, as its double may not be the number written.
 //   Annotations, allowed and ignored: title, description, examples, default, $schema,
 //   $id, $comment, deprecated, readOnly, writeOnly.
 //

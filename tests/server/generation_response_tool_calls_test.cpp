@@ -15,10 +15,10 @@ namespace {
 
 using nlohmann::json;
 
-GenerationResponse make_response(bool stream, ToolCallFormat format) {
+GenerationResponse make_response(bool stream, ToolCallFormat format, bool parallel = true) {
   ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
   return GenerationResponse(ResponseEncoder(Endpoint::kChatCompletions, header, false), stream,
-                            false, 1, {}, ToolCallReading{true, format, "call_x_"});
+                            false, 1, {}, ToolCallReading{true, format, "x", parallel});
 }
 
 // The output, fed in pieces of `piece` bytes, ending with `reason`.
@@ -118,6 +118,54 @@ TEST(GenerationResponseToolCalls, ALlamaCallCutByTheLengthLimitIsContent) {
   const json choice = json::parse(whole.whole_body())["choices"][0];
   EXPECT_EQ(choice["finish_reason"], "length");
   EXPECT_EQ(choice["message"]["content"], output);
+}
+
+// parallel_tool_calls false under "auto": a model that writes two calls gets the first only,
+// whole and streamed (OpenAI promises at most one); the second's text is not content.
+TEST(GenerationResponseToolCalls, OneCallOnlyWhenParallelToolCallsIsFalse) {
+  const std::string output =
+      "Both.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
+  GenerationResponse whole = make_response(false, ToolCallFormat::kHermes, false);
+  run(whole, output, 7);
+  const json choice = json::parse(whole.whole_body())["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Both.\n");
+  const json& calls = choice["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u) << choice.dump();
+  EXPECT_EQ(calls[0]["function"]["name"], "a");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"x":1})");
+  for (size_t piece : {1u, 1000u}) {
+    GenerationResponse streamed = make_response(true, ToolCallFormat::kHermes, false);
+    const Streamed got = read_stream(run(streamed, output, piece));
+    EXPECT_EQ(got.finish, "tool_calls");
+    EXPECT_EQ(got.content, "Both.\n");
+    EXPECT_EQ(got.calls, calls) << piece;
+  }
+}
+
+// Mistral's calls get 9 alphanumeric characters as ids (its templates refuse any other),
+// the same whole and streamed, different per call.
+TEST(GenerationResponseToolCalls, MistralCallIdsAreNineAlphanumerics) {
+  const std::string output =
+      "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"arguments\": {}}]";
+  GenerationResponse whole = make_response(false, ToolCallFormat::kMistral);
+  run(whole, output, 5);
+  const json calls = json::parse(whole.whole_body())["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["id"], tool_call_id(ToolCallFormat::kMistral, "x", 0, 0));
+  EXPECT_EQ(calls[1]["id"], tool_call_id(ToolCallFormat::kMistral, "x", 0, 1));
+  EXPECT_NE(calls[0]["id"], calls[1]["id"]);
+  for (const json& call : calls) {
+    const std::string id = call["id"];
+    EXPECT_EQ(id.size(), 9u) << id;
+    EXPECT_EQ(
+        id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+        std::string::npos)
+        << id;
+  }
+  GenerationResponse streamed = make_response(true, ToolCallFormat::kMistral);
+  EXPECT_EQ(read_stream(run(streamed, output, 3)).calls, calls);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "protocol/tool_calls/tool_fields.h"
+#include "server/tool_grammar.h"
 #include "tests/runner/grammar/schema_validator.h"
 #include "tests/server/server_test_support.h"
 
@@ -180,13 +182,59 @@ TEST(ToolCallsHttp, BadToolsAreRefusedByName) {
   HttpResult result = fetch(port, "POST", "/v1/chat/completions", unknown.dump());
   ASSERT_EQ(result.status, 400) << result.body;
   EXPECT_EQ(result.json()["error"]["param"], "tool_choice.function.name");
-  ordered_json bad_schema = tool_request("required", 1);
-  bad_schema["tools"][1]["function"]["parameters"]["properties"]["a"]["multipleOf"] = 3;
-  result = fetch(port, "POST", "/v1/chat/completions", bad_schema.dump());
-  ASSERT_EQ(result.status, 400) << result.body;
-  EXPECT_EQ(result.json()["error"]["param"], "tools[1].function.parameters");
-  EXPECT_NE(result.body.find("multipleOf"), std::string::npos) << result.body;
+  // A schema the engine cannot compile is the same 400 whatever tool_choice says.
+  std::string required_error;
+  for (const char* choice : {"required", "auto", "none"}) {
+    SCOPED_TRACE(choice);
+    ordered_json bad_schema = tool_request(choice, 1);
+    bad_schema["tools"][1]["function"]["parameters"]["properties"]["a"]["multipleOf"] = 3;
+    result = fetch(port, "POST", "/v1/chat/completions", bad_schema.dump());
+    ASSERT_EQ(result.status, 400) << result.body;
+    EXPECT_EQ(result.json()["error"]["param"], "tools[1].function.parameters");
+    EXPECT_NE(result.body.find("multipleOf"), std::string::npos) << result.body;
+    if (required_error.empty()) required_error = result.body;
+    EXPECT_EQ(result.body, required_error);
+  }
   EXPECT_EQ(fetch(port, "GET", "/health").status, 200);
+}
+
+// The grammar's spec, without a model: a named function is one call even when parallel
+// calls are allowed; a tool without parameters takes an empty object only.
+TEST(ToolCallGrammar, ANamedFunctionIsOneCallAndAToolWithoutParametersTakesNone) {
+  const ToolRequest tools = request_fields::read_tool_request(request_fields::Json::parse(R"({
+    "tools": [{"type": "function", "function": {"name": "ping"}},
+              {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}],
+    "tool_choice": {"type": "function", "function": {"name": "ping"}}})"));
+  ASSERT_TRUE(tools.parallel);
+  const grammar::FramedJson named = server::tool_call_grammar_spec(tools, ToolCallFormat::kHermes);
+  EXPECT_EQ(named.max_items, 1u);
+  ASSERT_EQ(named.alternatives.size(), 1u);
+  EXPECT_EQ(named.alternatives[0][1].schema.dump(),
+            R"({"type":"object","properties":{},"additionalProperties":false})");
+  ToolRequest required = tools;
+  required.choice.mode = ToolChoice::Mode::kRequired;
+  EXPECT_EQ(server::tool_call_grammar_spec(required, ToolCallFormat::kHermes).max_items,
+            grammar::GrammarBuilder::kUnbounded);
+}
+
+// A tool without "parameters" takes no arguments (OpenAI's reading): its calls' arguments
+// are {} only. A named function is called once, parallel_tool_calls or not.
+TEST(ToolCallsHttp, AToolWithoutParametersIsCalledWithNoArgumentsAndANamedOneOnce) {
+  const uint16_t port = hermes_server().port();
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(seed);
+    ordered_json body = tool_request("required", seed);
+    body["tools"] = ordered_json::parse(R"([{"type": "function", "function": {"name": "ping"}}])");
+    const json body_out = post_json(port, "/v1/chat/completions", body);
+    const json& calls = body_out["choices"][0]["message"]["tool_calls"];
+    ASSERT_TRUE(calls.is_array()) << body_out.dump();
+    for (const json& call : calls) EXPECT_EQ(call["function"]["arguments"], "{}") << call.dump();
+    ordered_json named =
+        tool_request({{"type", "function"}, {"function", {{"name", "add"}}}}, seed);
+    const json named_calls = checked_calls(post_json(port, "/v1/chat/completions", named));
+    ASSERT_EQ(named_calls.size(), 1u);
+    EXPECT_EQ(named_calls[0]["function"]["name"], "add");
+  }
 }
 
 }  // namespace

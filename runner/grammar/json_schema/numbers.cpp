@@ -93,11 +93,40 @@ class Ranges {
   GrammarBuilder& b_;
 };
 
+// A bound, exact: `floor` and `ceil` are the integers around it (equal for an integer),
+// clipped to +-1e17, beyond every generated integer. A bound written as a JSON integer is
+// read exactly (int64 or uint64); one written otherwise is a double, exact below 2^53 and,
+// from 1e17 on, beyond the clipping whatever its rounding: between the two it may not be the
+// number the schema wrote, and is refused.
 struct Bound {
-  double value;
+  int64_t floor, ceil;
   bool exclusive;
 };
 
+constexpr int64_t kClip = 100'000'000'000'000'000;  // 1e17
+
+Bound bound_of(SchemaCompiler& c, const Json& value, const char* key, bool exclusive,
+               const std::string& path) {
+  if (value.is_number_unsigned()) {
+    const int64_t v = static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), kClip));
+    return {v, v, exclusive};
+  }
+  if (value.is_number_integer()) {
+    const int64_t v = std::clamp<int64_t>(value.get<int64_t>(), -kClip, kClip);
+    return {v, v, exclusive};
+  }
+  const double v = value.get<double>();
+  if (std::fabs(v) >= 9007199254740992.0 && std::fabs(v) < 1e17)
+    c.fail(path, std::string("'") + key + "' " + value.dump() +
+                     " is beyond 2^53 and not an integer literal: it may not be exact "
+                     "(write it as an integer)");
+  const auto clip = [](double d) { return static_cast<int64_t>(std::clamp(d, -1e17, 1e17)); };
+  return {clip(std::floor(v)), clip(std::ceil(v)), exclusive};
+}
+
+// The tightest of the two keywords' bounds (for a lower bound, the larger; at a tie, the
+// exclusive one). Tightness is decided on integers: the exact value when integral, else
+// the side the bound excludes.
 std::optional<Bound> read_bound(SchemaCompiler& c, const Json& s, const char* inclusive,
                                 const char* exclusive, bool lower, const std::string& path) {
   std::optional<Bound> bound;
@@ -107,15 +136,14 @@ std::optional<Bound> read_bound(SchemaCompiler& c, const Json& s, const char* in
     if (!it->is_number() || !std::isfinite(it->get<double>()))
       c.fail(path, std::string("'") + key +
                        "' must be a number (draft 4's boolean form is not supported)");
-    const Bound b{it->get<double>(), key == exclusive};
-    const bool tighter = !bound || (lower ? b.value > bound->value : b.value < bound->value) ||
-                         (b.value == bound->value && b.exclusive);
+    const Bound b = bound_of(c, *it, key, key == exclusive, path);
+    const auto at = [&](const Bound& x) { return lower ? x.floor : x.ceil; };
+    const bool tighter = !bound || (lower ? at(b) > at(*bound) : at(b) < at(*bound)) ||
+                         (at(b) == at(*bound) && (b.exclusive || b.floor != b.ceil));
     if (tighter) bound = b;
   }
   return bound;
 }
-
-int64_t clamp(double v) { return static_cast<int64_t>(std::clamp(v, -1e17, 1e17)); }
 
 std::vector<Piece> meet(const std::vector<Piece>& a, const std::vector<Piece>& b) {
   std::vector<Piece> out;
@@ -155,26 +183,24 @@ ExprId compile_number(SchemaCompiler& c, const Json& s, const std::string& path,
   Ranges ranges(c);
   if (integer) {
     int64_t lo = -kLargest, hi = kLargest;
-    if (lower)
-      lo = std::max(lo, lower->exclusive ? clamp(std::floor(lower->value)) + 1
-                                         : clamp(std::ceil(lower->value)));
-    if (upper)
-      hi = std::min(hi, upper->exclusive ? clamp(std::ceil(upper->value)) - 1
-                                         : clamp(std::floor(upper->value)));
+    if (lower) lo = std::max(lo, lower->exclusive ? lower->floor + 1 : lower->ceil);
+    if (upper) hi = std::min(hi, upper->exclusive ? upper->ceil - 1 : upper->floor);
     return lo > hi ? b.nothing() : ranges.integers(lo, hi);
   }
-  for (const auto& bound : {lower, upper})
-    if (bound && std::trunc(bound->value) != bound->value)
-      c.fail(path, "a number's bounds must be integers (" + Json(bound->value).dump() + " is not)");
+  for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    const auto it = s.find(key);
+    if (it != s.end() && std::trunc(it->get<double>()) != it->get<double>())
+      c.fail(path, "a number's bounds must be integers (" + it->dump() + " is not)");
+  }
   // Constraints on M for the non-negative side (v = M) and the negative side (v = -M).
   std::vector<Piece> positive{{0, kLargest, Fraction::kAny}}, negative = positive;
   if (lower) {
-    const int64_t l = clamp(lower->value);
+    const int64_t l = lower->floor;
     positive = meet(positive, at_least(l, lower->exclusive));
     negative = meet(negative, at_most(-l, lower->exclusive));
   }
   if (upper) {
-    const int64_t u = clamp(upper->value);
+    const int64_t u = upper->floor;
     positive = meet(positive, at_most(u, upper->exclusive));
     negative = meet(negative, at_least(-u, upper->exclusive));
   }

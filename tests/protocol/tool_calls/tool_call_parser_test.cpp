@@ -130,6 +130,32 @@ TEST(MistralToolCalls, ReadsTheArrayWhenTheMarkerWasASkippedControlToken) {
   EXPECT_TRUE(cut.calls.empty());
 }
 
+// The arguments are the text the model wrote, minified: a number beyond a double's
+// precision keeps its digits (re-serialized through a double it would not), in every format.
+TEST(ToolCallArguments, KeepTheNumbersTheModelWrote) {
+  const std::string args = R"({"a": 123456789012345678901, "b": [0.10000000000000000001, -0],
+      "s": "x \" y\u00e9", "n": {"k": 1E+2}})";
+  const std::string minified =
+      R"({"a":123456789012345678901,"b":[0.10000000000000000001,-0],"s":"x \" y\u00e9","n":{"k":1E+2}})";
+  const std::pair<ToolCallFormat, std::string> outputs[] = {
+      {ToolCallFormat::kLlama3, R"({"name": "add", "parameters": )" + args + "}"},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"add\", \"arguments\": " + args + "}\n</tool_call>"},
+      {ToolCallFormat::kMistral, R"([TOOL_CALLS][{"name": "add", "arguments": )" + args + "}]"},
+      {ToolCallFormat::kMistralArgs, "[TOOL_CALLS]add[ARGS]" + args},
+      {ToolCallFormat::kJson, R"([{"arguments": )" + args + R"(, "name": "add"}])"},
+  };
+  for (const auto& [format, output] : outputs) {
+    SCOPED_TRACE(output);
+    expect_calls(parse_tool_calls(format, output), {{"add", minified}});
+  }
+  // Arguments sent as a JSON string: that string's text, minified.
+  expect_calls(parse_tool_calls(ToolCallFormat::kHermes,
+                                "<tool_call>{\"name\": \"f\", \"arguments\": "
+                                "\"{\\\"id\\\": 18446744073709551617}\"}</tool_call>"),
+               {{"f", R"({"id":18446744073709551617})"}});
+}
+
 TEST(JsonToolCalls, ReadsAnArrayOrOneObject) {
   expect_calls(parse_tool_calls(ToolCallFormat::kJson,
                                 R"([{"name": "a", "arguments": {"x": 1}}, {"name": "b"}])"),

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
+#include "protocol/chat_messages.h"
 #include "protocol/chat_prompt.h"
 #include "protocol/tool_calls/tool_call_format.h"
 #include "tests/common/test_support.h"
@@ -72,6 +74,78 @@ TEST(ToolTemplates, FamiliesAreDetectedAndTheirTemplatesRenderTheTools) {
     EXPECT_NE(prompt.find(family.tools_markup), std::string::npos) << prompt;
     EXPECT_NE(prompt.find("get_weather"), std::string::npos) << prompt;
     EXPECT_NE(prompt.find("Current weather in a city"), std::string::npos) << prompt;
+  }
+}
+
+// The next turn of a conversation in which the model called a tool: the assistant message
+// with the call as the response gave it (`id`) and the tool's answer (`tool_call_id`),
+// as a client sends them back, rendered by the template. An error's text, or "".
+std::string render_next_turn(const std::string& source, const std::string& id) {
+  auto compiled = JinjaChatTemplate::compile(source);
+  if (auto* error = std::get_if<ChatTemplateError>(&compiled)) return error->describe();
+  ordered_json body = ordered_json::parse(R"({"messages": [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "", "type": "function",
+     "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "", "content": "21 C"}]})");
+  body["tools"] = kTools;
+  body["messages"][1]["tool_calls"][0]["id"] = id;
+  body["messages"][2]["tool_call_id"] = id;
+  auto inputs = parse_apply_template_request(body.dump());
+  if (auto* error = std::get_if<ApiError>(&inputs)) return error->message;
+  auto rendered = render_chat_request(std::get<JinjaChatTemplate>(compiled),
+                                      std::get<ChatInputs>(inputs), "<s>", "</s>");
+  if (auto* error = std::get_if<ApiError>(&rendered)) return error->message;
+  return "";
+}
+
+// Mistral's templates refuse a call id that is not 9 alphanumerics: the ids tandem gives
+// Mistral's calls render in the next turn (the ids of the other formats would not).
+TEST(ToolTemplates, MistralTemplatesAcceptTheCallIdsTandemGivesThem) {
+  TANDEM_REQUIRE_SHARED();
+  const Family mistrals[] = {
+      {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallFormat::kMistral, ""},
+      {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallFormat::kMistralArgs, ""},
+  };
+  for (const Family& family : mistrals) {
+    SCOPED_TRACE(family.template_name);
+    const std::string source = template_source(family.template_name);
+    ASSERT_FALSE(source.empty());
+    for (int32_t choice : {0, 3}) {
+      for (size_t call : {0u, 1u}) {
+        const std::string id =
+            tool_call_id(family.format, "489b54d60031ee79e4d860992df7346e", choice, call);
+        EXPECT_EQ(render_next_turn(source, id), "") << id;
+      }
+    }
+    const std::string other = tool_call_id(ToolCallFormat::kHermes, "489b54d6", 0, 0);
+    EXPECT_NE(render_next_turn(source, other).find("length 9"), std::string::npos);
+  }
+}
+
+TEST(ToolCallIds, MistralIdsAreNineAlphanumericsOthersKeepTheirShape) {
+  const std::string key = "489b54d60031ee79e4d860992df7346e";
+  std::set<std::string> seen;
+  for (ToolCallFormat format : {ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs}) {
+    for (int32_t choice = 0; choice < 16; ++choice) {
+      for (size_t call = 0; call < 16; ++call) {
+        const std::string id = tool_call_id(format, key, choice, call);
+        EXPECT_EQ(id.size(), 9u) << id;
+        EXPECT_EQ(
+            id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+            std::string::npos)
+            << id;
+        EXPECT_EQ(id, tool_call_id(format, key, choice, call));  // deterministic
+        if (format == ToolCallFormat::kMistral) {
+          EXPECT_TRUE(seen.insert(id).second) << id;
+        }
+      }
+    }
+    EXPECT_NE(tool_call_id(format, key, 0, 0), tool_call_id(format, "489b54d7", 0, 0));
+  }
+  for (ToolCallFormat format :
+       {ToolCallFormat::kJson, ToolCallFormat::kHermes, ToolCallFormat::kLlama3}) {
+    EXPECT_EQ(tool_call_id(format, key, 2, 1), "call_" + key + "_2_1");
   }
 }
 

@@ -87,6 +87,12 @@ TEST(JsonSchemaErrors, UnsupportedCombinationsAndValuesAreNamed) {
       {R"({"oneOf": [{"properties": {"a": {}}}, {"type": "string"}]})", "may both match a value"},
       {R"({"type": "number", "minimum": 0.5})", "a number's bounds must be integers (0.5 is not)"},
       {R"({"type": "number", "minimum": 0, "exclusiveMinimum": true})", "draft 4's boolean form"},
+      // A non-integer literal between 2^53 and 1e17 may not be the number written.
+      {R"({"type": "integer", "minimum": 9007199254740993.0})",
+       "'minimum' 9.007199254740992e+15 is beyond 2^53"},
+      {R"({"type": "integer", "exclusiveMaximum": 1.5e16})",
+       "'exclusiveMaximum' 1.5e+16 is beyond"},
+      {R"({"type": "number", "maximum": -9007199254740995.0})", "'maximum' -9.007199254740996e+15"},
       {R"({"type": "array", "items": [{"type": "string"}]})",
        "'items' as an array (draft 4 tuples)"},
       {R"({"$ref": "https://example.com/schema.json"})", "only local references"},

@@ -40,6 +40,30 @@ TEST(JsonSchemaLanguage, IntegerRangesAreExact) {
   for (int n = -2000; n <= 20; ++n) EXPECT_EQ(accepts(below, std::to_string(n)), n <= -3) << n;
 }
 
+// Bounds beyond 2^53 written as integers are read exactly, not as the nearest double.
+TEST(JsonSchemaLanguage, IntegerBoundsBeyondTwoToThe53AreExact) {
+  for (const char* schema :
+       {R"({"type": "integer", "minimum": 9007199254740993, "maximum": 9007199254740995})",
+        R"({"type": "integer", "exclusiveMinimum": 9007199254740992,
+            "exclusiveMaximum": 9007199254740996})",
+        R"({"type": "integer", "minimum": 9007199254740993, "exclusiveMinimum": 9007199254740992,
+            "maximum": 18446744073709551615, "exclusiveMaximum": 9007199254740996})"}) {
+    SCOPED_TRACE(schema);
+    const auto g = compile_json_schema(schema);
+    for (int64_t n = 9007199254740990; n <= 9007199254740998; ++n)
+      EXPECT_EQ(accepts(g, std::to_string(n)), n >= 9007199254740993 && n <= 9007199254740995) << n;
+  }
+  const auto negative = compile_json_schema(
+      R"({"type": "number", "minimum": -9007199254740995, "maximum": -9007199254740993})");
+  EXPECT_TRUE(accepts(negative, "-9007199254740994.5"));
+  EXPECT_FALSE(accepts(negative, "-9007199254740992"));
+  EXPECT_FALSE(accepts(negative, "-9007199254740995.5"));
+  // Beyond 1e17 a double bound clips as the number it stands for would.
+  const auto huge =
+      compile_json_schema(R"({"type": "integer", "minimum": -1e20, "maximum": 1e20})");
+  EXPECT_TRUE(accepts(huge, "9999999999999999"));
+}
+
 // Decimal strings -?[0-9]{1,3}(.[0-9]{1,3})? in random, checked against the bounds.
 void expect_number_bounds(const char* schema, double lo, bool lo_open, double hi, bool hi_open) {
   const auto g = compile_json_schema(schema);
