@@ -215,6 +215,10 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--io-threads", opts->server.io_threads,
                   "HTTP I/O threads (default: 1, or 2 on machines with 8 cores or more)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--allowed-origins", opts->server.allowed_origins,
+                  "CORS: origins browsers may call from, comma-separated, '*' for any (as vLLM "
+                  "and llama-server allow by default) or '' for none")
+      ->capture_default_str();
   cmd->add_option("--access-log", opts->server.access_log,
                   "Record each accepted generation request (id, user, route) as a JSON line "
                   "in FILE ('-': standard error)");

@@ -30,6 +30,9 @@ struct ServerOptions {
   double write_timeout_seconds = 30;   // each write to a client
   int io_threads = 0;                  // 0: 1, or 2 on machines with 8 cores or more
   std::string access_log;              // "": none; "-": standard error; else a file (appended)
+  // CORS: "*" (any origin, vLLM's and llama-server's default), origins separated by commas
+  // (each answered with its own Origin back), or "" (no CORS headers: browsers refuse).
+  std::string allowed_origins = "*";
 };
 
 class HttpServer {

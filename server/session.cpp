@@ -88,6 +88,38 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+// The Access-Control-Allow-Origin a request from `origin` gets: "*" when any origin is
+// allowed, the origin itself when it is listed, else none (a request without an Origin is
+// no browser's cross-origin request and gets none either).
+std::string cors_origin_for(const std::string& allowed, std::string_view origin) {
+  if (allowed == "*") return "*";
+  if (origin.empty() || allowed.empty()) return "";
+  size_t start = 0;
+  while (start <= allowed.size()) {
+    size_t end = allowed.find(',', start);
+    if (end == std::string::npos) end = allowed.size();
+    std::string_view item(allowed.data() + start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == origin) return std::string(origin);
+    start = end + 1;
+  }
+  return "";
+}
+
+// A CORS preflight (OPTIONS): 204, what a browser may send next. Any route, no key: the
+// preflight carries no credentials, and the request that follows is checked as usual.
+HttpAnswer preflight_answer(std::string_view requested_headers) {
+  HttpAnswer answer;
+  answer.status = 204;
+  answer.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  answer.headers.emplace_back("Access-Control-Allow-Headers",
+                              requested_headers.empty() ? std::string("Authorization, Content-Type")
+                                                        : std::string(requested_headers));
+  answer.headers.emplace_back("Access-Control-Max-Age", "600");
+  return answer;
+}
+
 }  // namespace
 
 void ActiveGenerations::begin() {
@@ -251,6 +283,13 @@ void Session::on_request(beast::error_code ec) {
   }
   const bool keep_alive = request.keep_alive();
   version_ = request.version() == 10 ? 10 : 11;
+  cors_origin_ =
+      cors_origin_for(context_.limits.allowed_origins, view(request[http::field::origin]));
+  if (request.method() == http::verb::options) {
+    answer(preflight_answer(view(request[http::field::access_control_request_headers])),
+           keep_alive);
+    return;
+  }
   if (context_.prepare != nullptr && request.method() == http::verb::post) {
     prepare_elsewhere(keep_alive);
     return;
@@ -285,6 +324,14 @@ void Session::on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool 
   }
 }
 
+template <typename Message>
+void Session::set_cors(Message& message) const {
+  if (cors_origin_.empty()) return;
+  message.set(http::field::access_control_allow_origin, cors_origin_);
+  // A listed origin is echoed: a cache must keep one answer per Origin.
+  if (cors_origin_ != "*") message.set(http::field::vary, "Origin");
+}
+
 void Session::answer(HttpAnswer answer, bool keep_alive) {
   if (closed_) return;
   keep_alive = keep_alive && !answer.close && !context_.draining.load();
@@ -292,9 +339,14 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
   response_->set(http::field::server, "tandem");
   response_->set(http::field::content_type, answer.content_type);
   for (auto& [name, value] : answer.headers) response_->set(name, value);
+  set_cors(*response_);
   response_->body() = std::move(answer.body);
   response_->keep_alive(keep_alive);
   response_->prepare_payload();
+  if (answer.status == 204) {  // no content: RFC 9110 forbids both headers on a 204
+    response_->erase(http::field::content_length);
+    response_->erase(http::field::content_type);
+  }
   // A HEAD answer says what GET's would be (Content-Length included) but sends no body:
   // a client reads none, and bytes after the header would be taken for the next response.
   if (head_) response_->body().clear();
@@ -331,6 +383,7 @@ void Session::start_stream() {
   stream_header_->set(http::field::server, "tandem");
   stream_header_->set(http::field::content_type, "text/event-stream");
   stream_header_->set(http::field::cache_control, "no-cache");
+  set_cors(*stream_header_);
   stream_header_->keep_alive(chunked && g.keep_alive && !context_.draining.load());
   stream_header_->chunked(chunked);
   stream_serializer_.emplace(*stream_header_);

@@ -37,6 +37,7 @@ struct SessionLimits {
   std::chrono::milliseconds idle_timeout{60'000};   // waiting for a request's first byte
   std::chrono::milliseconds read_timeout{30'000};   // the rest of a request, once begun
   std::chrono::milliseconds write_timeout{30'000};  // each write of a response or chunk
+  std::string allowed_origins = "*";                // ServerOptions::allowed_origins
 };
 
 // Generations whose response is not yet complete; the server waits on it to drain.
@@ -92,6 +93,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void prepare_elsewhere(bool keep_alive);
   void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);
   void answer(HttpAnswer answer, bool keep_alive);
+  template <typename Message>
+  void set_cors(Message& message) const;
   void start_generation(GenerationPlan plan, bool keep_alive);
   void start_stream();
   void flush_stream();
@@ -108,9 +111,10 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionContext& context_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string route_;      // of the request being answered, for metrics
-  unsigned version_ = 11;  // of the request being answered: 10 or 11
-  bool head_ = false;      // the request being answered is a HEAD: answer without a body
+  std::string route_;        // of the request being answered, for metrics
+  unsigned version_ = 11;    // of the request being answered: 10 or 11
+  bool head_ = false;        // the request being answered is a HEAD: answer without a body
+  std::string cors_origin_;  // Access-Control-Allow-Origin for the request answered, or ""
   Clock::time_point received_;
 
   // The whole response being written (answers and non-streamed completions).

@@ -64,6 +64,46 @@ TEST(Endpoints, EachServedNameIsRetrievedAsTheListsEntry) {
   EXPECT_EQ(fetch(server.port(), "POST", "/v1/models/alias", "{}").status, 405);
 }
 
+// CORS, as vLLM and llama-server answer browsers by default: any origin, preflights
+// answered on every route without the key (they carry none), and streams marked too.
+TEST(Endpoints, BrowsersMayCallFromAnyOriginByDefault) {
+  HttpClient client(shared_server().port());
+  const HttpResult preflight =
+      client.send("OPTIONS", "/v1/chat/completions", "",
+                  {{"Origin", "http://localhost:3000"},
+                   {"Access-Control-Request-Method", "POST"},
+                   {"Access-Control-Request-Headers", "content-type, authorization"}});
+  EXPECT_EQ(preflight.status, 204);
+  EXPECT_EQ(preflight.headers.at("access-control-allow-origin"), "*");
+  EXPECT_EQ(preflight.headers.at("access-control-allow-headers"), "content-type, authorization");
+  EXPECT_NE(preflight.headers.at("access-control-allow-methods").find("POST"), std::string::npos);
+  EXPECT_EQ(preflight.headers.count("content-length"), 0u);  // RFC 9110: none on a 204
+  // The same connection goes on: the next answer, streamed, is marked as well.
+  const HttpResult streamed =
+      client.send("POST", "/v1/completions", R"({"prompt": "a", "max_tokens": 2, "stream": true})",
+                  {{"Origin", "http://localhost:3000"}});
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.headers.at("access-control-allow-origin"), "*");
+}
+
+TEST(Endpoints, OnlyTheListedOriginsAreAllowedWhenSomeAreNamed) {
+  ServerProcess server(tiny_model(),
+                       {"--allowed-origins", "https://app.example, http://localhost:5173"});
+  for (const char* origin : {"https://app.example", "http://localhost:5173"}) {
+    const HttpResult listed = fetch(server.port(), "GET", "/v1/models", "", {{"Origin", origin}});
+    EXPECT_EQ(listed.headers.at("access-control-allow-origin"), origin);
+    EXPECT_EQ(listed.headers.at("vary"), "Origin");
+  }
+  const HttpResult other =
+      fetch(server.port(), "GET", "/v1/models", "", {{"Origin", "https://evil.example"}});
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(other.headers.count("access-control-allow-origin"), 0u);
+  ServerProcess closed(tiny_model(), {"--allowed-origins", ""});
+  EXPECT_EQ(fetch(closed.port(), "GET", "/v1/models", "", {{"Origin", "https://app.example"}})
+                .headers.count("access-control-allow-origin"),
+            0u);
+}
+
 TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
   const uint16_t port = shared_server().port();
   const std::string text = "Hello, wörld! 123";
