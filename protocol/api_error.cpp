@@ -75,13 +75,14 @@ ApiError api_error_for(ErrorKind kind, std::string detail) {
 }
 
 std::string to_json_body(const ApiError& error) {
-  nlohmann::json inner = {{"message", error.message}, {"type", error.type}};
-  inner["param"] = error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param);
-  inner["code"] = error.code.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.code);
+  // OpenAI's order: message, type, param, code.
+  using Json = nlohmann::ordered_json;
+  Json inner = {{"message", error.message}, {"type", error.type}};
+  inner["param"] = error.param.empty() ? Json(nullptr) : Json(error.param);
+  inner["code"] = error.code.empty() ? Json(nullptr) : Json(error.code);
   // A message may quote request bytes (a JSON parse error's "last read"); replace keeps
   // the body valid JSON instead of throwing on invalid UTF-8.
-  return nlohmann::json{{"error", std::move(inner)}}.dump(-1, ' ', false,
-                                                          nlohmann::json::error_handler_t::replace);
+  return Json{{"error", std::move(inner)}}.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace tandem

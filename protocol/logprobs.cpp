@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "protocol/jinja/unicode.h"
+
 namespace tandem {
 namespace {
 
@@ -24,15 +26,25 @@ int64_t text_units(const std::string& bytes) {
   return n;
 }
 
+// A token's text as the body shows it: bytes that are part of a character become U+FFFD,
+// as the body's dump writes them.
+std::string shown(const std::string& token) {
+  if (jinja::is_valid_utf8(token)) return token;
+  const std::string quoted = Json(token).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return Json::parse(quoted).get<std::string>();
+}
+
 // A completions token's {token: logprob} object, most likely first, as OpenAI's legacy API
 // and vLLM give it: the k best and the sampled token, which joins them at its rank when
-// it is not among them (up to k + 1 entries; a token text twice keeps its first, higher,
-// value).
+// it is not among them (up to k + 1 entries). Keys are the texts as shown: tokens that show
+// alike (parts of characters, all U+FFFD) keep the first, most likely, one's value, so no
+// key appears twice in the body.
 Json completion_tops(const TokenLogprobs& t) {
   Json top = Json::object();
   bool chosen_listed = false;
   auto add = [&top](const LogprobEntry& e) {
-    if (!top.contains(e.token)) top[e.token] = e.logprob;
+    std::string key = shown(e.token);
+    if (!top.contains(key)) top[std::move(key)] = e.logprob;
   };
   for (const LogprobEntry& e : t.top) {
     if (!chosen_listed && t.chosen.logprob > e.logprob) {

@@ -200,10 +200,9 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
-  // Required and named compile the parameters below; auto and none check them here.
-  if (!request.tools.constrains()) {
-    if (auto error = check_tool_parameters(request.tools)) return error_answer(*error);
-  }
+  // Every tool's parameters, whatever tool_choice says: required and named compile only
+  // the tools they may call, and a schema nothing satisfies drops its tool from that grammar.
+  if (auto error = check_tool_parameters(request.tools)) return error_answer(*error);
   auto grammar =
       request.tools.constrains()
           ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
@@ -356,7 +355,10 @@ Endpoints::Result Endpoints::detokenize(std::string_view body) {
                                       "tokens[" + std::to_string(i) + "]"));
     }
   }
-  return json_answer(detokenize_response_json(tokenizer_.decode(request.tokens)));
+  // Control tokens' text included, as llama-server renders them: what /tokenize parsed as
+  // special comes back as the same text.
+  return json_answer(
+      detokenize_response_json(tokenizer_.decode(request.tokens, /*render_special=*/true)));
 }
 
 Endpoints::Result Endpoints::models(std::string_view) {

@@ -40,10 +40,11 @@ struct HttpServer::Io {
   net::steady_timer accept_retry{acceptor.get_executor()};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
   std::vector<std::thread> threads;
-  // SessionContext::prepare: two threads, so that one slow compile leaves another
-  // request's preparation a thread. Destroyed (joined) before the io_context, whose
-  // sockets its pending tasks' sessions hold.
-  net::thread_pool prepare{2};
+  // SessionContext::prepare: four threads, so that a few slow compiles (distinct schemas:
+  // a refused one is answered from the grammar cache the next time) leave other requests'
+  // preparation a thread. They wait on nothing else and cost nothing idle. Destroyed
+  // (joined) before the io_context, whose sockets its pending tasks' sessions hold.
+  net::thread_pool prepare{4};
 };
 
 HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,

@@ -245,6 +245,11 @@ void Session::on_request(beast::error_code ec) {
   route_ = parser_->is_header_done() ? Endpoints::route_name(view(parser_->get().target()))
                                      : std::string("other");
   head_ = parser_->is_header_done() && parser_->get().method() == http::verb::head;
+  // Before the refusals below: a browser reads a 413 only with the CORS header on it. The
+  // fields parsed so far are read (a 413 for the Content-Length comes before the parser
+  // counts the header done).
+  cors_origin_ =
+      cors_origin_for(context_.limits.allowed_origins, view(parser_->get()[http::field::origin]));
   if (ec == http::error::body_limit) {
     answer(error_answer(payload_too_large("The request body is over the limit of " +
                                           std::to_string(context_.limits.max_body) + " bytes.")),
@@ -283,9 +288,8 @@ void Session::on_request(beast::error_code ec) {
   }
   const bool keep_alive = request.keep_alive();
   version_ = request.version() == 10 ? 10 : 11;
-  cors_origin_ =
-      cors_origin_for(context_.limits.allowed_origins, view(request[http::field::origin]));
-  if (request.method() == http::verb::options) {
+  // A preflight, unless CORS is off: then OPTIONS is a method no route takes (405).
+  if (request.method() == http::verb::options && !context_.limits.allowed_origins.empty()) {
     answer(preflight_answer(view(request[http::field::access_control_request_headers])),
            keep_alive);
     return;
@@ -326,10 +330,11 @@ void Session::on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool 
 
 template <typename Message>
 void Session::set_cors(Message& message) const {
-  if (cors_origin_.empty()) return;
-  message.set(http::field::access_control_allow_origin, cors_origin_);
-  // A listed origin is echoed: a cache must keep one answer per Origin.
-  if (cors_origin_ != "*") message.set(http::field::vary, "Origin");
+  const std::string& allowed = context_.limits.allowed_origins;
+  // With origins listed, every answer depends on the Origin (echoed, or none): a shared
+  // cache must keep one answer per Origin.
+  if (!allowed.empty() && allowed != "*") message.set(http::field::vary, "Origin");
+  if (!cors_origin_.empty()) message.set(http::field::access_control_allow_origin, cors_origin_);
 }
 
 void Session::answer(HttpAnswer answer, bool keep_alive) {

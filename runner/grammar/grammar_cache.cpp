@@ -18,24 +18,33 @@ GrammarCache::GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t 
 
 template <typename Compile>
 std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compile compile) {
+  auto found = [](const Entry& entry) {
+    if (!entry.compiled) throw GrammarError(entry.error);
+    return entry.compiled;
+  };
   {
     std::lock_guard lock(mutex_);
     if (const auto it = index_.find(key); it != index_.end()) {
       entries_.splice(entries_.begin(), entries_, it->second);
-      return it->second->second;
+      return found(*it->second);
     }
   }
   // Compiled outside the lock: two threads may compile the same text; one result is kept.
-  auto compiled = std::make_shared<const CompiledGrammar>(compile(), vocabulary_);
+  Entry made{key, nullptr, ""};
+  try {
+    made.compiled = std::make_shared<const CompiledGrammar>(compile(), vocabulary_);
+  } catch (const GrammarError& error) {
+    made.error = error.what();
+  }
   std::lock_guard lock(mutex_);
-  if (const auto it = index_.find(key); it != index_.end()) return it->second->second;
-  entries_.emplace_front(key, compiled);
+  if (const auto it = index_.find(key); it != index_.end()) return found(*it->second);
+  entries_.push_front(std::move(made));
   index_.emplace(std::move(key), entries_.begin());
   if (entries_.size() > capacity_) {
-    index_.erase(entries_.back().first);
+    index_.erase(entries_.back().key);
     entries_.pop_back();
   }
-  return compiled;
+  return found(entries_.front());
 }
 
 std::shared_ptr<const CompiledGrammar> GrammarCache::json_schema(std::string_view schema_text) {

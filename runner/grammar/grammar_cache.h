@@ -1,7 +1,9 @@
 // Compiled grammars for one vocabulary, cached by their source text, so that requests
 // with the same schema share one compilation and one mask cache (compiling a schema and
 // warming its masks cost far more than a lookup). Least recently used entries go first.
-// Thread-safe. Errors are not cached: a bad schema throws GrammarError each time.
+// Thread-safe. Errors are cached too (the same text fails the same way for one
+// vocabulary): a refused schema that took a second to refuse ("grammar too large") costs a
+// lookup the next time, not another second of a preparation thread.
 #pragma once
 
 #include <list>
@@ -29,7 +31,11 @@ class GrammarCache {
   const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocabulary_; }
 
  private:
-  using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const CompiledGrammar> compiled;  // null: the compile failed
+    std::string error;                                // its GrammarError's message
+  };
   template <typename Compile>
   std::shared_ptr<const CompiledGrammar> get(std::string key, Compile compile);
 

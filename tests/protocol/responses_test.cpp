@@ -186,6 +186,16 @@ TEST(Responses, CompletionLogprobsListTokensValuesTopsAndCharacterOffsets) {
   EXPECT_LT(body_text.find(R"({".":-0.25,"!":-2.0})"), std::string::npos);
 }
 
+// Two parts of characters both show as U+FFFD: one key, the more likely one's value.
+TEST(Responses, CompletionTopLogprobsNeverRepeatAKey) {
+  const std::vector<TokenLogprobs> tokens = {
+      {{"\xe2\x82", -2.0f}, {{"\xe6\x97", -0.5f}, {"\xe2\x82", -2.0f}, {"a", -3.0f}}}};
+  const LogprobsPiece piece{tokens, 0};
+  const std::string text =
+      completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 1}, &piece);
+  EXPECT_LT(text.find("[{\"\xef\xbf\xbd\":-0.5,\"a\":-3.0}]"), std::string::npos) << text;
+}
+
 TEST(Responses, CompletionTopLogprobsHoldTheSampledTokenAtItsRank) {
   const std::vector<TokenLogprobs> tokens = {
       {{" c", -1.0f}, {{" a", -0.5f}, {" b", -2.0f}}},  // between the two best

@@ -36,14 +36,17 @@ TEST(Connections, TwoRequestsShareOneKeptAliveConnection) {
 }
 
 // A request's preparation runs off the I/O thread. This one compiles a schema whose grammar
-// is refused as too large: about a second of work each time (refusals are not cached).
+// is refused as too large: about a second of work (refusals are cached, so the length is
+// new each time the test runs in this process, and the server is the process's own).
 // A probe sent on another connection meanwhile is answered while that work runs: were the
 // preparation on the (one) I/O thread, the slow request's answer would be written before
 // the probe was even read, and would be waiting on its connection when the probe returns.
 TEST(Connections, ASlowRequestsPreparationHoldsUpNoOtherConnection) {
+  static int runs = 0;
   const std::string body =
       R"({"prompt": "x", "max_tokens": 1, "response_format": {"type": "json_schema",)"
-      R"( "json_schema": {"name": "y", "schema": {"type": "string", "minLength": 99000}}}})";
+      R"( "json_schema": {"name": "y", "schema": {"type": "string", "minLength": )" +
+      std::to_string(99000 + runs++) + "}}}}";
   HttpClient slow(shared_server().port());
   slow.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                  std::to_string(body.size()) + "\r\n\r\n" + body);

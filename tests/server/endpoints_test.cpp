@@ -98,10 +98,26 @@ TEST(Endpoints, OnlyTheListedOriginsAreAllowedWhenSomeAreNamed) {
       fetch(server.port(), "GET", "/v1/models", "", {{"Origin", "https://evil.example"}});
   EXPECT_EQ(other.status, 200);
   EXPECT_EQ(other.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(other.headers.at("vary"), "Origin");  // the answer depends on the Origin
+  // A refusal before the body is read carries the header too, so the browser can read it.
+  HttpClient too_big(server.port());
+  too_big.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+      "Content-Length: 10485760\r\n\r\n");
+  const std::string refusal = too_big.read_until_closed();
+  EXPECT_EQ(refusal.rfind("HTTP/1.1 413", 0), 0u) << refusal;
+  EXPECT_NE(refusal.find("Access-Control-Allow-Origin: https://app.example\r\n"), std::string::npos)
+      << refusal;
+  // CORS off: no headers, and OPTIONS is a method no route takes.
   ServerProcess closed(tiny_model(), {"--allowed-origins", ""});
-  EXPECT_EQ(fetch(closed.port(), "GET", "/v1/models", "", {{"Origin", "https://app.example"}})
-                .headers.count("access-control-allow-origin"),
-            0u);
+  const HttpResult plain =
+      fetch(closed.port(), "GET", "/v1/models", "", {{"Origin", "https://app.example"}});
+  EXPECT_EQ(plain.headers.count("access-control-allow-origin"), 0u);
+  EXPECT_EQ(plain.headers.count("vary"), 0u);
+  const HttpResult preflight =
+      fetch(closed.port(), "OPTIONS", "/v1/models", "", {{"Origin", "https://app.example"}});
+  EXPECT_EQ(preflight.status, 405);
+  EXPECT_EQ(preflight.headers.count("access-control-allow-methods"), 0u);
 }
 
 TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
@@ -140,6 +156,15 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
   // SentencePiece's first piece keeps the space its encoding put in front.
   if (joined.size() == text.size() + 1 && joined.front() == ' ') joined.erase(0, 1);
   EXPECT_EQ(joined, text);
+  // A control token comes back as its text, as llama-server renders it: BOS here.
+  const json bos =
+      fetch(port, "POST", "/tokenize",
+            json{{"content", text}, {"add_special", true}, {"with_pieces", true}}.dump())
+          .json()["tokens"][0];
+  ASSERT_FALSE(bos["piece"].get<std::string>().empty());
+  EXPECT_EQ(
+      fetch(port, "POST", "/detokenize", json{{"tokens", {bos["id"]}}}.dump()).json()["content"],
+      bos["piece"]);
   const json usage =
       fetch(port, "POST", "/v1/completions", json{{"prompt", text}, {"max_tokens", 1}}.dump())
           .json()["usage"];

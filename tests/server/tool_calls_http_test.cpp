@@ -182,18 +182,30 @@ TEST(ToolCallsHttp, BadToolsAreRefusedByName) {
   HttpResult result = fetch(port, "POST", "/v1/chat/completions", unknown.dump());
   ASSERT_EQ(result.status, 400) << result.body;
   EXPECT_EQ(result.json()["error"]["param"], "tool_choice.function.name");
-  // A schema the engine cannot compile is the same 400 whatever tool_choice says.
-  std::string required_error;
-  for (const char* choice : {"required", "auto", "none"}) {
-    SCOPED_TRACE(choice);
-    ordered_json bad_schema = tool_request(choice, 1);
-    bad_schema["tools"][1]["function"]["parameters"]["properties"]["a"]["multipleOf"] = 3;
-    result = fetch(port, "POST", "/v1/chat/completions", bad_schema.dump());
-    ASSERT_EQ(result.status, 400) << result.body;
-    EXPECT_EQ(result.json()["error"]["param"], "tools[1].function.parameters");
-    EXPECT_NE(result.body.find("multipleOf"), std::string::npos) << result.body;
-    if (required_error.empty()) required_error = result.body;
-    EXPECT_EQ(result.body, required_error);
+  // A schema the engine cannot compile, or that no value satisfies, is the same 400
+  // whatever tool_choice says: a named function that is another tool's included (its
+  // grammar compiles only the named tool's parameters).
+  const ordered_json named_weather = {{"type", "function"},
+                                      {"function", {{"name", "get_weather"}}}};
+  for (const auto& [key, value] :
+       {std::pair<const char*, ordered_json>{"multipleOf", 3}, {"minimum", 5}}) {
+    std::string first_error;
+    for (const ordered_json& choice :
+         {ordered_json("required"), ordered_json("auto"), ordered_json("none"), named_weather}) {
+      SCOPED_TRACE(std::string(key) + " " + choice.dump());
+      ordered_json bad_schema = tool_request(choice, 1);
+      ordered_json& a = bad_schema["tools"][1]["function"]["parameters"]["properties"]["a"];
+      a[key] = value;
+      if (std::string(key) == "minimum") a["maximum"] = 3;  // nothing between
+      result = fetch(port, "POST", "/v1/chat/completions", bad_schema.dump());
+      ASSERT_EQ(result.status, 400) << result.body;
+      EXPECT_EQ(result.json()["error"]["param"], "tools[1].function.parameters");
+      if (first_error.empty()) first_error = result.body;
+      EXPECT_EQ(result.body, first_error);
+    }
+    if (std::string(key) == "multipleOf") {
+      EXPECT_NE(first_error.find("multipleOf"), std::string::npos) << first_error;
+    }
   }
   EXPECT_EQ(fetch(port, "GET", "/health").status, 200);
 }

@@ -185,6 +185,13 @@ ExprId compile_number(SchemaCompiler& c, const Json& s, const std::string& path,
     int64_t lo = -kLargest, hi = kLargest;
     if (lower) lo = std::max(lo, lower->exclusive ? lower->floor + 1 : lower->ceil);
     if (upper) hi = std::min(hi, upper->exclusive ? upper->ceil - 1 : upper->floor);
+    // Generated integers have at most 16 digits: a range beyond them is refused as such,
+    // not as a schema nothing satisfies.
+    if (lo > kLargest || hi < -kLargest) {
+      c.fail(path, std::string("an integer's bounds beyond 16 digits (") +
+                       (lo > kLargest ? "minimum" : "maximum") +
+                       ") are not supported: generated integers have at most 16 digits");
+    }
     return lo > hi ? b.nothing() : ranges.integers(lo, hi);
   }
   for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {

@@ -372,7 +372,7 @@ async function phaseLoad(c) {
   let sseOk = false;
   for (let attempt = 1; attempt <= 3 && !sseOk; attempt++) {
     const sse = await rawStream(P, '/v1/completions', { prompt: 'x', max_tokens: 1900, ignore_eos: true, stream: true, seed: 3 });
-    const perRead = sse.reads.map((r) => (r.data.match(/data: \{"choices":\[\{"finish_reason":null/g) || []).length).filter((n) => n > 0);
+    const perRead = sse.reads.map((r) => (r.data.match(/"finish_reason":null\}\]\}/g) || []).length).filter((n) => n > 0);
     const events = perRead.reduce((x, y) => x + y, 0);
     const sorted = [...perRead].sort((x, y) => x - y);
     const textTimes = sse.reads.filter((r) => /"finish_reason":null/.test(r.data)).map((r) => r.t);

@@ -86,6 +86,10 @@ TEST(JsonSchemaErrors, UnsupportedCombinationsAndValuesAreNamed) {
       {R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})", "may both match a value"},
       {R"({"oneOf": [{"properties": {"a": {}}}, {"type": "string"}]})", "may both match a value"},
       {R"({"type": "number", "minimum": 0.5})", "a number's bounds must be integers (0.5 is not)"},
+      {R"({"type": "integer", "minimum": 12345678901234567, "maximum": 12345678901234567})",
+       "bounds beyond 16 digits (minimum)"},
+      {R"({"type": "integer", "maximum": -100000000000000000})",
+       "bounds beyond 16 digits (maximum)"},
       {R"({"type": "number", "minimum": 0, "exclusiveMinimum": true})", "draft 4's boolean form"},
       // A non-integer literal between 2^53 and 1e17 may not be the number written.
       {R"({"type": "integer", "minimum": 9007199254740993.0})",
