@@ -102,7 +102,8 @@ ToolRequest read_tool_request(const Json& body) {
   ToolRequest request;
   if (const Json* tools = find_field(body, "tools")) {
     require_array(*tools, "tools");
-    if (tools->empty()) reject("Invalid 'tools': [] is too short - 'tools'.", "tools");
+    // [] is no tools, as vLLM and llama-server read it (OpenAI refuses it; clients that
+    // always send the field, empty or not, work with them and here).
     std::set<std::string> names;
     for (size_t i = 0; i < tools->size(); ++i) {
       const std::string param = element_param("tools", i);
@@ -114,7 +115,7 @@ ToolRequest read_tool_request(const Json& body) {
       }
       request.functions.push_back(std::move(function));
     }
-    request.definitions = *tools;
+    if (!tools->empty()) request.definitions = *tools;  // a template tests `tools is none`
   }
   request.choice.mode = request.any() ? ToolChoice::Mode::kAuto : ToolChoice::Mode::kNone;
   if (const Json* choice = find_field(body, "tool_choice")) {

@@ -206,7 +206,6 @@ const BadRequest kCatalogue[] = {
      with_messages(R"("tools": [{"type": "function", "function": {"name": "f",
                                  "parameters": "{}"}}])"),
      "tools[0].function.parameters", "an object"},
-    {"ToolsEmpty", kChat, with_messages(R"("tools": [])"), "tools", "too short"},
     {"ToolParametersNotAnObjectSchema", kChat,
      with_messages(R"("tools": [{"type": "function", "function": {"name": "f",
                                  "parameters": {"type": "string"}}}])"),

@@ -135,7 +135,7 @@ TEST(CompletionRequest, NeutralValuesOfUnsupportedOptionsAreAccepted) {
   parse_ok(R"({"prompt": "x", "n": 1, "best_of": 1, "echo": false, "suffix": ""})");
   parse_ok(R"({"prompt": "x", "logprobs": false})");
   parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "logprobs": false,
-                    "top_logprobs": 0, "tool_choice": "none",
+                    "top_logprobs": 0, "tools": [], "tool_choice": "none",
                     "response_format": {"type": "text"}})");
 }
 
