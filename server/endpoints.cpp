@@ -295,7 +295,8 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   if (request.tools.parses()) {
     // Call ids come from the response id's digits, the choice and the call's index.
     plan.tools = ToolCallReading{true, tool_format(), header.id.substr(header.id.find('-') + 1),
-                                 request.tools.parallel};
+                                 request.tools.parallel,
+                                 request.tools.choice.mode == ToolChoice::Mode::kNamed};
   }
   plan.access = AccessRecord{
       endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",

@@ -62,12 +62,14 @@ std::vector<ToolCallOut> GenerationResponse::tool_calls_of(int32_t index, Parsed
                                 std::move(parsed.calls[i].arguments)});
   }
   // A call cut short by max_tokens does not parse; one that parsed ends the turn.
-  if (!calls.empty() && reason == FinishReason::kStop) reason = FinishReason::kToolCalls;
+  if (!calls.empty() && reason == FinishReason::kStop && !tools_.named) {
+    reason = FinishReason::kToolCalls;
+  }
   return calls;
 }
 
 FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason reason) const {
-  if (!tools_.enabled || reason != FinishReason::kStop) return reason;
+  if (!tools_.enabled || tools_.named || reason != FinishReason::kStop) return reason;
   const Choice& c = choices_.at(choice);
   const bool calls = !parse_calls(stream_ ? c.output : c.text).calls.empty();
   return calls ? FinishReason::kToolCalls : reason;

@@ -28,6 +28,9 @@ struct ToolCallReading {
   ToolCallFormat format = ToolCallFormat::kJson;
   std::string response_key;  // the response id's hex digits: calls' ids (tool_call_id)
   bool parallel = true;
+  // A named tool_choice: its forced call ends with finish_reason "stop", as OpenAI and
+  // vLLM report it ("tool_calls" is for calls the model chose, auto or required).
+  bool named = false;
 };
 
 class GenerationResponse {

@@ -91,6 +91,29 @@ TEST(GenerationResponseToolCalls, WholeAndStreamedAgreeOnCallsAndContent) {
   }
 }
 
+// A named tool_choice's forced call ends with finish_reason "stop", as OpenAI and vLLM
+// report it; its call is delivered as any other, whole and streamed.
+TEST(GenerationResponseToolCalls, ANamedFunctionsCallFinishesWithStop) {
+  const std::string output =
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+  auto named = [](bool stream) {
+    ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
+    return GenerationResponse(
+        ResponseEncoder(Endpoint::kChatCompletions, header, false), stream, false, 1, {},
+        ToolCallReading{true, ToolCallFormat::kHermes, "x", true, /*named=*/true});
+  };
+  GenerationResponse whole = named(false);
+  run(whole, output, 7);
+  EXPECT_EQ(whole.reported_reason(0, FinishReason::kStop), FinishReason::kStop);
+  const json body = json::parse(whole.whole_body());
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  ASSERT_EQ(body["choices"][0]["message"]["tool_calls"].size(), 1u);
+  GenerationResponse streamed = named(true);
+  const Streamed got = read_stream(run(streamed, output, 7));
+  EXPECT_EQ(got.finish, "stop");
+  EXPECT_EQ(got.calls, body["choices"][0]["message"]["tool_calls"]);
+}
+
 TEST(GenerationResponseToolCalls, TextThatIsNotACallStaysContent) {
   for (const std::string& output :
        {std::string("Paris is sunny, 21 C."), std::string("{\"name\": \"f\", \"parameters\": {"),
