@@ -27,7 +27,9 @@ std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_
 // Every tool's parameters compile as a JSON Schema of the engine's subset, whatever
 // tool_choice says (a schema that would be refused under "required" is refused under "auto"
 // and "none" too, with the same 400 naming "tools[i].function.parameters"). Compiles each
-// schema without the vocabulary (no masks): the grammar is built and dropped.
+// schema without the vocabulary (no masks): the grammar is built and dropped, and its
+// verdict kept by schema text for the process, since clients send the same tools with
+// every turn. Thread-safe.
 std::optional<ApiError> check_tool_parameters(const ToolRequest& tools);
 
 }  // namespace tandem::server
