@@ -145,11 +145,12 @@ OutputConstraint read_choice(const Json& value, const std::string& param) {
   return {Kind::kGbnf, std::move(grammar), param};
 }
 
-[[noreturn]] void refuse_regex(const std::string& param) {
-  reject("'" + param +
-             "' is not supported by this server (it has no regex engine for whole outputs); "
-             "send a JSON schema or a GBNF grammar instead.",
-         param);
+// vLLM's regex: the whole output fully matches it (the server compiles it and checks its
+// syntax). An empty one is no constraint, as an empty grammar is.
+OutputConstraint read_regex(const Json& value, const std::string& param) {
+  const std::string& text = read_string(value, param);
+  if (text.empty()) return {};
+  return {Kind::kRegex, text, param};
 }
 
 // vLLM's structured_outputs: one of json, choice, grammar, json_object and regex, and
@@ -168,7 +169,7 @@ void read_structured_outputs(const Json& value, ConstraintSlot& slot) {
     } else if (key == "json_object") {
       if (read_bool(field, param)) slot.take({Kind::kJsonObject, "", param}, param);
     } else if (key == "regex") {
-      refuse_regex(param);
+      slot.take(read_regex(field, param), param);
     } else if (key == "disable_fallback") {
       read_bool(field, param);  // which engine compiles it, not what it allows
     } else if (key == "disable_any_whitespace" || key == "disable_additional_properties") {
@@ -214,7 +215,9 @@ OutputConstraint read_output_constraint(const Json& body) {
   if (const Json* grammar = find_field(body, "guided_grammar")) {
     slot.take(read_gbnf(*grammar, "guided_grammar"), "guided_grammar");
   }
-  if (find_field(body, "guided_regex") != nullptr) refuse_regex("guided_regex");
+  if (const Json* regex = find_field(body, "guided_regex")) {
+    slot.take(read_regex(*regex, "guided_regex"), "guided_regex");
+  }
   if (const Json* outputs = find_field(body, "structured_outputs")) {
     read_structured_outputs(*outputs, slot);
   }

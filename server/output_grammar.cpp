@@ -18,6 +18,8 @@ std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_
         return grammars->json_schema(constraint.text);
       case Kind::kGbnf:
         return grammars->gbnf(constraint.text);
+      case Kind::kRegex:
+        return grammars->regex(constraint.text);
       case Kind::kNone:
         break;
     }

@@ -55,6 +55,10 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::gbnf(std::string_view text)
   return get(key_of('g', text), [&] { return parse_gbnf(text); });
 }
 
+std::shared_ptr<const CompiledGrammar> GrammarCache::regex(std::string_view text) {
+  return get(key_of('r', text), [&] { return compile_regex(text); });
+}
+
 std::shared_ptr<const CompiledGrammar> GrammarCache::json_object() {
   return get(key_of('o', ""), [] { return json_object_grammar(); });
 }

@@ -23,6 +23,8 @@ class GrammarCache {
 
   std::shared_ptr<const CompiledGrammar> json_schema(std::string_view schema_text);
   std::shared_ptr<const CompiledGrammar> gbnf(std::string_view text);
+  // A whole output that fully matches the regex (compile_regex).
+  std::shared_ptr<const CompiledGrammar> regex(std::string_view text);
   std::shared_ptr<const CompiledGrammar> json_object();
   // Tool calls' grammars (json_schema.h's FramedJson), keyed by framed_json_key.
   std::shared_ptr<const CompiledGrammar> framed_json(const FramedJson& framed);

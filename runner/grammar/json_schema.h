@@ -48,7 +48,8 @@
 //   $id, $comment, deprecated, readOnly, writeOnly.
 //
 // The pattern subset (ECMA-262 syntax, matched against the decoded string, unanchored
-// unless ^ / $ are given, as JSON Schema specifies): literal characters; escapes \\ \/ \.
+// unless ^ / $ are given, as JSON Schema specifies; compile_regex takes the same subset,
+// always anchored): literal characters; escapes \\ \/ \.
 // \- and the other syntax characters, \t \n \r \f \v \0 \xHH \uHHHH; classes [...] and
 // [^...] with ranges and \d \w \s \D \W \S inside; `.` (any character but \n \r \u2028
 // \u2029); groups ( ) (?: ) (?<name> ); alternation |; quantifiers ? * + {n} {n,} {n,m}
@@ -88,6 +89,13 @@ std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::ordered_json&
                                                    const BuildLimits& limits = {});
 std::shared_ptr<const Grammar> compile_json_schema(const nlohmann::json& schema,
                                                    const BuildLimits& limits = {});
+
+// A whole output constrained by a regex (vLLM's guided_regex, structured_outputs.regex):
+// the grammar generates exactly the texts the regex fully matches, as raw UTF-8 (^ and $
+// are implicit; a leading ^ and a trailing $ are accepted). The regex subset and its
+// classes are the pattern subset below. Errors read "regex: lookaround is not supported".
+std::shared_ptr<const Grammar> compile_regex(std::string_view regex,
+                                             const BuildLimits& limits = {});
 
 // Text with JSON values in it, for formats that frame JSON (tool calls:
 // "<tool_call>\n{\"name\": \"f\", \"arguments\": " ARGS "}\n</tool_call>"): `open`, then

@@ -109,6 +109,30 @@ TEST(OutputConstraint, VllmGuidedFieldsAreReadNamingTheFieldSent) {
   EXPECT_EQ(choice.param, "guided_choice");
 }
 
+// vLLM's regexes: the text as sent (the server compiles it), the field it came from.
+TEST(OutputConstraint, GuidedRegexAndStructuredOutputsRegexAreRegexConstraints) {
+  for (auto [prefix, endpoint] : {std::pair{kChat, Endpoint::kChatCompletions},
+                                  std::pair{kCompletion, Endpoint::kCompletions}}) {
+    const OutputConstraint guided = constraint_of(
+        std::string(prefix) + R"("guided_regex": "[A-Z][a-z]{2,5} \\d{3}"})", endpoint);
+    EXPECT_EQ(guided.kind, Kind::kRegex);
+    EXPECT_EQ(guided.text, R"([A-Z][a-z]{2,5} \d{3})");
+    EXPECT_EQ(guided.param, "guided_regex");
+    const OutputConstraint outputs = constraint_of(
+        std::string(prefix) + R"("structured_outputs": {"regex": "(yes|no)é"}})", endpoint);
+    EXPECT_EQ(outputs.kind, Kind::kRegex);
+    EXPECT_EQ(outputs.text, "(yes|no)é");
+    EXPECT_EQ(outputs.param, "structured_outputs.regex");
+  }
+  // Null or empty: no constraint, as for guided_grammar.
+  EXPECT_FALSE(
+      constraint_of(std::string(kChat) + R"("guided_regex": null})", Endpoint::kChatCompletions)
+          .active());
+  EXPECT_FALSE(constraint_of(std::string(kChat) + R"("structured_outputs": {"regex": ""}})",
+                             Endpoint::kChatCompletions)
+                   .active());
+}
+
 TEST(OutputConstraint, GuidedChoiceEscapesQuotesBackslashesAndControlCharacters) {
   const OutputConstraint choice = constraint_of(
       std::string(kChat) + R"("guided_choice": ["a\"b", "c\\d", "e\nf\r\tg", "h\u0001", "ünï"]})",
@@ -147,8 +171,15 @@ TEST(OutputConstraint, RefusalsNameTheField) {
     const char* message_part;
   };
   const Case cases[] = {
-      {R"("guided_regex": "[a-z]+")", "guided_regex", "not supported"},
-      {R"("structured_outputs": {"regex": "a+"})", "structured_outputs.regex", "not supported"},
+      {R"("guided_regex": 5)", "guided_regex", "a string"},
+      {R"("guided_regex": ["a+"])", "guided_regex", "a string"},
+      {R"("structured_outputs": {"regex": {"pattern": "a+"}})", "structured_outputs.regex",
+       "a string"},
+      {R"("guided_regex": "a+", "guided_choice": ["a"])", "guided_regex", "'guided_choice'"},
+      {R"("structured_outputs": {"regex": "a+", "json": {}})", "structured_outputs.json",
+       "'structured_outputs.regex'"},
+      {R"("guided_regex": "a+", "response_format": {"type": "json_object"})", "guided_regex",
+       "both constrain"},
       {R"("structured_outputs": {"json": {}, "whitespace_pattern": " "})",
        "structured_outputs.whitespace_pattern", "not supported"},
       {R"("structured_outputs": {"structural_tag": "{}"})", "structured_outputs.structural_tag",

@@ -1,6 +1,7 @@
 // vLLM's guided_* and structured_outputs fields through the real grammar engine, and
 // completions' add_special_tokens, against a real `tandem serve` (tiny random-weight model).
 #include <algorithm>
+#include <regex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -70,6 +71,38 @@ TEST(GuidedFieldsHttp, GuidedChoiceOutputIsOneOfTheChoicesOnBothEndpoints) {
   }
 }
 
+// A regex where ECMAScript (std::regex, the oracle) and the engine agree.
+TEST(GuidedFieldsHttp, GuidedRegexOutputFullyMatchesOnBothEndpoints) {
+  const uint16_t port = shared_server().port();
+  const std::string regex = "[A-Z][a-z]{2,5} [0-9]{3}";
+  const std::regex oracle(regex);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(seed);
+    const json completion = {{"prompt", "Name and number: "},
+                             {"max_tokens", 40},
+                             {"seed", seed},
+                             {"temperature", 1.0},
+                             {"guided_regex", regex}};
+    const HttpResult plain = fetch(port, "POST", "/v1/completions", completion.dump());
+    ASSERT_EQ(plain.status, 200) << plain.body;
+    const json choice = plain.json()["choices"][0];
+    EXPECT_TRUE(std::regex_match(choice["text"].get<std::string>(), oracle)) << choice["text"];
+    EXPECT_EQ(choice["finish_reason"], "stop");
+    json chat = {{"messages", {{{"role", "user"}, {"content", "Name and number?"}}}},
+                 {"max_tokens", 40},
+                 {"seed", seed},
+                 {"temperature", 1.0}};
+    chat[seed % 2 == 0 ? "guided_regex" : "structured_outputs"] =
+        seed % 2 == 0 ? json(regex) : json{{"regex", regex}};
+    const HttpResult answer = fetch(port, "POST", "/v1/chat/completions", chat.dump());
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    const json message = answer.json()["choices"][0];
+    EXPECT_TRUE(std::regex_match(message["message"]["content"].get<std::string>(), oracle))
+        << message["message"]["content"];
+    EXPECT_EQ(message["finish_reason"], "stop");
+  }
+}
+
 TEST(GuidedFieldsHttp, CompileErrorsNameTheFieldSent) {
   const uint16_t port = shared_server().port();
   const auto refused_param = [port](const json& extra) {
@@ -86,6 +119,10 @@ TEST(GuidedFieldsHttp, CompileErrorsNameTheFieldSent) {
   EXPECT_EQ(refused_param({{"guided_grammar", "root ::= nowhere"}}), "guided_grammar");
   EXPECT_EQ(refused_param({{"structured_outputs", {{"grammar", "root ::= nowhere"}}}}),
             "structured_outputs.grammar");
+  EXPECT_EQ(refused_param({{"guided_regex", "a(?=b)"}}), "guided_regex");
+  EXPECT_EQ(refused_param({{"guided_regex", "(a)\\1"}}), "guided_regex");
+  EXPECT_EQ(refused_param({{"structured_outputs", {{"regex", "\\bword"}}}}),
+            "structured_outputs.regex");
 }
 
 TEST(AddSpecialTokens, FalseLeavesTheBosOutOfACompletionsTextPrompt) {

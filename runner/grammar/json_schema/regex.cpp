@@ -1,6 +1,8 @@
 // `pattern`: the regex subset stated in ../json_schema.h, parsed into the same expressions
 // as everything else. Each character class becomes the JSON-string spelling of its
 // characters (SchemaCompiler::json_chars), so the pattern constrains the decoded string.
+// The same parser, raw (compile_regex), constrains a whole output: each class becomes its
+// characters' UTF-8 bytes, and the regex is anchored at both ends (full match).
 
 #include "runner/grammar/json_schema/compiler.h"
 
@@ -23,14 +25,41 @@ Set complement(Set s) {
   return GrammarBuilder::complement(GrammarBuilder::normalize(std::move(s)));
 }
 
+// Parses a regex into expressions in `b`. With a SchemaCompiler (`pattern`), classes are
+// JSON string content and errors read "json_schema: at PATH: pattern: ..."; without one
+// (raw), classes are raw UTF-8 and errors read "regex: ...".
 class Regex {
  public:
-  Regex(SchemaCompiler& c, const std::string& pattern, const std::string& path)
-      : c_(c), b_(c.builder()), path_(path) {
+  Regex(SchemaCompiler& c, std::string_view pattern, const std::string& path)
+      : c_(&c), b_(c.builder()), path_(path) {
+    decode(pattern);
+  }
+  Regex(GrammarBuilder& b, std::string_view pattern) : b_(b) { decode(pattern); }
+
+  // `pattern`: anchored only where ^ / $ say, as JSON Schema specifies.
+  ExprId compile() {
+    const bool anchored_start = peek() == '^';
+    if (anchored_start) ++i_;
+    const ExprId body = alternation(0);
+    if (i_ < p_.size()) fail("unbalanced ')'");
+    const ExprId any = b_.star(c_ != nullptr ? c_->string_char() : b_.any_codepoint());
+    return b_.sequence({anchored_start ? b_.empty() : any, body, anchored_end_ ? b_.empty() : any});
+  }
+
+  // A whole output: anchored at both ends; a leading ^ and a trailing $ add nothing.
+  ExprId compile_full_match() {
+    if (peek() == '^') ++i_;
+    const ExprId body = alternation(0);
+    if (i_ < p_.size()) fail("unbalanced ')'");
+    return body;
+  }
+
+ private:
+  void decode(std::string_view pattern) {
     for (size_t i = 0; i < pattern.size();) {
       const auto lead = static_cast<uint8_t>(pattern[i]);
       const size_t n = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
-      if (n == 0 || i + n > pattern.size()) fail("the pattern is not valid UTF-8");
+      if (n == 0 || i + n > pattern.size()) fail("not valid UTF-8");
       char32_t cp = n == 1 ? lead : lead & (0x7F >> n);
       for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<uint8_t>(pattern[i + k]) & 0x3F);
       p_.push_back(cp);
@@ -38,19 +67,12 @@ class Regex {
     }
   }
 
-  ExprId compile() {
-    const bool anchored_start = peek() == '^';
-    if (anchored_start) ++i_;
-    const ExprId body = alternation(0);
-    if (i_ < p_.size()) fail("unbalanced ')'");
-    const ExprId any = b_.star(c_.string_char());
-    return b_.sequence({anchored_start ? b_.empty() : any, body, anchored_end_ ? b_.empty() : any});
-  }
-
- private:
   [[noreturn]] void fail(const std::string& message) const {
-    c_.fail(path_, "pattern: " + message);
+    if (c_ != nullptr) c_->fail(path_, "pattern: " + message);
+    throw GrammarError("regex: " + message);
   }
+  // One character of `set`: JSON string content for a pattern, raw UTF-8 for a regex.
+  ExprId chars(const Set& set) { return c_ != nullptr ? c_->json_chars(set) : b_.codepoints(set); }
   char32_t peek(size_t ahead = 0) const { return i_ + ahead < p_.size() ? p_[i_ + ahead] : 0; }
   bool at_end() const { return i_ >= p_.size(); }
 
@@ -159,19 +181,19 @@ class Regex {
   ExprId atom(int depth) {
     const char32_t c = peek();
     if (c == '(') return group(depth);
-    if (c == '[') return c_.json_chars(char_class());
+    if (c == '[') return chars(char_class());
     ++i_;
-    if (c == '.') return c_.json_chars(kDot);
+    if (c == '.') return chars(kDot);
     if (c == '*' || c == '+' || c == '?')
       fail("nothing to repeat before '" + std::string(1, static_cast<char>(c)) + "'");
     if (c == '{' && is_quantifier_at(i_ - 1)) fail("nothing to repeat before '{'");
-    if (c == '\\') return c_.json_chars(escape(false));
-    return c_.json_chars({{c, c}});
+    if (c == '\\') return chars(escape(false));
+    return chars({{c, c}});
   }
 
   // The set an escape stands for (inside a class when `in_class`: \b is backspace there).
   Set escape(bool in_class) {
-    if (at_end()) fail("a pattern cannot end with '\\'");
+    if (at_end()) fail("a trailing '\\' escapes nothing");
     const char32_t c = peek();
     ++i_;
     switch (c) {
@@ -269,7 +291,7 @@ class Regex {
     return {{c, c}};
   }
 
-  SchemaCompiler& c_;
+  SchemaCompiler* c_ = nullptr;
   GrammarBuilder& b_;
   std::string path_;
   std::u32string p_;
@@ -284,3 +306,20 @@ ExprId compile_pattern(SchemaCompiler& c, const std::string& pattern, const std:
 }
 
 }  // namespace tandem::grammar::json_schema
+
+namespace tandem::grammar {
+
+std::shared_ptr<const Grammar> compile_regex(std::string_view regex, const BuildLimits& limits) {
+  GrammarBuilder b;
+  const RuleId root = b.rule("root");
+  b.define(root, json_schema::Regex(b, regex).compile_full_match());
+  try {
+    return b.build(root, limits);
+  } catch (const GrammarError& e) {
+    if (std::string(e.what()) == "the grammar matches no string")
+      throw GrammarError("regex: no text matches the regex");
+    throw GrammarError(std::string("regex: ") + e.what());
+  }
+}
+
+}  // namespace tandem::grammar

@@ -23,6 +23,11 @@ TEST(GrammarCache, TheSameTextSharesOneCompiledGrammar) {
   EXPECT_EQ(cache.json_object(), cache.json_object());
   // The same text as GBNF and as a schema are different grammars.
   EXPECT_NE(cache.gbnf("root ::= \"{}\""), cache.json_schema("{}"));
+  // And as a regex: "{}" is the two characters there, "{}" the empty object as a schema.
+  const auto regex = cache.regex("{}");
+  EXPECT_EQ(cache.regex("{}"), regex);
+  EXPECT_NE(regex, cache.json_schema("{}"));
+  EXPECT_THROW(cache.regex("a(?=b)"), GrammarError);
 }
 
 TEST(GrammarCache, TheLeastRecentlyUsedEntryGoesFirst) {
