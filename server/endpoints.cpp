@@ -143,26 +143,33 @@ std::string Endpoints::route_name(std::string_view target) {
   return route ? std::string(route->path) : "other";
 }
 
+// The checks every route shares: its method (HEAD for GET: GET without the body, which the
+// session leaves out, as RFC 9110 asks), then the key unless the route is public.
+std::optional<HttpAnswer> Endpoints::refusal(const ApiRequest& request, std::string_view route,
+                                             std::string_view method, bool public_route) const {
+  const bool head_of_get = request.method == "HEAD" && method == "GET";
+  if (request.method != method && !head_of_get) {
+    return error_answer(method_not_allowed(std::string(route) + " accepts " + std::string(method) +
+                                           ", not " + std::string(request.method) + "."),
+                        method);
+  }
+  if (!public_route && !api_key_.empty() && !authorized(request.authorization, api_key_)) {
+    return error_answer(unauthorized());
+  }
+  return std::nullopt;
+}
+
 Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   const std::string_view path = path_of(request.target);
   if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) {
-    return model_retrieve(request, path.substr(kModelPrefix.size()));
+    if (auto refused = refusal(request, "/v1/models/{id}", "GET", false)) return *refused;
+    return model_retrieve(path.substr(kModelPrefix.size()));
   }
   const Route* route = find_route(path);
   if (route == nullptr) {
     return error_answer(not_found("Unknown route " + std::string(path) + "."));
   }
-  // HEAD is GET without the body (the session leaves the body out), as RFC 9110 asks.
-  const bool head_of_get = request.method == "HEAD" && route->method == "GET";
-  if (request.method != route->method && !head_of_get) {
-    return error_answer(
-        method_not_allowed(std::string(path) + " accepts " + std::string(route->method) + ", not " +
-                           std::string(request.method) + "."),
-        route->method);
-  }
-  if (!route->public_route && !api_key_.empty() && !authorized(request.authorization, api_key_)) {
-    return error_answer(unauthorized());
-  }
+  if (auto refused = refusal(request, path, route->method, route->public_route)) return *refused;
   return (this->*route->handler)(request.body);
 }
 
@@ -362,30 +369,22 @@ Endpoints::Result Endpoints::detokenize(std::string_view body) {
       detokenize_response_json(tokenizer_.decode(request.tokens, /*render_special=*/true)));
 }
 
-Endpoints::Result Endpoints::models(std::string_view) {
+ServedModel Endpoints::served_model() const {
   std::optional<std::string> chat_template;
   if (model_.chat_template) chat_template = model_.chat_template->origin;
-  return json_answer(
-      models_list_json(ServedModel{model_.names, created_, model_.context_length, chat_template}));
+  return ServedModel{model_.names, created_, model_.context_length, chat_template};
 }
 
-Endpoints::Result Endpoints::model_retrieve(const ApiRequest& request, std::string_view name) {
-  if (request.method != "GET" && request.method != "HEAD") {
-    return error_answer(
-        method_not_allowed("/v1/models/{id} accepts GET, not " + std::string(request.method) + "."),
-        "GET");
-  }
-  if (!api_key_.empty() && !authorized(request.authorization, api_key_)) {
-    return error_answer(unauthorized());
-  }
+Endpoints::Result Endpoints::models(std::string_view) {
+  return json_answer(models_list_json(served_model()));
+}
+
+Endpoints::Result Endpoints::model_retrieve(std::string_view name) {
   const std::string id = percent_decoded(name);
   if (std::find(model_.names.begin(), model_.names.end(), id) == model_.names.end()) {
     return error_answer(model_not_found(id));
   }
-  std::optional<std::string> chat_template;
-  if (model_.chat_template) chat_template = model_.chat_template->origin;
-  return json_answer(
-      model_json(ServedModel{model_.names, created_, model_.context_length, chat_template}, id));
+  return json_answer(model_json(served_model(), id));
 }
 
 Endpoints::Result Endpoints::health(std::string_view) {

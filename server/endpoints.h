@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -125,7 +126,10 @@ class Endpoints {
   Result tokenize(std::string_view body);
   Result detokenize(std::string_view body);
   Result models(std::string_view body);
-  Result model_retrieve(const ApiRequest& request, std::string_view name);
+  Result model_retrieve(std::string_view name);  // method and key already checked
+  ServedModel served_model() const;              // what /v1/models lists
+  std::optional<HttpAnswer> refusal(const ApiRequest& request, std::string_view route,
+                                    std::string_view method, bool public_route) const;
   Result health(std::string_view body);
   Result metrics_page(std::string_view body);
   uint64_t draw_seed();

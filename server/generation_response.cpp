@@ -61,15 +61,18 @@ std::vector<ToolCallOut> GenerationResponse::tool_calls_of(int32_t index, Parsed
                                 std::move(parsed.calls[i].name),
                                 std::move(parsed.calls[i].arguments)});
   }
-  // A call cut short by max_tokens does not parse; one that parsed ends the turn.
-  if (!calls.empty() && reason == FinishReason::kStop && !tools_.named) {
-    reason = FinishReason::kToolCalls;
-  }
+  if (!calls.empty() && calls_end_turn(reason)) reason = FinishReason::kToolCalls;
   return calls;
 }
 
+// A call cut short by max_tokens does not parse; one that parsed ends the turn, reported as
+// "tool_calls", except a named function's forced call, which stays "stop".
+bool GenerationResponse::calls_end_turn(FinishReason reason) const {
+  return reason == FinishReason::kStop && !tools_.named;
+}
+
 FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason reason) const {
-  if (!tools_.enabled || tools_.named || reason != FinishReason::kStop) return reason;
+  if (!tools_.enabled || !calls_end_turn(reason)) return reason;
   const Choice& c = choices_.at(choice);
   const bool calls = !parse_calls(stream_ ? c.output : c.text).calls.empty();
   return calls ? FinishReason::kToolCalls : reason;

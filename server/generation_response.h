@@ -72,6 +72,7 @@ class GenerationResponse {
   // The output's calls and content (at most one call unless parallel).
   ParsedToolCalls parse_calls(std::string_view output) const;
   // The calls' ids and the finish reason once calls were read.
+  bool calls_end_turn(FinishReason reason) const;
   std::vector<ToolCallOut> tool_calls_of(int32_t index, ParsedToolCalls& parsed,
                                          FinishReason& reason) const;
   // Streamed with tools: what the choice's end sends besides its finish chunk.

@@ -15,10 +15,11 @@ namespace {
 
 using nlohmann::json;
 
-GenerationResponse make_response(bool stream, ToolCallFormat format, bool parallel = true) {
+GenerationResponse make_response(bool stream, ToolCallFormat format, bool parallel = true,
+                                 bool named = false) {
   ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
   return GenerationResponse(ResponseEncoder(Endpoint::kChatCompletions, header, false), stream,
-                            false, 1, {}, ToolCallReading{true, format, "x", parallel});
+                            false, 1, {}, ToolCallReading{true, format, "x", parallel, named});
 }
 
 // The output, fed in pieces of `piece` bytes, ending with `reason`.
@@ -96,19 +97,13 @@ TEST(GenerationResponseToolCalls, WholeAndStreamedAgreeOnCallsAndContent) {
 TEST(GenerationResponseToolCalls, ANamedFunctionsCallFinishesWithStop) {
   const std::string output =
       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>";
-  auto named = [](bool stream) {
-    ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
-    return GenerationResponse(
-        ResponseEncoder(Endpoint::kChatCompletions, header, false), stream, false, 1, {},
-        ToolCallReading{true, ToolCallFormat::kHermes, "x", true, /*named=*/true});
-  };
-  GenerationResponse whole = named(false);
+  GenerationResponse whole = make_response(false, ToolCallFormat::kHermes, true, /*named=*/true);
   run(whole, output, 7);
   EXPECT_EQ(whole.reported_reason(0, FinishReason::kStop), FinishReason::kStop);
   const json body = json::parse(whole.whole_body());
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
   ASSERT_EQ(body["choices"][0]["message"]["tool_calls"].size(), 1u);
-  GenerationResponse streamed = named(true);
+  GenerationResponse streamed = make_response(true, ToolCallFormat::kHermes, true, /*named=*/true);
   const Streamed got = read_stream(run(streamed, output, 7));
   EXPECT_EQ(got.finish, "stop");
   EXPECT_EQ(got.calls, body["choices"][0]["message"]["tool_calls"]);

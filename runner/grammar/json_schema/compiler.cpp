@@ -242,14 +242,20 @@ ExprId SchemaCompiler::schema(const Json& s, const std::string& path) {
 std::shared_ptr<const Grammar> SchemaCompiler::compile() { return build(schema(root_, "#")); }
 
 std::shared_ptr<const Grammar> SchemaCompiler::build(ExprId start) {
-  const RuleId root = b_.rule("root");
-  b_.define(root, start);
+  return build_root(b_, start, limits_, "json_schema", "no JSON value can satisfy the schema");
+}
+
+std::shared_ptr<const Grammar> build_root(GrammarBuilder& b, ExprId start,
+                                          const BuildLimits& limits, const std::string& what,
+                                          const std::string& nothing) {
+  const RuleId root = b.rule("root");
+  b.define(root, start);
   try {
-    return b_.build(root, limits_);
+    return b.build(root, limits);
   } catch (const GrammarError& e) {
     if (std::string(e.what()) == "the grammar matches no string")
-      throw GrammarError("json_schema: no JSON value can satisfy the schema");
-    throw GrammarError(std::string("json_schema: ") + e.what());
+      throw GrammarError(what + ": " + nothing);
+    throw GrammarError(what + ": " + e.what());
   }
 }
 

@@ -91,6 +91,12 @@ const std::vector<CodepointRange>& raw_string_chars();
 std::vector<CodepointRange> intersect(const std::vector<CodepointRange>& a,
                                       const std::vector<CodepointRange>& b);
 
+// The grammar whose root is `start`, built in `b`; its errors prefixed "`what`: ", and the
+// builder's "matches no string" said as `nothing` (the schema's or the regex's words).
+std::shared_ptr<const Grammar> build_root(GrammarBuilder& b, ExprId start,
+                                          const BuildLimits& limits, const std::string& what,
+                                          const std::string& nothing);
+
 // Keyword value checks shared by the type files.
 uint32_t count_keyword(const SchemaCompiler& c, const Json& s, const char* keyword,
                        const std::string& path, uint32_t absent);

@@ -311,15 +311,8 @@ namespace tandem::grammar {
 
 std::shared_ptr<const Grammar> compile_regex(std::string_view regex, const BuildLimits& limits) {
   GrammarBuilder b;
-  const RuleId root = b.rule("root");
-  b.define(root, json_schema::Regex(b, regex).compile_full_match());
-  try {
-    return b.build(root, limits);
-  } catch (const GrammarError& e) {
-    if (std::string(e.what()) == "the grammar matches no string")
-      throw GrammarError("regex: no text matches the regex");
-    throw GrammarError(std::string("regex: ") + e.what());
-  }
+  const ExprId start = json_schema::Regex(b, regex).compile_full_match();
+  return json_schema::build_root(b, start, limits, "regex", "no text matches the regex");
 }
 
 }  // namespace tandem::grammar
