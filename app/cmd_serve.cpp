@@ -212,6 +212,11 @@ Subcommand make_serve_command(CLI::App& app) {
                   "Seconds a request may take to arrive once begun")
       ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
+  cmd->add_option("--write-timeout", opts->server.write_timeout_seconds,
+                  "Seconds a response may go without the client taking any of it before the "
+                  "connection is closed (a slow but steady reader keeps its stream)")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
   cmd->add_option("--io-threads", opts->server.io_threads,
                   "HTTP I/O threads (default: 1, or 2 on machines with 8 cores or more)")
       ->check(CLI::Range(1, 64));

@@ -296,10 +296,17 @@ std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_
 }
 
 std::optional<ApiError> check_prompt_length(size_t prompt_tokens, int32_t context_length,
-                                            Endpoint endpoint) {
+                                            Endpoint endpoint, bool generates) {
   const char* param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
   if (prompt_tokens == 0) return bad_request("The prompt encodes to no tokens.", param);
-  if (prompt_tokens >= static_cast<size_t>(context_length)) {
+  const auto context = static_cast<size_t>(context_length);
+  if (!generates && prompt_tokens > context) {
+    return context_length_exceeded(
+        "This model's maximum context length is " + std::to_string(context_length) +
+            " tokens, but the prompt is " + std::to_string(prompt_tokens) + " tokens.",
+        param);
+  }
+  if (generates && prompt_tokens >= context) {
     return context_length_exceeded(
         "This model's maximum context length is " + std::to_string(context_length) +
             " tokens, but the prompt is " + std::to_string(prompt_tokens) +

@@ -103,10 +103,12 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_v
 // Every prompt token id, logit_bias id and stop_token_ids id must be below vocab_size.
 std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_t vocab_size);
 
-// The prompt must leave room for at least one generated token. Generation that would
-// run past the context ends there with finish_reason "length"; it is not an error.
-// The error's param is "prompt" or, for chat, "messages".
+// The prompt must leave room for at least one generated token, unless the request
+// generates none (max_tokens 0 with echo: scoring a prompt as long as the context is
+// allowed, as vLLM checks prompt + max_tokens <= max_model_len). Generation that would run
+// past the context ends there with finish_reason "length"; it is not an error. The
+// error's param is "prompt" or, for chat, "messages".
 std::optional<ApiError> check_prompt_length(size_t prompt_tokens, int32_t context_length,
-                                            Endpoint endpoint);
+                                            Endpoint endpoint, bool generates = true);
 
 }  // namespace tandem

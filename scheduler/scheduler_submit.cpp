@@ -84,10 +84,13 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
     return invalid("max_tokens must not be negative");
   }
   const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
-  if (prompt_len >= info_.context_length) {
+  // A request that generates nothing (max_tokens 0: echo scoring a prompt) may fill the
+  // whole context; any other needs room for one generated token.
+  const bool generates = !request.max_tokens || *request.max_tokens > 0;
+  if (prompt_len > info_.context_length || (generates && prompt_len == info_.context_length)) {
     return invalid("the prompt has " + std::to_string(prompt_len) +
                    " tokens; the model's context holds " + std::to_string(info_.context_length) +
-                   " with room for at least one generated token");
+                   (generates ? " with room for at least one generated token" : ""));
   }
   for (int32_t id : request.prompt) {
     if (id < 0 || id >= info_.vocab_size) {

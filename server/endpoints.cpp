@@ -243,7 +243,8 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
   const char* prompt_param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
   for (const auto& prompt : prompts) {
     if (prompt.empty()) return error_answer(bad_request("The prompt is empty.", prompt_param));
-    if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint)) {
+    if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint,
+                                         request.max_tokens != 0)) {
       return error_answer(*error);
     }
   }

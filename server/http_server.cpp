@@ -105,17 +105,31 @@ void HttpServer::accept() {
 }
 
 void HttpServer::request_stop() {
+  bool again;
   {
     std::lock_guard lock(stop_mutex_);
-    stop_requested_ = true;
+    again = ++stop_requests_ > 1;
   }
   stop_cv_.notify_all();
+  if (again) active_.cut_short();
+}
+
+void HttpServer::wait_for_signal() {
+  io_->signals.async_wait([this](beast::error_code ec, int) {
+    if (ec) return;
+    bool again;
+    {
+      std::lock_guard lock(stop_mutex_);
+      again = stop_requests_ > 0;
+    }
+    if (again) std::fprintf(stderr, "tandem serve: a second signal: cutting running requests\n");
+    request_stop();
+    wait_for_signal();
+  });
 }
 
 void HttpServer::run() {
-  io_->signals.async_wait([this](beast::error_code ec, int) {
-    if (!ec) request_stop();
-  });
+  wait_for_signal();
   endpoints_.set_serving(true);
   net::post(io_->acceptor.get_executor(), [this] { accept(); });
   int threads = options_.io_threads;
@@ -134,7 +148,7 @@ void HttpServer::run() {
   }
   {
     std::unique_lock lock(stop_mutex_);
-    stop_cv_.wait(lock, [&] { return stop_requested_; });
+    stop_cv_.wait(lock, [&] { return stop_requests_ > 0; });
   }
 
   // Drain: refuse new work, give running generations the grace period, then cut them.
@@ -146,7 +160,7 @@ void HttpServer::run() {
     io_->accept_retry.cancel();
   });
   const auto grace = millis(options_.shutdown_grace_seconds);
-  if (!active_.wait_for_zero(Clock::now() + grace)) {
+  if (!active_.wait_for_zero(Clock::now() + grace, /*interruptible=*/true)) {
     scheduler_.stop();  // what still runs gets on_error: its clients hear a 503
     active_.wait_for_zero(Clock::now() + std::chrono::seconds(2));
   }

@@ -50,12 +50,15 @@ class HttpServer {
   uint16_t listen();
   // Serves until a signal or request_stop(), then drains and stops the scheduler.
   void run();
-  // Thread-safe; also what SIGINT and SIGTERM do.
+  // Thread-safe; also what SIGINT and SIGTERM do. The first call drains (running requests
+  // get the shutdown grace); a second cuts them now, as llama-server and uvicorn treat a
+  // second Ctrl-C, so that an operator is never held for a grace of up to an hour.
   void request_stop();
 
  private:
   struct Io;
   void accept();
+  void wait_for_signal();  // each SIGINT/SIGTERM calls request_stop()
 
   Scheduler& scheduler_;
   ServerOptions options_;
@@ -70,7 +73,7 @@ class HttpServer {
 
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
-  bool stop_requested_ = false;
+  int stop_requests_ = 0;
 };
 
 }  // namespace tandem::server

@@ -135,9 +135,18 @@ void ActiveGenerations::end() {
   cv_.notify_all();
 }
 
-bool ActiveGenerations::wait_for_zero(Clock::time_point deadline) {
+bool ActiveGenerations::wait_for_zero(Clock::time_point deadline, bool interruptible) {
   std::unique_lock lock(mutex_);
-  return cv_.wait_until(lock, deadline, [&] { return count_ == 0; });
+  cv_.wait_until(lock, deadline, [&] { return count_ == 0 || (interruptible && cut_); });
+  return count_ == 0;
+}
+
+void ActiveGenerations::cut_short() {
+  {
+    std::lock_guard lock(mutex_);
+    cut_ = true;
+  }
+  cv_.notify_all();
 }
 
 struct Session::Generation {
@@ -153,14 +162,16 @@ struct Session::Generation {
   Clock::time_point last_text;
 };
 
-// Marks a write begun (the flag, its timeout) and returns its completion handler: once
-// the write is done `next` runs, unless it failed and the client is gone.
+// Marks a write begun (the flag, its watch) and returns its completion handler: once the
+// write is done `next` runs, unless it failed and the client is gone.
 template <typename Next>
 auto Session::on_written(Next next) {
   writing_ = true;
-  stream_.expires_after(context_.limits.write_timeout);
+  stream_.expires_never();  // the watch, not a deadline over the write, times it
+  watch_writes();
   return [self = shared_from_this(), next = std::move(next)](beast::error_code ec, size_t) {
     self->writing_ = false;
+    self->write_watch_.wrote();
     if (ec) {
       self->client_gone();
       return;
@@ -170,7 +181,22 @@ auto Session::on_written(Next next) {
 }
 
 Session::Session(tcp::socket socket, SessionContext& context)
-    : stream_(std::move(socket)), context_(context) {}
+    : stream_(std::move(socket)), context_(context), write_watch_(stream_.get_executor()) {}
+
+// Drops the client once a write timeout passes with writes pending and nothing taken.
+void Session::watch_writes() {
+  write_watch_.arm(stream_.socket(), context_.limits.write_timeout, [weak = weak_from_this()] {
+    const auto self = weak.lock();
+    if (!self) return;
+    self->write_watch_.fired();
+    if (!self->writing_ || self->closed_) return;
+    if (!self->write_watch_.progressed(self->stream_.socket())) {
+      self->client_gone();
+      return;
+    }
+    self->watch_writes();
+  });
+}
 
 Session::~Session() { end_generation(); }
 

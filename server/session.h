@@ -22,6 +22,7 @@
 
 #include "server/endpoints.h"
 #include "server/generation_response.h"
+#include "server/write_watch.h"
 
 namespace tandem::server {
 
@@ -34,10 +35,12 @@ using Clock = std::chrono::steady_clock;
 struct SessionLimits {
   uint64_t max_body = 1 << 20;      // bytes; larger bodies get 413
   uint32_t max_header = 16 * 1024;  // bytes of request line and headers; larger get 431
-  std::chrono::milliseconds idle_timeout{60'000};   // waiting for a request's first byte
-  std::chrono::milliseconds read_timeout{30'000};   // the rest of a request, once begun
-  std::chrono::milliseconds write_timeout{30'000};  // each write of a response or chunk
-  std::string allowed_origins = "*";                // ServerOptions::allowed_origins
+  std::chrono::milliseconds idle_timeout{60'000};  // waiting for a request's first byte
+  std::chrono::milliseconds read_timeout{30'000};  // the rest of a request, once begun
+  // A client that takes none of a pending write for this long is dropped (WriteWatch): a
+  // slow but steady reader of a large backlog (n choices with logprobs) keeps its stream.
+  std::chrono::milliseconds write_timeout{30'000};
+  std::string allowed_origins = "*";  // ServerOptions::allowed_origins
 };
 
 // Generations whose response is not yet complete; the server waits on it to drain.
@@ -45,13 +48,17 @@ class ActiveGenerations {
  public:
   void begin();
   void end();
-  // True when the count reached zero before the deadline.
-  bool wait_for_zero(Clock::time_point deadline);
+  // True when the count reached zero before the deadline. An interruptible wait also ends
+  // once cut_short() is called (before or during it).
+  bool wait_for_zero(Clock::time_point deadline, bool interruptible = false);
+  // Ends interruptible waits now: a second SIGINT/SIGTERM cuts the grace period short.
+  void cut_short();
 
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   int64_t count_ = 0;
+  bool cut_ = false;
 };
 
 // What every session shares; owned by the HttpServer, which outlives its sessions' use.
@@ -101,6 +108,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void end_stream(const std::string& events);
   template <typename Next>
   auto on_written(Next next);
+  void watch_writes();
   void finish_response(bool keep_alive);
   void watch_for_disconnect();
   void client_gone();
@@ -125,6 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string stream_pending_;  // SSE events not yet written
   std::string stream_writing_;  // the chunk being written
   bool writing_ = false;
+  WriteWatch write_watch_;
   bool stream_ending_ = false;  // [DONE] is queued: write the last chunk after it
 
   std::unique_ptr<Generation> generation_;

@@ -330,6 +330,11 @@ TEST(CompletionRequest, PromptMustLeaveRoomForOneToken) {
   auto chat = check_prompt_length(5000, 2048, Endpoint::kChatCompletions);
   ASSERT_TRUE(chat.has_value());
   EXPECT_EQ(chat->param, "messages");
+  // max_tokens 0 (echo) generates nothing: a prompt as long as the context is scored.
+  EXPECT_FALSE(check_prompt_length(2048, 2048, Endpoint::kCompletions, false).has_value());
+  auto over = check_prompt_length(2049, 2048, Endpoint::kCompletions, false);
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(over->code, "context_length_exceeded");
   auto empty = check_prompt_length(0, 2048, Endpoint::kCompletions);
   ASSERT_TRUE(empty.has_value());
   EXPECT_EQ(empty->status, 400);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -119,6 +120,77 @@ TEST(Connections, ADisconnectMidStreamCancelsTheRequestAndFreesItsKvBlocks) {
   EXPECT_EQ(metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}"), 1.0)
       << metrics;
   EXPECT_LT(metric_value(metrics, "tandem_generation_tokens_total").value_or(2000), 2000);
+}
+
+// A client on a slow link (a 4 KB receive window, read at about 1 MB/s) takes seconds over
+// a 4.8 MB stream that the server makes in a fraction of one. The write timeout (1 s here)
+// drops a client that takes nothing for that long, not one whose backlog outlasts it: the
+// stream arrives whole. With a deadline over each write the connection was cut mid-event
+// past the 4 MiB the kernel's send buffer had taken, since Linux wakes a blocked writer
+// only once a third of that buffer is free (server/write_watch.h).
+TEST(Connections, ASlowButSteadyReaderGetsItsWholeStream) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "1"});
+  HttpClient client(server.port(), /*receive_buffer=*/4096);
+  const std::string request = json{{"prompt", "x"},  {"n", 16},        {"max_tokens", 500},
+                                   {"logprobs", 20}, {"stream", true}, {"ignore_eos", true}}
+                                  .dump();
+  size_t paced = 0;  // the reader's pace: 16 ms a 16 KB
+  const HttpResult streamed =
+      client.stream("/v1/completions", request, [&paced](const std::string& body) {
+        if (body.size() - paced >= 16384) {
+          paced = body.size();
+          std::this_thread::sleep_for(std::chrono::milliseconds(16));
+        }
+        return true;
+      });
+  EXPECT_GT(streamed.body.size(), 4'500'000u);
+  const auto events = sse_data(streamed.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  int finished = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    finished += !json::parse(events[i])["choices"][0]["finish_reason"].is_null();
+  }
+  EXPECT_EQ(finished, 16);
+}
+
+// A second SIGTERM during the grace cuts the running request at once, as a second Ctrl-C
+// does to llama-server and uvicorn: the grace here is an hour and the request would run
+// for 2000 tokens, yet it ends with the grace's cut (the error event, then [DONE]) and
+// the process exits 0.
+TEST(Connections, ASecondSigtermCutsTheGraceShort) {
+  ServerProcess server(demo_model(), {"--kv-tokens", "8192", "--shutdown-grace", "3600"});
+  HttpClient client(server.port());
+  const std::string request =
+      json{{"prompt", "x"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}.dump();
+  bool signalled = false, refused = false;
+  const HttpResult streamed = client.stream("/v1/completions", request, [&](const std::string& b) {
+    if (signalled || !has_text(b)) return true;
+    ::kill(server.pid(), SIGTERM);
+    signalled = true;
+    // Two signals sent together may arrive as one: the second goes once the first has
+    // been handled, which closes the listening socket (polled with a deadline).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!refused && std::chrono::steady_clock::now() < deadline) {
+      try {
+        HttpClient probe(server.port());
+      } catch (const std::exception&) {
+        refused = true;
+      }
+    }
+    ::kill(server.pid(), SIGTERM);
+    return true;
+  });
+  EXPECT_TRUE(signalled);
+  EXPECT_TRUE(refused);
+  const auto events = sse_data(streamed.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json error = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(error["error"]["code"], "unavailable") << events[events.size() - 2];
+  EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
+  EXPECT_NE(server.stderr_text().find("a second signal"), std::string::npos)
+      << server.stderr_text();
 }
 
 // Streams a long completion and sends the server SIGTERM as soon as the first text arrives.

@@ -54,6 +54,22 @@ TEST(HttpErrors, ModelDependentChecksGet400) {
       post("/v1/completions", json{{"prompt", std::vector<int>(600, 65)}}.dump());
   expect_error(too_long, 400, "prompt");
   EXPECT_EQ(json::parse(too_long.body)["error"]["code"], "context_length_exceeded");
+  const HttpResult full = post(
+      "/v1/completions", json{{"prompt", std::vector<int>(512, 65)}, {"max_tokens", 1}}.dump());
+  expect_error(full, 400, "prompt");
+  // Scoring generates nothing (echo, max_tokens 0): the whole context may be prompt, as
+  // vLLM allows prompt + max_tokens <= max_model_len; one more token is refused.
+  const HttpResult scored = post(
+      "/v1/completions",
+      json{
+          {"prompt", std::vector<int>(512, 65)}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}}
+          .dump());
+  ASSERT_EQ(scored.status, 200) << scored.body;
+  EXPECT_EQ(json::parse(scored.body)["choices"][0]["logprobs"]["tokens"].size(), 512u);
+  expect_error(
+      post("/v1/completions",
+           json{{"prompt", std::vector<int>(513, 65)}, {"max_tokens", 0}, {"echo", true}}.dump()),
+      400, "prompt");
   expect_error(
       post("/v1/chat/completions",
            json{{"messages", {{{"role", "user"}, {"content", std::string(700, 'a')}}}}}.dump()),

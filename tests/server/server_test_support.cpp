@@ -147,8 +147,13 @@ std::string ServerProcess::stderr_text() const {
   return ss.str();
 }
 
-HttpClient::HttpClient(uint16_t port) : socket_(io_) {
-  socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+HttpClient::HttpClient(uint16_t port, int receive_buffer) : socket_(io_) {
+  const tcp::endpoint server(net::ip::make_address("127.0.0.1"), port);
+  if (receive_buffer > 0) {
+    socket_.open(server.protocol());
+    socket_.set_option(net::socket_base::receive_buffer_size(receive_buffer));
+  }
+  socket_.connect(server);
 }
 
 HttpResult HttpClient::send(const std::string& method, const std::string& target,

@@ -69,7 +69,9 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // One connection to 127.0.0.1:port; requests on it reuse it (keep-alive).
 class HttpClient {
  public:
-  explicit HttpClient(uint16_t port);
+  // receive_buffer > 0: SO_RCVBUF in bytes, set before connecting so that the window the
+  // server sees stays that small (a slow client's link).
+  explicit HttpClient(uint16_t port, int receive_buffer = 0);
   HttpResult send(const std::string& method, const std::string& target,
                   const std::string& body = "", const HeaderList& headers = {});
   // Sends a request and reads the response as it arrives: after each read, on_progress
