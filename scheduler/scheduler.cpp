@@ -200,10 +200,9 @@ void Scheduler::process(Launched& step, const StepResult& result) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
       continue;
     }
-    // Sent once: a preempted request's recomputed prefill scores its prompt again.
-    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 && !r.prompt_scored) {
+    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
+        r.prompt_logprobs_sent < r.prompt_len) {
       send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
-      if (step.write_end[i] >= r.prompt_len) r.prompt_scored = true;
     }
     if (step.sample[i]) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
@@ -224,14 +223,24 @@ TokenLogprobs Scheduler::named(const RowLogprobs& logprobs) const {
   return out;
 }
 
+// A prefill chunk from first_position scores the prompt positions after it: scored[k] is
+// position first_position + 1 + k's. Each position is sent once: a request preempted
+// mid-prefill recomputes its prompt from the start (a scoring request takes nothing from
+// the cache), and the positions it had sent come out again, identical (the laws), so they
+// are skipped rather than appended twice.
 void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
                                      const std::vector<RowLogprobs>& scored) {
   std::vector<TokenLogprobs> entries;
   // Nothing predicts the prompt's first token: its entry has no logprob.
-  if (first_position == 0) {
+  if (first_position == 0 && r.prompt_logprobs_sent == 0) {
     entries.push_back({{tokenizer_.token_bytes(r.in.prompt[0], true), std::nanf("")}, {}});
   }
-  for (const RowLogprobs& one : scored) entries.push_back(named(one));
+  for (size_t k = 0; k < scored.size(); ++k) {
+    const int64_t position = int64_t{first_position} + 1 + static_cast<int64_t>(k);
+    if (position < r.prompt_logprobs_sent || position >= r.prompt_len) continue;
+    entries.push_back(named(scored[k]));
+  }
+  r.prompt_logprobs_sent += static_cast<int32_t>(entries.size());
   if (!entries.empty()) r.in.sink->on_prompt_logprobs(entries);
 }
 

@@ -69,7 +69,9 @@ struct Scheduler::Request {
   // The repetition penalty's prompt history (StepRow), shared by every step; null when
   // the request has no prompt penalty.
   std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
-  bool prompt_scored = false;  // prompt logprobs sent (echo with logprobs)
+  // Echo with logprobs: the prompt positions whose logprobs were sent (0 .. this - 1). Kept
+  // across preemption, so a recomputed prefill sends only the positions after them.
+  int32_t prompt_logprobs_sent = 0;
   // Structured output: made at submission from in.grammar and from then on advanced only by
   // the device worker (StepRow::grammar). Every sampled token is either accepted or comes
   // after the row finished, so it matches `generated` whenever the row is next launched;
