@@ -349,8 +349,10 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
 }
 
 // One token for each decoding request, its block table grown to cover it first. When the
-// pool has no block left, the most recently admitted running request is preempted (it
-// may be this one), as vLLM's recompute preemption does.
+// pool has no block left, blocks only a waiting share still holds go back first, then the
+// most recently admitted running request is preempted (it may be this one), as vLLM's
+// recompute preemption does. So the oldest running request always steps: alone it fits
+// the pool (make_request), and nothing but running requests holds a block by then.
 void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget) {
   for (size_t i = 0; i < running_.size(); ++i) {
     Request* r = running_[i];
@@ -358,6 +360,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     const int32_t position = r->prompt_len + r->completion_tokens - 1;
     bool preempted_self = false;
     while (!grow_blocks(*r, position + 1, position)) {
+      if (release_pinned_shares()) continue;
       Request* victim = running_.back();
       preempt(*victim);
       if (victim == r) {
@@ -434,8 +437,12 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
       waiting_.pop_front();
     }
     if (!try_admit(*admitted)) {
-      std::lock_guard lock(inbox_mutex_);
-      waiting_.push_front(std::move(admitted));
+      {
+        std::lock_guard lock(inbox_mutex_);
+        waiting_.push_front(std::move(admitted));
+      }
+      // Nothing running will free a block: only shares' pins can stand in the way.
+      if (running_.empty() && release_pinned_shares()) continue;
       break;
     }
     Request* r = admitted.get();
@@ -447,7 +454,9 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   }
   if (plan.rows.empty()) {
     // Every running request waits for local blocks that only they hold (shares or a pool
-    // sized below the batch): the most recent one recomputes later, as decode would.
+    // sized below the batch): waiting shares' pins go first, then the most recent one
+    // recomputes later, as decode would.
+    if (starved && release_pinned_shares()) return schedule(admit);
     if (!starved || running_.size() < 2) return nullptr;
     preempt(*running_.back());
     return schedule(/*admit=*/false);  // not the one just sent back, again
