@@ -200,10 +200,9 @@ void Scheduler::process(Launched& step, const StepResult& result) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
       continue;
     }
-    // Sent once: a preempted request's recomputed prefill scores its prompt again.
-    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 && !r.prompt_scored) {
+    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
+        r.prompt_logprobs_sent < r.prompt_len) {
       send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
-      if (step.write_end[i] >= r.prompt_len) r.prompt_scored = true;
     }
     if (step.sample[i]) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
@@ -224,14 +223,24 @@ TokenLogprobs Scheduler::named(const RowLogprobs& logprobs) const {
   return out;
 }
 
+// A prefill chunk from first_position scores the prompt positions after it: scored[k] is
+// position first_position + 1 + k's. Each position is sent once: a request preempted
+// mid-prefill recomputes its prompt from the start (a scoring request takes nothing from
+// the cache), and the positions it had sent come out again, identical (the laws), so they
+// are skipped rather than appended twice.
 void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
                                      const std::vector<RowLogprobs>& scored) {
   std::vector<TokenLogprobs> entries;
   // Nothing predicts the prompt's first token: its entry has no logprob.
-  if (first_position == 0) {
+  if (first_position == 0 && r.prompt_logprobs_sent == 0) {
     entries.push_back({{tokenizer_.token_bytes(r.in.prompt[0], true), std::nanf("")}, {}});
   }
-  for (const RowLogprobs& one : scored) entries.push_back(named(one));
+  for (size_t k = 0; k < scored.size(); ++k) {
+    const int64_t position = int64_t{first_position} + 1 + static_cast<int64_t>(k);
+    if (position < r.prompt_logprobs_sent || position >= r.prompt_len) continue;
+    entries.push_back(named(scored[k]));
+  }
+  r.prompt_logprobs_sent += static_cast<int32_t>(entries.size());
   if (!entries.empty()) r.in.sink->on_prompt_logprobs(entries);
 }
 
@@ -340,8 +349,10 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
 }
 
 // One token for each decoding request, its block table grown to cover it first. When the
-// pool has no block left, the most recently admitted running request is preempted (it
-// may be this one), as vLLM's recompute preemption does.
+// pool has no block left, blocks only a waiting share still holds go back first, then the
+// most recently admitted running request is preempted (it may be this one), as vLLM's
+// recompute preemption does. So the oldest running request always steps: alone it fits
+// the pool (make_request), and nothing but running requests holds a block by then.
 void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget) {
   for (size_t i = 0; i < running_.size(); ++i) {
     Request* r = running_[i];
@@ -349,6 +360,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     const int32_t position = r->prompt_len + r->completion_tokens - 1;
     bool preempted_self = false;
     while (!grow_blocks(*r, position + 1, position)) {
+      if (release_pinned_shares()) continue;
       Request* victim = running_.back();
       preempt(*victim);
       if (victim == r) {
@@ -425,8 +437,12 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
       waiting_.pop_front();
     }
     if (!try_admit(*admitted)) {
-      std::lock_guard lock(inbox_mutex_);
-      waiting_.push_front(std::move(admitted));
+      {
+        std::lock_guard lock(inbox_mutex_);
+        waiting_.push_front(std::move(admitted));
+      }
+      // Nothing running will free a block: only shares' pins can stand in the way.
+      if (running_.empty() && release_pinned_shares()) continue;
       break;
     }
     Request* r = admitted.get();
@@ -438,7 +454,9 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   }
   if (plan.rows.empty()) {
     // Every running request waits for local blocks that only they hold (shares or a pool
-    // sized below the batch): the most recent one recomputes later, as decode would.
+    // sized below the batch): waiting shares' pins go first, then the most recent one
+    // recomputes later, as decode would.
+    if (starved && release_pinned_shares()) return schedule(admit);
     if (!starved || running_.size() < 2) return nullptr;
     preempt(*running_.back());
     return schedule(/*admit=*/false);  // not the one just sent back, again

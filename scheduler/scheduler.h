@@ -163,6 +163,7 @@ class Scheduler {
   bool take_shared_prompt(Request& r);
   void publish_shared_prompt(Request& r);
   void leave_share(Request& r);
+  bool release_pinned_shares();
   void launch_chained_from(Launched& curr);
   void fail_in_flight(std::string_view message);
   void shutdown();

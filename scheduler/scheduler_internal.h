@@ -23,7 +23,11 @@ namespace tandem {
 // has written them, the share takes a reference to each block, and members admitted after
 // take theirs from it (and copy the partial block's slots in their first step) instead of
 // computing them. The share lets go when every member has been admitted once (or dropped
-// before that). A member preempted later recomputes alone.
+// before that). A member preempted later recomputes alone. A share whose references are
+// the last on some block (its leader was preempted or ended while members wait) is
+// dissolved when the pool runs dry (Scheduler::release_pinned_shares): those blocks could
+// otherwise keep a lone request from ever growing, and its members then compute their
+// prompts as plain requests (from the prefix cache where it still holds the blocks).
 struct Scheduler::PromptShare {
   int32_t blocks = 0;         // full blocks before the prompt's last token
   int32_t partial = 0;        // slots of the next block before the prompt's last token
@@ -35,6 +39,7 @@ struct Scheduler::PromptShare {
   // the members' first query), when the model has sliding-window layers (partial is 0).
   std::vector<int32_t> held_local;
   int32_t unadmitted = 0;  // members not yet admitted once
+  bool dissolved = false;  // its references let go under pressure: members go alone
 };
 
 struct Scheduler::Request {
@@ -69,7 +74,9 @@ struct Scheduler::Request {
   // The repetition penalty's prompt history (StepRow), shared by every step; null when
   // the request has no prompt penalty.
   std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
-  bool prompt_scored = false;  // prompt logprobs sent (echo with logprobs)
+  // Echo with logprobs: the prompt positions whose logprobs were sent (0 .. this - 1). Kept
+  // across preemption, so a recomputed prefill sends only the positions after them.
+  int32_t prompt_logprobs_sent = 0;
   // Structured output: made at submission from in.grammar and from then on advanced only by
   // the device worker (StepRow::grammar). Every sampled token is either accepted or comes
   // after the row finished, so it matches `generated` whenever the row is next launched;

@@ -18,7 +18,7 @@ bool Scheduler::reuses_prefix(const Request& r) const {
 // prefix cache holds (never its last position), taking nothing. A pacing hint only:
 // admission may find another share, or the blocks evicted by then.
 int32_t Scheduler::cached_prefix(const Request& r) const {
-  if (!reuses_prefix(r) || r.share || r.resuming()) return 0;
+  if (!reuses_prefix(r) || (r.share && !r.share->dissolved) || r.resuming()) return 0;
   const int32_t bs = pool_.block_size();
   return bs * pool_.cached_blocks(r.in.prompt, (r.prompt_len - 1) / bs);
 }
@@ -78,6 +78,10 @@ bool Scheduler::try_admit(Request& r) {
 // leader is running and has not written them yet (wait; admission stops behind it).
 bool Scheduler::take_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
+  if (s.dissolved) {
+    r.share.reset();  // a plain request now: it computes (or finds cached) its whole prompt
+    return true;
+  }
   if (s.ready) {
     pool_.share(std::span<const int32_t>(s.held).first(s.blocks), r.blocks);
     if (local_pool_) local_pool_->share(s.held_local, r.local_blocks);
@@ -123,6 +127,41 @@ void Scheduler::leave_share(Request& r) {
     s.ready = false;
   }
   r.share.reset();
+}
+
+// The pool is dry and something must give. A share holds its own references until its
+// last member is admitted; once its leader is preempted (or ends) before that, some of
+// those references are the only ones left on their blocks (the leader's partly filled
+// prompt block always, as it recomputes into a fresh one), and they stay pinned while the
+// members wait behind whoever needs them: the one running request preempted itself every
+// step, was readmitted and hit the same wall (QA's livelock). Such shares are dissolved:
+// their blocks go back (full ones stay cached) and each member computes its prompt alone,
+// which the laws say gives the same output. A share whose blocks all have other holders
+// frees nothing and is kept. Called only from schedule(), when no step is in flight.
+// Returns whether any share let go.
+bool Scheduler::release_pinned_shares() {
+  auto pins = [](const KvBlockPool& pool, const std::vector<int32_t>& held) {
+    return std::any_of(held.begin(), held.end(),
+                       [&](int32_t b) { return b >= 0 && pool.refcount(b) == 1; });
+  };
+  std::vector<std::shared_ptr<PromptShare>> pinning;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    for (const auto& w : waiting_) {
+      const std::shared_ptr<PromptShare>& s = w->share;
+      if (!s || !s->ready || std::find(pinning.begin(), pinning.end(), s) != pinning.end())
+        continue;
+      if (pins(pool_, s->held) || (local_pool_ && pins(*local_pool_, s->held_local)))
+        pinning.push_back(s);
+    }
+  }
+  for (const auto& s : pinning) {
+    pool_.release(s->held);
+    if (local_pool_) local_pool_->release(s->held_local);
+    s->ready = false;
+    s->dissolved = true;
+  }
+  return !pinning.empty();
 }
 
 // Grows r's block tables to cover `positions` positions, in both groups or in neither;

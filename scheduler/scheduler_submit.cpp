@@ -112,7 +112,9 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
   r->max_new = std::min(r->in.max_tokens.value_or(room), room);
   r->prefill_end = r->prompt_len;
   // Blocks are taken as the sequence grows (scheduler_kv.cpp); a request must only fit
-  // the pool on its own, so that preempting the others always lets it finish.
+  // the pool on its own, so that preempting the others always lets it finish. That holds
+  // because nothing else keeps a block then: waiting shares' pins are let go first
+  // (Scheduler::release_pinned_shares), and finished requests' blocks are back.
   const int64_t most_tokens = int64_t{r->prompt_len} + r->max_new;
   if (pool_.blocks_for(most_tokens) > pool_.total()) {
     return invalid("the request needs " + std::to_string(most_tokens) +

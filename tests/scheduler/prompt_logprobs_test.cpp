@@ -1,0 +1,129 @@
+// Prompt logprobs (echo with logprobs) reach the sink once per prompt position, in order,
+// however the prefill is chunked and even when the request is preempted mid-prefill and
+// recomputes its prompt: before, the positions scored before the preemption stayed and
+// the whole prompt came again (a second null first entry), so the response's token list
+// was longer than the prompt and its offsets ran past the text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "scheduler/scheduler.h"
+#include "tests/scheduler/scheduler_test_support.h"
+
+namespace tandem::TANDEM_UNITY_ID {
+namespace {
+
+using testing::ByteTokenizer;
+using testing::fake_device_info;
+using testing::RecordingSink;
+using testing::ScriptedExecutor;
+
+int32_t letter(uint64_t id, int32_t position) {
+  return 'a' + static_cast<int32_t>((id * 5 + static_cast<uint64_t>(position) * 11) % 26);
+}
+
+// Scores each prompt position from (position, token) alone, as the laws make the real
+// model's scores independent of the batch and the chunking: a position scored twice gets
+// the same value, and a value from the wrong position differs.
+class ScoringExecutor : public ScriptedExecutor {
+ public:
+  explicit ScoringExecutor(DeviceInfo info) : ScriptedExecutor(letter, info) {}
+  static float score(int64_t position, int32_t token) {
+    return -0.001f * static_cast<float>(position) - 1e-6f * static_cast<float>(token);
+  }
+  void execute_step(const StepPlan& plan, StepResult& result) override {
+    execute(plan, result.tokens);
+    result.prompt_logprobs.assign(plan.rows.size(), {});
+    for (size_t i = 0; i < plan.rows.size(); ++i) {
+      const StepRow& row = plan.rows[i];
+      if (row.sampling.prompt_logprobs < 0) continue;
+      const auto count = static_cast<int64_t>(row.tokens.size());
+      for (int64_t j = 0; j < count; ++j) {  // token j's logits score token j + 1
+        const int32_t target =
+            j + 1 < count ? row.tokens[j + 1] : (row.sample ? -1 : row.next_prompt_token);
+        if (target < 0) continue;
+        RowLogprobs scored;
+        scored.chosen = {target, score(row.position + j + 1, target)};
+        result.prompt_logprobs[i].push_back(scored);
+      }
+    }
+  }
+};
+
+class ScoreSink : public RecordingSink {
+ public:
+  void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) override {
+    entries.insert(entries.end(), logprobs.begin(), logprobs.end());
+  }
+  std::vector<TokenLogprobs> entries;  // read once the scheduler has drained
+};
+
+struct Harness {
+  Harness(SchedulerOptions options, int32_t kv_blocks)
+      : device(std::make_unique<ScoringExecutor>(fake_device_info(256, kv_blocks))),
+        scheduler(device, tokenizer, std::move(options)) {}
+  std::shared_ptr<ScoreSink> submit(const std::string& prompt, int32_t max_tokens, bool score) {
+    auto sink = std::make_shared<ScoreSink>();
+    GenerationRequest r;
+    r.prompt.assign(prompt.begin(), prompt.end());
+    r.max_tokens = max_tokens;
+    if (score) r.sampling.prompt_logprobs = 0;
+    r.sink = sink;
+    EXPECT_TRUE(scheduler.submit(std::move(r)).accepted());
+    return sink;
+  }
+  void drain() {
+    for (int i = 0; i < 100000 && !scheduler.drained(); ++i) scheduler.run_once();
+    ASSERT_TRUE(scheduler.drained());
+  }
+
+  ByteTokenizer tokenizer;
+  Device device;
+  Scheduler scheduler;
+};
+
+// A decoding request admitted first, then a 120-token scored prompt prefilled 12 tokens a
+// step. In a 9-block pool the scored prompt's 8 blocks fill it, so the first request's
+// second block preempts it mid-prefill; it recomputes its whole prompt once the first one
+// is done. Its sink still gets 120 entries, each position's token and score, as a roomy
+// pool (no preemption) gives them.
+TEST(PromptLogprobs, APromptPreemptedMidPrefillIsScoredOncePerPosition) {
+  std::string prompt;
+  for (int i = 0; i < 120; ++i) prompt += static_cast<char>('A' + i % 50);
+  for (bool overlap : {false, true}) {
+    SchedulerOptions options;
+    options.overlap = overlap;
+    options.max_step_tokens = 12;
+    Harness roomy(options, 64), tight(options, 9);
+    roomy.submit("0123456789", 40, false);
+    tight.submit("0123456789", 40, false);
+    auto want = roomy.submit(prompt, 4, true);
+    auto got = tight.submit(prompt, 4, true);
+    roomy.drain();
+    tight.drain();
+    EXPECT_EQ(roomy.scheduler.metrics().preemptions, 0u);
+    EXPECT_GT(tight.scheduler.metrics().preemptions, 0u);
+    // The preempted prompt was computed twice in part: more prompt tokens than 10 + 120.
+    EXPECT_GT(tight.scheduler.metrics().prompt_tokens, 130u);
+    ASSERT_EQ(want->entries.size(), prompt.size());
+    ASSERT_EQ(got->entries.size(), prompt.size()) << "overlap " << overlap;
+    EXPECT_TRUE(std::isnan(got->entries[0].chosen.logprob));
+    for (size_t p = 0; p < prompt.size(); ++p) {
+      EXPECT_EQ(got->entries[p].chosen.token, std::string(1, prompt[p])) << p;
+      if (p == 0) continue;
+      EXPECT_EQ(got->entries[p].chosen.logprob, want->entries[p].chosen.logprob) << p;
+      EXPECT_EQ(got->entries[p].chosen.logprob,
+                ScoringExecutor::score(static_cast<int64_t>(p), prompt[p]))
+          << p;
+    }
+    EXPECT_EQ(got->text(), want->text());
+    EXPECT_EQ(got->usage().completion_tokens, 4);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::TANDEM_UNITY_ID
