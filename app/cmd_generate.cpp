@@ -135,6 +135,7 @@ int run_generate(const GenerateOptions& o) {
   // of the prompt bounds its tokens, plus the specials the tokenizer may add.
   options.kv_prefault_tokens = static_cast<int64_t>(o.prompt.size()) + 8 + o.max_tokens;
   options.model = o.model;
+  options.chat = false;  // the prompt is raw text, never rendered through a chat template
   options.threads = o.threads;
   options.kv_type = *parse_kv_type(o.kv_dtype);
   options.device = o.device;

@@ -93,7 +93,7 @@ Engine::Engine(EngineOptions options) {
                             " tokens");
   }
   ModelCard card;
-  card.chat_template = load_chat_template(options, model_->file(), *tokenizer_);
+  if (options.chat) card.chat_template = load_chat_template(options, model_->file(), *tokenizer_);
 
   device_ = std::make_unique<Device>(make_executor(options));
   scheduler_ = std::make_unique<Scheduler>(*device_, *tokenizer_, options.scheduler);
