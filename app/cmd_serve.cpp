@@ -1,6 +1,7 @@
 // `tandem serve`: loads a model (or the embedded default one, generated and cached on
 // first use), starts the device, the scheduler and the HTTP server, prints one line with
 // the address once it listens, and serves until SIGINT or SIGTERM.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -74,6 +75,17 @@ std::string read_template_file(const std::string& path) {
   return text.str();
 }
 
+// The scheduler serves at most what the KV pool holds (Scheduler::context_length); a
+// --kv-tokens below the context asked for says so once, with the way to raise it.
+void note_lowered_context(int32_t ctx_size, int32_t model_context, const ModelCard& card) {
+  const int32_t wanted = ctx_size > 0 ? std::min(ctx_size, model_context) : model_context;
+  if (card.context_length >= wanted) return;
+  std::fprintf(stderr,
+               "tandem serve: context lowered from %d to %d tokens, what the KV cache holds; "
+               "raise --kv-tokens to at least %d to serve the whole context\n",
+               wanted, card.context_length, wanted);
+}
+
 int run_serve(ServeOptions o) {
   const bool default_model = o.model.empty();
   const std::filesystem::path path =
@@ -111,6 +123,7 @@ int run_serve(ServeOptions o) {
     throw UsageError(std::string("--kv-dtype: ") + e.what());
   }
   const ModelCard& card = engine->card();
+  note_lowered_context(o.ctx_size, engine->config().context_length, card);
   server::HttpServer http(engine->scheduler(), engine->tokenizer(), card, o.server);
   uint16_t port = 0;
   try {
@@ -180,7 +193,8 @@ Subcommand make_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   add_prefill_chunk_option(*cmd, opts->prefill_chunk);
-  cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
+  cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: the smaller of 2 GiB and 1048576 tokens, at "
+                  "least one context); below the context, the served context is lowered to it")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
   cmd->add_option("--kv-prefault", opts->kv_prefault,
                   "KV positions whose pages are written at startup, so that no request pays a "

@@ -102,7 +102,7 @@ Engine::Engine(EngineOptions options) {
   card.names = options.served_names;
   if (card.names.empty()) card.names.push_back(options.model.stem().string());
   card.id = card.names.front();
-  card.context_length = info.context_length;
+  card.context_length = scheduler_->context_length();  // at most what the KV pool holds
   card.vocab_size = tokenizer_->vocab_size();
   card.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
   card.fingerprint =
