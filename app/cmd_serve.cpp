@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/command.h"
 #include "runner/model/make_model.h"
 #include "scheduler/engine.h"
@@ -87,6 +88,9 @@ void note_lowered_context(int32_t ctx_size, int32_t model_context, const ModelCa
 }
 
 int run_serve(ServeOptions o) {
+  // Before the model loads: a bad log path would otherwise surface only after it.
+  if (!o.server.access_log.empty() && o.server.access_log != "-")
+    check_output_path("--access-log", o.server.access_log);
   const bool default_model = o.model.empty();
   const std::filesystem::path path =
       default_model ? default_model_path() : std::filesystem::path(o.model);
@@ -170,7 +174,13 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", opts->served_model_names,
                   "The names /v1/models lists and requests may use; responses report the "
                   "first (default: the file's stem, tandem-demo for the default model)")
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return name.empty() ? std::string("a served model name cannot be empty")
+                                : std::string();
+          },
+          "NAME"));
   cmd->add_option("--chat-template", opts->chat_template,
                   "A Jinja chat template file to use instead of the GGUF's "
                   "tokenizer.chat_template")
@@ -193,8 +203,10 @@ Subcommand make_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   add_prefill_chunk_option(*cmd, opts->prefill_chunk);
-  cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: the smaller of 2 GiB and 1048576 tokens, at "
-                  "least one context); below the context, the served context is lowered to it")
+  cmd->add_option(
+         "--kv-tokens", opts->kv_tokens,
+         "KV cache capacity in tokens (default: the smaller of 2 GiB and 1048576 tokens, at "
+         "least one context); below the context, the served context is lowered to it")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
   cmd->add_option("--kv-prefault", opts->kv_prefault,
                   "KV positions whose pages are written at startup, so that no request pays a "
@@ -216,15 +228,15 @@ Subcommand make_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shutdown-grace", opts->server.shutdown_grace_seconds,
                   "Seconds running requests get to finish on SIGINT/SIGTERM")
-      ->check(CLI::Range(0.0, 3600.0))
+      ->check(finite_range(0, 3600))
       ->capture_default_str();
   cmd->add_option("--idle-timeout", opts->server.idle_timeout_seconds,
                   "Seconds a keep-alive connection may wait for its next request")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400))
       ->capture_default_str();
   cmd->add_option("--read-timeout", opts->server.read_timeout_seconds,
                   "Seconds a request may take to arrive once begun")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400))
       ->capture_default_str();
   cmd->add_option("--io-threads", opts->server.io_threads,
                   "HTTP I/O threads (default: 1, or 2 on machines with 8 cores or more)")

@@ -178,7 +178,7 @@ TEST(Completions, AKvPoolSmallerThanTheContextBecomesTheServedContext) {
   const json models = fetch(server.port(), "GET", "/v1/models").json();
   EXPECT_EQ(models["data"][0]["max_model_len"], 256) << models.dump();
   EXPECT_NE(server.stderr_text().find("context lowered from 512 to 256 tokens, what the KV cache "
-                                     "holds; raise --kv-tokens to at least 512"),
+                                      "holds; raise --kv-tokens to at least 512"),
             std::string::npos)
       << server.stderr_text();
   const HttpResult too_long =

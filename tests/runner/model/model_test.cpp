@@ -77,8 +77,7 @@ TEST(Model, EscapesAnArchitectureWithRawBytes) {
   auto path = dir.file("nul.gguf");
   w.write(path);
   std::string err = load_error(path);
-  EXPECT_NE(err.find("unsupported architecture 'll\\x00ama\\x0a' (supported:"),
-            std::string::npos)
+  EXPECT_NE(err.find("unsupported architecture 'll\\x00ama\\x0a' (supported:"), std::string::npos)
       << err;
   EXPECT_EQ(err.find('\0'), std::string::npos);
 }
