@@ -3,10 +3,15 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <initializer_list>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
+#include "app/cli_checks.h"
 #include "app/command.h"
 #include "bench/bench_run.h"
 #include "runner/gguf/gguf.h"
@@ -44,6 +49,21 @@ CLI::Validator positive(bool allow_infinite) {
                                                : "expects a finite number > 0");
       },
       allow_infinite ? "POSITIVE|inf" : "POSITIVE");
+}
+
+// --json-schema must be JSON before anything runs: the run would otherwise start the
+// engine or contact the server and end in a raw parser exception.
+void check_schema_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  if (!in && !in.eof()) throw UsageError("--json-schema: cannot read " + path);
+  try {
+    const nlohmann::json parsed = nlohmann::json::parse(text);
+    static_cast<void>(parsed);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError("--json-schema: " + path + " is not JSON (a syntax error at byte " +
+                     std::to_string(e.byte) + ")");
+  }
 }
 
 struct BenchFlags {
@@ -120,15 +140,17 @@ Subcommand make_bench_command(CLI::App& app) {
                                                 : "expects N or LO:HI with 1 <= LO <= HI";
           },
           "N|LO:HI"));
-  cmd->add_option("--max-tokens", o.max_tokens, "Tokens to generate per request (ignore_eos)")
+  cmd->add_option("--max-tokens", o.max_tokens,
+                  "Tokens to generate per request (ignore_eos; default 128)")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--temperature", o.temperature, "Sampling temperature (default 1)")
-      ->check(CLI::Range(0.0f, 100.0f));
+      ->check(finite_range(0, 100));
   cmd->add_flag("--stream", o.stream, "Stream responses (SSE): TTFT, TPOT and ITL need it");
   auto* offline = cmd->add_flag("--offline", o.offline,
                                 "With --model: submit straight to the scheduler, no HTTP");
   offline->needs(model);
-  cmd->add_option("--seed", o.seed, "Workload seed: prompts, request seeds, arrivals (default 0)");
+  cmd->add_option("--seed", o.seed, "Workload seed: prompts, request seeds, arrivals (default 0)")
+      ->check(uint64_value());
   auto* json =
       cmd->add_option("--json", o.json_path, "Write every figure and the settings to this file");
   cmd->add_flag("--json-detailed", o.json_detailed,
@@ -149,6 +171,8 @@ Subcommand make_bench_command(CLI::App& app) {
               throw UsageError("--overlap needs --model (it sets the in-process engine)");
             if (prefix_cache->count() > 0 && model->count() == 0)
               throw UsageError("--prefix-cache needs --model (it sets the in-process engine)");
+            if (!o.json_path.empty()) check_output_path("--json", o.json_path);
+            if (!o.json_schema.empty()) check_schema_file(o.json_schema.string());
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
             o.prefill_chunk = prefill_chunk_value(flags->prefill_chunk);
             try {

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <future>
 #include <iostream>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <random>
 
+#include "app/cli_checks.h"
 #include "app/command.h"
 #include "runner/model/forward_profile.h"
 #include "runner/model/roofline.h"
@@ -135,6 +137,7 @@ int run_generate(const GenerateOptions& o) {
   // of the prompt bounds its tokens, plus the specials the tokenizer may add.
   options.kv_prefault_tokens = static_cast<int64_t>(o.prompt.size()) + 8 + o.max_tokens;
   options.model = o.model;
+  options.chat = false;  // the prompt is raw text, never rendered through a chat template
   options.threads = o.threads;
   options.kv_type = *parse_kv_type(o.kv_dtype);
   options.device = o.device;
@@ -152,9 +155,15 @@ int run_generate(const GenerateOptions& o) {
                                                            /*parse_special=*/true);
   if (prompt.empty()) throw UsageError("--prompt: encodes to no tokens");
   const int32_t context = engine->config().context_length;
+  // A prompt too long on its own is the prompt's fault, whatever --max-tokens says.
+  if (static_cast<int64_t>(prompt.size()) >= context)
+    throw UsageError("--prompt: prompt (" + std::to_string(prompt.size()) +
+                     " tokens) exceeds the context length " + std::to_string(context) +
+                     " (it needs room for at least one generated token)");
   if (static_cast<int64_t>(prompt.size()) + o.max_tokens > context)
-    throw UsageError("--max-tokens: prompt (" + std::to_string(prompt.size()) +
-                     " tokens) + max tokens exceed the context length " + std::to_string(context));
+    throw UsageError("--max-tokens: prompt (" + std::to_string(prompt.size()) + " tokens) + " +
+                     std::to_string(o.max_tokens) + " max tokens exceed the context length " +
+                     std::to_string(context));
 
   GenerationRequest request = make_request(o, std::move(prompt));
   const uint64_t seed = request.sampling.seed;
@@ -211,16 +220,22 @@ Subcommand make_generate_command(CLI::App& app) {
   cmd->add_option("--model", opts->model, "GGUF model file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--prompt", opts->prompt, "Prompt text")->required();
   cmd->add_option("--max-tokens", opts->max_tokens, "Tokens to generate")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("--temperature", opts->temperature, "Sampling temperature (0: greedy)")
-      ->check(CLI::Range(0.0f, 100.0f));
+      ->check(finite_range(0, 100))
+      ->capture_default_str();
   cmd->add_option("--top-k", opts->top_k, "Keep the k most likely tokens (0: off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()))
+      ->capture_default_str();
   cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass in (0, 1] (1: off)")
-      ->check(CLI::Range(1e-6f, 1.0f));
+      ->check(finite_range(1e-6, 1))
+      ->capture_default_str();
   cmd->add_option("--min-p", opts->min_p, "Minimum probability relative to the top [0, 1)")
-      ->check(CLI::Range(0.0f, 0.999999f));
-  cmd->add_option("--seed", opts->seed, "Sampling seed (default: random, printed)");
+      ->check(finite_range(0, 0.999999))
+      ->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Sampling seed (default: random, printed)")
+      ->check(uint64_value());
   add_kv_dtype_option(*cmd, opts->kv_dtype);
   add_device_option(*cmd, opts->device);
   cmd->add_option("--threads", opts->threads, "Compute threads (default: all cores)")

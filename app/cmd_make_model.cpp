@@ -1,9 +1,9 @@
 // `tandem make-model`: writes a deterministic random-weight llama GGUF of a named shape.
-#include <charconv>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "app/cli_checks.h"
 #include "app/command.h"
 #include "runner/model/make_model.h"
 
@@ -30,20 +30,11 @@ Subcommand make_model_subcommand(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cli->add_option("--seed", flags->seed, "Weight seed: same seed, byte-identical file")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& value) {
-            // CLI11 alone would read "-1" as 2^64 - 1 and saturate past it.
-            uint64_t seed = 0;
-            const char* end = value.data() + value.size();
-            const auto [ptr, ec] = std::from_chars(value.data(), end, seed);
-            if (value.empty() || ec != std::errc() || ptr != end)
-              return "'" + value + "' is not an integer from 0 to 18446744073709551615";
-            return std::string();
-          },
-          "UINT64"));
+      ->check(uint64_value());
   cli->add_option("--out", flags->out, "Output GGUF file")->required();
 
   return {cli, [flags] {
+            check_output_path("--out", flags->out);
             make_model::MakeModelOptions options;
             options.shape = flags->shape;
             options.dtype = *make_model::dtype_from_name(flags->dtype);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "app/cli_checks.h"
 #include "app/command.h"
 #include "runner/model/quantize_model.h"
 
@@ -51,7 +52,8 @@ Subcommand make_quantize_command(CLI::App& app) {
             }
             std::error_code ec;
             if (!std::filesystem::is_regular_file(flags->in, ec))
-              throw UsageError(flags->in + ": no such file");
+              throw UsageError(describe_non_file(flags->in));
+            check_output_path("out", flags->out);
             quantize_model::Report report;
             try {
               report = quantize_model::quantize_file(flags->in, flags->out, *target);

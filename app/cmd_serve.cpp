@@ -1,6 +1,7 @@
 // `tandem serve`: loads a model (or the embedded default one, generated and cached on
 // first use), starts the device, the scheduler and the HTTP server, prints one line with
 // the address once it listens, and serves until SIGINT or SIGTERM.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_checks.h"
 #include "app/command.h"
 #include "runner/model/make_model.h"
 #include "scheduler/engine.h"
@@ -74,7 +76,21 @@ std::string read_template_file(const std::string& path) {
   return text.str();
 }
 
+// The scheduler serves at most what the KV pool holds (Scheduler::context_length); a
+// --kv-tokens below the context asked for says so once, with the way to raise it.
+void note_lowered_context(int32_t ctx_size, int32_t model_context, const ModelCard& card) {
+  const int32_t wanted = ctx_size > 0 ? std::min(ctx_size, model_context) : model_context;
+  if (card.context_length >= wanted) return;
+  std::fprintf(stderr,
+               "tandem serve: context lowered from %d to %d tokens, what the KV cache holds; "
+               "raise --kv-tokens to at least %d to serve the whole context\n",
+               wanted, card.context_length, wanted);
+}
+
 int run_serve(ServeOptions o) {
+  // Before the model loads: a bad log path would otherwise surface only after it.
+  if (!o.server.access_log.empty() && o.server.access_log != "-")
+    check_output_path("--access-log", o.server.access_log);
   const bool default_model = o.model.empty();
   const std::filesystem::path path =
       default_model ? default_model_path() : std::filesystem::path(o.model);
@@ -111,6 +127,7 @@ int run_serve(ServeOptions o) {
     throw UsageError(std::string("--kv-dtype: ") + e.what());
   }
   const ModelCard& card = engine->card();
+  note_lowered_context(o.ctx_size, engine->config().context_length, card);
   server::HttpServer http(engine->scheduler(), engine->tokenizer(), card, o.server);
   uint16_t port = 0;
   try {
@@ -157,7 +174,13 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", opts->served_model_names,
                   "The names /v1/models lists and requests may use; responses report the "
                   "first (default: the file's stem, tandem-demo for the default model)")
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return name.empty() ? std::string("a served model name cannot be empty")
+                                : std::string();
+          },
+          "NAME"));
   cmd->add_option("--chat-template", opts->chat_template,
                   "A Jinja chat template file to use instead of the GGUF's "
                   "tokenizer.chat_template")
@@ -180,7 +203,10 @@ Subcommand make_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   add_prefill_chunk_option(*cmd, opts->prefill_chunk);
-  cmd->add_option("--kv-tokens", opts->kv_tokens, "KV cache capacity in tokens (default: 2 GiB)")
+  cmd->add_option(
+         "--kv-tokens", opts->kv_tokens,
+         "KV cache capacity in tokens (default: the smaller of 2 GiB and 1048576 tokens, at "
+         "least one context); below the context, the served context is lowered to it")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 32));
   cmd->add_option("--kv-prefault", opts->kv_prefault,
                   "KV positions whose pages are written at startup, so that no request pays a "
@@ -202,15 +228,15 @@ Subcommand make_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shutdown-grace", opts->server.shutdown_grace_seconds,
                   "Seconds running requests get to finish on SIGINT/SIGTERM")
-      ->check(CLI::Range(0.0, 3600.0))
+      ->check(finite_range(0, 3600))
       ->capture_default_str();
   cmd->add_option("--idle-timeout", opts->server.idle_timeout_seconds,
                   "Seconds a keep-alive connection may wait for its next request")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400))
       ->capture_default_str();
   cmd->add_option("--read-timeout", opts->server.read_timeout_seconds,
                   "Seconds a request may take to arrive once begun")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400))
       ->capture_default_str();
   cmd->add_option("--write-timeout", opts->server.write_timeout_seconds,
                   "Seconds a response may go without the client taking any of it before the "

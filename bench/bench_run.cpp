@@ -161,6 +161,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   const std::string& label = mode.label;
   EngineOptions eo;
   eo.model = o.model;
+  eo.chat = false;  // the workload is completions: the model's chat template plays no part
   if (!o.served_model_name.empty()) eo.served_names = {o.served_model_name};
   eo.threads = o.threads;
   eo.kv_tokens = o.kv_tokens;

@@ -93,7 +93,7 @@ Engine::Engine(EngineOptions options) {
                             " tokens");
   }
   ModelCard card;
-  card.chat_template = load_chat_template(options, model_->file(), *tokenizer_);
+  if (options.chat) card.chat_template = load_chat_template(options, model_->file(), *tokenizer_);
 
   device_ = std::make_unique<Device>(make_executor(options));
   scheduler_ = std::make_unique<Scheduler>(*device_, *tokenizer_, options.scheduler);
@@ -102,7 +102,7 @@ Engine::Engine(EngineOptions options) {
   card.names = options.served_names;
   if (card.names.empty()) card.names.push_back(options.model.stem().string());
   card.id = card.names.front();
-  card.context_length = info.context_length;
+  card.context_length = scheduler_->context_length();  // at most what the KV pool holds
   card.vocab_size = tokenizer_->vocab_size();
   card.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};
   card.fingerprint =

@@ -31,6 +31,10 @@ struct EngineOptions {
   // from (the path, for /v1/models and the startup line). nullopt: the GGUF's own.
   std::optional<std::string> chat_template;
   std::string chat_template_origin;
+  // false: no chat request reaches this engine (generate, bench's completions), so the
+  // GGUF's template is not compiled: one tandem cannot parse must not refuse the model.
+  // The card then has no template.
+  bool chat = true;
   int32_t context_length = 0;     // --ctx-size: at most the model's; 0: the model's
   int threads = 0;                // compute threads; 0: all cores
   int64_t kv_tokens = 0;          // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)

@@ -31,7 +31,7 @@ struct ChatTemplateCard {
 struct ModelCard {
   std::string id;                  // names[0]: responses report it
   std::vector<std::string> names;  // --served-model-name's, else the model file's stem
-  int32_t context_length = 0;      // the model's, or --ctx-size when smaller
+  int32_t context_length = 0;      // the model's, or --ctx-size or the KV pool when smaller
   int32_t vocab_size = 0;
   int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more
   std::string kv_type;             // the KV cache's element type, "f16" etc.

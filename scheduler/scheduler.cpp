@@ -40,6 +40,10 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
         "scheduler: max_batch and max_step_tokens must be >= 1, max_queue and prefill_chunk "
         ">= 0");
   }
+  // Only the global pool bounds a sequence: the local (sliding-window) group holds a
+  // window's positions however long the sequence grows.
+  info_.context_length = static_cast<int32_t>(
+      std::min<int64_t>(info_.context_length, int64_t{pool_.total()} * pool_.block_size()));
   counters_.kv_blocks_total = pool_.total();
   counters_.kv_bytes_per_token = info_.kv_bytes_per_token;
   counters_.kv_capacity_tokens = int64_t{pool_.total()} * pool_.block_size();

@@ -113,6 +113,10 @@ class Scheduler {
   // The most requests that may wait at once (SchedulerOptions::max_queue): a list larger
   // than this is refused whatever the load, so the server answers it as a bad request.
   int32_t max_queue() const { return options_.max_queue; }
+  // The longest sequence served: the device's context, lowered to what the KV pool holds
+  // when the pool is smaller (--kv-tokens), so that a request the pool cannot hold is
+  // refused as too long for the context rather than cut short or refused for the pool.
+  int32_t context_length() const { return info_.context_length; }
 
   // Runs the loop on a thread of its own until stop().
   void start();

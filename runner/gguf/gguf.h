@@ -64,6 +64,10 @@ enum class TensorType : uint32_t {
 bool is_supported_type(uint32_t id);
 // ggml's name for a type id ("Q4_K", "IQ2_XXS", ...), supported or not; null when unknown.
 const char* ggml_type_name(uint32_t id);
+// Text as a message can show it: on one line, bytes outside printable ASCII (an embedded
+// NUL would end the message when printed as a C string) as \xNN, cut at max_chars.
+std::string printable(std::string_view text, size_t max_chars = 64);
+
 const char* type_name(TensorType type);
 const char* type_name(ValueType type);
 // Elements per block (1 for F32/F16/BF16, 32 or 256 for quantized types) and its bytes.

@@ -48,8 +48,10 @@ uint64_t min_encoded_size(ValueType type) {
   return 1;
 }
 
+}  // namespace
+
 // Keeps a message on one line and readable when a name holds raw bytes.
-std::string printable(std::string_view text, size_t max_chars = 64) {
+std::string printable(std::string_view text, size_t max_chars) {
   std::string out;
   for (size_t i = 0; i < text.size() && i < max_chars; ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
@@ -65,6 +67,8 @@ std::string printable(std::string_view text, size_t max_chars = 64) {
   if (text.size() > max_chars) out += "...";
   return out;
 }
+
+namespace {
 
 std::string in_quotes(std::string_view text) {
   std::string out = printable(text);
@@ -268,13 +272,19 @@ class Parser {
       info.dims.resize(n_dims);
       uint64_t n_elements = 1;
       bool overflow = false;
+      bool empty = false;
       for (auto& dim : info.dims) {
         dim = read<uint64_t>();
-        if (dim != 0 && n_elements > uint64_t(std::numeric_limits<int64_t>::max()) / dim)
+        if (dim == 0)
+          empty = true;
+        else if (n_elements > uint64_t(std::numeric_limits<int64_t>::max()) / dim)
           overflow = true;
         else
           n_elements *= dim;
       }
+      // No model has an empty weight, and every consumer divides by a dimension (rows =
+      // elements / row length): refused here, no command has to guard it.
+      if (empty) fail(what + " dims " + dims_text(info.dims) + " have a zero dimension");
       if (overflow) fail(what + " dims " + dims_text(info.dims) + " overflow the element count");
       info.n_elements = n_elements;
       const auto type_id = read<uint32_t>();
@@ -356,12 +366,17 @@ class Parser {
 
 File File::open(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever,
+  // before fstat could refuse it. It changes nothing for a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw GgufError(path.string() + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw GgufError(path.string() + ": not a regular file");
+    throw GgufError(path.string() + ": not a regular file" +
+                    (S_ISDIR(st.st_mode)    ? " (a directory)"
+                     : S_ISFIFO(st.st_mode) ? " (a FIFO)"
+                                            : ""));
   }
   auto mapping = std::make_unique<Mapping>();
   mapping->size = static_cast<size_t>(st.st_size);

@@ -39,7 +39,7 @@ void set_family(ModelConfig& c, const gguf::File& file) {
     c.qk_norm = arch == "gemma3";
     c.swa_pattern = arch == "gemma2" ? 2 : 6;
   } else {
-    fail(file, "unsupported architecture '" + arch +
+    fail(file, "unsupported architecture '" + gguf::printable(arch) +
                    "' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
   }
 }

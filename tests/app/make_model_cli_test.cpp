@@ -88,9 +88,10 @@ TEST(MakeModelCli, MissingVocabFileExitsTwoNamingTheFlag) {
       "--vocab");
 }
 
-TEST(MakeModelCli, UnwritableOutExitsOne) {
+TEST(MakeModelCli, OutInAMissingDirectoryExitsTwo) {
   auto r = run_tandem({"make-model", "--shape", "tiny", "--out", "/nonexistent-dir/x.gguf"});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/nonexistent-dir/x.gguf"), std::string::npos) << r.err;
 }
 

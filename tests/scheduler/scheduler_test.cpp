@@ -300,9 +300,10 @@ TEST(Scheduler, WithoutMaxTokensGenerationRunsToTheContext) {
   EXPECT_EQ(sink->usage().completion_tokens, 4);
 }
 
-TEST(Scheduler, MaxTokensIsClampedToTheKvPoolAndAPromptItCannotHoldIsInvalid) {
+TEST(Scheduler, AKvPoolSmallerThanTheContextLowersTheServedContext) {
   // 4 blocks of 16: 64 positions, fewer than the context's 256.
   Harness h({}, nullptr, fake_device_info(/*context=*/256, /*kv_blocks=*/4));
+  EXPECT_EQ(h.scheduler->context_length(), 64);
   auto asked = h.submit(20, 100);
   h.drain();
   EXPECT_EQ(asked->reason(), FinishReason::kLength);
@@ -311,11 +312,13 @@ TEST(Scheduler, MaxTokensIsClampedToTheKvPoolAndAPromptItCannotHoldIsInvalid) {
   h.drain();
   EXPECT_EQ(unbounded->usage().completion_tokens, 44);
   GenerationRequest r;
-  r.prompt.assign(64, 'p');  // fits the context, but leaves the pool no room to generate
+  r.prompt.assign(64, 'p');  // fits the model's context, but leaves the pool no room
   r.sink = std::make_shared<RecordingSink>();
   const SubmitResult refused = h.scheduler->submit(r);
   EXPECT_EQ(refused.refusal, ErrorKind::kInvalidRequest);
-  EXPECT_NE(refused.message.find("KV positions"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.message.find("the prompt has 64 tokens; the model's context holds 64"),
+            std::string::npos)
+      << refused.message;
 }
 
 TEST(Scheduler, IgnoreEosKeepsGoingPastEos) {

@@ -170,8 +170,25 @@ TEST(ChatCompletions, WithoutMaxTokensChatRunsUntilTheContextEnds) {
   EXPECT_EQ(body["usage"]["total_tokens"], 512);  // the tiny model's context
 }
 
-TEST(Completions, MaxTokensStopsWhereTheKvPoolEndsWhenItIsSmallerThanTheContext) {
+// A KV pool smaller than the context lowers the served context to what it holds: the
+// server advertises it, refuses a longer prompt as any too long for the context, and
+// generation stops where the pool ends.
+TEST(Completions, AKvPoolSmallerThanTheContextBecomesTheServedContext) {
   ServerProcess server(tiny_model(), {"--kv-tokens", "256"});  // context 512
+  const json models = fetch(server.port(), "GET", "/v1/models").json();
+  EXPECT_EQ(models["data"][0]["max_model_len"], 256) << models.dump();
+  EXPECT_NE(server.stderr_text().find("context lowered from 512 to 256 tokens, what the KV cache "
+                                      "holds; raise --kv-tokens to at least 512"),
+            std::string::npos)
+      << server.stderr_text();
+  const HttpResult too_long =
+      fetch(server.port(), "POST", "/v1/completions",
+            json{{"prompt", std::vector<int>(300, 72)}, {"max_tokens", 1}}.dump());
+  EXPECT_EQ(too_long.status, 400) << too_long.body;
+  EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded") << too_long.body;
+  EXPECT_EQ(too_long.json()["error"]["param"], "prompt") << too_long.body;
+  EXPECT_NE(too_long.body.find("maximum context length is 256 tokens"), std::string::npos)
+      << too_long.body;
   json request = completion_body(false, 5, 1000);
   request["ignore_eos"] = true;
   const json asked = fetch(server.port(), "POST", "/v1/completions", request.dump()).json();

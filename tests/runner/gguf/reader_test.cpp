@@ -227,6 +227,16 @@ TEST(GgufReader, RefusesFiveDimensions) {
   EXPECT_REFUSED(b.data, "tensor 't' has 5 dimensions (at most 4)");
 }
 
+TEST(GgufReader, RefusesZeroDimension) {
+  // An empty tensor would make every row count zero and quantize divide by it.
+  Bytes b;
+  b.header(3, 1, 0).tensor("blk.0.attn_q.weight", {32, 0}, 0, 0).pad().zeros(32);
+  EXPECT_REFUSED(b.data, "tensor 'blk.0.attn_q.weight' dims [32, 0] have a zero dimension");
+  Bytes first;
+  first.header(3, 1, 0).tensor("t", {0}, 0, 0).pad();
+  EXPECT_REFUSED(first.data, "tensor 't' dims [0] have a zero dimension");
+}
+
 TEST(GgufReader, RefusesTensorDataOutOfBounds) {
   Bytes b;
   b.header(3, 1, 0).tensor("t", {8}, 0, 32).pad().zeros(32);

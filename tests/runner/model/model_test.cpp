@@ -68,6 +68,20 @@ TEST(Model, RejectsAnUnsupportedArchitectureByName) {
   EXPECT_NE(err.find("unsupported architecture 'gptj'"), std::string::npos) << err;
 }
 
+TEST(Model, EscapesAnArchitectureWithRawBytes) {
+  // Printed as a C string, an embedded NUL would end the message at "unsupported
+  // architecture 'll".
+  ScratchDir dir;
+  gguf::Writer w;
+  w.add_string("general.architecture", std::string("ll\0ama\n", 7));
+  auto path = dir.file("nul.gguf");
+  w.write(path);
+  std::string err = load_error(path);
+  EXPECT_NE(err.find("unsupported architecture 'll\\x00ama\\x0a' (supported:"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find('\0'), std::string::npos);
+}
+
 TEST(Model, NamesAMissingTensor) {
   ScratchDir dir;
   auto shape = *make_model::find_model_shape("tiny");

@@ -1,0 +1,84 @@
+// Checks every subcommand applies to its flags the same way: numbers CLI11's own
+// validators let through (NaN passes CLI::Range, "-1" wraps to 2^64 - 1 as an unsigned),
+// and output paths that cannot be written, found before any work starts.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "app/command.h"
+
+namespace tandem::app {
+
+// A finite number in [lo, hi]. CLI::Range compares with < and >, which NaN passes, and a
+// NaN temperature or timeout then misbehaves silently (greedy sampling, empty replies).
+inline CLI::Validator finite_range(double lo, double hi) {
+  char bounds[64];
+  std::snprintf(bounds, sizeof(bounds), "%g to %g", lo, hi);
+  const std::string range = bounds;
+  std::snprintf(bounds, sizeof(bounds), "[%g - %g]", lo, hi);  // as CLI::Range shows it
+  const std::string shown = bounds;
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool ok = !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) &&
+                        v >= lo && v <= hi;
+        return ok ? std::string() : "'" + text + "' is not a number from " + range;
+      },
+      "FLOAT in " + shown);
+}
+
+// An unsigned 64-bit integer, written in decimal. CLI11 alone reads "-1" as 2^64 - 1 and
+// saturates a longer number at the maximum.
+inline CLI::Validator uint64_value() {
+  return CLI::Validator(
+      [](std::string& text) {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || ec != std::errc() || ptr != end)
+          return "'" + text + "' is not an integer from 0 to 18446744073709551615";
+        return std::string();
+      },
+      "UINT64");
+}
+
+// A file the command will create (or replace): not a directory, in a directory that
+// exists. Checked before the work, so that a run does not end in an exit 1 after it.
+inline void check_output_path(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) throw UsageError(flag + ": an empty path");
+  if (fs::is_directory(path, ec)) throw UsageError(flag + ": " + path + " is a directory");
+  const fs::path parent = fs::path(path).parent_path();
+  const fs::path dir = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(dir, ec))
+    throw UsageError(flag + ": " + path + ": directory " + dir.string() + " does not exist");
+}
+
+// What a path is, for a message about an input that is not a regular file.
+inline std::string describe_non_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  switch (status.type()) {
+    case fs::file_type::not_found:
+      return path + ": no such file";
+    case fs::file_type::directory:
+      return path + ": is a directory, not a file";
+    case fs::file_type::fifo:
+      return path + ": is a FIFO, not a regular file";
+    default:
+      return path + ": not a regular file";
+  }
+}
+
+}  // namespace tandem::app

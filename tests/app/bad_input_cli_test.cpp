@@ -1,0 +1,236 @@
+// Bad command-line input QA found across the subcommands: each gets exit 2 and one line,
+// before any work starts; nothing crashes, hangs or leaves a file behind.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <gtest/gtest.h>
+
+#include "tests/common/test_support.h"
+
+namespace tandem::testing::TANDEM_UNITY_ID {
+namespace {
+
+void expect_one_line_exit_two(const CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected exactly one line: " << r.err;
+}
+
+std::string make_tiny(const ScratchDir& dir, const std::string& name = "tiny.gguf") {
+  const std::string path = dir.file(name).string();
+  const auto r = run_tandem({"make-model", "--shape", "tiny", "--dtype", "f16", "--out", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Sets a tensor's dimension in place: its info is the name, a u32 dimension count, then
+// u64 dimensions (GGUF v3, little-endian as make-model writes it).
+void set_dimension(std::string& file, const std::string& tensor, int index, uint64_t value) {
+  const size_t name = file.find(tensor);
+  ASSERT_NE(name, std::string::npos) << tensor;
+  std::memcpy(&file[name + tensor.size() + 4 + 8 * index], &value, sizeof(value));
+}
+
+// Rewrites a string value in place, keeping its length: the bytes after the key's u32
+// type and u64 length.
+void overwrite_string_value(std::string& file, const std::string& key, const std::string& text) {
+  const size_t at = file.find(key);
+  ASSERT_NE(at, std::string::npos) << key;
+  uint64_t length = 0;
+  std::memcpy(&length, &file[at + key.size() + 4], sizeof(length));
+  ASSERT_GE(length, text.size());
+  std::string value = text + std::string(length - text.size(), ' ');
+  file.replace(at + key.size() + 12, length, value);
+}
+
+bool has_temp_files(const ScratchDir& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    if (entry.path().string().find(".tmp-") != std::string::npos) return true;
+  return false;
+}
+
+TEST(BadInputCli, ATensorWithAZeroDimensionIsRefusedByEveryCommand) {
+  ScratchDir dir;
+  std::string bytes = slurp(make_tiny(dir));
+  set_dimension(bytes, "blk.0.attn_q.weight", 1, 0);
+  const std::string model = dir.file("zero.gguf").string();
+  spit(model, bytes);
+  const std::string out = dir.file("out.gguf").string();
+  // Q8_0 divided by the zero row count (SIGFPE); F16 wrote a broken file.
+  for (const char* type : {"Q8_0", "Q4_K_M", "F32", "F16"}) {
+    expect_one_line_exit_two(run_tandem({"quantize", model, out, type}),
+                             "tensor 'blk.0.attn_q.weight' dims [64, 0] have a zero dimension");
+    EXPECT_FALSE(std::filesystem::exists(out)) << type;
+    EXPECT_FALSE(has_temp_files(dir)) << type;
+  }
+  expect_one_line_exit_two(run_tandem({"generate", "--model", model, "--prompt", "x"}),
+                           "have a zero dimension");
+}
+
+// generate and bench send no chat requests, so a template tandem cannot compile does not
+// refuse the model; serve, which renders it, still refuses at startup.
+TEST(BadInputCli, AnUnparsableChatTemplateRefusesOnlyServe) {
+  ScratchDir dir;
+  std::string bytes = slurp(make_tiny(dir));
+  overwrite_string_value(bytes, "tokenizer.chat_template", "{{ (");
+  const std::string model = dir.file("bad-template.gguf").string();
+  spit(model, bytes);
+  const auto generated = run_tandem({"generate", "--model", model, "--prompt", "Hi", "--max-tokens",
+                                     "3", "--ignore-eos", "--threads", "1"});
+  EXPECT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_NE(generated.err.find("generated 3 tokens"), std::string::npos) << generated.err;
+  const auto bench =
+      run_tandem({"bench", "--model", model, "--offline", "--requests", "2", "--prompt-tokens", "4",
+                  "--max-tokens", "2", "--threads", "1", "--ceilings", "false"});
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
+  expect_one_line_exit_two(run_tandem({"serve", "--model", model, "--port", "0"}),
+                           "give another with --chat-template");
+}
+
+TEST(BadInputCli, NanAndInfinityAreRefusedForEveryFloatFlag) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--temperature", "nan"},
+                                                        {"--top-p", "nan"},
+                                                        {"--min-p", "NaN"},
+                                                        {"--temperature", "inf"},
+                                                        {"--top-p", "-nan"}}) {
+    expect_one_line_exit_two(
+        run_tandem({"generate", "--model", model, "--prompt", "x", flag, value}),
+        flag + ": '" + value + "' is not a number from");
+  }
+  // serve would have started and answered every request with an empty reply.
+  for (const char* flag : {"--idle-timeout", "--read-timeout", "--shutdown-grace"}) {
+    expect_one_line_exit_two(run_tandem({"serve", "--model", model, "--port", "0", flag, "nan"}),
+                             std::string(flag) + ": 'nan' is not a number from");
+  }
+  expect_one_line_exit_two(
+      run_tandem({"bench", "--url", "http://127.0.0.1:9", "--temperature", "nan"}),
+      "--temperature: 'nan' is not a number from 0 to 100");
+  // In range still passes: a finite value at a bound.
+  const auto ok = run_tandem({"generate", "--model", model, "--prompt", "x", "--max-tokens", "1",
+                              "--top-p", "1", "--min-p", "0", "--temperature", "100"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST(BadInputCli, ASeedOutsideUnsigned64BitsIsRefused) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  for (const char* seed : {"-1", "99999999999999999999999", "1.5", ""}) {
+    expect_one_line_exit_two(
+        run_tandem({"generate", "--model", model, "--prompt", "x", "--seed", seed}),
+        "is not an integer from 0 to 18446744073709551615");
+    expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--seed", seed}),
+                             "is not an integer from 0 to 18446744073709551615");
+  }
+  const auto top = run_tandem({"generate", "--model", model, "--prompt", "x", "--max-tokens", "1",
+                               "--seed", "18446744073709551615"});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.err.find("seed 18446744073709551615"), std::string::npos) << top.err;
+}
+
+TEST(BadInputCli, InputsThatAreNotRegularFilesSayWhatTheyAre) {
+  ScratchDir dir;
+  const std::string fifo = dir.file("fifo.gguf").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading waited for a writer forever.
+  expect_one_line_exit_two(run_tandem({"generate", "--model", fifo, "--prompt", "x"}),
+                           "not a regular file (a FIFO)");
+  const std::string out = dir.file("out.gguf").string();
+  expect_one_line_exit_two(run_tandem({"quantize", fifo, out, "Q8_0"}), "is a FIFO");
+  expect_one_line_exit_two(run_tandem({"quantize", dir.path().string(), out, "Q8_0"}),
+                           "is a directory");
+}
+
+TEST(BadInputCli, APromptLongerThanTheContextBlamesThePrompt) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);  // a 512-token context, a token per byte
+  const auto alone = run_tandem({"generate", "--model", model, "--prompt", std::string(600, 'a')});
+  expect_one_line_exit_two(alone, "--prompt: prompt (");
+  EXPECT_NE(alone.err.find("tokens) exceeds the context length 512"), std::string::npos)
+      << alone.err;
+  EXPECT_EQ(alone.err.find("--max-tokens"), std::string::npos) << alone.err;
+  const auto both = run_tandem(
+      {"generate", "--model", model, "--prompt", std::string(500, 'a'), "--max-tokens", "100"});
+  expect_one_line_exit_two(both, "--max-tokens: prompt (");
+}
+
+TEST(BadInputCli, OutputPathsThatCannotBeWrittenAreRefusedUpFront) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  const std::string missing = dir.file("no-such-dir/x.gguf").string();
+  const std::string here = dir.path().string();
+  expect_one_line_exit_two(run_tandem({"quantize", model, here, "Q8_0"}), "is a directory");
+  expect_one_line_exit_two(run_tandem({"quantize", model, missing, "Q8_0"}), "does not exist");
+  expect_one_line_exit_two(run_tandem({"make-model", "--shape", "tiny", "--out", here}), "--out: ");
+  expect_one_line_exit_two(run_tandem({"make-model", "--shape", "tiny", "--out", missing}),
+                           "does not exist");
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", model, "--port", "0", "--access-log", missing}),
+      "--access-log: ");
+  // bench finds both before it contacts a server (port 9, discard, has none).
+  expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json", here}),
+                           "--json: ");
+  expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json", missing}),
+                           "does not exist");
+  const std::string schema = dir.file("schema.json").string();
+  spit(schema, "{\"type\": \"object\",");
+  expect_one_line_exit_two(
+      run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json-schema", schema}),
+      "--json-schema: " + schema + " is not JSON");
+}
+
+TEST(BadInputCli, AnEmptyServedModelNameIsRefused) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", model, "--port", "0", "--served-model-name", ""}),
+      "--served-model-name");
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", model, "--port", "0", "--served-model-name", "a", ""}),
+      "cannot be empty");
+}
+
+TEST(BadInputCli, HelpShowsTheDefaultsAndSaneBounds) {
+  const auto generate = run_tandem({"generate", "--help"});
+  ASSERT_EQ(generate.exit_code, 0);
+  // CLI11 shows a default as "=VALUE" after the type and range.
+  for (const auto& [flag, shown] :
+       std::vector<std::pair<std::string, std::string>>{{"--max-tokens", "]=64"},
+                                                        {"--temperature", "]=0"},
+                                                        {"--top-k", "]=0"},
+                                                        {"--top-p", "]=1"},
+                                                        {"--min-p", "]=0"}}) {
+    const size_t at = generate.out.find("  " + flag + " ");
+    ASSERT_NE(at, std::string::npos) << flag;
+    const std::string line = generate.out.substr(at, generate.out.find('\n', at) - at);
+    EXPECT_EQ(line.substr(line.size() - shown.size()), shown) << line;
+  }
+  const auto bench = run_tandem({"bench", "--help"});
+  EXPECT_NE(bench.out.find("default 128"), std::string::npos) << bench.out;
+  const auto serve = run_tandem({"serve", "--help"});
+  EXPECT_NE(serve.out.find("1048576 tokens"), std::string::npos) << serve.out;
+  ScratchDir dir;
+  const auto top_k =
+      run_tandem({"generate", "--model", make_tiny(dir), "--prompt", "x", "--top-k", "-3"});
+  expect_one_line_exit_two(top_k, "--top-k");
+  EXPECT_LT(top_k.err.size(), 200u) << top_k.err;
+}
+
+}  // namespace
+}  // namespace tandem::testing::TANDEM_UNITY_ID
