@@ -241,7 +241,7 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--write-timeout", opts->server.write_timeout_seconds,
                   "Seconds a response may go without the client taking any of it before the "
                   "connection is closed (a slow but steady reader keeps its stream)")
-      ->check(CLI::Range(0.01, 86400.0))
+      ->check(finite_range(0.01, 86400))
       ->capture_default_str();
   cmd->add_option("--io-threads", opts->server.io_threads,
                   "HTTP I/O threads (default: 1, or 2 on machines with 8 cores or more)")
