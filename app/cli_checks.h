@@ -51,6 +51,15 @@ inline CLI::Validator uint64_value() {
       "UINT64");
 }
 
+// A model name (--served-model-name): an empty one could never be asked for by name.
+inline CLI::Validator non_empty_name() {
+  return CLI::Validator(
+      [](std::string& name) {
+        return name.empty() ? std::string("a served model name cannot be empty") : std::string();
+      },
+      "NAME");
+}
+
 // A file the command will create (or replace): not a directory, in a directory that
 // exists. Checked before the work, so that a run does not end in an exit 1 after it.
 inline void check_output_path(const std::string& flag, const std::string& path) {

@@ -77,7 +77,8 @@ void add_engine_flags(CLI::App& cmd, BenchFlags& f, CLI::Option* model) {
   bench::BenchOptions& o = f.options;
   const std::initializer_list<CLI::Option*> flags = {
       cmd.add_option("--served-model-name", o.served_model_name,
-                     "With --model: the model's id (default: the file's stem)"),
+                     "With --model: the model's id (default: the file's stem)")
+          ->check(non_empty_name()),
       cmd.add_option("--threads", o.threads, "With --model: compute threads")
           ->check(CLI::Range(1, 1024)),
       cmd.add_option("--max-batch", o.max_batch, "With --model: requests at once")

@@ -175,12 +175,7 @@ Subcommand make_serve_command(CLI::App& app) {
                   "The names /v1/models lists and requests may use; responses report the "
                   "first (default: the file's stem, tandem-demo for the default model)")
       ->expected(1, -1)
-      ->check(CLI::Validator(
-          [](std::string& name) {
-            return name.empty() ? std::string("a served model name cannot be empty")
-                                : std::string();
-          },
-          "NAME"));
+      ->check(non_empty_name());
   cmd->add_option("--chat-template", opts->chat_template,
                   "A Jinja chat template file to use instead of the GGUF's "
                   "tokenizer.chat_template")

@@ -467,6 +467,10 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   }
   ++counters_.steps;
   counters_.last_step_rows = static_cast<int32_t>(plan.rows.size());
+  // The gauges (running, waiting, KV blocks) show the step's requests while it runs: a long
+  // prompt's first step takes seconds, and /metrics had read 0 running through it. Chained
+  // steps run the same batch, so a fresh launch is the only place they change.
+  publish();
   step->step = device_.launch(std::move(plan));
   return step;
 }

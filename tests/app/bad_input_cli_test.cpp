@@ -204,6 +204,9 @@ TEST(BadInputCli, AnEmptyServedModelNameIsRefused) {
   expect_one_line_exit_two(
       run_tandem({"serve", "--model", model, "--port", "0", "--served-model-name", "a", ""}),
       "cannot be empty");
+  expect_one_line_exit_two(
+      run_tandem({"bench", "--model", model, "--served-model-name", "", "--requests", "1"}),
+      "cannot be empty");
 }
 
 TEST(BadInputCli, HelpShowsTheDefaultsAndSaneBounds) {

@@ -80,6 +80,25 @@ TEST(Scheduler, ASingleRequestStreamsItsTokensAndFinishesOnLength) {
   EXPECT_EQ(m.kv_blocks_used, 0);
 }
 
+// /metrics read during a request's first step (a long prefill takes seconds) shows it
+// running and its blocks taken; the gauges used to be set only after a step, so they read
+// 0 through it. The script runs on the device worker while the step executes.
+TEST(Scheduler, TheGaugesShowAStepsRequestsWhileItRuns) {
+  std::optional<SchedulerMetrics> seen;
+  Harness* harness = nullptr;
+  Harness h({}, [&](uint64_t, int32_t) {
+    if (!seen) seen = harness->scheduler->metrics();
+    return int32_t{'x'};
+  });
+  harness = &h;
+  h.submit(40, 3);
+  h.drain();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->running, 1);
+  EXPECT_EQ(seen->waiting, 0);
+  EXPECT_EQ(seen->kv_blocks_used, 3);  // 40 prompt positions in 16-token blocks
+}
+
 TEST(Scheduler, ChainedStepsAreLaunchedBeforeThePreviousStepIsFinalized) {
   Harness h;
   h.submit(3, 20);
