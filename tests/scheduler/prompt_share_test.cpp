@@ -19,23 +19,11 @@ namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
-using testing::kFakeEos;
 using testing::RecordingSink;
-
-SimulatedDeviceConfig device_config(int32_t kv_blocks) {
-  SimulatedDeviceConfig config;
-  config.vocab_size = 260;
-  config.context_length = 256;
-  config.kv_blocks = kv_blocks;
-  config.eog_ids = {kFakeEos};
-  config.eos_probability = 0;
-  for (int32_t c = 'a'; c <= 'z'; ++c) config.alphabet.push_back(c);
-  return config;
-}
 
 struct Harness {
   Harness(SchedulerOptions options, int32_t kv_blocks)
-      : device(std::make_unique<SimulatedExecutor>(device_config(kv_blocks))),
+      : device(std::make_unique<SimulatedExecutor>(testing::letters_device(kv_blocks))),
         scheduler(device, tokenizer, std::move(options)) {}
 
   GenerationRequest request(const std::string& prompt, uint64_t seed, int32_t max_tokens,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runner/device/device.h"
+#include "runner/device/simulated_executor.h"
 #include "runner/tokenizer/tokenizer.h"
 #include "scheduler/request.h"
 
@@ -144,6 +145,19 @@ class ScriptedExecutor : public StepExecutor {
   Script script_;
   DeviceInfo info_;
 };
+
+// A simulated device of `kv_blocks` 16-token blocks whose tokens are letters, with the
+// byte tokenizer's vocabulary, a 256-token context, and no end-of-sequence of its own.
+inline SimulatedDeviceConfig letters_device(int32_t kv_blocks) {
+  SimulatedDeviceConfig config;
+  config.vocab_size = 260;
+  config.context_length = 256;
+  config.kv_blocks = kv_blocks;
+  config.eog_ids = {kFakeEos};
+  config.eos_probability = 0;
+  for (int32_t c = 'a'; c <= 'z'; ++c) config.alphabet.push_back(c);
+  return config;
+}
 
 inline DeviceInfo fake_device_info(int32_t context = 256, int32_t kv_blocks = 64) {
   return DeviceInfo{260, context, 16, kv_blocks, {kFakeEos}};

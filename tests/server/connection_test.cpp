@@ -20,6 +20,20 @@ using nlohmann::json;
 
 bool has_text(const std::string& body) { return body.find("\"text\"") != std::string::npos; }
 
+// Whether the server refuses new connections within 10 s, polled: a signal is handled on
+// the server's own thread, after kill() has returned.
+bool refuses_connections(ServerProcess& server) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      HttpClient probe(server.port());
+    } catch (const std::exception&) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST(Connections, TwoRequestsShareOneKeptAliveConnection) {
   HttpClient client(shared_server().port());
   const HttpResult first =
@@ -169,15 +183,8 @@ TEST(Connections, ASecondSigtermCutsTheGraceShort) {
     ::kill(server.pid(), SIGTERM);
     signalled = true;
     // Two signals sent together may arrive as one: the second goes once the first has
-    // been handled, which closes the listening socket (polled with a deadline).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!refused && std::chrono::steady_clock::now() < deadline) {
-      try {
-        HttpClient probe(server.port());
-      } catch (const std::exception&) {
-        refused = true;
-      }
-    }
+    // been handled, which closes the listening socket.
+    refused = refuses_connections(server);
     ::kill(server.pid(), SIGTERM);
     return true;
   });
@@ -264,15 +271,7 @@ TEST(Connections, SigtermFailsHealthAndRefusesConnectionsWhileTheRunningRequestF
     if (signalled || !has_text(b)) return true;
     ::kill(server.pid(), SIGTERM);
     signalled = true;
-    // Polled with a deadline: the signal is handled on the server's own thread.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!refused && std::chrono::steady_clock::now() < deadline) {
-      try {
-        HttpClient probe(server.port());
-      } catch (const std::exception&) {
-        refused = true;
-      }
-    }
+    refused = refuses_connections(server);
     if (refused) health = kept.send("GET", "/health");
     return true;
   });
