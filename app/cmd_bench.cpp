@@ -3,11 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <initializer_list>
 #include <iostream>
-#include <iterator>
 #include <memory>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -53,15 +52,18 @@ CLI::Validator positive(bool allow_infinite) {
 
 // --json-schema must be JSON before anything runs: the run would otherwise start the
 // engine or contact the server and end in a raw parser exception.
-void check_schema_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string text{std::istreambuf_iterator<char>(in), {}};
-  if (!in && !in.eof()) throw UsageError("--json-schema: cannot read " + path);
+void check_schema_file(const std::filesystem::path& path) {
+  std::string text;
+  try {
+    text = bench::read_schema(path);  // the run's own reader
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   try {
     const nlohmann::json parsed = nlohmann::json::parse(text);
     static_cast<void>(parsed);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError("--json-schema: " + path + " is not JSON (a syntax error at byte " +
+    throw UsageError("--json-schema: " + path.string() + " is not JSON (a syntax error at byte " +
                      std::to_string(e.byte) + ")");
   }
 }
@@ -173,7 +175,7 @@ Subcommand make_bench_command(CLI::App& app) {
             if (prefix_cache->count() > 0 && model->count() == 0)
               throw UsageError("--prefix-cache needs --model (it sets the in-process engine)");
             if (!o.json_path.empty()) check_output_path("--json", o.json_path);
-            if (!o.json_schema.empty()) check_schema_file(o.json_schema.string());
+            if (!o.json_schema.empty()) check_schema_file(o.json_schema);
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
             o.prefill_chunk = prefill_chunk_value(flags->prefill_chunk);
             try {

@@ -126,14 +126,6 @@ struct Mode {
   bool constrained = false;  // outputs constrained by --json-schema
 };
 
-std::string read_schema(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  if (!file) throw std::invalid_argument("--json-schema: cannot read " + path.string());
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // What the device did between two readings of the scheduler's metrics.
 DeviceFigures device_figures(const SchedulerMetrics& before, const SchedulerMetrics& after,
                              double duration_seconds) {
@@ -449,6 +441,14 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
 }
 
 }  // namespace
+
+std::string read_schema(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  if (!file) throw std::invalid_argument("--json-schema: cannot read " + path.string());
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 int run_bench(const BenchOptions& o, std::ostream& out) {
   if (o.url.empty() == o.model.empty())

@@ -56,5 +56,7 @@ struct BenchOptions {
 // std::invalid_argument for settings that cannot work (the caller's usage error) and
 // std::runtime_error for the rest.
 int run_bench(const BenchOptions& options, std::ostream& out);
+// The text of a --json-schema file; std::invalid_argument when it cannot be read.
+std::string read_schema(const std::filesystem::path& path);
 
 }  // namespace tandem::bench

@@ -104,7 +104,7 @@ void HttpServer::accept() {
       });
 }
 
-void HttpServer::request_stop() {
+bool HttpServer::request_stop() {
   bool again;
   {
     std::lock_guard lock(stop_mutex_);
@@ -112,18 +112,14 @@ void HttpServer::request_stop() {
   }
   stop_cv_.notify_all();
   if (again) active_.cut_short();
+  return again;
 }
 
 void HttpServer::wait_for_signal() {
   io_->signals.async_wait([this](beast::error_code ec, int) {
     if (ec) return;
-    bool again;
-    {
-      std::lock_guard lock(stop_mutex_);
-      again = stop_requests_ > 0;
-    }
-    if (again) std::fprintf(stderr, "tandem serve: a second signal: cutting running requests\n");
-    request_stop();
+    if (request_stop())
+      std::fprintf(stderr, "tandem serve: a second signal: cutting running requests\n");
     wait_for_signal();
   });
 }

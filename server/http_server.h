@@ -52,8 +52,9 @@ class HttpServer {
   void run();
   // Thread-safe; also what SIGINT and SIGTERM do. The first call drains (running requests
   // get the shutdown grace); a second cuts them now, as llama-server and uvicorn treat a
-  // second Ctrl-C, so that an operator is never held for a grace of up to an hour.
-  void request_stop();
+  // second Ctrl-C, so that an operator is never held for a grace of up to an hour. Returns
+  // whether this call was such a second one.
+  bool request_stop();
 
  private:
   struct Io;
