@@ -3,11 +3,16 @@
 // and output paths that cannot be written, found before any work starts.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -61,8 +66,13 @@ inline CLI::Validator non_empty_name() {
 }
 
 // A file the command will create (or replace): not a directory, in a directory that
-// exists. Checked before the work, so that a run does not end in an exit 1 after it.
-inline void check_output_path(const std::string& flag, const std::string& path) {
+// exists and may be written. Checked before the work, so that a run does not end in an
+// exit 1 after it. in_place: the command opens the file itself (bench's --json, the access
+// log) rather than renaming a finished temporary over it, so an existing file must open
+// for writing; it is opened to append, which changes nothing. (access() alone says yes to
+// root for any mode bits; the open asks the file system.)
+inline void check_output_path(const std::string& flag, const std::string& path,
+                              bool in_place = false) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty()) throw UsageError(flag + ": an empty path");
@@ -71,6 +81,16 @@ inline void check_output_path(const std::string& flag, const std::string& path) 
   const fs::path dir = parent.empty() ? fs::path(".") : parent;
   if (!fs::is_directory(dir, ec))
     throw UsageError(flag + ": " + path + ": directory " + dir.string() + " does not exist");
+  const bool exists = fs::exists(path, ec);
+  if (in_place && exists) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+      throw UsageError(flag + ": " + path + " cannot be written: " + std::strerror(errno));
+    ::close(fd);
+  } else if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(flag + ": " + path + ": directory " + dir.string() +
+                     " cannot be written: " + std::strerror(errno));
+  }
 }
 
 // What a path is, for a message about an input that is not a regular file.

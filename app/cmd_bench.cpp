@@ -174,7 +174,7 @@ Subcommand make_bench_command(CLI::App& app) {
               throw UsageError("--overlap needs --model (it sets the in-process engine)");
             if (prefix_cache->count() > 0 && model->count() == 0)
               throw UsageError("--prefix-cache needs --model (it sets the in-process engine)");
-            if (!o.json_path.empty()) check_output_path("--json", o.json_path);
+            if (!o.json_path.empty()) check_output_path("--json", o.json_path, /*in_place=*/true);
             if (!o.json_schema.empty()) check_schema_file(o.json_schema);
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
             o.prefill_chunk = prefill_chunk_value(flags->prefill_chunk);

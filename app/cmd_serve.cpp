@@ -90,7 +90,7 @@ void note_lowered_context(int32_t ctx_size, int32_t model_context, const ModelCa
 int run_serve(ServeOptions o) {
   // Before the model loads: a bad log path would otherwise surface only after it.
   if (!o.server.access_log.empty() && o.server.access_log != "-")
-    check_output_path("--access-log", o.server.access_log);
+    check_output_path("--access-log", o.server.access_log, /*in_place=*/true);
   const bool default_model = o.model.empty();
   const std::filesystem::path path =
       default_model ? default_model_path() : std::filesystem::path(o.model);

@@ -328,7 +328,9 @@ ServerInfo discover_server(const ServerUrl& url) {
   try {
     models = fetch(url, http::verb::get, "/v1/models", "");
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot reach http://" + url.host + ":" + url.port + ": " + e.what());
+    // A URL nothing answers at is a bad flag value (exit 2), like a model file not found.
+    throw std::invalid_argument("--url: cannot reach http://" + url.host + ":" + url.port + ": " +
+                                e.what());
   }
   int64_t vocab = 0;
   const json list = json::parse(models.body, nullptr, false);

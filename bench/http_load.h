@@ -32,7 +32,7 @@ struct ServerInfo {
   std::string pool_source;  // how the pool was found, for the report
 };
 
-// Throws std::runtime_error when the server cannot be reached at all.
+// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all.
 ServerInfo discover_server(const ServerUrl& url);
 
 LoadResult run_http(const ServerUrl& url, const std::string& model,

@@ -55,8 +55,10 @@ bool Scheduler::try_admit(Request& r) {
   r.blocks_offered = cached;  // registered already, or shared (offered by their writer)
   if (!r.admitted_before) {
     r.admitted_before = true;
-    r.cached_tokens = from_share ? 0 : std::min(cached * bs, r.prompt_len);
-    if (options_.prefix_cache && !from_share) {
+    // A share's member reports the full blocks it took by reference as cached, as it would
+    // had it arrived a step after its leader: prompt lists [D, D] count D's blocks twice.
+    r.cached_tokens = !options_.prefix_cache ? 0 : std::min(cached * bs, r.prompt_len);
+    if (options_.prefix_cache) {
       counters_.prefix_queried_tokens += r.prompt_len;
       counters_.prefix_hit_tokens += r.cached_tokens;
     }

@@ -1,6 +1,7 @@
 // Bad command-line input QA found across the subcommands: each gets exit 2 and one line,
 // before any work starts; nothing crashes, hangs or leaves a file behind.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -193,6 +194,30 @@ TEST(BadInputCli, OutputPathsThatCannotBeWrittenAreRefusedUpFront) {
   expect_one_line_exit_two(
       run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json-schema", schema}),
       "--json-schema: " + schema + " is not JSON");
+}
+
+// A file bench or serve would open and write itself must open for writing now, not
+// after the run (bench's --json came at the end of minutes of load). As root, mode bits
+// do not stop a write, so a sysfs file that refuses even root stands in.
+TEST(BadInputCli, AnExistingFileThatCannotBeWrittenIsRefusedUpFront) {
+  ScratchDir dir;
+  std::string locked = dir.file("locked.json").string();
+  spit(locked, "{}");
+  ::chmod(locked.c_str(), 0444);
+  if (::geteuid() == 0) locked = "/sys/devices/system/cpu/online";
+  if (!std::filesystem::exists(locked)) GTEST_SKIP() << "no read-only file to write: " << locked;
+  expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json", locked}),
+                           "--json: " + locked + " cannot be written");
+  const std::string model = make_tiny(dir);
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", model, "--port", "0", "--access-log", locked}),
+      "--access-log: " + locked + " cannot be written");
+}
+
+// A URL nothing answers at is a bad --url (exit 2), said in one line.
+TEST(BadInputCli, BenchAgainstAUrlNothingAnswersAtExitsTwo) {
+  expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--requests", "1"}),
+                           "--url: cannot reach http://127.0.0.1:9");
 }
 
 TEST(BadInputCli, AnEmptyServedModelNameIsRefused) {

@@ -193,6 +193,13 @@ TEST(Endpoints, ARepeatedPromptReportsItsCachedTokens) {
   const std::string events = fetch(port, "POST", "/v1/completions", streamed.dump()).body;
   EXPECT_NE(events.find("\"cached_tokens\":" + std::to_string(cached)), std::string::npos)
       << events;
+  // The prompt twice in one list: both copies found the blocks (the second through the
+  // first, which computes the shared part once), and usage sums them as vLLM would.
+  json listed = json::parse(body);
+  listed["prompt"] = {prompt, prompt};
+  const json both = fetch(port, "POST", "/v1/completions", listed.dump()).json();
+  EXPECT_EQ(both["usage"]["prompt_tokens"], 2 * prompt_tokens);
+  EXPECT_EQ(both["usage"]["prompt_tokens_details"]["cached_tokens"], 2 * cached) << both;
 }
 
 TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {

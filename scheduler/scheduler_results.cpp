@@ -1,0 +1,129 @@
+// Results: a processed step's rows turned into each request's events (its tokens, their
+// logprobs, the prompt's scores, stop strings and finishes), and the blocks of requests
+// that are done given back.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "scheduler/scheduler_internal.h"
+
+namespace tandem {
+
+void Scheduler::process(Launched& step, const StepResult& result) {
+  pacer_.record(result.seconds, step.load, steady_seconds());
+  for (size_t i = 0; i < step.rows.size(); ++i) {
+    Request& r = *step.rows[i];
+    --r.in_flight;
+    offer_written_blocks(r, step.write_end[i]);  // before its token: the KV is the step's
+    if (r.share) publish_shared_prompt(r);
+    if (r.finished) {
+      if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
+      continue;
+    }
+    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
+        r.prompt_logprobs_sent < r.prompt_len) {
+      send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
+    }
+    if (step.sample[i]) {
+      accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
+    } else if (r.max_new == 0 && r.prefill_launched == r.prompt_len) {
+      finish(r, FinishReason::kLength, false);  // max_tokens 0: the prompt was only scored
+    }
+  }
+  // Blocks go back only now: this step was the last one that could write them.
+  for (Request* r : step.rows) retire_if_done(*r);
+}
+
+TokenLogprobs Scheduler::named(const RowLogprobs& logprobs) const {
+  TokenLogprobs out;
+  out.chosen = {tokenizer_.token_bytes(logprobs.chosen.id, true), logprobs.chosen.logprob};
+  for (const TokenLogprob& t : logprobs.top) {
+    out.top.push_back({tokenizer_.token_bytes(t.id, true), t.logprob});
+  }
+  return out;
+}
+
+// A prefill chunk from first_position scores the prompt positions after it: scored[k] is
+// position first_position + 1 + k's. Each position is sent once: a request preempted
+// mid-prefill recomputes its prompt from the start (a scoring request takes nothing from
+// the cache), and the positions it had sent come out again, identical (the laws), so they
+// are skipped rather than appended twice.
+void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
+                                     const std::vector<RowLogprobs>& scored) {
+  std::vector<TokenLogprobs> entries;
+  // Nothing predicts the prompt's first token: its entry has no logprob.
+  if (first_position == 0 && r.prompt_logprobs_sent == 0) {
+    entries.push_back({{tokenizer_.token_bytes(r.in.prompt[0], true), std::nanf("")}, {}});
+  }
+  for (size_t k = 0; k < scored.size(); ++k) {
+    const int64_t position = int64_t{first_position} + 1 + static_cast<int64_t>(k);
+    if (position < r.prompt_logprobs_sent || position >= r.prompt_len) continue;
+    entries.push_back(named(scored[k]));
+  }
+  r.prompt_logprobs_sent += static_cast<int32_t>(entries.size());
+  if (!entries.empty()) r.in.sink->on_prompt_logprobs(entries);
+}
+
+void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
+  ++r.completion_tokens;
+  ++counters_.completion_tokens;
+  r.generated.push_back(token);
+  r.last_token = token;
+  r.decoding = true;
+  if (logprobs != nullptr && r.in.sampling.logprobs >= 0) r.in.sink->on_logprobs(named(*logprobs));
+  // Before min_tokens nothing may end the output (the device bans EOG and stop ids there).
+  const bool may_stop = r.completion_tokens >= r.in.sampling.min_tokens;
+  const bool stop_token = may_stop && std::binary_search(r.in.sampling.stop_token_ids.begin(),
+                                                         r.in.sampling.stop_token_ids.end(), token);
+  const bool eog =
+      may_stop && !r.in.sampling.ignore_eos &&
+      std::find(info_.eog_ids.begin(), info_.eog_ids.end(), token) != info_.eog_ids.end();
+  if ((stop_token || eog) && !(stop_token && r.in.include_stop_str_in_output)) {
+    finish(r, FinishReason::kStop, true);
+    return;
+  }
+  StopMatcher::Output out = r.stop.push(r.detok.push(token), may_stop);
+  if (!out.text.empty()) r.in.sink->on_text(out.text);
+  if (out.stopped || stop_token) {
+    finish(r, FinishReason::kStop, !out.stopped);
+  } else if (r.completion_tokens >= r.max_new) {
+    finish(r, FinishReason::kLength, true);
+  }
+}
+
+void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
+  if (flush) {
+    // An incomplete UTF-8 tail becomes U+FFFD, which may itself complete a stop string.
+    StopMatcher::Output out = r.stop.push(r.detok.flush());
+    std::string text = std::move(out.text);
+    if (out.stopped) {
+      reason = FinishReason::kStop;
+    } else {
+      text += r.stop.flush();
+    }
+    if (!text.empty()) r.in.sink->on_text(text);
+  }
+  r.finished = true;
+  std::erase(running_, &r);
+  ++counters_.requests_finished;
+  // Publish first, so a client that reads the metrics after its answer sees its tokens.
+  publish();
+  r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens, r.cached_tokens});
+}
+
+void Scheduler::fail(Request& r, ErrorKind kind, std::string_view message) {
+  r.finished = true;
+  std::erase(running_, &r);
+  ++counters_.requests_finished;
+  publish();
+  r.in.sink->on_error(kind, message);
+}
+
+void Scheduler::retire_if_done(Request& r) {
+  if (!r.finished || r.in_flight > 0) return;
+  release_kv(r);
+  live_.erase(r.id);  // r is gone
+}
+
+}  // namespace tandem
