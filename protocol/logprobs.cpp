@@ -17,15 +17,6 @@ Json byte_list(const std::string& token) {
   return bytes;
 }
 
-// Characters as a Python client counts them in the text: the UTF-8 sequences begun in
-// `bytes` (a token that ends inside a character counts it; the token holding the rest
-// counts nothing), so the offsets of tokens laid end to end are the text's indexes.
-int64_t text_units(const std::string& bytes) {
-  int64_t n = 0;
-  for (unsigned char c : bytes) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
 // A token's text as the body shows it: bytes that are part of a character become U+FFFD,
 // as the body's dump writes them.
 std::string shown(const std::string& token) {
@@ -60,13 +51,13 @@ Json completion_tops(const TokenLogprobs& t) {
 Json completion_logprobs(const LogprobsPiece& piece) {
   Json tokens = Json::array(), values = Json::array(), tops = Json::array(),
        offsets = Json::array();
-  int64_t offset = piece.text_offset;
+  TextPosition at = piece.start;
   for (const TokenLogprobs& t : piece.tokens) {
     tokens.push_back(t.chosen.token);
     values.push_back(logprob_value(t.chosen.logprob));
     tops.push_back(std::isnan(t.chosen.logprob) ? Json(nullptr) : completion_tops(t));
-    offsets.push_back(offset);
-    offset += text_units(t.chosen.token);
+    offsets.push_back(at.offset);
+    at.advance(t.chosen.token);
   }
   return Json{{"tokens", std::move(tokens)},
               {"token_logprobs", std::move(values)},
@@ -98,10 +89,42 @@ Json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece) {
                                                 : completion_logprobs(*piece);
 }
 
-int64_t logprobs_text_units(std::span<const TokenLogprobs> tokens) {
-  int64_t n = 0;
-  for (const TokenLogprobs& t : tokens) n += text_units(t.chosen.token);
-  return n;
+// One character per sequence begun, counted at its first byte: it becomes either that
+// character or, cut short, one U+FFFD for its maximal valid part (Unicode's "maximal
+// subpart" rule, which Python follows). A byte the open sequence cannot take ends it and
+// is read afresh.
+void TextPosition::advance(std::string_view bytes) {
+  for (const char ch : bytes) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (expected > 0) {
+      if (b >= low && b <= high) {
+        --expected;
+        low = 0x80;
+        high = 0xBF;
+        continue;
+      }
+      expected = 0;  // cut short: its U+FFFD is counted; b starts afresh
+      low = 0x80;
+      high = 0xBF;
+    }
+    ++offset;  // ASCII, a lead byte, or an invalid byte (its own U+FFFD)
+    if (b >= 0xC2 && b <= 0xDF) {
+      expected = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      expected = 2;
+      if (b == 0xE0) low = 0xA0;   // no overlong forms
+      if (b == 0xED) high = 0x9F;  // no surrogates
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      expected = 3;
+      if (b == 0xF0) low = 0x90;
+      if (b == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+    }
+  }
+}
+
+TextPosition advanced(TextPosition position, std::span<const TokenLogprobs> tokens) {
+  for (const TokenLogprobs& t : tokens) position.advance(t.chosen.token);
+  return position;
 }
 
 }  // namespace tandem

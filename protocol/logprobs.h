@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/completion_request.h"
@@ -25,12 +26,23 @@ struct TokenLogprobs {
   std::vector<LogprobEntry> top;  // most likely first
 };
 
-// A body's or a chunk's tokens. text_offset: where the first token's text begins in the
-// choice's text (echoed prompt included), in characters (code points, as OpenAI's and
-// vLLM's Python servers count them) of the tokens' texts laid end to end.
+// Where the next token's text begins in a choice's text (echoed prompt included): the
+// offset in characters (code points, as OpenAI's and vLLM's Python servers count them) of
+// the tokens' bytes laid end to end and decoded as Python's bytes.decode("utf-8",
+// "replace") does, and the UTF-8 sequence left open there. A token that ends inside a
+// character counts it and the token holding the rest counts nothing; a byte that cannot
+// continue or begin a character is one U+FFFD, as in the text.
+struct TextPosition {
+  int64_t offset = 0;
+  uint8_t expected = 0;             // continuation bytes the open sequence still needs
+  uint8_t low = 0x80, high = 0xBF;  // the range its next byte must be in
+  void advance(std::string_view bytes);
+};
+
+// A body's or a chunk's tokens, and where the first one's text begins.
 struct LogprobsPiece {
   std::span<const TokenLogprobs> tokens;
-  int64_t text_offset = 0;
+  TextPosition start;
 };
 
 // The choice's `logprobs` value: null without a piece. Completions:
@@ -40,8 +52,7 @@ struct LogprobsPiece {
 // logprob (the first prompt token's) is null, and its top_logprobs null.
 nlohmann::ordered_json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece);
 
-// The characters of a piece's token texts, laid end to end: what the next piece's offset
-// adds.
-int64_t logprobs_text_units(std::span<const TokenLogprobs> tokens);
+// Where the text after these tokens begins, from where theirs began: the next piece's start.
+TextPosition advanced(TextPosition position, std::span<const TokenLogprobs> tokens);
 
 }  // namespace tandem

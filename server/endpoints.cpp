@@ -277,7 +277,11 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
     std::string echo;
     if (request.echo) {
       const std::string& text = p == 0 ? request.prompt_text : request.more_prompt_texts[p - 1];
-      echo = request.has_prompt_tokens() ? tokenizer_.decode(prompts[p]) : text;
+      // A token prompt's control tokens show as the generated ones do (vLLM decodes the
+      // ids with the same skip_special_tokens).
+      echo = request.has_prompt_tokens()
+                 ? tokenizer_.decode(prompts[p], /*render_special=*/!request.skip_special_tokens)
+                 : text;
     }
     for (int32_t c = 0; c < request.n; ++c) {
       const int32_t index = static_cast<int32_t>(p) * request.n + c;

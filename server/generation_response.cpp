@@ -21,9 +21,9 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
 std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string_view text) {
   if (!logprobs_) return encoder_.text_event(text, nullptr, index);
-  const LogprobsPiece piece{c.pending, c.text_offset};
+  const LogprobsPiece piece{c.pending, c.text_position};
   std::string event = encoder_.text_event(text, &piece, index);
-  c.text_offset += logprobs_text_units(c.pending);
+  c.text_position = advanced(c.text_position, c.pending);
   c.pending.clear();
   return event;
 }
@@ -133,7 +133,7 @@ std::string GenerationResponse::whole_body() {
   std::vector<std::vector<ToolCallOut>> calls(choices_.size());
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
-    pieces.push_back(LogprobsPiece{c.pending, 0});
+    pieces.push_back(LogprobsPiece{c.pending, {}});
     ChoiceResult result{{}, c.text, c.reason, logprobs_ ? &pieces.back() : nullptr};
     if (tools_.enabled) {
       parsed[i] = parse_calls(c.text);

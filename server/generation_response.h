@@ -61,7 +61,7 @@ class GenerationResponse {
     std::string text;  // not streamed: the whole text so far (the echoed prompt first)
     std::string echo;  // streamed: the prompt, until the first chunk carries it
     std::vector<TokenLogprobs> pending;  // not yet written (not streamed: all of them)
-    int64_t text_offset = 0;             // streamed: where the pending tokens' text begins
+    TextPosition text_position;          // streamed: where the pending tokens' text begins
     FinishReason reason = FinishReason::kStop;
     bool finished = false;
     // Streamed with tools: the whole output so far, and how much of it was sent as content.

@@ -1,5 +1,6 @@
 #include "runner/model/config.h"
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -106,10 +107,26 @@ void read_rope(ModelConfig& c, const gguf::File& file, const std::string& a) {
   c.rope_freq_factors = file.find_tensor("rope_freqs.weight") != nullptr;
 }
 
+// A layer's tensors past block_count would be left out silently: a different model than
+// the file holds. llama.cpp refuses such a file ("wrong number of tensors"); so does tandem.
+void check_layer_tensors(const gguf::File& file, int32_t n_layer) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (!t.name.starts_with("blk.")) continue;
+    int64_t layer = 0;
+    const char* first = t.name.data() + 4;
+    const auto [end, ec] = std::from_chars(first, t.name.data() + t.name.size(), layer);
+    if (ec != std::errc() || end == first || *end != '.') continue;
+    if (layer >= n_layer)
+      fail(file,
+           "tensor " + t.name + " belongs to a layer past block_count " + std::to_string(n_layer));
+  }
+}
+
 void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
   constexpr int64_t kMaxDim = 1 << 20;
   c.n_embd = positive_int(file, a + "embedding_length", kMaxDim);
   c.n_layer = positive_int(file, a + "block_count", 4096);
+  check_layer_tensors(file, c.n_layer);
   c.n_head = positive_int(file, a + "attention.head_count", 4096);
   c.n_head_kv = file.has(a + "attention.head_count_kv")
                     ? positive_int(file, a + "attention.head_count_kv", 4096)

@@ -61,8 +61,15 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
   if (file.has("tokenizer.ggml.token_type"))
     for (int32_t type : file.get_int_array("tokenizer.ggml.token_type"))
       vocab.types.push_back(static_cast<TokenType>(type));
-  if (file.has("tokenizer.ggml.merges"))
+  if (file.has("tokenizer.ggml.merges")) {
     vocab.merges = file.get_string_array("tokenizer.ggml.merges");
+  } else if (vocab.model == TokenizerModel::kByteLevelBpe) {
+    // Without its merges a byte-level BPE would split every text into single bytes: a
+    // different tokenizer than the model's. llama.cpp refuses the file too.
+    throw gguf::GgufError(file.name() +
+                          ": tokenizer.ggml.merges is missing (a gpt2 tokenizer "
+                          "needs its merges)");
+  }
   vocab.bos_id = optional_id(file, "tokenizer.ggml.bos_token_id");
   vocab.eos_id = optional_id(file, "tokenizer.ggml.eos_token_id");
   vocab.eot_id = optional_id(file, "tokenizer.ggml.eot_token_id");

@@ -82,6 +82,25 @@ TEST(BadInputCli, ATensorWithAZeroDimensionIsRefusedByEveryCommand) {
                            "have a zero dimension");
 }
 
+// A block_count below the layers the file holds would run a cut-down model: refused, as
+// llama.cpp refuses it (the u32 value follows the key's u32 type tag).
+TEST(BadInputCli, ALayerPastBlockCountIsRefused) {
+  ScratchDir dir;
+  std::string bytes = slurp(make_tiny(dir));
+  const std::string key = "llama.block_count";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  uint32_t layers = 0;
+  std::memcpy(&layers, &bytes[at + key.size() + 4], sizeof(layers));
+  ASSERT_GE(layers, 2u);
+  const uint32_t fewer = layers - 1;
+  std::memcpy(&bytes[at + key.size() + 4], &fewer, sizeof(fewer));
+  const std::string model = dir.file("short.gguf").string();
+  spit(model, bytes);
+  expect_one_line_exit_two(run_tandem({"generate", "--model", model, "--prompt", "x"}),
+                           "tensor blk." + std::to_string(fewer) + ".");
+}
+
 // generate and bench send no chat requests, so a template tandem cannot compile does not
 // refuse the model; serve, which renders it, still refuses at startup.
 TEST(BadInputCli, AnUnparsableChatTemplateRefusesOnlyServe) {

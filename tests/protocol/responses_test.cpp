@@ -167,7 +167,7 @@ TEST(Responses, CompletionLogprobsListTokensValuesTopsAndCharacterOffsets) {
       {{"\xac", -0.3f}, {}},
       {{"x", -0.4f}, {}},
   };
-  const LogprobsPiece piece{tokens, 10};
+  const LogprobsPiece piece{tokens, {10}};
   const std::string body_text =
       completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 2}, &piece);
   const Json body = Json::parse(body_text);
@@ -186,11 +186,58 @@ TEST(Responses, CompletionLogprobsListTokensValuesTopsAndCharacterOffsets) {
   EXPECT_LT(body_text.find(R"({".":-0.25,"!":-2.0})"), std::string::npos);
 }
 
+// Offsets index the text as Python decodes the tokens' bytes laid end to end
+// (bytes.decode("utf-8", "replace")): a stray continuation byte, an overlong or surrogate
+// lead, or a sequence cut short is one U+FFFD. The expected offsets are Python's
+// len(b"".join(tokens[:k]).decode("utf-8", "replace")) for random byte-fallback tokens.
+TEST(Responses, CompletionOffsetsCountInvalidBytesAsPythonDecodesThem) {
+  struct Case {
+    std::vector<std::string> tokens;
+    std::vector<int64_t> offsets;  // before each token, then after the last
+  };
+  const std::vector<Case> cases = {
+      {{"\xac", "\xa0", "\xf0", " ", "\xe2"}, {0, 1, 2, 3, 4, 5}},
+      {{"\x82", "\xed", "\xc0", " ", "\x90", "\xf0\x9f", " "}, {0, 1, 2, 3, 4, 5, 6, 7}},
+      {{"\xe0", "\xe0", "\xe2"}, {0, 1, 2, 3}},
+      {{"\xe2", "\xff", "\xe0", " "}, {0, 1, 2, 3, 4}},
+      {{"\x82", "\x91\x8d", "\xf0", "\xf0", "\xc0", " ", "\xc0"}, {0, 1, 3, 4, 5, 6, 7, 8}},
+      {{"\xa0", " ", "\x91\x8d", " ", "\xff", "\xac", "\xc3"}, {0, 1, 2, 4, 5, 6, 7, 8}},
+      {{"\xac", "\xff", "\x82", "\xc0", "\xc3", "\xff"}, {0, 1, 2, 3, 4, 5, 6}},
+      {{"\xe2\x82", "\x82", "\xc0", "\xc0", "\xf0", "\xf0\x9f", "\xed", "\x82"},
+       {0, 1, 1, 2, 3, 4, 5, 6, 6}},
+      {{"ok", "\xe2", "\xc0", " ", "\xaf", "\xf0\x9f", "\xf4"}, {0, 2, 3, 4, 5, 6, 7, 8}},
+      {{"\xff", "\xe0", "\xa9", "\x80", "\xc0", "\x80", "\xed", "\xc3"},
+       {0, 1, 2, 2, 2, 3, 4, 5, 6}},
+      {{"\xe2\x82", "ok", "\x91\x8d", "\xe2"}, {0, 1, 3, 5, 6}},
+      {{"\xc3", "\x90", "\xf4", "\xa9", "\xd0\xba", "\x80", "\xc3"}, {0, 1, 1, 2, 3, 4, 5, 6}},
+      // QA's: "A", a stray continuation byte, "A", two more, "A" (text "A\ufffdA\ufffd\ufffdA").
+      {{"A", "\x91", "A", "\x91", "\x91", "A"}, {0, 1, 2, 3, 4, 5, 6}},
+  };
+  for (const Case& c : cases) {
+    std::vector<TokenLogprobs> tokens;
+    for (const std::string& t : c.tokens) tokens.push_back({{t, -1.0f}, {}});
+    // Whole, then split into pieces at every point (a stream's chunks), which must agree.
+    for (size_t split = 0; split <= tokens.size(); ++split) {
+      const std::span<const TokenLogprobs> all(tokens);
+      const LogprobsPiece head{all.first(split), {}};
+      const LogprobsPiece tail{all.subspan(split), advanced({}, head.tokens)};
+      std::vector<int64_t> offsets;
+      for (const LogprobsPiece* piece : {&head, &tail}) {
+        const Json lp = Json::parse(completion_response_json(
+            header(), "x", FinishReason::kStop, Usage{1, 1}, piece))["choices"][0]["logprobs"];
+        for (const Json& o : lp["text_offset"]) offsets.push_back(o.get<int64_t>());
+      }
+      offsets.push_back(advanced({}, all).offset);
+      EXPECT_EQ(offsets, c.offsets) << "split at " << split;
+    }
+  }
+}
+
 // Two parts of characters both show as U+FFFD: one key, the more likely one's value.
 TEST(Responses, CompletionTopLogprobsNeverRepeatAKey) {
   const std::vector<TokenLogprobs> tokens = {
       {{"\xe2\x82", -2.0f}, {{"\xe6\x97", -0.5f}, {"\xe2\x82", -2.0f}, {"a", -3.0f}}}};
-  const LogprobsPiece piece{tokens, 0};
+  const LogprobsPiece piece{tokens, {}};
   const std::string text =
       completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 1}, &piece);
   EXPECT_LT(text.find("[{\"\xef\xbf\xbd\":-0.5,\"a\":-3.0}]"), std::string::npos) << text;
@@ -203,7 +250,7 @@ TEST(Responses, CompletionTopLogprobsHoldTheSampledTokenAtItsRank) {
       {{" a", -0.5f}, {{" a", -0.5f}, {" b", -2.0f}}},  // already listed
       {{" q", -3.0f}, {}},                              // logprobs: 0
   };
-  const LogprobsPiece piece{tokens, 0};
+  const LogprobsPiece piece{tokens, {}};
   const std::string text =
       completion_response_json(header(), "x", FinishReason::kStop, Usage{1, 4}, &piece);
   EXPECT_LT(text.find(R"([{" a":-0.5," c":-1.0," b":-2.0},{" a":-0.5," z":-9.0},)"
@@ -214,7 +261,7 @@ TEST(Responses, CompletionTopLogprobsHoldTheSampledTokenAtItsRank) {
 
 TEST(Responses, ChatLogprobsCarryBytesAndOrderedTops) {
   const std::vector<TokenLogprobs> tokens = {{{"\xe2\x82", -1.0f}, {{"a", -0.5f}, {"b", -0.75f}}}};
-  const LogprobsPiece piece{tokens, 0};
+  const LogprobsPiece piece{tokens, {}};
   const Json chunk =
       Json::parse(chat_chunk_json(header(Endpoint::kChatCompletions), "a", std::nullopt, &piece));
   const Json& entry = chunk["choices"][0]["logprobs"]["content"][0];

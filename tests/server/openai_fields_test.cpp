@@ -115,6 +115,20 @@ TEST(Logprobs, ChatContentHasTokenLogprobBytesAndSortedTopLogprobs) {
   EXPECT_EQ(streamed, content);
 }
 
+// A token prompt's echo shows its control tokens as the output shows them: only with
+// skip_special_tokens false (vLLM decodes the ids with the same flag).
+TEST(Logprobs, ATokenPromptsEchoShowsControlTokensOnlyWhenAskedTo) {
+  const json tokenized = post_json("/tokenize", json{{"content", "A"}, {"add_special", true}});
+  ASSERT_EQ(tokenized["tokens"].size(), 2u) << tokenized;  // BOS, "A"
+  json body = {{"prompt", tokenized["tokens"]}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}};
+  EXPECT_EQ(post_json("/v1/completions", body)["choices"][0]["text"], "A");
+  body["skip_special_tokens"] = false;
+  const json choice = post_json("/v1/completions", body)["choices"][0];
+  const std::string bos = choice["logprobs"]["tokens"][0];
+  EXPECT_FALSE(bos.empty());
+  EXPECT_EQ(choice["text"], bos + "A");
+}
+
 TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
   const json body = {
       {"prompt", "The tiny model says hello"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}};

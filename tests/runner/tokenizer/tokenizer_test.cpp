@@ -291,10 +291,12 @@ gguf::Writer vocab_writer(const std::string& model, const std::string& pre) {
   std::vector<std::string> tokens;
   for (int byte = 0; byte < 256; ++byte) tokens.push_back(gpt2_spelling(byte));
   writer.add_string_array("tokenizer.ggml.tokens", tokens);
+  if (model == "gpt2") writer.add_string_array("tokenizer.ggml.merges", {});
   return writer;
 }
 
-TEST(Tokenizer, FromGgufReadsAByteLevelVocabWithoutMerges) {
+// Listed but empty: every piece stays in single bytes, as the merges say.
+TEST(Tokenizer, FromGgufReadsAByteLevelVocabWithAnEmptyMergesList) {
   testing::ScratchDir dir;
   gguf::Writer writer = vocab_writer("gpt2", "llama-bpe");
   writer.add_bool("tokenizer.ggml.add_bos_token", true);
@@ -303,6 +305,26 @@ TEST(Tokenizer, FromGgufReadsAByteLevelVocabWithoutMerges) {
   const auto tokenizer = Tokenizer::from_gguf(gguf::File::open(dir.file("v.gguf")));
   EXPECT_EQ(tokenizer->encode("hi 123", true, false),
             (std::vector<int32_t>{65, 'h', 'i', ' ', '1', '2', '3'}));
+}
+
+// Missing altogether, the file's tokenizer is not known: llama.cpp refuses it too.
+TEST(Tokenizer, FromGgufRejectsAByteLevelVocabWithoutItsMerges) {
+  testing::ScratchDir dir;
+  gguf::Writer writer;
+  writer.add_string("general.architecture", "llama");
+  writer.add_string("tokenizer.ggml.model", "gpt2");
+  writer.add_string("tokenizer.ggml.pre", "llama-bpe");
+  std::vector<std::string> tokens;
+  for (int byte = 0; byte < 256; ++byte) tokens.push_back(gpt2_spelling(byte));
+  writer.add_string_array("tokenizer.ggml.tokens", tokens);
+  writer.write(dir.file("v.gguf"));
+  try {
+    Tokenizer::from_gguf(gguf::File::open(dir.file("v.gguf")));
+    FAIL() << "expected GgufError";
+  } catch (const gguf::GgufError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.merges is missing"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Tokenizer, FromGgufRejectsAnUnknownPreTokenizerByName) {
