@@ -1,10 +1,12 @@
 // `tandem quantize IN.gguf OUT.gguf TYPE`: rewrites a model with its weights quantized, by
 // llama-quantize's per-tensor rules for the mixes (runner/model/quantize_model.h).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/cli_checks.h"
 #include "app/command.h"
@@ -38,10 +40,15 @@ Subcommand make_quantize_command(CLI::App& app) {
       "Write a copy of a GGUF model with its weights quantized (llama-quantize's mixes)");
   cli->add_option("in", flags->in, "Input GGUF model (F32, F16, BF16 or quantized)")->required();
   cli->add_option("out", flags->out, "Output GGUF file")->required();
+  // The mixes first; then the rest of the names, each one type for every weight matrix.
+  const std::vector<std::string> mixes = {"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S",
+                                          "Q6_K",   "Q8_0",   "Q4_0"};
+  std::vector<std::string> single;
+  for (const std::string& name : quantize_model::target_names())
+    if (std::find(mixes.begin(), mixes.end(), name) == mixes.end()) single.push_back(name);
   cli->add_option("type", flags->type,
-                  "Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0 (mixes), or one type for "
-                  "every weight matrix: " +
-                      joined(quantize_model::target_names()) + " (any case)")
+                  joined(mixes) + " (mixes), or one type for every weight matrix: " +
+                      joined(single) + " (any case)")
       ->required();
 
   return {cli, [flags] {

@@ -42,7 +42,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = "invalid command line";
-    std::cerr << "tandem: " << one_line(what) << " (see tandem --help)\n";
+    // Point at the help of the subcommand whose flags were being read, where there is one.
+    std::string help = "tandem --help";
+    for (const auto& sub : subcommands)
+      if (sub.cli->parsed()) help = "tandem " + sub.cli->get_name() + " --help";
+    std::cerr << "tandem: " << one_line(what) << " (see " << help << ")\n";
     return 2;
   }
 

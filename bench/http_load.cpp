@@ -258,6 +258,12 @@ class Slot : public std::enable_shared_from_this<Slot> {
     r.ok = false;
     r.error = what;
     r.e2e = seconds_between(sent_, now);
+    // A stream cut short records what it had received, as one that ended with an error
+    // event does: its first token's time and its chunks (a server's usage never came).
+    if (run_.options->stream && seen_text_) {
+      r.streamed = true;
+      if (!usage_seen_) r.output_tokens = chunks_;
+    }
     end(now);
     reset_connection();
     take_next();
@@ -329,8 +335,17 @@ ServerInfo discover_server(const ServerUrl& url) {
     models = fetch(url, http::verb::get, "/v1/models", "");
   } catch (const std::exception& e) {
     // A URL nothing answers at is a bad flag value (exit 2), like a model file not found.
-    throw std::invalid_argument("--url: cannot reach http://" + url.host + ":" + url.port + ": " +
+    const bool v6 = url.host.find(':') != std::string::npos;  // written back in brackets
+    const std::string host = v6 ? "[" + url.host + "]" : url.host;
+    throw std::invalid_argument("--url: cannot reach http://" + host + ":" + url.port + ": " +
                                 e.what());
+  }
+  // A server that wants a key asks for it here, before any figure is measured.
+  if (models.status == 401 || models.status == 403) {
+    throw std::invalid_argument(std::string(url.api_key.empty()
+                                                ? "--api-key: the server wants one"
+                                                : "--api-key: the server refuses it") +
+                                " (HTTP " + std::to_string(models.status) + " from /v1/models)");
   }
   int64_t vocab = 0;
   const json list = json::parse(models.body, nullptr, false);

@@ -78,7 +78,8 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   exec.kv_prefault_tokens = options.kv_prefault_tokens;
   auto executor = std::make_unique<CpuExecutor>(model_, exec);
   threads_ = executor->threads();
-  device_description_ = "cpu, " + std::to_string(threads_) + " compute threads";
+  device_description_ =
+      "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " compute thread" : " compute threads");
   return executor;
 }
 

@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace tandem::server {
@@ -100,11 +101,18 @@ void ServerMetrics::count_error() {
   ++finishes_[kFinishLabels - 1];
 }
 
+void ServerMetrics::count_prompt_tokens(int64_t tokens) {
+  std::lock_guard lock(mutex_);
+  prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(tokens, 0));
+}
+
 std::string ServerMetrics::render(const SchedulerMetrics& s) const {
   std::string out;
   out.reserve(8192);
+  uint64_t prompt_tokens = 0;
   {
     std::lock_guard lock(mutex_);
+    prompt_tokens = prompt_tokens_;
     header(out, "tandem_http_requests_total", "counter",
            "HTTP requests answered, by endpoint and status code.");
     for (const auto& [key, count] : responses_) {
@@ -118,7 +126,13 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
              std::to_string(count) + "\n";
     }
   }
-  metric(out, "tandem_prompt_tokens_total", "counter", "Prompt tokens prefilled.",
+  metric(out, "tandem_prompt_tokens_total", "counter",
+         "Prompt tokens of the generation requests answered, as their usage counts them (each "
+         "prompt once, cached tokens included).",
+         static_cast<double>(prompt_tokens));
+  metric(out, "tandem_prefill_tokens_total", "counter",
+         "Prompt tokens computed by prefill steps (cached and shared ones excluded, ones "
+         "recomputed after a preemption included).",
          static_cast<double>(s.prompt_tokens));
   metric(out, "tandem_generation_tokens_total", "counter",
          "Tokens generated and accepted (discarded ones excluded).",

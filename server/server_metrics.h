@@ -45,6 +45,8 @@ class ServerMetrics {
   // an error of any kind (label "error").
   void count_finish(FinishReason reason);
   void count_error();
+  // An answered request's prompt tokens, as its usage counts them.
+  void count_prompt_tokens(int64_t tokens);
   void observe_time_to_first_token(double seconds) { ttft_.observe(seconds); }
   void observe_inter_token_latency(double seconds) { itl_.observe(seconds); }
   void observe_request_latency(double seconds) { e2e_.observe(seconds); }
@@ -56,6 +58,7 @@ class ServerMetrics {
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> responses_;
   std::array<uint64_t, kFinishLabels> finishes_{};  // by FinishReason, then errors
+  uint64_t prompt_tokens_ = 0;
   LatencyHistogram ttft_;
   LatencyHistogram itl_;
   LatencyHistogram e2e_;

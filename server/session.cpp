@@ -1,6 +1,7 @@
 #include "server/session.h"
 
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -11,6 +12,9 @@
 
 namespace tandem::server {
 namespace {
+
+// nginx's status for a request whose client closed the connection before the answer.
+constexpr int kClientClosedRequest = 499;
 
 // A request's parts, owned, for its preparation off the strand (prepare_elsewhere).
 struct OwnedRequest {
@@ -158,8 +162,14 @@ struct Session::Generation {
   GenerationResponse response;
   bool keep_alive = true;
   bool done = false;  // every choice finished, or one failed
-  bool seen_text = false;
-  Clock::time_point last_text;
+  // Each choice's latest text, for its first-token time and its inter-token gaps: each
+  // choice is a sequence of its own (vLLM runs n choices as child requests), so a gap is
+  // never measured from another choice's token in the same step.
+  std::vector<std::optional<Clock::time_point>> last_text;
+  std::optional<Clock::time_point>& last_text_of(int32_t choice) {
+    if (static_cast<size_t>(choice) >= last_text.size()) last_text.resize(choice + 1);
+    return last_text[choice];
+  }
 };
 
 // Marks a write begun (the flag, its watch) and returns its completion handler: once the
@@ -268,8 +278,9 @@ void Session::read_body() {
 }
 
 void Session::on_request(beast::error_code ec) {
-  route_ = parser_->is_header_done() ? Endpoints::route_name(view(parser_->get().target()))
-                                     : std::string("other");
+  // The request line is read before the fields: a 413 for the Content-Length, found
+  // before the header is done, still names its route (an empty target is "other").
+  route_ = Endpoints::route_name(view(parser_->get().target()));
   head_ = parser_->is_header_done() && parser_->get().method() == http::verb::head;
   // Before the refusals below: a browser reads a 413 only with the CORS header on it. The
   // fields parsed so far are read (a 413 for the Content-Length comes before the parser
@@ -454,13 +465,13 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
-  if (!g.seen_text) {
+  std::optional<Clock::time_point>& last = g.last_text_of(choice);
+  if (!last) {
     metrics.observe_time_to_first_token(seconds_between(received_, at));
   } else {
-    metrics.observe_inter_token_latency(seconds_between(g.last_text, at));
+    metrics.observe_inter_token_latency(seconds_between(*last, at));
   }
-  g.seen_text = true;
-  g.last_text = at;
+  last = at;
   stream_pending_ += g.response.text(choice, text);
   if (g.response.stream()) flush_stream();
 }
@@ -477,6 +488,12 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
   metrics.count_finish(g.response.reported_reason(choice, reason));
+  // A choice that showed no text (an end at once, echo with max_tokens 0) has its first
+  // token's time at its end.
+  if (reason != FinishReason::kCancelled && !g.last_text_of(choice)) {
+    metrics.observe_time_to_first_token(seconds_between(received_, at));
+    g.last_text_of(choice) = at;
+  }
   if (reason == FinishReason::kCancelled) {  // only a vanished client is: nobody to answer
     end_generation();                        // cancels the other choices too
     close();
@@ -491,8 +508,8 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
     return;
   }
   g.done = true;
-  if (!g.seen_text) metrics.observe_time_to_first_token(seconds_between(received_, at));
   metrics.observe_request_latency(seconds_between(received_, at));
+  metrics.count_prompt_tokens(g.response.usage().prompt_tokens);
   if (!g.response.stream()) {
     HttpAnswer whole;
     whole.body = g.response.whole_body();
@@ -575,6 +592,10 @@ void Session::watch_for_disconnect() {
 void Session::client_gone() {
   if (generation_ && !generation_->done) {
     context_.endpoints.metrics().count_finish(FinishReason::kCancelled);
+    // A stream's 200 went out with its header; a whole answer never will be: counted as
+    // nginx logs a client that closed first.
+    if (!generation_->response.stream())
+      context_.endpoints.metrics().count_response(route_, kClientClosedRequest);
   }
   end_generation();  // cancels a generation still running
   closed_ = true;

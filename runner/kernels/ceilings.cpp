@@ -117,12 +117,20 @@ std::string describe(const MachineCeilings& c) {
     std::snprintf(amx, sizeof amx, ", AMX BF16 %.0f GFLOP/s", c.amx_bf16_gflops);
   if (c.amx_int8_gops > 0)
     std::snprintf(amx_int8, sizeof amx_int8, ", AMX int8 %.0f GOP/s", c.amx_int8_gops);
+  // With one thread the two read figures are the same measurement: said once.
+  char reads[96];
+  if (c.threads > 1) {
+    std::snprintf(reads, sizeof reads, "%.1f GB/s (1 thread) %.1f GB/s (%d threads)",
+                  c.read_gbps_one_thread, c.read_gbps_all_threads, c.threads);
+  } else {
+    std::snprintf(reads, sizeof reads, "%.1f GB/s", c.read_gbps_one_thread);
+  }
   char line[360];
   std::snprintf(line, sizeof line,
-                "ceilings (%d threads): F32 FMA %.0f GFLOP/s, BF16 dot %.0f GFLOP/s%s, int8 dot "
-                "%.0f GOP/s%s, memory read %.1f GB/s (1 thread) %.1f GB/s (%d threads)",
-                c.threads, c.f32_fma_gflops, c.bf16_dot_gflops, amx, c.int8_dot_gops, amx_int8,
-                c.read_gbps_one_thread, c.read_gbps_all_threads, c.threads);
+                "ceilings (%d thread%s): F32 FMA %.0f GFLOP/s, BF16 dot %.0f GFLOP/s%s, int8 dot "
+                "%.0f GOP/s%s, memory read %s",
+                c.threads, c.threads == 1 ? "" : "s", c.f32_fma_gflops, c.bf16_dot_gflops, amx,
+                c.int8_dot_gops, amx_int8, reads);
   return line;
 }
 

@@ -253,6 +253,13 @@ TEST(BadInputCli, AnEmptyServedModelNameIsRefused) {
       "cannot be empty");
 }
 
+// A flag a subcommand does not know points at that subcommand's help, where the flags are.
+TEST(BadInputCli, AnUnknownFlagPointsAtItsSubcommandsHelp) {
+  expect_one_line_exit_two(run_tandem({"serve", "--no-such-flag"}), "(see tandem serve --help)");
+  expect_one_line_exit_two(run_tandem({"bench", "--requests", "x"}), "(see tandem bench --help)");
+  expect_one_line_exit_two(run_tandem({"--no-such-flag"}), "(see tandem --help)");
+}
+
 TEST(BadInputCli, HelpShowsTheDefaultsAndSaneBounds) {
   const auto generate = run_tandem({"generate", "--help"});
   ASSERT_EQ(generate.exit_code, 0);

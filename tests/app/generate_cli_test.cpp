@@ -43,7 +43,8 @@ TEST(GenerateCli, CeilingsPrintTheSpeedsAsFractionsOfTheMachine) {
   auto r = run_tandem({"generate", "--model", model, "--prompt", "Hello", "--max-tokens", "8",
                        "--ignore-eos", "--threads", "1", "--ceilings"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("ceilings (1 threads): F32 FMA "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ceilings (1 thread): F32 FMA "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("GB/s (1 thread)"), std::string::npos) << "one read figure: " << r.err;
   EXPECT_NE(r.err.find("decode: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" of the memory floor ("), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" of the F32 FMA peak"), std::string::npos) << r.err;  // F32 weights

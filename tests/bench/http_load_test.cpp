@@ -3,13 +3,17 @@
 // --url run generates what the in-process --model run generates for the same workload.
 #include "bench/http_load.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -128,6 +132,63 @@ TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
   }
 }
 
+// A server that starts a stream, sends two text chunks and dies: the record is a failure
+// that still holds what came (its first-token time, its gap, its chunks as tokens), as one
+// ended by an error event does, where it had reported 0 tokens and no first-token time.
+TEST(HttpLoadCut, AStreamCutShortKeepsWhatItReceived) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t length = sizeof address;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::thread server([listener] {
+    const int client = ::accept(listener, nullptr, nullptr);
+    if (client < 0) return;
+    char buffer[4096];
+    std::string request;
+    while (request.find("\r\n\r\n") == std::string::npos) {  // the body is small: read on
+      const ssize_t n = ::read(client, buffer, sizeof buffer);
+      if (n <= 0) break;
+      request.append(buffer, static_cast<size_t>(n));
+    }
+    const std::string events =
+        "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n"
+        "data: {\"choices\":[{\"index\":0,\"text\":\"b\",\"finish_reason\":null}]}\n\n";
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", events.size());
+    const std::string reply =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        std::string(size) + events + "\r\n";
+    (void)!::write(client, reply.data(), reply.size());
+    ::close(client);  // no last chunk: the stream is cut
+  });
+  bench::ServerUrl url;
+  url.host = "127.0.0.1";
+  url.port = std::to_string(ntohs(address.sin_port));
+  bench::WorkloadSpec spec;
+  spec.requests = 1;
+  spec.max_tokens = 8;
+  bench::LoadOptions options;
+  options.stream = true;
+  const bench::LoadResult result =
+      bench::run_http(url, "m", bench::plan_workload(spec, {5, 6, 7}), options);
+  server.join();
+  ::close(listener);
+  ASSERT_EQ(result.records.size(), 1u);
+  const bench::RequestRecord& r = result.records[0];
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("read: "), std::string::npos) << r.error;
+  EXPECT_TRUE(r.streamed);
+  EXPECT_EQ(r.output_tokens, 2);
+  EXPECT_EQ(r.text, "ab");
+  EXPECT_GT(r.ttft, 0.0);
+  EXPECT_EQ(r.itl.size(), 1u);
+}
+
 TEST_F(HttpLoad, ApiKeyGoesAsABearerTokenAndItsAbsenceFailsTheRequests) {
   ServeChild serve({"--model", model_, "--port", "0", "--threads", "1", "--api-key", "sesame"});
   ASSERT_GT(serve.port(), 0);
@@ -138,6 +199,19 @@ TEST_F(HttpLoad, ApiKeyGoesAsABearerTokenAndItsAbsenceFailsTheRequests) {
   spec.requests = 2;
   spec.max_tokens = 4;
   const auto workload = bench::plan_workload(spec, {5, 6, 7});
+  // bench asks the server what it serves first: a missing or wrong key ends it there, a
+  // bad --api-key (exit 2) before any figure.
+  try {
+    bench::discover_server(url);
+    ADD_FAILURE() << "expected the missing key to be named";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--api-key: the server wants one (HTTP 401"),
+              std::string::npos)
+        << e.what();
+  }
+  url.api_key = "wrong";
+  EXPECT_THROW(bench::discover_server(url), std::invalid_argument);
+  url.api_key.clear();
   const bench::LoadResult refused = bench::run_http(url, "", workload, {});
   EXPECT_EQ(bench::summarize(refused.records, 1).failed, 2);
   EXPECT_NE(refused.records[0].error.find("HTTP 401"), std::string::npos)

@@ -136,6 +136,38 @@ TEST(Connections, ADisconnectMidStreamCancelsTheRequestAndFreesItsKvBlocks) {
   EXPECT_LT(metric_value(metrics, "tandem_generation_tokens_total").value_or(2000), 2000);
 }
 
+// A whole (not streamed) answer whose client leaves is never written: /metrics counts it
+// with nginx's 499 (client closed request), where it had not been counted at all.
+TEST(Connections, AWholeAnswersVanishedClientIsCountedAs499) {
+  ServerProcess server(demo_model(), {"--kv-tokens", "8192"});
+  const std::string request =
+      json{{"prompt", "x"}, {"max_tokens", 2000}, {"ignore_eos", true}}.dump();
+  {
+    HttpClient client(server.port());
+    client.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                     std::to_string(request.size()) + "\r\n\r\n" + request);
+    bool running = false;
+    for (int i = 0; i < 2000 && !running; ++i) {  // bounded poll of the running gauge
+      running = metric_value(fetch(server.port(), "GET", "/metrics").body,
+                             "tandem_requests_running") == 1.0;
+    }
+    ASSERT_TRUE(running);
+    client.close();
+  }
+  std::string metrics;
+  bool cancelled = false;
+  for (int i = 0; i < 2000 && !cancelled; ++i) {  // bounded poll of the finish counter
+    metrics = fetch(server.port(), "GET", "/metrics").body;
+    cancelled =
+        metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}") == 1.0;
+  }
+  ASSERT_TRUE(cancelled) << metrics;
+  EXPECT_EQ(metric_value(metrics,
+                         "tandem_http_requests_total{endpoint=\"/v1/completions\",status=\"499\"}"),
+            1.0)
+      << metrics;
+}
+
 // A client on a slow link (a 4 KB receive window, read at about 1 MB/s) takes seconds over
 // a 4.8 MB stream that the server makes in a fraction of one. The write timeout (1 s here)
 // drops a client that takes nothing for that long, not one whose backlog outlasts it: the

@@ -108,6 +108,10 @@ TEST(Endpoints, OnlyTheListedOriginsAreAllowedWhenSomeAreNamed) {
   EXPECT_EQ(refusal.rfind("HTTP/1.1 413", 0), 0u) << refusal;
   EXPECT_NE(refusal.find("Access-Control-Allow-Origin: https://app.example\r\n"), std::string::npos)
       << refusal;
+  // /metrics files it under its route, read from the request line before the fields.
+  EXPECT_EQ(metric_value(fetch(server.port(), "GET", "/metrics").body,
+                         "tandem_http_requests_total{endpoint=\"/v1/completions\",status=\"413\"}"),
+            1);
   // CORS off: no headers, and OPTIONS is a method no route takes.
   ServerProcess closed(tiny_model(), {"--allowed-origins", ""});
   const HttpResult plain =
@@ -200,6 +204,31 @@ TEST(Endpoints, ARepeatedPromptReportsItsCachedTokens) {
   const json both = fetch(port, "POST", "/v1/completions", listed.dump()).json();
   EXPECT_EQ(both["usage"]["prompt_tokens"], 2 * prompt_tokens);
   EXPECT_EQ(both["usage"]["prompt_tokens_details"]["cached_tokens"], 2 * cached) << both;
+}
+
+// Latencies are per choice, as vLLM measures each of n choices as a request of its own: one
+// first-token time per choice and only gaps within a choice (not from choice 0's token to
+// choice 1's in the same step). The prompt counter agrees with usage (each prompt once).
+TEST(Endpoints, MetricsTimeEachChoiceAloneAndCountPromptsAsUsageDoes) {
+  const uint16_t port = shared_server().port();
+  auto scrape = [port](const char* series) {
+    return metric_value(fetch(port, "GET", "/metrics").body, series).value_or(-1);
+  };
+  const double ttft = scrape("tandem_time_to_first_token_seconds_count");
+  const double itl = scrape("tandem_inter_token_latency_seconds_count");
+  const double prompts = scrape("tandem_prompt_tokens_total");
+  // Letters only: every token is a whole character, so each shows as a piece of text.
+  const json body = {{"prompt", "metrics"}, {"max_tokens", 6},  {"n", 3},
+                     {"seed", 4},           {"temperature", 1}, {"guided_regex", "[a-z]{6}"}};
+  const HttpResult r = fetch(port, "POST", "/v1/completions", body.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json answer = json::parse(r.body);
+  for (const json& choice : answer["choices"])
+    EXPECT_EQ(choice["text"].get<std::string>().size(), 6u);
+  EXPECT_EQ(scrape("tandem_time_to_first_token_seconds_count") - ttft, 3);
+  EXPECT_EQ(scrape("tandem_inter_token_latency_seconds_count") - itl, 3 * 5);
+  EXPECT_EQ(scrape("tandem_prompt_tokens_total") - prompts,
+            answer["usage"]["prompt_tokens"].get<double>());
 }
 
 TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {

@@ -655,6 +655,17 @@ async function main() {
     check(t.code === 0, 'deploy/nginx/tandem.conf passes nginx -t', t.stderr);
   }
 
+  // A directory a cluster left behind (killed without its cleanup) names no running
+  // cluster: rolling-restart says so at once instead of waiting on an nginx that is gone.
+  {
+    const d = path.join(work, 'stale');
+    fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, 'cluster.env'), `replicas=2\ngrace=5\nnginx_pid_file=${d}/nginx.pid\n`);
+    const r = await run('bash', [path.join(repo, 'scripts/rolling-restart'), '--dir', d]);
+    check(r.code === 1 && r.stderr.includes('its nginx is not running'),
+      'scripts/rolling-restart refuses a stale cluster directory', r.stderr);
+  }
+
   const c = new Cluster('cluster', base, serveArgs);
   await c.ready();
   log(c.out.trim());
