@@ -275,13 +275,12 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   for (size_t p = 0; p < prompts.size(); ++p) {
     prompt_tokens += static_cast<int64_t>(prompts[p].size());
     std::string echo;
-    if (request.echo) {
-      const std::string& text = p == 0 ? request.prompt_text : request.more_prompt_texts[p - 1];
+    if (request.echo && request.has_prompt_tokens()) {
       // A token prompt's control tokens show as the generated ones do (vLLM decodes the
-      // ids with the same skip_special_tokens).
-      echo = request.has_prompt_tokens()
-                 ? tokenizer_.decode(prompts[p], /*render_special=*/!request.skip_special_tokens)
-                 : text;
+      // ids with the same skip_special_tokens). Token prompts have no texts to index.
+      echo = tokenizer_.decode(prompts[p], /*render_special=*/!request.skip_special_tokens);
+    } else if (request.echo) {
+      echo = p == 0 ? request.prompt_text : request.more_prompt_texts.at(p - 1);
     }
     for (int32_t c = 0; c < request.n; ++c) {
       const int32_t index = static_cast<int32_t>(p) * request.n + c;

@@ -48,7 +48,9 @@ class HttpServer {
   // Binds and listens; returns the port. Throws std::runtime_error naming the address and
   // the reason (in use, not local, unknown host).
   uint16_t listen();
-  // Serves until a signal or request_stop(), then drains and stops the scheduler.
+  // Serves until a signal or request_stop(), then drains and stops the scheduler. From its
+  // return SIGINT and SIGTERM are ignored: the process is exiting, and a late signal must
+  // not turn exit 0 into death by signal.
   void run();
   // Thread-safe; also what SIGINT and SIGTERM do. The first call drains (running requests
   // get the shutdown grace); a second cuts them now, as llama-server and uvicorn treat a
@@ -59,7 +61,8 @@ class HttpServer {
  private:
   struct Io;
   void accept();
-  void wait_for_signal();  // each SIGINT/SIGTERM calls request_stop()
+  void wait_for_signal();      // each SIGINT/SIGTERM calls request_stop()
+  void ignore_late_signals();  // after the drain: the process is exiting
 
   Scheduler& scheduler_;
   ServerOptions options_;

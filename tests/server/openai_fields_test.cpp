@@ -127,6 +127,13 @@ TEST(Logprobs, ATokenPromptsEchoShowsControlTokensOnlyWhenAskedTo) {
   const std::string bos = choice["logprobs"]["tokens"][0];
   EXPECT_FALSE(bos.empty());
   EXPECT_EQ(choice["text"], bos + "A");
+  // A list of token prompts echoes each one. (The echo read a prompt text that token
+  // prompts do not have, past an empty vector: UBSan killed the server on this request.)
+  const json listed = post_json(
+      "/v1/completions", json{{"prompt", {{65, 66}, {67, 68}}}, {"max_tokens", 0}, {"echo", true}});
+  ASSERT_EQ(listed["choices"].size(), 2u) << listed;
+  EXPECT_EQ(listed["choices"][0]["text"], "AB");
+  EXPECT_EQ(listed["choices"][1]["text"], "CD");
 }
 
 TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
