@@ -18,6 +18,7 @@
 
 #include "runner/gguf/quant.h"
 #include "runner/gguf/quantize.h"
+#include "runner/model/config.h"
 
 namespace tandem::quantize_model {
 
@@ -247,6 +248,9 @@ TensorType tensor_type(const Target& target, const ModelFacts& facts, const std:
 Report quantize_file(const std::filesystem::path& in, const std::filesystem::path& out,
                      const Target& target) {
   const gguf::File file = gguf::File::open(in);
+  // Only a model tandem runs: the checks its loading makes (architecture, shapes, layers)
+  // come first, so that every file quantize writes is one that generate and serve load.
+  (void)ModelConfig::from_gguf(file);
   const ModelFacts facts = facts_of(file);
 
   gguf::Writer writer;

@@ -82,6 +82,23 @@ TEST(BadInputCli, ATensorWithAZeroDimensionIsRefusedByEveryCommand) {
                            "have a zero dimension");
 }
 
+// quantize writes only what tandem runs: a file of an architecture generate refuses is
+// refused first (it had written a bert file), and nothing is left behind.
+TEST(BadInputCli, QuantizeRefusesAModelTandemCannotRun) {
+  ScratchDir dir;
+  std::string bytes = slurp(make_tiny(dir));
+  overwrite_string_value(bytes, "general.architecture", "bert");
+  const std::string model = dir.file("bert.gguf").string();
+  spit(model, bytes);
+  const std::string out = dir.file("out.gguf").string();
+  expect_one_line_exit_two(run_tandem({"quantize", model, out, "Q8_0"}),
+                           "unsupported architecture 'bert ");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(has_temp_files(dir));
+  expect_one_line_exit_two(run_tandem({"generate", "--model", model, "--prompt", "x"}),
+                           "unsupported architecture 'bert ");
+}
+
 // A block_count below the layers the file holds would run a cut-down model: refused, as
 // llama.cpp refuses it (the u32 value follows the key's u32 type tag).
 TEST(BadInputCli, ALayerPastBlockCountIsRefused) {
