@@ -34,6 +34,8 @@ struct ServeOptions {
   std::string prefill_chunk = "auto";
   int64_t kv_tokens = 0;
   int64_t kv_prefault = 0;
+  int64_t grammar_cache_mib =
+      static_cast<int64_t>(grammar::GrammarCache::kDefaultBudgetBytes >> 20);
   std::string kv_dtype = "f16";
   std::string device = "cpu";
   std::string prefix_cache = "on";
@@ -107,6 +109,7 @@ int run_serve(ServeOptions o) {
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
   engine_options.kv_prefault_tokens = o.kv_prefault;
+  engine_options.grammar_cache_bytes = static_cast<size_t>(o.grammar_cache_mib) << 20;
   engine_options.kv_type = *parse_kv_type(o.kv_dtype);
   engine_options.device = o.device;
   engine_options.scheduler.overlap = o.overlap == "on";
@@ -207,6 +210,11 @@ Subcommand make_serve_command(CLI::App& app) {
                   "KV positions whose pages are written at startup, so that no request pays a "
                   "page's first write (0: none; more than the cache: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
+  cmd->add_option("--grammar-cache-mib", opts->grammar_cache_mib,
+                  "MiB that compiled grammars (structured outputs, tools) may hold for reuse, "
+                  "at most 64 of them; least recently used go first (0: only the latest)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   add_kv_dtype_option(*cmd, opts->kv_dtype);
   add_device_option(*cmd, opts->device);

@@ -116,7 +116,8 @@ Engine::Engine(EngineOptions options) {
   // The vocabulary as the grammar engine sees it, once per model (the trie and the plain
   // text index cost milliseconds for a 50k vocabulary; no request rebuilds them).
   card.grammars =
-      std::make_shared<grammar::GrammarCache>(grammar::Vocabulary::from_tokenizer(*tokenizer_));
+      std::make_shared<grammar::GrammarCache>(grammar::Vocabulary::from_tokenizer(*tokenizer_),
+                                              /*capacity=*/64, options.grammar_cache_bytes);
   card_ = std::move(card);
 }
 

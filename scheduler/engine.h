@@ -49,6 +49,9 @@ struct EngineOptions {
   // use, so that no step of theirs maps a fresh page. 0: none. Ignored with cuda (device
   // memory has no first write to pay).
   int64_t kv_prefault_tokens = 0;
+  // Compiled grammars (structured outputs, tools) kept for later requests: at most this
+  // many bytes (--grammar-cache-mib).
+  size_t grammar_cache_bytes = grammar::GrammarCache::kDefaultBudgetBytes;
   // Non-null: the CPU executor times every step phase by phase into it (forward_profile.h;
   // `tandem generate --profile`). Read it once the engine is stopped. Refused with cuda.
   ForwardProfile* profile = nullptr;

@@ -18,7 +18,7 @@ std::string access_log_line(const AccessRecord& record, int64_t unix_millis) {
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-AccessLog::AccessLog(const std::string& path) {
+AccessLog::AccessLog(const std::string& path) : path_(path) {
   if (path == "-") {
     out_ = stderr;
     return;
@@ -32,6 +32,16 @@ AccessLog::AccessLog(const std::string& path) {
 
 AccessLog::~AccessLog() {
   if (owned_) std::fclose(out_);
+}
+
+std::string AccessLog::reopen() {
+  if (!owned_) return "";
+  std::FILE* fresh = std::fopen(path_.c_str(), "a");
+  if (fresh == nullptr) return path_ + ": " + std::strerror(errno);
+  std::lock_guard lock(mutex_);
+  std::fclose(out_);
+  out_ = fresh;
+  return "";
 }
 
 void AccessLog::record(const AccessRecord& record) {

@@ -29,8 +29,13 @@ class AccessLog {
   AccessLog& operator=(const AccessLog&) = delete;
 
   void record(const AccessRecord& record);
+  // Opens the path again (SIGHUP), so that logrotate's rename-and-create rotation gets the
+  // new records in the new file rather than in the renamed (or deleted) one. On failure the
+  // old file is kept, and the reason returned; "" on success or for standard error.
+  std::string reopen();
 
  private:
+  std::string path_;
   std::mutex mutex_;
   std::FILE* out_ = nullptr;
   bool owned_ = false;

@@ -39,6 +39,7 @@ struct HttpServer::Io {
   tcp::acceptor acceptor{net::make_strand(ioc)};
   net::steady_timer accept_retry{acceptor.get_executor()};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
+  net::signal_set hangups{ioc, SIGHUP};  // reopen the access log (log rotation)
   std::vector<std::thread> threads;
   // SessionContext::prepare: four threads, so that a few slow compiles (distinct schemas:
   // a refused one is answered from the grammar cache the next time) leave other requests'
@@ -124,8 +125,30 @@ void HttpServer::wait_for_signal() {
   });
 }
 
+// SIGHUP reopens the access log, as nginx's USR1 and Apache's HUP reopen theirs: after
+// logrotate renames the file (and creates a new one), new records go to the new file. It no
+// longer ends the process, which its default action did, cutting every request.
+void HttpServer::wait_for_hangup() {
+  io_->hangups.async_wait([this](beast::error_code ec, int) {
+    if (ec) return;
+    if (access_log_) {
+      const std::string failed = access_log_->reopen();
+      if (failed.empty()) {
+        std::fprintf(stderr, "tandem serve: SIGHUP: access log reopened\n");
+      } else {
+        std::fprintf(stderr,
+                     "tandem serve: SIGHUP: cannot reopen the access log %s (kept the "
+                     "old file)\n",
+                     failed.c_str());
+      }
+    }
+    wait_for_hangup();
+  });
+}
+
 void HttpServer::run() {
   wait_for_signal();
+  wait_for_hangup();
   endpoints_.set_serving(true);
   net::post(io_->acceptor.get_executor(), [this] { accept(); });
   int threads = options_.io_threads;
@@ -176,8 +199,10 @@ void HttpServer::run() {
 void HttpServer::ignore_late_signals() {
   beast::error_code ignored;
   io_->signals.clear(ignored);
+  io_->hangups.clear(ignored);
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);
 }
 
 }  // namespace tandem::server

@@ -63,6 +63,7 @@ class HttpServer {
   void accept();
   void wait_for_signal();      // each SIGINT/SIGTERM calls request_stop()
   void ignore_late_signals();  // after the drain: the process is exiting
+  void wait_for_hangup();      // each SIGHUP reopens the access log
 
   Scheduler& scheduler_;
   ServerOptions options_;

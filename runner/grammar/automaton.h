@@ -44,6 +44,14 @@ struct Automaton {
   bool root_is_called = false;      // some rule calls the root (else its frame is the base)
 
   int32_t num_states() const { return static_cast<int32_t>(flags.size()); }
+  // The heap its tables hold (the transition table dominates: states x classes x 4 bytes).
+  size_t memory_bytes() const {
+    size_t bytes = next.capacity() * sizeof(int32_t) + flags.capacity() +
+                   call_begin.capacity() * sizeof(uint32_t) + calls.capacity() * sizeof(CallEdge) +
+                   (rule_start.capacity() + state_rule.capacity()) * sizeof(int32_t);
+    for (const std::string& name : rule_names) bytes += sizeof(std::string) + name.capacity();
+    return bytes;
+  }
   int32_t step(int32_t state, uint8_t byte) const {
     return next[static_cast<size_t>(state) * static_cast<size_t>(num_classes) + byte_class[byte]];
   }

@@ -69,4 +69,11 @@ size_t CompiledGrammar::cache_bytes() const {
   return bytes;
 }
 
+size_t CompiledGrammar::memory_bytes() const {
+  const auto states = static_cast<size_t>(grammar_->num_states());
+  return grammar_->automaton().memory_bytes() +
+         states * (sizeof(std::atomic<const MaskEntry*>) + sizeof(std::atomic<uint16_t>)) +
+         cache_bytes();
+}
+
 }  // namespace tandem::grammar

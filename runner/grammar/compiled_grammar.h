@@ -36,6 +36,9 @@ class CompiledGrammar {
 
   size_t cached_states() const;
   size_t cache_bytes() const;
+  // Everything it holds: the automaton's tables, the per-state slots and the masks cached
+  // so far (which grow as matchers meet states).
+  size_t memory_bytes() const;
 
  private:
   std::shared_ptr<const Grammar> grammar_;

@@ -1,5 +1,7 @@
 #include "runner/grammar/grammar_cache.h"
 
+#include <algorithm>
+
 namespace tandem::grammar {
 
 namespace {
@@ -13,8 +15,32 @@ std::string key_of(char kind, std::string_view text) {
 
 }  // namespace
 
-GrammarCache::GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity)
-    : vocabulary_(std::move(vocabulary)), capacity_(capacity == 0 ? 1 : capacity) {}
+GrammarCache::GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity,
+                           size_t budget_bytes)
+    : vocabulary_(std::move(vocabulary)),
+      capacity_(capacity == 0 ? 1 : capacity),
+      budget_bytes_(budget_bytes) {}
+
+size_t GrammarCache::bytes_of(const Entry& entry) {
+  return sizeof(Entry) + entry.key.capacity() + entry.error.capacity() +
+         (entry.compiled ? entry.compiled->memory_bytes() : 0);
+}
+
+// Drops least recently used entries past either bound, never the newest (front) one. The
+// sizes are measured now, as an entry's masks grow after it was cached.
+void GrammarCache::evict_locked() {
+  while (entries_.size() > capacity_) {
+    index_.erase(entries_.back().key);
+    entries_.pop_back();
+  }
+  size_t total = 0;
+  for (const Entry& entry : entries_) total += bytes_of(entry);
+  while (total > budget_bytes_ && entries_.size() > 1) {
+    total -= std::min(total, bytes_of(entries_.back()));
+    index_.erase(entries_.back().key);
+    entries_.pop_back();
+  }
+}
 
 template <typename Compile>
 std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compile compile) {
@@ -40,11 +66,12 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compil
   if (const auto it = index_.find(key); it != index_.end()) return found(*it->second);
   entries_.push_front(std::move(made));
   index_.emplace(std::move(key), entries_.begin());
-  if (entries_.size() > capacity_) {
-    index_.erase(entries_.back().key);
-    entries_.pop_back();
-  }
-  return found(entries_.front());
+  const Entry& newest = entries_.front();
+  std::shared_ptr<const CompiledGrammar> compiled = newest.compiled;
+  std::string error = newest.error;
+  evict_locked();
+  if (!compiled) throw GrammarError(error);
+  return compiled;
 }
 
 std::shared_ptr<const CompiledGrammar> GrammarCache::json_schema(std::string_view schema_text) {
@@ -70,6 +97,13 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::framed_json(const FramedJso
 size_t GrammarCache::size() const {
   std::lock_guard lock(mutex_);
   return entries_.size();
+}
+
+size_t GrammarCache::memory_bytes() const {
+  std::lock_guard lock(mutex_);
+  size_t total = 0;
+  for (const Entry& entry : entries_) total += bytes_of(entry);
+  return total;
 }
 
 }  // namespace tandem::grammar

@@ -1,9 +1,13 @@
 // Compiled grammars for one vocabulary, cached by their source text, so that requests
 // with the same schema share one compilation and one mask cache (compiling a schema and
-// warming its masks cost far more than a lookup). Least recently used entries go first.
-// Thread-safe. Errors are cached too (the same text fails the same way for one
-// vocabulary): a refused schema that took a second to refuse ("grammar too large") costs a
-// lookup the next time, not another second of a preparation thread.
+// warming its masks cost far more than a lookup). Bounded twice: at most `capacity`
+// entries, and at most `budget_bytes` held in all (keys, automata and the masks cached so
+// far, measured at each insertion), since one large grammar's transition table and masks
+// may reach 150 MB and 64 such would exhaust a machine. Least recently used entries go
+// first; the entry just made always stays (its request uses it). Thread-safe. Errors are cached too
+// (the same text fails the same way for one vocabulary): a refused schema that took a second to
+// refuse ("grammar too large") costs a lookup the next time, not another second of a preparation
+// thread.
 #pragma once
 
 #include <list>
@@ -19,7 +23,9 @@ namespace tandem::grammar {
 
 class GrammarCache {
  public:
-  GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity = 64);
+  static constexpr size_t kDefaultBudgetBytes = size_t{256} << 20;
+  GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity = 64,
+               size_t budget_bytes = kDefaultBudgetBytes);
 
   std::shared_ptr<const CompiledGrammar> json_schema(std::string_view schema_text);
   std::shared_ptr<const CompiledGrammar> gbnf(std::string_view text);
@@ -30,6 +36,8 @@ class GrammarCache {
   std::shared_ptr<const CompiledGrammar> framed_json(const FramedJson& framed);
 
   size_t size() const;
+  // What the entries hold now (the masks grow as matchers meet states).
+  size_t memory_bytes() const;
   const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocabulary_; }
 
  private:
@@ -41,8 +49,12 @@ class GrammarCache {
   template <typename Compile>
   std::shared_ptr<const CompiledGrammar> get(std::string key, Compile compile);
 
+  static size_t bytes_of(const Entry& entry);
+  void evict_locked();
+
   std::shared_ptr<const Vocabulary> vocabulary_;
   size_t capacity_;
+  size_t budget_bytes_;
   mutable std::mutex mutex_;
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

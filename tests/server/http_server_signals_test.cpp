@@ -40,12 +40,14 @@ TEST(HttpServerSignals, AfterTheDrainSigintAndSigtermAreIgnoredForTheExit) {
     serving.join();
     EXPECT_EQ(disposition(SIGTERM), SIG_IGN);
     EXPECT_EQ(disposition(SIGINT), SIG_IGN);
+    EXPECT_EQ(disposition(SIGHUP), SIG_IGN);
   }
   // Destroying the server gives nothing back to the default action.
   EXPECT_EQ(disposition(SIGTERM), SIG_IGN);
   EXPECT_EQ(disposition(SIGINT), SIG_IGN);
   ::signal(SIGTERM, SIG_DFL);  // the test process as it was
   ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGHUP, SIG_DFL);
 }
 
 }  // namespace

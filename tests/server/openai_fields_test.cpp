@@ -2,7 +2,10 @@
 // (completions and chat, streamed equal to whole), echo with max_tokens 0, penalties,
 // ids and system_fingerprint, the seeds the server draws, and `user` in
 // the access log.
+#include <signal.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -258,6 +261,36 @@ TEST(AccessLog, RecordsTheUserAndTheResponseIdOnOneJsonLine) {
   EXPECT_EQ(entry["route"], "/v1/completions");
   EXPECT_EQ(entry["prompt_tokens"], r["usage"]["prompt_tokens"]);
   EXPECT_FALSE(std::getline(in, line));  // one request, one line
+}
+
+size_t lines_in(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// logrotate's default rotation: rename the file, then SIGHUP. The server reopens the path
+// and goes on serving; the records after the signal are in the new file, none in the
+// renamed one. (Before, SIGHUP's default action killed the server, and without it every
+// later record went into the renamed file.)
+TEST(AccessLog, SighupAfterARenameReopensThePath) {
+  ScratchDir dir;
+  const auto log = dir.path() / "access.log";
+  const auto rotated = dir.path() / "access.log.1";
+  ServerProcess server(tiny_model(), {"--access-log", log.string()});
+  const std::string body = json{{"prompt", "x"}, {"max_tokens", 1}}.dump();
+  ASSERT_EQ(fetch(server.port(), "POST", "/v1/completions", body).status, 200);
+  std::filesystem::rename(log, rotated);
+  ::kill(server.pid(), SIGHUP);
+  bool reopened = false;
+  for (int i = 0; i < 200000 && !reopened; ++i)  // bounded poll of the server's note
+    reopened = server.stderr_text().find("access log reopened") != std::string::npos;
+  ASSERT_TRUE(reopened) << server.stderr_text();
+  ASSERT_EQ(fetch(server.port(), "POST", "/v1/completions", body).status, 200);
+  ASSERT_EQ(fetch(server.port(), "POST", "/v1/completions", body).status, 200);
+  EXPECT_EQ(lines_in(rotated), 1u);
+  EXPECT_EQ(lines_in(log), 2u);
 }
 
 }  // namespace

@@ -40,6 +40,40 @@ TEST(GrammarCache, TheLeastRecentlyUsedEntryGoesFirst) {
   EXPECT_EQ(cache.gbnf("root ::= \"1\""), one);
 }
 
+// The byte budget: large grammars (a long choice list's automaton) evict older entries
+// once their sum passes it, whatever the entry count; the newest always stays, even alone
+// past the budget, since its request uses it. (QA: 64 entries of ~150 MB each were kept.)
+TEST(GrammarCache, EntriesPastTheByteBudgetAreEvictedOldestFirst) {
+  auto choices = [](char tag) {  // root ::= "a0" | "a1" | ... : a few thousand states
+    std::string text = "root ::= ";
+    for (int i = 0; i < 300; ++i)
+      text += (i ? " | \"" : "\"") + std::string(1, tag) + std::to_string(i * 7919) + "\"";
+    return text;
+  };
+  GrammarCache probe(testing::synthetic_vocabulary());
+  probe.gbnf(choices('a'));
+  const size_t one = probe.memory_bytes();
+  ASSERT_GT(one, 10000u);
+  // Room for two such entries, not three.
+  GrammarCache cache(testing::synthetic_vocabulary(), 64, one * 5 / 2);
+  const auto a = cache.gbnf(choices('a'));
+  const auto b = cache.gbnf(choices('b'));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.gbnf(choices('a')), a);  // a is now the most recent
+  cache.gbnf(choices('c'));                // evicts b, the least recently used
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_LE(cache.memory_bytes(), one * 5 / 2);
+  EXPECT_EQ(cache.gbnf(choices('a')), a);
+  EXPECT_NE(cache.gbnf(choices('b')), b);  // compiled again
+  // A budget below one entry keeps only the newest.
+  GrammarCache tiny(testing::synthetic_vocabulary(), 64, 1);
+  const auto first = tiny.gbnf(choices('a'));
+  EXPECT_EQ(tiny.size(), 1u);
+  tiny.gbnf(choices('b'));
+  EXPECT_EQ(tiny.size(), 1u);
+  EXPECT_NE(tiny.gbnf(choices('a')), first);
+}
+
 // A refusal can take as long as a compile (a grammar found too large at the end): the
 // same text is refused from the cache, with the same message, every time.
 TEST(GrammarCache, ErrorsAreThrownEveryTimeFromOneEntry) {
