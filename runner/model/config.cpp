@@ -111,12 +111,7 @@ void read_rope(ModelConfig& c, const gguf::File& file, const std::string& a) {
 // the file holds. llama.cpp refuses such a file ("wrong number of tensors"); so does tandem.
 void check_layer_tensors(const gguf::File& file, int32_t n_layer) {
   for (const gguf::TensorInfo& t : file.tensors()) {
-    if (!t.name.starts_with("blk.")) continue;
-    int64_t layer = 0;
-    const char* first = t.name.data() + 4;
-    const auto [end, ec] = std::from_chars(first, t.name.data() + t.name.size(), layer);
-    if (ec != std::errc() || end == first || *end != '.') continue;
-    if (layer >= n_layer)
+    if (tensor_layer(t.name) >= n_layer)
       fail(file,
            "tensor " + t.name + " belongs to a layer past block_count " + std::to_string(n_layer));
   }
@@ -155,6 +150,16 @@ void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
 }
 
 }  // namespace
+
+int tensor_layer(std::string_view name) {
+  if (!name.starts_with("blk.")) return -1;
+  int layer = -1;
+  const char* first = name.data() + 4;
+  const char* last = name.data() + name.size();
+  const auto [end, ec] = std::from_chars(first, last, layer);
+  if (ec != std::errc() || end == first || end == last || *end != '.') return -1;
+  return layer;
+}
 
 ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
   ModelConfig c;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "runner/gguf/gguf.h"
 
@@ -74,5 +75,8 @@ struct ModelConfig {
   // would change the outputs and is not implemented, a missing or inconsistent value).
   static ModelConfig from_gguf(const gguf::File& file);
 };
+
+// The N of a layer tensor's name ("blk.N.attn_q.weight"), or -1 for any other name.
+int tensor_layer(std::string_view name);
 
 }  // namespace tandem

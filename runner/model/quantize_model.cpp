@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <span>
 #include <stdexcept>
 
@@ -67,13 +66,6 @@ bool contains(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
-// The N of "blk.N.", or -1.
-int layer_of(const std::string& name) {
-  int layer = -1;
-  if (std::sscanf(name.c_str(), "blk.%d.", &layer) != 1) return -1;
-  return layer;
-}
-
 // ggml_n_dims: the dimensions up to the last one above 1.
 size_t effective_dims(const std::vector<uint64_t>& dims) {
   size_t n = 1;
@@ -111,7 +103,7 @@ TensorType mix_rule(const Target& target, const ModelFacts& facts, const std::st
     return type;
   }
   if (is_embedding) return type;
-  const int64_t layer = layer_of(name);
+  const int64_t layer = tensor_layer(name);
   if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
     if ((mix == "Q4_K_M" || mix == "Q5_K_M") && use_more_bits(layer, facts.attn_v_count)) {
       type = TensorType::kQ6_K;
@@ -230,7 +222,7 @@ ModelFacts facts_of(const gguf::File& file) {
     if (contains(t.name, "attn_v.weight") || contains(t.name, "attn_qkv.weight"))
       ++facts.attn_v_count;
     if (t.name == "output.weight") facts.tied_embeddings = false;
-    max_layer = std::max<int64_t>(max_layer, layer_of(t.name));
+    max_layer = std::max<int64_t>(max_layer, tensor_layer(t.name));
   }
   if (facts.layers == 0) facts.layers = max_layer + 1;
   return facts;
