@@ -1,6 +1,5 @@
 // `tandem quantize IN.gguf OUT.gguf TYPE`: rewrites a model with its weights quantized, by
 // llama-quantize's per-tensor rules for the mixes (runner/model/quantize_model.h).
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -41,11 +40,9 @@ Subcommand make_quantize_command(CLI::App& app) {
   cli->add_option("in", flags->in, "Input GGUF model (F32, F16, BF16 or quantized)")->required();
   cli->add_option("out", flags->out, "Output GGUF file")->required();
   // The mixes first; then the rest of the names, each one type for every weight matrix.
-  const std::vector<std::string> mixes = {"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S",
-                                          "Q6_K",   "Q8_0",   "Q4_0"};
-  std::vector<std::string> single;
+  std::vector<std::string> mixes, single;
   for (const std::string& name : quantize_model::target_names())
-    if (std::find(mixes.begin(), mixes.end(), name) == mixes.end()) single.push_back(name);
+    (quantize_model::find_target(name)->mix ? mixes : single).push_back(name);
   cli->add_option("type", flags->type,
                   joined(mixes) + " (mixes), or one type for every weight matrix: " +
                       joined(single) + " (any case)")

@@ -165,11 +165,8 @@ struct Session::Generation {
   // Each choice's latest text, for its first-token time and its inter-token gaps: each
   // choice is a sequence of its own (vLLM runs n choices as child requests), so a gap is
   // never measured from another choice's token in the same step.
-  std::vector<std::optional<Clock::time_point>> last_text;
-  std::optional<Clock::time_point>& last_text_of(int32_t choice) {
-    if (static_cast<size_t>(choice) >= last_text.size()) last_text.resize(choice + 1);
-    return last_text[choice];
-  }
+  std::vector<std::optional<Clock::time_point>> last_text =
+      std::vector<std::optional<Clock::time_point>>(static_cast<size_t>(response.choices()));
 };
 
 // Marks a write begun (the flag, its watch) and returns its completion handler: once the
@@ -465,7 +462,7 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
   if (!generation_ || generation_->serial != serial || closed_) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
-  std::optional<Clock::time_point>& last = g.last_text_of(choice);
+  std::optional<Clock::time_point>& last = g.last_text.at(choice);
   if (!last) {
     metrics.observe_time_to_first_token(seconds_between(received_, at));
   } else {
@@ -490,9 +487,9 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
   metrics.count_finish(g.response.reported_reason(choice, reason));
   // A choice that showed no text (an end at once, echo with max_tokens 0) has its first
   // token's time at its end.
-  if (reason != FinishReason::kCancelled && !g.last_text_of(choice)) {
+  if (reason != FinishReason::kCancelled && !g.last_text.at(choice)) {
     metrics.observe_time_to_first_token(seconds_between(received_, at));
-    g.last_text_of(choice) = at;
+    g.last_text.at(choice) = at;
   }
   if (reason == FinishReason::kCancelled) {  // only a vanished client is: nobody to answer
     end_generation();                        // cancels the other choices too
