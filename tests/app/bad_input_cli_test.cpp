@@ -58,6 +58,16 @@ void overwrite_string_value(std::string& file, const std::string& key, const std
   file.replace(at + key.size() + 12, length, value);
 }
 
+// A tiny model with its bytes changed by `edit`, written to `name` in `dir`; its path.
+template <typename Edit>
+std::string edited_tiny(const ScratchDir& dir, const std::string& name, Edit edit) {
+  std::string bytes = slurp(make_tiny(dir));
+  edit(bytes);
+  const std::string path = dir.file(name).string();
+  spit(path, bytes);
+  return path;
+}
+
 bool has_temp_files(const ScratchDir& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
     if (entry.path().string().find(".tmp-") != std::string::npos) return true;
@@ -66,10 +76,9 @@ bool has_temp_files(const ScratchDir& dir) {
 
 TEST(BadInputCli, ATensorWithAZeroDimensionIsRefusedByEveryCommand) {
   ScratchDir dir;
-  std::string bytes = slurp(make_tiny(dir));
-  set_dimension(bytes, "blk.0.attn_q.weight", 1, 0);
-  const std::string model = dir.file("zero.gguf").string();
-  spit(model, bytes);
+  const std::string model = edited_tiny(dir, "zero.gguf", [](std::string& bytes) {
+    set_dimension(bytes, "blk.0.attn_q.weight", 1, 0);
+  });
   const std::string out = dir.file("out.gguf").string();
   // Q8_0 divided by the zero row count (SIGFPE); F16 wrote a broken file.
   for (const char* type : {"Q8_0", "Q4_K_M", "F32", "F16"}) {
@@ -86,10 +95,9 @@ TEST(BadInputCli, ATensorWithAZeroDimensionIsRefusedByEveryCommand) {
 // refused first (it had written a bert file), and nothing is left behind.
 TEST(BadInputCli, QuantizeRefusesAModelTandemCannotRun) {
   ScratchDir dir;
-  std::string bytes = slurp(make_tiny(dir));
-  overwrite_string_value(bytes, "general.architecture", "bert");
-  const std::string model = dir.file("bert.gguf").string();
-  spit(model, bytes);
+  const std::string model = edited_tiny(dir, "bert.gguf", [](std::string& bytes) {
+    overwrite_string_value(bytes, "general.architecture", "bert");
+  });
   const std::string out = dir.file("out.gguf").string();
   expect_one_line_exit_two(run_tandem({"quantize", model, out, "Q8_0"}),
                            "unsupported architecture 'bert ");
@@ -122,10 +130,9 @@ TEST(BadInputCli, ALayerPastBlockCountIsRefused) {
 // refuse the model; serve, which renders it, still refuses at startup.
 TEST(BadInputCli, AnUnparsableChatTemplateRefusesOnlyServe) {
   ScratchDir dir;
-  std::string bytes = slurp(make_tiny(dir));
-  overwrite_string_value(bytes, "tokenizer.chat_template", "{{ (");
-  const std::string model = dir.file("bad-template.gguf").string();
-  spit(model, bytes);
+  const std::string model = edited_tiny(dir, "bad-template.gguf", [](std::string& bytes) {
+    overwrite_string_value(bytes, "tokenizer.chat_template", "{{ (");
+  });
   const auto generated = run_tandem({"generate", "--model", model, "--prompt", "Hi", "--max-tokens",
                                      "3", "--ignore-eos", "--threads", "1"});
   EXPECT_EQ(generated.exit_code, 0) << generated.err;
