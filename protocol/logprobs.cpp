@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "protocol/jinja/unicode.h"
+#include "protocol/utf8_encode.h"
 
 namespace tandem {
 namespace {
@@ -108,16 +109,11 @@ void TextPosition::advance(std::string_view bytes) {
       high = 0xBF;
     }
     ++offset;  // ASCII, a lead byte, or an invalid byte (its own U+FFFD)
-    if (b >= 0xC2 && b <= 0xDF) {
-      expected = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      expected = 2;
-      if (b == 0xE0) low = 0xA0;   // no overlong forms
-      if (b == 0xED) high = 0x9F;  // no surrogates
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      expected = 3;
-      if (b == 0xF0) low = 0x90;
-      if (b == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+    const Utf8Lead lead = utf8_lead(b);
+    if (lead.length > 1) {
+      expected = static_cast<uint8_t>(lead.length - 1);
+      low = lead.second_lo;
+      high = lead.second_hi;
     }
   }
 }

@@ -8,30 +8,11 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-// Allowed range of the second byte after each lead byte (Table 3-7); later
-// continuation bytes are always 80..BF.
-struct LeadRule {
-  int length;
-  unsigned char second_lo, second_hi;
-};
-
-LeadRule lead_rule(unsigned char b) {
-  if (b < 0x80) return {1, 0, 0};
-  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
-  if (b == 0xE0) return {3, 0xA0, 0xBF};
-  if (b == 0xED) return {3, 0x80, 0x9F};  // excludes the surrogates D800..DFFF
-  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
-  if (b == 0xF0) return {4, 0x90, 0xBF};
-  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
-  if (b == 0xF4) return {4, 0x80, 0x8F};  // nothing above U+10FFFF
-  return {0, 0, 0};  // 80..C1 (continuations, overlong leads) and F5..FF never start one
-}
-
 }  // namespace
 
 SequenceScan scan_sequence(std::string_view bytes) {
   const auto lead = static_cast<unsigned char>(bytes[0]);
-  const LeadRule rule = lead_rule(lead);
+  const Utf8Lead rule = utf8_lead(lead);
   if (rule.length == 0) return {Sequence::kInvalid, 1};
   if (rule.length == 1) return {Sequence::kValid, 1};
   for (int i = 1; i < rule.length; ++i) {
