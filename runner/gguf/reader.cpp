@@ -348,6 +348,28 @@ class Parser {
       }
       info.data = bytes_.data() + data_start + info.offset;
     }
+    refuse_overlaps(file);
+  }
+
+  // Two tensors sharing bytes would alias each other's weights: no writer makes such a
+  // file (ggml's requires each tensor to start where the one before it ends, padded), so it
+  // is damaged or crafted, and refused as llama.cpp refuses it.
+  void refuse_overlaps(const File& file) {
+    std::vector<const TensorInfo*> by_offset;
+    by_offset.reserve(file.tensors_.size());
+    for (const auto& info : file.tensors_) by_offset.push_back(&info);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+      const TensorInfo& before = *by_offset[i - 1];
+      const TensorInfo& at = *by_offset[i];
+      if (at.offset < before.offset + before.n_bytes) {
+        fail("tensor " + in_quotes(at.name) + " data (offset " + std::to_string(at.offset) +
+             ") overlaps tensor " + in_quotes(before.name) + "'s (" +
+             std::to_string(before.n_bytes) + " bytes at offset " + std::to_string(before.offset) +
+             ")");
+      }
+    }
   }
 
   static std::string dims_text(const std::vector<uint64_t>& dims) {

@@ -252,6 +252,23 @@ TEST(GgufReader, RefusesMisalignedTensorOffset) {
   EXPECT_REFUSED(b.data, "tensor 't' offset 4 is misaligned (alignment 32)");
 }
 
+TEST(GgufReader, RefusesTensorsSharingBytes) {
+  // "b" (listed first) starts inside "a" (32 bytes at 0): listing order does not matter.
+  Bytes b;
+  b.header(3, 2, 0).tensor("b", {8}, 0, 32).tensor("a", {16}, 0, 0).pad().zeros(64);
+  EXPECT_REFUSED(b.data, "tensor 'b' data (offset 32) overlaps tensor 'a''s");
+  Bytes inside;
+  inside.header(3, 2, 0).tensor("a", {16}, 0, 0).tensor("b", {8}, 0, 32).pad().zeros(64);
+  EXPECT_REFUSED(inside.data,
+                 "tensor 'b' data (offset 32) overlaps tensor 'a''s (64 bytes at offset 0)");
+  Bytes same;
+  same.header(3, 2, 0).tensor("a", {8}, 0, 0).tensor("b", {8}, 0, 0).pad().zeros(32);
+  EXPECT_REFUSED(same.data, "overlaps");
+  Bytes adjacent;  // end to end is how every writer lays them out
+  adjacent.header(3, 2, 0).tensor("a", {8}, 0, 0).tensor("b", {8}, 0, 32).pad().zeros(64);
+  EXPECT_NO_THROW(File::parse(adjacent.data, "adjacent.gguf"));
+}
+
 TEST(GgufReader, RefusesUnsupportedTensorTypesByName) {
   // IQ2_XXS (16), TQ1_0 (34) and MXFP4 (39): types published files use that tandem lacks.
   Bytes iq2;
