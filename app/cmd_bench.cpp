@@ -78,9 +78,6 @@ struct BenchFlags {
 void add_engine_flags(CLI::App& cmd, BenchFlags& f, CLI::Option* model) {
   bench::BenchOptions& o = f.options;
   const std::initializer_list<CLI::Option*> flags = {
-      cmd.add_option("--served-model-name", o.served_model_name,
-                     "With --model: the model's id (default: the file's stem)")
-          ->check(non_empty_name()),
       cmd.add_option("--threads", o.threads, "With --model: compute threads")
           ->check(CLI::Range(1, 1024)),
       cmd.add_option("--max-batch", o.max_batch, "With --model: requests at once")
@@ -114,6 +111,10 @@ Subcommand make_bench_command(CLI::App& app) {
   url->excludes(model);
   cmd->add_option("--api-key", o.api_key, "With --url: sent as 'Authorization: Bearer KEY'")
       ->needs(url);
+  cmd->add_option("--served-model-name", o.served_model_name,
+                  "With --model: the model's id (default: the file's stem); with --url: the id "
+                  "the requests name (default: the first /v1/models lists)")
+      ->check(non_empty_name());
   auto* overlap = cmd->add_option("--overlap", o.overlap,
                                   "on, off, or compare: off then on, outputs checked (--model)")
                       ->check(CLI::IsMember({"on", "off", "compare"}));

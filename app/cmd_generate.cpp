@@ -96,19 +96,30 @@ double seconds(Clock::time_point from, Clock::time_point to) {
 
 // Measures the machine's ceilings with the engine's thread count and prints the run's
 // speeds against them: decode (one row per step) against the memory floor, the prompt
-// (one step of many rows) against the compute peak.
-void print_ceiling_fractions(const Engine& engine, double prompt_tok_s, double decode_tok_s) {
+// (many rows, of which only the last goes through the output head) against the compute
+// peak. Decode is left out when fewer than two tokens were generated (nothing timed).
+void print_ceiling_fractions(const Engine& engine, double prompt_tokens, double prompt_seconds,
+                             double decode_tok_s) {
   ThreadPool pool(engine.threads());
   const kernels::MachineCeilings c = kernels::measure_ceilings(pool);
   const Model::TokenWork work = engine.model().work_per_token();
-  const Roofline decode = roofline(work, c, decode_tok_s, decode_tok_s);
-  const Roofline prompt = roofline(work, c, prompt_tok_s, 0);
-  std::fprintf(stderr,
-               "%s\ndecode: %.2f of the memory floor (%.1f MB of weights per token: %.1f GB/s of "
-               "%.1f); prompt: %.1f GFLOP/s, %.2f of the %s peak (%.0f)\n",
-               kernels::describe(c).c_str(), decode.bandwidth_fraction, work.weight_bytes / 1e6,
-               decode.weight_gbps, c.read_gbps_all_threads, prompt.gflops, prompt.peak_fraction,
-               kernels::peak_name(work.peak), prompt.peak_gflops);
+  const Roofline decode =
+      roofline(work, c, {decode_tok_s, decode_tok_s, decode_tok_s, decode_tok_s});
+  const Roofline prompt =
+      roofline(work, c, {prompt_tokens / prompt_seconds, 1 / prompt_seconds, 0, 0});
+  std::string decode_text = "decode: not timed (one token generated)";
+  if (decode_tok_s > 0) {
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  "decode: %.2f of the memory floor (%.1f MB of weights per token: %.1f GB/s of "
+                  "%.1f)",
+                  decode.bandwidth_fraction, work.weight_bytes / 1e6, decode.weight_gbps,
+                  c.read_gbps_all_threads);
+    decode_text = text;
+  }
+  std::fprintf(stderr, "%s\n%s; prompt: %.1f GFLOP/s, %.2f of the %s peak (%.0f)\n",
+               kernels::describe(c).c_str(), decode_text.c_str(), prompt.gflops,
+               prompt.peak_fraction, kernels::peak_name(work.peak), prompt.peak_gflops);
 }
 
 // Where the steps' time went, phase by phase (forward_profile.h), the largest first: the
@@ -198,18 +209,19 @@ int run_generate(const GenerateOptions& o) {
     kv_local += "; the first " + std::to_string(device.kv_prefaulted_tokens) +
                 " positions' pages written at load, " +
                 std::to_string(static_cast<int>(device.kv_prefault_seconds * 1000 + 0.5)) + " ms";
+  char decode_text[48] = "not timed";  // a first token alone has no decode time
+  if (decode_tok_s > 0) std::snprintf(decode_text, sizeof(decode_text), "%.1f tok/s", decode_tok_s);
   std::fprintf(stderr,
-               "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %.1f "
-               "tok/s (device %s, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
+               "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %s "
+               "(device %s, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",
                prompt_tokens, prompt_seconds, prompt_tokens / prompt_seconds,
-               static_cast<long long>(generated), decode_tok_s,
-               engine->device_description().c_str(), static_cast<unsigned long long>(seed),
-               engine->card().kv_type.c_str(),
+               static_cast<long long>(generated), decode_text, engine->device_description().c_str(),
+               static_cast<unsigned long long>(seed), engine->card().kv_type.c_str(),
                static_cast<long long>(engine->card().kv_bytes_per_token),
                static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
   if (o.ceilings || o.profile) engine->stop();  // every step done; the threads idle
   if (o.profile) print_profile(profile);
-  if (o.ceilings) print_ceiling_fractions(*engine, prompt_tokens / prompt_seconds, decode_tok_s);
+  if (o.ceilings) print_ceiling_fractions(*engine, prompt_tokens, prompt_seconds, decode_tok_s);
   return 0;
 }
 

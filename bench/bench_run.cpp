@@ -55,7 +55,9 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
             {"temperature", o.temperature},
             {"stream", o.stream},
             {"seed", o.seed},
-            {"ignore_eos", true}};
+            // Every request's: a constrained run ends where its schema does.
+            {"ignore_eos", o.json_schema.empty()}};
+  if (!o.json_schema.empty()) s["json_schema"] = o.json_schema.string();
   if (!o.model.empty()) {
     s["threads"] = o.threads;
     s["max_batch"] = o.max_batch;
@@ -88,7 +90,13 @@ std::string describe_load(const BenchOptions& o) {
     s << o.prompt_tokens_min;
   else
     s << o.prompt_tokens_min << ".." << o.prompt_tokens_max;
-  s << " tokens, max " << o.max_tokens << " tokens (ignore_eos), ";
+  s << " tokens, max " << o.max_tokens << " tokens";
+  if (o.json_schema.empty())
+    s << " (ignore_eos), ";
+  else if (o.url.empty())
+    s << " (ignore_eos in the unconstrained run only), ";
+  else
+    s << " (no ignore_eos: outputs end where the schema does), ";
   if (o.concurrency > 0) s << "concurrency " << o.concurrency << ", ";
   if (std::isfinite(o.request_rate))
     s << "rate " << o.request_rate << "/s (burstiness " << o.burstiness << "), ";
@@ -135,6 +143,9 @@ DeviceFigures device_figures(const SchedulerMetrics& before, const SchedulerMetr
   device.idle_fraction = duration_seconds > 0 ? device.idle_seconds / duration_seconds : 0;
   device.steps = after.steps - before.steps;
   device.chained_steps = after.chained_steps - before.chained_steps;
+  device.rows_fed = after.rows_fed - before.rows_fed;
+  device.logit_rows = after.logit_rows - before.logit_rows;
+  device.logit_steps = after.logit_steps - before.logit_steps;
   device.prefix_queried_tokens = after.prefix_queried_tokens - before.prefix_queried_tokens;
   device.prefix_hit_tokens = after.prefix_hit_tokens - before.prefix_hit_tokens;
   device.preemptions = after.preemptions - before.preemptions;
@@ -265,7 +276,7 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
                std::vector<RunReport>& reports) {
   ServerUrl url = parse_server_url(o.url);
   url.api_key = o.api_key;
-  const ServerInfo info = discover_server(url);
+  const ServerInfo info = discover_server(url, o.served_model_name);
   const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
   out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model) << "), "
       << describe_load(o) << "\n";
@@ -313,19 +324,24 @@ int compare_modes(const std::vector<ModeRun>& runs, const std::vector<RunReport>
   const double ratio = off.output_tokens_per_second > 0
                            ? on.output_tokens_per_second / off.output_tokens_per_second
                            : 0;
-  const double ttft_ratio = off.ttft_ms.p50 > 0 ? on.ttft_ms.p50 / off.ttft_ms.p50 : 0;
+  // TTFT is timed only for streamed requests (summary.h): without, there is no ratio.
+  const bool ttft_timed = off.ttft_ms.count > 0 && on.ttft_ms.count > 0 && off.ttft_ms.p50 > 0;
+  const double ttft_ratio = ttft_timed ? on.ttft_ms.p50 / off.ttft_ms.p50 : 0;
   document["comparison"] = {{"compared", what},
                             {"throughput_ratio_on_over_off", ratio},
-                            {"ttft_p50_ratio_on_over_off", ttft_ratio},
+                            {"ttft_p50_ratio_on_over_off", ttft_timed ? json(ttft_ratio) : json()},
                             {"identical_outputs", mismatches == 0},
                             {"mismatched_requests", mismatches}};
   out << format_table(reports) << "\n";
   char line[200];
-  std::snprintf(line, sizeof line,
-                "%s on/off output throughput: %.3fx (%.1f vs %.1f tok/s); TTFT p50 %.3fx\n",
-                what.c_str(), ratio, on.output_tokens_per_second, off.output_tokens_per_second,
-                ttft_ratio);
+  std::snprintf(line, sizeof line, "%s on/off output throughput: %.3fx (%.1f vs %.1f tok/s)",
+                what.c_str(), ratio, on.output_tokens_per_second, off.output_tokens_per_second);
   out << line;
+  if (ttft_timed) {
+    std::snprintf(line, sizeof line, "; TTFT p50 %.3fx", ttft_ratio);
+    out << line;
+  }
+  out << "\n";
   out << "Outputs identical: " << (mismatches == 0 ? "yes" : "NO") << " (" << n - mismatches << "/"
       << n << " requests)\n";
   if (off.failed + on.failed > 0) {
@@ -382,12 +398,13 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostr
     const RunSummary& s = runs[i].report.summary;
     DeviceFigures& d = *runs[i].report.device;
     if (s.duration_seconds <= 0) continue;
-    // Tokens through the forward pass: the prompts less their cached prefixes, and the output.
-    const double tokens = static_cast<double>(s.prompt_tokens) -
-                          static_cast<double>(d.prefix_hit_tokens) +
-                          static_cast<double>(s.output_tokens);
-    const Roofline r = roofline(runs[i].work, c, tokens / s.duration_seconds,
-                                static_cast<double>(d.steps) / s.duration_seconds);
+    // The work the steps did, as the scheduler counted it (the warm-up excluded).
+    const double per_second = 1 / s.duration_seconds;
+    const Roofline r = roofline(
+        runs[i].work, c,
+        {static_cast<double>(d.rows_fed) * per_second,
+         static_cast<double>(d.logit_rows) * per_second, static_cast<double>(d.steps) * per_second,
+         static_cast<double>(d.logit_steps) * per_second});
     d.matmul_gflops = r.gflops;
     d.peak_fraction = r.peak_fraction;
     d.weight_gbps = r.weight_gbps;

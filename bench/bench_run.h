@@ -12,10 +12,12 @@
 namespace tandem::bench {
 
 struct BenchOptions {
-  std::string url;                   // exclusive with model
-  std::string api_key;               // --url only: sent as a bearer token
-  std::filesystem::path model;       // a GGUF file
-  std::string served_model_name;     // --model only: the id (default: the file's stem)
+  std::string url;              // exclusive with model
+  std::string api_key;          // --url only: sent as a bearer token
+  std::filesystem::path model;  // a GGUF file
+  // --model: the engine's id (default: the file's stem); --url: the id requests name
+  // (default: the first /v1/models lists).
+  std::string served_model_name;
   std::string overlap = "on";        // on, off or compare (--model only)
   std::string prefix_cache = "on";   // on, off or compare (--model only; not with overlap compare)
   int32_t shared_prefix_tokens = 0;  // tokens every prompt starts with

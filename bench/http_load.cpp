@@ -200,10 +200,10 @@ class Slot : public std::enable_shared_from_this<Slot> {
       if (!r.error.empty()) return fail(r.error);
     } else {
       const json body = json::parse(response.body(), nullptr, false);
-      if (body.is_discarded() || !body.contains("choices") || body["choices"].empty())
+      if (body.is_discarded() || !first_choice(body))
         return fail("unexpected response: " + response.body().substr(0, 300));
-      const json& choice = body["choices"][0];
-      r.text = choice.value("text", "");
+      const json& choice = *first_choice(body);
+      r.text = text_of(choice);
       if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
         r.finish_reason = choice["finish_reason"];
       read_usage(body);
@@ -225,11 +225,11 @@ class Slot : public std::enable_shared_from_this<Slot> {
       return;
     }
     read_usage(chunk);
-    if (!chunk.contains("choices") || chunk["choices"].empty()) return;
-    const json& choice = chunk["choices"][0];
+    if (!first_choice(chunk)) return;
+    const json& choice = *first_choice(chunk);
     if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
       r.finish_reason = choice["finish_reason"];
-    const std::string text = choice.value("text", "");
+    const std::string text = text_of(choice);
     if (text.empty()) return;
     ++chunks_;
     if (!seen_text_)
@@ -245,11 +245,31 @@ class Slot : public std::enable_shared_from_this<Slot> {
     if (!body.contains("usage") || !body["usage"].is_object()) return;
     const json& usage = body["usage"];
     RequestRecord& r = record();
-    if (usage.contains("completion_tokens")) {
-      r.output_tokens = usage["completion_tokens"].get<int64_t>();
+    if (const json* n = count_at(usage, "completion_tokens")) {
+      r.output_tokens = n->get<int64_t>();
       usage_seen_ = true;
     }
-    if (usage.contains("prompt_tokens")) r.prompt_tokens = usage["prompt_tokens"].get<int64_t>();
+    if (const json* n = count_at(usage, "prompt_tokens")) r.prompt_tokens = n->get<int64_t>();
+    if (usage.contains("prompt_tokens_details") && usage["prompt_tokens_details"].is_object())
+      if (const json* n = count_at(usage["prompt_tokens_details"], "cached_tokens"))
+        r.cached_tokens = n->get<int64_t>();
+  }
+
+  // A server's field that is absent, null or of another type counts as unsaid (vLLM's
+  // client reads `text or ""`), so one odd chunk cannot end the run.
+  static std::string text_of(const json& choice) {
+    const auto it = choice.find("text");
+    return it != choice.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+  static const json* first_choice(const json& body) {
+    if (!body.is_object()) return nullptr;
+    const auto it = body.find("choices");
+    if (it == body.end() || !it->is_array() || it->empty() || !(*it)[0].is_object()) return nullptr;
+    return &(*it)[0];
+  }
+  static const json* count_at(const json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_number_integer() ? &*it : nullptr;
   }
 
   void fail(const std::string& what) {
@@ -328,7 +348,31 @@ ServerUrl parse_server_url(std::string_view url) {
   return out;
 }
 
-ServerInfo discover_server(const ServerUrl& url) {
+namespace {
+
+// The /v1/models entry whose id is `model`, or the first when `model` is empty; null when
+// the list has no such entry. Ids that are not strings are no one's.
+const json* listed_model(const json& list, const std::string& model) {
+  if (!list.is_object() || !list.contains("data") || !list["data"].is_array()) return nullptr;
+  for (const json& entry : list["data"]) {
+    if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string()) continue;
+    if (model.empty() || entry["id"].get<std::string>() == model) return &entry;
+  }
+  return nullptr;
+}
+
+std::string listed_ids(const json& list) {
+  std::string ids;
+  if (list.is_object() && list.contains("data") && list["data"].is_array())
+    for (const json& entry : list["data"])
+      if (entry.is_object() && entry.contains("id") && entry["id"].is_string())
+        ids += (ids.empty() ? "" : ", ") + entry["id"].get<std::string>();
+  return ids.empty() ? "none" : ids;
+}
+
+}  // namespace
+
+ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
   ServerInfo info;
   Reply models;
   try {
@@ -349,13 +393,20 @@ ServerInfo discover_server(const ServerUrl& url) {
   }
   int64_t vocab = 0;
   const json list = json::parse(models.body, nullptr, false);
-  if (models.status == 200 && !list.is_discarded() && list.contains("data") &&
-      list["data"].is_array() && !list["data"].empty()) {
-    const json& first = list["data"][0];
-    info.model = first.value("id", "");
-    info.context_length = first.value("max_model_len", int64_t{0});
-    if (first.contains("meta") && first["meta"].is_object())  // llama-server
-      vocab = first["meta"].value("n_vocab", int64_t{0});
+  info.model = model;
+  const json* entry = models.status == 200 ? listed_model(list, model) : nullptr;
+  if (entry != nullptr) {
+    info.model = (*entry)["id"].get<std::string>();
+    const auto length = entry->find("max_model_len");
+    if (length != entry->end() && length->is_number_integer())
+      info.context_length = length->get<int64_t>();
+    const auto meta = entry->find("meta");  // llama-server
+    if (meta != entry->end() && meta->is_object() && meta->contains("n_vocab") &&
+        (*meta)["n_vocab"].is_number_integer())
+      vocab = (*meta)["n_vocab"].get<int64_t>();
+  } else if (!model.empty() && models.status == 200 && !list.is_discarded()) {
+    throw std::invalid_argument("--served-model-name: the server lists " + listed_ids(list) +
+                                ", not " + model);
   }
   // llama-server and tandem read "content"/"add_special", vLLM "prompt"/"add_special_tokens".
   const std::string passage(pool_passage());

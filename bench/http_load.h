@@ -26,14 +26,15 @@ struct ServerUrl {
 ServerUrl parse_server_url(std::string_view url);
 
 struct ServerInfo {
-  std::string model;           // /v1/models' first id ("" when it has none)
+  std::string model;           // the id asked for, else /v1/models' first ("" when it has none)
   int64_t context_length = 0;  // max_model_len, when given
   std::vector<int32_t> token_pool;
   std::string pool_source;  // how the pool was found, for the report
 };
 
-// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all.
-ServerInfo discover_server(const ServerUrl& url);
+// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all, and
+// (a bad --served-model-name) when `model` is given and /v1/models lists other ids only.
+ServerInfo discover_server(const ServerUrl& url, const std::string& model = "");
 
 LoadResult run_http(const ServerUrl& url, const std::string& model,
                     const std::vector<PlannedRequest>& workload, const LoadOptions& options);

@@ -36,7 +36,9 @@ inline double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 struct LoadResult {
   std::vector<RequestRecord> records;  // in request order
-  double duration_seconds = 0;         // first send to last response
+  // The run's start to its last response. With --request-rate the first request waits
+  // its own arrival gap inside it, as in vllm bench serve.
+  double duration_seconds = 0;
 };
 
 }  // namespace tandem::bench

@@ -38,6 +38,7 @@ class RecordingSink : public RequestSink {
     record_.finish_reason = finish_reason_name(reason);
     record_.prompt_tokens = static_cast<int64_t>(usage.prompt_tokens);
     record_.output_tokens = static_cast<int64_t>(usage.completion_tokens);
+    record_.cached_tokens = static_cast<int64_t>(usage.cached_tokens);
     record_.ok = reason != FinishReason::kCancelled;
     if (!record_.ok) record_.error = "cancelled";
     done();

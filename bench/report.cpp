@@ -49,6 +49,11 @@ std::string format_table(const std::vector<RunReport>& runs) {
       {"Failed requests", [](const RunReport& r) { return std::to_string(r.summary.failed); }},
       {"Duration (s)", [](const RunReport& r) { return fixed(r.summary.duration_seconds, 3); }},
       {"Prompt tokens", [](const RunReport& r) { return std::to_string(r.summary.prompt_tokens); }},
+      {"Prompt tokens cached",
+       [](const RunReport& r) {
+         const int64_t n = r.summary.cached_prompt_tokens;
+         return n < 0 ? std::string("-") : std::to_string(n);
+       }},
       {"Output tokens", [](const RunReport& r) { return std::to_string(r.summary.output_tokens); }},
       {"Requests/s", [](const RunReport& r) { return fixed(r.summary.requests_per_second, 2); }},
       {"Output tokens/s",
@@ -153,6 +158,7 @@ nlohmann::json summary_json(const RunSummary& s) {
       {"itl_ms", distribution_json(s.itl_ms)},
       {"e2e_ms", distribution_json(s.e2e_ms)},
   };
+  if (s.cached_prompt_tokens >= 0) j["cached_prompt_tokens"] = s.cached_prompt_tokens;
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
 }
@@ -182,7 +188,9 @@ nlohmann::json run_json(const RunReport& run) {
     const DeviceFigures& d = *run.device;
     j["device"] = {{"busy_s", d.busy_seconds},         {"idle_s", d.idle_seconds},
                    {"idle_fraction", d.idle_fraction}, {"steps", d.steps},
-                   {"chained_steps", d.chained_steps}, {"preemptions", d.preemptions}};
+                   {"chained_steps", d.chained_steps}, {"preemptions", d.preemptions},
+                   {"rows_fed", d.rows_fed},           {"logit_rows", d.logit_rows},
+                   {"logit_steps", d.logit_steps}};
     if (d.gpu_idle_fraction >= 0) {
       j["device"]["gpu_idle_fraction"] = d.gpu_idle_fraction;
       j["device"]["chained_gap_median_us"] = d.chained_gap_median_us;

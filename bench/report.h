@@ -20,6 +20,11 @@ struct DeviceFigures {
   double idle_fraction = 0;  // idle_seconds / the run's wall time
   uint64_t steps = 0;
   uint64_t chained_steps = 0;
+  // The device's work (SchedulerMetrics): tokens through the layers, rows through the
+  // output head, and steps with any such row; recomputed prefixes count, cached ones not.
+  uint64_t rows_fed = 0;
+  uint64_t logit_rows = 0;
+  uint64_t logit_steps = 0;
   uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
   uint64_t prefix_hit_tokens = 0;      // of which found there
   uint64_t preemptions = 0;

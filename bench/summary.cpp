@@ -42,6 +42,8 @@ RunSummary summarize(const std::vector<RequestRecord>& records, double duration_
     ++s.completed;
     s.prompt_tokens += r.prompt_tokens;
     s.output_tokens += r.output_tokens;
+    if (r.cached_tokens >= 0)
+      s.cached_prompt_tokens = std::max<int64_t>(s.cached_prompt_tokens, 0) + r.cached_tokens;
     e2e.push_back(r.e2e * 1e3);
     if (!r.streamed) continue;
     ttft.push_back(r.ttft * 1e3);

@@ -20,7 +20,10 @@ struct RequestRecord {
   std::vector<double> itl;    // gaps between successive content chunks
   int64_t prompt_tokens = 0;  // from usage (else what was sent)
   int64_t output_tokens = 0;  // from usage
-  std::string text;           // the generated text, for comparing runs
+  // usage.prompt_tokens_details.cached_tokens: prompt tokens the server's prefix cache
+  // served; -1 when the server did not say.
+  int64_t cached_tokens = -1;
+  std::string text;  // the generated text, for comparing runs
   std::string finish_reason;
 };
 
@@ -41,6 +44,9 @@ struct RunSummary {
   double duration_seconds = 0;  // the run's wall time
   int64_t prompt_tokens = 0;    // over completed requests
   int64_t output_tokens = 0;
+  // Of prompt_tokens, those the completed requests' usage reported cached (a repeated run
+  // against one server finds its prompts there); -1 when no response reported it.
+  int64_t cached_prompt_tokens = -1;
   double requests_per_second = 0;
   double output_tokens_per_second = 0;
   double total_tokens_per_second = 0;  // prompt + output

@@ -350,6 +350,7 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
     return schedule(/*admit=*/false);  // not the one just sent back, again
   }
   ++counters_.steps;
+  count_work(plan);
   counters_.last_step_rows = static_cast<int32_t>(plan.rows.size());
   // The gauges (running, waiting, KV blocks) show the step's requests while it runs: a long
   // prompt's first step takes seconds, and /metrics had read 0 running through it. Chained
@@ -357,6 +358,18 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   publish();
   step->step = device_.launch(std::move(plan));
   return step;
+}
+
+// As the executor runs the rows (cpu_executor.cpp): a sampling row's last token, or every
+// token of a row that asks for its prompt's logprobs, goes through the output head.
+void Scheduler::count_work(const StepPlan& plan) {
+  uint64_t logit_rows = 0;
+  for (const StepRow& row : plan.rows) {
+    counters_.rows_fed += row.tokens.size();
+    logit_rows += row.sampling.prompt_logprobs >= 0 ? row.tokens.size() : (row.sample ? 1 : 0);
+  }
+  counters_.logit_rows += logit_rows;
+  if (logit_rows > 0) ++counters_.logit_steps;
 }
 
 std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
@@ -411,6 +424,9 @@ void Scheduler::launch_chained_from(Launched& curr) {
   }
   ++counters_.steps;
   ++counters_.chained_steps;
+  counters_.rows_fed += curr.rows.size();  // one token each, every one sampled
+  counters_.logit_rows += curr.rows.size();
+  ++counters_.logit_steps;
   counters_.last_step_rows = static_cast<int32_t>(curr.rows.size());
   next_->step = device_.launch_chained(curr.step, std::move(tables), std::move(local_tables));
 }

@@ -53,6 +53,13 @@ const char* chain_break_name(ChainBreak reason);  // "finish", "prefill", ...
 struct SchedulerMetrics {
   uint64_t steps = 0;
   uint64_t chained_steps = 0;
+  // The work the steps gave the device, for speeds against the machine's ceilings
+  // (roofline.h): tokens through the layers, of which rows through the output head (a
+  // sampled token's row, or every row whose prompt logprobs are asked), and the steps with
+  // any such row (the others never read the head).
+  uint64_t rows_fed = 0;
+  uint64_t logit_rows = 0;
+  uint64_t logit_steps = 0;
   std::array<uint64_t, kChainBreakReasons> chain_breaks{};  // indexed by ChainBreak
   uint64_t discarded_tokens = 0;   // sampled for rows already finished: never streamed
   uint64_t prompt_tokens = 0;      // prefilled
@@ -151,6 +158,7 @@ class Scheduler {
   std::unique_ptr<Launched> schedule(bool admit = true);  // admit: take new requests too
   void add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget);
   bool add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
+  void count_work(const StepPlan& plan);  // into counters_: rows fed, rows through the head
   std::optional<ChainBreak> chain_break(const Launched& curr);
   // KV blocks (scheduler_kv.cpp).
   bool try_admit(Request& r);

@@ -100,13 +100,11 @@ void report_peak_fractions(benchmark::State& state, const tandem::Model& model, 
   if (state.iterations() == 0 || seconds_per_step <= 0) return;
   if (const char* env = std::getenv("TANDEM_BENCH_CEILINGS"); env && std::string(env) == "0")
     return;
-  const tandem::kernels::PackedWeights& head = model.output();
-  const double head_flops = 2.0 * static_cast<double>(head.n_in() * head.n_out());
-  // Work per token with the head counted for the logit rows alone (a prefill's last token).
-  tandem::Model::TokenWork work = model.work_per_token();
-  work.flops = ((work.flops - head_flops) * rows + head_flops * logit_rows) / rows;
-  const tandem::Roofline r = tandem::roofline(work, recent_ceilings(threads),
-                                              rows / seconds_per_step, 1 / seconds_per_step);
+  // Every step computes logits (a prefill's for its last token), so it reads the head.
+  const double step_rate = 1 / seconds_per_step;
+  const tandem::Roofline r =
+      tandem::roofline(model.work_per_token(), recent_ceilings(threads),
+                       {rows * step_rate, logit_rows * step_rate, step_rate, step_rate});
   if (r.peak_gflops <= 0) return;
   state.counters["GFLOP/s"] = r.gflops;
   state.counters["peak_frac"] = r.peak_fraction;

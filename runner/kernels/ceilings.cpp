@@ -86,7 +86,11 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
   if (!buffer) throw std::bad_alloc();
   std::memset(buffer.get(), 1, static_cast<size_t>(buffer_bytes));  // commit the pages
   c.read_gbps_one_thread = read_rate(pool, buffer.get(), buffer_bytes, 1, seconds);
-  c.read_gbps_all_threads = read_rate(pool, buffer.get(), buffer_bytes, pool.size(), seconds);
+  // One thread is all the threads: the same figure, not a second (noisy) measurement, so
+  // that the line printed and the fractions divided by it agree.
+  c.read_gbps_all_threads = pool.size() > 1
+                                ? read_rate(pool, buffer.get(), buffer_bytes, pool.size(), seconds)
+                                : c.read_gbps_one_thread;
   return c;
 }
 
@@ -117,7 +121,7 @@ std::string describe(const MachineCeilings& c) {
     std::snprintf(amx, sizeof amx, ", AMX BF16 %.0f GFLOP/s", c.amx_bf16_gflops);
   if (c.amx_int8_gops > 0)
     std::snprintf(amx_int8, sizeof amx_int8, ", AMX int8 %.0f GOP/s", c.amx_int8_gops);
-  // With one thread the two read figures are the same measurement: said once.
+  // With one thread the two read figures are one measurement (measure_ceilings): said once.
   char reads[96];
   if (c.threads > 1) {
     std::snprintf(reads, sizeof reads, "%.1f GB/s (1 thread) %.1f GB/s (%d threads)",

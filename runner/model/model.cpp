@@ -145,6 +145,9 @@ Model::TokenWork Model::work_per_token() const {
     work.flops += 2.0 * static_cast<double>(w.n_in()) * static_cast<double>(w.n_out());
     bytes_by_peak[static_cast<int>(w.peak())] += static_cast<double>(w.bytes());
   });
+  work.head_bytes = static_cast<double>(output_.bytes());
+  work.head_flops =
+      2.0 * static_cast<double>(output_.n_in()) * static_cast<double>(output_.n_out());
   for (int p = 1; p < kernels::kPeakCount; ++p)
     if (bytes_by_peak[p] > bytes_by_peak[static_cast<int>(work.peak)])
       work.peak = static_cast<kernels::Peak>(p);

@@ -58,10 +58,14 @@ class Model {
 
   // What one token costs the matmuls: the weight bytes a decode step streams (every packed
   // matrix once, whatever the batch), the multiply-adds as flops (2 per weight), and the
-  // instruction most of those bytes run on, whose peak bounds batched steps.
+  // instruction most of those bytes run on, whose peak bounds batched steps. The output
+  // head's share is apart: only a row whose logits are needed pays its flops, and only a
+  // step with such a row reads its bytes (a mid-prompt chunk does neither).
   struct TokenWork {
-    double weight_bytes = 0;
-    double flops = 0;
+    double weight_bytes = 0;  // every packed matrix, the head included
+    double flops = 0;         // through the layers and the head
+    double head_bytes = 0;
+    double head_flops = 0;
     kernels::Peak peak = kernels::Peak::kF32Fma;
   };
   TokenWork work_per_token() const;

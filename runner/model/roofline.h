@@ -18,15 +18,25 @@ struct Roofline {
   double bandwidth_fraction = 0;  // of the read bandwidth with every thread
 };
 
-// tokens_per_second: tokens through the forward pass (each costs work.flops);
-// steps_per_second: forward steps (each streams work.weight_bytes once).
+// The work done per second: tokens through the layers, the rows among them whose logits
+// were computed (through the output head), forward steps, and the steps among them with
+// any such row.
+struct WorkRates {
+  double rows = 0;
+  double logit_rows = 0;
+  double steps = 0;
+  double logit_steps = 0;
+};
+
 inline Roofline roofline(const Model::TokenWork& work, const kernels::MachineCeilings& c,
-                         double tokens_per_second, double steps_per_second) {
+                         const WorkRates& rate) {
   Roofline r;
-  r.gflops = work.flops * tokens_per_second / 1e9;
+  r.gflops = ((work.flops - work.head_flops) * rate.rows + work.head_flops * rate.logit_rows) / 1e9;
   r.peak_gflops = kernels::peak_gflops(c, work.peak);
   r.peak_fraction = r.peak_gflops > 0 ? r.gflops / r.peak_gflops : 0;
-  r.weight_gbps = work.weight_bytes * steps_per_second / 1e9;
+  r.weight_gbps =
+      ((work.weight_bytes - work.head_bytes) * rate.steps + work.head_bytes * rate.logit_steps) /
+      1e9;
   r.bandwidth_fraction = c.read_gbps_all_threads > 0 ? r.weight_gbps / c.read_gbps_all_threads : 0;
   return r;
 }

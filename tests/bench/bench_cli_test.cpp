@@ -62,25 +62,34 @@ TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
     for (const char* key : {"busy_s", "idle_s", "idle_fraction", "steps"})
       EXPECT_TRUE(run["device"].contains(key)) << key;
   }
-  // Each run against the ceilings measured after it: the matmul rate is the model's flops
-  // per token times the tokens through the forward pass, the weight rate its bytes per step
-  // times the steps, both over the run's wall time.
+  // Each run against the ceilings measured after it, over the run's wall time: the matmul
+  // rate is the layers' flops for each token fed plus the output head's for each row whose
+  // logits were computed (one per output token here: the prompt's last row, then each
+  // decode row), the weight rate the layers' bytes each step plus the head's each step
+  // that computed logits. It once charged the head to every prompt token.
   EXPECT_NE(r.out.find("Matmul GFLOP/s (of peak)"), std::string::npos) << r.out;
   ASSERT_TRUE(doc.contains("ceilings"));
   const double bandwidth = doc["ceilings"]["read_gbps_all_threads"].get<double>();
   EXPECT_GT(bandwidth, 0);
   EXPECT_EQ(doc["ceilings"]["threads"], 1);
   const Model::TokenWork work = Model::load(model_)->work_per_token();
+  EXPECT_GT(work.head_flops, 0);
+  EXPECT_LT(work.head_flops, work.flops);
   for (const auto& run : doc["runs"]) {
     const double seconds = run["duration_s"].get<double>();
-    const double tokens = run["prompt_tokens"].get<double>() -
-                          run["prefix_cache_hit_tokens"].get<double>() +
-                          run["output_tokens"].get<double>();
     const auto& d = run["device"];
-    EXPECT_NEAR(d["matmul_gflops"].get<double>(), work.flops * tokens / seconds / 1e9,
+    // Each request's prompt less its cached prefix, and its output but the last token.
+    EXPECT_EQ(d["rows_fed"].get<int64_t>(), run["prompt_tokens"].get<int64_t>() -
+                                                run["prefix_cache_hit_tokens"].get<int64_t>() +
+                                                run["output_tokens"].get<int64_t>() - 12);
+    EXPECT_EQ(d["logit_rows"], run["output_tokens"]);
+    const double flops = (work.flops - work.head_flops) * d["rows_fed"].get<double>() +
+                         work.head_flops * d["logit_rows"].get<double>();
+    EXPECT_NEAR(d["matmul_gflops"].get<double>(), flops / seconds / 1e9,
                 1e-9 * d["matmul_gflops"].get<double>());
-    EXPECT_NEAR(d["weight_gbps"].get<double>(),
-                work.weight_bytes * d["steps"].get<double>() / seconds / 1e9,
+    const double bytes = (work.weight_bytes - work.head_bytes) * d["steps"].get<double>() +
+                         work.head_bytes * d["logit_steps"].get<double>();
+    EXPECT_NEAR(d["weight_gbps"].get<double>(), bytes / seconds / 1e9,
                 1e-9 * d["weight_gbps"].get<double>());
     EXPECT_NEAR(d["bandwidth_fraction"].get<double>(), d["weight_gbps"].get<double>() / bandwidth,
                 1e-12);
@@ -92,6 +101,29 @@ TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
   EXPECT_EQ(doc["settings"]["requests"], 12);
   EXPECT_EQ(doc["settings"]["seed"], 3);
   EXPECT_EQ(doc["settings"]["max_tokens"], 16);
+  EXPECT_EQ(doc["settings"]["ignore_eos"], true);
+  // Offline, every token is timed: the TTFT ratio is given.
+  EXPECT_GT(doc["comparison"]["ttft_p50_ratio_on_over_off"].get<double>(), 0);
+  EXPECT_NE(r.out.find("tok/s); TTFT p50 "), std::string::npos) << r.out;
+}
+
+// Over HTTP without --stream no TTFT is timed, so no ratio is made of it: it had printed
+// "TTFT p50 0.000x" and written 0. The responses' usage reports the cached prompt tokens.
+TEST_F(BenchCli, AnUntimedTtftGivesNoRatio) {
+  const std::string json = dir_.file("untimed.json").string();
+  const CommandResult r = run_tandem({"bench", "--model", model_, "--overlap", "compare",
+                                      "--requests", "3", "--prompt-tokens", "20", "--max-tokens",
+                                      "3", "--threads", "1", "--ceilings", "off", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const nlohmann::json doc = read_json("untimed.json");
+  EXPECT_TRUE(doc["comparison"]["ttft_p50_ratio_on_over_off"].is_null()) << doc["comparison"];
+  EXPECT_EQ(r.out.find("; TTFT p50"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on/off output throughput: "), std::string::npos) << r.out;
+  for (const auto& run : doc["runs"]) {
+    // The warm-up sent the first prompt, so at least its full blocks were found cached.
+    EXPECT_GE(run["cached_prompt_tokens"].get<int64_t>(), 16) << run;
+    EXPECT_EQ(run["cached_prompt_tokens"], run["prefix_cache_hit_tokens"]) << run;
+  }
 }
 
 TEST_F(BenchCli, OfflineRunCountsExactPromptTokens) {
@@ -176,9 +208,8 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
   expect_one_line_usage_error(
       run_tandem({"bench", "--url", "http://127.0.0.1:1", "--model", model_}), "--url");
   expect_one_line_usage_error(run_tandem({"bench", "--offline"}), "--offline");
-  expect_one_line_usage_error(
-      run_tandem({"bench", "--url", "http://127.0.0.1:1", "--served-model-name", "m"}),
-      "--served-model-name");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--served-model-name", ""}),
+                              "--served-model-name");
   expect_one_line_usage_error(
       run_tandem({"bench", "--url", "http://127.0.0.1:1", "--overlap", "compare"}), "--overlap");
   expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--overlap", "sideways"}),

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -135,49 +136,76 @@ TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
 // A server that starts a stream, sends two text chunks and dies: the record is a failure
 // that still holds what came (its first-token time, its gap, its chunks as tokens), as one
 // ended by an error event does, where it had reported 0 tokens and no first-token time.
+// A server that answers one request with the given bytes and closes the connection.
+class OneReplyServer {
+ public:
+  explicit OneReplyServer(std::string reply) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (listener_ < 0 ||
+        ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener_, 4) != 0)
+      throw std::runtime_error("cannot listen on loopback");
+    socklen_t length = sizeof address;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this, reply = std::move(reply)] {
+      const int client = ::accept(listener_, nullptr, nullptr);
+      if (client < 0) return;
+      char buffer[4096];
+      std::string request;
+      while (request.find("\r\n\r\n") == std::string::npos) {  // the body is small: read on
+        const ssize_t n = ::read(client, buffer, sizeof buffer);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      (void)!::write(client, reply.data(), reply.size());
+      ::close(client);
+    });
+  }
+  ~OneReplyServer() {
+    if (thread_.joinable()) thread_.join();
+    ::close(listener_);
+  }
+  // One request of 8 tokens at most, streamed, against this server.
+  bench::LoadResult run_one() {
+    bench::ServerUrl url;
+    url.host = "127.0.0.1";
+    url.port = std::to_string(port_);
+    bench::WorkloadSpec spec;
+    spec.requests = 1;
+    spec.max_tokens = 8;
+    bench::LoadOptions options;
+    options.stream = true;
+    bench::LoadResult result =
+        bench::run_http(url, "m", bench::plan_workload(spec, {5, 6, 7}), options);
+    thread_.join();
+    return result;
+  }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// A chunked event stream of `events`, ended by the last chunk unless `cut`.
+std::string event_stream(const std::string& events, bool cut) {
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx\r\n", events.size());
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "
+         "chunked\r\n\r\n" +
+         std::string(size) + events + "\r\n" + (cut ? "" : "0\r\n\r\n");
+}
+
 TEST(HttpLoadCut, AStreamCutShortKeepsWhatItReceived) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  socklen_t length = sizeof address;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
-  std::thread server([listener] {
-    const int client = ::accept(listener, nullptr, nullptr);
-    if (client < 0) return;
-    char buffer[4096];
-    std::string request;
-    while (request.find("\r\n\r\n") == std::string::npos) {  // the body is small: read on
-      const ssize_t n = ::read(client, buffer, sizeof buffer);
-      if (n <= 0) break;
-      request.append(buffer, static_cast<size_t>(n));
-    }
-    const std::string events =
-        "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n"
-        "data: {\"choices\":[{\"index\":0,\"text\":\"b\",\"finish_reason\":null}]}\n\n";
-    char size[16];
-    std::snprintf(size, sizeof size, "%zx\r\n", events.size());
-    const std::string reply =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
-        std::string(size) + events + "\r\n";
-    (void)!::write(client, reply.data(), reply.size());
-    ::close(client);  // no last chunk: the stream is cut
-  });
-  bench::ServerUrl url;
-  url.host = "127.0.0.1";
-  url.port = std::to_string(ntohs(address.sin_port));
-  bench::WorkloadSpec spec;
-  spec.requests = 1;
-  spec.max_tokens = 8;
-  bench::LoadOptions options;
-  options.stream = true;
-  const bench::LoadResult result =
-      bench::run_http(url, "m", bench::plan_workload(spec, {5, 6, 7}), options);
-  server.join();
-  ::close(listener);
+  OneReplyServer server(
+      event_stream("data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n"
+                   "data: {\"choices\":[{\"index\":0,\"text\":\"b\",\"finish_reason\":null}]}\n\n",
+                   /*cut=*/true));
+  const bench::LoadResult result = server.run_one();
   ASSERT_EQ(result.records.size(), 1u);
   const bench::RequestRecord& r = result.records[0];
   EXPECT_FALSE(r.ok);
@@ -187,6 +215,29 @@ TEST(HttpLoadCut, AStreamCutShortKeepsWhatItReceived) {
   EXPECT_EQ(r.text, "ab");
   EXPECT_GT(r.ttft, 0.0);
   EXPECT_EQ(r.itl.size(), 1u);
+}
+
+// A field that is null or of another type counts as unsaid, as vLLM's client reads `text or
+// ""`: one odd chunk had ended the whole run with a JSON type error and no figures. Usage's
+// cached tokens are read for the report.
+TEST(HttpLoadCut, NullFieldsAreUnsaidAndCachedTokensAreRead) {
+  OneReplyServer server(
+      event_stream("data: {\"choices\":[{\"index\":0,\"text\":null}]}\n\n"
+                   "data: {\"choices\":null}\n\n"
+                   "data: {\"choices\":[{\"index\":0,\"text\":\"b\",\"finish_reason\":\"length\"}],"
+                   "\"usage\":{\"prompt_tokens\":null,\"completion_tokens\":3,"
+                   "\"prompt_tokens_details\":{\"cached_tokens\":16}}}\n\n"
+                   "data: [DONE]\n\n",
+                   /*cut=*/false));
+  const bench::LoadResult result = server.run_one();
+  ASSERT_EQ(result.records.size(), 1u);
+  const bench::RequestRecord& r = result.records[0];
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.text, "b");
+  EXPECT_EQ(r.finish_reason, "length");
+  EXPECT_EQ(r.output_tokens, 3);
+  EXPECT_EQ(r.cached_tokens, 16);
+  EXPECT_TRUE(r.itl.empty());  // the null chunk was not a token
 }
 
 TEST_F(HttpLoad, ApiKeyGoesAsABearerTokenAndItsAbsenceFailsTheRequests) {
@@ -276,6 +327,31 @@ TEST_F(HttpLoad, BenchModelUsesTheModelIdServeListsForTheSameFile) {
     EXPECT_EQ(doc["settings"]["model_name"], served_id);
     EXPECT_EQ(doc["runs"][0]["completed"], 2);
   }
+}
+
+// With --url, --served-model-name picks which of the server's models the requests name (as
+// vllm bench serve's --model does); one the server does not list is a bad flag value.
+TEST_F(HttpLoad, UrlRunsNameTheModelAskedFor) {
+  ServeChild serve({"--model", model_, "--port", "0", "--threads", "1", "--served-model-name",
+                    "first", "second"});
+  ASSERT_GT(serve.port(), 0);
+  bench::ServerUrl url;
+  url.host = "127.0.0.1";
+  url.port = std::to_string(serve.port());
+  EXPECT_EQ(bench::discover_server(url).model, "first");
+  EXPECT_EQ(bench::discover_server(url, "second").model, "second");
+  try {
+    bench::discover_server(url, "third");
+    ADD_FAILURE() << "an unlisted model was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--served-model-name: the server lists first, second, not third");
+  }
+  const std::string json_path = dir_.file("second.json").string();
+  const CommandResult r =
+      run_tandem({"bench", "--url", "http://127.0.0.1:" + url.port, "--served-model-name", "second",
+                  "--requests", "2", "--max-tokens", "2", "--json", json_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("(model second)"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -76,6 +76,17 @@ TEST(Summarize, FailedRequestsCountButAddNoTokensOrTimings) {
   EXPECT_EQ(s.first_error, "HTTP 503");
 }
 
+// The prompt tokens the server's cache served, summed over completed requests; -1 (shown
+// as "-") when no response said, so a server without the field is not reported as 0.
+TEST(Summarize, CachedPromptTokensAddUpOnlyWhereReported) {
+  RequestRecord a = streamed(0.1, 0.2, 2, {0.1}), b = a, silent = a, failed;
+  a.cached_tokens = 16;
+  b.cached_tokens = 0;
+  failed.cached_tokens = 99;
+  EXPECT_EQ(summarize({a, b, silent, failed}, 1.0).cached_prompt_tokens, 16);
+  EXPECT_EQ(summarize({silent, failed}, 1.0).cached_prompt_tokens, -1);
+}
+
 TEST(Summarize, WholeResponsesHaveLatencyButNoTokenTimings) {
   RequestRecord whole;
   whole.ok = true;

@@ -367,6 +367,38 @@ class FailingExecutor : public StepExecutor {
   int steps_ = 0;
 };
 
+// bench's and generate's GFLOP/s (roofline.h) rest on these counts: they once charged the
+// output head to every prompt token, and reported up to 2.6x the machine's peak.
+TEST(Scheduler, ItCountsTheRowsFedAndTheRowsThatReachTheOutputHead) {
+  SchedulerOptions options;
+  options.max_step_tokens = 16;  // the 40-token prompts go in chunks of 16, 16 and 8
+  options.prefix_cache = false;  // the second prompt computes again
+  Harness h(options);
+  auto plain = h.submit(40, 5);
+  h.drain();
+  SchedulerMetrics m = h.scheduler->metrics();
+  EXPECT_EQ(m.steps, 3u + 4u);
+  EXPECT_EQ(m.rows_fed, 40u + 4u);  // the last token sampled is never fed
+  EXPECT_EQ(m.logit_rows, 5u);      // the prompt's last row, then each decode row
+  EXPECT_EQ(m.logit_steps, 1u + 4u);
+
+  auto scored = std::make_shared<RecordingSink>();  // echo with logprobs: every prompt row
+  GenerationRequest r;
+  r.prompt.assign(40, 'p');
+  r.max_tokens = 2;
+  r.sampling.prompt_logprobs = 0;
+  r.sink = scored;
+  ASSERT_TRUE(h.scheduler->submit(std::move(r)).accepted());
+  h.drain();
+  const SchedulerMetrics before = m;
+  m = h.scheduler->metrics();
+  EXPECT_EQ(m.rows_fed - before.rows_fed, 40u + 1u);
+  EXPECT_EQ(m.logit_rows - before.logit_rows, 40u + 1u);
+  EXPECT_EQ(m.logit_steps - before.logit_steps, 3u + 1u);
+  EXPECT_EQ(plain->text(), "xxxxx");
+  EXPECT_EQ(scored->text(), "xx");
+}
+
 TEST(Scheduler, ADeviceFailureEndsTheRequestsInTheStepWithAnErrorAndFreesTheirBlocks) {
   ByteTokenizer tokenizer;
   Device device(std::make_unique<FailingExecutor>());

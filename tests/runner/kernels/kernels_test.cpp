@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "runner/kernels/ceilings.h"
 #include "runner/kernels/packed_impl.h"
 #include "runner/util/float16.h"
+#include "runner/util/thread_pool.h"
 #include "tests/common/isa_scope.h"
 #include "tests/common/test_support.h"
 
@@ -634,6 +637,19 @@ TEST(Kernels, TestHookRefusesAnIsaThisCpuLacksAndNamesEveryIsa) {
     EXPECT_FALSE(set_isa_for_testing(Isa::kAmx));
     EXPECT_EQ(detected_isa(), saved);
   }
+}
+
+// With one thread the line printed and the fractions divided by it read one bandwidth:
+// it was measured twice, and `generate` printed "30.0 GB/s", then "30.3 GB/s of 29.7".
+TEST(Ceilings, OneThreadsReadBandwidthIsOneFigure) {
+  ThreadPool pool(1);
+  const MachineCeilings c = measure_ceilings(pool, 0.01, int64_t{4} << 20);
+  EXPECT_EQ(c.threads, 1);
+  EXPECT_GT(c.read_gbps_one_thread, 0);
+  EXPECT_EQ(c.read_gbps_all_threads, c.read_gbps_one_thread);
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "memory read %.1f GB/s", c.read_gbps_all_threads);
+  EXPECT_NE(describe(c).find(expected), std::string::npos) << describe(c);
 }
 
 }  // namespace
