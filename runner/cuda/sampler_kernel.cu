@@ -8,7 +8,9 @@
 //     the CPU's "lowest id of the largest, NaN ignored". z_max = max + 0 (the CPU's -0 -> +0).
 //  3. Filters: the kept set is the first n tokens in rank order. min_p's candidates are the
 //     tokens with z - z_max >= log_min_p (the host's logf, in SampleRow); top_k counts them;
-//     top_p weighs each by the sampler's own exp_shifted(z - z_max). A radix select over the
+//     top_p weighs each by the sampler's own exp_shifted(z - z_max) and keeps p of what
+//     min_p and top_k left (vLLM's order): the candidates' mass, or, when top_k cuts, the
+//     mass of its k found by a select on count alone first (top_k_mass). A radix select over the
 //     32-bit rank key (11 bits, then 7, 7, 7) finds the n-th token: per-bin counts and
 //     masses are integers (masses in fixed point, 2^-40 units), so the shared-memory atomics
 //     that build them give the same sums in any order. Ties at the cut go to the lower ids
@@ -16,8 +18,8 @@
 //     most kListCap candidates (top_k, min_p and most top_p rows), they are gathered into
 //     shared memory once and the deeper levels and the Gumbel pass read only them; results
 //     never depend on the list's order. THE ONE INEXACT STEP: top_p's prefix mass
-//     is summed exactly (integers) in rank order and compared with p * Z computed from the
-//     same integers, where the CPU sums floats in its own order (a quickselect's), so a cut
+//     is summed exactly (integers) in rank order and compared with p * S computed from the
+//     same integers, where the CPU sums floats in its own orders (sampler.h), so a cut
 //     within float rounding of p (relative ~1e-6) can fall one token apart.
 //  4. Gumbel-max: Philox4x32-10 and the two logs ported step for step (sampler_kernel.cuh),
 //     z + g rounded once, the CPU's exact pruning (group and per-token noise ceilings against
@@ -193,7 +195,7 @@ struct Cut {
 
 struct Totals {
   uint32_t candidates;
-  unsigned long long z_sum;  // Z over the whole row, fixed point
+  unsigned long long z_sum;  // the candidates' mass, fixed point
 };
 
 // Where the select and the Gumbel pass read z: the whole row, or the candidates gathered into
@@ -229,10 +231,11 @@ __device__ Totals histogram_pass(const Source& src, const Cut& cut, bool weigh, 
   const uint32_t digit_mask = (1u << digit_bits(level)) - 1u;
   src.for_each([&](float zi, int32_t) {
     const float d = __fsub_rn(zi, cut.z_max);
-    // Z counts every token; the masses of deeper levels only the prefix's.
+    if (!(d >= cut.floor)) return;
+    // Z sums every candidate's mass (what top_p takes p of when top_k cuts none: min_p's
+    // survivors, or the whole row); the masses of deeper levels only the prefix's.
     unsigned long long m = level == 0 && weigh ? mass_of(d) : 0ull;
     z_sum += m;
-    if (!(d >= cut.floor)) return;
     const uint32_t key = rank_key(zi);
     if (level > 0) {
       if ((key >> (shift + digit_bits(level))) != prefix) return;
@@ -438,6 +441,28 @@ __device__ ListSource gather(const RowSource& row, const Cut& cut, uint32_t last
   return {list_z, list_id, s.listed};
 }
 
+// The mass of the n_count first candidates in rank order (what top_k keeps), for top_p's
+// target: a select by count alone, then one pass over the row summing the kept masses. The
+// level-0 histogram (filled by the caller) is used, then refilled for the caller's own select.
+__device__ unsigned long long top_k_mass(const RowSource& src, const Cut& cut, uint32_t n_count,
+                                         Shared& s) {
+  Cut k_cut = cut;
+  choose_and_clear(0, n_count, ULLONG_MAX, s);
+  radix_select(src, src, k_cut, /*weigh=*/false, n_count, ULLONG_MAX, s);
+  unsigned long long mass = 0;
+  src.for_each([&](float z, int32_t id) {
+    if (k_cut.keeps(z, id)) mass += mass_of(__fsub_rn(z, cut.z_max));
+  });
+  mass = reduce_sum(mass, s.slots);  // synchronizes
+  if (threadIdx.x == 0) {
+    s.prefix = s.base_count = 0;
+    s.base_mass = 0;
+  }
+  __syncthreads();
+  histogram_pass(src, cut, /*weigh=*/true, 0, 0, s);
+  return mass;
+}
+
 // Steps 3 and 4 for a row whose z_max is finite; `top` is the lowest id holding it. `area`:
 // the block's dynamic shared memory (room for kListCap entries).
 __device__ int32_t sample_filtered(const SampleRow& row, const RowSource& src, float z_max,
@@ -463,8 +488,11 @@ __device__ int32_t sample_filtered(const SampleRow& row, const RowSource& src, f
   if (n_count <= 1) return top;  // a single kept token: no noise drawn
   unsigned long long target = ULLONG_MAX;
   if (p_on) {
+    // top_p over what min_p and top_k left, renormalized (vLLM's order, sampler.h).
+    const unsigned long long mass =
+        n_count < totals.candidates ? top_k_mass(src, cut, n_count, s) : totals.z_sum;
     target = static_cast<unsigned long long>(
-        ceil(static_cast<double>(row.top_p) * static_cast<double>(totals.z_sum)));
+        ceil(static_cast<double>(row.top_p) * static_cast<double>(mass)));
   }
   const bool select = p_on || n_count < totals.candidates;
   if (select) choose_and_clear(0, n_count, target, s);

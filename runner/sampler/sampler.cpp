@@ -337,18 +337,39 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
   // the floor: min_p's cut, or every finite token.
   const float floor = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
-  const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
 
   if (k_on) {
+    // min_p and top_k keep rank prefixes of the same order, so either may go first; top_p
+    // then weighs what they left, renormalized (vLLM's top-k-then-top-p).
     std::span<RankedToken> kept =
         top_k_candidates(z, z_max, static_cast<size_t>(params.top_k), floor);
     if (p_on) {
-      for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
-      const size_t cut = top_p_cut(kept, target);
+      std::sort(kept.begin(), kept.end(),
+                [](const RankedToken& a, const RankedToken& b) { return a.id < b.id; });
+      float mass = 0.0f;  // in id order, as the other paths sum
+      for (RankedToken& t : kept) mass += t.e = sampler_kernels::exp_shifted(t.z - z_max);
+      const size_t cut = top_p_cut(kept, params.top_p * mass);
       if (cut > 0) kept = kept.first(cut);
     }
     return gumbel_over(kept, params.seed, position);
   }
+  if (m_on && p_on) {
+    // top_p over min_p's survivors, renormalized (vLLM applies min_p before top_p): all of
+    // them are collected, in id order, and their mass summed in that order.
+    const auto count = static_cast<size_t>(
+        kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
+    kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());
+    float mass = 0.0f;
+    for (size_t i = 0; i < count; ++i) {
+      ranked_[i] = {cand_z_[i], cand_id_[i], cand_e_[i]};
+      mass += cand_e_[i];
+    }
+    std::span<RankedToken> kept(ranked_.data(), count);
+    const size_t cut = top_p_cut(kept, params.top_p * mass);
+    return gumbel_over(cut > 0 ? kept.first(cut) : kept, params.seed, position);
+  }
+  // top_p alone weighs the whole vocabulary: Z in the kernels' shared 16-lane order.
+  const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
 
   // top_p without top_k: collect above the shallowest ladder rung whose estimated mass holds
   // the prefix (with 4% to spare for the estimate's error), and go one rung deeper whenever

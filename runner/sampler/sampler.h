@@ -17,19 +17,23 @@
 //  2. temperature <= 0 (or NaN): greedy. The token is the argmax of the biased logits, ties to
 //     the lowest id; nothing else applies and no noise is drawn.
 //  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
-//     the logits as they are. The filters below are computed on softmax(z) over the whole
-//     vocabulary and compose as an intersection. Rank order is z descending, ties to the
-//     lower id; each active filter keeps a prefix of that order, so the kept set is the first
-//     n tokens in rank order, n the smallest of the filters' prefix lengths:
-//     - top_k (off when <= 0 or >= vocab): the first k ranks. Exactly k tokens are kept (fewer
-//       if fewer are finite); ties at the k-th place go to the lowest ids.
-//     - top_p (off when >= 1): the shortest rank prefix whose mass reaches p, i.e. whose sum
-//       of e_i = exp(z_i - z_max) is >= p * Z, Z = sum of e_i over the vocabulary (the token
-//       that crosses p is kept). e_i is the sampler's own float exp (0 below z_max - 86); the
-//       sums are float sums in a fixed order, so a cut within rounding of p is decided by
-//       rounding (the same way on every run and CPU). Ties beyond the cut go to the lowest ids.
+//     the logits as they are. Then the filters, in vLLM's order (min_p, then top_k, then
+//     top_p over what they left, renormalized). Rank order is z descending, ties to the
+//     lower id; each filter keeps a prefix of that order, so the kept set is the first n
+//     tokens in rank order:
 //     - min_p (off when <= 0): keeps z_i - z_max >= log(min_p) (p_i >= min_p * p_max); tied
 //       tokens are kept or dropped together. The top token always survives.
+//     - top_k (off when <= 0 or >= vocab): the first k ranks of those. Exactly k tokens are
+//       kept (fewer if fewer are left); ties at the k-th place go to the lowest ids.
+//     - top_p (off when >= 1): the shortest rank prefix of the tokens left whose mass
+//       reaches p of theirs, i.e. whose sum of e_i = exp(z_i - z_max) is >= p * S (the token
+//       that crosses p is kept). S is the sum over the tokens min_p and top_k left: over the
+//       whole vocabulary in the kernels' shared 16-lane order when neither is on, else in
+//       increasing id order. e_i is the sampler's own float exp (0 below z_max - 86); the
+//       sums are float sums in a fixed order, so a cut within rounding of p is decided by
+//       rounding (the same way on every run and CPU). Ties beyond the cut go to the lowest
+//       ids. So top_k 40 with top_p 0.9 keeps the nucleus of the 40, as vLLM and llama.cpp
+//       do, not of the whole vocabulary.
 //  4. Gumbel-max over the kept set: token = argmax_i (z_i + g_i), ties to the lowest id, with
 //     g_i = -log(-log(u_i)) and u_i = uniform_open01(philox word) defined as follows.
 //     Key = {seed & 0xffffffff, seed >> 32}. For vocabulary id i, counter =

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -115,24 +116,41 @@ std::vector<float> biased(std::vector<float> row, const std::vector<LogitEdit>& 
   return row;
 }
 
+// The masses top_p weighs (sampler.h): exp_shifted(z - z_max) of the tokens min_p and top_k
+// leave, in rank order, in double; *total gets their sum, the S top_p takes p of.
+std::vector<double> survivor_masses(const std::vector<float>& z, const SamplingParams& params,
+                                    double* total) {
+  float z_max = -kInf;
+  for (float v : z) z_max = v > z_max ? v : z_max;
+  const float floor = params.min_p > 0.0f ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
+  std::vector<std::pair<float, int32_t>> ranked;
+  for (int32_t i = 0; i < static_cast<int32_t>(z.size()); ++i)
+    if (std::isfinite(z[i]) && z[i] - z_max >= floor) ranked.push_back({z[i], i});
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  const auto n = static_cast<int32_t>(z.size());
+  if (params.top_k > 0 && params.top_k < n && ranked.size() > size_t(params.top_k))
+    ranked.resize(static_cast<size_t>(params.top_k));
+  std::vector<double> e;
+  *total = 0.0;
+  for (const auto& [v, id] : ranked) {
+    e.push_back(sampler_kernels::exp_shifted(v - z_max));
+    *total += e.back();
+  }
+  return e;
+}
+
 // Whether top_p's cut lies within rounding of p: some rank prefix's exact mass is within
-// 5e-5 Z of p Z (float sums of up to 2^18 terms in another order stay well inside that).
+// 5e-5 S of p S (float sums of up to 2^18 terms in another order stay well inside that).
 bool top_p_cut_is_close(const std::vector<float>& row, const SamplingParams& params) {
   const float inv_t = 1.0f / params.temperature;
   if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) return false;
   if (!(params.top_p < 1.0f) || !(params.top_p > 0.0f)) return false;
   const std::vector<float> z = testing::tempered(row, params.temperature);
-  float z_max = -kInf;
-  for (float v : z) z_max = v > z_max ? v : z_max;
-  if (!std::isfinite(z_max)) return false;
-  std::vector<double> e;
   double total = 0.0;
-  for (float v : z) {
-    const double m = sampler_kernels::exp_shifted(v - z_max);
-    total += m;
-    if (m > 0.0) e.push_back(m);
-  }
-  std::sort(e.begin(), e.end(), std::greater<>());
+  const std::vector<double> e = survivor_masses(z, params, &total);
+  if (e.empty()) return false;
   const double target = params.top_p * total;
   double acc = 0.0;
   for (double m : e) {
@@ -339,7 +357,7 @@ TEST(CudaSampler, TokensEqualTheCpuSamplersWithLongEditLists) {
 // Three values over 128256 ids, so each tie group is far past the candidate list: cuts inside
 // a group (top_k, top_p) keep its lowest ids, and min_p keeps or drops a group whole. top_p cuts
 // inside the top group, whose masses are all 1, so both sides count whole tokens; a target
-// within 0.05 of a whole number (float Z against the kernel's exact one) is not asked.
+// within 0.05 of a whole number (float S against the kernel's exact one) is not asked.
 TEST(CudaSampler, TiesAtTheCutGoToTheLowestIdsInLargeGroups) {
   SKIP_WITHOUT_GPU();
   constexpr int32_t kVocab = 128256;
@@ -361,16 +379,11 @@ TEST(CudaSampler, TiesAtTheCutGoToTheLowestIdsInLargeGroups) {
   }
   const std::vector<int32_t> tokens = sample_on_device(logits, kVocab, cases, {});
   Sampler sampler({kVocab, {}});
-  std::array<float, 16> lanes{};  // Z in the CPU kernels' order
-  for (int32_t i = 0; i < kVocab; ++i) {
-    lanes[i & 15] = lanes[i & 15] + sampler_kernels::exp_shifted(logits[i] - 2.0f);
-  }
-  for (int width = 8; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-  }
   for (size_t i = 0; i < cases.size(); ++i) {
-    const float target = cases[i].params.top_p * lanes[0];
-    if (cases[i].params.top_p < 1.0f && std::abs(target - std::round(target)) < 0.05f) continue;
+    double total = 0.0;  // what top_p weighs: the survivors of min_p and top_k
+    survivor_masses(logits, cases[i].params, &total);
+    const double target = cases[i].params.top_p * total;
+    if (cases[i].params.top_p < 1.0f && std::abs(target - std::round(target)) < 0.05) continue;
     std::vector<float> row = logits;
     EXPECT_EQ(tokens[i], sampler.sample(row, cases[i].params, cases[i].position))
         << "top_k " << cases[i].params.top_k << ", top_p " << cases[i].params.top_p << ", min_p "

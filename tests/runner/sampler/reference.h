@@ -40,32 +40,44 @@ inline std::vector<int32_t> reference_kept(std::span<const float> logits,
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
   const float z_max = z[order.front()];
-  size_t keep = order.size();
-  if (params.top_k > 0 && params.top_k < n) keep = std::min(keep, size_t(params.top_k));
-  if (params.top_p < 1.0f) {
-    // Z in the kernels' summation order: 16 lanes by index, folded in halves.
-    std::array<float, 16> lanes{};
-    for (int32_t i = 0; i < n; ++i) {
-      lanes[i & 15] = lanes[i & 15] + sampler_kernels::exp_shifted(z[i] - z_max);
-    }
-    for (int width = 8; width >= 1; width /= 2) {
-      for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-    }
-    const float target = params.top_p * lanes[0];
-    float acc = 0.0f;
-    for (size_t r = 0; r < order.size(); ++r) {
-      acc += sampler_kernels::exp_shifted(z[order[r]] - z_max);
-      if (acc >= target) {
-        keep = std::min(keep, r + 1);
-        break;
-      }
-    }
-  }
+  // min_p, then top_k: each keeps a rank prefix.
   if (params.min_p > 0.0f) {
     const float floor = std::min(std::log(params.min_p), 0.0f);
     size_t r = 0;
     while (r < order.size() && z[order[r]] - z_max >= floor) ++r;
-    keep = std::min(keep, r);
+    order.resize(r);
+  }
+  if (params.top_k > 0 && params.top_k < n)
+    order.resize(std::min(order.size(), size_t(params.top_k)));
+  size_t keep = order.size();
+  if (params.top_p < 1.0f) {
+    // top_p over what is left, renormalized: S summed in the sampler's order, the 16-lane
+    // order over the whole vocabulary when neither filter before it is on, else by id.
+    float mass = 0.0f;
+    const bool whole = !(params.min_p > 0.0f) && !(params.top_k > 0 && params.top_k < n);
+    if (whole) {
+      std::array<float, 16> lanes{};
+      for (int32_t i = 0; i < n; ++i) {
+        lanes[i & 15] = lanes[i & 15] + sampler_kernels::exp_shifted(z[i] - z_max);
+      }
+      for (int width = 8; width >= 1; width /= 2) {
+        for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
+      }
+      mass = lanes[0];
+    } else {
+      std::vector<int32_t> by_id = order;
+      std::sort(by_id.begin(), by_id.end());
+      for (int32_t id : by_id) mass += sampler_kernels::exp_shifted(z[id] - z_max);
+    }
+    const float target = params.top_p * mass;
+    float acc = 0.0f;
+    for (size_t r = 0; r < order.size(); ++r) {
+      acc += sampler_kernels::exp_shifted(z[order[r]] - z_max);
+      if (acc >= target) {
+        keep = r + 1;
+        break;
+      }
+    }
   }
   order.resize(keep);
   return order;

@@ -119,7 +119,28 @@ TEST(Sampler, MinPKeepsOrDropsTiedTokensTogether) {
   EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 1.0f, 0.55f)), (std::set<int32_t>{2}));
 }
 
-TEST(Sampler, FiltersComposeAsAnIntersection) {
+// vLLM's order: min_p, then top_k, then top_p over what they left, renormalized. They had
+// composed as an intersection, top_p taking p of the whole vocabulary's mass, which kept
+// more than vLLM and llama-server keep (the first two cases).
+TEST(Sampler, TopPWeighsWhatMinPAndTopKLeft) {
+  const std::vector<float> logits = from_probs({0.1f, 0.5f, 0.15f, 0.25f});
+  // top_k 2 leaves {1, 3}: 0.5 of their 0.75 is 0.67, past 0.6. (Of the whole: 0.5 < 0.6.)
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 2, 0.6f)), (std::set<int32_t>{1}));
+  // min_p 0.29 leaves {1, 3, 2}, 0.9: 0.75 reaches 0.8 of it. (Of the whole it takes three.)
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 0, 0.8f, 0.29f)), (std::set<int32_t>{1, 3}));
+  // Both: min_p 0.29 then top_k 3 leave {1, 3, 2}; top_p 0.5 of 0.9 is reached by 1 alone.
+  EXPECT_EQ(drawn(logits, sampling_with(1.0f, 3, 0.5f, 0.29f)), (std::set<int32_t>{1}));
+  // A large vocabulary whose tail holds most of the mass: top_k 2 with top_p 0.5 keeps the
+  // nucleus of the two (the first alone), never the tail, whatever the seed.
+  std::vector<float> tail(1000, -2.0f);
+  tail[7] = 0.0f;
+  tail[3] = -0.1f;
+  EXPECT_EQ(drawn(tail, sampling_with(1.0f, 2, 0.5f), 500), (std::set<int32_t>{7}));
+  EXPECT_EQ(drawn(tail, sampling_with(1.0f, 0, 0.5f, 0.5f), 500), (std::set<int32_t>{7}));
+  EXPECT_EQ(drawn(tail, sampling_with(1.0f, 2, 0.99f), 500), (std::set<int32_t>{3, 7}));
+}
+
+TEST(Sampler, FiltersKeepWhatEachWouldAlone) {
   const std::vector<float> logits = from_probs({0.1f, 0.5f, 0.15f, 0.25f});
   // top_p 0.8 keeps {1, 3, 2}; top_k 2 keeps {1, 3}; min_p 0.29 keeps {1, 3, 2}.
   EXPECT_EQ(drawn(logits, sampling_with(1.0f, 2, 0.8f, 0.29f)), (std::set<int32_t>{1, 3}));
