@@ -107,7 +107,7 @@ void print_ceiling_fractions(const Engine& engine, double prompt_tokens, double 
       roofline(work, c, {decode_tok_s, decode_tok_s, decode_tok_s, decode_tok_s});
   const Roofline prompt =
       roofline(work, c, {prompt_tokens / prompt_seconds, 1 / prompt_seconds, 0, 0});
-  std::string decode_text = "decode: not timed (one token generated)";
+  std::string decode_text = "decode: not timed";
   if (decode_tok_s > 0) {
     char text[160];
     std::snprintf(text, sizeof(text),
@@ -209,8 +209,15 @@ int run_generate(const GenerateOptions& o) {
     kv_local += "; the first " + std::to_string(device.kv_prefaulted_tokens) +
                 " positions' pages written at load, " +
                 std::to_string(static_cast<int>(device.kv_prefault_seconds * 1000 + 0.5)) + " ms";
-  char decode_text[48] = "not timed";  // a first token alone has no decode time
-  if (decode_tok_s > 0) std::snprintf(decode_text, sizeof(decode_text), "%.1f tok/s", decode_tok_s);
+  // Decode is timed from the first text to the end: not with fewer than two tokens, nor
+  // when no text came before the end (every token a skipped special one).
+  char decode_text[64];
+  if (decode_tok_s > 0)
+    std::snprintf(decode_text, sizeof(decode_text), "%.1f tok/s", decode_tok_s);
+  else if (generated < 2)
+    std::snprintf(decode_text, sizeof(decode_text), "not timed (fewer than two tokens)");
+  else
+    std::snprintf(decode_text, sizeof(decode_text), "not timed (no text before the end)");
   std::fprintf(stderr,
                "prompt: %zu tokens in %.3f s (%.1f tok/s); generated %lld tokens, decode %s "
                "(device %s, seed %llu, KV %s at %lld bytes/token, %lld tokens%s)\n",

@@ -222,8 +222,10 @@ Subcommand make_serve_command(CLI::App& app) {
                   "Reuse the KV blocks of prompt prefixes computed before")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  // At least 1: every request waits in the queue until the scheduler admits it, so 0 refused
+  // them all (with a 400 that blamed the request).
   cmd->add_option("--max-queue", opts->max_queue, "Requests waiting before 503")
-      ->check(CLI::Range(0, 1 << 20))
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--api-key", opts->server.api_key, "Require 'Authorization: Bearer KEY'");
   cmd->add_option("--max-body", opts->server.max_body, "Largest request body in bytes")

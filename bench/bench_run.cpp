@@ -55,7 +55,8 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
             {"temperature", o.temperature},
             {"stream", o.stream},
             {"seed", o.seed},
-            // Every request's: a constrained run ends where its schema does.
+            // Whether every run's requests set it (each run's own "ignore_eos" says): a run
+            // constrained by --json-schema ends where its schema does.
             {"ignore_eos", o.json_schema.empty()}};
   if (!o.json_schema.empty()) s["json_schema"] = o.json_schema.string();
   if (!o.model.empty()) {
@@ -91,9 +92,11 @@ std::string describe_load(const BenchOptions& o) {
   else
     s << o.prompt_tokens_min << ".." << o.prompt_tokens_max;
   s << " tokens, max " << o.max_tokens << " tokens";
+  // With --model and --json-schema, an unconstrained run goes first unless overlap is
+  // compared (bench_model's modes).
   if (o.json_schema.empty())
     s << " (ignore_eos), ";
-  else if (o.url.empty())
+  else if (o.url.empty() && o.overlap != "compare")
     s << " (ignore_eos in the unconstrained run only), ";
   else
     s << " (no ignore_eos: outputs end where the schema does), ";
@@ -245,6 +248,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
   run.report.prefix_cache = mode.prefix_cache ? "on" : "off";
+  run.report.ignore_eos = !mode.constrained;
   run.report.summary = summarize(result.records, result.duration_seconds);
   run.report.outputs_digest = outputs_digest(result.records);
   run.report.device = device_figures(before, after, result.duration_seconds);
@@ -295,6 +299,7 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
   RunReport report;
   report.label = "http";
   report.path = "http";
+  report.ignore_eos = o.json_schema.empty();
   report.summary = summarize(result.records, result.duration_seconds);
   report.outputs_digest = outputs_digest(result.records);
   if (o.json_detailed) report.records = result.records;

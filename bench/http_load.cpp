@@ -220,7 +220,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
     const json chunk = json::parse(data, nullptr, false);
     RequestRecord& r = record();
     if (chunk.is_discarded()) return;
-    if (chunk.contains("error")) {
+    if (chunk.is_object() && chunk.contains("error") && !chunk["error"].is_null()) {
       r.error = "stream error: " + chunk["error"].dump().substr(0, 300);
       return;
     }
@@ -361,15 +361,6 @@ const json* listed_model(const json& list, const std::string& model) {
   return nullptr;
 }
 
-std::string listed_ids(const json& list) {
-  std::string ids;
-  if (list.is_object() && list.contains("data") && list["data"].is_array())
-    for (const json& entry : list["data"])
-      if (entry.is_object() && entry.contains("id") && entry["id"].is_string())
-        ids += (ids.empty() ? "" : ", ") + entry["id"].get<std::string>();
-  return ids.empty() ? "none" : ids;
-}
-
 }  // namespace
 
 ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
@@ -404,9 +395,6 @@ ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
     if (meta != entry->end() && meta->is_object() && meta->contains("n_vocab") &&
         (*meta)["n_vocab"].is_number_integer())
       vocab = (*meta)["n_vocab"].get<int64_t>();
-  } else if (!model.empty() && models.status == 200 && !list.is_discarded()) {
-    throw std::invalid_argument("--served-model-name: the server lists " + listed_ids(list) +
-                                ", not " + model);
   }
   // llama-server and tandem read "content"/"add_special", vLLM "prompt"/"add_special_tokens".
   const std::string passage(pool_passage());

@@ -26,14 +26,16 @@ struct ServerUrl {
 ServerUrl parse_server_url(std::string_view url);
 
 struct ServerInfo {
-  std::string model;           // the id asked for, else /v1/models' first ("" when it has none)
+  std::string model;  // the id asked for, else /v1/models' first ("" when it has none)
+  // From the listed entry of that id, when there is one.
   int64_t context_length = 0;  // max_model_len, when given
   std::vector<int32_t> token_pool;
   std::string pool_source;  // how the pool was found, for the report
 };
 
-// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all, and
-// (a bad --served-model-name) when `model` is given and /v1/models lists other ids only.
+// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all. A
+// `model` that /v1/models does not list is still the one named (a router may serve more
+// than it lists, as vllm bench serve assumes); a wrong one fails the warm-up request.
 ServerInfo discover_server(const ServerUrl& url, const std::string& model = "");
 
 LoadResult run_http(const ServerUrl& url, const std::string& model,

@@ -184,6 +184,7 @@ nlohmann::json run_json(const RunReport& run) {
   j["path"] = run.path;
   if (!run.overlap.empty()) j["overlap"] = run.overlap;
   if (!run.prefix_cache.empty()) j["prefix_cache"] = run.prefix_cache;
+  j["ignore_eos"] = run.ignore_eos;
   if (run.device) {
     const DeviceFigures& d = *run.device;
     j["device"] = {{"busy_s", d.busy_seconds},         {"idle_s", d.idle_seconds},

@@ -47,6 +47,7 @@ struct RunReport {
   std::string path;          // "http" or "offline"
   std::string overlap;       // "on", "off", or "" when unknown (--url)
   std::string prefix_cache;  // "on", "off", or "" when unknown (--url)
+  bool ignore_eos = true;    // its requests' (a run constrained by --json-schema: false)
   RunSummary summary;
   std::optional<DeviceFigures> device;
   // outputs_digest(records): equal digests mean the runs generated the same texts.

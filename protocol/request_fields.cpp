@@ -1,10 +1,11 @@
 #include "protocol/request_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <numeric>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -60,12 +61,16 @@ namespace {
 // Builds the body's ordered_json from nlohmann's SAX events. nlohmann's own builder inserts
 // each key with ordered_map's linear search for a duplicate, so an object of n keys cost
 // O(n^2): a 1 MiB body of 100,000 keys took 13.6 s, and four of them stalled every other
-// request for a minute. Here each open object keeps a hash index of its keys, so a body
-// parses in linear time, with nlohmann's result: keys in first-seen order, and a repeated
-// key's last value in its first place. Containers nested deeper than kMaxNestingDepth are
-// refused as they open.
+// request for a minute. Here members are appended as they come, and an object's repeated
+// keys are resolved once it closes, by sorting its places by key: O(n log n) whatever the
+// keys (a hash table would let a crafted body put every key in one bucket, as the standard
+// string hash has a fixed seed). The result is nlohmann's: keys in first-seen order, and a
+// repeated key's last value in its first place. Containers nested deeper than
+// kMaxNestingDepth are refused as they open.
 class BodyBuilder {
  public:
+  using Members = Json::object_t::Container;  // ordered_map's vector of (key, value)
+
   explicit BodyBuilder(Json& root) : root_(root) {}
 
   bool null() { return put(nullptr); }
@@ -77,15 +82,17 @@ class BodyBuilder {
   bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
   bool start_object(std::size_t) { return open(Json::object()); }
   bool start_array(std::size_t) { return open(Json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
+  bool end_object() {
+    drop_repeated_keys(members_of(*frames_.back()));
+    frames_.pop_back();
+    return true;
+  }
+  bool end_array() {
+    frames_.pop_back();
+    return true;
+  }
   bool key(Json::string_t& name) {
-    Frame& frame = frames_.back();
-    auto& members =
-        static_cast<Json::object_t::Container&>(frame.value->get_ref<Json::object_t&>());
-    const auto [at, inserted] = frame.index.try_emplace(name, members.size());
-    if (inserted) members.emplace_back(std::move(name), nullptr);
-    frame.slot = &members[at->second].second;  // a repeated key's value is replaced
+    members_of(*frames_.back()).emplace_back(std::move(name), nullptr);
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
@@ -94,21 +101,45 @@ class BodyBuilder {
   }
 
  private:
-  struct Frame {
-    Json* value;
-    std::unordered_map<std::string, size_t> index;  // an object's keys -> their places
-    Json* slot = nullptr;                           // where an object's next value goes
-  };
+  static Members& members_of(Json& object) {
+    return static_cast<Members&>(object.get_ref<Json::object_t&>());
+  }
 
-  // Where the next value goes: the root, an object's slot for the last key, or an array's end.
+  // Each repeated key's last value moves to its first place and the later places go.
+  static void drop_repeated_keys(Members& members) {
+    if (members.size() < 2) return;
+    std::vector<size_t> order(members.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return members[a].first < members[b].first; });
+    std::vector<bool> dropped(members.size(), false);
+    bool any = false;
+    for (size_t i = 0, j; i < order.size(); i = j) {
+      for (j = i + 1; j < order.size() && members[order[j]].first == members[order[i]].first;) ++j;
+      if (j - i == 1) continue;
+      members[order[i]].second = std::move(members[order[j - 1]].second);
+      for (size_t d = i + 1; d < j; ++d) dropped[order[d]] = true;
+      any = true;
+    }
+    if (!any) return;
+    Members kept;  // the keys are const: the kept members are rebuilt, not shifted
+    kept.reserve(members.size());
+    for (size_t i = 0; i < members.size(); ++i)
+      if (!dropped[i]) kept.emplace_back(members[i].first, std::move(members[i].second));
+    members.swap(kept);
+  }
+
+  // Where the next value goes: the root, the value of an object's last key, or an array's
+  // new last element.
   Json* next_slot() {
     if (frames_.empty()) return &root_;
-    Frame& frame = frames_.back();
-    if (frame.value->is_array()) {
-      frame.value->get_ref<Json::array_t&>().emplace_back(nullptr);
-      return &frame.value->get_ref<Json::array_t&>().back();
+    Json& container = *frames_.back();
+    if (container.is_array()) {
+      auto& elements = container.get_ref<Json::array_t&>();
+      elements.emplace_back(nullptr);
+      return &elements.back();
     }
-    return frame.slot;
+    return &members_of(container).back().second;
   }
   template <class V>
   bool put(V&& v) {
@@ -125,16 +156,12 @@ class BodyBuilder {
     // grows, so this pointer stays valid until the child closes.
     Json* slot = next_slot();
     *slot = std::move(container);
-    frames_.push_back({slot, {}});
-    return true;
-  }
-  bool close() {
-    frames_.pop_back();
+    frames_.push_back(slot);
     return true;
   }
 
   Json& root_;
-  std::vector<Frame> frames_;
+  std::vector<Json*> frames_;  // the open containers, innermost last
 };
 
 }  // namespace

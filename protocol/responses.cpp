@@ -39,9 +39,10 @@ Json tool_call_json(const ToolCallOut& call) {
               {"function", Json{{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-// OpenAI's assistant message: content null when the model only called tools.
+// OpenAI's assistant message: content null when the model only called tools, and refusal
+// always null (OpenAI and vLLM send the key; the SDK's type has it as string | null).
 Json message_json(const ChoiceResult& c) {
-  Json message{{"role", "assistant"}, {"content", c.text}};
+  Json message{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
   if (c.tool_calls.empty()) return message;
   if (c.text.empty()) message["content"] = nullptr;
   Json calls = Json::array();

@@ -3,10 +3,11 @@
 // that the kernels have already cut down to the tokens near the top:
 // - greedy: one argmax pass;
 // - no filter: one pruned Gumbel pass (Philox and logs only where a token could still win);
-// - top_k: a running-threshold pass and nth_element, then top_p (if on) within those k;
+// - top_k: a running-threshold pass and nth_element, then top_p (if on) over those k's mass;
 // - top_p alone: the exact Z pass, a ladder estimate of where the prefix ends, one collect
 //   pass above it, and a quickselect on mass over the candidates (no full sort);
-// - min_p: its cut is a threshold, so it bounds every candidate pass.
+// - min_p: its cut is a threshold, so it bounds every candidate pass; with top_p (and no
+//   top_k) one collect at the cut, whose mass top_p weighs.
 #include "runner/sampler/sampler.h"
 
 #include <algorithm>

@@ -277,6 +277,15 @@ TEST(BadInputCli, AnEmptyServedModelNameIsRefused) {
       "cannot be empty");
 }
 
+// Every request waits in the queue until it is admitted, so --max-queue 0 had started a
+// server that refused every request with a 400 blaming the request ("send fewer").
+TEST(BadInputCli, AZeroQueueIsRefused) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", model, "--port", "0", "--max-queue", "0"}), "--max-queue");
+}
+
 // A flag a subcommand does not know points at that subcommand's help, where the flags are.
 TEST(BadInputCli, AnUnknownFlagPointsAtItsSubcommandsHelp) {
   expect_one_line_exit_two(run_tandem({"serve", "--no-such-flag"}), "(see tandem serve --help)");

@@ -126,6 +126,27 @@ TEST_F(BenchCli, AnUntimedTtftGivesNoRatio) {
   }
 }
 
+// --json-schema with --model runs unconstrained (ignore_eos), then constrained (no
+// ignore_eos: outputs end where the schema does); the report says which run set it, where
+// it had claimed ignore_eos for both.
+TEST_F(BenchCli, EachRunSaysWhetherItsRequestsIgnoredEos) {
+  const std::string schema = dir_.file("schema.json").string();
+  std::ofstream(schema) << R"({"type": "object", "properties": {"a": {"type": "integer"}},
+                              "required": ["a"]})";
+  const std::string json = dir_.file("schema_runs.json").string();
+  const CommandResult r =
+      run_tandem({"bench", "--model", model_, "--offline", "--json-schema", schema, "--requests",
+                  "2", "--max-tokens", "8", "--threads", "1", "--ceilings", "off", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("(ignore_eos in the unconstrained run only)"), std::string::npos) << r.out;
+  const nlohmann::json doc = read_json("schema_runs.json");
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][0]["ignore_eos"], true);
+  EXPECT_EQ(doc["runs"][1]["ignore_eos"], false);
+  EXPECT_EQ(doc["settings"]["ignore_eos"], false);
+  EXPECT_EQ(doc["settings"]["json_schema"], schema);
+}
+
 TEST_F(BenchCli, OfflineRunCountsExactPromptTokens) {
   const std::string json = dir_.file("offline.json").string();
   const CommandResult r =

@@ -62,6 +62,9 @@ TEST(Responses, ChatCompletionHasAnAssistantMessage) {
   const Json& choice = body["choices"][0];
   EXPECT_EQ(choice["message"]["role"], "assistant");
   EXPECT_EQ(choice["message"]["content"], "Hi!");
+  // Always present, as OpenAI and vLLM send it: the SDK types it string | null.
+  ASSERT_TRUE(choice["message"].contains("refusal"));
+  EXPECT_TRUE(choice["message"]["refusal"].is_null());
   EXPECT_EQ(choice["finish_reason"], "stop");
   EXPECT_EQ(body["usage"]["total_tokens"], 11);
 }

@@ -253,7 +253,7 @@ TEST(GgufReader, RefusesMisalignedTensorOffset) {
 }
 
 TEST(GgufReader, RefusesTensorsSharingBytes) {
-  // "b" (listed first) starts inside "a" (32 bytes at 0): listing order does not matter.
+  // "b" (listed first) starts inside "a" (64 bytes at 0): listing order does not matter.
   Bytes b;
   b.header(3, 2, 0).tensor("b", {8}, 0, 32).tensor("a", {16}, 0, 0).pad().zeros(64);
   EXPECT_REFUSED(b.data, "tensor 'b' data (offset 32) overlaps tensor 'a''s");

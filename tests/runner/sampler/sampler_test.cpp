@@ -309,14 +309,15 @@ TEST(Sampler, RejectsARowOfTheWrongLength) {
 // The fast paths (ladder rungs, quickselect, vector kernels) against the full-sort reference
 // on real vocabulary sizes and logit spreads.
 TEST(Sampler, MatchesTheFullSortReferenceOnLargeVocabularies) {
-  const std::vector<SamplingParams> settings = {sampling_with(1.0f),
-                                                sampling_with(0.8f, 40),
-                                                sampling_with(1.0f, 0, 0.9f),
-                                                sampling_with(1.2f, 0, 0.5f),
-                                                sampling_with(0.7f, 0, 1.0f, 0.05f),
-                                                sampling_with(1.0f, 50, 0.95f, 0.02f),
-                                                sampling_with(1.0f, 2000),
-                                                sampling_with(1.5f, 0, 0.999f)};
+  const std::vector<SamplingParams> settings = {
+      sampling_with(1.0f), sampling_with(0.8f, 40), sampling_with(1.0f, 0, 0.9f),
+      sampling_with(1.2f, 0, 0.5f), sampling_with(0.7f, 0, 1.0f, 0.05f),
+      sampling_with(1.0f, 50, 0.95f, 0.02f), sampling_with(1.0f, 2000),
+      sampling_with(1.5f, 0, 0.999f),
+      // top_p over min_p's many survivors, over
+      // top_k's 40, and over a large k
+      sampling_with(1.0f, 0, 0.9f, 0.001f), sampling_with(0.8f, 40, 0.9f),
+      sampling_with(1.0f, 2000, 0.9f)};
   for (int32_t n : {1000, 32000, 128256}) {
     for (float sd : {1.0f, 3.0f, 8.0f}) {
       const std::vector<float> logits = normal_logits(n, sd, static_cast<uint32_t>(n) + 3);
