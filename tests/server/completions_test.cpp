@@ -86,11 +86,15 @@ TEST(Completions, StreamedTextEqualsNonStreamedTextForTheSameSeed) {
     ASSERT_TRUE(utf8::is_valid(whole.body));
     const json body = whole.json();
     HttpClient client(port);
-    const Streamed streamed =
-        read_stream(client.stream("/v1/completions", completion_body(true, seed, 40).dump(),
-                                  [](const std::string&) { return true; }),
-                    false);
+    const HttpResult stream =
+        client.stream("/v1/completions", completion_body(true, seed, 40).dump(),
+                      [](const std::string&) { return true; });
+    const Streamed streamed = read_stream(stream, false);
     EXPECT_EQ(streamed.text, body["choices"][0]["text"].get<std::string>()) << "seed " << seed;
+    // The response id is also the x-request-id header, which OpenAI's clients read.
+    EXPECT_EQ(whole.headers.at("x-request-id"), body["id"].get<std::string>());
+    ASSERT_FALSE(streamed.chunks.empty());
+    EXPECT_EQ(stream.headers.at("x-request-id"), streamed.chunks[0]["id"].get<std::string>());
     EXPECT_TRUE(streamed.done_last);
     ASSERT_GE(streamed.chunks.size(), 2u);
     const json& last = streamed.chunks[streamed.chunks.size() - 2];
