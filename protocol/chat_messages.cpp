@@ -1,6 +1,7 @@
 #include "protocol/chat_messages.h"
 
 #include <string>
+#include <utility>
 
 #include "protocol/request_fields.h"
 #include "protocol/tool_calls/tool_fields.h"
@@ -115,6 +116,27 @@ Json read_message(const Json& value, const std::string& param) {
   return shaped;
 }
 
+// The template variables the server sets from the request and the model. vLLM lets
+// chat_template_kwargs replace them; here they could not (the server's are set last), so
+// the request was rendered without them in silence. Each is refused by name instead,
+// pointing at the field that sets it.
+void refuse_reserved_kwargs(const Json& kwargs) {
+  static constexpr std::pair<const char*, const char*> kReserved[] = {
+      {"messages", "send 'messages'"},
+      {"tools", "send 'tools'"},
+      {"documents", "send 'documents'"},
+      {"add_generation_prompt", "send 'add_generation_prompt'"},
+      {"bos_token", "the model's own token is used"},
+      {"eos_token", "the model's own token is used"}};
+  for (const auto& [key, instead] : kReserved) {
+    if (kwargs.contains(key)) {
+      const std::string param = std::string("chat_template_kwargs.") + key;
+      reject("'" + param + "' is set by the server, not by chat_template_kwargs; " + instead + ".",
+             param);
+    }
+  }
+}
+
 }  // namespace
 
 ChatInputs read_chat_inputs(const Json& body) {
@@ -128,6 +150,7 @@ ChatInputs read_chat_inputs(const Json& body) {
   }
   if (const Json* kwargs = find_field(body, "chat_template_kwargs")) {
     inputs.template_kwargs = require_object(*kwargs, "chat_template_kwargs");
+    refuse_reserved_kwargs(inputs.template_kwargs);
   }
   if (const Json* documents = find_field(body, "documents")) {
     inputs.documents = require_array(*documents, "documents");

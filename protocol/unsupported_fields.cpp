@@ -24,7 +24,9 @@ bool always(const Json&, const Json&) { return true; }
 bool is_false(const Json& value, const Json&) { return value.is_boolean() && !value.get<bool>(); }
 bool is_true(const Json& value, const Json&) { return value.is_boolean() && value.get<bool>(); }
 bool is_empty(const Json& value, const Json&) {
-  return (value.is_array() || value.is_object() || value.is_string()) && value.empty();
+  // nlohmann's empty() is false for every string: "" is checked as text.
+  if (value.is_string()) return value.get_ref<const std::string&>().empty();
+  return (value.is_array() || value.is_object()) && value.empty();
 }
 template <int N>
 bool number_is(const Json& value, const Json&) {
@@ -32,6 +34,9 @@ bool number_is(const Json& value, const Json&) {
 }
 bool at_most_zero(const Json& value, const Json&) {
   return value.is_number() && value.get<double>() <= 0;  // llama.cpp: <= 0 is off
+}
+bool at_most_one(const Json& value, const Json&) {
+  return value.is_number() && value.get<double>() <= 1;  // every filter keeps the top token
 }
 bool only_text(const Json& value, const Json&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
@@ -118,6 +123,8 @@ const UnsupportedField kFields[] = {
      "set to true is not supported by this server; usage comes in the last chunk."},
     {"guided_whitespace_pattern", Where::kBoth, never, kNotSupported},
     {"guided_decoding_backend", Where::kBoth, always, ""},  // picks an engine, not an output
+    {"prompt_embeds", Where::kBoth, is_empty,
+     "(prompt embeddings) is not supported by this server; send 'prompt'."},
     // llama-server.
     {"mirostat", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
     {"mirostat_tau", Where::kBoth, always, ""},  // only read with mirostat
@@ -145,6 +152,27 @@ const UnsupportedField kFields[] = {
      "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
      "both)."},
     {"lora", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+    {"reasoning_format", Where::kBoth, is_none,
+     "other than \"none\" is not supported by this server: reasoning text stays in the "
+     "content."},
+    {"parse_tool_calls", Where::kBoth, is_true,
+     "set to false is not supported by this server: with 'tools' it reads the output for "
+     "calls."},
+    {"grammar_lazy", Where::kBoth, is_false,
+     "set to true is not supported by this server: a grammar holds from the first token."},
+    {"grammar_triggers", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+    {"min_keep", Where::kBoth, at_most_one, "above 1 is not supported by this server."},
+    {"t_max_predict_ms", Where::kBoth, at_most_zero,
+     "(a time limit) is not supported by this server; send 'max_tokens'."},
+    {"n_cmpl", Where::kBoth, number_is<1>,
+     "other than 1 is not supported by this server; send 'n'."},
+    {"post_sampling_probs", Where::kBoth, is_false,
+     "set to true is not supported by this server: its logprobs are the model's, before "
+     "sampling."},
+    {"image_data", Where::kBoth, is_empty,
+     "is not supported by this server (it reads no images or audio)."},
+    {"multimodal_data", Where::kBoth, is_empty,
+     "is not supported by this server (it reads no images or audio)."},
 };
 
 // The field's value in body (null and absent: nullptr), following one dot into an object.

@@ -368,9 +368,11 @@ Endpoints::Result Endpoints::detokenize(std::string_view body) {
     }
   }
   // Control tokens' text included, as llama-server renders them: what /tokenize parsed as
-  // special comes back as the same text.
+  // special comes back as the same text. The pieces are joined as they are, a
+  // SentencePiece leading space kept, as llama-server joins them: a client detokenizing
+  // one token at a time gets "Hello" and " world", not "Helloworld".
   return json_answer(
-      detokenize_response_json(tokenizer_.decode(request.tokens, /*render_special=*/true)));
+      detokenize_response_json(tokenizer_.join_pieces(request.tokens, /*render_special=*/true)));
 }
 
 ServedModel Endpoints::served_model() const {

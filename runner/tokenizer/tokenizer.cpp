@@ -22,6 +22,15 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
   return out;
 }
 
+std::string Tokenizer::join_pieces(const std::vector<int32_t>& ids, bool render_special) const {
+  std::string bytes;
+  for (int32_t id : ids) bytes += token_bytes(id, render_special);
+  std::string out;
+  out.reserve(bytes.size());
+  append_sanitized_utf8(out, bytes);
+  return out;
+}
+
 Detokenizer::Detokenizer(const Tokenizer& tokenizer, bool render_special)
     : tokenizer_(&tokenizer), render_special_(render_special) {}
 

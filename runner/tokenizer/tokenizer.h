@@ -53,6 +53,10 @@ class Tokenizer {
   // Decodes a whole sequence (valid UTF-8; invalid bytes become U+FFFD). SentencePiece
   // drops the single leading space that encoding adds.
   std::string decode(const std::vector<int32_t>& ids, bool render_special = false) const;
+  // The pieces laid end to end, as llama.cpp's tokens_to_str (llama-server's /detokenize):
+  // SentencePiece's leading space stays, so decoding one token at a time and joining the
+  // texts gives the whole. Valid UTF-8 (invalid bytes become U+FFFD).
+  std::string join_pieces(const std::vector<int32_t>& ids, bool render_special = false) const;
 
   virtual int32_t vocab_size() const = 0;
   virtual int32_t bos_id() const = 0;  // -1 when the model has none

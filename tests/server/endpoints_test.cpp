@@ -132,9 +132,6 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
           .json();
   ASSERT_TRUE(plain["tokens"].is_array());
   EXPECT_FALSE(plain["tokens"].empty());
-  const json back =
-      fetch(port, "POST", "/detokenize", json{{"tokens", plain["tokens"]}}.dump()).json();
-  EXPECT_EQ(back["content"], text);
   // Without add_special, as llama-server's default is, no BOS; with it, BOS as a completion
   // prompt has: one more token.
   EXPECT_EQ(fetch(port, "POST", "/tokenize", json{{"content", text}}.dump()).json(), plain);
@@ -157,6 +154,21 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
       for (const json& byte : entry["piece"]) joined += static_cast<char>(byte.get<int>());
     }
   }
+  // /detokenize joins the pieces as they are, as llama-server does (a SentencePiece leading
+  // space stays), so one token at a time gives the same text in parts. It had dropped the
+  // space, so per-token clients got "Helloworld".
+  const json back =
+      fetch(port, "POST", "/detokenize", json{{"tokens", plain["tokens"]}}.dump()).json();
+  EXPECT_EQ(back["content"], joined);
+  const json ascii =
+      fetch(port, "POST", "/tokenize", json{{"content", "Hello world 123"}}.dump()).json();
+  std::string one_by_one;  // whole characters only: a split one is U+FFFD alone
+  for (const json& id : ascii["tokens"])
+    one_by_one +=
+        fetch(port, "POST", "/detokenize", json{{"tokens", {id}}}.dump()).json()["content"];
+  EXPECT_EQ(one_by_one, fetch(port, "POST", "/detokenize", json{{"tokens", ascii["tokens"]}}.dump())
+                            .json()["content"]);
+  EXPECT_NE(one_by_one.find("Hello world 123"), std::string::npos);
   // SentencePiece's first piece keeps the space its encoding put in front.
   if (joined.size() == text.size() + 1 && joined.front() == ' ') joined.erase(0, 1);
   EXPECT_EQ(joined, text);
@@ -173,6 +185,24 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
       fetch(port, "POST", "/v1/completions", json{{"prompt", text}, {"max_tokens", 1}}.dump())
           .json()["usage"];
   EXPECT_EQ(usage["prompt_tokens"], with_bos["tokens"].size());
+}
+
+// On a SentencePiece model /detokenize keeps the leading space, as llama-server's does: a
+// client detokenizing token by token had got "Helloworld".
+TEST(Endpoints, DetokenizeKeepsSentencePiecesLeadingSpace) {
+  TANDEM_REQUIRE_SHARED();
+  ServerProcess server(*shared_dir() / "models" / "rand-tiny-llama-spm-f16.gguf");
+  const json ids =
+      fetch(server.port(), "POST", "/tokenize", json{{"content", "Hello world"}}.dump())
+          .json()["tokens"];
+  ASSERT_EQ(ids.size(), 2u);
+  auto detokenize = [&](const json& tokens) {
+    return fetch(server.port(), "POST", "/detokenize", json{{"tokens", tokens}}.dump())
+        .json()["content"]
+        .get<std::string>();
+  };
+  EXPECT_EQ(detokenize(ids), " Hello world");
+  EXPECT_EQ(detokenize(json::array({ids[0]})) + detokenize(json::array({ids[1]})), " Hello world");
 }
 
 // The prefix cache as a client sees it: the same long prompt again comes back with the

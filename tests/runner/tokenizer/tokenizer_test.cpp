@@ -52,6 +52,23 @@ TEST(Tokenizer, SentencePieceRoundTripsVariedText) {
   }
 }
 
+// join_pieces (llama-server's /detokenize) keeps SentencePiece's leading space, so pieces
+// joined one token at a time give the whole; decode drops it, as a text's decode should.
+TEST(Tokenizer, JoinedPiecesKeepTheLeadingSpaceThatDecodeDrops) {
+  TANDEM_REQUIRE_SHARED();
+  const auto tokenizer = shared_vocab("llama-spm");
+  const std::vector<int32_t> ids = tokenizer->encode("Hello world", true, false);
+  ASSERT_EQ(ids.front(), tokenizer->bos_id());
+  EXPECT_EQ(tokenizer->decode(ids), "Hello world");
+  EXPECT_EQ(tokenizer->join_pieces(ids), " Hello world");
+  EXPECT_EQ(tokenizer->join_pieces(ids, /*render_special=*/true), "<s> Hello world");
+  std::string one_by_one;
+  for (int32_t id : ids) one_by_one += tokenizer->join_pieces({id});
+  EXPECT_EQ(one_by_one, " Hello world");
+  const std::vector<int32_t> e_acute = tokenizer->encode("é", false, false);
+  EXPECT_EQ(tokenizer->join_pieces(e_acute), " é");
+}
+
 TEST(Tokenizer, ByteLevelBpeRoundTripsVariedText) {
   TANDEM_REQUIRE_SHARED();
   const auto tokenizer = shared_vocab("gpt-2");
