@@ -1,7 +1,11 @@
 // llama-server's /tokenize and /detokenize bodies, so its clients work unchanged:
 // {"content": TEXT, "add_special": BOOL, "parse_special": BOOL, "with_pieces": BOOL} ->
 // {"tokens": [IDS]} (with pieces: [{"id": ID, "piece": TEXT or [BYTES]}]) and
-// {"tokens": [IDS]} -> {"content": TEXT}. Errors are 400s in the completions' style.
+// {"tokens": [IDS]} -> {"content": TEXT, "prompt": TEXT}. vLLM's completion form is read
+// too: {"prompt": TEXT, "add_special_tokens": BOOL (default true), "return_token_strs":
+// BOOL} -> {"count", "max_model_len", "tokens", "token_strs"}, and its detokenize answer is
+// the "prompt" beside llama-server's "content". vLLM's chat form ("messages") is refused
+// by name. Errors are 400s in the completions' style.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,15 @@ struct TokenizeRequest {
   bool add_special = false;
   bool parse_special = true;  // markers such as "<|im_start|>" become their special tokens
   bool with_pieces = false;   // each id with its text
+  bool vllm_form = false;     // sent as {"prompt": ...}: answered in vLLM's shape
+  bool token_strs = false;    // vLLM's return_token_strs: each id's vocabulary text
+};
+
+// What vLLM's /tokenize answer adds: the served context, and each id's vocabulary text
+// when asked (empty: null).
+struct VllmTokenizeExtras {
+  int64_t max_model_len = 0;
+  std::vector<std::string> token_strs;
 };
 
 struct DetokenizeRequest {
@@ -35,6 +48,8 @@ std::variant<DetokenizeRequest, ApiError> parse_detokenize_request(std::string_v
 // where they are valid UTF-8 and as a list of byte values where not, as llama-server does.
 std::string tokenize_response_json(std::span<const int32_t> tokens,
                                    std::span<const std::string> pieces = {});
+std::string vllm_tokenize_response_json(std::span<const int32_t> tokens,
+                                        const VllmTokenizeExtras& extras);
 // Valid JSON for any bytes: a token sequence cut inside a character decodes to invalid
 // UTF-8, which becomes U+FFFD.
 std::string detokenize_response_json(std::string_view content);

@@ -352,6 +352,12 @@ Endpoints::Result Endpoints::tokenize(std::string_view body) {
   if (request.with_pieces) {
     for (int32_t id : tokens) pieces.push_back(tokenizer_.token_bytes(id, /*render_special=*/true));
   }
+  if (request.vllm_form) {
+    VllmTokenizeExtras extras{model_.context_length, {}};
+    if (request.token_strs)
+      for (int32_t id : tokens) extras.token_strs.push_back(tokenizer_.token_text(id));
+    return json_answer(vllm_tokenize_response_json(tokens, extras));
+  }
   return json_answer(tokenize_response_json(tokens, pieces));
 }
 

@@ -43,6 +43,28 @@ TEST(TokenizeRequest, FlagsAreRead) {
   EXPECT_TRUE(std::get<TokenizeRequest>(parsed).content.empty());
 }
 
+// vLLM's completion form: "prompt", special tokens added unless add_special_tokens is
+// false (vLLM's default), token strings when asked; it had got "'content' is required".
+TEST(TokenizeRequest, VllmsFormIsReadWithItsDefaults) {
+  auto parsed = parse_tokenize_request(R"({"model": "m", "prompt": "Hi"})");
+  ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
+  const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
+  EXPECT_EQ(r.content, "Hi");
+  EXPECT_TRUE(r.vllm_form);
+  EXPECT_TRUE(r.add_special);
+  EXPECT_FALSE(r.token_strs);
+  parsed = parse_tokenize_request(
+      R"({"prompt": "Hi", "add_special_tokens": false, "return_token_strs": true})");
+  ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
+  EXPECT_FALSE(std::get<TokenizeRequest>(parsed).add_special);
+  EXPECT_TRUE(std::get<TokenizeRequest>(parsed).token_strs);
+  // llama-server's form reads vLLM's flag name too; its own default stays false.
+  parsed = parse_tokenize_request(R"({"content": "Hi", "add_special_tokens": true})");
+  ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
+  EXPECT_TRUE(std::get<TokenizeRequest>(parsed).add_special);
+  EXPECT_FALSE(std::get<TokenizeRequest>(parsed).vllm_form);
+}
+
 TEST(TokenizeRequest, BadBodiesNameTheField) {
   struct Case {
     const char* body;
@@ -55,6 +77,10 @@ TEST(TokenizeRequest, BadBodiesNameTheField) {
       {R"({"content": ["a"]})", "content"},
       {R"({"content": "a", "add_special": "yes"})", "add_special"},
       {R"({"content": "a", "parse_special": 0})", "parse_special"},
+      {R"({"prompt": 5})", "prompt"},
+      {R"({"prompt": "a", "add_special_tokens": 1})", "add_special_tokens"},
+      {R"({"prompt": "a", "return_token_strs": "yes"})", "return_token_strs"},
+      {R"({"messages": [{"role": "user", "content": "a"}]})", "messages"},
       {R"({"content": "a")", ""},
       {R"([])", ""},
   };
@@ -101,7 +127,23 @@ TEST(TokenizeResponses, HaveLlamaServersShapes) {
   const std::vector<int32_t> ids = {1, 2, 3};
   EXPECT_EQ(Json::parse(tokenize_response_json(ids)), (Json{{"tokens", {1, 2, 3}}}));
   EXPECT_EQ(Json::parse(tokenize_response_json({})), (Json{{"tokens", Json::array()}}));
-  EXPECT_EQ(Json::parse(detokenize_response_json("a\n\"b\"")), (Json{{"content", "a\n\"b\""}}));
+  // llama-server's "content", and vLLM's "prompt" for the same text.
+  EXPECT_EQ(Json::parse(detokenize_response_json("a\n\"b\"")),
+            (Json{{"content", "a\n\"b\""}, {"prompt", "a\n\"b\""}}));
+  // vLLM's /tokenize answer.
+  EXPECT_EQ(
+      Json::parse(vllm_tokenize_response_json(ids, {2048, {}})),
+      (Json{
+          {"count", 3}, {"max_model_len", 2048}, {"tokens", {1, 2, 3}}, {"token_strs", nullptr}}));
+  EXPECT_EQ(Json::parse(vllm_tokenize_response_json(ids, {16,
+                                                          {"a",
+                                                           "\xe2\x96\x81"
+                                                           "b",
+                                                           "c"}}))["token_strs"],
+            (Json{"a",
+                  "\xe2\x96\x81"
+                  "b",
+                  "c"}));
 }
 
 TEST(TokenizeResponses, DetokenizedPartialCharacterStillGivesValidJson) {

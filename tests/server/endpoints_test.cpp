@@ -187,6 +187,30 @@ TEST(Endpoints, TokenizeAndDetokenizeRoundTrip) {
   EXPECT_EQ(usage["prompt_tokens"], with_bos["tokens"].size());
 }
 
+// vLLM's /tokenize form: {"prompt"} with its special tokens added by default, answered
+// with count, max_model_len and, when asked, each id's vocabulary text.
+TEST(Endpoints, TokenizeAnswersVllmsFormInVllmsShape) {
+  const uint16_t port = shared_server().port();
+  const std::string text = "Hello, world";
+  const json llama =
+      fetch(port, "POST", "/tokenize", json{{"content", text}, {"add_special", true}}.dump())
+          .json();
+  const json vllm =
+      fetch(port, "POST", "/tokenize",
+            json{{"model", "x"}, {"prompt", text}, {"return_token_strs", true}}.dump())
+          .json();
+  EXPECT_EQ(vllm["tokens"], llama["tokens"]);
+  EXPECT_EQ(vllm["count"], llama["tokens"].size());
+  EXPECT_EQ(vllm["max_model_len"],
+            fetch(port, "GET", "/v1/models").json()["data"][0]["max_model_len"]);
+  ASSERT_EQ(vllm["token_strs"].size(), llama["tokens"].size());
+  EXPECT_EQ(fetch(port, "POST", "/detokenize", json{{"tokens", vllm["tokens"]}}.dump())
+                    .json()["prompt"]
+                    .get<std::string>()
+                    .find("Hello, world") != std::string::npos,
+            true);
+}
+
 // On a SentencePiece model /detokenize keeps the leading space, as llama-server's does: a
 // client detokenizing token by token had got "Helloworld".
 TEST(Endpoints, DetokenizeKeepsSentencePiecesLeadingSpace) {
