@@ -95,6 +95,23 @@ struct Run {
   Clock::time_point start, last_end;
 };
 
+// A server's field that is absent, null or of another type counts as unsaid (vLLM's
+// client reads `text or ""`), so one odd chunk cannot end the run.
+std::string text_of(const json& choice) {
+  const auto it = choice.find("text");
+  return it != choice.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+const json* first_choice(const json& body) {
+  if (!body.is_object()) return nullptr;
+  const auto it = body.find("choices");
+  if (it == body.end() || !it->is_array() || it->empty() || !(*it)[0].is_object()) return nullptr;
+  return &(*it)[0];
+}
+const json* count_at(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? &*it : nullptr;
+}
+
 // One concurrency slot: a keep-alive connection that sends the next request when the last
 // one has ended and its arrival time has come.
 class Slot : public std::enable_shared_from_this<Slot> {
@@ -255,23 +272,6 @@ class Slot : public std::enable_shared_from_this<Slot> {
         r.cached_tokens = n->get<int64_t>();
   }
 
-  // A server's field that is absent, null or of another type counts as unsaid (vLLM's
-  // client reads `text or ""`), so one odd chunk cannot end the run.
-  static std::string text_of(const json& choice) {
-    const auto it = choice.find("text");
-    return it != choice.end() && it->is_string() ? it->get<std::string>() : std::string();
-  }
-  static const json* first_choice(const json& body) {
-    if (!body.is_object()) return nullptr;
-    const auto it = body.find("choices");
-    if (it == body.end() || !it->is_array() || it->empty() || !(*it)[0].is_object()) return nullptr;
-    return &(*it)[0];
-  }
-  static const json* count_at(const json& object, const char* key) {
-    const auto it = object.find(key);
-    return it != object.end() && it->is_number_integer() ? &*it : nullptr;
-  }
-
   void fail(const std::string& what) {
     const auto now = Clock::now();
     RequestRecord& r = record();
@@ -388,13 +388,11 @@ ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
   const json* entry = models.status == 200 ? listed_model(list, model) : nullptr;
   if (entry != nullptr) {
     info.model = (*entry)["id"].get<std::string>();
-    const auto length = entry->find("max_model_len");
-    if (length != entry->end() && length->is_number_integer())
+    if (const json* length = count_at(*entry, "max_model_len"))
       info.context_length = length->get<int64_t>();
     const auto meta = entry->find("meta");  // llama-server
-    if (meta != entry->end() && meta->is_object() && meta->contains("n_vocab") &&
-        (*meta)["n_vocab"].is_number_integer())
-      vocab = (*meta)["n_vocab"].get<int64_t>();
+    if (meta != entry->end() && meta->is_object())
+      if (const json* n = count_at(*meta, "n_vocab")) vocab = n->get<int64_t>();
   }
   // llama-server and tandem read "content"/"add_special", vLLM "prompt"/"add_special_tokens".
   const std::string passage(pool_passage());

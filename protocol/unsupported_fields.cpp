@@ -32,11 +32,9 @@ template <int N>
 bool number_is(const Json& value, const Json&) {
   return value.is_number() && value.get<double>() == N;
 }
-bool at_most_zero(const Json& value, const Json&) {
-  return value.is_number() && value.get<double>() <= 0;  // llama.cpp: <= 0 is off
-}
-bool at_most_one(const Json& value, const Json&) {
-  return value.is_number() && value.get<double>() <= 1;  // every filter keeps the top token
+template <int N>
+bool at_most(const Json& value, const Json&) {
+  return value.is_number() && value.get<double>() <= N;
 }
 bool only_text(const Json& value, const Json&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
@@ -133,7 +131,8 @@ const UnsupportedField kFields[] = {
     {"xtc_probability", Where::kBoth, number_is<0>,
      "other than 0 is not supported by this server."},
     {"dynatemp_range", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
-    {"top_n_sigma", Where::kBoth, at_most_zero, "above 0 is not supported by this server."},
+    {"top_n_sigma", Where::kBoth, at_most<0>,  // llama.cpp: <= 0 is off
+     "above 0 is not supported by this server."},
     {"n_probs", Where::kBoth, number_is<0>,
      "is not supported by this server; send 'logprobs' (and on chat 'top_logprobs')."},
     {"repeat_penalty", Where::kBoth, number_is<1>,
@@ -161,8 +160,9 @@ const UnsupportedField kFields[] = {
     {"grammar_lazy", Where::kBoth, is_false,
      "set to true is not supported by this server: a grammar holds from the first token."},
     {"grammar_triggers", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
-    {"min_keep", Where::kBoth, at_most_one, "above 1 is not supported by this server."},
-    {"t_max_predict_ms", Where::kBoth, at_most_zero,
+    // Every filter keeps the top token, so keeping at least one changes nothing.
+    {"min_keep", Where::kBoth, at_most<1>, "above 1 is not supported by this server."},
+    {"t_max_predict_ms", Where::kBoth, at_most<0>,  // llama.cpp: <= 0 is off
      "(a time limit) is not supported by this server; send 'max_tokens'."},
     {"n_cmpl", Where::kBoth, number_is<1>,
      "other than 1 is not supported by this server; send 'n'."},

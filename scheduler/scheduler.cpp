@@ -350,7 +350,7 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
     return schedule(/*admit=*/false);  // not the one just sent back, again
   }
   ++counters_.steps;
-  count_work(plan);
+  count_planned_work(plan);
   counters_.last_step_rows = static_cast<int32_t>(plan.rows.size());
   // The gauges (running, waiting, KV blocks) show the step's requests while it runs: a long
   // prompt's first step takes seconds, and /metrics had read 0 running through it. Chained
@@ -362,12 +362,17 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
 
 // As the executor runs the rows (cpu_executor.cpp): a sampling row's last token, or every
 // token of a row that asks for its prompt's logprobs, goes through the output head.
-void Scheduler::count_work(const StepPlan& plan) {
-  uint64_t logit_rows = 0;
+void Scheduler::count_planned_work(const StepPlan& plan) {
+  uint64_t fed = 0, logit_rows = 0;
   for (const StepRow& row : plan.rows) {
-    counters_.rows_fed += row.tokens.size();
+    fed += row.tokens.size();
     logit_rows += row.sampling.prompt_logprobs >= 0 ? row.tokens.size() : (row.sample ? 1 : 0);
   }
+  count_work(fed, logit_rows);
+}
+
+void Scheduler::count_work(uint64_t fed, uint64_t logit_rows) {
+  counters_.rows_fed += fed;
   counters_.logit_rows += logit_rows;
   if (logit_rows > 0) ++counters_.logit_steps;
 }
@@ -424,9 +429,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
   }
   ++counters_.steps;
   ++counters_.chained_steps;
-  counters_.rows_fed += curr.rows.size();  // one token each, every one sampled
-  counters_.logit_rows += curr.rows.size();
-  ++counters_.logit_steps;
+  count_work(curr.rows.size(), curr.rows.size());  // one token each, every one sampled
   counters_.last_step_rows = static_cast<int32_t>(curr.rows.size());
   next_->step = device_.launch_chained(curr.step, std::move(tables), std::move(local_tables));
 }

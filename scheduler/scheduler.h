@@ -158,7 +158,10 @@ class Scheduler {
   std::unique_ptr<Launched> schedule(bool admit = true);  // admit: take new requests too
   void add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget);
   bool add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
-  void count_work(const StepPlan& plan);  // into counters_: rows fed, rows through the head
+  // Into counters_: the tokens a step feeds, those of them through the output head, and
+  // the step among the logit steps when any is.
+  void count_planned_work(const StepPlan& plan);
+  void count_work(uint64_t fed, uint64_t logit_rows);
   std::optional<ChainBreak> chain_break(const Launched& curr);
   // KV blocks (scheduler_kv.cpp).
   bool try_admit(Request& r);

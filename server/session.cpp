@@ -159,9 +159,6 @@ struct Session::Generation {
 
   uint64_t serial = 0;
   std::vector<uint64_t> request_ids;  // one per choice
-  // The response's id, also sent as the x-request-id header: OpenAI's clients show it in
-  // logs and errors (vLLM sends it with --enable-request-id-headers).
-  std::string response_id;
   GenerationResponse response;
   bool keep_alive = true;
   bool done = false;  // every choice finished, or one failed
@@ -412,7 +409,6 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
                               std::move(plan.echoes), std::move(plan.tools));
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
-  generation_->response_id = plan.access.id;
   context_.active.begin();
   if (generation_->response.stream()) start_stream();
   watch_for_disconnect();
@@ -426,7 +422,9 @@ void Session::start_stream() {
   stream_header_->set(http::field::server, "tandem");
   stream_header_->set(http::field::content_type, "text/event-stream");
   stream_header_->set(http::field::cache_control, "no-cache");
-  stream_header_->set("x-request-id", g.response_id);
+  // The response's id as x-request-id: OpenAI's clients show it in logs and errors (vLLM
+  // sends it with --enable-request-id-headers).
+  stream_header_->set("x-request-id", g.response.encoder().id());
   set_cors(*stream_header_);
   stream_header_->keep_alive(chunked && g.keep_alive && !context_.draining.load());
   stream_header_->chunked(chunked);
@@ -515,7 +513,7 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
   if (!g.response.stream()) {
     HttpAnswer whole;
     whole.body = g.response.whole_body();
-    whole.headers.emplace_back("x-request-id", g.response_id);
+    whole.headers.emplace_back("x-request-id", g.response.encoder().id());
     answer(std::move(whole), g.keep_alive);
     return;
   }

@@ -33,8 +33,7 @@ void GrammarCache::evict_locked() {
     index_.erase(entries_.back().key);
     entries_.pop_back();
   }
-  size_t total = 0;
-  for (const Entry& entry : entries_) total += bytes_of(entry);
+  size_t total = held_bytes_locked();
   while (total > budget_bytes_ && entries_.size() > 1) {
     total -= std::min(total, bytes_of(entries_.back()));
     index_.erase(entries_.back().key);
@@ -101,6 +100,10 @@ size_t GrammarCache::size() const {
 
 size_t GrammarCache::memory_bytes() const {
   std::lock_guard lock(mutex_);
+  return held_bytes_locked();
+}
+
+size_t GrammarCache::held_bytes_locked() const {
   size_t total = 0;
   for (const Entry& entry : entries_) total += bytes_of(entry);
   return total;

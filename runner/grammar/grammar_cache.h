@@ -50,6 +50,7 @@ class GrammarCache {
   std::shared_ptr<const CompiledGrammar> get(std::string key, Compile compile);
 
   static size_t bytes_of(const Entry& entry);
+  size_t held_bytes_locked() const;  // every entry's bytes_of, measured now
   void evict_locked();
 
   std::shared_ptr<const Vocabulary> vocabulary_;

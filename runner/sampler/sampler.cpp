@@ -77,6 +77,18 @@ size_t top_p_cut(std::span<T> ranked, float target) {
   return 0;
 }
 
+// top_p over the tokens min_p and top_k left, renormalized: `kept` in increasing id order,
+// each with its e, is reordered so that the returned prefix is the shortest in rank order
+// whose mass reaches top_p of theirs (summed in id order: sampler.h's S). All of `kept` when
+// rounding leaves the sum short.
+template <typename T>
+std::span<T> nucleus(std::span<T> kept, float top_p) {
+  float mass = 0.0f;
+  for (const T& t : kept) mass += t.e;
+  const size_t cut = top_p_cut(kept, top_p * mass);
+  return cut > 0 ? kept.first(cut) : kept;
+}
+
 }  // namespace
 
 Sampler::Sampler(SamplerConfig config)
@@ -347,27 +359,20 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     if (p_on) {
       std::sort(kept.begin(), kept.end(),
                 [](const RankedToken& a, const RankedToken& b) { return a.id < b.id; });
-      float mass = 0.0f;  // in id order, as the other paths sum
-      for (RankedToken& t : kept) mass += t.e = sampler_kernels::exp_shifted(t.z - z_max);
-      const size_t cut = top_p_cut(kept, params.top_p * mass);
-      if (cut > 0) kept = kept.first(cut);
+      for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
+      kept = nucleus(kept, params.top_p);
     }
     return gumbel_over(kept, params.seed, position);
   }
   if (m_on && p_on) {
     // top_p over min_p's survivors, renormalized (vLLM applies min_p before top_p): all of
-    // them are collected, in id order, and their mass summed in that order.
+    // them are collected, in id order.
     const auto count = static_cast<size_t>(
         kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
     kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());
-    float mass = 0.0f;
-    for (size_t i = 0; i < count; ++i) {
-      ranked_[i] = {cand_z_[i], cand_id_[i], cand_e_[i]};
-      mass += cand_e_[i];
-    }
-    std::span<RankedToken> kept(ranked_.data(), count);
-    const size_t cut = top_p_cut(kept, params.top_p * mass);
-    return gumbel_over(cut > 0 ? kept.first(cut) : kept, params.seed, position);
+    for (size_t i = 0; i < count; ++i) ranked_[i] = {cand_z_[i], cand_id_[i], cand_e_[i]};
+    return gumbel_over(nucleus(std::span<RankedToken>(ranked_.data(), count), params.top_p),
+                       params.seed, position);
   }
   // top_p alone weighs the whole vocabulary: Z in the kernels' shared 16-lane order.
   const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;

@@ -7,24 +7,24 @@
 namespace tandem {
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_special) const {
+  return joined(ids, render_special, decode_drops_leading_space());
+}
+
+std::string Tokenizer::join_pieces(const std::vector<int32_t>& ids, bool render_special) const {
+  return joined(ids, render_special, /*drop_leading_space=*/false);
+}
+
+std::string Tokenizer::joined(const std::vector<int32_t>& ids, bool render_special,
+                              bool drop_leading_space) const {
   std::string bytes;
   bool first_text = true;
   for (int32_t id : ids) {
     std::string piece = token_bytes(id, render_special);
     if (piece.empty()) continue;  // BOS and friends do not count as the first text
-    if (first_text && decode_drops_leading_space() && piece.front() == ' ') piece.erase(0, 1);
+    if (first_text && drop_leading_space && piece.front() == ' ') piece.erase(0, 1);
     first_text = false;
     bytes += piece;
   }
-  std::string out;
-  out.reserve(bytes.size());
-  append_sanitized_utf8(out, bytes);
-  return out;
-}
-
-std::string Tokenizer::join_pieces(const std::vector<int32_t>& ids, bool render_special) const {
-  std::string bytes;
-  for (int32_t id : ids) bytes += token_bytes(id, render_special);
   std::string out;
   out.reserve(bytes.size());
   append_sanitized_utf8(out, bytes);

@@ -72,6 +72,12 @@ class Tokenizer {
  protected:
   // Whether decode() drops one leading space (SentencePiece's add_space_prefix).
   virtual bool decode_drops_leading_space() const { return false; }
+
+ private:
+  // The pieces laid end to end as valid UTF-8, the first text's leading space dropped when
+  // asked: decode and join_pieces differ only there.
+  std::string joined(const std::vector<int32_t>& ids, bool render_special,
+                     bool drop_leading_space) const;
 };
 
 // Incremental detokenization for streaming: push tokens as they are sampled and get

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -120,22 +119,11 @@ std::vector<float> biased(std::vector<float> row, const std::vector<LogitEdit>& 
 // leave, in rank order, in double; *total gets their sum, the S top_p takes p of.
 std::vector<double> survivor_masses(const std::vector<float>& z, const SamplingParams& params,
                                     double* total) {
-  float z_max = -kInf;
-  for (float v : z) z_max = v > z_max ? v : z_max;
-  const float floor = params.min_p > 0.0f ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
-  std::vector<std::pair<float, int32_t>> ranked;
-  for (int32_t i = 0; i < static_cast<int32_t>(z.size()); ++i)
-    if (std::isfinite(z[i]) && z[i] - z_max >= floor) ranked.push_back({z[i], i});
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  });
-  const auto n = static_cast<int32_t>(z.size());
-  if (params.top_k > 0 && params.top_k < n && ranked.size() > size_t(params.top_k))
-    ranked.resize(static_cast<size_t>(params.top_k));
+  const std::vector<int32_t> survivors = testing::reference_survivors(z, params);
   std::vector<double> e;
   *total = 0.0;
-  for (const auto& [v, id] : ranked) {
-    e.push_back(sampler_kernels::exp_shifted(v - z_max));
+  for (int32_t id : survivors) {
+    e.push_back(sampler_kernels::exp_shifted(z[id] - z[survivors.front()]));
     *total += e.back();
   }
   return e;

@@ -28,10 +28,10 @@ inline std::vector<float> tempered(std::span<const float> logits, float temperat
   return z;
 }
 
-// The kept ids, in rank order (z descending, ties to the lower id), for temperature > 0.
-inline std::vector<int32_t> reference_kept(std::span<const float> logits,
-                                           const SamplingParams& params) {
-  const std::vector<float> z = tempered(logits, params.temperature);
+// The ids min_p and top_k leave of the tempered logits z, in rank order (z descending, ties
+// to the lower id); empty when no z is finite.
+inline std::vector<int32_t> reference_survivors(std::span<const float> z,
+                                                const SamplingParams& params) {
   const auto n = static_cast<int32_t>(z.size());
   std::vector<int32_t> order;
   for (int32_t i = 0; i < n; ++i) {
@@ -39,6 +39,7 @@ inline std::vector<int32_t> reference_kept(std::span<const float> logits,
   }
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+  if (order.empty()) return order;
   const float z_max = z[order.front()];
   // min_p, then top_k: each keeps a rank prefix.
   if (params.min_p > 0.0f) {
@@ -49,6 +50,16 @@ inline std::vector<int32_t> reference_kept(std::span<const float> logits,
   }
   if (params.top_k > 0 && params.top_k < n)
     order.resize(std::min(order.size(), size_t(params.top_k)));
+  return order;
+}
+
+// The kept ids, in rank order (z descending, ties to the lower id), for temperature > 0.
+inline std::vector<int32_t> reference_kept(std::span<const float> logits,
+                                           const SamplingParams& params) {
+  const std::vector<float> z = tempered(logits, params.temperature);
+  const auto n = static_cast<int32_t>(z.size());
+  std::vector<int32_t> order = reference_survivors(z, params);
+  const float z_max = z[order.front()];
   size_t keep = order.size();
   if (params.top_p < 1.0f) {
     // top_p over what is left, renormalized: S summed in the sampler's order, the 16-lane
