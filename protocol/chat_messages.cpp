@@ -57,9 +57,12 @@ Json read_tool_call(const Json& call, const std::string& param) {
   if (arguments != nullptr && arguments->is_string()) {
     const std::string& text = arguments->get_ref<const std::string&>();
     if (!text.empty()) {
-      parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_discarded()) {
-        reject("Invalid value for '" + args_param + "': not valid JSON.", args_param);
+      try {
+        parsed = parse_json_value(text);
+      } catch (const RequestRejected& rejected) {
+        reject("Invalid value for '" + args_param + "': not valid JSON (" + rejected.error.message +
+                   ")",
+               args_param);
       }
     }
   } else if (arguments != nullptr && (arguments->is_object() || arguments->is_array())) {

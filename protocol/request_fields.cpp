@@ -166,12 +166,17 @@ class BodyBuilder {
 
 }  // namespace
 
-Json parse_body_object(std::string_view body) {
+Json parse_json_value(std::string_view text) {
   Json parsed;
   BodyBuilder builder(parsed);
   // strict: nothing but whitespace may follow the value.
-  Json::sax_parse(body.begin(), body.end(), &builder, nlohmann::detail::input_format_t::json,
+  Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json,
                   /*strict=*/true);
+  return parsed;
+}
+
+Json parse_body_object(std::string_view body) {
+  Json parsed = parse_json_value(body);
   if (!parsed.is_object()) {
     reject("The request body must be a JSON object, but it is " + describe_type(parsed) + ".", "");
   }

@@ -31,6 +31,11 @@ struct RequestRejected {
 // the key's first place. Linear in the body's size, however many keys an object has.
 Json parse_body_object(std::string_view body);
 
+// Any JSON value read by the same rules (JSON text inside a field: a tool call's
+// arguments, a model's tool call). Its depth is bounded for the same reason: the
+// templates' tojson and the response writers recurse once per level.
+Json parse_json_value(std::string_view text);
+
 // The field's value, or nullptr when it is absent or null (null means "the default",
 // as in OpenAI's API).
 const Json* find_field(const Json& object, const char* name);

@@ -12,6 +12,20 @@ std::optional<std::string> token_text(const Tokenizer& tokenizer, int32_t id) {
   return tokenizer.token_text(id);
 }
 
+std::shared_ptr<const JinjaChatTemplate> compile_chat_template(const std::string& source,
+                                                               const std::string& origin,
+                                                               bool from_flag) {
+  auto compiled = JinjaChatTemplate::compile(source);
+  if (const auto* error = std::get_if<ChatTemplateError>(&compiled)) {
+    throw EngineOptionError("chat template (" + origin + "): " + error->describe() +
+                            (from_flag ? "" : "; give another with --chat-template"));
+  }
+  return std::make_shared<const JinjaChatTemplate>(
+      std::move(std::get<JinjaChatTemplate>(compiled)));
+}
+
+// --chat-template's, else the file's default template; beside that one, the file's
+// tool_use template (the only one, where the file has no default: llama.cpp's choice).
 std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
                                                    const gguf::File& file,
                                                    const Tokenizer& tokenizer) {
@@ -22,16 +36,19 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
     card.origin = options.chat_template_origin;
   } else {
     source = file.get_string_or("tokenizer.chat_template", "");
-    if (source.empty()) return std::nullopt;  // chat requests get a 400 saying so
     card.origin = "tokenizer.chat_template";
+    const std::string tool_use = file.get_string_or("tokenizer.chat_template.tool_use", "");
+    if (source.empty()) {
+      source = tool_use;
+      card.origin = "tokenizer.chat_template.tool_use";
+    } else if (!tool_use.empty()) {
+      card.tool_use =
+          compile_chat_template(tool_use, "tokenizer.chat_template.tool_use", /*from_flag=*/false);
+      card.tool_use_format = detect_tool_call_format(tool_use);
+    }
+    if (source.empty()) return std::nullopt;  // chat requests get a 400 saying so
   }
-  auto compiled = JinjaChatTemplate::compile(source);
-  if (const auto* error = std::get_if<ChatTemplateError>(&compiled)) {
-    throw EngineOptionError("chat template (" + card.origin + "): " + error->describe() +
-                            (options.chat_template ? "" : "; give another with --chat-template"));
-  }
-  card.compiled =
-      std::make_shared<const JinjaChatTemplate>(std::move(std::get<JinjaChatTemplate>(compiled)));
+  card.compiled = compile_chat_template(source, card.origin, options.chat_template.has_value());
   card.bos_token = token_text(tokenizer, tokenizer.bos_id());
   card.eos_token = token_text(tokenizer, tokenizer.eos_id());
   card.tool_format = detect_tool_call_format(source);
@@ -86,6 +103,12 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
 Engine::Engine(EngineOptions options) {
   model_ = Model::load(options.model);
   tokenizer_ = Tokenizer::from_gguf(model_->file());
+  // One embedding row per token, as llama.cpp checks token_embd's shape against the token
+  // list: a longer list would name tokens the model has no row for.
+  if (tokenizer_->vocab_size() != model_->config().n_vocab)
+    throw gguf::GgufError(model_->file().name() + ": tokenizer.ggml.tokens holds " +
+                          std::to_string(tokenizer_->vocab_size()) + " tokens, token_embd.weight " +
+                          std::to_string(model_->config().n_vocab) + " rows");
 
   const int32_t model_context = model_->config().context_length;
   if (options.context_length > model_context) {

@@ -26,6 +26,11 @@ struct ChatTemplateCard {
   std::optional<std::string> eos_token;
   // How the model family writes tool calls, read from the template's source.
   ToolCallFormat tool_format = ToolCallFormat::kJson;
+  // tokenizer.chat_template.tool_use, where the file has one beside its default template
+  // and no --chat-template replaces them: requests with tools render through it, as
+  // transformers (so vLLM) and llama.cpp choose it. Null: `compiled` renders every request.
+  std::shared_ptr<const JinjaChatTemplate> tool_use;
+  ToolCallFormat tool_use_format = ToolCallFormat::kJson;
 };
 
 struct ModelCard {

@@ -315,8 +315,12 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   return plan;
 }
 
+// Asked only for requests with tools, which render through the tool_use template where
+// the model has one.
 ToolCallFormat Endpoints::tool_format() const {
-  return model_.chat_template ? model_.chat_template->tool_format : ToolCallFormat::kJson;
+  if (!model_.chat_template) return ToolCallFormat::kJson;
+  const ChatTemplateCard& chat = *model_.chat_template;
+  return chat.tool_use ? chat.tool_use_format : chat.tool_format;
 }
 
 std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
@@ -328,7 +332,9 @@ std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
         "messages"));
   }
   const ChatTemplateCard& chat = *model_.chat_template;
-  auto rendered = render_chat_request(*chat.compiled, inputs, chat.bos_token, chat.eos_token);
+  const bool tools = inputs.tools.is_array() && !inputs.tools.empty();
+  const JinjaChatTemplate& chosen = tools && chat.tool_use ? *chat.tool_use : *chat.compiled;
+  auto rendered = render_chat_request(chosen, inputs, chat.bos_token, chat.eos_token);
   if (auto* error = std::get_if<ApiError>(&rendered)) return error_answer(*error);
   return std::get<std::vector<PromptSegment>>(std::move(rendered));
 }

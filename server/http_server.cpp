@@ -41,10 +41,13 @@ struct HttpServer::Io {
   net::signal_set signals{ioc, SIGINT, SIGTERM};
   net::signal_set hangups{ioc, SIGHUP};  // reopen the access log (log rotation)
   std::vector<std::thread> threads;
-  // SessionContext::prepare: four threads, so that a few slow compiles (distinct schemas:
-  // a refused one is answered from the grammar cache the next time) leave other requests'
-  // preparation a thread. They wait on nothing else and cost nothing idle. Destroyed
-  // (joined) before the io_context, whose sockets its pending tasks' sessions hold.
+  // SessionContext::prepare and ::compile: requests are prepared on `prepare`, and those
+  // that need a grammar compiled first (a new schema, regex or tool list) move to
+  // `compile`, so slow compiles never hold the threads that prepare everything else. Two
+  // compile threads, as the CPUs this runs on have few cores to give them. They wait on
+  // nothing else and cost nothing idle. Destroyed (joined) before the io_context, whose
+  // sockets their pending tasks' sessions hold.
+  net::thread_pool compile{2};
   net::thread_pool prepare{4};
 };
 
@@ -56,6 +59,7 @@ HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCa
       context_{endpoints_, limits_of(options_), active_, draining_},
       io_(std::make_unique<Io>()) {
   context_.prepare = &io_->prepare;
+  context_.compile = &io_->compile;
   if (!options_.access_log.empty()) {
     access_log_ = std::make_unique<AccessLog>(options_.access_log);
     endpoints_.set_access_log(access_log_.get());
@@ -184,7 +188,10 @@ void HttpServer::run() {
     active_.wait_for_zero(Clock::now() + std::chrono::seconds(2));
   }
   scheduler_.stop();
-  io_->prepare.join();  // what is being prepared is answered (refused: the server stops)
+  // What is being prepared is answered (refused: the server stops); prepare first, as its
+  // tasks may hand requests on to compile.
+  io_->prepare.join();
+  io_->compile.join();
   io_->work.reset();
   io_->ioc.stop();
   for (auto& thread : io_->threads) thread.join();

@@ -10,16 +10,19 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
-namespace tandem::server {
-namespace {
+#include "runner/grammar/compile_gate.h"
 
-// nginx's status for a request whose client closed the connection before the answer.
-constexpr int kClientClosedRequest = 499;
+namespace tandem::server {
 
 // A request's parts, owned, for its preparation off the strand (prepare_elsewhere).
 struct OwnedRequest {
   std::string method, target, authorization, body, route;
 };
+
+namespace {
+
+// nginx's status for a request whose client closed the connection before the answer.
+constexpr int kClientClosedRequest = 499;
 
 // Endpoints::handle, with an exception (a bug) answered as a 500 rather than dropping
 // the connection.
@@ -346,11 +349,24 @@ void Session::prepare_elsewhere(bool keep_alive) {
       std::string(request.method_string()), std::string(request.target()),
       std::string(request[http::field::authorization]), std::move(request.body()), route_});
   net::post(*context_.prepare, [self = shared_from_this(), owned, keep_alive] {
-    const ApiRequest api{owned->method, owned->target, owned->authorization, owned->body};
-    auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
-        handle_request(self->context_.endpoints, api, owned->route));
-    net::post(self->stream_.get_executor(),
-              [self, result, keep_alive] { self->on_prepared(std::move(*result), keep_alive); });
+    if (self->context_.compile == nullptr) return self->prepare_on_this_thread(owned, keep_alive);
+    try {
+      grammar::DeferCompiles quick;
+      self->prepare_on_this_thread(owned, keep_alive);
+    } catch (const grammar::CompileDeferred&) {
+      // Nothing was answered or kept: preparation is repeated from the start there.
+      net::post(*self->context_.compile,
+                [self, owned, keep_alive] { self->prepare_on_this_thread(owned, keep_alive); });
+    }
+  });
+}
+
+void Session::prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive) {
+  const ApiRequest api{owned->method, owned->target, owned->authorization, owned->body};
+  auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
+      handle_request(context_.endpoints, api, owned->route));
+  net::post(stream_.get_executor(), [self = shared_from_this(), result, keep_alive] {
+    self->on_prepared(std::move(*result), keep_alive);
   });
 }
 

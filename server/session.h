@@ -62,6 +62,8 @@ class ActiveGenerations {
 };
 
 // What every session shares; owned by the HttpServer, which outlives its sessions' use.
+struct OwnedRequest;
+
 struct SessionContext {
   Endpoints& endpoints;
   SessionLimits limits;
@@ -72,6 +74,9 @@ struct SessionContext {
   // second, and on an I/O thread it would hold every other connection's stream and probe
   // that long. Null: on the session's own strand.
   net::thread_pool* prepare = nullptr;
+  // Where a request goes whose preparation needs a grammar compiled (compile_gate.h), so
+  // that compiles never hold `prepare`'s threads. Null: compiles run on `prepare`.
+  net::thread_pool* compile = nullptr;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -98,6 +103,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_body();
   void on_request(beast::error_code ec);
   void prepare_elsewhere(bool keep_alive);
+  // Prepares on the calling thread (a pool's) and posts the result to the strand.
+  void prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive);
   void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);
   void answer(HttpAnswer answer, bool keep_alive);
   template <typename Message>

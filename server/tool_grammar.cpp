@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "runner/grammar/compile_gate.h"
+
 namespace tandem::server {
 namespace {
 
@@ -27,6 +29,7 @@ class ParameterVerdicts {
       std::lock_guard lock(mutex_);
       if (const auto it = verdicts_.find(text); it != verdicts_.end()) return it->second;
     }
+    grammar::throw_if_compiles_deferred();
     std::string error;
     try {
       grammar::compile_json_schema(parameters);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/request_fields.h"
+
 namespace tandem::tool_calls {
 
 std::optional<size_t> json_end(std::string_view text, size_t begin) {
@@ -28,10 +30,14 @@ std::optional<size_t> json_end(std::string_view text, size_t begin) {
   return std::nullopt;
 }
 
+// Read as a request body is (depth bounded): a model's output nested deeper than that
+// would be walked recursively by the response writer and the next turn's template.
 std::optional<Json> parse_json(std::string_view text) {
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) return std::nullopt;
-  return value;
+  try {
+    return request_fields::parse_json_value(text);
+  } catch (const request_fields::RequestRejected&) {
+    return std::nullopt;
+  }
 }
 
 namespace {

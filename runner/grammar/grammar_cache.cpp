@@ -1,6 +1,9 @@
 #include "runner/grammar/grammar_cache.h"
 
 #include <algorithm>
+#include <future>
+
+#include "runner/grammar/compile_gate.h"
 
 namespace tandem::grammar {
 
@@ -47,14 +50,41 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compil
     if (!entry.compiled) throw GrammarError(entry.error);
     return entry.compiled;
   };
-  {
-    std::lock_guard lock(mutex_);
-    if (const auto it = index_.find(key); it != index_.end()) {
-      entries_.splice(entries_.begin(), entries_, it->second);
-      return found(*it->second);
+  // One compile per text at a time: a request whose text is being compiled waits for that
+  // compile rather than repeating it (four requests with one new schema cost one compile).
+  std::promise<void> compiled_here;
+  for (;;) {
+    std::shared_future<void> other;
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto it = index_.find(key); it != index_.end()) {
+        entries_.splice(entries_.begin(), entries_, it->second);
+        return found(*it->second);
+      }
+      throw_if_compiles_deferred();  // neither compiles nor waits on a quick thread
+      const auto pending = compiling_.find(key);
+      if (pending == compiling_.end()) {
+        compiling_.emplace(key, compiled_here.get_future().share());
+        ++compiles_;
+        break;
+      }
+      other = pending->second;
     }
+    other.wait();  // then look again: usually a hit (unless evicted meanwhile)
   }
-  // Compiled outside the lock: two threads may compile the same text; one result is kept.
+  // Compiled outside the lock; whatever happens, the waiters wake.
+  struct Wake {
+    GrammarCache& cache;
+    const std::string& key;
+    std::promise<void>& done;
+    ~Wake() {
+      {
+        std::lock_guard lock(cache.mutex_);
+        cache.compiling_.erase(key);
+      }
+      done.set_value();
+    }
+  } wake{*this, key, compiled_here};
   Entry made{key, nullptr, ""};
   try {
     made.compiled = std::make_shared<const CompiledGrammar>(compile(), vocabulary_);
@@ -62,9 +92,8 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compil
     made.error = error.what();
   }
   std::lock_guard lock(mutex_);
-  if (const auto it = index_.find(key); it != index_.end()) return found(*it->second);
   entries_.push_front(std::move(made));
-  index_.emplace(std::move(key), entries_.begin());
+  index_.emplace(key, entries_.begin());
   const Entry& newest = entries_.front();
   std::shared_ptr<const CompiledGrammar> compiled = newest.compiled;
   std::string error = newest.error;
@@ -96,6 +125,11 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::framed_json(const FramedJso
 size_t GrammarCache::size() const {
   std::lock_guard lock(mutex_);
   return entries_.size();
+}
+
+size_t GrammarCache::compiles() const {
+  std::lock_guard lock(mutex_);
+  return compiles_;
 }
 
 size_t GrammarCache::memory_bytes() const {

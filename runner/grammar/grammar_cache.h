@@ -4,12 +4,15 @@
 // entries, and at most `budget_bytes` held in all (keys, automata and the masks cached so
 // far, measured at each insertion), since one large grammar's transition table and masks
 // may reach 150 MB and 64 such would exhaust a machine. Least recently used entries go
-// first; the entry just made always stays (its request uses it). Thread-safe. Errors are cached too
+// first; the entry just made always stays (its request uses it). Thread-safe; one compile per
+// text at a time (a second request for it waits), and none on a thread that defers compiles
+// (compile_gate.h). Errors are cached too
 // (the same text fails the same way for one vocabulary): a refused schema that took a second to
 // refuse ("grammar too large") costs a lookup the next time, not another second of a preparation
 // thread.
 #pragma once
 
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -36,6 +39,8 @@ class GrammarCache {
   std::shared_ptr<const CompiledGrammar> framed_json(const FramedJson& framed);
 
   size_t size() const;
+  // Compiles started since construction (each text once while it stays cached).
+  size_t compiles() const;
   // What the entries hold now (the masks grow as matchers meet states).
   size_t memory_bytes() const;
   const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocabulary_; }
@@ -59,6 +64,9 @@ class GrammarCache {
   mutable std::mutex mutex_;
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  // The texts being compiled now, each with the future its compile completes.
+  std::unordered_map<std::string, std::shared_future<void>> compiling_;
+  size_t compiles_ = 0;
 };
 
 }  // namespace tandem::grammar

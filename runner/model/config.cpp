@@ -28,6 +28,9 @@ void set_family(ModelConfig& c, const gguf::File& file) {
   const std::string& arch = c.architecture;
   c.rope_style = arch == "llama" ? RopeStyle::kAdjacentPairs : RopeStyle::kNeox;
   if (arch == "llama") {
+    // llama.cpp's llama graph adds Q/K/V biases where the file has them ("llamafied" Qwen).
+    c.qkv_bias = file.find_tensor("blk.0.attn_q.bias") || file.find_tensor("blk.0.attn_k.bias") ||
+                 file.find_tensor("blk.0.attn_v.bias");
   } else if (arch == "qwen2") {
     c.qkv_bias = true;
   } else if (arch == "qwen3") {
@@ -38,11 +41,37 @@ void set_family(ModelConfig& c, const gguf::File& file) {
     c.post_norms = true;
     c.activation = Activation::kGeluTanh;
     c.qk_norm = arch == "gemma3";
-    c.swa_pattern = arch == "gemma2" ? 2 : 6;
   } else {
     fail(file, "unsupported architecture '" + gguf::printable(arch) +
                    "' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
   }
+}
+
+// A soft cap from `key`, else `fallback`; 0 turns the cap off (llama.cpp tests the value).
+float soft_cap_or(const gguf::File& file, const std::string& key, double fallback) {
+  const double v = file.get_float_or(key, fallback);
+  if (!(v >= 0) || !std::isfinite(v)) fail(file, key + " must be a non-negative number");
+  return static_cast<float>(v);
+}
+
+// Which layers attend through the sliding window: attention.sliding_window_pattern as
+// llama.cpp reads it, a period N (layer l is local iff l % N < N - 1) or one bool per
+// layer, else the family's period.
+void read_swa_pattern(ModelConfig& c, const gguf::File& file, const std::string& key,
+                      int32_t period) {
+  const gguf::Value* v = file.find(key);
+  c.local_layers.assign(static_cast<size_t>(c.n_layer), false);
+  if (v && v->type == gguf::ValueType::kArray) {
+    const gguf::Array& flags = v->to_array(key);
+    if (flags.items.size() != static_cast<size_t>(c.n_layer))
+      fail(file, key + " holds " + std::to_string(flags.items.size()) + " flags for " +
+                     std::to_string(c.n_layer) + " layers");
+    for (size_t l = 0; l < flags.items.size(); ++l) c.local_layers[l] = flags.items[l].to_bool(key);
+    return;
+  }
+  if (v) period = positive_int(file, key, 1 << 16);
+  for (int32_t l = 0; l < c.n_layer; ++l)
+    c.local_layers[static_cast<size_t>(l)] = l % period < period - 1;
 }
 
 // Hyperparameters only some families have; the key names follow llama.cpp's converter.
@@ -50,22 +79,20 @@ void read_family_keys(ModelConfig& c, const gguf::File& file, const std::string&
   if (file.get_int_or(a + "expert_count", 0) > 0)
     fail(file, a + "expert_count: MoE is not supported");
   const bool gemma = c.architecture == "gemma2" || c.architecture == "gemma3";
-  if (c.architecture == "gemma2") {
-    c.sliding_window = 4096;  // llama.cpp's default for gemma 2
-    if (file.has(a + "attn_logit_softcapping"))
-      c.attn_softcap = positive_float(file, a + "attn_logit_softcapping", 0.0);
-    if (file.has(a + "final_logit_softcapping"))
-      c.final_softcap = positive_float(file, a + "final_logit_softcapping", 0.0);
-  }
-  if (gemma) {
-    c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
-    if (file.has(a + "attention.sliding_window"))
-      c.sliding_window = positive_int(file, a + "attention.sliding_window", 1 << 24);
-    // gemma_pytorch: the 27B models scale queries by (n_embd / n_head)^-0.5.
-    const bool is_27b = c.n_layer == (c.architecture == "gemma2" ? 46 : 62);
-    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? c.n_embd / c.n_head : c.head_dim));
-  }
-  // phi3's sliding_window is ignored, as llama.cpp does (its converter writes a wrong one).
+  if (!gemma) return;  // phi3's sliding_window is ignored, as llama.cpp does (a wrong one)
+  const bool gemma2 = c.architecture == "gemma2";
+  // Gemma 2 always caps, at 50 and 30 where a file predates the keys (llama.cpp's defaults);
+  // Gemma 3 caps only where its file says so, as transformers' Gemma3 does (null there).
+  c.attn_softcap = soft_cap_or(file, a + "attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  c.final_softcap = soft_cap_or(file, a + "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
+  if (gemma2) c.sliding_window = 4096;  // llama.cpp's default for gemma 2
+  if (file.has(a + "attention.sliding_window"))
+    c.sliding_window = positive_int(file, a + "attention.sliding_window", 1 << 24);
+  read_swa_pattern(c, file, a + "attention.sliding_window_pattern", gemma2 ? 2 : 6);
+  // gemma_pytorch: the 27B models scale queries by (n_embd / n_head)^-0.5.
+  const bool is_27b = c.n_layer == (gemma2 ? 46 : 62);
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? c.n_embd / c.n_head : c.head_dim));
 }
 
 // phi3 128k's LongRoPE, read as llama.cpp does: both factor tensors or neither, the
@@ -87,20 +114,20 @@ void read_long_rope(ModelConfig& c, const gguf::File& file, const std::string& a
   c.rope_attn_factor = positive_float(file, a + "rope.scaling.attn_factor", 1.0);
 }
 
-// rope.freq_base, and rope.scaling.{type,factor}: none and linear are implemented;
-// anything else would change the outputs, so it is refused rather than ignored.
+// rope.freq_base, and rope.scaling.{type,factor} as llama.cpp combines them: the type
+// defaults to linear, the factor falls back to the older rope.scale_linear, a factor of 0
+// means none, and type none never scales. none and linear are implemented; any other type
+// would change the outputs, so it is refused rather than ignored.
 void read_rope(ModelConfig& c, const gguf::File& file, const std::string& a) {
   c.rope.base = positive_float(file, a + "rope.freq_base", 10000.0);
-  const std::string type = file.get_string_or(a + "rope.scaling.type", "none");
-  float factor = 1.0f;
-  if (type == "linear") {
-    factor = positive_float(file, a + "rope.scaling.factor", 1.0);
-  } else if (type != "none") {
+  const std::string type = file.get_string_or(a + "rope.scaling.type", "linear");
+  if (type != "linear" && type != "none")
     fail(file, a + "rope.scaling.type = '" + type + "' is not supported (none, linear)");
-  }
-  if (file.has(a + "rope.scale_linear"))
-    factor = positive_float(file, a + "rope.scale_linear", 1.0);
-  c.rope.scale = 1.0f / factor;
+  const std::string key =
+      file.has(a + "rope.scaling.factor") ? a + "rope.scaling.factor" : a + "rope.scale_linear";
+  const double factor = file.get_float_or(key, 0.0);
+  if (!(factor >= 0) || !std::isfinite(factor)) fail(file, key + " must be a non-negative number");
+  c.rope.scale = type == "none" || factor == 0 ? 1.0f : static_cast<float>(1.0 / factor);
   c.rope_local = c.rope;
   if (c.architecture == "gemma3")  // local layers: their own base, no scaling
     c.rope_local = {positive_float(file, a + "rope.freq_base_swa", 10000.0), 1.0f};
@@ -146,6 +173,14 @@ void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
                 ? positive_int(file, a + "rope.dimension_count", c.head_dim)
                 : c.head_dim;
   if (c.n_rot % 2 != 0) fail(file, "rope.dimension_count must be even");
+  // llama.cpp's llama graph rotates whole heads and refuses a file that says otherwise.
+  if (c.architecture == "llama" && c.n_rot != c.head_dim)
+    fail(file, a + "rope.dimension_count = " + std::to_string(c.n_rot) +
+                   " differs from the head size " + std::to_string(c.head_dim) +
+                   " (llama rotates whole heads)");
+  // Required, as llama.cpp requires it: a guessed epsilon would shift every norm.
+  if (!file.has(a + "attention.layer_norm_rms_epsilon"))
+    fail(file, "missing " + a + "attention.layer_norm_rms_epsilon");
   c.rms_eps = positive_float(file, a + "attention.layer_norm_rms_epsilon", 1e-5);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runner/gguf/gguf.h"
 
@@ -55,17 +56,18 @@ struct ModelConfig {
   bool fused_gate_up = false;  // phi3: ffn_up holds [gate; up]
   bool post_norms = false;     // gemma2/3: RMSNorm of attention and FFN outputs
   Activation activation = Activation::kSilu;
-  float embed_scale = 1.0f;    // gemma: sqrt(n_embd)
-  float attn_scale = 0.0f;     // scale of q.k: 1 / sqrt(head_dim) unless a family says
-  float attn_softcap = 0.0f;   // gemma2: scores = cap * tanh(scores / cap); 0 = none
-  float final_softcap = 0.0f;  // gemma2: the same on the logits
-  int32_t sliding_window = 0;  // a local layer's query at p sees keys at p - window < j
-  int32_t swa_pattern = 0;     // layer l is local iff l % pattern < pattern - 1; 0 = none
+  float embed_scale = 1.0f;        // gemma: sqrt(n_embd)
+  float attn_scale = 0.0f;         // scale of q.k: 1 / sqrt(head_dim) unless a family says
+  float attn_softcap = 0.0f;       // gemma: scores = cap * tanh(scores / cap); 0 = none
+  float final_softcap = 0.0f;      // gemma: the same on the logits
+  int32_t sliding_window = 0;      // a local layer's query at p sees keys at p - window < j
+  std::vector<bool> local_layers;  // per layer: attends through the window (gemma2/3)
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   bool is_local_layer(int32_t layer) const {
-    return sliding_window > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
+    return sliding_window > 0 && layer >= 0 && static_cast<size_t>(layer) < local_layers.size() &&
+           local_layers[static_cast<size_t>(layer)];
   }
   const RopeParams& rope_of(int32_t layer) const {
     return is_local_layer(layer) ? rope_local : rope;

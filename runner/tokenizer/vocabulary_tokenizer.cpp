@@ -7,13 +7,49 @@ namespace tandem {
 
 namespace {
 
-// Token texts that end a turn in the chat templates of the families tandem serves
-// (llama.cpp keeps the same list). They count as end-of-generation only when the
-// vocabulary marks them special, so an ordinary word never stops generation.
+// llama.cpp's llama_vocab::impl::load finds these tokens by their text, and forces each one
+// it finds to the control type ("control-looking token ... its type will be overridden"),
+// so a converter that typed <|im_end|> as normal text still gets a turn that ends and a
+// marker that is neither shown nor typed by a user's text. tandem does the same.
+//
+// End of generation: the turn and message ends of the families' templates, and the
+// fill-in-the-middle pad, repository and file separators (a FIM completion ends there).
 constexpr std::string_view kEndOfGenerationTexts[] = {
-    "<|eot_id|>",    "<|eom_id|>",      "<|im_end|>", "<|end|>",    "<end_of_turn>",
-    "<|endoftext|>", "<|end_of_text|>", "<EOT>",      "<|return|>", "<end_of_utterance>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    // FIM pad, repo and separator: <|fim_pad|> ... <|file_sep|> (Qwen), Granite, CodeLlama.
+    "<|fim_pad|>",
+    "<fim-pad>",
+    "<fim_pad>",
+    "<PAD>",
+    "<|fim_repo|>",
+    "<|repo_name|>",
+    "<fim-repo>",
+    "<REPO>",
+    "<reponame>",
+    "<|file_sep|>",
 };
+// Control but not end of generation: the FIM prefix, suffix and middle markers, and
+// DeepSeek's end of sentence, which llama.cpp finds as the turn's end (its EOT) only where
+// the file names no eot_token_id.
+constexpr std::string_view kOtherControlTexts[] = {
+    "<|fim_prefix|>",  "<fim-prefix>",    "<fim_prefix>",   "<｜fim▁begin｜>", "<PRE>",
+    "▁<PRE>",          "<|code_prefix|>", "<|fim_suffix|>", "<fim-suffix>",    "<fim_suffix>",
+    "<｜fim▁hole｜>",  "<SUF>",           "▁<SUF>",         "<|code_suffix|>", "<|fim_middle|>",
+    "<fim-middle>",    "<fim_middle>",    "<｜fim▁end｜>",  "<MID>",           "▁<MID>",
+    "<|code_middle|>",
+};
+constexpr std::string_view kEndOfSentenceText = "<｜end▁of▁sentence｜>";
 
 // C's isspace in the "C" locale, which llama.cpp's RSTRIP uses.
 bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
@@ -37,10 +73,12 @@ VocabularyTokenizer::VocabularyTokenizer(
       add_eos_(vocab.add_eos.value_or(false)) {
   if (types_.empty()) types_.assign(tokens_.size(), TokenType::kNormal);
   index_.reserve(tokens_.size());
+  for (int32_t id = 0; id < vocab_size(); ++id)
+    index_.insert_or_assign(tokens_[static_cast<size_t>(id)], id);  // a duplicate: the last id
+  find_marked_tokens(vocab);
   pieces_.resize(tokens_.size());
   for (int32_t id = 0; id < vocab_size(); ++id) {
     const std::string& text = tokens_[static_cast<size_t>(id)];
-    index_.insert_or_assign(text, id);  // a duplicate text resolves to the last id
     switch (type(id)) {
       case TokenType::kControl:
       case TokenType::kUnknown:
@@ -67,13 +105,28 @@ VocabularyTokenizer::VocabularyTokenizer(
   std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
     return tokens_[static_cast<size_t>(a)].size() > tokens_[static_cast<size_t>(b)].size();
   });
+}
 
+// The end-of-generation ids (eos, eot, eom and the texts above) and the control type of
+// every text above, as llama.cpp's loader sets them: a user-defined one becomes control
+// too (llama.cpp tests the control bit, which it lacks), so a user's text that spells a
+// turn's end stays text wherever control tokens are not parsed.
+void VocabularyTokenizer::find_marked_tokens(const TokenizerVocab& vocab) {
+  const auto mark_control = [&](int32_t id) {
+    types_[static_cast<size_t>(id)] = TokenType::kControl;
+  };
   for (int32_t id : {eos_id_, vocab.eot_id, vocab.eom_id})
-    if (id >= 0) eog_ids_.push_back(id);
-  for (std::string_view text : kEndOfGenerationTexts) {
-    const int32_t id = find_token(text);
-    if (id >= 0 && (type(id) == TokenType::kControl || type(id) == TokenType::kUserDefined))
+    if (id >= 0 && id < vocab_size()) eog_ids_.push_back(id);
+  for (std::string_view text : kEndOfGenerationTexts)
+    if (const int32_t id = find_token(text); id >= 0) {
+      mark_control(id);
       eog_ids_.push_back(id);
+    }
+  for (std::string_view text : kOtherControlTexts)
+    if (const int32_t id = find_token(text); id >= 0) mark_control(id);
+  if (const int32_t id = find_token(kEndOfSentenceText); id >= 0) {
+    mark_control(id);
+    if (vocab.eot_id < 0) eog_ids_.push_back(id);
   }
   std::sort(eog_ids_.begin(), eog_ids_.end());
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());

@@ -50,6 +50,7 @@ class VocabularyTokenizer : public Tokenizer {
   int32_t unk_id() const { return unk_id_; }
 
  private:
+  void find_marked_tokens(const TokenizerVocab& vocab);
   struct Fragment {
     int32_t token;  // -1 for raw text
     std::string_view text;

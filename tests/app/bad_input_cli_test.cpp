@@ -126,6 +126,19 @@ TEST(BadInputCli, ALayerPastBlockCountIsRefused) {
                            "tensor blk." + std::to_string(fewer) + ".");
 }
 
+// One embedding row per token, as llama.cpp checks token_embd's shape against the token
+// list: a list longer than the embedding names tokens the model has no row for.
+TEST(BadInputCli, ATokenListLongerThanTheEmbeddingIsRefused) {
+  ScratchDir dir;
+  std::string bytes = slurp(make_tiny(dir));
+  for (const char* tensor : {"token_embd.weight", "output.weight"})
+    set_dimension(bytes, tensor, 1, 257);
+  const std::string model = dir.file("short-embedding.gguf").string();
+  spit(model, bytes);
+  expect_one_line_exit_two(run_tandem({"generate", "--model", model, "--prompt", "x"}),
+                           "tokenizer.ggml.tokens holds 258 tokens, token_embd.weight 257 rows");
+}
+
 // generate and bench send no chat requests, so a template tandem cannot compile does not
 // refuse the model; serve, which renders it, still refuses at startup.
 TEST(BadInputCli, AnUnparsableChatTemplateRefusesOnlyServe) {

@@ -157,7 +157,8 @@ void check_config(const tandem::gguf::File& file) {
     require(c.n_vocab > 0 && c.context_length > 0 && c.rms_eps > 0);
     require(c.rope.base > 0 && c.rope.scale > 0 && c.rope_local.base > 0 && c.rope_local.scale > 0);
     require(c.attn_scale > 0 && c.attn_softcap >= 0 && c.final_softcap >= 0);
-    require(c.sliding_window >= 0 && c.swa_pattern >= 0);
+    require(c.sliding_window >= 0 &&
+            (c.local_layers.empty() || c.local_layers.size() == static_cast<size_t>(c.n_layer)));
   } catch (const GgufError&) {
   }
 }

@@ -81,6 +81,21 @@ TEST(ChatMessages, BadShapesNameTheirField) {
   }
 }
 
+// Arguments are JSON text inside a string: they get the body's depth bound, since the
+// templates' tojson walks them recursively (QA: 30000 nested arrays overflowed the stack
+// and killed the server; 64 levels pass, as in a body).
+TEST(ChatMessages, ArgumentsNestedPastTheBodysDepthAreRefused) {
+  const auto body = [](int depth) {
+    return R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f",
+        "arguments": ")" +
+           std::string(depth, '[') + std::string(depth, ']') + R"("}}]}]})";
+  };
+  const ApiError error = parse_error(body(30000));
+  EXPECT_EQ(error.param, "messages[0].tool_calls[0].function.arguments");
+  EXPECT_NE(error.message.find("deeper than 64 levels"), std::string::npos) << error.message;
+  EXPECT_EQ(parse_ok(body(60)).messages[0]["tool_calls"][0]["function"]["arguments"].size(), 1u);
+}
+
 TEST(ChatMessages, RaisedTemplateErrorsAreTheClientsMessage) {
   auto compiled = JinjaChatTemplate::compile(
       "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversations must start "

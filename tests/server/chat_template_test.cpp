@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/model/make_model.h"
 #include "tests/server/server_test_support.h"
 
 namespace tandem::testing::TANDEM_UNITY_ID {
@@ -36,6 +37,33 @@ TEST(ChatTemplate, ApplyTemplateRendersTheFilesOwnTemplate) {
   EXPECT_EQ(without.json()["prompt"], "<|im_start|>user\nhi<|im_end|>\n");
   EXPECT_EQ(fetch(port, "POST", "/apply-template", R"({"messages": 3})").json()["error"]["param"],
             "messages");
+}
+
+// A file with tokenizer.chat_template.tool_use beside its default template: requests with
+// tools render through it, as transformers (so vLLM) and llama.cpp choose it (QA: the
+// tools of a Hermes-style file never reached the prompt); the others through the default.
+TEST(ChatTemplate, RequestsWithToolsRenderThroughTheFilesToolUseTemplate) {
+  ScratchDir dir;
+  const gguf::File tiny = gguf::File::open(tiny_model());
+  gguf::Writer vocab;
+  for (const auto& [key, value] : tiny.metadata())
+    if (key.starts_with("tokenizer.") && key != "tokenizer.chat_template") vocab.add(key, value);
+  vocab.add_string("tokenizer.chat_template", "DEFAULT {{ messages[0].content }}");
+  vocab.add_string("tokenizer.chat_template.tool_use",
+                   "TOOLS {{ tools | length }} {{ messages[0].content }}");
+  vocab.write(dir.file("vocab.gguf"));
+  make_model::MakeModelOptions options;
+  options.vocab = dir.file("vocab.gguf");
+  options.out = dir.file("tool-use.gguf");
+  make_model::write_random_model(options);
+  ServerProcess server(options.out);
+  EXPECT_EQ(fetch(server.port(), "POST", "/apply-template", kHiBody).json()["prompt"],
+            "DEFAULT hi");
+  const HttpResult tools = fetch(server.port(), "POST", "/apply-template", R"({
+      "messages": [{"role": "user", "content": "hi"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})");
+  ASSERT_EQ(tools.status, 200) << tools.body;
+  EXPECT_EQ(tools.json()["prompt"], "TOOLS 1 hi");
 }
 
 TEST(ChatTemplate, ToolTurnsAreServed) {

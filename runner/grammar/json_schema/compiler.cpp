@@ -159,12 +159,19 @@ ExprId SchemaCompiler::alternatives(const Json& s, const std::string& path) {
   for (size_t i = 0; i < list.size(); ++i)
     items.push_back(schema(list[i], base + std::to_string(i)));
   if (std::string(keyword) == "oneOf") {
-    for (size_t i = 0; i < list.size(); ++i)
-      for (size_t j = i + 1; j < list.size(); ++j)
-        if (!provably_disjoint(*this, list[i], list[j], path))
-          fail(path, "oneOf alternatives " + std::to_string(i) + " and " + std::to_string(j) +
-                         " may both match a value (only provably disjoint ones are supported; "
-                         "use anyOf)");
+    std::optional<std::pair<size_t, size_t>> overlap;
+    try {
+      overlap = one_of_overlap(*this, list, path);
+    } catch (const OneOfTooComplex&) {
+      fail(path,
+           "oneOf is too complex to prove that no value matches two alternatives "
+           "(use anyOf)");
+    }
+    if (overlap)
+      fail(path, "oneOf alternatives " + std::to_string(overlap->first) + " and " +
+                     std::to_string(overlap->second) +
+                     " may both match a value (only provably disjoint ones are supported; "
+                     "use anyOf)");
   }
   return b_.choice(std::move(items));
 }

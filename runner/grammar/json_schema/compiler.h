@@ -6,9 +6,11 @@
 // (oneOf).
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -82,9 +84,12 @@ ExprId compile_string(SchemaCompiler& c, const Json& s, const std::string& path)
 ExprId compile_number(SchemaCompiler& c, const Json& s, const std::string& path, bool integer);
 // The decoded-string language of `pattern` (regex.cpp), as JSON string content.
 ExprId compile_pattern(SchemaCompiler& c, const std::string& pattern, const std::string& path);
-// Whether no JSON value can be valid against both schemas (sound, not complete).
-bool provably_disjoint(const SchemaCompiler& c, const Json& a, const Json& b,
-                       const std::string& path);
+// Thrown by one_of_overlap when the proof would take more steps than it allows.
+struct OneOfTooComplex {};
+// The first pair of a oneOf's alternatives (indices into `list`) that some JSON value may
+// match both of, or nullopt when none can (sound, not complete: "may" when unproven).
+std::optional<std::pair<size_t, size_t>> one_of_overlap(const SchemaCompiler& c, const Json& list,
+                                                        const std::string& path);
 
 // The code points a JSON string may hold unescaped (DEL excluded, as llama.cpp does).
 const std::vector<CodepointRange>& raw_string_chars();

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "runner/grammar/json_schema/compiler.h"
 
@@ -58,12 +62,37 @@ const Json* alternatives_of(const Json& s) {
   return nullptr;
 }
 
+// A hash that equal JSON values share: nlohmann's == compares numbers by value across
+// their kinds (1 == 1.0), so every number hashes as the double it compares as.
+size_t value_hash(const Json& v) {
+  if (v.is_number()) return std::hash<double>()(v.get<double>() + 0.0);  // -0 as 0
+  size_t h = std::hash<int>()(static_cast<int>(v.type()));
+  const auto mix = [&](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  if (v.is_string()) mix(std::hash<std::string>()(v.get_ref<const std::string&>()));
+  if (v.is_boolean()) mix(v.get<bool>());
+  if (v.is_array())
+    for (const Json& x : v) mix(value_hash(x));
+  if (v.is_object())  // members in any order: == ignores it, so the sum must too
+    for (auto it = v.begin(); it != v.end(); ++it)
+      h += std::hash<std::string>()(it.key()) * 31 + value_hash(it.value());
+  return h;
+}
+
+struct ValueHash {
+  size_t operator()(const Json* v) const { return value_hash(*v); }
+};
+struct ValueEqual {
+  bool operator()(const Json* a, const Json* b) const { return *a == *b; }
+};
+using ValueSet = std::unordered_map<const Json*, size_t, ValueHash, ValueEqual>;
+
 class Disjointness {
  public:
   Disjointness(const SchemaCompiler& c, const std::string& path) : c_(c), path_(path) {}
 
   bool disjoint(const Json& a_in, const Json& b_in, int depth) {
     if (depth > 16) return false;
+    if (++steps_ > kMaxSteps) throw OneOfTooComplex{};
     const Json& a = deref(a_in);
     const Json& b = deref(b_in);
     if (a.is_boolean() || b.is_boolean()) return a == Json(false) || b == Json(false);
@@ -76,10 +105,7 @@ class Disjointness {
     Json storage_a, storage_b;
     const Json* va = values_of(a, storage_a);
     const Json* vb = values_of(b, storage_b);
-    if (va && vb)
-      return std::none_of(va->begin(), va->end(), [&](const Json& x) {
-        return std::find(vb->begin(), vb->end(), x) != vb->end();
-      });
+    if (va && vb) return !shares_a_value(*va, *vb);
     if (va && values_outside_types(*va, declared_types(b))) return true;
     if (vb && values_outside_types(*vb, declared_types(a))) return true;
     const auto ta = declared_types(a), tb = declared_types(b);
@@ -89,7 +115,41 @@ class Disjointness {
     return false;
   }
 
+  // Two value lists share a value: hashed, so two long enums cost their lengths' sum.
+  bool shares_a_value(const Json& a, const Json& b) {
+    steps_ += a.size() + b.size();
+    if (steps_ > kMaxSteps) throw OneOfTooComplex{};
+    ValueSet seen;
+    for (const Json& x : a) seen.emplace(&x, 0);
+    return std::any_of(b.begin(), b.end(), [&](const Json& x) { return seen.contains(&x); });
+  }
+
+  // Where every alternative lists its values (const or enum, the common large oneOf), the
+  // alternatives are disjoint when no value appears in two: one hashed pass over them all,
+  // not a comparison per pair. The pair found, or nullopt; false when some alternative
+  // lists no values.
+  bool values_only(const Json& list, std::optional<std::pair<size_t, size_t>>& overlap) {
+    std::vector<Json> storage(list.size());
+    std::vector<const Json*> values(list.size());
+    for (size_t i = 0; i < list.size(); ++i)
+      if (!(values[i] = values_of(deref(list[i]), storage[i]))) return false;
+    ValueSet first_in;
+    for (size_t i = 0; i < list.size(); ++i)
+      for (const Json& v : *values[i]) {
+        const auto [it, fresh] = first_in.emplace(&v, i);
+        if (!fresh && it->second != i) {
+          overlap = std::pair{it->second, i};
+          return true;
+        }
+      }
+    return true;
+  }
+
  private:
+  // Bounds the proof's work: alternatives expand anyOf and $ref again at every use, so a
+  // small schema can ask for exponentially many steps (W^16 for 16 levels of W choices).
+  static constexpr size_t kMaxSteps = 1'000'000;
+
   const Json& deref(const Json& s) {
     const Json* x = &s;
     for (int hops = 0; hops < 32 && x->is_object(); ++hops) {
@@ -131,13 +191,20 @@ class Disjointness {
 
   const SchemaCompiler& c_;
   const std::string& path_;
+  size_t steps_ = 0;
 };
 
 }  // namespace
 
-bool provably_disjoint(const SchemaCompiler& c, const Json& a, const Json& b,
-                       const std::string& path) {
-  return Disjointness(c, path).disjoint(a, b, 0);
+std::optional<std::pair<size_t, size_t>> one_of_overlap(const SchemaCompiler& c, const Json& list,
+                                                        const std::string& path) {
+  Disjointness d(c, path);
+  std::optional<std::pair<size_t, size_t>> overlap;
+  if (d.values_only(list, overlap)) return overlap;
+  for (size_t i = 0; i < list.size(); ++i)
+    for (size_t j = i + 1; j < list.size(); ++j)
+      if (!d.disjoint(list[i], list[j], 0)) return std::pair{i, j};
+  return std::nullopt;
 }
 
 }  // namespace tandem::grammar::json_schema

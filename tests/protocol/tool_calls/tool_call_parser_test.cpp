@@ -64,6 +64,21 @@ TEST(HermesToolCalls, ABlockThatIsNotACallStaysContent) {
   EXPECT_EQ(mixed.content, "<tool_call>{\"arguments\": {}}</tool_call>");
 }
 
+// A model's call nested past a body's depth stays content: its arguments would be walked
+// recursively by the response writer and the next turn's template (a stack overflow).
+TEST(HermesToolCalls, ACallNestedPastTheBodysDepthStaysContent) {
+  const std::string deep = std::string(20000, '[') + std::string(20000, ']');
+  const std::string text =
+      "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + deep + "}}</tool_call>";
+  const auto parsed = parse_tool_calls(ToolCallFormat::kHermes, text);
+  EXPECT_TRUE(parsed.calls.empty());
+  EXPECT_EQ(parsed.content, text);
+  expect_calls(parse_tool_calls(ToolCallFormat::kHermes,
+                                "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " +
+                                    std::string(60, '[') + std::string(60, ']') + "}}</tool_call>"),
+               {{"f", "{\"a\":" + std::string(60, '[') + std::string(60, ']') + "}"}});
+}
+
 TEST(HermesToolCalls, ArgumentsWrittenAsAJsonStringAreRead) {
   const auto parsed =
       parse_tool_calls(ToolCallFormat::kHermes,

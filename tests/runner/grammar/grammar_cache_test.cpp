@@ -3,6 +3,8 @@
 
 #include "runner/grammar/grammar_cache.h"
 
+#include "runner/grammar/compile_gate.h"
+
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -108,6 +110,38 @@ TEST(GrammarCache, ConcurrentRequestsGetOneEntry) {
   for (auto& t : threads) t.join();
   for (const auto& g : got) EXPECT_EQ(g, cache.json_schema(R"({"enum": [1, 2]})"));
   EXPECT_EQ(cache.size(), 1u);
+}
+
+// One compile per text at a time: requests that arrive while a text compiles wait for
+// that compile (QA: four requests with one new 6 s schema took four compiles' CPU).
+TEST(GrammarCache, RequestsForATextBeingCompiledWaitForThatCompile) {
+  GrammarCache cache(testing::synthetic_vocabulary());
+  std::string text = "root ::= ";  // some milliseconds to compile: the threads overlap
+  for (int i = 0; i < 2000; ++i) text += (i ? " | \"" : "\"") + std::to_string(i * 7919) + "\"";
+  std::vector<std::shared_ptr<const CompiledGrammar>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = cache.gbnf(text); });
+  for (auto& t : threads) t.join();
+  for (const auto& g : got) EXPECT_EQ(g, got[0]);
+  EXPECT_EQ(cache.compiles(), 1u);
+}
+
+// A thread that defers compiles (the server's quick preparation threads) gets what is
+// cached, and CompileDeferred where a compile would start; the text is then compiled on
+// another thread as usual.
+TEST(GrammarCache, AThreadThatDefersCompilesUsesOnlyWhatIsCached) {
+  GrammarCache cache(testing::synthetic_vocabulary());
+  const auto cached = cache.json_schema(R"({"type": "integer"})");
+  {
+    DeferCompiles quick;
+    EXPECT_EQ(cache.json_schema(R"({"type": "integer"})"), cached);
+    EXPECT_THROW(cache.json_schema(R"({"type": "string"})"), CompileDeferred);
+    EXPECT_THROW(cache.regex("a+"), CompileDeferred);
+  }
+  EXPECT_EQ(cache.compiles(), 1u);
+  EXPECT_NE(cache.json_schema(R"({"type": "string"})"), nullptr);
+  EXPECT_EQ(cache.compiles(), 2u);
 }
 
 }  // namespace

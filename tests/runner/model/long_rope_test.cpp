@@ -168,6 +168,7 @@ TEST(LongRopeChoice, OneFactorTensorWithoutTheOtherIsRefused) {
   w.add_uint32("phi3.block_count", 1);
   w.add_uint32("phi3.feed_forward_length", 128);
   w.add_uint32("phi3.attention.head_count", 4);
+  w.add_float32("phi3.attention.layer_norm_rms_epsilon", 1e-5f);
   w.add_tensor("rope_factors_long.weight", gguf::TensorType::kF32, {8},
                make_model::encode_weights(gguf::TensorType::kF32, std::vector<float>(8, 1)));
   w.add_tensor("token_embd.weight", gguf::TensorType::kF32, {64, 8},

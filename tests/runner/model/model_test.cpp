@@ -29,6 +29,7 @@ gguf::Writer llama_header(uint32_t layers, uint32_t heads) {
   w.add_uint32("llama.block_count", layers);
   w.add_uint32("llama.feed_forward_length", 128);
   w.add_uint32("llama.attention.head_count", heads);
+  w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
   return w;
 }
 
@@ -98,6 +99,46 @@ TEST(Model, NamesAMissingTensor) {
   w.write(path);
   std::string err = load_error(path);
   EXPECT_NE(err.find("missing tensor 'blk.1.ffn_up.weight'"), std::string::npos) << err;
+}
+
+// tiny's llama tensors (2 layers, 2 KV heads) plus `extra`, each 0.5.
+std::filesystem::path tiny_with(const ScratchDir& dir, const std::string& name,
+                                const std::vector<make_model::PlannedTensor>& extra) {
+  auto shape = *make_model::find_model_shape("tiny");
+  gguf::Writer w = llama_header(/*layers=*/2, /*heads=*/4);
+  w.add_uint32("llama.attention.head_count_kv", 2);
+  auto tensors = make_model::plan_tensors(shape, 258);
+  tensors.insert(tensors.end(), extra.begin(), extra.end());
+  for (const auto& t : tensors) {
+    uint64_t n = 1;
+    for (auto d : t.dims) n *= d;
+    w.add_tensor(t.name, gguf::TensorType::kF32, t.dims,
+                 make_model::encode_weights(gguf::TensorType::kF32, std::vector<float>(n, 0.5f)));
+  }
+  auto path = dir.file(name);
+  w.write(path);
+  return path;
+}
+
+// llama.cpp's llama graph adds Q/K/V biases where a file has them ("llamafied" Qwen);
+// a tensor the forward pass would not read is refused by name, as llama.cpp refuses a
+// file with tensors it did not create, rather than run a model without it.
+TEST(Model, LlamaReadsQkvBiasesAndRefusesTensorsItWouldNotUse) {
+  ScratchDir dir;
+  std::vector<make_model::PlannedTensor> biases;
+  for (int layer = 0; layer < 2; ++layer)
+    for (auto [name, n] : {std::pair{"attn_q.bias", 64}, {"attn_k.bias", 32}, {"attn_v.bias", 32}})
+      biases.push_back({"blk." + std::to_string(layer) + "." + name, {static_cast<uint64_t>(n)}});
+  auto model = Model::load(tiny_with(dir, "biased.gguf", biases));
+  EXPECT_TRUE(model->config().qkv_bias);
+  EXPECT_EQ(model->layers()[1].qkv_bias, std::vector<float>(128, 0.5f));
+
+  std::string err = load_error(tiny_with(dir, "out-bias.gguf", {{"blk.1.attn_output.bias", {64}}}));
+  EXPECT_NE(err.find("tensor 'blk.1.attn_output.bias' is not used by llama"), std::string::npos)
+      << err;
+  biases.pop_back();  // blk.1.attn_v.bias
+  err = load_error(tiny_with(dir, "partial.gguf", biases));
+  EXPECT_NE(err.find("missing tensor 'blk.1.attn_v.bias'"), std::string::npos) << err;
 }
 
 TEST(Model, NamesAMisshapenTensor) {

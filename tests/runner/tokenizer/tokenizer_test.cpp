@@ -289,15 +289,46 @@ TEST(Tokenizer, LongerSpecialTokensWinOverTheirPrefixes) {
   EXPECT_EQ(tokenizer->encode("<|im_start|><|im", false, true), (std::vector<int32_t>{259, 258}));
 }
 
-TEST(Tokenizer, EndOfTurnTextsCountAsEndOfGenerationOnlyWhenSpecial) {
+// As llama.cpp's loader: the texts it knows as turn, message and FIM ends become control
+// tokens and end generation whatever type the file gave them (a converter that typed
+// <|eot_id|> normal would otherwise never stop, and would show the marker); the FIM
+// prefix/suffix/middle markers become control without ending anything; DeepSeek's end of
+// sentence ends generation only where the file names no eot_token_id.
+TEST(Tokenizer, MarkerTextsBecomeControlAndEndGenerationAsLlamaCppMakesThem) {
   TokenizerVocab vocab = byte_level_vocab();
-  vocab.tokens.push_back("<|eot_id|>");
-  vocab.types.push_back(TokenType::kNormal);  // an ordinary token that happens to look like one
-  vocab.tokens.push_back("<|end|>");
-  vocab.types.push_back(TokenType::kControl);
+  const std::vector<std::pair<std::string, TokenType>> extra = {
+      {"<|eot_id|>", TokenType::kNormal},
+      {"<|end|>", TokenType::kControl},
+      {"<|file_sep|>", TokenType::kUserDefined},
+      {"<|fim_pad|>", TokenType::kNormal},
+      {"<|repo_name|>", TokenType::kNormal},
+      {"<|call|>", TokenType::kNormal},
+      {"_<EOT>", TokenType::kNormal},
+      {"<|fim_prefix|>", TokenType::kNormal},
+      {"<｜end▁of▁sentence｜>", TokenType::kNormal},
+      {"<|not_a_marker|>", TokenType::kNormal},
+  };
+  for (const auto& [text, type] : extra) {
+    vocab.tokens.push_back(text);
+    vocab.types.push_back(type);
+  }
+  const int32_t eot = 258, end = 259, file_sep = 260, fim_pad = 261, repo = 262, call = 263,
+                eot_text = 264, fim_prefix = 265, end_of_sentence = 266, other = 267;
   vocab.eot_id = -1;
   const auto tokenizer = make_tokenizer(vocab);
-  EXPECT_EQ(tokenizer->eog_ids(), (std::vector<int32_t>{257, 259}));
+  EXPECT_EQ(tokenizer->eog_ids(), (std::vector<int32_t>{257, eot, end, file_sep, fim_pad, repo,
+                                                        call, eot_text, end_of_sentence}));
+  // Control now: parsed only where special tokens are, and not shown unless asked for.
+  EXPECT_EQ(tokenizer->encode("<|eot_id|>", false, true), (std::vector<int32_t>{eot}));
+  EXPECT_EQ(tokenizer->encode("<|eot_id|>", false, false).size(), 10u);
+  EXPECT_EQ(tokenizer->encode("<|file_sep|>", false, false).size(), 12u);
+  for (int32_t id : {eot, file_sep, fim_prefix}) EXPECT_EQ(tokenizer->token_bytes(id), "") << id;
+  EXPECT_EQ(tokenizer->token_bytes(fim_prefix, /*render_special=*/true), "<|fim_prefix|>");
+  EXPECT_EQ(tokenizer->token_bytes(other), "<|not_a_marker|>");  // an unknown text stays normal
+
+  vocab.eot_id = eot;  // named by the file: DeepSeek's text is no longer the turn's end
+  EXPECT_EQ(make_tokenizer(vocab)->eog_ids(),
+            (std::vector<int32_t>{257, eot, end, file_sep, fim_pad, repo, call, eot_text}));
 }
 
 gguf::Writer vocab_writer(const std::string& model, const std::string& pre) {
