@@ -77,7 +77,18 @@ class BodyBuilder {
   bool boolean(bool v) { return put(v); }
   bool number_integer(Json::number_integer_t v) { return put(v); }
   bool number_unsigned(Json::number_unsigned_t v) { return put(v); }
-  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(v); }
+  // An integer literal nlohmann could not hold as int64 or uint64 arrives here as a double:
+  // refused, not rounded (a tool schema's maximum would have reached the template as
+  // 1.2345678901234568e+22, where Python prints the integer).
+  bool number_float(Json::number_float_t v, const Json::string_t& literal) {
+    if (literal.find_first_of(".eE") == Json::string_t::npos) {
+      const std::string param = current_param();
+      reject("Invalid value for '" + param + "': the integer " +
+                 literal.substr(0, kMaxQuotedBytes) + " is beyond 64 bits (not supported).",
+             param);
+    }
+    return put(v);
+  }
   bool string(Json::string_t& v) { return put(std::move(v)); }
   bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
   bool start_object(std::size_t) { return open(Json::object()); }
@@ -101,6 +112,22 @@ class BodyBuilder {
   }
 
  private:
+  // Where the value about to be put goes, as the request's fields are named
+  // ("tools[0].function.parameters.maximum").
+  std::string current_param() const {
+    std::string param;
+    for (size_t i = 0; i < frames_.size(); ++i) {
+      const Json& frame = *frames_[i];
+      if (frame.is_object()) {
+        const auto& members = static_cast<const Members&>(frame.get_ref<const Json::object_t&>());
+        param += (param.empty() ? "" : ".") + (members.empty() ? "" : members.back().first);
+      } else {  // the innermost array's next element, or an outer one's last
+        param += "[" + std::to_string(frame.size() - (i + 1 < frames_.size() ? 1 : 0)) + "]";
+      }
+    }
+    return param;
+  }
+
   static Members& members_of(Json& object) {
     return static_cast<Members&>(object.get_ref<Json::object_t&>());
   }

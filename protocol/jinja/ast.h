@@ -62,6 +62,9 @@ struct Slice {  // start:stop:step inside [], each part optional
 struct Negate {
   ExprPtr operand;
 };
+struct Positive {  // unary +: Python's, a number's value (True is 1), else a TypeError
+  ExprPtr operand;
+};
 struct Not {
   ExprPtr operand;
 };
@@ -107,9 +110,9 @@ struct Test {  // operand is [not] name(args)
 
 struct Expr {
   std::variant<node::Literal, node::Name, node::ListLiteral, node::DictLiteral, node::GetAttr,
-               node::GetItem, node::Slice, node::Negate, node::Not, node::Arithmetic, node::Concat,
-               node::Logical, node::Compare, node::Conditional, node::Call, node::Filter,
-               node::Test>
+               node::GetItem, node::Slice, node::Negate, node::Positive, node::Not,
+               node::Arithmetic, node::Concat, node::Logical, node::Compare, node::Conditional,
+               node::Call, node::Filter, node::Test>
       node;
   int line = 0;
   int column = 0;

@@ -96,6 +96,14 @@ Value Interpreter::eval_node(const node::Negate& n, const Expr&) {
   return negate(eval(*n.operand));
 }
 
+Value Interpreter::eval_node(const node::Positive& n, const Expr&) {
+  const Value value = eval(*n.operand);
+  require_defined(value);
+  if (value.is_float()) return value.as_float();
+  if (value.is_int() || value.is_bool()) return value.to_int();
+  fail("bad operand type for unary +: '" + type_name(value) + "'");
+}
+
 Value Interpreter::eval_node(const node::Not& n, const Expr&) { return !truthy(eval(*n.operand)); }
 
 Value Interpreter::eval_node(const node::Arithmetic& n, const Expr&) {

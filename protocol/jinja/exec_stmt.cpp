@@ -154,14 +154,12 @@ std::vector<Value> Interpreter::loop_items(const node::For& loop) {
   return kept;
 }
 
+// The else branch runs unless some iteration ran its body to the end: Jinja2 clears its
+// "no iteration" flag as a body's last step, so one cut short by break or continue leaves
+// it set ({% for x in [1] %}{% break %}{% else %}E{% endfor %} renders E).
 Interpreter::Flow Interpreter::exec_node(const node::For& loop, Text& out) {
   const std::vector<Value> items = loop_items(loop);
-  if (items.empty()) {
-    Scope& scope = push_scope();
-    const Flow flow = exec_body(loop.otherwise, out);
-    pop_scope(scope);
-    return flow;
-  }
+  bool completed = false;
   for (size_t i = 0; i < items.size(); ++i) {
     spend(1);
     Scope& scope = push_scope();
@@ -169,9 +167,14 @@ Interpreter::Flow Interpreter::exec_node(const node::For& loop, Text& out) {
     if (loop.uses_loop) scope.set("loop", loop_object(items, i));
     const Flow flow = exec_body(loop.body, out);
     pop_scope(scope);
+    completed = completed || flow == Flow::kNormal;
     if (flow == Flow::kBreak) break;
   }
-  return Flow::kNormal;
+  if (completed || loop.otherwise.empty()) return Flow::kNormal;
+  Scope& scope = push_scope();
+  const Flow flow = exec_body(loop.otherwise, out);
+  pop_scope(scope);
+  return flow;
 }
 
 void Interpreter::assign(const Target& target, const Value& value) {

@@ -37,6 +37,9 @@ Value replace_filter(Interpreter&, const Value& input, const CallArgs& args) {
 Value indent(Interpreter&, const Value& input, const CallArgs& args) {
   const BoundArgs a("indent", args, {"width", "first", "blank"});
   const Value width = a.get(0, Value(4));
+  // Bounded before it is built: indent(1000000000) had made 1 GB before the 16 MiB check.
+  if (!width.is_string() && width.to_int() > static_cast<int64_t>(kMaxTextBytes))
+    unsupported("strings over 16 MiB");
   const Text indention =
       width.is_string()
           ? width.text()
@@ -127,6 +130,14 @@ Value format_filter(Interpreter&, const Value& input, const CallArgs& args) {
   return Value(std::move(out));
 }
 
+// Python's int(x) of a finite float; one beyond int64 is a Python int tandem lacks (a cast
+// there is undefined: it printed -9223372036854775808 for 1e19).
+int64_t truncated(double x) {
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+    unsupported("integers beyond 64 bits");
+  return static_cast<int64_t>(x);
+}
+
 Value int_filter(Interpreter&, const Value& input, const CallArgs& args) {
   const BoundArgs a("int", args, {"default", "base"});
   require_defined(input);
@@ -137,10 +148,9 @@ Value int_filter(Interpreter&, const Value& input, const CallArgs& args) {
     return parsed;
   }
   if (input.is_int() || input.is_bool()) return input.to_int();
-  if (input.is_float() && std::isfinite(input.as_float()))
-    return static_cast<int64_t>(input.as_float());
+  if (input.is_float() && std::isfinite(input.as_float())) return truncated(input.as_float());
   if (input.is_string() && parse_float(input.text().str(), number) && std::isfinite(number)) {
-    return static_cast<int64_t>(number);
+    return truncated(number);
   }
   return a.get(0, Value(0));
 }
@@ -162,11 +172,31 @@ Value abs_filter(Interpreter&, const Value& input, const CallArgs&) {
   fail("bad operand type for abs(): '" + type_name(input) + "'");
 }
 
+// Python's round(x, -digits): to a multiple of 10^digits, halves to even; an int stays an
+// int, a float a float (round(1234.5, -2) is 1200.0, round(7, -1) is 10).
+Value round_to_tens(const Value& input, int64_t digits) {
+  if (input.is_float()) {
+    const double unit = std::pow(10.0, static_cast<double>(std::min<int64_t>(digits, 400)));
+    return std::nearbyint(input.as_float() / unit) * unit;  // ties to even: the default mode
+  }
+  const int64_t x = input.to_int();
+  if (digits > 18) return int64_t{0};
+  int64_t unit = 1;
+  for (int64_t i = 0; i < digits; ++i) unit *= 10;
+  int64_t q = x / unit, r = x % unit;
+  if (r < 0) q -= 1, r += unit;  // floor division, remainder in [0, unit)
+  if (2 * r > unit || (2 * r == unit && q % 2 != 0)) q += 1;
+  int64_t result = 0;
+  if (__builtin_mul_overflow(q, unit, &result)) unsupported("integers beyond 64 bits");
+  return result;
+}
+
 Value round_filter(Interpreter&, const Value& input, const CallArgs& args) {
   const BoundArgs a("round", args, {"precision", "method"});
   const int64_t precision = a.get(0, Value(0)).to_int();
   const std::string method = a.has(1) ? to_text(a[1]).str() : "common";
   if (!input.is_number()) fail("round: a number is required, not " + type_name(input));
+  if (method == "common" && precision < 0) return round_to_tens(input, -precision);
   if (method == "common" && !input.is_float()) return input.to_int();
   const double x = input.to_double();
   const double scale = std::pow(10.0, static_cast<double>(precision));

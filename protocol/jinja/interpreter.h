@@ -91,6 +91,7 @@ class Interpreter {
   Value eval_node(const node::GetItem& n, const Expr& e);
   Value eval_node(const node::Slice& n, const Expr& e);
   Value eval_node(const node::Negate& n, const Expr& e);
+  Value eval_node(const node::Positive& n, const Expr& e);
   Value eval_node(const node::Not& n, const Expr& e);
   Value eval_node(const node::Arithmetic& n, const Expr& e);
   Value eval_node(const node::Concat& n, const Expr& e);

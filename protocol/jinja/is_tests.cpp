@@ -56,11 +56,14 @@ int64_t integer_value(const Value& v) {
   fail("not all arguments converted during string formatting");
 }
 
+// Jinja2's `value % 2 == 1`: floats too (4.0 is even, 3.5 neither).
 bool odd(Interpreter&, const Value& v, const CallArgs&) {
+  if (v.is_float()) return equals(binary(BinaryOp::kMod, v, Value(2)), Value(1));
   return binary(BinaryOp::kMod, Value(integer_value(v)), Value(2)).as_int() == 1;
 }
 
 bool even(Interpreter&, const Value& v, const CallArgs&) {
+  if (v.is_float()) return equals(binary(BinaryOp::kMod, v, Value(2)), Value(0));
   return binary(BinaryOp::kMod, Value(integer_value(v)), Value(2)).as_int() == 0;
 }
 

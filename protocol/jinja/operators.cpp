@@ -69,6 +69,7 @@ Value add(const Value& a, const Value& b) {
     return Value(std::move(out));
   }
   if (is_sequence_list(a) && is_sequence_list(b) && a.list().kind == b.list().kind) {
+    check_items(a.list().items.size() + b.list().items.size());  // before the copy is made
     std::vector<Value> items = a.list().items;
     items.insert(items.end(), b.list().items.begin(), b.list().items.end());
     return Value::list(std::move(items), a.list().kind);
@@ -104,6 +105,7 @@ Value int_arith(BinaryOp op, int64_t x, int64_t y) {
       return op == BinaryOp::kFloorDiv ? q : m;
     }
     case BinaryOp::kPow: {
+      if (y < 0 && x == 0) fail("0.0 cannot be raised to a negative power");
       if (y < 0) return std::pow(static_cast<double>(x), static_cast<double>(y));
       int64_t result = 1;
       for (int64_t base = x; y > 0; y >>= 1) {
@@ -116,7 +118,9 @@ Value int_arith(BinaryOp op, int64_t x, int64_t y) {
       break;
   }
   if (y == 0) fail("division by zero");
-  return static_cast<double>(x) / static_cast<double>(y);
+  // Python divides two ints exactly and rounds once; long double's 64-bit mantissa holds
+  // every int64, so only the final rounding remains (9007199254740993 / 3 is ...331.0).
+  return static_cast<double>(static_cast<long double>(x) / static_cast<long double>(y));
 }
 
 Value float_arith(BinaryOp op, double x, double y) {
@@ -128,6 +132,7 @@ Value float_arith(BinaryOp op, double x, double y) {
     case BinaryOp::kMul:
       return x * y;
     case BinaryOp::kPow:
+      if (x == 0 && y < 0) fail("0.0 cannot be raised to a negative power");
       return std::pow(x, y);
     case BinaryOp::kDiv:
       if (y == 0) fail("float division by zero");

@@ -147,7 +147,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
     node = make(node::Negate{parse_unary(false)}, start);
   } else if (at_op("+")) {
     guard.deeper(next());
-    node = parse_unary(false);
+    node = make(node::Positive{parse_unary(false)}, start);
   } else {
     node = parse_primary();
   }

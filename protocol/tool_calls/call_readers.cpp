@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "protocol/request_fields.h"
-
 namespace tandem::tool_calls {
 
 std::optional<size_t> json_end(std::string_view text, size_t begin) {
@@ -30,14 +28,19 @@ std::optional<size_t> json_end(std::string_view text, size_t begin) {
   return std::nullopt;
 }
 
-// Read as a request body is (depth bounded): a model's output nested deeper than that
-// would be walked recursively by the response writer and the next turn's template.
+// Depth bounded as a request body is (64 levels): a model's output nested deeper would be
+// walked recursively by the response writer and the next turn's template. Unlike a body,
+// numbers of any size stay: the arguments keep the text the model wrote.
 std::optional<Json> parse_json(std::string_view text) {
-  try {
-    return request_fields::parse_json_value(text);
-  } catch (const request_fields::RequestRejected&) {
-    return std::nullopt;
-  }
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  const Json::parser_callback_t deep = [&](int depth, Json::parse_event_t, Json&) {
+    too_deep = too_deep || depth > kMaxDepth;
+    return !too_deep;
+  };
+  Json value = Json::parse(text, deep, /*allow_exceptions=*/false);
+  if (too_deep || value.is_discarded()) return std::nullopt;
+  return value;
 }
 
 namespace {

@@ -35,7 +35,8 @@
 //                   minLength/maxLength or format (refused: the engine does not intersect).
 //   format          "date", "time", "date-time" (RFC 3339: leap years, "T" and "Z" upper
 //                   case, seconds 00-59), "uuid", "email" (dot-atom local part @ a domain
-//                   of dot-separated labels with at least one dot). Other formats refused.
+//                   of dot-separated labels with at least one dot); on an integer, OpenAPI's
+//                   "int32" (bounds) or "int64", on a number "double". Other formats refused.
 //   minimum, maximum, exclusiveMinimum, exclusiveMaximum
 //                   integers: exact ranges. numbers: exact when the bounds are integers
 //                   (the exponent form is then not generated); non-integer bounds on a

@@ -111,6 +111,15 @@ TEST(RequestBody, BadBodiesAreRefusedWithOneMessage) {
   EXPECT_EQ(message_of("{\"a\":" + arrays + "}"), "accepted");
   EXPECT_EQ(message_of("{\"a\":[" + arrays + "]}"),
             "The request body nests arrays and objects deeper than 64 levels.");
+  // An integer literal beyond int64 and uint64 is refused, not rounded to a double that a
+  // template would print as 1.2345678901234568e+22 (Python prints the integer); the
+  // extremes of both ranges and any literal with a fraction or exponent stay.
+  for (const char* big : {"12345678901234567890123", "-9223372036854775809"})
+    EXPECT_EQ(message_of(std::string(R"({"a": [{"b": 1}, {"c": )") + big + "}]}"),
+              std::string("Invalid value for 'a[1].c': the integer ") + big +
+                  " is beyond 64 bits (not supported).");
+  EXPECT_EQ(message_of(R"({"a": [18446744073709551615, -9223372036854775808, 1e300, 2.5]})"),
+            "accepted");
 }
 
 }  // namespace

@@ -207,6 +207,17 @@ ExprId SchemaCompiler::enumeration(const Json& s, const std::string& path) {
 }
 
 ExprId SchemaCompiler::of_type(const std::string& type, const Json& s, const std::string& path) {
+  // JSON Schema makes `format` an annotation outside strings; OpenAPI's numeric formats
+  // are enforced (int32 as bounds; every generated integer, at most 16 digits, is an int64,
+  // and every generated number a double), any other is refused rather than ignored.
+  if (const auto it = s.find("format"); it != s.end() && type != "string") {
+    const bool known =
+        it->is_string() && ((type == "integer" && (*it == "int32" || *it == "int64")) ||
+                            (type == "number" && *it == "double"));
+    if (!known)
+      fail(path, "format " + it->dump() + " on " + (type == "integer" ? "an " : "a ") + type +
+                     " is not supported (int32 and int64 on integers, double on numbers are)");
+  }
   if (type == "object") return compile_object(*this, s, path);
   if (type == "array") return compile_array(*this, s, path);
   if (type == "string") return compile_string(*this, s, path);
@@ -249,7 +260,14 @@ ExprId SchemaCompiler::schema(const Json& s, const std::string& path) {
 std::shared_ptr<const Grammar> SchemaCompiler::compile() { return build(schema(root_, "#")); }
 
 std::shared_ptr<const Grammar> SchemaCompiler::build(ExprId start) {
-  return build_root(b_, start, limits_, "json_schema", "no JSON value can satisfy the schema");
+  std::string nothing = "no JSON value can satisfy the schema";
+  if (!first_unsatisfiable_.empty()) nothing += " (" + first_unsatisfiable_ + ")";
+  return build_root(b_, start, limits_, "json_schema", nothing);
+}
+
+ExprId SchemaCompiler::unsatisfiable(const std::string& path, const std::string& why) {
+  if (first_unsatisfiable_.empty()) first_unsatisfiable_ = "at " + path + ": " + why;
+  return b_.nothing();
 }
 
 std::shared_ptr<const Grammar> build_root(GrammarBuilder& b, ExprId start,

@@ -32,6 +32,10 @@ class SchemaCompiler {
   // A (sub)schema at `path` (a JSON pointer: "#/properties/a") as an expression.
   ExprId schema(const Json& s, const std::string& path);
   [[noreturn]] void fail(const std::string& path, const std::string& message) const;
+  // A subschema no value satisfies: nothing, so an optional place (an anyOf branch, an
+  // optional property, array items) simply drops out; the first reason is kept for the
+  // error when the whole schema ends up satisfied by nothing.
+  ExprId unsatisfiable(const std::string& path, const std::string& why);
   // The schema a local "$ref" points to.
   const Json& resolve(const std::string& ref, const std::string& path) const;
   GrammarBuilder& builder() { return b_; }
@@ -72,6 +76,7 @@ class SchemaCompiler {
   std::unordered_map<std::string, RuleId> ref_rules_;
   std::unordered_map<std::string, ExprId> pieces_;
   int depth_ = 0;
+  std::string first_unsatisfiable_;  // "at PATH: WHY", or empty
 };
 
 // The types a schema's keywords allow, in JSON Schema's names; all seven when nothing

@@ -179,10 +179,11 @@ ExprId compile_number(SchemaCompiler& c, const Json& s, const std::string& path,
   GrammarBuilder& b = c.builder();
   const auto lower = read_bound(c, s, "minimum", "exclusiveMinimum", true, path);
   const auto upper = read_bound(c, s, "maximum", "exclusiveMaximum", false, path);
-  if (!lower && !upper) return integer ? c.integer() : c.number();
+  const bool int32 = integer && s.contains("format") && s["format"] == "int32";
+  if (!lower && !upper && !int32) return integer ? c.integer() : c.number();
   Ranges ranges(c);
   if (integer) {
-    int64_t lo = -kLargest, hi = kLargest;
+    int64_t lo = int32 ? INT32_MIN : -kLargest, hi = int32 ? INT32_MAX : kLargest;
     if (lower) lo = std::max(lo, lower->exclusive ? lower->floor + 1 : lower->ceil);
     if (upper) hi = std::min(hi, upper->exclusive ? upper->ceil - 1 : upper->floor);
     // Generated integers have at most 16 digits: a range beyond them is refused as such,

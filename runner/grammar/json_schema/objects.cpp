@@ -129,8 +129,9 @@ ExprId compile_object(SchemaCompiler& c, const Json& s, const std::string& path)
       }
       if (listed) continue;
       if (extra != s.end() && !extras)
-        c.fail(path, "required property '" + required +
-                         "' is not in 'properties' and additionalProperties is false");
+        return c.unsatisfiable(path, "required property '" + required +
+                                         "' is not in 'properties' and additionalProperties is "
+                                         "false");
       properties.push_back({required, extra_value, true});
       names.push_back(decode(c, required, path));
     }

@@ -103,6 +103,45 @@ TEST(JinjaExpressions, Globals) {
   });
 }
 
+// Cases QA's differential run against Jinja2 found apart (2026-12-05); the expected
+// outputs are Jinja2 3.1's with transformers' settings.
+TEST(JinjaExpressions, CasesTheDifferentialRunFoundApart) {
+  expect_renders({
+      {"{% for x in [1, 2] %}{% break %}{% else %}ELSE{% endfor %}", "", "ELSE"},
+      {"{% for x in [1, 2] %}{% if x == 1 %}{% continue %}{% endif %}{{ x }}{% else %}ELSE"
+       "{% endfor %}",
+       "", "2"},
+      {"{% for x in [1] %}{% continue %}{% else %}ELSE{% endfor %}", "", "ELSE"},
+      {"{% for x in [] %}{% else %}EMPTY{% endfor %}", "", "EMPTY"},
+      {"{{ +false }} {{ +3 }} {{ +-2.5 }}", "", "0 3 -2.5"},
+      {"{{ +'s' }}", "", "ERROR: bad operand type for unary +: 'str'"},
+      {"{{ 4.0 is even }} {{ 3.0 is odd }} {{ 3.5 is odd }} {{ 3.5 is even }}", "",
+       "True True False False"},
+      {"{{ 1234.5|round(-2) }} {{ 7|round(-1) }} {{ 25|round(-1) }} {{ 15|round(-1) }} "
+       "{{ -15|round(-1) }} {{ 1250.0|round(-2) }}",
+       "", "1200.0 10 20 20 -20 1200.0"},
+      {"{{ 9007199254740993 / 3 }}", "", "3002399751580331.0"},
+      {"{{ 0 ** -1 }}", "", "ERROR: 0.0 cannot be raised to a negative power"},
+      {"{{ 0.0 ** -1 }}", "", "ERROR: 0.0 cannot be raised to a negative power"},
+      {"{{ '1e3'|int }} {{ 2.9|int }} {{ -2.9|int }}", "", "1000 2 -2"},
+  });
+}
+
+// Where Jinja2 would build a Python int or an object past tandem's bounds, the render
+// fails naming the limit, before the memory is taken (QA: doubling a list 60 times grew
+// without end; indent(1000000000) built 1 GB; '99999999999999999999'|int printed INT64_MIN).
+TEST(JinjaExpressions, BoundsAreCheckedBeforeTheWorkIsDone) {
+  EXPECT_EQ(render("{% set ns = namespace(s=[1]) %}{% for i in range(60) %}"
+                   "{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}"),
+            "ERROR: unsupported by tandem's Jinja interpreter: lists over 1048576 items");
+  EXPECT_EQ(render("{{ 'x'|indent(1000000000) }}"),
+            "ERROR: unsupported by tandem's Jinja interpreter: strings over 16 MiB");
+  for (const char* source : {"{{ '99999999999999999999'|int }}", "{{ 1e19|int }}"})
+    EXPECT_EQ(render(source),
+              "ERROR: unsupported by tandem's Jinja interpreter: integers beyond 64 bits")
+        << source;
+}
+
 // type errors.
 TEST(JinjaExpressions, TypeErrorsAsJinja2RaisesThem) {
   expect_renders({

@@ -75,6 +75,10 @@ TEST(JsonSchemaErrors, AnnotationsAreAllowedAndIgnored) {
 TEST(JsonSchemaErrors, UnsupportedCombinationsAndValuesAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type": "string", "format": "uri"})", "format 'uri' is not supported"},
+      {R"({"type": "integer", "format": "bogus"})",
+       "format \"bogus\" on an integer is not supported (int32 and int64 on integers"},
+      {R"({"type": "number", "format": "float"})", "format \"float\" on a number is not supported"},
+      {R"({"type": "boolean", "format": "date"})", "format \"date\" on a boolean is not supported"},
       {R"({"type": "string", "format": "date", "maxLength": 5})",
        "'format' beside 'pattern', 'minLength' or 'maxLength' is not supported"},
       {R"({"type": "string", "pattern": "^a+$", "maxLength": 5})",
@@ -105,7 +109,8 @@ TEST(JsonSchemaErrors, UnsupportedCombinationsAndValuesAreNamed) {
       {R"({"type": "string", "minLength": -1})", "'minLength' must be a non-negative integer"},
       {R"({"type": "string", "maxLength": 1000000})", "'maxLength' above 100000 is not supported"},
       {R"({"type": "object", "properties": {}, "required": ["a"], "additionalProperties": false})",
-       "required property 'a' is not in 'properties' and additionalProperties is false"},
+       "no JSON value can satisfy the schema (at #: required property 'a' is not in "
+       "'properties' and additionalProperties is false)"},
       {R"({"type": "string", "minLength": 5, "maxLength": 2})", "no JSON value can satisfy"},
       {R"({"type": "object", "properties": {"a": false}, "required": ["a"]})",
        "no JSON value can satisfy"},

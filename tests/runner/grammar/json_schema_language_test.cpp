@@ -41,6 +41,40 @@ TEST(JsonSchemaLanguage, IntegerRangesAreExact) {
 }
 
 // Bounds beyond 2^53 written as integers are read exactly, not as the nearest double.
+// OpenAPI's int32 is enforced as bounds (tool schemas generated from OpenAPI rely on it);
+// int64 and double hold for every generated integer (16 digits) and number.
+TEST(JsonSchemaLanguage, OpenApiNumericFormatsAreEnforced) {
+  const auto int32 =
+      compile_json_schema(R"({"type": "integer", "format": "int32", "minimum": -5})");
+  EXPECT_TRUE(accepts(int32, "2147483647"));
+  EXPECT_FALSE(accepts(int32, "2147483648"));
+  EXPECT_FALSE(accepts(int32, "-6"));
+  const auto wide = compile_json_schema(R"({"type": "integer", "format": "int32"})");
+  EXPECT_TRUE(accepts(wide, "-2147483648"));
+  EXPECT_FALSE(accepts(wide, "-2147483649"));
+  EXPECT_TRUE(accepts(compile_json_schema(R"({"type": "integer", "format": "int64"})"),
+                      "9999999999999999"));
+  EXPECT_TRUE(accepts(compile_json_schema(R"({"type": "number", "format": "double"})"), "1.5e10"));
+}
+
+// A subschema nothing satisfies drops out where it is optional, whatever made it so (an
+// undeclared required name under additionalProperties false was refused outright).
+TEST(JsonSchemaLanguage, AnUnsatisfiableOptionalPartDropsOut) {
+  const char* impossible =
+      R"({"type": "object", "properties": {}, "required": ["x"], "additionalProperties": false})";
+  const auto any_of =
+      compile_json_schema(std::string(R"({"anyOf": [{"type": "null"}, )") + impossible + "]}");
+  EXPECT_TRUE(accepts(any_of, "null"));
+  EXPECT_FALSE(accepts(any_of, "{}"));
+  const auto items =
+      compile_json_schema(std::string(R"({"type": "array", "items": )") + impossible + "}");
+  EXPECT_TRUE(accepts(items, "[]"));
+  EXPECT_FALSE(accepts(items, "[{}]"));
+  const auto optional = compile_json_schema(
+      std::string(R"({"type": "object", "properties": {"n": )") + impossible + "}}");
+  EXPECT_TRUE(accepts(optional, "{}"));
+}
+
 TEST(JsonSchemaLanguage, IntegerBoundsBeyondTwoToThe53AreExact) {
   for (const char* schema :
        {R"({"type": "integer", "minimum": 9007199254740993, "maximum": 9007199254740995})",
