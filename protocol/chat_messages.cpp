@@ -58,7 +58,9 @@ Json read_tool_call(const Json& call, const std::string& param) {
     const std::string& text = arguments->get_ref<const std::string&>();
     if (!text.empty()) {
       try {
-        parsed = parse_json_value(text);
+        // Wide integers pass (as doubles, as before): the model may have written them in
+        // a call this server returned, and its next turn must not be refused for it.
+        parsed = parse_json_value(text, /*wide_integers=*/true);
       } catch (const RequestRejected& rejected) {
         reject("Invalid value for '" + args_param + "': not valid JSON (" + rejected.error.message +
                    ")",

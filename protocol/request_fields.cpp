@@ -71,7 +71,7 @@ class BodyBuilder {
  public:
   using Members = Json::object_t::Container;  // ordered_map's vector of (key, value)
 
-  explicit BodyBuilder(Json& root) : root_(root) {}
+  BodyBuilder(Json& root, bool wide_integers) : root_(root), wide_integers_(wide_integers) {}
 
   bool null() { return put(nullptr); }
   bool boolean(bool v) { return put(v); }
@@ -81,9 +81,9 @@ class BodyBuilder {
   // refused, not rounded (a tool schema's maximum would have reached the template as
   // 1.2345678901234568e+22, where Python prints the integer).
   bool number_float(Json::number_float_t v, const Json::string_t& literal) {
-    if (literal.find_first_of(".eE") == Json::string_t::npos) {
+    if (!wide_integers_ && literal.find_first_of(".eE") == Json::string_t::npos) {
       const std::string param = current_param();
-      reject("Invalid value for '" + param + "': the integer " +
+      reject((param.empty() ? "The integer " : "Invalid value for '" + param + "': the integer ") +
                  literal.substr(0, kMaxQuotedBytes) + " is beyond 64 bits (not supported).",
              param);
     }
@@ -188,14 +188,15 @@ class BodyBuilder {
   }
 
   Json& root_;
+  bool wide_integers_;
   std::vector<Json*> frames_;  // the open containers, innermost last
 };
 
 }  // namespace
 
-Json parse_json_value(std::string_view text) {
+Json parse_json_value(std::string_view text, bool wide_integers) {
   Json parsed;
-  BodyBuilder builder(parsed);
+  BodyBuilder builder(parsed, wide_integers);
   // strict: nothing but whitespace may follow the value.
   Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json,
                   /*strict=*/true);

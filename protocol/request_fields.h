@@ -32,9 +32,11 @@ struct RequestRejected {
 Json parse_body_object(std::string_view body);
 
 // Any JSON value read by the same rules (JSON text inside a field: a tool call's
-// arguments, a model's tool call). Its depth is bounded for the same reason: the
-// templates' tojson and the response writers recurse once per level.
-Json parse_json_value(std::string_view text);
+// arguments). Its depth is bounded for the same reason: the templates' tojson and the
+// response writers recurse once per level. wide_integers: an integer beyond 64 bits is
+// read as the nearest double instead of refused (a call's arguments, which the server
+// itself may have returned verbatim from the model's text).
+Json parse_json_value(std::string_view text, bool wide_integers = false);
 
 // The field's value, or nullptr when it is absent or null (null means "the default",
 // as in OpenAI's API).

@@ -1,5 +1,7 @@
 #include "scheduler/engine.h"
 
+#include <cstdio>
+
 #include "scheduler/model_fingerprint.h"
 
 namespace tandem {
@@ -42,9 +44,16 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
       source = tool_use;
       card.origin = "tokenizer.chat_template.tool_use";
     } else if (!tool_use.empty()) {
-      card.tool_use =
-          compile_chat_template(tool_use, "tokenizer.chat_template.tool_use", /*from_flag=*/false);
-      card.tool_use_format = detect_tool_call_format(tool_use);
+      // Beside a default that compiles, one tandem cannot parse only leaves tool requests
+      // on the default (they were served so before tool_use was read), with a warning.
+      try {
+        card.tool_use = compile_chat_template(tool_use, "tokenizer.chat_template.tool_use",
+                                              /*from_flag=*/false);
+        card.tool_use_format = detect_tool_call_format(tool_use);
+      } catch (const EngineOptionError& e) {
+        std::fprintf(stderr, "tandem: warning: %s; requests with tools use the default template\n",
+                     e.what());
+      }
     }
     if (source.empty()) return std::nullopt;  // chat requests get a 400 saying so
   }

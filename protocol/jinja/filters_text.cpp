@@ -176,11 +176,17 @@ Value abs_filter(Interpreter&, const Value& input, const CallArgs&) {
 // int, a float a float (round(1234.5, -2) is 1200.0, round(7, -1) is 10).
 Value round_to_tens(const Value& input, int64_t digits) {
   if (input.is_float()) {
-    const double unit = std::pow(10.0, static_cast<double>(std::min<int64_t>(digits, 400)));
-    return std::nearbyint(input.as_float() / unit) * unit;  // ties to even: the default mode
+    const double x = input.as_float();
+    if (digits > 308) return std::copysign(0.0, x);  // 10^digits is past double's range
+    const double unit = std::pow(10.0, static_cast<double>(digits));
+    return std::nearbyint(x / unit) * unit;  // ties to even: the default rounding mode
   }
   const int64_t x = input.to_int();
-  if (digits > 18) return int64_t{0};
+  if (digits > 18) {  // only 10^19 itself is a nearer multiple, for |x| past 5e18
+    if (digits == 19 && (x > 5'000'000'000'000'000'000 || x < -5'000'000'000'000'000'000))
+      unsupported("integers beyond 64 bits");
+    return int64_t{0};
+  }
   int64_t unit = 1;
   for (int64_t i = 0; i < digits; ++i) unit *= 10;
   int64_t q = x / unit, r = x % unit;

@@ -118,8 +118,13 @@ Value int_arith(BinaryOp op, int64_t x, int64_t y) {
       break;
   }
   if (y == 0) fail("division by zero");
-  // Python divides two ints exactly and rounds once; long double's 64-bit mantissa holds
-  // every int64, so only the final rounding remains (9007199254740993 / 3 is ...331.0).
+  // Python divides two ints exactly and rounds once. Where both are exact doubles (below
+  // 2^53) so is one double division; beyond, long double's 64-bit mantissa holds every
+  // int64 and its quotient is rounded twice, which is Python's result but for a last-place
+  // difference in rare cases (9007199254740993 / 3 is ...331.0, as in Python).
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (x > -kExact && x < kExact && y > -kExact && y < kExact)
+    return static_cast<double>(x) / static_cast<double>(y);
   return static_cast<double>(static_cast<long double>(x) / static_cast<long double>(y));
 }
 

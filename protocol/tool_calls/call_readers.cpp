@@ -35,7 +35,7 @@ std::optional<Json> parse_json(std::string_view text) {
   constexpr int kMaxDepth = 64;
   bool too_deep = false;
   const Json::parser_callback_t deep = [&](int depth, Json::parse_event_t, Json&) {
-    too_deep = too_deep || depth > kMaxDepth;
+    too_deep = too_deep || depth >= kMaxDepth;  // depth counts from 0: 64 levels pass
     return !too_deep;
   };
   Json value = Json::parse(text, deep, /*allow_exceptions=*/false);

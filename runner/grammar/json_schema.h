@@ -36,7 +36,8 @@
 //   format          "date", "time", "date-time" (RFC 3339: leap years, "T" and "Z" upper
 //                   case, seconds 00-59), "uuid", "email" (dot-atom local part @ a domain
 //                   of dot-separated labels with at least one dot); on an integer, OpenAPI's
-//                   "int32" (bounds) or "int64", on a number "double". Other formats refused.
+//                   "int32" (bounds) or "int64", on a number "float" (a float's range) or
+//                   "double"; other types' branches pass it by. Other formats refused.
 //   minimum, maximum, exclusiveMinimum, exclusiveMaximum
 //                   integers: exact ranges. numbers: exact when the bounds are integers
 //                   (the exponent form is then not generated); non-integer bounds on a

@@ -28,9 +28,11 @@ void set_family(ModelConfig& c, const gguf::File& file) {
   const std::string& arch = c.architecture;
   c.rope_style = arch == "llama" ? RopeStyle::kAdjacentPairs : RopeStyle::kNeox;
   if (arch == "llama") {
-    // llama.cpp's llama graph adds Q/K/V biases where the file has them ("llamafied" Qwen).
-    c.qkv_bias = file.find_tensor("blk.0.attn_q.bias") || file.find_tensor("blk.0.attn_k.bias") ||
-                 file.find_tensor("blk.0.attn_v.bias");
+    // llama.cpp's llama graph adds each Q/K/V bias a layer has ("llamafied" Qwen files).
+    for (const gguf::TensorInfo& t : file.tensors())
+      c.qkv_bias = c.qkv_bias || (tensor_layer(t.name) >= 0 && (t.name.ends_with(".attn_q.bias") ||
+                                                                t.name.ends_with(".attn_k.bias") ||
+                                                                t.name.ends_with(".attn_v.bias")));
   } else if (arch == "qwen2") {
     c.qkv_bias = true;
   } else if (arch == "qwen3") {

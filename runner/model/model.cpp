@@ -55,6 +55,8 @@ class TensorReader {
     return {t.type, t.data, n_out, n_in};
   }
 
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
   void refuse_unread() const {
     for (const gguf::TensorInfo& t : file_.tensors())
       if (!used_.contains(t.name))
@@ -93,8 +95,11 @@ LayerWeights load_layer(TensorReader& r, const ModelConfig& c, int32_t l) {
   w.qkv_sources = qkv_sources(r, c, p);
   w.qkv = kernels::PackedWeights::pack(w.qkv_sources);
   if (c.qkv_bias) {
+    // qwen2 has all three; llama.cpp's llama graph adds each that a layer has (zeros else).
+    const bool each_optional = c.architecture == "llama";
     for (auto [name, n] : {std::pair{"attn_q.bias", q}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
-      std::vector<float> b = r.vector(p + name, n);
+      std::vector<float> b =
+          each_optional && !r.has(p + name) ? std::vector<float>(n, 0.0f) : r.vector(p + name, n);
       w.qkv_bias.insert(w.qkv_bias.end(), b.begin(), b.end());
     }
   }

@@ -94,6 +94,12 @@ TEST(ChatMessages, ArgumentsNestedPastTheBodysDepthAreRefused) {
   EXPECT_EQ(error.param, "messages[0].tool_calls[0].function.arguments");
   EXPECT_NE(error.message.find("deeper than 64 levels"), std::string::npos) << error.message;
   EXPECT_EQ(parse_ok(body(60)).messages[0]["tool_calls"][0]["function"]["arguments"].size(), 1u);
+  // An integer beyond 64 bits passes here (the server may have returned it verbatim from
+  // the model's text), where a body's own field is refused.
+  EXPECT_EQ(parse_ok(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {
+                "name": "f", "arguments": "{\"id\": 123456789012345678901234}"}}]}]})")
+                .messages[0]["tool_calls"][0]["function"]["arguments"]["id"],
+            1.2345678901234568e23);
 }
 
 TEST(ChatMessages, RaisedTemplateErrorsAreTheClientsMessage) {

@@ -207,16 +207,18 @@ ExprId SchemaCompiler::enumeration(const Json& s, const std::string& path) {
 }
 
 ExprId SchemaCompiler::of_type(const std::string& type, const Json& s, const std::string& path) {
-  // JSON Schema makes `format` an annotation outside strings; OpenAPI's numeric formats
-  // are enforced (int32 as bounds; every generated integer, at most 16 digits, is an int64,
-  // and every generated number a double), any other is refused rather than ignored.
-  if (const auto it = s.find("format"); it != s.end() && type != "string") {
-    const bool known =
-        it->is_string() && ((type == "integer" && (*it == "int32" || *it == "int64")) ||
-                            (type == "number" && *it == "double"));
+  // JSON Schema makes `format` an annotation outside strings; OpenAPI's numeric formats are
+  // enforced on integers and numbers (int32 as bounds, float as the range numbers.cpp keeps;
+  // every generated integer, at most 16 digits, is an int64, and every number a double),
+  // any other value is refused there rather than ignored. The other types' branches of a
+  // type list pass it by, as JSON Schema says (typed() refuses it where no branch takes it).
+  if (const auto it = s.find("format"); it != s.end() && (type == "integer" || type == "number")) {
+    const bool known = it->is_string() && (type == "integer" ? (*it == "int32" || *it == "int64")
+                                                             : (*it == "double" || *it == "float"));
     if (!known)
       fail(path, "format " + it->dump() + " on " + (type == "integer" ? "an " : "a ") + type +
-                     " is not supported (int32 and int64 on integers, double on numbers are)");
+                     " is not supported (int32 and int64 on integers, float and double on "
+                     "numbers are)");
   }
   if (type == "object") return compile_object(*this, s, path);
   if (type == "array") return compile_array(*this, s, path);
@@ -234,6 +236,10 @@ ExprId SchemaCompiler::typed(const Json& s, const std::string& path) {
     for (const auto& [key, value] : s.items()) bare = bare && !constrains(key);
     if (bare) return any_value();
   }
+  if (s.contains("format") && !types.count("string") && !types.count("integer") &&
+      !types.count("number"))
+    fail(path, "format " + s["format"].dump() + " on " + *types.begin() +
+                   " is not supported (formats apply to strings, integers and numbers)");
   std::vector<ExprId> items;
   for (const char* type : kTypeNames)
     if (types.count(type)) items.push_back(of_type(type, s, path));

@@ -39,12 +39,15 @@ class SchemaCompiler {
   // The schema a local "$ref" points to.
   const Json& resolve(const std::string& ref, const std::string& path) const;
   GrammarBuilder& builder() { return b_; }
+  // The steps one_of_overlap has taken for this schema, all its oneOfs together.
+  size_t& disjointness_steps() const { return disjointness_steps_; }
 
   // JSON text pieces (json_text.cpp), each built once and shared.
   ExprId ws();
   ExprId string_char();  // one character of a JSON string: raw UTF-8 or an escape
   ExprId any_string();
   ExprId number();
+  ExprId float_number();  // number()'s within a 32-bit float's range
   ExprId integer();
   ExprId any_value();
   ExprId digits(uint32_t min, uint32_t max);
@@ -77,6 +80,7 @@ class SchemaCompiler {
   std::unordered_map<std::string, ExprId> pieces_;
   int depth_ = 0;
   std::string first_unsatisfiable_;  // "at PATH: WHY", or empty
+  mutable size_t disjointness_steps_ = 0;
 };
 
 // The types a schema's keywords allow, in JSON Schema's names; all seven when nothing

@@ -62,8 +62,40 @@ const Json* alternatives_of(const Json& s) {
   return nullptr;
 }
 
-// A hash that equal JSON values share: nlohmann's == compares numbers by value across
-// their kinds (1 == 1.0), so every number hashes as the double it compares as.
+// Equality as JSON Schema defines it (enum and const): numbers by mathematical value
+// whatever their kind, objects as sets of members whatever their order. (nlohmann's ==
+// compares ordered_json's members in order, and an unsigned number with a signed one by
+// casting, so 2^64 - 1 == -1 there.)
+bool same_value(const Json& a, const Json& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_number_float() || b.is_number_float()) return a.get<double>() == b.get<double>();
+    if (a.is_number_unsigned() != b.is_number_unsigned()) {
+      const Json& s = a.is_number_unsigned() ? b : a;  // the signed one
+      const Json& u = a.is_number_unsigned() ? a : b;
+      return s.get<int64_t>() >= 0 && static_cast<uint64_t>(s.get<int64_t>()) == u.get<uint64_t>();
+    }
+    return a == b;
+  }
+  if (a.type() != b.type()) return false;
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!same_value(a[i], b[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const auto other = b.find(it.key());
+      if (other == b.end() || !same_value(it.value(), *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+// A hash that values same_value calls equal share: every number hashes as a double (equal
+// values are equal doubles), an object's members as an order-free sum.
 size_t value_hash(const Json& v) {
   if (v.is_number()) return std::hash<double>()(v.get<double>() + 0.0);  // -0 as 0
   size_t h = std::hash<int>()(static_cast<int>(v.type()));
@@ -72,7 +104,7 @@ size_t value_hash(const Json& v) {
   if (v.is_boolean()) mix(v.get<bool>());
   if (v.is_array())
     for (const Json& x : v) mix(value_hash(x));
-  if (v.is_object())  // members in any order: == ignores it, so the sum must too
+  if (v.is_object())
     for (auto it = v.begin(); it != v.end(); ++it)
       h += std::hash<std::string>()(it.key()) * 31 + value_hash(it.value());
   return h;
@@ -82,17 +114,18 @@ struct ValueHash {
   size_t operator()(const Json* v) const { return value_hash(*v); }
 };
 struct ValueEqual {
-  bool operator()(const Json* a, const Json* b) const { return *a == *b; }
+  bool operator()(const Json* a, const Json* b) const { return same_value(*a, *b); }
 };
 using ValueSet = std::unordered_map<const Json*, size_t, ValueHash, ValueEqual>;
 
 class Disjointness {
  public:
-  Disjointness(const SchemaCompiler& c, const std::string& path) : c_(c), path_(path) {}
+  Disjointness(const SchemaCompiler& c, const std::string& path, size_t& steps)
+      : c_(c), path_(path), steps_(steps) {}
 
   bool disjoint(const Json& a_in, const Json& b_in, int depth) {
     if (depth > 16) return false;
-    if (++steps_ > kMaxSteps) throw OneOfTooComplex{};
+    spend(1);
     const Json& a = deref(a_in);
     const Json& b = deref(b_in);
     if (a.is_boolean() || b.is_boolean()) return a == Json(false) || b == Json(false);
@@ -106,6 +139,7 @@ class Disjointness {
     const Json* va = values_of(a, storage_a);
     const Json* vb = values_of(b, storage_b);
     if (va && vb) return !shares_a_value(*va, *vb);
+    spend((va ? va->size() : 0) + (vb ? vb->size() : 0));  // the scans of the values below
     if (va && values_outside_types(*va, declared_types(b))) return true;
     if (vb && values_outside_types(*vb, declared_types(a))) return true;
     const auto ta = declared_types(a), tb = declared_types(b);
@@ -117,8 +151,7 @@ class Disjointness {
 
   // Two value lists share a value: hashed, so two long enums cost their lengths' sum.
   bool shares_a_value(const Json& a, const Json& b) {
-    steps_ += a.size() + b.size();
-    if (steps_ > kMaxSteps) throw OneOfTooComplex{};
+    spend(a.size() + b.size());
     ValueSet seen;
     for (const Json& x : a) seen.emplace(&x, 0);
     return std::any_of(b.begin(), b.end(), [&](const Json& x) { return seen.contains(&x); });
@@ -148,7 +181,13 @@ class Disjointness {
  private:
   // Bounds the proof's work: alternatives expand anyOf and $ref again at every use, so a
   // small schema can ask for exponentially many steps (W^16 for 16 levels of W choices).
+  // The budget is the whole schema's, not each oneOf's (a hundred oneOfs of 262k steps
+  // each had taken 11 s): steps_ is the compiler's.
   static constexpr size_t kMaxSteps = 1'000'000;
+  void spend(size_t steps) {
+    steps_ += steps;
+    if (steps_ > kMaxSteps) throw OneOfTooComplex{};
+  }
 
   const Json& deref(const Json& s) {
     const Json* x = &s;
@@ -191,14 +230,14 @@ class Disjointness {
 
   const SchemaCompiler& c_;
   const std::string& path_;
-  size_t steps_ = 0;
+  size_t& steps_;
 };
 
 }  // namespace
 
 std::optional<std::pair<size_t, size_t>> one_of_overlap(const SchemaCompiler& c, const Json& list,
                                                         const std::string& path) {
-  Disjointness d(c, path);
+  Disjointness d(c, path, c.disjointness_steps());
   std::optional<std::pair<size_t, size_t>> overlap;
   if (d.values_only(list, overlap)) return overlap;
   for (size_t i = 0; i < list.size(); ++i)

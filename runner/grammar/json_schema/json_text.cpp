@@ -120,6 +120,18 @@ ExprId SchemaCompiler::number() {
   });
 }
 
+// A number a 32-bit float holds (OpenAPI's format "float"): a one-digit exponent keeps it
+// under 1e26, within float's 3.4e38.
+ExprId SchemaCompiler::float_number() {
+  return piece("float", [&] {
+    const ExprId fraction = b_.sequence({b_.literal("."), digits(1, 16)});
+    const ExprId exponent =
+        b_.sequence({b_.codepoints({{'e', 'e'}, {'E', 'E'}}),
+                     b_.optional(b_.codepoints({{'-', '-'}, {'+', '+'}})), digits(1, 1)});
+    return b_.sequence({integer(), b_.optional(fraction), b_.optional(exponent)});
+  });
+}
+
 // Objects and arrays of anything are one recursive rule; scalars are inlined where they
 // are used, so a value that is a string or a number never ends a rule (which keeps the
 // matcher's uncertain tokens to those that cross a closing } or ]).

@@ -180,7 +180,10 @@ ExprId compile_number(SchemaCompiler& c, const Json& s, const std::string& path,
   const auto lower = read_bound(c, s, "minimum", "exclusiveMinimum", true, path);
   const auto upper = read_bound(c, s, "maximum", "exclusiveMaximum", false, path);
   const bool int32 = integer && s.contains("format") && s["format"] == "int32";
-  if (!lower && !upper && !int32) return integer ? c.integer() : c.number();
+  const bool float32 = !integer && s.contains("format") && s["format"] == "float";
+  // Bounds are integers of at most 16 digits, so a bounded number is within float's range.
+  if (!lower && !upper && !int32)
+    return integer ? c.integer() : float32 ? c.float_number() : c.number();
   Ranges ranges(c);
   if (integer) {
     int64_t lo = int32 ? INT32_MIN : -kLargest, hi = int32 ? INT32_MAX : kLargest;

@@ -120,6 +120,8 @@ TEST(JinjaExpressions, CasesTheDifferentialRunFoundApart) {
       {"{{ 1234.5|round(-2) }} {{ 7|round(-1) }} {{ 25|round(-1) }} {{ 15|round(-1) }} "
        "{{ -15|round(-1) }} {{ 1250.0|round(-2) }}",
        "", "1200.0 10 20 20 -20 1200.0"},
+      {"{{ 1.5|round(-400) }} {{ -1.5|round(-309) }} {{ 4000000000000000000|round(-19) }}", "",
+       "0.0 -0.0 0"},
       {"{{ 9007199254740993 / 3 }}", "", "3002399751580331.0"},
       {"{{ 0 ** -1 }}", "", "ERROR: 0.0 cannot be raised to a negative power"},
       {"{{ 0.0 ** -1 }}", "", "ERROR: 0.0 cannot be raised to a negative power"},
@@ -136,7 +138,8 @@ TEST(JinjaExpressions, BoundsAreCheckedBeforeTheWorkIsDone) {
             "ERROR: unsupported by tandem's Jinja interpreter: lists over 1048576 items");
   EXPECT_EQ(render("{{ 'x'|indent(1000000000) }}"),
             "ERROR: unsupported by tandem's Jinja interpreter: strings over 16 MiB");
-  for (const char* source : {"{{ '99999999999999999999'|int }}", "{{ 1e19|int }}"})
+  for (const char* source : {"{{ '99999999999999999999'|int }}", "{{ 1e19|int }}",
+                             "{{ 6000000000000000000|round(-19) }}"})
     EXPECT_EQ(render(source),
               "ERROR: unsupported by tandem's Jinja interpreter: integers beyond 64 bits")
         << source;
