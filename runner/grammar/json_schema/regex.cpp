@@ -222,10 +222,9 @@ class Regex {
       case '0':
         return {{0, 0}};
       case 'x':
-      case 'u': {
-        const char32_t v = hex(c == 'x' ? 2 : 4);
-        return {{v, v}};
-      }
+        return single(hex(2));
+      case 'u':
+        return single(surrogate_pair(hex(4)));
       case 'b':
         if (in_class) return {{'\b', '\b'}};
         fail("word boundaries (\\b) are not supported");
@@ -243,6 +242,25 @@ class Regex {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
       fail("unsupported escape '\\" + std::string(1, static_cast<char>(c)) + "'");
     return {{c, c}};
+  }
+
+  static Set single(char32_t v) { return {{v, v}}; }
+
+  // A high surrogate's escape followed by a low one's is the one code point they encode,
+  // as ECMAScript reads "\uD83D\uDE00" (with or without the u flag, it matches "😀"); a
+  // lone surrogate stays itself (no decoded string holds one, so it matches nothing).
+  char32_t surrogate_pair(char32_t high) {
+    if (high < 0xD800 || high > 0xDBFF || peek() != '\\' || peek(1) != 'u') return high;
+    char32_t low = 0;
+    for (size_t k = 2; k < 6; ++k) {
+      const char32_t c = peek(k);
+      const bool digit = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!digit) return high;
+      low = low * 16 + static_cast<char32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    if (low < 0xDC00 || low > 0xDFFF) return high;
+    i_ += 6;
+    return 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
   }
 
   char32_t hex(int digits) {

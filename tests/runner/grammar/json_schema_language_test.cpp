@@ -201,6 +201,14 @@ TEST(JsonSchemaLanguage, PatternsConstrainTheDecodedString) {
   const auto groups = compile_json_schema(R"({"type": "string", "pattern": "^(?:ab|c){2,3}$"})");
   EXPECT_TRUE(accepts(groups, R"("abcab")"));
   EXPECT_FALSE(accepts(groups, R"("ab")"));
+  // ECMAScript reads an escaped surrogate pair as the one code point it encodes (QA: this
+  // pattern was "unsatisfiable"); as a class's range ends too.
+  const auto pair = compile_json_schema(R"({"type": "string", "pattern": "^\\uD83D\\uDE00$"})");
+  EXPECT_TRUE(accepts(pair, "\"\xF0\x9F\x98\x80\""));
+  const auto range =
+      compile_json_schema(R"({"type": "string", "pattern": "^[\\uD83D\\uDE00-\\uD83D\\uDE4F]+$"})");
+  EXPECT_TRUE(accepts(range, "\"\xF0\x9F\x98\x81\xF0\x9F\x99\x8F\""));
+  EXPECT_FALSE(accepts(range, "\"\xF0\x9F\x99\x90\""));  // U+1F650, past the range
 }
 
 TEST(JsonSchemaLanguage, ObjectsKeepOrderCommasAndWhitespacePolicy) {
