@@ -70,6 +70,7 @@ bool same_as_max_tokens(const Json& value, const Json& body) {
 }
 
 constexpr const char* kNotSupported = "is not supported by this server.";
+constexpr const char* kNoMedia = "is not supported by this server (it reads no images or audio).";
 
 const UnsupportedField kFields[] = {
     // OpenAI.
@@ -115,8 +116,7 @@ const UnsupportedField kFields[] = {
     {"add_special_tokens", Where::kChat, is_false,
      "set to true is not supported on /v1/chat/completions (the chat template writes the "
      "special tokens)."},
-    {"mm_processor_kwargs", Where::kBoth, is_empty,
-     "is not supported by this server (it reads no images or audio)."},
+    {"mm_processor_kwargs", Where::kBoth, is_empty, kNoMedia},
     {"stream_options.continuous_usage_stats", Where::kBoth, is_false,
      "set to true is not supported by this server; usage comes in the last chunk."},
     {"guided_whitespace_pattern", Where::kBoth, never, kNotSupported},
@@ -169,10 +169,8 @@ const UnsupportedField kFields[] = {
     {"post_sampling_probs", Where::kBoth, is_false,
      "set to true is not supported by this server: its logprobs are the model's, before "
      "sampling."},
-    {"image_data", Where::kBoth, is_empty,
-     "is not supported by this server (it reads no images or audio)."},
-    {"multimodal_data", Where::kBoth, is_empty,
-     "is not supported by this server (it reads no images or audio)."},
+    {"image_data", Where::kBoth, is_empty, kNoMedia},
+    {"multimodal_data", Where::kBoth, is_empty, kNoMedia},
 };
 
 // The field's value in body (null and absent: nullptr), following one dot into an object.

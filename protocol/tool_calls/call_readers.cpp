@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/request_fields.h"
+
 namespace tandem::tool_calls {
 
 std::optional<size_t> json_end(std::string_view text, size_t begin) {
@@ -28,19 +30,16 @@ std::optional<size_t> json_end(std::string_view text, size_t begin) {
   return std::nullopt;
 }
 
-// Depth bounded as a request body is (64 levels): a model's output nested deeper would be
-// walked recursively by the response writer and the next turn's template. Unlike a body,
-// numbers of any size stay: the arguments keep the text the model wrote.
+// Read as a call's arguments in a request are (request_fields.h): depth bounded, since a
+// model's output nested deeper would be walked recursively by the response writer and the
+// next turn's template, and integers of any size read (the arguments keep the text the
+// model wrote).
 std::optional<Json> parse_json(std::string_view text) {
-  constexpr int kMaxDepth = 64;
-  bool too_deep = false;
-  const Json::parser_callback_t deep = [&](int depth, Json::parse_event_t, Json&) {
-    too_deep = too_deep || depth >= kMaxDepth;  // depth counts from 0: 64 levels pass
-    return !too_deep;
-  };
-  Json value = Json::parse(text, deep, /*allow_exceptions=*/false);
-  if (too_deep || value.is_discarded()) return std::nullopt;
-  return value;
+  try {
+    return request_fields::parse_json_value(text, /*wide_integers=*/true);
+  } catch (const request_fields::RequestRejected&) {
+    return std::nullopt;
+  }
 }
 
 namespace {

@@ -40,7 +40,7 @@ class SchemaCompiler {
   const Json& resolve(const std::string& ref, const std::string& path) const;
   GrammarBuilder& builder() { return b_; }
   // The steps one_of_overlap has taken for this schema, all its oneOfs together.
-  size_t& disjointness_steps() const { return disjointness_steps_; }
+  size_t& disjointness_steps() { return disjointness_steps_; }
 
   // JSON text pieces (json_text.cpp), each built once and shared.
   ExprId ws();
@@ -63,6 +63,7 @@ class SchemaCompiler {
   ExprId enumeration(const Json& s, const std::string& path);
   ExprId of_type(const std::string& type, const Json& s, const std::string& path);
   void check_keywords(const Json& s, const std::string& path) const;
+  ExprId decimal(uint32_t exponent_digits);  // number() and float_number()'s shape
 
   // The piece called `name`, built by `build` the first time.
   template <typename Build>
@@ -80,7 +81,7 @@ class SchemaCompiler {
   std::unordered_map<std::string, ExprId> pieces_;
   int depth_ = 0;
   std::string first_unsatisfiable_;  // "at PATH: WHY", or empty
-  mutable size_t disjointness_steps_ = 0;
+  size_t disjointness_steps_ = 0;
 };
 
 // The types a schema's keywords allow, in JSON Schema's names; all seven when nothing
@@ -97,7 +98,7 @@ ExprId compile_pattern(SchemaCompiler& c, const std::string& pattern, const std:
 struct OneOfTooComplex {};
 // The first pair of a oneOf's alternatives (indices into `list`) that some JSON value may
 // match both of, or nullopt when none can (sound, not complete: "may" when unproven).
-std::optional<std::pair<size_t, size_t>> one_of_overlap(const SchemaCompiler& c, const Json& list,
+std::optional<std::pair<size_t, size_t>> one_of_overlap(SchemaCompiler& c, const Json& list,
                                                         const std::string& path);
 
 // The code points a JSON string may hold unescaped (DEL excluded, as llama.cpp does).

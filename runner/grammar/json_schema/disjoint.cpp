@@ -235,7 +235,7 @@ class Disjointness {
 
 }  // namespace
 
-std::optional<std::pair<size_t, size_t>> one_of_overlap(const SchemaCompiler& c, const Json& list,
+std::optional<std::pair<size_t, size_t>> one_of_overlap(SchemaCompiler& c, const Json& list,
                                                         const std::string& path) {
   Disjointness d(c, path, c.disjointness_steps());
   std::optional<std::pair<size_t, size_t>> overlap;

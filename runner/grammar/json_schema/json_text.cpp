@@ -109,27 +109,24 @@ ExprId SchemaCompiler::integer() {
   });
 }
 
+// A JSON number: the integer part (at most 16 digits), an optional fraction of at most 16
+// digits and an optional exponent of at most `exponent_digits` digits.
+ExprId SchemaCompiler::decimal(uint32_t exponent_digits) {
+  const ExprId fraction = b_.sequence({b_.literal("."), digits(1, 16)});
+  const ExprId exponent = b_.sequence({b_.codepoints({{'e', 'e'}, {'E', 'E'}}),
+                                       b_.optional(b_.codepoints({{'-', '-'}, {'+', '+'}})),
+                                       digits(1, exponent_digits)});
+  return b_.sequence({integer(), b_.optional(fraction), b_.optional(exponent)});
+}
+
 ExprId SchemaCompiler::number() {
-  return piece("number", [&] {
-    const ExprId fraction = b_.sequence({b_.literal("."), digits(1, 16)});
-    const ExprId exponent =
-        b_.sequence({b_.codepoints({{'e', 'e'}, {'E', 'E'}}),
-                     b_.optional(b_.codepoints({{'-', '-'}, {'+', '+'}})), digits(1, 2)});
-    const ExprId whole = integer();
-    return b_.sequence({whole, b_.optional(fraction), b_.optional(exponent)});
-  });
+  return piece("number", [&] { return decimal(2); });
 }
 
 // A number a 32-bit float holds (OpenAPI's format "float"): a one-digit exponent keeps it
 // under 1e26, within float's 3.4e38.
 ExprId SchemaCompiler::float_number() {
-  return piece("float", [&] {
-    const ExprId fraction = b_.sequence({b_.literal("."), digits(1, 16)});
-    const ExprId exponent =
-        b_.sequence({b_.codepoints({{'e', 'e'}, {'E', 'E'}}),
-                     b_.optional(b_.codepoints({{'-', '-'}, {'+', '+'}})), digits(1, 1)});
-    return b_.sequence({integer(), b_.optional(fraction), b_.optional(exponent)});
-  });
+  return piece("float", [&] { return decimal(1); });
 }
 
 // Objects and arrays of anything are one recursive rule; scalars are inlined where they
