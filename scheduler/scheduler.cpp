@@ -308,7 +308,7 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
       prefill = waiting_.front()->prefill_end - position;
     }
   }
-  const double now = steady_seconds();
+  const double now = pacer_seconds(options_);
   budget = std::min(budget,
                     pacer_.prompt_budget(step->load, prompts, std::max(position, 0), now, prefill));
   bool starved = false;  // a prefill found the local group dry
@@ -502,7 +502,7 @@ void Scheduler::publish() {
   }
   counters_.running = static_cast<int32_t>(running_.size());
   counters_.prefill_chunk_tokens = pacer_.lone_prompt_budget();
-  counters_.prefill_sustained_share = pacer_.prompt_share(steady_seconds());
+  counters_.prefill_sustained_share = pacer_.prompt_share(pacer_seconds(options_));
   counters_.kv_blocks_used = pool_.used();
   counters_.kv_blocks_cached = pool_.cached();
   if (local_pool_) counters_.kv_local_blocks_used = local_pool_->used();

@@ -42,6 +42,10 @@ struct SchedulerOptions {
   // Runs on the scheduler thread after each step is processed. Benchmarks put synthetic
   // host work here; tests may observe the loop. Leave empty in production.
   std::function<void()> after_process;
+  // The pacer's clock, in seconds (prefill_pacer.h: the prompts' share of the last seconds'
+  // steps). Empty: a steady clock. Tests whose executors model their steps' time give the
+  // same model's clock, so the pace never depends on the machine's load.
+  std::function<double()> clock;
 };
 
 // Why a step's successor was not chained (counted once per unchained step, overlap on).
@@ -111,7 +115,8 @@ class Scheduler {
   // its full blocks once: the first admitted computes them, the others wait for that
   // prefill and take references to its blocks, then each computes the rest of its prompt
   // (the partly filled block, never shared, so no choice writes over another's KV).
-  // Requests that score their prompt (prompt_logprobs) compute it alone.
+  // Requests that score their prompt (prompt_logprobs) share with those that score it with
+  // the same top count, and take the leader's scores of the shared positions too.
   SubmitResult submit(std::vector<GenerationRequest> requests);
   // Cancels a request wherever it is (waiting, prefilling, decoding, in flight); it then
   // gets on_finish(kCancelled). Unknown or finished ids are ignored.
@@ -176,6 +181,7 @@ class Scheduler {
   void preempt(Request& r);
   void offer_written_blocks(Request& r, int32_t write_end);
   bool take_shared_prompt(Request& r);
+  void take_shared_scores(Request& r);
   void publish_shared_prompt(Request& r);
   void leave_share(Request& r);
   bool release_pinned_shares();

@@ -40,6 +40,12 @@ struct Scheduler::PromptShare {
   std::vector<int32_t> held_local;
   int32_t unadmitted = 0;  // members not yet admitted once
   bool dissolved = false;  // its references let go under pressure: members go alone
+  // Members that score their prompt (echo with logprobs: all of one share ask the same top
+  // count) take its positions' entries from here too, the leader's, up to the share's end
+  // (blocks * block size + partial, the first position a member computes); by the laws they
+  // are the values each would compute alone. Empty when the members do not score.
+  std::vector<TokenLogprobs> scored;
+  int32_t end(int32_t block_size) const { return blocks * block_size + partial; }
 };
 
 struct Scheduler::Request {
@@ -118,8 +124,10 @@ struct Scheduler::Launched {
   StepLoad load;  // its decode rows and prompt tokens, and the keys they read
 };
 
-// The pacer's clock (prefill_pacer.h: the prompts' share of the last seconds' steps).
-inline double steady_seconds() {
+// The pacer's clock (prefill_pacer.h: the prompts' share of the last seconds' steps):
+// SchedulerOptions::clock where a test gives one, else a steady clock.
+inline double pacer_seconds(const SchedulerOptions& options) {
+  if (options.clock) return options.clock();
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 

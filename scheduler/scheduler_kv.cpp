@@ -51,6 +51,7 @@ bool Scheduler::try_admit(Request& r) {
   }
   r.prefill_launched = cached * bs + copied;
   r.prefill_start = r.prefill_launched;
+  take_shared_scores(r);
   r.kv_written = cached * bs;
   r.blocks_offered = cached;  // registered already, or shared (offered by their writer)
   if (!r.admitted_before) {
@@ -91,8 +92,19 @@ bool Scheduler::take_shared_prompt(Request& r) {
     return true;
   }
   if (s.leader != 0 && s.leader != r.id && live_.contains(s.leader)) return false;
+  if (s.leader != r.id) s.scored.clear();  // a leader that ended mid-prefill kept some
   s.leader = r.id;
   return true;
+}
+
+// A member admitted from a scored share sends the leader's scores of the positions it took
+// (up to the share's end, the first it computes itself) as its own prompt's first entries.
+void Scheduler::take_shared_scores(Request& r) {
+  if (!r.share || !r.share->ready || r.share->scored.empty() || r.prompt_logprobs_sent > 0 ||
+      r.in.sampling.prompt_logprobs < 0)
+    return;
+  r.prompt_logprobs_sent = static_cast<int32_t>(r.share->scored.size());
+  r.in.sink->on_prompt_logprobs(r.share->scored);
 }
 
 // The leader's processed steps wrote the shared blocks: the share takes a reference to
@@ -100,9 +112,12 @@ bool Scheduler::take_shared_prompt(Request& r) {
 void Scheduler::publish_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
   const int32_t table = s.blocks + (s.partial > 0 ? 1 : 0);
-  if (s.leader != r.id || s.ready || r.kv_written < s.blocks * pool_.block_size() + s.partial) {
+  if (s.leader != r.id || s.ready || r.kv_written < s.end(pool_.block_size())) return;
+  // A scored share goes with the scores of every position members take (a leader cancelled
+  // mid-step sent none; the next member to be admitted leads it instead).
+  if (r.in.sampling.prompt_logprobs >= 0 &&
+      static_cast<int32_t>(s.scored.size()) != s.end(pool_.block_size()) + 1)
     return;
-  }
   if (static_cast<int32_t>(r.blocks.size()) < table) return;
   if (local_pool_ && static_cast<int32_t>(r.local_blocks.size()) < s.blocks) return;
   if (s.unadmitted > 0) {
@@ -127,6 +142,7 @@ void Scheduler::leave_share(Request& r) {
     pool_.release(s.held);
     if (local_pool_) local_pool_->release(s.held_local);
     s.ready = false;
+    std::vector<TokenLogprobs>().swap(s.scored);
   }
   r.share.reset();
 }

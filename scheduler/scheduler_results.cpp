@@ -11,19 +11,20 @@
 namespace tandem {
 
 void Scheduler::process(Launched& step, const StepResult& result) {
-  pacer_.record(result.seconds, step.load, steady_seconds());
+  pacer_.record(result.seconds, step.load, pacer_seconds(options_));
   for (size_t i = 0; i < step.rows.size(); ++i) {
     Request& r = *step.rows[i];
     --r.in_flight;
     offer_written_blocks(r, step.write_end[i]);  // before its token: the KV is the step's
+    // The prompt's scores before the share is published: a leader's go with its blocks.
+    if (!r.finished && !result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
+        r.prompt_logprobs_sent < r.prompt_len) {
+      send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
+    }
     if (r.share) publish_shared_prompt(r);
     if (r.finished) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
       continue;
-    }
-    if (!result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
-        r.prompt_logprobs_sent < r.prompt_len) {
-      send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
     }
     if (step.sample[i]) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
@@ -60,6 +61,16 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
     const int64_t position = int64_t{first_position} + 1 + static_cast<int64_t>(k);
     if (position < r.prompt_logprobs_sent || position >= r.prompt_len) continue;
     entries.push_back(named(scored[k]));
+  }
+  // A share's leader keeps the entries of the positions its members take from it.
+  if (r.share && r.share->leader == r.id && !r.share->ready) {
+    std::vector<TokenLogprobs>& kept = r.share->scored;
+    const int32_t end = r.share->end(pool_.block_size());
+    for (size_t k = 0; k < entries.size(); ++k) {
+      const int64_t position = int64_t{r.prompt_logprobs_sent} + static_cast<int64_t>(k);
+      if (position == static_cast<int64_t>(kept.size()) && position <= end)
+        kept.push_back(entries[k]);
+    }
   }
   r.prompt_logprobs_sent += static_cast<int32_t>(entries.size());
   if (!entries.empty()) r.in.sink->on_prompt_logprobs(entries);

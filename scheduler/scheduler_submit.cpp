@@ -44,13 +44,15 @@ SubmitResult Scheduler::submit(std::vector<GenerationRequest> requests) {
 
 // Members of one submit with the same prompt share all of it but the last token (the one
 // each member computes for its own logits): the full blocks by reference, the rest by copy.
-// Not a prompt that is scored: each scoring member computes every position.
+// Members that score the prompt (echo with logprobs) share with those that score it alike,
+// and take the leader's scores of the shared positions with its blocks (n choices of an
+// echoed, scored prompt compute it once, as vLLM does).
 void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
   const int32_t bs = pool_.block_size();
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& first = *requests[i];
     const int32_t before_last = first.prompt_len - 1;
-    if (first.share || before_last <= 0 || first.in.sampling.prompt_logprobs >= 0) continue;
+    if (first.share || before_last <= 0) continue;
     auto share = std::make_shared<PromptShare>();
     share->blocks = before_last / bs;
     // With a sliding-window group the partly filled block is not copied: its local-layer
@@ -60,7 +62,7 @@ void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
     if (share->blocks == 0 && share->partial == 0) continue;  // nothing to share
     for (size_t j = i; j < requests.size(); ++j) {
       Request& other = *requests[j];
-      if (other.share || other.in.sampling.prompt_logprobs >= 0 ||
+      if (other.share || other.in.sampling.prompt_logprobs != first.in.sampling.prompt_logprobs ||
           other.in.prompt != first.in.prompt)
         continue;
       other.share = share;

@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 
 #include "runner/grammar/compile_gate.h"
+#include "server/cors.h"
 
 namespace tandem::server {
 
@@ -95,66 +96,7 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-// The Access-Control-Allow-Origin a request from `origin` gets: "*" when any origin is
-// allowed, the origin itself when it is listed, else none (a request without an Origin is
-// no browser's cross-origin request and gets none either).
-std::string cors_origin_for(const std::string& allowed, std::string_view origin) {
-  if (allowed == "*") return "*";
-  if (origin.empty() || allowed.empty()) return "";
-  size_t start = 0;
-  while (start <= allowed.size()) {
-    size_t end = allowed.find(',', start);
-    if (end == std::string::npos) end = allowed.size();
-    std::string_view item(allowed.data() + start, end - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item == origin) return std::string(origin);
-    start = end + 1;
-  }
-  return "";
-}
-
-// A CORS preflight (OPTIONS): 204, what a browser may send next. Any route, no key: the
-// preflight carries no credentials, and the request that follows is checked as usual.
-HttpAnswer preflight_answer(std::string_view requested_headers) {
-  HttpAnswer answer;
-  answer.status = 204;
-  answer.headers.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-  answer.headers.emplace_back("Access-Control-Allow-Headers",
-                              requested_headers.empty() ? std::string("Authorization, Content-Type")
-                                                        : std::string(requested_headers));
-  answer.headers.emplace_back("Access-Control-Max-Age", "600");
-  return answer;
-}
-
 }  // namespace
-
-void ActiveGenerations::begin() {
-  std::lock_guard lock(mutex_);
-  ++count_;
-}
-
-void ActiveGenerations::end() {
-  {
-    std::lock_guard lock(mutex_);
-    --count_;
-  }
-  cv_.notify_all();
-}
-
-bool ActiveGenerations::wait_for_zero(Clock::time_point deadline, bool interruptible) {
-  std::unique_lock lock(mutex_);
-  cv_.wait_until(lock, deadline, [&] { return count_ == 0 || (interruptible && cut_); });
-  return count_ == 0;
-}
-
-void ActiveGenerations::cut_short() {
-  {
-    std::lock_guard lock(mutex_);
-    cut_ = true;
-  }
-  cv_.notify_all();
-}
 
 struct Session::Generation {
   Generation(uint64_t serial, GenerationResponse response, bool keep_alive)

@@ -20,6 +20,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "server/active_generations.h"
 #include "server/endpoints.h"
 #include "server/generation_response.h"
 #include "server/write_watch.h"
@@ -41,24 +42,6 @@ struct SessionLimits {
   // slow but steady reader of a large backlog (n choices with logprobs) keeps its stream.
   std::chrono::milliseconds write_timeout{30'000};
   std::string allowed_origins = "*";  // ServerOptions::allowed_origins
-};
-
-// Generations whose response is not yet complete; the server waits on it to drain.
-class ActiveGenerations {
- public:
-  void begin();
-  void end();
-  // True when the count reached zero before the deadline. An interruptible wait also ends
-  // once cut_short() is called (before or during it).
-  bool wait_for_zero(Clock::time_point deadline, bool interruptible = false);
-  // Ends interruptible waits now: a second SIGINT/SIGTERM cuts the grace period short.
-  void cut_short();
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int64_t count_ = 0;
-  bool cut_ = false;
 };
 
 // What every session shares; owned by the HttpServer, which outlives its sessions' use.

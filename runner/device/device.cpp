@@ -31,7 +31,8 @@ struct PendingStep::Slot {
   std::vector<RowLogprobs> logprobs;
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   std::exception_ptr error;
-  double seconds = 0;  // the worker's time on the step, written before `done`
+  double seconds = 0;           // the worker's time on the step, written before `done`
+  double modelled_seconds = 0;  // the executor's own figure for it, where it models one
   // Asynchronous executors: this step took its inputs on the device from a step that then
   // failed, so its own result means nothing (worker thread only).
   bool inputs_failed = false;
@@ -170,6 +171,7 @@ struct Device::Worker {
   }
 
   void store(Slot& slot, StepResult& result) {
+    slot.modelled_seconds = result.seconds;
     slot.tokens = std::move(result.tokens);
     slot.logprobs = std::move(result.logprobs);
     slot.prompt_logprobs = std::move(result.prompt_logprobs);
@@ -177,7 +179,7 @@ struct Device::Worker {
 
   // Counts the step and hands it to finalize().
   void publish(Slot& slot, Clock::duration busy) {
-    slot.seconds = seconds(busy);
+    slot.seconds = slot.modelled_seconds > 0 ? slot.modelled_seconds : seconds(busy);
     {
       std::lock_guard lock(stats_mutex);
       stats.busy_seconds += seconds(busy);

@@ -79,7 +79,8 @@ struct StepResult {
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   // Set by Device::finalize: how long the device worker spent on the step (the executor's
   // run; for an asynchronous executor, from its submit to its collect). The scheduler paces
-  // prompt chunks with it.
+  // prompt chunks with it. An executor that models its time instead of spending it (the
+  // scheduler tests' simulated devices) sets it, > 0, and the device keeps that.
   double seconds = 0;
 };
 

@@ -9,9 +9,11 @@ constexpr uint16_t kUnknownReach = 0xFFFF;
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
-                                 std::shared_ptr<const Vocabulary> vocabulary)
+                                 std::shared_ptr<const Vocabulary> vocabulary,
+                                 std::shared_ptr<MaskBudget> budget)
     : grammar_(std::move(grammar)),
       vocabulary_(std::move(vocabulary)),
+      budget_(std::move(budget)),
       entries_(new std::atomic<const MaskEntry*>[static_cast<size_t>(grammar_->num_states())]),
       text_reach_(new std::atomic<uint16_t>[static_cast<size_t>(grammar_->num_states())]) {
   for (int32_t s = 0; s < grammar_->num_states(); ++s) {
@@ -33,18 +35,25 @@ TextReach CompiledGrammar::text_reach(int32_t state) const {
 }
 
 CompiledGrammar::~CompiledGrammar() {
-  for (int32_t s = 0; s < grammar_->num_states(); ++s)
-    delete entries_[static_cast<size_t>(s)].load(std::memory_order_relaxed);
+  for (int32_t s = 0; s < grammar_->num_states(); ++s) {
+    const MaskEntry* entry = entries_[static_cast<size_t>(s)].load(std::memory_order_relaxed);
+    if (entry && budget_) budget_->give_back(entry->memory_bytes());
+    delete entry;
+  }
 }
 
 const MaskEntry& CompiledGrammar::entry(int32_t state, TokenWalker& walker) const {
   std::atomic<const MaskEntry*>& slot = entries_[static_cast<size_t>(state)];
   if (const MaskEntry* cached = slot.load(std::memory_order_acquire)) return *cached;
-  auto computed = std::make_unique<const MaskEntry>(walker.walk(*this, state));
+  MaskEntry walked = walker.walk(*this, state);
+  const size_t bytes = walked.memory_bytes();
+  if (budget_ && !budget_->take(bytes)) return walker.hold(std::move(walked));
+  auto computed = std::make_unique<const MaskEntry>(std::move(walked));
   const MaskEntry* expected = nullptr;
   if (slot.compare_exchange_strong(expected, computed.get(), std::memory_order_acq_rel))
     return *computed.release();
-  return *expected;  // another thread got there first
+  if (budget_) budget_->give_back(bytes);  // another thread got there first: its copy stays
+  return *expected;
 }
 
 void CompiledGrammar::precompute() const {

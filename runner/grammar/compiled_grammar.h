@@ -1,14 +1,16 @@
 // A Grammar paired with a Vocabulary: what matchers for that grammar and model share.
 // It owns the per-state mask cache (token_walk.h), filled lazily the first time a matcher
-// meets a state, or all at once by precompute(). Thread-safe: any number of matchers on
-// any threads may share one (entries are published with atomics; two threads meeting a
-// new state at once both compute it and one result is kept).
+// meets a state, or all at once by precompute(), within a MaskBudget where one is given
+// (past it a mask is computed for its use and not kept). Thread-safe: any number of
+// matchers on any threads may share one (entries are published with atomics; two threads
+// meeting a new state at once both compute it and one result is kept).
 #pragma once
 
 #include <atomic>
 #include <memory>
 
 #include "runner/grammar/grammar.h"
+#include "runner/grammar/mask_budget.h"
 #include "runner/grammar/text_cover.h"
 #include "runner/grammar/token_walk.h"
 #include "runner/grammar/vocabulary.h"
@@ -18,7 +20,8 @@ namespace tandem::grammar {
 class CompiledGrammar {
  public:
   CompiledGrammar(std::shared_ptr<const Grammar> grammar,
-                  std::shared_ptr<const Vocabulary> vocabulary);
+                  std::shared_ptr<const Vocabulary> vocabulary,
+                  std::shared_ptr<MaskBudget> budget = nullptr);
   ~CompiledGrammar();
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;
@@ -26,7 +29,9 @@ class CompiledGrammar {
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
   const Vocabulary& vocabulary() const { return *vocabulary_; }
 
-  // The mask entry of `state` (a state that reads bytes), computed with `walker` on first use.
+  // The mask entry of `state` (a state that reads bytes), computed with `walker` on first use
+  // (valid until the grammar goes, or, where the budget had no room to keep it, until the
+  // walker's next entry).
   const MaskEntry& entry(int32_t state, TokenWalker& walker) const;
   // Computes every state's entry now, so that no mask pays for a walk later.
   void precompute() const;
@@ -43,6 +48,7 @@ class CompiledGrammar {
  private:
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const Vocabulary> vocabulary_;
+  std::shared_ptr<MaskBudget> budget_;  // null: masks kept without bound
   std::unique_ptr<std::atomic<const MaskEntry*>[]> entries_;
   std::unique_ptr<std::atomic<uint16_t>[]> text_reach_;  // cover | exact << 8; or unknown
 };

@@ -22,7 +22,8 @@ GrammarCache::GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t 
                            size_t budget_bytes)
     : vocabulary_(std::move(vocabulary)),
       capacity_(capacity == 0 ? 1 : capacity),
-      budget_bytes_(budget_bytes) {}
+      budget_bytes_(budget_bytes),
+      masks_(std::make_shared<MaskBudget>(budget_bytes)) {}
 
 size_t GrammarCache::bytes_of(const Entry& entry) {
   return sizeof(Entry) + entry.key.capacity() + entry.error.capacity() +
@@ -42,6 +43,24 @@ void GrammarCache::evict_locked() {
     index_.erase(entries_.back().key);
     entries_.pop_back();
   }
+  evict_idle_masks_locked();
+}
+
+// Masks kept past three quarters of their budget leave the grammars now in use little room
+// to keep theirs: idle grammars holding masks (no request holds them, only the cache) go,
+// least recently used first, never the newest. Masks of grammars in use stay whatever the
+// budget: evicting those frees nothing until their requests end.
+void GrammarCache::evict_idle_masks_locked() {
+  const size_t room = masks_->limit() / 4 * 3;
+  if (masks_->used() <= room || entries_.size() < 2) return;
+  auto it = std::prev(entries_.end());
+  while (masks_->used() > room && it != entries_.begin()) {
+    const auto here = it--;
+    if (here->compiled && here->compiled.use_count() == 1 && here->compiled->cached_states() > 0) {
+      index_.erase(here->key);
+      entries_.erase(here);  // the grammar goes now, and gives its masks' bytes back
+    }
+  }
 }
 
 template <typename Compile>
@@ -59,7 +78,8 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compil
       std::lock_guard lock(mutex_);
       if (const auto it = index_.find(key); it != index_.end()) {
         entries_.splice(entries_.begin(), entries_, it->second);
-        return found(*it->second);
+        evict_idle_masks_locked();
+        return found(entries_.front());
       }
       throw_if_compiles_deferred();  // neither compiles nor waits on a quick thread
       const auto pending = compiling_.find(key);
@@ -87,7 +107,7 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(std::string key, Compil
   } wake{*this, key, compiled_here};
   Entry made{key, nullptr, ""};
   try {
-    made.compiled = std::make_shared<const CompiledGrammar>(compile(), vocabulary_);
+    made.compiled = std::make_shared<const CompiledGrammar>(compile(), vocabulary_, masks_);
   } catch (const GrammarError& error) {
     made.error = error.what();
   }
@@ -131,6 +151,8 @@ size_t GrammarCache::compiles() const {
   std::lock_guard lock(mutex_);
   return compiles_;
 }
+
+size_t GrammarCache::mask_bytes() const { return masks_->used(); }
 
 size_t GrammarCache::memory_bytes() const {
   std::lock_guard lock(mutex_);

@@ -4,7 +4,9 @@
 // entries, and at most `budget_bytes` held in all (keys, automata and the masks cached so
 // far, measured at each insertion), since one large grammar's transition table and masks
 // may reach 150 MB and 64 such would exhaust a machine. Least recently used entries go
-// first; the entry just made always stays (its request uses it). Thread-safe; one compile per
+// first; the entry just made always stays (its request uses it). The masks the grammars it
+// made keep, in use or not, stay within `budget_bytes` too (mask_budget.h): the grammars
+// running requests hold are not the cache's to drop. Thread-safe; one compile per
 // text at a time (a second request for it waits), and none on a thread that defers compiles
 // (compile_gate.h). Errors are cached too
 // (the same text fails the same way for one vocabulary): a refused schema that took a second to
@@ -43,6 +45,8 @@ class GrammarCache {
   size_t compiles() const;
   // What the entries hold now (the masks grow as matchers meet states).
   size_t memory_bytes() const;
+  // The masks kept now by every grammar it made, cached or only in use.
+  size_t mask_bytes() const;
   const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocabulary_; }
 
  private:
@@ -57,10 +61,12 @@ class GrammarCache {
   static size_t bytes_of(const Entry& entry);
   size_t held_bytes_locked() const;  // every entry's bytes_of, measured now
   void evict_locked();
+  void evict_idle_masks_locked();
 
   std::shared_ptr<const Vocabulary> vocabulary_;
   size_t capacity_;
   size_t budget_bytes_;
+  std::shared_ptr<MaskBudget> masks_;  // what the grammars it made keep of masks
   mutable std::mutex mutex_;
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

@@ -52,6 +52,11 @@ class CompiledGrammar;
 class TokenWalker {
  public:
   MaskEntry walk(const CompiledGrammar& compiled, int32_t state);
+  // Keeps an entry no grammar keeps (past its MaskBudget) until the next one.
+  const MaskEntry& hold(MaskEntry entry) {
+    held_ = std::move(entry);
+    return held_;
+  }
 
  private:
   struct Step {
@@ -89,6 +94,7 @@ class TokenWalker {
   std::vector<int32_t> uncertain_;
   std::vector<uint32_t> uncertain_begin_;
   std::vector<uint16_t> uncertain_offsets_;
+  MaskEntry held_;
 };
 
 }  // namespace tandem::grammar

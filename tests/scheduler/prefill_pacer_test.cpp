@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -401,8 +402,12 @@ TEST(PrefillPacer, AStreamOfLongPromptsTakesHalfTheStepLikeAQueue) {
   EXPECT_EQ(pacer.arrivals(later), 2);
 }
 
-// A model whose step takes base + per_token * (tokens fed) of wall time, as a real step's
-// cost grows with its tokens; it records what each step carried of the long request.
+// A model whose step takes base + per_token * (tokens fed), as a real step's cost grows
+// with its tokens; it records what each step carried of the long request. The time is
+// modelled, not spent: each step reports it (StepResult::seconds) and moves the executor's
+// clock on by it, which the scheduler's pacer reads (SchedulerOptions::clock). Sleeping it
+// made the pace follow the machine's load (a TSan run in CI paced a 274-token chunk where
+// the model gives 83), so these tests' chunks are now the model's exactly.
 class TimedExecutor : public StepExecutor {
  public:
   struct Shape {
@@ -415,7 +420,21 @@ class TimedExecutor : public StepExecutor {
   TimedExecutor(uint64_t long_id, int32_t n_long, int32_t long_len, int64_t per_token_us = 30)
       : long_id_(long_id), n_long_(n_long), long_len_(long_len), per_token_us_(per_token_us) {}
   DeviceInfo info() const override { return fake_device_info(2048, 512); }
-  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
+  void execute_step(const StepPlan& plan, StepResult& result) override {
+    result.seconds = 1e-6 * static_cast<double>(run(plan, result.tokens));
+  }
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override { run(plan, tokens); }
+  // The modelled time of the steps run so far, in seconds (the scheduler's clock).
+  double now() const { return 1e-6 * static_cast<double>(clock_us_.load()); }
+  uint64_t late_id = 0;  // set before the late request is submitted
+  std::vector<Shape> shapes() const {
+    std::lock_guard lock(mutex_);
+    return shapes_;
+  }
+
+ private:
+  // Runs a step: its tokens, its shape recorded, the clock moved on; its time in us.
+  int64_t run(const StepPlan& plan, std::span<int32_t> tokens) {
     Shape shape;
     int64_t fed = 0;
     for (size_t i = 0; i < plan.rows.size(); ++i) {
@@ -429,23 +448,20 @@ class TimedExecutor : public StepExecutor {
         ++shape.other_rows;
       if (row.sample) tokens[i] = 'x';
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(3000 + per_token_us_ * fed));
+    const int64_t us = 3000 + per_token_us_ * fed;
+    clock_us_ += us;
     std::lock_guard lock(mutex_);
     shapes_.push_back(shape);
-  }
-  uint64_t late_id = 0;  // set before the late request is submitted
-  std::vector<Shape> shapes() const {
-    std::lock_guard lock(mutex_);
-    return shapes_;
+    return us;
   }
 
- private:
   uint64_t long_id_;
   int32_t n_long_;
   int32_t long_len_;
   int64_t per_token_us_;
   mutable std::mutex mutex_;
   std::vector<Shape> shapes_;
+  std::atomic<int64_t> clock_us_{1'000'000};  // starts past 0: the pacer's clock is >= 0
 };
 
 struct LongPromptRun {
@@ -489,7 +505,13 @@ struct TimedScheduler {
 
  private:
   TimedScheduler(std::unique_ptr<TimedExecutor> executor, SchedulerOptions options)
-      : timed(executor.get()), device(std::move(executor)), scheduler(device, tokenizer, options) {}
+      : timed(executor.get()),
+        device(std::move(executor)),
+        scheduler(device, tokenizer, with_clock(std::move(options), timed)) {}
+  static SchedulerOptions with_clock(SchedulerOptions options, const TimedExecutor* timed) {
+    options.clock = [timed] { return timed->now(); };
+    return options;
+  }
 };
 
 // Four streams start decoding; then n_long 1200-token prompts arrive (requests 5, 6, ...).

@@ -76,6 +76,28 @@ struct Harness {
     EXPECT_TRUE(scheduler.submit(std::move(r)).accepted());
     return sink;
   }
+  // n requests of one submit (n choices) with the same scored prompt, top count `top`
+  // for all but the last, which asks `last_top`.
+  std::vector<std::shared_ptr<ScoreSink>> submit_choices(const std::string& prompt, int n,
+                                                         int32_t top, int32_t last_top,
+                                                         std::vector<uint64_t>* ids = nullptr) {
+    std::vector<std::shared_ptr<ScoreSink>> sinks;
+    std::vector<GenerationRequest> list;
+    for (int i = 0; i < n; ++i) {
+      sinks.push_back(std::make_shared<ScoreSink>());
+      GenerationRequest r;
+      r.prompt.assign(prompt.begin(), prompt.end());
+      r.max_tokens = 4;
+      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+      r.sampling.prompt_logprobs = i + 1 < n ? top : last_top;
+      r.sink = sinks.back();
+      list.push_back(std::move(r));
+    }
+    const SubmitResult accepted = scheduler.submit(std::move(list));
+    EXPECT_TRUE(accepted.accepted());
+    if (ids) *ids = accepted.ids;
+    return sinks;
+  }
   void drain() {
     for (int i = 0; i < 100000 && !scheduler.drained(); ++i) scheduler.run_once();
     ASSERT_TRUE(scheduler.drained());
@@ -122,6 +144,77 @@ TEST(PromptLogprobs, APromptPreemptedMidPrefillIsScoredOncePerPosition) {
     }
     EXPECT_EQ(got->text(), want->text());
     EXPECT_EQ(got->usage().completion_tokens, 4);
+  }
+}
+
+// Each entry as the request computed alone scores it.
+void expect_scores(const std::vector<TokenLogprobs>& got, const std::string& prompt,
+                   const std::string& what) {
+  ASSERT_EQ(got.size(), prompt.size()) << what;
+  EXPECT_TRUE(std::isnan(got[0].chosen.logprob)) << what;
+  for (size_t p = 0; p < prompt.size(); ++p) {
+    EXPECT_EQ(got[p].chosen.token, std::string(1, prompt[p])) << what << " " << p;
+    if (p == 0) continue;
+    EXPECT_EQ(got[p].chosen.logprob, ScoringExecutor::score(static_cast<int64_t>(p), prompt[p]))
+        << what << " " << p;
+  }
+}
+
+// n choices of an echoed, scored prompt compute it once (issue 16: "the prompt is prefilled
+// once"): the first admitted scores and writes it, the others take its blocks and its
+// scores, and compute only their last position. Before, each scoring choice computed the
+// whole prompt (QA: n 16 on a 1,900-token prompt took 14 s against 1 s for n 1). A choice
+// asking another top count computes alone. Each choice's entries are its prompt's alone (the
+// executor's texts depend on the request id here; PromptShare.* holds the texts).
+TEST(PromptLogprobs, ChoicesOfAScoredPromptComputeItOnce) {
+  std::string prompt;
+  for (int i = 0; i < 120; ++i) prompt += static_cast<char>('A' + i % 50);
+  for (bool overlap : {false, true}) {
+    for (int32_t step_tokens : {12, 512}) {
+      SchedulerOptions options;
+      options.overlap = overlap;
+      options.max_step_tokens = step_tokens;
+      const std::string what =
+          "overlap " + std::to_string(overlap) + " step " + std::to_string(step_tokens);
+      Harness shared(options, 64), mixed(options, 64);
+      auto choices = shared.submit_choices(prompt, 4, 0, 0);
+      auto other = mixed.submit_choices(prompt, 3, 0, 1);  // the last asks one top entry
+      shared.drain();
+      mixed.drain();
+      for (size_t i = 0; i < choices.size(); ++i) {
+        expect_scores(choices[i]->entries, prompt, what + " choice " + std::to_string(i));
+        EXPECT_EQ(choices[i]->usage().completion_tokens, 4) << what;
+      }
+      for (size_t i = 0; i < other.size(); ++i)
+        expect_scores(other[i]->entries, prompt, what + " mixed " + std::to_string(i));
+      // 120 positions once, then one each (the last, for its own logits).
+      EXPECT_EQ(shared.scheduler.metrics().prompt_tokens, 120u + 3u) << what;
+      EXPECT_EQ(mixed.scheduler.metrics().prompt_tokens, 120u + 1u + 120u) << what;
+    }
+  }
+}
+
+// The leader of a scored share cancelled mid-prefill leaves no half list behind: the next
+// choice admitted leads and scores the prompt from the start, and every choice left gets
+// each position once.
+TEST(PromptLogprobs, AScoredSharesLeaderCancelledMidPrefillLeavesTheOthersWhole) {
+  std::string prompt;
+  for (int i = 0; i < 120; ++i) prompt += static_cast<char>('a' + i % 26);
+  for (bool overlap : {false, true}) {
+    SchedulerOptions options;
+    options.overlap = overlap;
+    options.max_step_tokens = 12;
+    Harness h(options, 64);
+    std::vector<uint64_t> ids;
+    auto choices = h.submit_choices(prompt, 3, 2, 2, &ids);
+    ASSERT_EQ(ids.size(), 3u);
+    for (int i = 0; i < 1000 && choices[0]->entries.size() < 40; ++i) h.scheduler.run_once();
+    ASSERT_GE(choices[0]->entries.size(), 40u);
+    ASSERT_LT(choices[0]->entries.size(), prompt.size());
+    h.scheduler.cancel(ids[0]);
+    h.drain();
+    for (size_t i = 1; i < choices.size(); ++i)
+      expect_scores(choices[i]->entries, prompt, "overlap " + std::to_string(overlap));
   }
 }
 
