@@ -4,6 +4,7 @@
 
 #include "protocol/jinja/unicode.h"
 #include "protocol/request_fields.h"
+#include "protocol/tool_calls/tool_fields.h"
 
 namespace tandem {
 
@@ -11,15 +12,29 @@ using request_fields::find_field;
 
 namespace {
 
-// llama-server's "content", or vLLM's "prompt" (whose special tokens are added unless
-// add_special_tokens says not, as vLLM's default is). vLLM's chat form is refused by name.
+void read_plain_text(const request_fields::Json& object, TokenizeRequest& request);
+
+// llama-server's "content", vLLM's "prompt" (whose special tokens are added unless
+// add_special_tokens says not, as vLLM's default is), or vLLM's chat form ("messages",
+// whose rendered prompt gets none unless asked: the template writes them).
 void read_text(const request_fields::Json& object, TokenizeRequest& request) {
   if (find_field(object, "messages") != nullptr) {
-    request_fields::reject(
-        "'messages' (vLLM's chat form of /tokenize) is not supported by this server; render "
-        "them with /apply-template and send its prompt as 'content'.",
-        "messages");
+    if (find_field(object, "content") != nullptr || find_field(object, "prompt") != nullptr)
+      request_fields::reject("Send 'messages' or a text ('content', 'prompt'), not both.",
+                             "messages");
+    request.chat = request_fields::read_chat_inputs(object);
+    request.chat->tools = request_fields::read_tool_request(object).definitions;
+    request.vllm_form = true;
+  } else {
+    read_plain_text(object, request);
   }
+  if (request.vllm_form) {
+    if (const request_fields::Json* strs = find_field(object, "return_token_strs"))
+      request.token_strs = request_fields::read_bool(*strs, "return_token_strs");
+  }
+}
+
+void read_plain_text(const request_fields::Json& object, TokenizeRequest& request) {
   const request_fields::Json* content = find_field(object, "content");
   const request_fields::Json* prompt = find_field(object, "prompt");
   if (content == nullptr && prompt == nullptr) {
@@ -32,9 +47,6 @@ void read_text(const request_fields::Json& object, TokenizeRequest& request) {
   request.content = request_fields::read_string(*prompt, "prompt");
   request.vllm_form = true;
   request.add_special = true;
-  if (const request_fields::Json* strs = find_field(object, "return_token_strs")) {
-    request.token_strs = request_fields::read_bool(*strs, "return_token_strs");
-  }
 }
 
 }  // namespace
@@ -56,6 +68,13 @@ std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view 
     if (const request_fields::Json* pieces = find_field(object, "with_pieces")) {
       request.with_pieces = request_fields::read_bool(*pieces, "with_pieces");
     }
+    // The chat form's tokens are what a chat completion feeds, the model's BOS rule
+    // applied already (as llama-server's chat prompts): vLLM's true would add a second.
+    if (request.chat && request.add_special)
+      request_fields::reject(
+          "'add_special_tokens' cannot be true with 'messages': the tokens are the prompt a chat "
+          "completion feeds, with the model's special tokens already added.",
+          "add_special_tokens");
     return request;
   } catch (const request_fields::RequestRejected& rejected) {
     return rejected.error;

@@ -4,11 +4,16 @@
 // {"tokens": [IDS]} -> {"content": TEXT, "prompt": TEXT}. vLLM's completion form is read
 // too: {"prompt": TEXT, "add_special_tokens": BOOL (default true), "return_token_strs":
 // BOOL} -> {"count", "max_model_len", "tokens", "token_strs"}, and its detokenize answer is
-// the "prompt" beside llama-server's "content". vLLM's chat form ("messages") is refused
-// by name. Errors are 400s in the completions' style.
+// the "prompt" beside llama-server's "content". vLLM's chat form is read as well:
+// {"messages": [...], the chat fields of /v1/chat/completions (add_generation_prompt,
+// chat_template_kwargs, documents, tools), "return_token_strs": BOOL} -> the prompt a chat
+// completion of them feeds the model (its BOS rule applied, so "add_special_tokens": true,
+// which would add a second, is refused), in the completion form's answer, its count
+// usage.prompt_tokens. Errors are 400s in the completions' style.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "protocol/api_error.h"
+#include "protocol/chat_messages.h"
 
 namespace tandem {
 
@@ -28,6 +34,9 @@ struct TokenizeRequest {
   bool with_pieces = false;   // each id with its text
   bool vllm_form = false;     // sent as {"prompt": ...}: answered in vLLM's shape
   bool token_strs = false;    // vLLM's return_token_strs: each id's vocabulary text
+  // vLLM's chat form: the messages to render with the model's chat template (content is
+  // then empty, add_special false).
+  std::optional<ChatInputs> chat;
 };
 
 // What vLLM's /tokenize answer adds: the served context, and each id's vocabulary text

@@ -352,8 +352,14 @@ Endpoints::Result Endpoints::tokenize(std::string_view body) {
   auto parsed = parse_tokenize_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   const auto& request = std::get<TokenizeRequest>(parsed);
-  const std::vector<int32_t> tokens =
-      tokenizer_.encode(request.content, request.add_special, request.parse_special);
+  std::vector<int32_t> tokens;
+  if (request.chat) {  // vLLM's chat form: the prompt a chat completion would feed
+    auto rendered = render_chat(*request.chat);
+    if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
+    tokens = tokenize_chat_prompt(tokenizer_, std::get<std::vector<PromptSegment>>(rendered));
+  } else {
+    tokens = tokenizer_.encode(request.content, request.add_special, request.parse_special);
+  }
   std::vector<std::string> pieces;
   if (request.with_pieces) {
     for (int32_t id : tokens) pieces.push_back(tokenizer_.token_bytes(id, /*render_special=*/true));

@@ -65,6 +65,24 @@ TEST(TokenizeRequest, VllmsFormIsReadWithItsDefaults) {
   EXPECT_FALSE(std::get<TokenizeRequest>(parsed).vllm_form);
 }
 
+// vLLM's chat form: the messages and chat fields as a chat completion reads them, answered
+// in vLLM's shape.
+TEST(TokenizeRequest, ReadsVllmsChatForm) {
+  auto parsed = parse_tokenize_request(
+      R"({"model": "m", "messages": [{"role": "user", "content": "Hi"}],
+          "add_generation_prompt": false, "return_token_strs": true,
+          "chat_template_kwargs": {"enable_thinking": false}})");
+  ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(parsed));
+  const auto& request = std::get<TokenizeRequest>(parsed);
+  ASSERT_TRUE(request.chat.has_value());
+  EXPECT_EQ(request.chat->messages.size(), 1u);
+  EXPECT_FALSE(request.chat->add_generation_prompt);
+  EXPECT_EQ(request.chat->template_kwargs["enable_thinking"], false);
+  EXPECT_TRUE(request.vllm_form);
+  EXPECT_TRUE(request.token_strs);
+  EXPECT_FALSE(request.add_special);
+}
+
 TEST(TokenizeRequest, BadBodiesNameTheField) {
   struct Case {
     const char* body;
@@ -80,7 +98,14 @@ TEST(TokenizeRequest, BadBodiesNameTheField) {
       {R"({"prompt": 5})", "prompt"},
       {R"({"prompt": "a", "add_special_tokens": 1})", "add_special_tokens"},
       {R"({"prompt": "a", "return_token_strs": "yes"})", "return_token_strs"},
-      {R"({"messages": [{"role": "user", "content": "a"}]})", "messages"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "content": "a"})", "messages"},
+      {R"({"messages": 5})", "messages"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "add_special_tokens": true})",
+       "add_special_tokens"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "return_token_strs": 1})",
+       "return_token_strs"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": 1})",
+       "add_generation_prompt"},
       {R"({"content": "a")", ""},
       {R"([])", ""},
   };

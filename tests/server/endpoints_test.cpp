@@ -211,6 +211,49 @@ TEST(Endpoints, TokenizeAnswersVllmsFormInVllmsShape) {
             true);
 }
 
+// vLLM's chat form of /tokenize: the prompt a chat completion of the same messages feeds
+// the model (the chat template's text, its markers parsed as special tokens, the user's
+// text not, and BOS as the model's rule adds it). It was refused by name before.
+TEST(Endpoints, TokenizeReadsVllmsChatForm) {
+  const uint16_t port = shared_server().port();
+  const json messages = json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                     {{"role", "user"}, {"content", "Hello there"}}});
+  const json chat =
+      fetch(port, "POST", "/tokenize",
+            json{{"model", "tiny"}, {"messages", messages}, {"return_token_strs", true}}.dump())
+          .json();
+  const std::string prompt =
+      fetch(port, "POST", "/apply-template", json{{"messages", messages}}.dump()).json()["prompt"];
+  const json plain =
+      fetch(port, "POST", "/tokenize", json{{"content", prompt}, {"add_special", true}}.dump())
+          .json();
+  EXPECT_EQ(chat["tokens"], plain["tokens"]);
+  EXPECT_EQ(chat["count"], plain["tokens"].size());
+  EXPECT_EQ(chat["token_strs"].size(), plain["tokens"].size());
+  const json usage = fetch(port, "POST", "/v1/chat/completions",
+                           json{{"messages", messages}, {"max_tokens", 1}}.dump())
+                         .json()["usage"];
+  EXPECT_EQ(usage["prompt_tokens"], chat["count"]);
+  // Without the generation prompt: fewer tokens, the same start.
+  const json bare = fetch(port, "POST", "/tokenize",
+                          json{{"messages", messages}, {"add_generation_prompt", false}}.dump())
+                        .json();
+  ASSERT_LT(bare["count"].get<size_t>(), chat["count"].get<size_t>());
+  for (size_t i = 0; i < bare["tokens"].size(); ++i)
+    EXPECT_EQ(bare["tokens"][i], chat["tokens"][i]) << i;
+  // add_special_tokens true would add a second BOS: refused by name.
+  const auto twice = fetch(port, "POST", "/tokenize",
+                           json{{"messages", messages}, {"add_special_tokens", true}}.dump());
+  EXPECT_EQ(twice.status, 400);
+  EXPECT_EQ(twice.json()["error"]["param"], "add_special_tokens");
+  // A bad message is a 400 naming it, as on /v1/chat/completions.
+  const auto refused =
+      fetch(port, "POST", "/tokenize", json{{"messages", json::array({{{"role", "x"}}})}}.dump());
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.json()["error"]["param"].get<std::string>().find("messages"),
+            std::string::npos);
+}
+
 // On a SentencePiece model /detokenize keeps the leading space, as llama-server's does: a
 // client detokenizing token by token had got "Helloworld".
 TEST(Endpoints, DetokenizeKeepsSentencePiecesLeadingSpace) {
