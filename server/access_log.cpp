@@ -13,6 +13,7 @@ std::string access_log_line(const AccessRecord& record, int64_t unix_millis) {
                                {"route", record.route},
                                {"id", record.id},
                                {"user", record.user},
+                               {"request_id", record.request_id},
                                {"prompt_tokens", record.prompt_tokens},
                                {"stream", record.stream}};
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

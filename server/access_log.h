@@ -1,6 +1,6 @@
 // The access log: one JSON line per accepted generation request (when it was accepted,
-// the route, the response id, the client's `user`, the prompt's length, whether it
-// streams), so an operator can tie a response id or a user to a request. JSON, so that
+// the route, the response id, the client's `user` and X-Request-Id, the prompt's length,
+// whether it streams), so an operator can tie a response id or a user to a request. JSON, so that
 // a `user` holding newlines or quotes cannot forge a line. Thread-safe.
 #pragma once
 
@@ -17,6 +17,7 @@ struct AccessRecord {
   std::string user;   // the request's `user`, empty when none
   int64_t prompt_tokens = 0;
   bool stream = false;
+  std::string request_id;  // the client's X-Request-Id header, empty when none
 };
 
 class AccessLog {

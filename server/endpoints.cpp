@@ -311,7 +311,11 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   }
   plan.access = AccessRecord{
       endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
-      header.id, std::move(request.user), prompt_tokens, request.stream};
+      header.id,
+      std::move(request.user),
+      prompt_tokens,
+      request.stream,
+      ""};  // request_id: the session's
   return plan;
 }
 

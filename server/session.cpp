@@ -40,6 +40,15 @@ std::variant<HttpAnswer, GenerationPlan> handle_request(Endpoints& endpoints, co
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
+// A client's X-Request-Id, kept where it is a token a log line and a header can carry
+// unchanged (1 to 128 visible ASCII characters); anything else is ignored, as no id.
+std::string client_request_id(std::string_view header) {
+  if (header.empty() || header.size() > 128) return "";
+  for (char c : header)
+    if (c < 0x21 || c > 0x7e) return "";
+  return std::string(header);
+}
+
 // How much a client may pipeline behind a running request; past it the session stops
 // reading (and so stops noticing a disconnect) until the request is answered.
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;
@@ -229,6 +238,7 @@ void Session::on_request(beast::error_code ec) {
   // counts the header done).
   cors_origin_ =
       cors_origin_for(context_.limits.allowed_origins, view(parser_->get()[http::field::origin]));
+  client_request_id_ = client_request_id(view(parser_->get()["x-request-id"]));
   if (ec == http::error::body_limit) {
     answer(error_answer(payload_too_large("The request body is over the limit of " +
                                           std::to_string(context_.limits.max_body) + " bytes.")),
@@ -320,8 +330,12 @@ void Session::on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool 
   }
 }
 
+// The headers an answer takes from its request: CORS, and the client's X-Request-Id, which
+// replaces the response id there (as vLLM's --enable-request-id-headers and proxies echo
+// it), so a request is followed by the id its caller gave it through logs of both sides.
 template <typename Message>
-void Session::set_cors(Message& message) const {
+void Session::set_per_request_headers(Message& message) const {
+  if (!client_request_id_.empty()) message.set("x-request-id", client_request_id_);
   const std::string& allowed = context_.limits.allowed_origins;
   // With origins listed, every answer depends on the Origin (echoed, or none): a shared
   // cache must keep one answer per Origin.
@@ -336,7 +350,7 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
   response_->set(http::field::server, "tandem");
   response_->set(http::field::content_type, answer.content_type);
   for (auto& [name, value] : answer.headers) response_->set(name, value);
-  set_cors(*response_);
+  set_per_request_headers(*response_);
   response_->body() = std::move(answer.body);
   response_->keep_alive(keep_alive);
   response_->prepare_payload();
@@ -356,6 +370,7 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
 
 void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   const uint64_t serial = next_serial_++;
+  plan.access.request_id = client_request_id_;
   auto submitted = context_.endpoints.submit(plan, [&](int32_t choice) {
     return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice);
   });
@@ -383,7 +398,7 @@ void Session::start_stream() {
   // The response's id as x-request-id: OpenAI's clients show it in logs and errors (vLLM
   // sends it with --enable-request-id-headers).
   stream_header_->set("x-request-id", g.response.encoder().id());
-  set_cors(*stream_header_);
+  set_per_request_headers(*stream_header_);
   stream_header_->keep_alive(chunked && g.keep_alive && !context_.draining.load());
   stream_header_->chunked(chunked);
   stream_serializer_.emplace(*stream_header_);

@@ -91,7 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);
   void answer(HttpAnswer answer, bool keep_alive);
   template <typename Message>
-  void set_cors(Message& message) const;
+  void set_per_request_headers(Message& message) const;
   void start_generation(GenerationPlan plan, bool keep_alive);
   void start_stream();
   void flush_stream();
@@ -109,10 +109,11 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionContext& context_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string route_;        // of the request being answered, for metrics
-  unsigned version_ = 11;    // of the request being answered: 10 or 11
-  bool head_ = false;        // the request being answered is a HEAD: answer without a body
-  std::string cors_origin_;  // Access-Control-Allow-Origin for the request answered, or ""
+  std::string route_;              // of the request being answered, for metrics
+  unsigned version_ = 11;          // of the request being answered: 10 or 11
+  bool head_ = false;              // the request being answered is a HEAD: answer without a body
+  std::string client_request_id_;  // its X-Request-Id, or "" (echoed instead of the response id)
+  std::string cors_origin_;        // Access-Control-Allow-Origin for the request answered, or ""
   Clock::time_point received_;
 
   // The whole response being written (answers and non-streamed completions).

@@ -263,6 +263,42 @@ TEST(AccessLog, RecordsTheUserAndTheResponseIdOnOneJsonLine) {
   EXPECT_FALSE(std::getline(in, line));  // one request, one line
 }
 
+// A client's X-Request-Id (a proxy's, a tracing client's) comes back as the x-request-id of
+// every answer in its place of the response id (as vLLM's --enable-request-id-headers and
+// proxies echo it), whole, streamed or refused, and the access log records it beside the
+// response id, so both sides' logs meet. One that is not a plain token is no id.
+TEST(AccessLog, AClientsRequestIdIsEchoedAndRecorded) {
+  ScratchDir dir;
+  const auto log = dir.path() / "access.log";
+  ServerProcess server(tiny_model(), {"--access-log", log.string()});
+  const HeaderList traced = {{"X-Request-Id", "trace-7f3a"}};
+  const json body = {{"prompt", "x"}, {"max_tokens", 1}};
+  const HttpResult whole = fetch(server.port(), "POST", "/v1/completions", body.dump(), traced);
+  ASSERT_EQ(whole.status, 200);
+  EXPECT_EQ(whole.headers.at("x-request-id"), "trace-7f3a");
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const HttpResult streamed =
+      fetch(server.port(), "POST", "/v1/completions", streamed_body.dump(), traced);
+  EXPECT_EQ(streamed.headers.at("x-request-id"), "trace-7f3a");
+  const HttpResult refused =
+      fetch(server.port(), "POST", "/v1/completions", R"({"prompt": 5})", traced);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.headers.at("x-request-id"), "trace-7f3a");
+  // Not a token: the response id, as without one.
+  const HttpResult odd =
+      fetch(server.port(), "POST", "/v1/completions", body.dump(), {{"X-Request-Id", "two words"}});
+  EXPECT_EQ(odd.headers.at("x-request-id"), odd.json()["id"]);
+  std::ifstream in(log);
+  std::vector<json> entries;
+  for (std::string line; std::getline(in, line);) entries.push_back(json::parse(line));
+  ASSERT_EQ(entries.size(), 3u);  // the refused request was never accepted
+  EXPECT_EQ(entries[0]["request_id"], "trace-7f3a");
+  EXPECT_EQ(entries[0]["id"], whole.json()["id"]);
+  EXPECT_EQ(entries[1]["request_id"], "trace-7f3a");
+  EXPECT_EQ(entries[2]["request_id"], "");
+}
+
 size_t lines_in(const std::filesystem::path& path) {
   std::ifstream in(path);
   size_t n = 0;
