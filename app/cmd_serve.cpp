@@ -213,7 +213,8 @@ Subcommand make_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--grammar-cache-mib", opts->grammar_cache_mib,
                   "MiB that compiled grammars (structured outputs, tools) may hold for reuse, "
-                  "at most 64 of them; least recently used go first (0: only the latest)")
+                  "at most 64 of them; least recently used go first (0: only the latest). Their "
+                  "token masks, running requests' included, keep within it too (32 at least)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   add_kv_dtype_option(*cmd, opts->kv_dtype);

@@ -49,6 +49,24 @@ void read_plain_text(const request_fields::Json& object, TokenizeRequest& reques
   request.add_special = true;
 }
 
+// The chat form's tokens are what a chat completion feeds: the template's markers parsed
+// as special tokens, the model's BOS rule applied already (vLLM's add_special_tokens true
+// would add a second), answered in vLLM's shape. Flags asking otherwise are refused by name.
+void check_chat_form(const TokenizeRequest& request, const char* add_field) {
+  auto refuse = [](const std::string& field, const char* value, const char* why) {
+    request_fields::reject("'" + field + "' cannot be " + value + " with 'messages': " + why,
+                           field);
+  };
+  if (request.add_special)
+    refuse(add_field, "true",
+           "the tokens are the prompt a chat completion feeds, with the model's special tokens "
+           "already added.");
+  if (!request.parse_special)
+    refuse("parse_special", "false", "the chat template's markers are its special tokens.");
+  if (request.with_pieces)
+    refuse("with_pieces", "true", "the chat form answers in vLLM's shape (ask return_token_strs).");
+}
+
 }  // namespace
 
 std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body) {
@@ -56,11 +74,13 @@ std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view 
     const request_fields::Json object = request_fields::parse_body_object(body);
     TokenizeRequest request;
     read_text(object, request);
+    const char* add_field = "add_special_tokens";  // the flag's name as sent
     if (const request_fields::Json* add = find_field(object, "add_special_tokens")) {
       request.add_special = request_fields::read_bool(*add, "add_special_tokens");
     }
     if (const request_fields::Json* add = find_field(object, "add_special")) {
       request.add_special = request_fields::read_bool(*add, "add_special");
+      add_field = "add_special";
     }
     if (const request_fields::Json* parse = find_field(object, "parse_special")) {
       request.parse_special = request_fields::read_bool(*parse, "parse_special");
@@ -68,13 +88,7 @@ std::variant<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view 
     if (const request_fields::Json* pieces = find_field(object, "with_pieces")) {
       request.with_pieces = request_fields::read_bool(*pieces, "with_pieces");
     }
-    // The chat form's tokens are what a chat completion feeds, the model's BOS rule
-    // applied already (as llama-server's chat prompts): vLLM's true would add a second.
-    if (request.chat && request.add_special)
-      request_fields::reject(
-          "'add_special_tokens' cannot be true with 'messages': the tokens are the prompt a chat "
-          "completion feeds, with the model's special tokens already added.",
-          "add_special_tokens");
+    if (request.chat) check_chat_form(request, add_field);
     return request;
   } catch (const request_fields::RequestRejected& rejected) {
     return rejected.error;

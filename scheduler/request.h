@@ -26,7 +26,8 @@ class RequestSink {
   // tokens too), each sent before the text that token adds, if any.
   virtual void on_logprobs(const TokenLogprobs& logprobs) { (void)logprobs; }
   // With sampling.prompt_logprobs >= 0: the prompt's tokens, in order and in pieces (one
-  // per prefill chunk), before any other event; the first token's logprob is NaN.
+  // per prefill chunk; a choice that took its prompt from another's, the shared positions
+  // in one piece at admission), before any other event; the first token's logprob is NaN.
   virtual void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) { (void)logprobs; }
   // kStop (EOS, a stop_token_ids token or a stop string), kLength (max_tokens, the context or the
   // KV pool), or kCancelled. usage.completion_tokens counts EOS and stop tokens too.

@@ -56,8 +56,10 @@ bool Scheduler::try_admit(Request& r) {
   r.blocks_offered = cached;  // registered already, or shared (offered by their writer)
   if (!r.admitted_before) {
     r.admitted_before = true;
-    // A share's member reports the full blocks it took by reference as cached, as it would
-    // had it arrived a step after its leader: prompt lists [D, D] count D's blocks twice.
+    // A share's member reports the full blocks it took by reference as cached (it computed
+    // none of them), as a plain request would had it arrived a step after its leader:
+    // prompt lists [D, D] count D's blocks twice. Members that score their prompt too,
+    // though the prefix cache never serves such a request (its logits are not cached).
     r.cached_tokens = !options_.prefix_cache ? 0 : std::min(cached * bs, r.prompt_len);
     if (options_.prefix_cache) {
       counters_.prefix_queried_tokens += r.prompt_len;
@@ -98,13 +100,16 @@ bool Scheduler::take_shared_prompt(Request& r) {
 }
 
 // A member admitted from a scored share sends the leader's scores of the positions it took
-// (up to the share's end, the first it computes itself) as its own prompt's first entries.
+// (up to the share's end, the first it computes itself) as its prompt's entries, from the
+// first it has not sent: none, unless it once led the share and was preempted (a member's
+// prefill starts at the share's end whatever it sent before).
 void Scheduler::take_shared_scores(Request& r) {
-  if (!r.share || !r.share->ready || r.share->scored.empty() || r.prompt_logprobs_sent > 0 ||
-      r.in.sampling.prompt_logprobs < 0)
-    return;
-  r.prompt_logprobs_sent = static_cast<int32_t>(r.share->scored.size());
-  r.in.sink->on_prompt_logprobs(r.share->scored);
+  if (!r.share || !r.share->ready || r.in.sampling.prompt_logprobs < 0) return;
+  const std::vector<TokenLogprobs>& scored = r.share->scored;
+  const auto from = static_cast<size_t>(r.prompt_logprobs_sent);
+  if (from >= scored.size()) return;
+  r.prompt_logprobs_sent = static_cast<int32_t>(scored.size());
+  r.in.sink->on_prompt_logprobs(std::span<const TokenLogprobs>(scored).subspan(from));
 }
 
 // The leader's processed steps wrote the shared blocks: the share takes a reference to
@@ -178,6 +183,7 @@ bool Scheduler::release_pinned_shares() {
     if (local_pool_) local_pool_->release(s->held_local);
     s->ready = false;
     s->dissolved = true;
+    std::vector<TokenLogprobs>().swap(s->scored);  // its members score alone now
   }
   return !pinning.empty();
 }

@@ -17,8 +17,11 @@ void Scheduler::process(Launched& step, const StepResult& result) {
     --r.in_flight;
     offer_written_blocks(r, step.write_end[i]);  // before its token: the KV is the step's
     // The prompt's scores before the share is published: a leader's go with its blocks.
-    if (!r.finished && !result.prompt_logprobs.empty() && r.in.sampling.prompt_logprobs >= 0 &&
-        r.prompt_logprobs_sent < r.prompt_len) {
+    // A leader cancelled with this chunk in flight keeps them for the share too (its KV is
+    // written as well), though its own sink hears nothing more.
+    const bool leads = r.share && r.share->leader == r.id && !r.share->ready;
+    if ((!r.finished || leads) && !result.prompt_logprobs.empty() &&
+        r.in.sampling.prompt_logprobs >= 0 && r.prompt_logprobs_sent < r.prompt_len) {
       send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
     }
     if (r.share) publish_shared_prompt(r);
@@ -73,7 +76,7 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
     }
   }
   r.prompt_logprobs_sent += static_cast<int32_t>(entries.size());
-  if (!entries.empty()) r.in.sink->on_prompt_logprobs(entries);
+  if (!entries.empty() && !r.finished) r.in.sink->on_prompt_logprobs(entries);
 }
 
 void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {

@@ -46,7 +46,7 @@ SubmitResult Scheduler::submit(std::vector<GenerationRequest> requests) {
 // each member computes for its own logits): the full blocks by reference, the rest by copy.
 // Members that score the prompt (echo with logprobs) share with those that score it alike,
 // and take the leader's scores of the shared positions with its blocks (n choices of an
-// echoed, scored prompt compute it once, as vLLM does).
+// echoed, scored prompt compute it once).
 void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
   const int32_t bs = pool_.block_size();
   for (size_t i = 0; i < requests.size(); ++i) {

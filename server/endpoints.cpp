@@ -423,7 +423,11 @@ Endpoints::Result Endpoints::health(std::string_view) {
 Endpoints::Result Endpoints::metrics_page(std::string_view) {
   HttpAnswer answer;
   answer.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  answer.body = metrics_.render(scheduler_.metrics());
+  std::optional<GrammarCacheStats> grammars;
+  if (model_.grammars)
+    grammars = GrammarCacheStats{model_.grammars->mask_bytes(), model_.grammars->mask_budget(),
+                                 model_.grammars->masks_not_kept()};
+  answer.body = metrics_.render(scheduler_.metrics(), grammars ? &*grammars : nullptr);
   return answer;
 }
 

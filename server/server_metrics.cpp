@@ -106,7 +106,7 @@ void ServerMetrics::count_prompt_tokens(int64_t tokens) {
   prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(tokens, 0));
 }
 
-std::string ServerMetrics::render(const SchedulerMetrics& s) const {
+std::string ServerMetrics::render(const SchedulerMetrics& s, const GrammarCacheStats* grammars) const {
   std::string out;
   out.reserve(8192);
   uint64_t prompt_tokens = 0;
@@ -211,6 +211,19 @@ std::string ServerMetrics::render(const SchedulerMetrics& s) const {
   metric(out, "tandem_discarded_tokens_total", "counter",
          "Tokens sampled for rows already finished: never streamed or counted.",
          static_cast<double>(s.discarded_tokens));
+  if (grammars != nullptr) {
+    metric(out, "tandem_grammar_mask_bytes", "gauge",
+           "Bytes of token masks kept by compiled grammars (structured outputs, tools), cached "
+           "or held by running requests.",
+           static_cast<double>(grammars->mask_bytes));
+    metric(out, "tandem_grammar_mask_budget_bytes", "gauge",
+           "The bound on those bytes (--grammar-cache-mib, at least 32 MiB).",
+           static_cast<double>(grammars->mask_budget));
+    metric(out, "tandem_grammar_masks_not_kept_total", "counter",
+           "Token masks computed for one use because the bound was reached (each such walk "
+           "runs in the step's sampling, which every request of the step waits on).",
+           static_cast<double>(grammars->masks_not_kept));
+  }
   return out;
 }
 

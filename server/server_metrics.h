@@ -35,6 +35,13 @@ class LatencyHistogram {
   uint64_t count_ = 0;
 };
 
+// What the grammar cache (structured outputs) holds of token masks (mask_budget.h).
+struct GrammarCacheStats {
+  uint64_t mask_bytes = 0;      // kept by every grammar it made, cached or in use
+  uint64_t mask_budget = 0;     // their bound
+  uint64_t masks_not_kept = 0;  // computed for one use because the bound was reached
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -51,8 +58,10 @@ class ServerMetrics {
   void observe_inter_token_latency(double seconds) { itl_.observe(seconds); }
   void observe_request_latency(double seconds) { e2e_.observe(seconds); }
 
-  // The whole /metrics page, in Prometheus text exposition format 0.0.4.
-  std::string render(const SchedulerMetrics& scheduler) const;
+  // The whole /metrics page, in Prometheus text exposition format 0.0.4; the grammar
+  // cache's figures where the model has one.
+  std::string render(const SchedulerMetrics& scheduler,
+                     const GrammarCacheStats* grammars = nullptr) const;
 
  private:
   mutable std::mutex mutex_;

@@ -340,7 +340,11 @@ void Session::set_per_request_headers(Message& message) const {
   // With origins listed, every answer depends on the Origin (echoed, or none): a shared
   // cache must keep one answer per Origin.
   if (!allowed.empty() && allowed != "*") message.set(http::field::vary, "Origin");
-  if (!cors_origin_.empty()) message.set(http::field::access_control_allow_origin, cors_origin_);
+  if (!cors_origin_.empty()) {
+    message.set(http::field::access_control_allow_origin, cors_origin_);
+    // Else a browser's script cannot read it (the OpenAI SDK's request_id).
+    message.set(http::field::access_control_expose_headers, "x-request-id");
+  }
 }
 
 void Session::answer(HttpAnswer answer, bool keep_alive) {

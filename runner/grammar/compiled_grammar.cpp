@@ -47,13 +47,25 @@ const MaskEntry& CompiledGrammar::entry(int32_t state, TokenWalker& walker) cons
   if (const MaskEntry* cached = slot.load(std::memory_order_acquire)) return *cached;
   MaskEntry walked = walker.walk(*this, state);
   const size_t bytes = walked.memory_bytes();
-  if (budget_ && !budget_->take(bytes)) return walker.hold(std::move(walked));
+  if (budget_ && !budget_->take(bytes)) {
+    budget_->count_not_kept();
+    return walker.hold(std::move(walked));
+  }
   auto computed = std::make_unique<const MaskEntry>(std::move(walked));
   const MaskEntry* expected = nullptr;
   if (slot.compare_exchange_strong(expected, computed.get(), std::memory_order_acq_rel))
     return *computed.release();
   if (budget_) budget_->give_back(bytes);  // another thread got there first: its copy stays
   return *expected;
+}
+
+void CompiledGrammar::drop_masks() const {
+  for (int32_t s = 0; s < grammar_->num_states(); ++s) {
+    const MaskEntry* entry =
+        entries_[static_cast<size_t>(s)].exchange(nullptr, std::memory_order_acq_rel);
+    if (entry && budget_) budget_->give_back(entry->memory_bytes());
+    delete entry;
+  }
 }
 
 void CompiledGrammar::precompute() const {

@@ -35,6 +35,9 @@ class CompiledGrammar {
   const MaskEntry& entry(int32_t state, TokenWalker& walker) const;
   // Computes every state's entry now, so that no mask pays for a walk later.
   void precompute() const;
+  // Frees every kept mask (they are computed again on use). Only for a grammar no matcher
+  // holds: an entry() reference would dangle (GrammarCache calls it on idle entries).
+  void drop_masks() const;
   // text_reach() of `state` (text_cover.h), searched up to the vocabulary's longest token;
   // computed on first use.
   TextReach text_reach(int32_t state) const;

@@ -19,11 +19,12 @@ std::string key_of(char kind, std::string_view text) {
 }  // namespace
 
 GrammarCache::GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity,
-                           size_t budget_bytes)
+                           size_t budget_bytes, size_t mask_budget_bytes)
     : vocabulary_(std::move(vocabulary)),
       capacity_(capacity == 0 ? 1 : capacity),
       budget_bytes_(budget_bytes),
-      masks_(std::make_shared<MaskBudget>(budget_bytes)) {}
+      masks_(std::make_shared<MaskBudget>(
+          mask_budget_bytes > 0 ? mask_budget_bytes : std::max(budget_bytes, kMinMaskBytes))) {}
 
 size_t GrammarCache::bytes_of(const Entry& entry) {
   return sizeof(Entry) + entry.key.capacity() + entry.error.capacity() +
@@ -46,20 +47,17 @@ void GrammarCache::evict_locked() {
   evict_idle_masks_locked();
 }
 
-// Masks kept past three quarters of their budget leave the grammars now in use little room
-// to keep theirs: idle grammars holding masks (no request holds them, only the cache) go,
-// least recently used first, never the newest. Masks of grammars in use stay whatever the
-// budget: evicting those frees nothing until their requests end.
+// Masks kept past three quarters of their budget leave the grammars in use little room to
+// keep theirs: the masks of idle grammars (no request holds them, only the cache: a copy is
+// only made under the lock) are freed, least recently used first, until half of it is free.
+// Their automata stay cached (a compile costs far more than warming masks again). Masks of
+// grammars in use stay whatever the budget: freeing those would pull them from under their
+// matchers. The newest entry is skipped: its lookup is handing it out.
 void GrammarCache::evict_idle_masks_locked() {
-  const size_t room = masks_->limit() / 4 * 3;
-  if (masks_->used() <= room || entries_.size() < 2) return;
-  auto it = std::prev(entries_.end());
-  while (masks_->used() > room && it != entries_.begin()) {
-    const auto here = it--;
-    if (here->compiled && here->compiled.use_count() == 1 && here->compiled->cached_states() > 0) {
-      index_.erase(here->key);
-      entries_.erase(here);  // the grammar goes now, and gives its masks' bytes back
-    }
+  if (masks_->used() <= masks_->limit() / 4 * 3 || entries_.size() < 2) return;
+  for (auto it = std::prev(entries_.end()); it != entries_.begin(); --it) {
+    if (masks_->used() <= masks_->limit() / 2) break;
+    if (it->compiled && it->compiled.use_count() == 1) it->compiled->drop_masks();
   }
 }
 
@@ -151,8 +149,6 @@ size_t GrammarCache::compiles() const {
   std::lock_guard lock(mutex_);
   return compiles_;
 }
-
-size_t GrammarCache::mask_bytes() const { return masks_->used(); }
 
 size_t GrammarCache::memory_bytes() const {
   std::lock_guard lock(mutex_);

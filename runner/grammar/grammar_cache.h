@@ -5,8 +5,10 @@
 // far, measured at each insertion), since one large grammar's transition table and masks
 // may reach 150 MB and 64 such would exhaust a machine. Least recently used entries go
 // first; the entry just made always stays (its request uses it). The masks the grammars it
-// made keep, in use or not, stay within `budget_bytes` too (mask_budget.h): the grammars
-// running requests hold are not the cache's to drop. Thread-safe; one compile per
+// made keep, in use or not, stay within a budget of their own (mask_budget.h): the grammars
+// running requests hold are not the cache's to drop, so past three quarters of it a lookup
+// frees the masks of idle grammars (least recently used first, down to half of it), keeping
+// their automata. Thread-safe; one compile per
 // text at a time (a second request for it waits), and none on a thread that defers compiles
 // (compile_gate.h). Errors are cached too
 // (the same text fails the same way for one vocabulary): a refused schema that took a second to
@@ -29,8 +31,12 @@ namespace tandem::grammar {
 class GrammarCache {
  public:
   static constexpr size_t kDefaultBudgetBytes = size_t{256} << 20;
+  // The masks' budget is budget_bytes, but never below kMinMaskBytes (a budget of 0, "keep
+  // only the latest grammar", would otherwise walk every mask at every step), unless
+  // mask_budget_bytes (> 0) sets it (tests).
+  static constexpr size_t kMinMaskBytes = size_t{32} << 20;
   GrammarCache(std::shared_ptr<const Vocabulary> vocabulary, size_t capacity = 64,
-               size_t budget_bytes = kDefaultBudgetBytes);
+               size_t budget_bytes = kDefaultBudgetBytes, size_t mask_budget_bytes = 0);
 
   std::shared_ptr<const CompiledGrammar> json_schema(std::string_view schema_text);
   std::shared_ptr<const CompiledGrammar> gbnf(std::string_view text);
@@ -45,8 +51,11 @@ class GrammarCache {
   size_t compiles() const;
   // What the entries hold now (the masks grow as matchers meet states).
   size_t memory_bytes() const;
-  // The masks kept now by every grammar it made, cached or only in use.
-  size_t mask_bytes() const;
+  // The masks kept now by every grammar it made, cached or only in use; their budget; and
+  // the masks computed for one use because it was full.
+  size_t mask_bytes() const { return masks_->used(); }
+  size_t mask_budget() const { return masks_->limit(); }
+  uint64_t masks_not_kept() const { return masks_->not_kept(); }
   const std::shared_ptr<const Vocabulary>& vocabulary() const { return vocabulary_; }
 
  private:

@@ -36,6 +36,7 @@ void Matcher::fill_mask(std::span<uint32_t> mask) {
     entry.set_accepted(mask);
     if (head.below != kBase && !entry.uncertain_ids.empty()) add_uncertain(entry, head.below, mask);
   }
+  walker_.let_go();
   if (recognizer_.accepts())
     for (int32_t id : compiled_->vocabulary().end_of_generation()) set_bit(mask, id);
 }

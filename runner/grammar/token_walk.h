@@ -52,10 +52,15 @@ class CompiledGrammar;
 class TokenWalker {
  public:
   MaskEntry walk(const CompiledGrammar& compiled, int32_t state);
-  // Keeps an entry no grammar keeps (past its MaskBudget) until the next one.
+  // Keeps an entry no grammar keeps (past its MaskBudget) until the next one, or until
+  // let_go() (a matcher's mask is filled: nothing is kept between steps outside the budget).
   const MaskEntry& hold(MaskEntry entry) {
     held_ = std::move(entry);
     return held_;
+  }
+  void let_go() {
+    if (!held_.accepted_bits.empty() || !held_.accepted_ids.empty() || !held_.uncertain_ids.empty())
+      held_ = MaskEntry{};
   }
 
  private:

@@ -62,9 +62,20 @@ class ScoreSink : public RecordingSink {
   std::vector<TokenLogprobs> entries;  // read once the scheduler has drained
 };
 
+// window > 0: the model has sliding-window layers of that window, in a local KV group of
+// kv_blocks blocks.
+DeviceInfo scoring_device(int32_t kv_blocks, int32_t window) {
+  DeviceInfo info = fake_device_info(256, kv_blocks);
+  if (window > 0) {
+    info.kv_local_blocks = kv_blocks;
+    info.sliding_window = window;
+  }
+  return info;
+}
+
 struct Harness {
-  Harness(SchedulerOptions options, int32_t kv_blocks)
-      : device(std::make_unique<ScoringExecutor>(fake_device_info(256, kv_blocks))),
+  Harness(SchedulerOptions options, int32_t kv_blocks, int32_t window = 0)
+      : device(std::make_unique<ScoringExecutor>(scoring_device(kv_blocks, window))),
         scheduler(device, tokenizer, std::move(options)) {}
   std::shared_ptr<ScoreSink> submit(const std::string& prompt, int32_t max_tokens, bool score) {
     auto sink = std::make_shared<ScoreSink>();
@@ -165,56 +176,81 @@ void expect_scores(const std::vector<TokenLogprobs>& got, const std::string& pro
 // scores, and compute only their last position. Before, each scoring choice computed the
 // whole prompt (QA: n 16 on a 1,900-token prompt took 14 s against 1 s for n 1). A choice
 // asking another top count computes alone. Each choice's entries are its prompt's alone (the
-// executor's texts depend on the request id here; PromptShare.* holds the texts).
+// executor's texts depend on the request id here; PromptShare.* holds the texts). With
+// sliding-window layers the share ends at the last full block (112 of 120 here): each
+// member computes the 8 positions after it and scores 7 of them itself.
 TEST(PromptLogprobs, ChoicesOfAScoredPromptComputeItOnce) {
   std::string prompt;
   for (int i = 0; i < 120; ++i) prompt += static_cast<char>('A' + i % 50);
-  for (bool overlap : {false, true}) {
-    for (int32_t step_tokens : {12, 512}) {
-      SchedulerOptions options;
-      options.overlap = overlap;
-      options.max_step_tokens = step_tokens;
-      const std::string what =
-          "overlap " + std::to_string(overlap) + " step " + std::to_string(step_tokens);
-      Harness shared(options, 64), mixed(options, 64);
-      auto choices = shared.submit_choices(prompt, 4, 0, 0);
-      auto other = mixed.submit_choices(prompt, 3, 0, 1);  // the last asks one top entry
-      shared.drain();
-      mixed.drain();
-      for (size_t i = 0; i < choices.size(); ++i) {
-        expect_scores(choices[i]->entries, prompt, what + " choice " + std::to_string(i));
-        EXPECT_EQ(choices[i]->usage().completion_tokens, 4) << what;
+  for (int32_t window : {0, 20})
+    for (bool overlap : {false, true}) {
+      for (int32_t step_tokens : {12, 512}) {
+        SchedulerOptions options;
+        options.overlap = overlap;
+        options.max_step_tokens = step_tokens;
+        const std::string what = "window " + std::to_string(window) + " overlap " +
+                                 std::to_string(overlap) + " step " + std::to_string(step_tokens);
+        Harness shared(options, 64, window), mixed(options, 64, window);
+        auto choices = shared.submit_choices(prompt, 4, 0, 0);
+        auto other = mixed.submit_choices(prompt, 3, 0, 1);  // the last asks one top entry
+        shared.drain();
+        mixed.drain();
+        for (size_t i = 0; i < choices.size(); ++i) {
+          expect_scores(choices[i]->entries, prompt, what + " choice " + std::to_string(i));
+          EXPECT_EQ(choices[i]->usage().completion_tokens, 4) << what;
+        }
+        for (size_t i = 0; i < other.size(); ++i)
+          expect_scores(other[i]->entries, prompt, what + " mixed " + std::to_string(i));
+        // 120 positions once, then each member those after the share (its last, for its own
+        // logits; with the window, the partly filled block too).
+        const uint64_t own = window > 0 ? 120 - 112 : 1;
+        EXPECT_EQ(shared.scheduler.metrics().prompt_tokens, 120u + 3 * own) << what;
+        EXPECT_EQ(mixed.scheduler.metrics().prompt_tokens, 120u + own + 120u) << what;
       }
-      for (size_t i = 0; i < other.size(); ++i)
-        expect_scores(other[i]->entries, prompt, what + " mixed " + std::to_string(i));
-      // 120 positions once, then one each (the last, for its own logits).
-      EXPECT_EQ(shared.scheduler.metrics().prompt_tokens, 120u + 3u) << what;
-      EXPECT_EQ(mixed.scheduler.metrics().prompt_tokens, 120u + 1u + 120u) << what;
     }
-  }
 }
 
-// The leader of a scored share cancelled mid-prefill leaves no half list behind: the next
-// choice admitted leads and scores the prompt from the start, and every choice left gets
-// each position once.
-TEST(PromptLogprobs, AScoredSharesLeaderCancelledMidPrefillLeavesTheOthersWhole) {
+// A scored share's leader cancelled at any point of its prefill (before it starts, mid-way,
+// with its last shared chunk in flight, after publishing) or preempted by a decoding
+// request in a tight pool leaves every other choice its prompt's entries exactly once: the
+// next member leads from the start, a published share serves its scores, and a member that
+// once led resumes from the first entry it had not sent.
+TEST(PromptLogprobs, ACancelledOrPreemptedLeaderLeavesEveryChoiceWhole) {
   std::string prompt;
   for (int i = 0; i < 120; ++i) prompt += static_cast<char>('a' + i % 26);
-  for (bool overlap : {false, true}) {
-    SchedulerOptions options;
-    options.overlap = overlap;
-    options.max_step_tokens = 12;
-    Harness h(options, 64);
-    std::vector<uint64_t> ids;
-    auto choices = h.submit_choices(prompt, 3, 2, 2, &ids);
-    ASSERT_EQ(ids.size(), 3u);
-    for (int i = 0; i < 1000 && choices[0]->entries.size() < 40; ++i) h.scheduler.run_once();
-    ASSERT_GE(choices[0]->entries.size(), 40u);
-    ASSERT_LT(choices[0]->entries.size(), prompt.size());
-    h.scheduler.cancel(ids[0]);
-    h.drain();
-    for (size_t i = 1; i < choices.size(); ++i)
-      expect_scores(choices[i]->entries, prompt, "overlap " + std::to_string(overlap));
+  for (int32_t window : {0, 20}) {
+    for (bool overlap : {false, true}) {
+      SchedulerOptions options;
+      options.overlap = overlap;
+      options.max_step_tokens = 12;
+      const std::string what =
+          "window " + std::to_string(window) + " overlap " + std::to_string(overlap);
+      for (int turns = 0; turns < 16; ++turns) {
+        Harness h(options, 64, window);
+        std::vector<uint64_t> ids;
+        auto choices = h.submit_choices(prompt, 3, 2, 2, &ids);
+        ASSERT_EQ(ids.size(), 3u);
+        for (int i = 0; i < turns; ++i) h.scheduler.run_once();
+        h.scheduler.cancel(ids[0]);
+        h.drain();
+        for (size_t i = 1; i < choices.size(); ++i)
+          expect_scores(
+              choices[i]->entries, prompt,
+              what + " cancel after " + std::to_string(turns) + " choice " + std::to_string(i));
+      }
+      uint64_t preemptions = 0;
+      for (int32_t blocks = 9; blocks <= 20; ++blocks) {
+        Harness h(options, blocks, window);
+        h.submit("0123456789", 40, false);
+        auto choices = h.submit_choices(prompt, 3, 2, 2);
+        h.drain();
+        preemptions += h.scheduler.metrics().preemptions;
+        for (size_t i = 0; i < choices.size(); ++i)
+          expect_scores(choices[i]->entries, prompt,
+                        what + " pool " + std::to_string(blocks) + " choice " + std::to_string(i));
+      }
+      EXPECT_GT(preemptions, 0u) << what;
+    }
   }
 }
 

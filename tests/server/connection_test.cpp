@@ -168,24 +168,26 @@ TEST(Connections, AWholeAnswersVanishedClientIsCountedAs499) {
       << metrics;
 }
 
-// A client on a slow link (a 4 KB receive window, read at about 1 MB/s) takes seconds over
-// a 4.8 MB stream that the server makes in a fraction of one. The write timeout (1 s here)
-// drops a client that takes nothing for that long, not one whose backlog outlasts it: the
-// stream arrives whole. With a deadline over each write the connection was cut mid-event
-// past the 4 MiB the kernel's send buffer had taken, since Linux wakes a blocked writer
-// only once a third of that buffer is free (server/write_watch.h).
+// A client on a slow link (a 4 KB receive window, read at about 0.5 MB/s) takes seconds
+// over a 4.8 MB stream that the server makes in a fraction of one. The write timeout (2 s
+// here) drops a client that takes nothing for that long, not one whose backlog outlasts it:
+// the stream arrives whole. With a deadline over each write the connection was cut
+// mid-event past the 4 MiB the kernel's send buffer had taken, since Linux wakes a blocked
+// writer only once a third of that buffer is free (server/write_watch.h): 1.4 MB, 2.8 s at
+// this pace. (At 1 s and twice the pace, a TSan run on two loaded cores starved the reader
+// past the timeout twice.)
 TEST(Connections, ASlowButSteadyReaderGetsItsWholeStream) {
-  ServerProcess server(tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "1"});
+  ServerProcess server(tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "2"});
   HttpClient client(server.port(), /*receive_buffer=*/4096);
   const std::string request = json{{"prompt", "x"},  {"n", 16},        {"max_tokens", 500},
                                    {"logprobs", 20}, {"stream", true}, {"ignore_eos", true}}
                                   .dump();
-  size_t paced = 0;  // the reader's pace: 16 ms a 16 KB
+  size_t paced = 0;  // the reader's pace: 32 ms a 16 KB
   const HttpResult streamed =
       client.stream("/v1/completions", request, [&paced](const std::string& body) {
         if (body.size() - paced >= 16384) {
           paced = body.size();
-          std::this_thread::sleep_for(std::chrono::milliseconds(16));
+          std::this_thread::sleep_for(std::chrono::milliseconds(32));
         }
         return true;
       });

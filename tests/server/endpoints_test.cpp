@@ -84,6 +84,8 @@ TEST(Endpoints, BrowsersMayCallFromAnyOriginByDefault) {
                   {{"Origin", "http://localhost:3000"}});
   EXPECT_EQ(streamed.status, 200);
   EXPECT_EQ(streamed.headers.at("access-control-allow-origin"), "*");
+  // A script may read the response's id (the OpenAI SDK's request_id).
+  EXPECT_EQ(streamed.headers.at("access-control-expose-headers"), "x-request-id");
 }
 
 TEST(Endpoints, OnlyTheListedOriginsAreAllowedWhenSomeAreNamed) {
@@ -372,6 +374,10 @@ TEST(Endpoints, MetricsCountRequestsAndPassPromtool) {
   EXPECT_TRUE(metric_value(m, "tandem_prefix_cache_hit_tokens_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_preemptions_total").has_value());
   EXPECT_TRUE(metric_value(m, "tandem_kv_blocks_cached").has_value());
+  // The grammar masks' bound: --grammar-cache-mib's default, 256 MiB.
+  EXPECT_EQ(metric_value(m, "tandem_grammar_mask_budget_bytes").value_or(0), 256.0 * (1 << 20));
+  EXPECT_TRUE(metric_value(m, "tandem_grammar_mask_bytes").has_value());
+  EXPECT_TRUE(metric_value(m, "tandem_grammar_masks_not_kept_total").has_value());
 
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool is absent (Debian's prometheus package): not linted";

@@ -77,11 +77,11 @@ TEST(GrammarCache, EntriesPastTheByteBudgetAreEvictedOldestFirst) {
 }
 
 // The masks every grammar the cache made keeps, cached or held by a request, stay within
-// the budget: a grammar meeting states past it computes their masks for each use and keeps
-// none, with the same masks as an unbounded one's. Before, a request's grammar kept every
-// mask it met, whatever the budget (QA: four regexes sent with n 16 held 1.05 GB). Idle
-// grammars holding masks past three quarters of the budget go at the next lookup, so the
-// grammars in use can keep theirs again.
+// their budget: a grammar meeting states past it computes their masks for each use and
+// keeps none, with the same masks as an unbounded one's. Before, a request's grammar kept
+// every mask it met, whatever the bound (QA: four regexes sent with n 16 held 1.05 GB).
+// Past three quarters of the budget a lookup frees the masks of idle grammars, oldest
+// first, down to half, and keeps their automata, so the grammars in use keep theirs again.
 TEST(GrammarCache, MasksKeptByItsGrammarsStayWithinTheBudget) {
   auto choices = [](char tag) {
     std::string text = "root ::= ";
@@ -96,8 +96,9 @@ TEST(GrammarCache, MasksKeptByItsGrammarsStayWithinTheBudget) {
   const size_t all = unbounded->cache_bytes();
   ASSERT_GT(all, 10000u);
   EXPECT_EQ(probe.mask_bytes(), all);
-  // Room for one grammar's masks and the automata of several.
-  GrammarCache cache(vocabulary, 64, all);
+  EXPECT_EQ(probe.masks_not_kept(), 0u);
+  // Room for one grammar's masks; the cache's own bound far away.
+  GrammarCache cache(vocabulary, 64, GrammarCache::kDefaultBudgetBytes, all);
   auto a = cache.gbnf(choices('a'));
   auto b = cache.gbnf(choices('b'));  // both in use: the test holds them
   a->precompute();
@@ -105,6 +106,7 @@ TEST(GrammarCache, MasksKeptByItsGrammarsStayWithinTheBudget) {
   b->precompute();
   EXPECT_LE(cache.mask_bytes(), all);
   EXPECT_LT(b->cached_states(), unbounded->cached_states());
+  EXPECT_GT(cache.masks_not_kept(), 0u);
   // b's masks, kept or not, are the unbounded grammar's, along a path through its states.
   Matcher bounded_matcher(b), unbounded_matcher(unbounded);
   for (const std::string step : {"", "b", "7", "9", "1", "9"}) {
@@ -115,16 +117,20 @@ TEST(GrammarCache, MasksKeptByItsGrammarsStayWithinTheBudget) {
     unbounded_matcher.fill_mask(want);
     EXPECT_EQ(got, want) << "after '" << step << "'";
   }
-  // The requests end: a lookup of a new grammar lets the idle masks go, oldest first.
+  // a's request ends; b's goes on. A lookup (b's) frees a's masks, not a itself.
+  const CompiledGrammar* a_compiled = a.get();
   a.reset();
-  b.reset();
-  const size_t before = cache.size();
-  const auto c = cache.gbnf(choices('c'));
-  EXPECT_LT(cache.size(), before + 1);
-  EXPECT_LE(cache.mask_bytes(), all / 4 * 3);
-  c->precompute();
-  EXPECT_GT(c->cached_states(), 0u);
-  EXPECT_LE(cache.mask_bytes(), all);
+  const size_t b_kept = b->cached_states();
+  EXPECT_EQ(cache.gbnf(choices('b')), b);
+  EXPECT_LE(cache.mask_bytes(), all / 2);
+  EXPECT_EQ(b->cached_states(), b_kept);  // in use: untouched
+  b->precompute();
+  EXPECT_GT(b->cached_states(), b_kept);  // room again
+  const size_t compiles = cache.compiles();
+  EXPECT_EQ(cache.gbnf(choices('a')).get(), a_compiled);  // still cached, masks to warm again
+  EXPECT_EQ(cache.compiles(), compiles);
+  // A cache that keeps only the latest grammar still keeps masks.
+  EXPECT_EQ(GrammarCache(vocabulary, 64, 0).mask_budget(), GrammarCache::kMinMaskBytes);
 }
 
 // A refusal can take as long as a compile (a grammar found too large at the end): the
