@@ -92,17 +92,24 @@ OutputConstraint read_gbnf(const Json& value, const std::string& param) {
   return {Kind::kGbnf, text, param};
 }
 
-// vLLM takes the schema as an object or as its JSON text.
+// vLLM takes the schema as an object or as its JSON text: an object, or a boolean schema
+// ("true" accepts any JSON value, as the value true itself does).
 OutputConstraint read_guided_json(const Json& value, const std::string& param) {
   if (!value.is_string()) return {Kind::kJsonSchema, schema_text(value, param), param};
   Json schema;
   try {
-    schema = parse_body_object(value.get_ref<const std::string&>());
+    schema = parse_json_value(value.get_ref<const std::string&>());
   } catch (const RequestRejected& rejected) {
-    reject("Invalid '" + param + "': the string is not a JSON schema object (" +
-               rejected.error.message + ")",
-           param);
+    reject(
+        "Invalid '" + param + "': the string is not a JSON schema (" + rejected.error.message + ")",
+        param);
   }
+  if (!schema.is_object() && !schema.is_boolean())
+    reject("Invalid '" + param +
+               "': the string is not a JSON schema (a schema is an object or a "
+               "boolean, not " +
+               describe_type(schema) + ").",
+           param);
   return {Kind::kJsonSchema, schema.dump(), param};
 }
 

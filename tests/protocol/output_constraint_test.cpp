@@ -95,6 +95,17 @@ TEST(OutputConstraint, VllmGuidedFieldsAreReadNamingTheFieldSent) {
   EXPECT_EQ(text.kind, Kind::kJsonSchema);
   EXPECT_EQ(text.text, object.text);
   EXPECT_EQ(text.param, "guided_json");
+  // A boolean schema as text, as the value itself (it was refused as "not an object").
+  for (const char* boolean : {"true", "false"}) {
+    const OutputConstraint as_text =
+        constraint_of(std::string(kCompletion) + R"("guided_json": ")" + boolean + R"("})",
+                      Endpoint::kCompletions);
+    const OutputConstraint as_value = constraint_of(
+        std::string(kCompletion) + R"("guided_json": )" + boolean + "}", Endpoint::kCompletions);
+    EXPECT_EQ(as_text.kind, Kind::kJsonSchema);
+    EXPECT_EQ(as_text.text, boolean);
+    EXPECT_EQ(as_text.text, as_value.text);
+  }
   const OutputConstraint gbnf =
       constraint_of(std::string(kChat) + R"("guided_grammar": "root ::= [a-z]+", )" +
                         R"("guided_decoding_backend": "xgrammar"})",
@@ -200,6 +211,7 @@ TEST(OutputConstraint, RefusalsNameTheField) {
       {R"("guided_choice": ["a", 2])", "guided_choice[1]", "a string"},
       {R"("guided_json": "{\"type\": ")", "guided_json", "not a JSON schema"},
       {R"("guided_json": "[1]")", "guided_json", "not a JSON schema"},
+      {R"("guided_json": "5")", "guided_json", "a boolean, not a"},
       {R"("guided_json": 5)", "guided_json", "an object"},
       {R"("guided_grammar": 5)", "guided_grammar", "a string"},
       {R"("guided_choice": ["a"], "ignore_eos": true)", "ignore_eos", "'guided_choice'"},
