@@ -12,6 +12,7 @@
 
 #include "runner/grammar/compile_gate.h"
 #include "server/cors.h"
+#include "server/strand_sink.h"
 
 namespace tandem::server {
 
@@ -52,54 +53,6 @@ std::string client_request_id(std::string_view header) {
 // How much a client may pipeline behind a running request; past it the session stops
 // reading (and so stops noticing a disconnect) until the request is answered.
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;
-
-// The scheduler's events, posted onto the session's strand: the scheduler thread never
-// blocks here and never touches the session's state.
-class StrandSink final : public RequestSink {
- public:
-  StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial,
-             int32_t choice)
-      : session_(std::move(session)),
-        strand_(std::move(strand)),
-        serial_(serial),
-        choice_(choice) {}
-
-  void on_text(std::string_view delta) override {
-    net::post(strand_, [s = session_, serial = serial_, choice = choice_, text = std::string(delta),
-                        at = Clock::now()]() mutable {
-      s->on_generation_text(serial, choice, std::move(text), at);
-    });
-  }
-  void on_logprobs(const TokenLogprobs& logprobs) override {
-    net::post(strand_,
-              [s = session_, serial = serial_, choice = choice_, one = logprobs]() mutable {
-                s->on_generation_logprobs(serial, choice, {std::move(one)});
-              });
-  }
-  void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) override {
-    net::post(strand_,
-              [s = session_, serial = serial_, choice = choice_,
-               all = std::vector<TokenLogprobs>(logprobs.begin(), logprobs.end())]() mutable {
-                s->on_generation_logprobs(serial, choice, std::move(all));
-              });
-  }
-  void on_finish(FinishReason reason, const Usage& usage) override {
-    net::post(strand_,
-              [s = session_, serial = serial_, choice = choice_, reason, usage, at = Clock::now()] {
-                s->on_generation_finish(serial, choice, reason, usage, at);
-              });
-  }
-  void on_error(ErrorKind kind, std::string_view) override {
-    net::post(strand_,
-              [s = session_, serial = serial_, kind] { s->on_generation_error(serial, kind); });
-  }
-
- private:
-  std::shared_ptr<Session> session_;
-  net::any_io_executor strand_;
-  uint64_t serial_;
-  int32_t choice_;
-};
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
