@@ -118,8 +118,9 @@ void Scheduler::publish_shared_prompt(Request& r) {
   PromptShare& s = *r.share;
   const int32_t table = s.blocks + (s.partial > 0 ? 1 : 0);
   if (s.leader != r.id || s.ready || r.kv_written < s.end(pool_.block_size())) return;
-  // A scored share goes with the scores of every position members take (a leader cancelled
-  // mid-step sent none; the next member to be admitted leads it instead).
+  // A scored share goes with the scores of every position members take (kept by the
+  // leader as its chunks are processed, cancelled or not; should any be missing, the share
+  // waits, and the next member admitted after the leader ends leads it from the start).
   if (r.in.sampling.prompt_logprobs >= 0 &&
       static_cast<int32_t>(s.scored.size()) != s.end(pool_.block_size()) + 1)
     return;
