@@ -12,11 +12,25 @@ using request_fields::find_field;
 
 namespace {
 
-void read_plain_text(const request_fields::Json& object, TokenizeRequest& request);
+// llama-server's "content" or vLLM's "prompt".
+void read_plain_text(const request_fields::Json& object, TokenizeRequest& request) {
+  const request_fields::Json* content = find_field(object, "content");
+  const request_fields::Json* prompt = find_field(object, "prompt");
+  if (content == nullptr && prompt == nullptr) {
+    request_fields::reject("'content' (or vLLM's 'prompt') is required.", "content");
+  }
+  if (content != nullptr) {
+    request.content = request_fields::read_string(*content, "content");
+    return;
+  }
+  request.content = request_fields::read_string(*prompt, "prompt");
+  request.vllm_form = true;
+  request.add_special = true;
+}
 
 // llama-server's "content", vLLM's "prompt" (whose special tokens are added unless
 // add_special_tokens says not, as vLLM's default is), or vLLM's chat form ("messages",
-// whose rendered prompt gets none unless asked: the template writes them).
+// rendered as a chat completion renders them: check_chat_form).
 void read_text(const request_fields::Json& object, TokenizeRequest& request) {
   if (find_field(object, "messages") != nullptr) {
     if (find_field(object, "content") != nullptr || find_field(object, "prompt") != nullptr)
@@ -32,21 +46,6 @@ void read_text(const request_fields::Json& object, TokenizeRequest& request) {
     if (const request_fields::Json* strs = find_field(object, "return_token_strs"))
       request.token_strs = request_fields::read_bool(*strs, "return_token_strs");
   }
-}
-
-void read_plain_text(const request_fields::Json& object, TokenizeRequest& request) {
-  const request_fields::Json* content = find_field(object, "content");
-  const request_fields::Json* prompt = find_field(object, "prompt");
-  if (content == nullptr && prompt == nullptr) {
-    request_fields::reject("'content' (or vLLM's 'prompt') is required.", "content");
-  }
-  if (content != nullptr) {
-    request.content = request_fields::read_string(*content, "content");
-    return;
-  }
-  request.content = request_fields::read_string(*prompt, "prompt");
-  request.vllm_form = true;
-  request.add_special = true;
 }
 
 // The chat form's tokens are what a chat completion feeds: the template's markers parsed

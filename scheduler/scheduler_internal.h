@@ -59,6 +59,8 @@ struct Scheduler::Request {
     return i < prompt_len ? in.prompt[i] : generated[i - prompt_len];
   }
   int64_t known_tokens() const { return prompt_len + static_cast<int64_t>(generated.size()); }
+  // Whether it computes a share's prompt that is not yet published (its scores are kept).
+  bool leads_unpublished_share() const { return share && share->leader == id && !share->ready; }
   // A preempted request recomputes its generated tokens too; the last of them is fed by
   // the first decode step after, so its prefill stops one short.
   bool resuming() const { return completion_tokens > 0; }

@@ -19,8 +19,7 @@ void Scheduler::process(Launched& step, const StepResult& result) {
     // The prompt's scores before the share is published: a leader's go with its blocks.
     // A leader cancelled with this chunk in flight keeps them for the share too (its KV is
     // written as well), though its own sink hears nothing more.
-    const bool leads = r.share && r.share->leader == r.id && !r.share->ready;
-    if ((!r.finished || leads) && !result.prompt_logprobs.empty() &&
+    if ((!r.finished || r.leads_unpublished_share()) && !result.prompt_logprobs.empty() &&
         r.in.sampling.prompt_logprobs >= 0 && r.prompt_logprobs_sent < r.prompt_len) {
       send_prompt_logprobs(r, step.first_position[i], result.prompt_logprobs[i]);
     }
@@ -66,7 +65,7 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
     entries.push_back(named(scored[k]));
   }
   // A share's leader keeps the entries of the positions its members take from it.
-  if (r.share && r.share->leader == r.id && !r.share->ready) {
+  if (r.leads_unpublished_share()) {
     std::vector<TokenLogprobs>& kept = r.share->scored;
     const int32_t end = r.share->end(pool_.block_size());
     for (size_t k = 0; k < entries.size(); ++k) {

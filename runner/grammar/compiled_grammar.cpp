@@ -34,13 +34,7 @@ TextReach CompiledGrammar::text_reach(int32_t state) const {
   return {static_cast<uint8_t>(packed & 0xFF), (packed & 0x100) != 0};
 }
 
-CompiledGrammar::~CompiledGrammar() {
-  for (int32_t s = 0; s < grammar_->num_states(); ++s) {
-    const MaskEntry* entry = entries_[static_cast<size_t>(s)].load(std::memory_order_relaxed);
-    if (entry && budget_) budget_->give_back(entry->memory_bytes());
-    delete entry;
-  }
-}
+CompiledGrammar::~CompiledGrammar() { drop_masks(); }
 
 const MaskEntry& CompiledGrammar::entry(int32_t state, TokenWalker& walker) const {
   std::atomic<const MaskEntry*>& slot = entries_[static_cast<size_t>(state)];

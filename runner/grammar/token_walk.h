@@ -58,10 +58,7 @@ class TokenWalker {
     held_ = std::move(entry);
     return held_;
   }
-  void let_go() {
-    if (!held_.accepted_bits.empty() || !held_.accepted_ids.empty() || !held_.uncertain_ids.empty())
-      held_ = MaskEntry{};
-  }
+  void let_go() { held_ = MaskEntry{}; }
 
  private:
   struct Step {
