@@ -9,9 +9,30 @@
 namespace tandem::request_fields {
 namespace {
 
+// The text of one content part: "text" (and the Responses API's "input_text" and
+// "output_text", which vLLM reads alike), or on an assistant turn "refusal" (OpenAI's part
+// for a refusal the model gave, its `refusal` field). Other parts carry media.
+std::string read_text_part(const Json& part, const std::string& part_param, bool assistant) {
+  const Json* type = find_field(part, "type");
+  if (type == nullptr) reject("'" + part_param + ".type' is required.", part_param + ".type");
+  const std::string& type_name = read_string(*type, part_param + ".type");
+  const char* field = "text";
+  if (type_name == "refusal" && assistant) {
+    field = "refusal";
+  } else if (type_name != "text" && type_name != "input_text" && type_name != "output_text") {
+    reject("Content parts of type '" + type_name + "' are not supported; only 'text'" +
+               (assistant ? " and 'refusal' are." : " is."),
+           part_param + ".type");
+  }
+  const std::string field_param = part_param + "." + field;
+  const Json* part_text = find_field(part, field);
+  if (part_text == nullptr) reject("'" + field_param + "' is required.", field_param);
+  return read_string(*part_text, field_param);
+}
+
 // A string, or an array of text parts joined with newlines (vLLM's "string" content
 // format, which every text-only template expects); absent or null: "".
-std::string read_content(const Json& message, const std::string& param) {
+std::string read_content(const Json& message, const std::string& param, bool assistant) {
   const Json* content = find_field(message, "content");
   if (content == nullptr) return "";
   if (content->is_string()) return content->get<std::string>();
@@ -24,18 +45,8 @@ std::string read_content(const Json& message, const std::string& param) {
   for (size_t i = 0; i < content->size(); ++i) {
     const std::string part_param = element_param(param, i);
     const Json& part = require_object((*content)[i], part_param);
-    const Json* type = find_field(part, "type");
-    if (type == nullptr) reject("'" + part_param + ".type' is required.", part_param + ".type");
-    const std::string& type_name = read_string(*type, part_param + ".type");
-    if (type_name != "text") {
-      reject("Content parts of type '" + type_name + "' are not supported; only 'text' is.",
-             part_param + ".type");
-    }
-    const Json* part_text = find_field(part, "text");
-    if (part_text == nullptr)
-      reject("'" + part_param + ".text' is required.", part_param + ".text");
     if (i > 0) text += '\n';
-    text += read_string(*part_text, part_param + ".text");
+    text += read_text_part(part, part_param, assistant);
   }
   return text;
 }
@@ -96,7 +107,7 @@ Json read_message(const Json& value, const std::string& param) {
   }
   Json shaped = Json::object();
   shaped["role"] = role;
-  shaped["content"] = read_content(message, content_param);
+  shaped["content"] = read_content(message, content_param, role == "assistant");
   if (const Json* calls = find_field(message, "tool_calls")) {
     if (role != "assistant") {
       reject("'" + param + ".tool_calls' is only allowed in assistant messages.",

@@ -230,6 +230,10 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   read_stop(body, request);
   request_fields::read_generation_controls(body, request);
   read_streaming(body, request);
+  // OpenAI's safety_identifier replaces user; recorded the same way where user is absent.
+  if (const Json* user = find_field(body, "safety_identifier")) {
+    request.user = read_string(*user, "safety_identifier");
+  }
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
   request_fields::reject_unimplemented_fields(body, endpoint);
   request.constraint = request_fields::read_output_constraint(body);

@@ -40,6 +40,8 @@ bool only_text(const Json& value, const Json&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
 }
 bool is_none(const Json& value, const Json&) { return value == "none"; }
+bool is_medium(const Json& value, const Json&) { return value == "medium"; }
+bool standard_tier(const Json& value, const Json&) { return value == "auto" || value == "default"; }
 
 bool best_of_one(const Json& value, const Json&) {
   return read_integer(value, "best_of", std::numeric_limits<int64_t>::min(),
@@ -74,7 +76,7 @@ constexpr const char* kNoMedia = "is not supported by this server (it reads no i
 
 const UnsupportedField kFields[] = {
     // OpenAI.
-    {"best_of", Where::kCompletions, best_of_one, "other than 1 is not supported by this server."},
+    {"best_of", Where::kBoth, best_of_one, "other than 1 is not supported by this server."},
     {"suffix", Where::kCompletions, empty_suffix, "(non-empty) is not supported by this server."},
     {"functions", Where::kBoth, is_empty,
      "(the legacy function calling) is not supported by this server; send 'tools' instead."},
@@ -89,6 +91,17 @@ const UnsupportedField kFields[] = {
     {"prediction", Where::kBoth, always, ""},
     {"reasoning_effort", Where::kBoth, never, kNotSupported},
     {"web_search_options", Where::kBoth, never, "(web search) is not supported by this server."},
+    {"store", Where::kBoth, is_false,
+     "set to true (stored completions) is not supported by this server."},
+    // The tags of a stored completion, and a routing hint for OpenAI's prompt cache (this
+    // server's prefix cache needs none, and by its law a hit changes no output): neither
+    // changes what is generated.
+    {"metadata", Where::kBoth, always, ""},
+    {"prompt_cache_key", Where::kBoth, always, ""},
+    {"service_tier", Where::kBoth, standard_tier,
+     "other than \"auto\" or \"default\" is not supported by this server."},
+    {"verbosity", Where::kBoth, is_medium,
+     "other than \"medium\" is not supported by this server."},
     {"tools", Where::kCompletions, is_empty,
      "is not supported on /v1/completions; use /v1/chat/completions."},
     {"tool_choice", Where::kCompletions, is_none,
@@ -123,6 +136,15 @@ const UnsupportedField kFields[] = {
     {"guided_decoding_backend", Where::kBoth, always, ""},  // picks an engine, not an output
     {"prompt_embeds", Where::kBoth, is_empty,
      "(prompt embeddings) is not supported by this server; send 'prompt'."},
+    {"return_token_ids", Where::kBoth, is_false,
+     "set to true is not supported by this server; on /v1/completions 'logprobs' gives each "
+     "token's text."},
+    {"cache_salt", Where::kBoth, is_empty,
+     "(non-empty) is not supported by this server: its prefix cache is shared by every "
+     "request."},
+    {"vllm_xargs", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
+    {"kv_transfer_params", Where::kBoth, is_empty,
+     "(disaggregated prefill) is not supported by this server."},
     // llama-server.
     {"mirostat", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
     {"mirostat_tau", Where::kBoth, always, ""},  // only read with mirostat
@@ -169,6 +191,11 @@ const UnsupportedField kFields[] = {
     {"post_sampling_probs", Where::kBoth, is_false,
      "set to true is not supported by this server: its logprobs are the model's, before "
      "sampling."},
+    {"return_tokens", Where::kBoth, is_false, "set to true is not supported by this server."},
+    // Prompt caching and slots are how llama-server reuses a prefix; this server's prefix
+    // cache does so for every request, and by its law a hit changes no output.
+    {"cache_prompt", Where::kBoth, always, ""},
+    {"id_slot", Where::kBoth, always, ""},
     {"image_data", Where::kBoth, is_empty, kNoMedia},
     {"multimodal_data", Where::kBoth, is_empty, kNoMedia},
 };

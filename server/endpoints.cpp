@@ -207,8 +207,9 @@ Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
-  // Every tool's parameters, whatever tool_choice says: required and named compile only
-  // the tools they may call, and a schema nothing satisfies drops its tool from that grammar.
+  // The parameters of each tool a constrained call may take, one by one: in the call
+  // grammar a schema nothing satisfies would only drop its tool, and the error would not
+  // name it.
   if (auto error = check_tool_parameters(request.tools)) return error_answer(*error);
   auto grammar =
       request.tools.constrains()

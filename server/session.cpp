@@ -229,6 +229,16 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   const bool keep_alive = request.keep_alive();
+  // A compressed body would otherwise be read as malformed JSON, naming a control byte.
+  if (const beast::string_view coding = request[http::field::content_encoding];
+      !coding.empty() && !beast::iequals(coding, "identity")) {
+    answer(error_answer(ApiError{415, "invalid_request_error",
+                                 "Content-Encoding '" + std::string(coding) +
+                                     "' is not supported; send the body uncompressed.",
+                                 "", "unsupported_media_type"}),
+           keep_alive);
+    return;
+  }
   version_ = request.version() == 10 ? 10 : 11;
   // A preflight, unless CORS is off: then OPTIONS is a method no route takes (405).
   if (request.method() == http::verb::options && !context_.limits.allowed_origins.empty()) {

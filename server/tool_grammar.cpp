@@ -52,8 +52,11 @@ class ParameterVerdicts {
 
 std::optional<ApiError> check_tool_parameters(const ToolRequest& tools) {
   static ParameterVerdicts verdicts;
+  if (!tools.constrains()) return std::nullopt;
   for (size_t i = 0; i < tools.functions.size(); ++i) {
-    const std::string error = verdicts.verdict(tools.functions[i].parameters);
+    const ToolFunction& function = tools.functions[i];
+    if (!tools.may_call(function)) continue;
+    const std::string error = verdicts.verdict(function.parameters);
     if (!error.empty()) {
       const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
       return bad_request("Invalid '" + param + "': " + error, param);

@@ -24,12 +24,14 @@ grammar::FramedJson tool_call_grammar_spec(const ToolRequest& tools, ToolCallFor
 std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_tool_call_grammar(
     const ToolRequest& tools, ToolCallFormat format, grammar::GrammarCache* grammars);
 
-// Every tool's parameters compile as a JSON Schema of the engine's subset, whatever
-// tool_choice says (a schema that would be refused under "required" is refused under "auto"
-// and "none" too, with the same 400 naming "tools[i].function.parameters"). Compiles each
-// schema without the vocabulary (no masks): the grammar is built and dropped, and its
-// verdict kept by schema text for the process, since clients send the same tools with
-// every turn. Thread-safe.
+// The parameters of every tool a constrained request (tool_choice "required" or named) may
+// call compile as a JSON Schema of the engine's subset; else a 400 naming that tool's
+// "tools[i].function.parameters". Under "auto" and "none", and for the tools a named choice
+// leaves out, nothing constrains the output: the schemas only reach the template, and any
+// keyword is accepted, as vLLM does (MCP servers' and generated tool sets hold keywords
+// the engine lacks). Compiles each schema without the vocabulary (no masks): the grammar
+// is built and dropped, and its verdict kept by schema text for the process, since clients
+// send the same tools with every turn. Thread-safe.
 std::optional<ApiError> check_tool_parameters(const ToolRequest& tools);
 
 }  // namespace tandem::server

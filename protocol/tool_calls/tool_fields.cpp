@@ -28,16 +28,38 @@ void require_function_type(const Json& object, const std::string& param) {
   }
 }
 
+// A schema for what must be an object, made to say so where it says nothing of the type:
+// `{}` or `{"properties": ...}` alone (common in MCP and hand-written tools) would let a
+// constrained call's arguments be any JSON value (`false`, `1e88`), which no client reads
+// as arguments. The type is added at the root and in each branch of an anyOf, oneOf or
+// allOf there; a $ref, enum or const is left as written (the engine does not intersect
+// schemas, and those name their values themselves).
+Json as_object_schema(Json schema) {
+  if (!schema.is_object() || schema.contains("type") || schema.contains("$ref") ||
+      schema.contains("enum") || schema.contains("const")) {
+    return schema;
+  }
+  bool branches = false;
+  for (const char* keyword : {"anyOf", "oneOf", "allOf"}) {
+    if (!schema.contains(keyword) || !schema[keyword].is_array()) continue;
+    branches = true;
+    for (Json& branch : schema[keyword]) branch = as_object_schema(std::move(branch));
+  }
+  if (!branches) schema["type"] = "object";
+  return schema;
+}
+
 // The arguments are a JSON object: a schema whose "type" names another is refused, as
-// OpenAI does. Whether the schema compiles is the server's check (server/tool_grammar.h).
-const Json& read_parameters(const Json& parameters, const std::string& param) {
+// OpenAI does, and one that names none is read as an object's (as_object_schema). Whether
+// the schema compiles is the server's check (server/tool_grammar.h).
+Json read_parameters(const Json& parameters, const std::string& param) {
   require_object(parameters, param);
   if (const Json* type = find_field(parameters, "type"); type != nullptr && *type != "object") {
     reject("Invalid '" + param + "': the arguments' schema must have type 'object'; got " +
                type->dump() + ".",
            param);
   }
-  return parameters;
+  return as_object_schema(parameters);
 }
 
 ToolFunction read_tool(const Json& tool, const std::string& param) {

@@ -2,13 +2,16 @@
 
 namespace tandem {
 
+bool ToolRequest::may_call(const ToolFunction& function) const {
+  return choice.mode != ToolChoice::Mode::kNamed || function.name == choice.name;
+}
+
 std::vector<ToolFunction> ToolRequest::callable() const {
-  if (choice.mode != ToolChoice::Mode::kNamed) return functions;
-  std::vector<ToolFunction> named;
+  std::vector<ToolFunction> out;
   for (const ToolFunction& function : functions) {
-    if (function.name == choice.name) named.push_back(function);
+    if (may_call(function)) out.push_back(function);
   }
-  return named;
+  return out;
 }
 
 }  // namespace tandem

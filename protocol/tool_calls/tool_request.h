@@ -13,7 +13,10 @@ namespace tandem {
 
 struct ToolFunction {
   std::string name;
-  // The function's JSON Schema for its arguments; {"type": "object"} when the tool has none.
+  // The function's JSON Schema for its arguments, the grammar's when a call is constrained:
+  // with "type": "object" added where the request's names no type (tool_fields.cpp), and
+  // {"type": "object", "properties": {}, "additionalProperties": false} when it has none.
+  // The template renders `definitions`, as sent.
   nlohmann::ordered_json parameters;
 };
 
@@ -44,7 +47,9 @@ struct ToolRequest {
     return any() &&
            (choice.mode == ToolChoice::Mode::kRequired || choice.mode == ToolChoice::Mode::kNamed);
   }
-  // The functions a constrained output may call: the named one, or all.
+  // Whether a constrained output may call `function`: the named one, or any.
+  bool may_call(const ToolFunction& function) const;
+  // The functions a constrained output may call, in the request's order.
   std::vector<ToolFunction> callable() const;
 };
 

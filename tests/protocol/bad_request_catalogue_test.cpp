@@ -300,6 +300,15 @@ const BadRequest kCatalogue[] = {
     {"MessageContentPartTextNumber", kChat,
      messages(R"([{"role": "user", "content": [{"type": "text", "text": 1}]}])"),
      "messages[0].content[0].text", "a string"},
+    // A refusal part is an assistant's (OpenAI's spec); it needs its `refusal` text.
+    {"MessageContentRefusalPartOfAUser", kChat,
+     messages(R"([{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}])"),
+     "messages[0].content[0].type", "refusal"},
+    {"MessageContentRefusalPartWithoutRefusal", kChat,
+     messages(R"([{"role": "user", "content": "hi"},
+                  {"role": "assistant", "content": [{"type": "refusal", "text": "no"}]},
+                  {"role": "user", "content": "why"}])"),
+     "messages[1].content[0].refusal", "required"},
     {"ChatTemperatureNegative", kChat, with_messages(R"("temperature": -1)"), "temperature", ""},
 };
 

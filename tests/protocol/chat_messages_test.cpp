@@ -42,6 +42,20 @@ TEST(ChatMessages, ToolTurnsReachTheTemplateAsOpenAIShapesThem) {
             R"({"role":"tool","content":"21","tool_call_id":"call_1","name":"get_weather"})");
 }
 
+// Text parts join with newlines, whatever OpenAI's API names them ("text", the Responses
+// API's "input_text" and "output_text"); an assistant's "refusal" part is its refusal text,
+// as vLLM reads it.
+TEST(ChatMessages, TextAndRefusalPartsBecomeTheTurnsText) {
+  const ChatInputs inputs = parse_ok(R"({"messages": [
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "input_text", "text": "b"}]},
+      {"role": "assistant", "content": [{"type": "output_text", "text": "c"},
+                                        {"type": "refusal", "refusal": "I can't."}]},
+      {"role": "user", "content": "why"}]})");
+  ASSERT_EQ(inputs.messages.size(), 3u);
+  EXPECT_EQ(inputs.messages[0]["content"], "a\nb");
+  EXPECT_EQ(inputs.messages[1]["content"], "c\nI can't.");
+}
+
 TEST(ChatMessages, TemplateSwitchesAreRead) {
   const ChatInputs inputs = parse_ok(R"({"messages": [{"role": "user", "content": "x"}],
       "add_generation_prompt": false, "chat_template_kwargs": {"enable_thinking": false},

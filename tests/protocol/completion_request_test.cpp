@@ -183,6 +183,9 @@ TEST(CompletionRequest, StopControlsAreRead) {
   EXPECT_TRUE(r.include_stop_str_in_output);
   EXPECT_FALSE(r.skip_special_tokens);
   EXPECT_EQ(r.user, "u-1");
+  // OpenAI's safety_identifier, which replaces user, is recorded where user is absent.
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "safety_identifier": "s-2"})").user, "s-2");
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "safety_identifier": "s-2", "user": "u-1"})").user, "u-1");
   CompletionRequest defaults = parse_ok(R"({"prompt": "x"})");
   EXPECT_EQ(defaults.sampling.min_tokens, 0);
   EXPECT_TRUE(defaults.sampling.stop_token_ids.empty());

@@ -102,6 +102,17 @@ const FieldCase kRefused[] = {
      "chat_template_kwargs.bos_token", ""},
     {"GuidedWhitespacePattern", kChat, R"("guided_whitespace_pattern": "\\s*")",
      "guided_whitespace_pattern", ""},
+    // Found silently ignored by QA (stop 75): OpenAI's, vLLM's and llama-server's newer fields.
+    {"ChatBestOf", kChat, R"("best_of": 2)", "best_of", ""},
+    {"Store", kChat, R"("store": true)", "store", "stored completions"},
+    {"ServiceTier", kChat, R"("service_tier": "flex")", "service_tier", ""},
+    {"Verbosity", kChat, R"("verbosity": "low")", "verbosity", ""},
+    {"ReturnTokenIds", kCmpl, R"("return_token_ids": true)", "return_token_ids", ""},
+    {"CacheSalt", kChat, R"("cache_salt": "tenant-a")", "cache_salt", "prefix cache"},
+    {"VllmXargs", kCmpl, R"("vllm_xargs": {"k": 1})", "vllm_xargs", ""},
+    {"KvTransferParams", kChat, R"("kv_transfer_params": {"do_remote_decode": true})",
+     "kv_transfer_params", ""},
+    {"ReturnTokens", kCmpl, R"("return_tokens": true)", "return_tokens", ""},
     {"BeamSearchOfTheWrongType", kCmpl, R"("use_beam_search": "no")", "use_beam_search", ""},
     {"BestOfString", kCmpl, R"("best_of": "2")", "best_of", "an integer"},
     // max_tokens and max_completion_tokens are both checked, whichever wins.
@@ -140,8 +151,12 @@ const FieldCase kAccepted[] = {
     // OpenAI's and others' harmless extras, and names no one defines.
     // Predicted outputs change only how fast the same output comes.
     {"PredictionChangesNoOutput", kChat, R"("prediction": {"type": "content", "content": "x"})"},
-    {"UnknownNamesAreIgnored", kChat,
-     R"("metadata": {"a": "b"}, "store": false, "service_tier": "auto", "frobnicate": 7)"},
+    {"NeutralNewerValues", kChat,
+     R"("metadata": {"a": "b"}, "store": false, "service_tier": "auto", "verbosity": "medium",
+        "prompt_cache_key": "k", "safety_identifier": "s", "best_of": 1, "cache_salt": "",
+        "return_token_ids": false, "vllm_xargs": {}, "kv_transfer_params": null,
+        "return_tokens": false, "cache_prompt": false, "id_slot": 2)"},
+    {"UnknownNamesAreIgnored", kChat, R"("frobnicate": 7)"},
 };
 
 class RefusedFields : public ::testing::TestWithParam<FieldCase> {};

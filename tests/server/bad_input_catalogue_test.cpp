@@ -326,6 +326,13 @@ std::vector<Case> make_framing_cases() {
        post("/v1/completions", kSmallBody, "Content-Type: application/x-www-form-urlencoded\r\n"),
        200},
       {"ContentTypeMissing", post("/v1/completions", kSmallBody, ""), 200},
+      // A compressed body is named as such, not read as malformed JSON.
+      {"ContentEncodingGzip",
+       post("/v1/completions", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8),
+            "Content-Encoding: gzip\r\n"),
+       415, "", "unsupported_media_type"},
+      {"ContentEncodingIdentity",
+       post("/v1/completions", kSmallBody, "Content-Encoding: Identity\r\n"), 200},
       {"MultipartFormBody",
        post("/v1/completions",
             "--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nhi\r\n--b--\r\n",

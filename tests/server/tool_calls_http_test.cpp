@@ -184,22 +184,30 @@ TEST(ToolCallsHttp, BadToolsAreRefusedByName) {
   HttpResult result = fetch(port, "POST", "/v1/chat/completions", unknown.dump());
   ASSERT_EQ(result.status, 400) << result.body;
   EXPECT_EQ(result.json()["error"]["param"], "tool_choice.function.name");
-  // A schema the engine cannot compile, or that no value satisfies, is the same 400
-  // whatever tool_choice says: a named function that is another tool's included (its
-  // grammar compiles only the named tool's parameters).
+  // A schema the engine cannot compile, or that no value satisfies, is a 400 naming the
+  // tool where a call to it is constrained (required, or that tool named), the same 400
+  // each time. Where nothing constrains a call to it ("auto", "none", another tool named)
+  // the schema only reaches the template, and the request is served, as vLLM serves it.
+  const ordered_json named_add = {{"type", "function"}, {"function", {{"name", "add"}}}};
   const ordered_json named_weather = {{"type", "function"},
                                       {"function", {{"name", "get_weather"}}}};
   for (const auto& [key, value] :
        {std::pair<const char*, ordered_json>{"multipleOf", 3}, {"minimum", 5}}) {
     std::string first_error;
-    for (const ordered_json& choice :
-         {ordered_json("required"), ordered_json("auto"), ordered_json("none"), named_weather}) {
+    for (const ordered_json& choice : {ordered_json("required"), named_add, ordered_json("auto"),
+                                       ordered_json("none"), named_weather}) {
       SCOPED_TRACE(std::string(key) + " " + choice.dump());
       ordered_json bad_schema = tool_request(choice, 1);
+      bad_schema["max_tokens"] = 4;
       ordered_json& a = bad_schema["tools"][1]["function"]["parameters"]["properties"]["a"];
       a[key] = value;
       if (std::string(key) == "minimum") a["maximum"] = 3;  // nothing between
       result = fetch(port, "POST", "/v1/chat/completions", bad_schema.dump());
+      const bool constrained = choice == "required" || choice == named_add;
+      if (!constrained) {
+        EXPECT_EQ(result.status, 200) << result.body;
+        continue;
+      }
       ASSERT_EQ(result.status, 400) << result.body;
       EXPECT_EQ(result.json()["error"]["param"], "tools[1].function.parameters");
       if (first_error.empty()) first_error = result.body;
@@ -231,6 +239,28 @@ TEST(ToolCallGrammar, ANamedFunctionIsOneCallAndAToolWithoutParametersTakesNone)
             grammar::GrammarBuilder::kUnbounded);
 }
 
+// The grammar's schema of parameters that name no type says "object" at the root and in
+// each branch; a $ref, enum or const keeps what it names; the template's definitions stay
+// as the request sent them.
+TEST(ToolCallGrammar, ParametersThatNameNoTypeAreAnObjectsSchema) {
+  const ToolRequest tools = request_fields::read_tool_request(request_fields::Json::parse(R"({
+    "tools": [{"type": "function", "function": {"name": "a", "parameters": {}}},
+              {"type": "function", "function": {"name": "b", "parameters":
+                {"properties": {"q": {"type": "string"}}}}},
+              {"type": "function", "function": {"name": "c", "parameters":
+                {"oneOf": [{"required": ["x"]}, {"$ref": "#/$defs/d"}],
+                 "$defs": {"d": {"type": "object"}}}}}],
+    "tool_choice": "required"})"));
+  ASSERT_EQ(tools.functions.size(), 3u);
+  EXPECT_EQ(tools.functions[0].parameters.dump(), R"({"type":"object"})");
+  EXPECT_EQ(tools.functions[1].parameters.dump(),
+            R"({"properties":{"q":{"type":"string"}},"type":"object"})");
+  EXPECT_EQ(tools.functions[2].parameters.dump(),
+            R"({"oneOf":[{"required":["x"],"type":"object"},{"$ref":"#/$defs/d"}],)"
+            R"("$defs":{"d":{"type":"object"}}})");
+  EXPECT_EQ(tools.definitions[0]["function"]["parameters"].dump(), "{}");
+}
+
 // A tool without "parameters" takes no arguments (OpenAI's reading): its calls' arguments
 // are {} only. A named function is called once, parallel_tool_calls or not.
 TEST(ToolCallsHttp, AToolWithoutParametersIsCalledWithNoArgumentsAndANamedOneOnce) {
@@ -248,6 +278,36 @@ TEST(ToolCallsHttp, AToolWithoutParametersIsCalledWithNoArgumentsAndANamedOneOnc
     const json named_calls = checked_calls(post_json(port, "/v1/chat/completions", named), "stop");
     ASSERT_EQ(named_calls.size(), 1u);
     EXPECT_EQ(named_calls[0]["function"]["name"], "add");
+  }
+}
+
+// Parameters that name no type ({}, or properties alone, or branches that do not) still
+// take an object: constrained, the arguments are a JSON object (OpenAI's arguments always
+// are), never `false` or `1e88`, which no client reads as a call. The template still gets
+// the schema as sent.
+TEST(ToolCallsHttp, ParametersThatNameNoTypeStillTakeAnObject) {
+  const uint16_t port = hermes_server().port();
+  const char* const schemas[] = {
+      R"({})",
+      R"({"properties": {"q": {"type": "string", "maxLength": 3}}})",
+      R"({"anyOf": [{"properties": {"x": {"type": "integer"}}, "required": ["x"]},
+                    {"properties": {"y": {"type": "boolean"}}, "required": ["y"]}]})",
+  };
+  for (const char* schema : schemas) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      SCOPED_TRACE(std::string(schema) + " seed " + std::to_string(seed));
+      ordered_json body = tool_request("required", seed);
+      body["tools"] = ordered_json::array(
+          {{{"type", "function"},
+            {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+      body["parallel_tool_calls"] = false;
+      const json answer = post_json(port, "/v1/chat/completions", body);
+      EXPECT_EQ(answer["choices"][0]["finish_reason"], "tool_calls") << answer.dump();
+      const json& calls = answer["choices"][0]["message"]["tool_calls"];
+      ASSERT_TRUE(calls.is_array() && calls.size() == 1) << answer.dump();
+      EXPECT_TRUE(json::parse(calls[0]["function"]["arguments"].get<std::string>()).is_object())
+          << calls.dump();
+    }
   }
 }
 
