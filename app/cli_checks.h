@@ -70,18 +70,30 @@ inline CLI::Validator non_empty_name() {
 // exit 1 after it. in_place: the command opens the file itself (bench's --json, the access
 // log) rather than renaming a finished temporary over it, so an existing file must open
 // for writing; it is opened to append, which changes nothing. (access() alone says yes to
-// root for any mode bits; the open asks the file system.)
-inline void check_output_path(const std::string& flag, const std::string& path,
-                              bool in_place = false) {
+// root for any mode bits; the open asks the file system.) Otherwise the finished file is
+// renamed over the path, which would replace a device or FIFO by a file (as root,
+// /dev/null too): only a regular file is replaced, and a symbolic link is followed, `path`
+// becoming its target, so that the link stays and its file is written.
+inline void check_output_path(const std::string& flag, std::string& path, bool in_place = false) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty()) throw UsageError(flag + ": an empty path");
+  if (!in_place && fs::is_symlink(path, ec)) {
+    const fs::path target = fs::weakly_canonical(path, ec);
+    if (ec) throw UsageError(flag + ": " + path + ": " + ec.message());
+    path = target.string();
+  }
   if (fs::is_directory(path, ec)) throw UsageError(flag + ": " + path + " is a directory");
   const fs::path parent = fs::path(path).parent_path();
   const fs::path dir = parent.empty() ? fs::path(".") : parent;
   if (!fs::is_directory(dir, ec))
     throw UsageError(flag + ": " + path + ": directory " + dir.string() + " does not exist");
   const bool exists = fs::exists(path, ec);
+  if (!in_place && exists && !fs::is_regular_file(path, ec)) {
+    throw UsageError(flag + ": " + path +
+                     " is not a regular file (a device, FIFO or socket); the output would "
+                     "replace it");
+  }
   if (in_place && exists) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)

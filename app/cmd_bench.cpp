@@ -2,6 +2,7 @@
 // usage error naming the flag), then hands the run to bench::run_bench.
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <iostream>
@@ -36,16 +37,22 @@ bool parse_token_range(const std::string& text, int32_t& lo, int32_t& hi) {
 }
 
 // > 0; "inf" allowed where infinite makes sense. CLI11's PositiveNumber prints DBL_MAX.
-CLI::Validator positive(bool allow_infinite) {
+// A number >= least (and, with allow_infinite, inf). A rate's least keeps the arrival
+// offsets within what a timer can hold: at 1e-300 requests a second the first gap overflowed
+// the clock, and every request went at once.
+CLI::Validator positive(bool allow_infinite, double least = 0) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, least > 0 ? ">= %g" : "> 0", least);
+  const std::string text = bound;
   return CLI::Validator(
-      [allow_infinite](std::string& s) {
+      [allow_infinite, least, text](std::string& s) {
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
-        const bool ok =
-            end != s.c_str() && *end == '\0' && v > 0 && (allow_infinite || std::isfinite(v));
+        const bool ok = end != s.c_str() && *end == '\0' && v > 0 && v >= least &&
+                        (allow_infinite || std::isfinite(v));
         return ok ? std::string()
-                  : std::string(allow_infinite ? "expects a number > 0 or inf"
-                                               : "expects a finite number > 0");
+                  : "expects a " + std::string(allow_infinite ? "" : "finite ") + "number " + text +
+                        (allow_infinite ? " or inf" : "");
       },
       allow_infinite ? "POSITIVE|inf" : "POSITIVE");
 }
@@ -129,7 +136,7 @@ Subcommand make_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--request-rate", o.request_rate,
                   "Open loop: Poisson arrivals, requests per second (default inf: all at once)")
-      ->check(positive(true));
+      ->check(positive(true, 0.001));
   cmd->add_option("--burstiness", o.burstiness,
                   "Gamma shape of the arrival gaps: 1 Poisson, <1 burstier, >1 steadier")
       ->check(positive(false));
@@ -167,7 +174,7 @@ Subcommand make_bench_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   add_engine_flags(*cmd, *flags, model);
 
-  return {cmd, [flags, url, model, overlap, prefix_cache] {
+  return {cmd, [flags, url, model, overlap, prefix_cache, json] {
             bench::BenchOptions& o = flags->options;
             if (url->count() == 0 && model->count() == 0)
               throw UsageError("--url or --model is required");
@@ -175,7 +182,7 @@ Subcommand make_bench_command(CLI::App& app) {
               throw UsageError("--overlap needs --model (it sets the in-process engine)");
             if (prefix_cache->count() > 0 && model->count() == 0)
               throw UsageError("--prefix-cache needs --model (it sets the in-process engine)");
-            if (!o.json_path.empty()) check_output_path("--json", o.json_path, /*in_place=*/true);
+            if (json->count() > 0) check_output_path("--json", o.json_path, /*in_place=*/true);
             if (!o.json_schema.empty()) check_schema_file(o.json_schema);
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
             o.prefill_chunk = prefill_chunk_value(flags->prefill_chunk);
@@ -186,7 +193,7 @@ Subcommand make_bench_command(CLI::App& app) {
             } catch (const gguf::GgufError& e) {
               throw UsageError(std::string("--model: ") + e.what());
             } catch (const EngineOptionError& e) {
-              throw UsageError(std::string("--model: ") + e.what());
+              throw UsageError(e.what());  // it names its flag, as serve prints it
             }
           }};
 }

@@ -57,7 +57,12 @@ std::filesystem::path default_model_path() {
   }
   const std::filesystem::path path = dir / "tandem-demo-f16-seed0-v2.gguf";
   if (std::filesystem::exists(path)) return path;
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {  // the environment's fault, as a bad flag would be: exit 2, one line
+    throw UsageError("cannot create " + dir.string() + " for the default model (" + ec.message() +
+                     "); set XDG_CACHE_HOME to a writable directory, or give --model");
+  }
   std::cerr << "tandem serve: generating the default model at " << path.string() << "\n";
   make_model::MakeModelOptions options;
   options.shape = "demo";
@@ -66,6 +71,11 @@ std::filesystem::path default_model_path() {
   options.out = path;
   make_model::write_random_model(options);
   return path;
+}
+
+// A host as a URL writes it: an IPv6 address in brackets (http://[::1]:8080).
+std::string url_host(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 
 std::string read_template_file(const std::string& path) {
@@ -153,7 +163,7 @@ int run_serve(ServeOptions o) {
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
       "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, device %s, "
       "overlap %s)\n",
-      o.server.host.c_str(), static_cast<unsigned>(port), path.string().c_str(),
+      url_host(o.server.host).c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       card.chat_template ? tool_call_format_name(card.chat_template->tool_format) : "none",
@@ -188,7 +198,11 @@ Subcommand make_serve_command(CLI::App& app) {
                   "the default KV budget holds at least one (default: the model's context)")
       ->check(CLI::Range(16, 1 << 30));
   cmd->add_option("--host", opts->server.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", opts->server.port, "Port (0: pick a free one)")->capture_default_str();
+  // Read as a wider integer: CLI11 named a 16-bit overflow only "Could not convert".
+  cmd->add_option_function<int64_t>(
+         "--port", [opts](int64_t port) { opts->server.port = static_cast<uint16_t>(port); },
+         "Port (0: pick a free one; default 8080)")
+      ->check(CLI::Range(int64_t{0}, int64_t{65535}));
   cmd->add_option("--overlap", opts->overlap, "Overlap host work with device steps")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
@@ -228,7 +242,17 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--max-queue", opts->max_queue, "Requests waiting before 503")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  cmd->add_option("--api-key", opts->server.api_key, "Require 'Authorization: Bearer KEY'");
+  // An empty key would serve without authentication: a deploy script whose variable is
+  // unset would open the server without a word.
+  cmd->add_option("--api-key", opts->server.api_key, "Require 'Authorization: Bearer KEY'")
+      ->check(CLI::Validator(
+          [](std::string& key) {
+            return key.empty() ? std::string(
+                                     "an empty key would leave the server open; leave "
+                                     "--api-key out to serve without one")
+                               : std::string();
+          },
+          "KEY"));
   cmd->add_option("--max-body", opts->server.max_body, "Largest request body in bytes")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
       ->capture_default_str();

@@ -220,6 +220,9 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
     server_options.host = "127.0.0.1";
     server_options.port = 0;
     server_options.shutdown_grace_seconds = 1;
+    // Ctrl-C ends the bench, as it does with --url and --offline; the server caught it, and
+    // the run went on with every later request refused (and a compare's second run whole).
+    server_options.handle_signals = false;
     server::HttpServer http(engine.scheduler(), engine.tokenizer(), engine.card(), server_options);
     ServerUrl url;
     url.host = "127.0.0.1";
@@ -257,11 +260,27 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   return run;
 }
 
-std::vector<int32_t> engine_token_pool(const BenchOptions& o) {
-  // The same pool a server's /tokenize gives for the passage, so --url against `tandem
-  // serve` on this model sends the very same prompts.
+// A workload whose longest prompt leaves no room for one output token in the served
+// context fails every request, after the model has loaded and the warm-up has run: a bad
+// flag, found before any work starts. context: 0 when the server does not say.
+void check_workload_fits(const WorkloadSpec& spec, int64_t context, const std::string& where) {
+  const int64_t longest = int64_t{std::max(spec.shared_prefix_tokens, 0)} + spec.prompt_tokens_max;
+  if (context <= 0 || longest < context) return;
+  const std::string flag =
+      spec.shared_prefix_tokens > 0 ? "--shared-prefix-tokens/--prompt-tokens" : "--prompt-tokens";
+  throw std::invalid_argument(flag + ": prompts of up to " + std::to_string(longest) +
+                              " tokens leave no room for output in " + where + "'s context of " +
+                              std::to_string(context) + " tokens");
+}
+
+// The same pool a server's /tokenize gives for the passage, so --url against `tandem
+// serve` on this model sends the very same prompts; and the context a server of the model
+// would serve (the model's, at most --kv-tokens).
+std::vector<int32_t> engine_token_pool(const BenchOptions& o, int64_t& context) {
   const std::unique_ptr<Model> model = Model::load(o.model);
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(model->file());
+  context = model->config().context_length;
+  if (o.kv_tokens > 0) context = std::min<int64_t>(context, o.kv_tokens);
   return distinct_ids(tokenizer->encode(pool_passage(), /*add_special=*/false,
                                         /*parse_special=*/false));
 }
@@ -281,6 +300,7 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
   ServerUrl url = parse_server_url(o.url);
   url.api_key = o.api_key;
   const ServerInfo info = discover_server(url, o.served_model_name);
+  check_workload_fits(spec, info.context_length, "the server");
   const std::vector<PlannedRequest> workload = plan_workload(spec, info.token_pool);
   out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model) << "), "
       << describe_load(o) << "\n";
@@ -421,7 +441,9 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostr
 // settings and, for --overlap compare, the comparison into the document.
 int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
                 std::vector<RunReport>& reports) {
-  const std::vector<int32_t> pool = engine_token_pool(o);
+  int64_t context = 0;
+  const std::vector<int32_t> pool = engine_token_pool(o, context);
+  check_workload_fits(spec, context, "the model");
   const std::vector<PlannedRequest> workload = plan_workload(spec, pool);
   const std::string path = o.offline ? "offline" : "http";
   out << "tandem bench: " << o.model.string() << " in process, "

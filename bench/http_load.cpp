@@ -34,14 +34,15 @@ struct Reply {
   std::string body;
 };
 
-// One request on a fresh connection, for the few set-up calls. Throws on network errors.
+// One request on a fresh connection, for the few set-up calls, within url.setup_timeout
+// (a server that takes the connection and never answers would hold a synchronous read
+// forever: Beast's timeouts apply to asynchronous operations only). Throws on network
+// errors and on the timeout.
 Reply fetch(const ServerUrl& url, http::verb verb, const std::string& path,
             const std::string& body) {
   net::io_context ioc;
   tcp::resolver resolver(ioc);
   beast::tcp_stream stream(ioc);
-  stream.expires_after(kConnectTimeout);
-  stream.connect(resolver.resolve(url.host, url.port));
   http::request<http::string_body> req(verb, url.prefix + path, 11);
   req.set(http::field::host, url.host);
   req.set(http::field::user_agent, "tandem-bench");
@@ -51,11 +52,29 @@ Reply fetch(const ServerUrl& url, http::verb verb, const std::string& path,
     req.body() = body;
     req.prepare_payload();
   }
-  http::write(stream, req);
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  http::read(stream, buffer, parser);
+  beast::error_code failure;
+  const auto done = [&](beast::error_code ec) {
+    if (ec) failure = ec;
+    return !ec;
+  };
+  stream.expires_after(url.setup_timeout);
+  stream.async_connect(
+      resolver.resolve(url.host, url.port), [&](beast::error_code ec, const tcp::endpoint&) {
+        if (!done(ec)) return;
+        http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+          if (!done(ec)) return;
+          http::async_read(stream, buffer, parser, [&](beast::error_code ec, size_t) { done(ec); });
+        });
+      });
+  ioc.run();
+  if (failure == beast::error::timeout) {
+    throw std::runtime_error("no answer within " + std::to_string(url.setup_timeout.count()) +
+                             " s");
+  }
+  if (failure) throw beast::system_error(failure);
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   return {static_cast<int>(parser.get().result_int()), parser.get().body()};
@@ -331,12 +350,17 @@ ServerUrl parse_server_url(std::string_view url) {
   const size_t slash = url.find('/');
   std::string_view authority = url.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? "" : url.substr(slash);
+  // Credentials in a URL would be echoed in every message that names it.
+  if (authority.find('@') != std::string_view::npos)
+    throw std::invalid_argument("--url: user:password@ is not supported; send --api-key");
   const size_t colon = authority.rfind(':');
   if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
     out.port = std::string(authority.substr(colon + 1));
     authority = authority.substr(0, colon);
-    if (out.port.empty() || out.port.find_first_not_of("0123456789") != std::string::npos)
-      throw std::invalid_argument("--url: bad port in " + std::string(url));
+    const bool digits = !out.port.empty() && out.port.size() <= 5 &&
+                        out.port.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(out.port) < 1 || std::stoi(out.port) > 65535)
+      throw std::invalid_argument("--url: bad port in " + std::string(url) + " (1 to 65535)");
   }
   if (authority.size() >= 2 && authority.front() == '[' && authority.back() == ']')
     authority = authority.substr(1, authority.size() - 2);
@@ -381,6 +405,13 @@ ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
                                                 ? "--api-key: the server wants one"
                                                 : "--api-key: the server refuses it") +
                                 " (HTTP " + std::to_string(models.status) + " from /v1/models)");
+  }
+  // Every OpenAI-compatible server lists its models: none here is a URL with a path past
+  // the server's base (.../v1/completions), which every request would repeat.
+  if (models.status == 404) {
+    throw std::invalid_argument("--url: no /v1/models under http://" + url.host + ":" + url.port +
+                                url.prefix +
+                                " (HTTP 404); give the server's base URL, http://HOST:PORT");
   }
   int64_t vocab = 0;
   const json list = json::parse(models.body, nullptr, false);

@@ -5,6 +5,7 @@
 // prompt token pool. Each call runs its own io_context on the calling thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,9 +21,13 @@ struct ServerUrl {
   std::string port = "80";
   std::string prefix;   // path before /v1/..., without a trailing slash
   std::string api_key;  // sent as "Authorization: Bearer KEY" when not empty
+  // For each of the set-up calls (/v1/models, /tokenize): a server that takes the
+  // connection and never answers is a bad --url, found before any work starts.
+  std::chrono::seconds setup_timeout{30};
 };
 
-// http://HOST[:PORT][/PREFIX]; a trailing /v1 is dropped. Throws std::invalid_argument.
+// http://HOST[:PORT][/PREFIX]; a trailing /v1 is dropped. Throws std::invalid_argument,
+// also for a port outside 1-65535 and for user:password@ in the URL.
 ServerUrl parse_server_url(std::string_view url);
 
 struct ServerInfo {
@@ -33,7 +38,8 @@ struct ServerInfo {
   std::string pool_source;  // how the pool was found, for the report
 };
 
-// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all. A
+// Throws std::invalid_argument (a bad --url) when the server cannot be reached at all,
+// does not answer within url.setup_timeout, or has no /v1/models (a URL past its base). A
 // `model` that /v1/models does not list is still the one named (a router may serve more
 // than it lists, as vllm bench serve assumes); a wrong one fails the warm-up request.
 ServerInfo discover_server(const ServerUrl& url, const std::string& model = "");

@@ -1,5 +1,7 @@
 #include "scheduler/engine.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "scheduler/model_fingerprint.h"
@@ -19,8 +21,12 @@ std::shared_ptr<const JinjaChatTemplate> compile_chat_template(const std::string
                                                                bool from_flag) {
   auto compiled = JinjaChatTemplate::compile(source);
   if (const auto* error = std::get_if<ChatTemplateError>(&compiled)) {
-    throw EngineOptionError("chat template (" + origin + "): " + error->describe() +
-                            (from_flag ? "" : "; give another with --chat-template"));
+    std::string what = error->describe();
+    if (!from_flag) {  // the description may end its own sentence
+      if (!what.empty() && what.back() == '.') what.pop_back();
+      what += "; give another with --chat-template";
+    }
+    throw EngineOptionError("chat template (" + origin + "): " + what);
   }
   return std::make_shared<const JinjaChatTemplate>(
       std::move(std::get<JinjaChatTemplate>(compiled)));
@@ -102,7 +108,30 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   exec.local_kv_group = options.local_kv_group;
   exec.profile = options.profile;
   exec.kv_prefault_tokens = options.kv_prefault_tokens;
-  auto executor = std::make_unique<CpuExecutor>(model_, exec);
+  // A --kv-tokens within its range that this machine cannot hold is the flag's fault, said
+  // before the allocation (which overcommit may grant, to fail page by page later, and
+  // which under ASan aborts).
+  const ModelConfig& config = model_->config();
+  const int64_t kv_tokens = cpu_kv_tokens(config, exec);
+  const double kv_bytes =
+      static_cast<double>(kv_tokens) *
+      static_cast<double>(KvCache::bytes_per_token(config.n_layer, config.kv_dim(), exec.kv_type));
+  const double memory =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const auto refuse = [&](const char* what) {
+    char text[192];
+    std::snprintf(text, sizeof text,
+                  "--kv-tokens: a KV cache of %lld tokens takes %.1f GiB, %s; give fewer",
+                  static_cast<long long>(kv_tokens), kv_bytes / double(1 << 30), what);
+    return EngineOptionError(text);
+  };
+  if (memory > 0 && kv_bytes > memory) throw refuse("more than this machine's memory");
+  std::unique_ptr<CpuExecutor> executor;
+  try {
+    executor = std::make_unique<CpuExecutor>(model_, exec);
+  } catch (const std::bad_alloc&) {
+    throw refuse("which with the weights is more memory than there is");
+  }
   threads_ = executor->threads();
   device_description_ =
       "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " compute thread" : " compute threads");

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -38,8 +39,9 @@ struct HttpServer::Io {
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   tcp::acceptor acceptor{net::make_strand(ioc)};
   net::steady_timer accept_retry{acceptor.get_executor()};
-  net::signal_set signals{ioc, SIGINT, SIGTERM};
-  net::signal_set hangups{ioc, SIGHUP};  // reopen the access log (log rotation)
+  // With ServerOptions::handle_signals only: a signal_set installs its handlers at once.
+  std::optional<net::signal_set> signals;  // SIGINT, SIGTERM: drain
+  std::optional<net::signal_set> hangups;  // SIGHUP: reopen the access log (log rotation)
   std::vector<std::thread> threads;
   // SessionContext::prepare and ::compile: requests are prepared on `prepare`, and those
   // that need a grammar compiled first (a new schema, regex or tool list) move to
@@ -60,6 +62,10 @@ HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCa
       io_(std::make_unique<Io>()) {
   context_.prepare = &io_->prepare;
   context_.compile = &io_->compile;
+  if (options_.handle_signals) {
+    io_->signals.emplace(io_->ioc, SIGINT, SIGTERM);
+    io_->hangups.emplace(io_->ioc, SIGHUP);
+  }
   if (!options_.access_log.empty()) {
     access_log_ = std::make_unique<AccessLog>(options_.access_log);
     endpoints_.set_access_log(access_log_.get());
@@ -121,7 +127,8 @@ bool HttpServer::request_stop() {
 }
 
 void HttpServer::wait_for_signal() {
-  io_->signals.async_wait([this](beast::error_code ec, int) {
+  if (!io_->signals) return;
+  io_->signals->async_wait([this](beast::error_code ec, int) {
     if (ec) return;
     if (request_stop())
       std::fprintf(stderr, "tandem serve: a second signal: cutting running requests\n");
@@ -133,7 +140,8 @@ void HttpServer::wait_for_signal() {
 // logrotate renames the file (and creates a new one), new records go to the new file. It no
 // longer ends the process, which its default action did, cutting every request.
 void HttpServer::wait_for_hangup() {
-  io_->hangups.async_wait([this](beast::error_code ec, int) {
+  if (!io_->hangups) return;
+  io_->hangups->async_wait([this](beast::error_code ec, int) {
     if (ec) return;
     if (access_log_) {
       const std::string failed = access_log_->reopen();
@@ -204,9 +212,10 @@ void HttpServer::run() {
 // SIGTERM during that teardown killed the process (exit 143, and under ASan no leak
 // check). The set lets go now, and the signals are ignored from the next instruction.
 void HttpServer::ignore_late_signals() {
+  if (!io_->signals) return;  // not this server's to handle
   beast::error_code ignored;
-  io_->signals.clear(ignored);
-  io_->hangups.clear(ignored);
+  io_->signals->clear(ignored);
+  io_->hangups->clear(ignored);
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);

@@ -33,6 +33,10 @@ struct ServerOptions {
   // CORS: "*" (any origin, vLLM's and llama-server's default), origins separated by commas
   // (each answered with its own Origin back), or "" (no CORS headers: browsers refuse).
   std::string allowed_origins = "*";
+  // Whether SIGINT and SIGTERM drain the server (and SIGHUP reopens the access log), as
+  // `tandem serve` wants. Off for a server inside another command (`bench --model`), whose
+  // Ctrl-C must end that command, not only its server, and whose signals stay as they were.
+  bool handle_signals = true;
 };
 
 class HttpServer {
@@ -49,8 +53,8 @@ class HttpServer {
   // the reason (in use, not local, unknown host).
   uint16_t listen();
   // Serves until a signal or request_stop(), then drains and stops the scheduler. From its
-  // return SIGINT and SIGTERM are ignored: the process is exiting, and a late signal must
-  // not turn exit 0 into death by signal.
+  // return SIGINT and SIGTERM are ignored where it handles signals: the process is exiting,
+  // and a late signal must not turn exit 0 into death by signal.
   void run();
   // Thread-safe; also what SIGINT and SIGTERM do. The first call drains (running requests
   // get the shutdown grace); a second cuts them now, as llama-server and uvicorn treat a

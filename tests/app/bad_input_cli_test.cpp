@@ -252,6 +252,32 @@ TEST(BadInputCli, OutputPathsThatCannotBeWrittenAreRefusedUpFront) {
       "--json-schema: " + schema + " is not JSON");
 }
 
+// The finished file is renamed over the output path, which replaced a FIFO (or, as root, a
+// device such as /dev/full) by a file: only a regular file is replaced. A symbolic link is
+// followed, so the link stays and its target gets the file. An explicitly empty --json
+// wrote nothing and said nothing.
+TEST(BadInputCli, OutputsReplaceOnlyRegularFilesAndFollowLinks) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  const std::string fifo = dir.file("fifo.gguf").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line_exit_two(run_tandem({"quantize", model, fifo, "Q8_0"}),
+                           "out: " + fifo + " is not a regular file");
+  expect_one_line_exit_two(run_tandem({"make-model", "--shape", "tiny", "--out", fifo}),
+                           "--out: " + fifo + " is not a regular file");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  const std::string target = dir.file("target.gguf").string();
+  const std::string link = dir.file("link.gguf").string();
+  spit(target, "old");
+  std::filesystem::create_symlink(target, link);
+  const CommandResult written = run_tandem({"quantize", model, link, "Q8_0"});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_GT(std::filesystem::file_size(target), 1000u);
+  expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json", ""}),
+                           "--json: an empty path");
+}
+
 // A file bench or serve would open and write itself must open for writing now, not
 // after the run (bench's --json came at the end of minutes of load). As root, mode bits
 // do not stop a write, so a sysfs file that refuses even root stands in.
@@ -268,6 +294,56 @@ TEST(BadInputCli, AnExistingFileThatCannotBeWrittenIsRefusedUpFront) {
   expect_one_line_exit_two(
       run_tandem({"serve", "--model", model, "--port", "0", "--access-log", locked}),
       "--access-log: " + locked + " cannot be written");
+}
+
+// A --kv-tokens within its range that no machine here holds is the flag's fault (exit 2),
+// said before the allocation: it was "std::bad_alloc" and exit 1.
+TEST(BadInputCli, AKvCacheLargerThanTheMachinesMemoryIsRefused) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  for (const char* command : {"serve", "bench"}) {
+    SCOPED_TRACE(command);
+    expect_one_line_exit_two(
+        run_tandem({command, "--model", model, "--kv-tokens", "4294967296", "--kv-dtype", "f32"}),
+        "--kv-tokens: a KV cache of 4294967296 tokens takes");
+  }
+}
+
+// serve without --model makes its default model under $XDG_CACHE_HOME/tandem: a cache
+// directory that cannot be made was a raw filesystem error and exit 1.
+TEST(BadInputCli, ACacheDirectoryThatCannotBeMadeIsSaidInOneLine) {
+  ScratchDir dir;
+  const std::string file = dir.file("a-file").string();
+  spit(file, "x");
+  ::setenv("XDG_CACHE_HOME", file.c_str(), 1);
+  const CommandResult r = run_tandem({"serve", "--port", "0"});
+  ::unsetenv("XDG_CACHE_HOME");
+  expect_one_line_exit_two(r, "cannot create " + file + "/tandem for the default model");
+}
+
+// An empty --api-key served without authentication, in silence.
+TEST(BadInputCli, AnEmptyApiKeyIsRefused) {
+  ScratchDir dir;
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", make_tiny(dir), "--port", "0", "--api-key", ""}),
+      "an empty key would leave the server open");
+}
+
+// A workload that cannot fit the served context failed every request after the load and
+// the warm-up (exit 1); it is a bad flag, found first. tiny's context is 512 tokens.
+TEST(BadInputCli, BenchWorkloadsBeyondTheContextAreRefusedFirst) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  expect_one_line_exit_two(
+      run_tandem({"bench", "--model", model, "--prompt-tokens", "600", "--requests", "1"}),
+      "--prompt-tokens: prompts of up to 600 tokens leave no room for output in the model's "
+      "context of 512 tokens");
+  expect_one_line_exit_two(run_tandem({"bench", "--model", model, "--prompt-tokens", "8",
+                                       "--shared-prefix-tokens", "504", "--requests", "1"}),
+                           "--shared-prefix-tokens/--prompt-tokens: prompts of up to 512");
+  expect_one_line_exit_two(run_tandem({"bench", "--model", model, "--kv-tokens", "32",
+                                       "--prompt-tokens", "40", "--requests", "1"}),
+                           "context of 32 tokens");
 }
 
 // A URL nothing answers at is a bad --url (exit 2), said in one line.

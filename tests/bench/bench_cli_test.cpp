@@ -241,6 +241,9 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
                               "--concurrency");
   expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--request-rate", "0"}),
                               "--request-rate");
+  // A rate whose gaps overflow the clock sent every request at once, reported as Poisson.
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--request-rate", "1e-300"}),
+                              ">= 0.001 or inf");
   expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--burstiness", "inf"}),
                               "--burstiness");
   expect_one_line_usage_error(run_tandem({"bench", "--url", "ftp://x"}), "--url");

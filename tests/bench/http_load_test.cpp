@@ -91,6 +91,43 @@ TEST(ServerUrl, ParsesHostPortAndPrefixAndDropsATrailingV1) {
   EXPECT_EQ(b.prefix, "/api");
   EXPECT_THROW(bench::parse_server_url("https://x"), std::invalid_argument);
   EXPECT_THROW(bench::parse_server_url("http://x:port"), std::invalid_argument);
+  // Ports past 16 bits were taken modulo 65536 (83777 benchmarked port 18241).
+  for (const char* bad : {"http://x:83777", "http://x:0", "http://x:65536", "http://x:0000080"}) {
+    EXPECT_THROW(bench::parse_server_url(bad), std::invalid_argument) << bad;
+  }
+  EXPECT_EQ(bench::parse_server_url("http://[::1]:65535").port, "65535");
+  try {
+    bench::parse_server_url("http://user:secret@x:80");
+    ADD_FAILURE() << "credentials in the URL were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+}
+
+// A server that takes the connection and never answers is a bad --url after the set-up
+// timeout, not a run that waits forever (the kernel completes the connection from the
+// listen backlog; nothing ever accepts it).
+TEST(ServerUrl, AServerThatNeverAnswersIsABadUrlAfterTheSetupTimeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  bench::ServerUrl url;
+  url.host = "127.0.0.1";
+  url.port = std::to_string(ntohs(addr.sin_port));
+  url.setup_timeout = std::chrono::seconds(1);
+  try {
+    bench::discover_server(url);
+    ADD_FAILURE() << "a silent server was taken for one";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no answer within 1 s"), std::string::npos) << e.what();
+  }
+  ::close(fd);
 }
 
 TEST_F(HttpLoad, StreamedAndWholeRequestsAgainstTandemServeComplete) {
@@ -244,6 +281,21 @@ TEST(HttpLoadCut, NullFieldsAreUnsaidAndCachedTokensAreRead) {
   EXPECT_EQ(r.output_tokens, 3);
   EXPECT_EQ(r.cached_tokens, 16);
   EXPECT_TRUE(r.itl.empty());  // the null chunk was not a token
+}
+
+// A URL past the server's base (an endpoint's own path) has no /v1/models under it: a bad
+// --url, where the run went on naming model "?" and failed every request.
+TEST_F(HttpLoad, AUrlPastTheServersBaseIsRefusedBeforeAnyWork) {
+  ServeChild serve({"--model", model_, "--port", "0", "--threads", "1"});
+  ASSERT_GT(serve.port(), 0);
+  const std::string base = "http://127.0.0.1:" + std::to_string(serve.port());
+  const CommandResult r =
+      run_tandem({"bench", "--url", base + "/v1/completions", "--requests", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("no /v1/models under " + base + "/v1/completions"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(bench::discover_server(bench::parse_server_url(base + "/v1/")).model,
+            std::filesystem::path(model_).stem().string());
 }
 
 TEST_F(HttpLoad, ApiKeyGoesAsABearerTokenAndItsAbsenceFailsTheRequests) {

@@ -50,5 +50,32 @@ TEST(HttpServerSignals, AfterTheDrainSigintAndSigtermAreIgnoredForTheExit) {
   ::signal(SIGHUP, SIG_DFL);
 }
 
+// A server inside another command (`bench --model`) leaves the signals alone: Ctrl-C ends
+// that command. Its server took SIGINT as a drain, so the bench went on with every later
+// request refused, and from the drain on SIGINT was ignored (a compare's second run could
+// not be interrupted at all).
+TEST(HttpServerSignals, AServerThatDoesNotHandleSignalsLeavesTheirActionsAlone) {
+  EngineOptions options;
+  options.model = tiny_model();
+  options.threads = 1;
+  options.kv_tokens = 1024;
+  Engine engine(options);
+  ASSERT_EQ(disposition(SIGINT), SIG_DFL);
+  server::ServerOptions server_options;
+  server_options.port = 0;
+  server_options.handle_signals = false;
+  server::HttpServer http(engine.scheduler(), engine.tokenizer(), engine.card(), server_options);
+  http.listen();
+  engine.start();
+  EXPECT_EQ(disposition(SIGINT), SIG_DFL);  // Asio installs its handler with the signal_set
+  EXPECT_EQ(disposition(SIGTERM), SIG_DFL);
+  std::thread serving([&http] { http.run(); });
+  EXPECT_FALSE(http.request_stop());
+  serving.join();
+  EXPECT_EQ(disposition(SIGINT), SIG_DFL);
+  EXPECT_EQ(disposition(SIGTERM), SIG_DFL);
+  EXPECT_EQ(disposition(SIGHUP), SIG_DFL);
+}
+
 }  // namespace
 }  // namespace tandem::testing::TANDEM_UNITY_ID
