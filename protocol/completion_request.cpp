@@ -235,6 +235,11 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
     request.user = read_string(*user, "safety_identifier");
   }
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
+  if (const Json* salt = find_field(body, "cache_salt")) {
+    request.cache_salt = read_string(*salt, "cache_salt");
+    if (request.cache_salt.empty())  // as vLLM: an empty salt is a mistake, not the default
+      reject("'cache_salt' must be a non-empty string when given.", "cache_salt");
+  }
   request_fields::reject_unimplemented_fields(body, endpoint);
   request.constraint = request_fields::read_output_constraint(body);
   if (endpoint == Endpoint::kChatCompletions) read_tools(body, request);

@@ -79,6 +79,9 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
+  // vLLM's cache_salt (non-empty when given): the prefix cache is shared only among
+  // requests with the same salt (GenerationRequest::cache_salt).
+  std::string cache_salt;
   // response_format, json_schema or grammar: the shape the output must have.
   OutputConstraint constraint;
   // Chat: tools, tool_choice and parallel_tool_calls (tools also sit in chat.tools for the

@@ -139,9 +139,6 @@ const UnsupportedField kFields[] = {
     {"return_token_ids", Where::kBoth, is_false,
      "set to true is not supported by this server; on /v1/completions 'logprobs' gives each "
      "token's text."},
-    {"cache_salt", Where::kBoth, is_empty,
-     "(non-empty) is not supported by this server: its prefix cache is shared by every "
-     "request."},
     {"vllm_xargs", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
     {"kv_transfer_params", Where::kBoth, is_empty,
      "(disaggregated prefill) is not supported by this server."},

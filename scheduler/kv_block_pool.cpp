@@ -114,7 +114,7 @@ bool KvBlockPool::register_tagged(int32_t block, uint64_t tag) {
   check_referenced(block);
   Block& b = blocks_[block];
   if (b.registered || find_tagged(tag) >= 0) return false;
-  b.key = PrefixKey{tag, kTagged, 0, {}};
+  b.key = PrefixKey{tag, kTagged, 0, {}, {}};
   b.registered = true;
   index_.emplace(tag, block);
   return true;
@@ -136,12 +136,14 @@ void KvBlockPool::take(int32_t block) {
 // The registered block holding block_tokens after `parent`'s (-1: the start), whose
 // content hashes to `hash`; -1 if none. The hash only finds candidates (prefix_cache.h).
 int32_t KvBlockPool::find_block(int32_t parent, uint64_t hash,
-                                std::span<const int32_t> block_tokens) const {
+                                std::span<const int32_t> block_tokens,
+                                std::string_view salt) const {
   auto [first, last] = index_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     const PrefixKey& key = blocks_[it->second].key;
     const bool same_parent =
-        key.parent == parent && (parent < 0 || key.parent_generation == blocks_[parent].generation);
+        key.parent == parent &&
+        (parent < 0 ? key.salt == salt : key.parent_generation == blocks_[parent].generation);
     if (same_parent &&
         std::equal(key.tokens.begin(), key.tokens.end(), block_tokens.begin(), block_tokens.end()))
       return it->second;
@@ -150,36 +152,40 @@ int32_t KvBlockPool::find_block(int32_t parent, uint64_t hash,
 }
 
 int32_t KvBlockPool::match(std::span<const int32_t> tokens, int32_t max_blocks,
-                           std::vector<int32_t>& out) {
-  return walk_prefix(tokens, max_blocks, [&](int32_t found) {
+                           std::vector<int32_t>& out, std::string_view salt) {
+  return walk_prefix(tokens, max_blocks, salt, [&](int32_t found) {
     Block& b = blocks_[found];
     if (b.refs++ == 0) lru_.erase(b.lru);
     out.push_back(found);
   });
 }
 
-int32_t KvBlockPool::cached_blocks(std::span<const int32_t> tokens, int32_t max_blocks) const {
-  return walk_prefix(tokens, max_blocks, [](int32_t) {});
+int32_t KvBlockPool::cached_blocks(std::span<const int32_t> tokens, int32_t max_blocks,
+                                   std::string_view salt) const {
+  return walk_prefix(tokens, max_blocks, salt, [](int32_t) {});
 }
 
-bool KvBlockPool::register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
+bool KvBlockPool::register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens,
+                                 std::string_view salt) {
   check_referenced(block);
   Block& b = blocks_[block];
   if (b.registered) return true;
   if (static_cast<int32_t>(tokens.size()) != block_size_)
     throw std::logic_error("KV pool: only a full block can be registered");
   if (parent >= 0 && !blocks_.at(parent).registered) return false;
-  const uint64_t parent_hash = parent < 0 ? kPrefixRootHash : blocks_[parent].key.hash;
+  if (parent >= 0) salt = {};  // a later block is told apart by its parent
+  const uint64_t parent_hash = parent < 0 ? prefix_root_hash(salt) : blocks_[parent].key.hash;
   const uint64_t hash = prefix_block_hash(parent_hash, tokens);
   const uint32_t parent_generation = parent < 0 ? 0 : blocks_[parent].generation;
   auto [first, last] = index_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     const PrefixKey& key = blocks_[it->second].key;
-    if (key.parent == parent && key.parent_generation == parent_generation &&
+    if (key.parent == parent && key.parent_generation == parent_generation && key.salt == salt &&
         std::equal(key.tokens.begin(), key.tokens.end(), tokens.begin(), tokens.end()))
       return false;  // the same content is cached already: this copy stays private
   }
-  b.key = PrefixKey{hash, parent, parent_generation, {tokens.begin(), tokens.end()}};
+  b.key =
+      PrefixKey{hash, parent, parent_generation, {tokens.begin(), tokens.end()}, std::string(salt)};
   b.registered = true;
   index_.emplace(hash, block);
   return true;

@@ -40,15 +40,19 @@ class KvBlockPool {
 
   // The prefix cache. Appends to `out`, one new reference each, the cached blocks that
   // hold the full blocks of `tokens` from the start, as far as they are cached (at most
-  // max_blocks); returns how many.
-  int32_t match(std::span<const int32_t> tokens, int32_t max_blocks, std::vector<int32_t>& out);
+  // max_blocks); returns how many. `salt` (a request's cache_salt; "" for the shared cache)
+  // finds only the sequences registered under the same salt.
+  int32_t match(std::span<const int32_t> tokens, int32_t max_blocks, std::vector<int32_t>& out,
+                std::string_view salt = {});
   // How many blocks match would find, taking nothing (the pacer's look at a queued prompt).
-  int32_t cached_blocks(std::span<const int32_t> tokens, int32_t max_blocks) const;
+  int32_t cached_blocks(std::span<const int32_t> tokens, int32_t max_blocks,
+                        std::string_view salt = {}) const;
   // Registers `block` as holding `tokens` (block_size of them) after the blocks of
-  // `parent` (-1: the sequence's start). Ignored when the parent is not registered (its
-  // chain is not findable) or the same content is registered already. Returns whether
-  // `block` is now the registered one.
-  bool register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens);
+  // `parent` (-1: the sequence's start, under `salt`). Ignored when the parent is not
+  // registered (its chain is not findable) or the same content is registered already.
+  // Returns whether `block` is now the registered one.
+  bool register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens,
+                      std::string_view salt = {});
   bool is_registered(int32_t block) const;
 
   // The sliding-window group's prefix cache (a second pool of the same block size): a
@@ -73,19 +77,21 @@ class KvBlockPool {
   uint64_t evictions() const { return evictions_; }
 
  private:
-  int32_t find_block(int32_t parent, uint64_t hash, std::span<const int32_t> block_tokens) const;
+  int32_t find_block(int32_t parent, uint64_t hash, std::span<const int32_t> block_tokens,
+                     std::string_view salt) const;
   // Calls found(block) for each cached block of tokens' full blocks from the start, as far
   // as they are cached (at most max_blocks); returns how many.
   template <class F>
-  int32_t walk_prefix(std::span<const int32_t> tokens, int32_t max_blocks, F found) const {
+  int32_t walk_prefix(std::span<const int32_t> tokens, int32_t max_blocks, std::string_view salt,
+                      F found) const {
     int32_t parent = -1, n = 0;
-    uint64_t parent_hash = kPrefixRootHash;
+    uint64_t parent_hash = prefix_root_hash(salt);
     for (; n < max_blocks &&
            static_cast<int64_t>(n + 1) * block_size_ <= static_cast<int64_t>(tokens.size());
          ++n) {
       const std::span<const int32_t> block_tokens = tokens.subspan(n * block_size_, block_size_);
       const uint64_t hash = prefix_block_hash(parent_hash, block_tokens);
-      const int32_t block = find_block(parent, hash, block_tokens);
+      const int32_t block = find_block(parent, hash, block_tokens, salt);
       if (block < 0) break;
       found(block);
       parent = block;

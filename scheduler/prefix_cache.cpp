@@ -17,4 +17,11 @@ uint64_t prefix_block_hash(uint64_t parent_hash, std::span<const int32_t> tokens
   return h;
 }
 
+uint64_t prefix_root_hash(std::string_view salt) {
+  if (salt.empty()) return kPrefixRootHash;
+  uint64_t h = mix(kPrefixRootHash ^ salt.size());
+  for (unsigned char c : salt) h = mix(h ^ c);
+  return h;
+}
+
 }  // namespace tandem

@@ -55,6 +55,10 @@ struct GenerationRequest {
   // end-of-generation only where the grammar accepts. Compiled for the engine's vocabulary
   // (Engine::grammars()). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // vLLM's cache_salt: the prefix cache finds for this request only the blocks of requests
+  // with the same salt, and its own blocks only for those ("": the shared cache). A hit
+  // changes no output either way; the salt keeps one tenant from timing another's hits.
+  std::string cache_salt;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -20,7 +20,7 @@ bool Scheduler::reuses_prefix(const Request& r) const {
 int32_t Scheduler::cached_prefix(const Request& r) const {
   if (!reuses_prefix(r) || (r.share && !r.share->dissolved) || r.resuming()) return 0;
   const int32_t bs = pool_.block_size();
-  return bs * pool_.cached_blocks(r.in.prompt, (r.prompt_len - 1) / bs);
+  return bs * pool_.cached_blocks(r.in.prompt, (r.prompt_len - 1) / bs, r.in.cache_salt);
 }
 
 // Admits r if the blocks of its whole prefill can be had: first the longest cached prefix
@@ -35,7 +35,7 @@ bool Scheduler::try_admit(Request& r) {
     std::vector<int32_t> tokens;
     tokens.reserve(r.prefill_end);
     for (int32_t i = 0; i < r.prefill_end; ++i) tokens.push_back(r.token_at(i));
-    pool_.match(tokens, (r.prefill_end - 1) / bs, r.blocks);
+    pool_.match(tokens, (r.prefill_end - 1) / bs, r.blocks, r.in.cache_salt);
     if (local_pool_) take_local_prefix_hit(r);
   }
   const int32_t cached = static_cast<int32_t>(r.blocks.size());
@@ -293,7 +293,8 @@ void Scheduler::offer_written_blocks(Request& r, int32_t write_end) {
        ++r.blocks_offered) {
     const int32_t b = r.blocks_offered;
     for (int32_t i = 0; i < bs; ++i) tokens[i] = r.token_at(int64_t{b} * bs + i);
-    const bool ours = pool_.register_block(r.blocks[b], b == 0 ? -1 : r.blocks[b - 1], tokens);
+    const bool ours =
+        pool_.register_block(r.blocks[b], b == 0 ? -1 : r.blocks[b - 1], tokens, r.in.cache_salt);
     // The local block of the same positions is found through the global one.
     if (ours && local_pool_ && b < static_cast<int32_t>(r.local_blocks.size()) &&
         r.local_blocks[b] >= 0)

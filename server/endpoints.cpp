@@ -298,6 +298,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
           request.skip_special_tokens &&
           !(request.tools.parses() && tool_call_marker_is_control_token(tool_format()));
       generation.grammar = grammar;
+      generation.cache_salt = request.cache_salt;
       ids.push_back(ChoiceId{index, generation.sampling.seed});
       plan.choices.push_back(std::move(generation));
       plan.echoes.push_back(echo);

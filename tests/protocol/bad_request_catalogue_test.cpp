@@ -310,6 +310,8 @@ const BadRequest kCatalogue[] = {
                   {"role": "user", "content": "why"}])"),
      "messages[1].content[0].refusal", "required"},
     {"ChatTemperatureNegative", kChat, with_messages(R"("temperature": -1)"), "temperature", ""},
+    {"CacheSaltEmpty", kChat, with_messages(R"("cache_salt": "")"), "cache_salt", "non-empty"},
+    {"CacheSaltNumber", kChat, with_messages(R"("cache_salt": 7)"), "cache_salt", "a string"},
 };
 
 class BadRequestCatalogue : public testing::TestWithParam<BadRequest> {};

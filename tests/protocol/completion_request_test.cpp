@@ -186,6 +186,8 @@ TEST(CompletionRequest, StopControlsAreRead) {
   // OpenAI's safety_identifier, which replaces user, is recorded where user is absent.
   EXPECT_EQ(parse_ok(R"({"prompt": "x", "safety_identifier": "s-2"})").user, "s-2");
   EXPECT_EQ(parse_ok(R"({"prompt": "x", "safety_identifier": "s-2", "user": "u-1"})").user, "u-1");
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "cache_salt": "tenant-a"})").cache_salt, "tenant-a");
+  EXPECT_TRUE(parse_ok(R"({"prompt": "x"})").cache_salt.empty());
   CompletionRequest defaults = parse_ok(R"({"prompt": "x"})");
   EXPECT_EQ(defaults.sampling.min_tokens, 0);
   EXPECT_TRUE(defaults.sampling.stop_token_ids.empty());

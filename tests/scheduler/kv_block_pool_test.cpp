@@ -130,6 +130,34 @@ TEST(KvBlockPool, AMatchTakesAReferenceToEachCachedBlockOfThePrefix) {
   EXPECT_EQ(pool.cached(), 3);  // unreferenced, still cached
 }
 
+// A cache_salt names its own root: a salted sequence is found only under the same salt,
+// never by the shared cache or another salt, though the tokens are the same; the same
+// tokens may be registered under each salt, each its own blocks.
+TEST(KvBlockPool, ASaltedSequenceIsFoundOnlyUnderItsSalt) {
+  KvBlockPool pool(8, 16);
+  const std::vector<int32_t> seq = tokens(100, 32);
+  std::vector<int32_t> salted;
+  ASSERT_TRUE(pool.reserve(32, salted));
+  ASSERT_TRUE(pool.register_block(salted[0], -1, tokens(100), "tenant-a"));
+  ASSERT_TRUE(pool.register_block(salted[1], salted[0], tokens(116), "tenant-a"));
+  EXPECT_EQ(pool.cached_blocks(seq, 8, "tenant-a"), 2);
+  EXPECT_EQ(pool.cached_blocks(seq, 8), 0);
+  EXPECT_EQ(pool.cached_blocks(seq, 8, "tenant-b"), 0);
+  EXPECT_EQ(pool.cached_blocks(seq, 8, "tenant-"), 0);
+  std::vector<int32_t> shared = cached_sequence(pool, seq);  // the same tokens, unsalted
+  EXPECT_NE(shared[0], salted[0]);
+  std::vector<int32_t> found;
+  EXPECT_EQ(pool.match(seq, 8, found), 2);
+  EXPECT_EQ(found, shared);
+  pool.release(found);
+  EXPECT_EQ(pool.match(seq, 8, found, "tenant-a"), 2);
+  EXPECT_EQ(found, salted);
+  pool.release(found);
+  pool.release(shared);
+  pool.release(salted);
+  EXPECT_EQ(pool.cached(), 4);
+}
+
 // The pacer's look at a queued prompt: as many blocks as match would find, and nothing taken
 // (no reference, no move out of the LRU list: the blocks stay evictable in the same order).
 TEST(KvBlockPool, CachedBlocksCountsWhatAMatchWouldFindAndTakesNothing) {

@@ -26,6 +26,7 @@ struct Planned {
   std::vector<int32_t> prompt;
   uint64_t seed = 0;
   int32_t max_tokens = 0;
+  std::string salt;  // cache_salt
 };
 
 // A few shared prefixes (by default 0 to 70 tokens, so some span several blocks and some
@@ -59,6 +60,7 @@ std::shared_ptr<RecordingSink> submit(Engine& engine, const Planned& p) {
   req.sampling.temperature = 1.0f;
   req.sampling.ignore_eos = true;
   req.max_tokens = p.max_tokens;
+  req.cache_salt = p.salt;
   req.sink = sink;
   EXPECT_TRUE(engine.scheduler().submit(std::move(req)).accepted());
   return sink;
@@ -79,6 +81,7 @@ struct LawCase {
   std::vector<int64_t> pools;              // kv_tokens of the run with the cache, drawn from these
   bool alone_without_local_group = false;  // the reference keeps local layers in full
   std::pair<int, int> prefix_tokens = {0, 70};  // each shared prefix's length, drawn
+  bool salts = false;  // each request's cache_salt drawn from "", "a" and "b"
 };
 
 struct LawTotals {
@@ -98,8 +101,10 @@ LawTotals check_law(const LawCase& c) {
       alone_options.scheduler.prefix_cache = false;
       alone_options.local_kv_group = !c.alone_without_local_group;
       Engine alone(alone_options);
-      const std::vector<Planned> requests =
+      std::vector<Planned> requests =
           plan(rng, alone.config().n_vocab, c.longest_output, c.prefix_tokens);
+      if (c.salts)
+        for (Planned& p : requests) p.salt = std::vector<std::string>{"", "a", "b"}[rng() % 3];
       std::vector<std::string> expected;
       for (const Planned& p : requests) {
         auto sink = submit(alone, p);
@@ -156,6 +161,50 @@ TEST(PrefixCacheLaw, OutputsEqualComputingAloneWithTheCacheOff) {
   EXPECT_GT(t.preemptions, 0u);
   std::cout << "  prefix-cache law: " << t.hits << " tokens from the cache, " << t.preemptions
             << " preemptions\n";
+}
+
+// The law with each request's cache_salt drawn from "", "a" and "b": the prefix cache
+// serves a request only its salt's blocks, and the outputs stay each request's alone.
+TEST(PrefixCacheLaw, SaltedRequestsEqualComputingAlone) {
+  ScratchDir dir;
+  LawCase c{write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/3),
+            {KvType::kF16},
+            4,
+            12,
+            {112, 160, 256}};
+  c.salts = true;
+  const LawTotals t = check_law(c);
+  EXPECT_GT(t.hits, 0u);
+}
+
+// vLLM's cache_salt: one prompt under salts "a", "b", "a", none, "c" and none. Only the
+// second "a" and the second unsalted run find blocks (the first ones', two full blocks
+// before the last position); every run gives the same text.
+TEST(PrefixCacheLaw, ACacheSaltFindsOnlyItsOwnBlocks) {
+  ScratchDir dir;
+  EngineOptions options;
+  options.model = write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/3);
+  options.threads = 1;
+  options.kv_tokens = 1024;
+  Engine engine(options);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> token(2, engine.config().n_vocab - 1);
+  Planned p;
+  p.prompt.resize(48);
+  for (int32_t& t : p.prompt) t = token(rng);
+  p.seed = 5;
+  p.max_tokens = 6;
+  std::vector<int64_t> cached;
+  std::vector<std::string> texts;
+  for (const char* salt : {"a", "b", "a", "", "c", ""}) {
+    p.salt = salt;
+    auto sink = submit(engine, p);
+    drain(engine);
+    cached.push_back(sink->usage().cached_tokens);
+    texts.push_back(sink->text());
+  }
+  EXPECT_EQ(cached, (std::vector<int64_t>{0, 0, 32, 0, 0, 32}));
+  for (const std::string& text : texts) EXPECT_EQ(text, texts[0]);
 }
 
 // Prefixes of 130 to 300 tokens: requests decoding side by side on the same cached blocks

@@ -305,6 +305,27 @@ TEST(Endpoints, ARepeatedPromptReportsItsCachedTokens) {
   EXPECT_EQ(both["usage"]["prompt_tokens_details"]["cached_tokens"], 2 * cached) << both;
 }
 
+// vLLM's cache_salt over HTTP: a salted prompt finds only its salt's blocks, a chat request's
+// as well, and the text is the same with or without a hit.
+TEST(Endpoints, ACacheSaltIsolatesThePrefixCache) {
+  const uint16_t port = shared_server().port();
+  const std::string prompt(80, 's');
+  auto cached_of = [&](const char* salt, std::string* text) {
+    json body = {{"prompt", prompt}, {"max_tokens", 3}, {"seed", 4}, {"temperature", 1}};
+    if (*salt) body["cache_salt"] = salt;
+    const json answer = fetch(port, "POST", "/v1/completions", body.dump()).json();
+    *text = answer["choices"][0]["text"];
+    return answer["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  };
+  std::string first, text;
+  EXPECT_EQ(cached_of("tenant-1", &first), 0);
+  EXPECT_EQ(cached_of("tenant-2", &text), 0);
+  EXPECT_EQ(text, first);
+  EXPECT_EQ(cached_of("", &text), 0);
+  EXPECT_GE(cached_of("tenant-1", &text), 16);
+  EXPECT_EQ(text, first);
+}
+
 // Latencies are per choice, as vLLM measures each of n choices as a request of its own: one
 // first-token time per choice and only gaps within a choice (not from choice 0's token to
 // choice 1's in the same step). The prompt counter agrees with usage (each prompt once).
