@@ -113,9 +113,7 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   // which under ASan aborts).
   const ModelConfig& config = model_->config();
   const int64_t kv_tokens = cpu_kv_tokens(config, exec);
-  const double kv_bytes =
-      static_cast<double>(kv_tokens) *
-      static_cast<double>(KvCache::bytes_per_token(config.n_layer, config.kv_dim(), exec.kv_type));
+  const double kv_bytes = cpu_kv_bytes(config, exec);
   const double memory =
       static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   const auto refuse = [&](const char* what) {

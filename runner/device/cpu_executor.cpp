@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 
 namespace tandem {
 
@@ -51,6 +52,23 @@ int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& optio
   const int64_t tokens = beyond >= wanted ? beyond : budget / (global_bytes + local_bytes);
   // At least one full context, so any request that fits the model fits the cache.
   return std::max<int64_t>(served_context(config, options), std::min<int64_t>(tokens, 1 << 20));
+}
+
+double cpu_kv_bytes(const ModelConfig& config, const CpuExecutorOptions& options) {
+  const int32_t n_local = local_layer_count(config, options);
+  const int64_t tokens = cpu_kv_tokens(config, options);
+  const int32_t block = KvCache::kDefaultBlockSize;
+  const int64_t global_blocks = (tokens + block - 1) / block;
+  const int64_t local_blocks = cpu_kv_local_blocks(
+      config, options,
+      static_cast<int32_t>(std::min<int64_t>(global_blocks, std::numeric_limits<int32_t>::max())));
+  const auto bytes = [&](int32_t layers) {
+    return layers > 0 ? static_cast<double>(
+                            KvCache::bytes_per_token(layers, config.kv_dim(), options.kv_type))
+                      : 0.0;
+  };
+  return static_cast<double>(global_blocks * block) * bytes(config.n_layer - n_local) +
+         static_cast<double>(local_blocks * block) * bytes(n_local);
 }
 
 int32_t cpu_kv_local_blocks(const ModelConfig& config, const CpuExecutorOptions& options,

@@ -72,6 +72,9 @@ int32_t served_context(const ModelConfig& config, const CpuExecutorOptions& opti
 std::span<const uint32_t> grammar_mask(grammar::Matcher& matcher, std::vector<uint32_t>& buffer);
 // The KV capacity in tokens that CpuExecutor picks for a model and options.
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options);
+// The bytes of the KV cache that capacity takes: the global layers' blocks, and the local
+// group's (sliding-window layers) where there is one. A double: --kv-tokens reaches 2^32.
+double cpu_kv_bytes(const ModelConfig& config, const CpuExecutorOptions& options);
 // The local group's size in blocks (0: the model has no sliding layers, or the group is
 // off): each of max_sequences sequences may hold ceil((window + max_step_tokens) / block)
 // + 1 blocks at once, the window behind a chunk's first query and the chunk; never more

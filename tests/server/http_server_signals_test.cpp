@@ -6,6 +6,7 @@
 // leak check). In-process, so that the disposition itself is read, not a race with it.
 #include <signal.h>
 
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -23,12 +24,17 @@ void (*disposition(int signal))(int) {
   return current.sa_handler;
 }
 
-TEST(HttpServerSignals, AfterTheDrainSigintAndSigtermAreIgnoredForTheExit) {
+std::unique_ptr<Engine> tiny_engine() {
   EngineOptions options;
   options.model = tiny_model();
   options.threads = 1;
   options.kv_tokens = 1024;
-  Engine engine(options);
+  return std::make_unique<Engine>(options);
+}
+
+TEST(HttpServerSignals, AfterTheDrainSigintAndSigtermAreIgnoredForTheExit) {
+  const std::unique_ptr<Engine> owned = tiny_engine();
+  Engine& engine = *owned;
   {
     server::ServerOptions server_options;
     server_options.port = 0;
@@ -55,11 +61,8 @@ TEST(HttpServerSignals, AfterTheDrainSigintAndSigtermAreIgnoredForTheExit) {
 // request refused, and from the drain on SIGINT was ignored (a compare's second run could
 // not be interrupted at all).
 TEST(HttpServerSignals, AServerThatDoesNotHandleSignalsLeavesTheirActionsAlone) {
-  EngineOptions options;
-  options.model = tiny_model();
-  options.threads = 1;
-  options.kv_tokens = 1024;
-  Engine engine(options);
+  const std::unique_ptr<Engine> owned = tiny_engine();
+  Engine& engine = *owned;
   ASSERT_EQ(disposition(SIGINT), SIG_DFL);
   server::ServerOptions server_options;
   server_options.port = 0;
