@@ -1,5 +1,7 @@
 #include "protocol/completion_request.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -235,6 +237,13 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
     request.user = read_string(*user, "safety_identifier");
   }
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
+  if (const Json* id = find_field(body, "request_id")) {
+    request.request_id = read_string(*id, "request_id");
+    const bool visible = std::all_of(request.request_id.begin(), request.request_id.end(),
+                                     [](char c) { return c >= 0x21 && c <= 0x7e; });
+    if (request.request_id.empty() || request.request_id.size() > 128 || !visible)
+      reject("'request_id' must be 1 to 128 visible ASCII characters.", "request_id");
+  }
   if (const Json* salt = find_field(body, "cache_salt")) {
     request.cache_salt = read_string(*salt, "cache_salt");
     if (request.cache_salt.empty())  // as vLLM: an empty salt is a mistake, not the default

@@ -82,6 +82,9 @@ struct CompletionRequest {
   // vLLM's cache_salt (non-empty when given): the prefix cache is shared only among
   // requests with the same salt (GenerationRequest::cache_salt).
   std::string cache_salt;
+  // vLLM's request_id (1-128 visible ASCII characters): the response's id is made from it
+  // (a client's X-Request-Id header comes first); empty: the server makes one.
+  std::string request_id;
   // response_format, json_schema or grammar: the shape the output must have.
   OutputConstraint constraint;
   // Chat: tools, tool_choice and parallel_tool_calls (tools also sit in chat.tools for the

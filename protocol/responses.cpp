@@ -53,11 +53,15 @@ Json message_json(const ChoiceResult& c) {
 
 }  // namespace
 
+std::string response_id_prefix(Endpoint endpoint) {
+  return endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-";
+}
+
 std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low) {
   char hex[33];
   std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(high),
                 static_cast<unsigned long long>(low));
-  return std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") + hex;
+  return response_id_prefix(endpoint) + hex;
 }
 
 std::string completion_response_json(const ResponseHeader& header,

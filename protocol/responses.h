@@ -54,6 +54,9 @@ struct ChoiceResult {
 // "cmpl-<32 hex digits>" or "chatcmpl-<32 hex digits>": high then low, 64 bits each. The
 // server supplies a number unique across its runs (random at start, counting up).
 std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low);
+// "chatcmpl-" or "cmpl-": what an id begins with, the client's request id after it where it
+// gave one (vLLM's X-Request-Id and request_id).
+std::string response_id_prefix(Endpoint endpoint);
 
 // Non-streamed: object "text_completion" with choices [{index, text, logprobs, finish_reason}],
 // or "chat.completion" with choices [{index, message {role, content}, logprobs, finish_reason}];

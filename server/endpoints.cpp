@@ -75,7 +75,7 @@ struct Endpoints::Route {
   std::string_view path;
   std::string_view method;
   bool public_route;  // answered without the API key (probes and scrapers)
-  Result (Endpoints::*handler)(std::string_view body);
+  Result (Endpoints::*handler)(const ApiRequest& api);
 };
 
 // Every route, once: adding one is a line here and its handler.
@@ -170,7 +170,7 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
     return error_answer(not_found("Unknown route " + std::string(path) + "."));
   }
   if (auto refused = refusal(request, path, route->method, route->public_route)) return *refused;
-  return (this->*route->handler)(request.body);
+  return (this->*route->handler)(request);
 }
 
 std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
@@ -198,10 +198,12 @@ std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
   return refused;
 }
 
-Endpoints::Result Endpoints::completion(std::string_view body, Endpoint endpoint) {
-  auto parsed = parse_completion_request(body, endpoint);
+Endpoints::Result Endpoints::completion(const ApiRequest& api, Endpoint endpoint) {
+  auto parsed = parse_completion_request(api.body, endpoint);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  // The header's id over the body's, as vLLM takes them.
+  if (!api.request_id.empty()) request.request_id = std::string(api.request_id);
   // As vLLM: naming another model is a 404, not a silent answer from this one.
   if (!model_.answers_to(request.model)) {
     return error_answer(model_not_found(request.model));
@@ -258,7 +260,8 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                                        std::shared_ptr<const grammar::CompiledGrammar> grammar) {
   const Endpoint endpoint = request.endpoint;
   ResponseHeader header;
-  header.id = next_response_id(endpoint);
+  header.id = request.request_id.empty() ? next_response_id(endpoint)
+                                         : response_id_prefix(endpoint) + request.request_id;
   header.created = static_cast<int64_t>(std::time(nullptr));
   header.model = model_.id;
   header.seed = request.seed ? *request.seed : draw_seed();
@@ -345,7 +348,8 @@ std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
   return std::get<std::vector<PromptSegment>>(std::move(rendered));
 }
 
-Endpoints::Result Endpoints::apply_template(std::string_view body) {
+Endpoints::Result Endpoints::apply_template(const ApiRequest& api) {
+  const std::string_view body = api.body;
   auto parsed = parse_apply_template_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   auto rendered = render_chat(std::get<ChatInputs>(parsed));
@@ -354,7 +358,8 @@ Endpoints::Result Endpoints::apply_template(std::string_view body) {
       apply_template_response_json(join_segments(std::get<std::vector<PromptSegment>>(rendered))));
 }
 
-Endpoints::Result Endpoints::tokenize(std::string_view body) {
+Endpoints::Result Endpoints::tokenize(const ApiRequest& api) {
+  const std::string_view body = api.body;
   auto parsed = parse_tokenize_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   const auto& request = std::get<TokenizeRequest>(parsed);
@@ -379,7 +384,8 @@ Endpoints::Result Endpoints::tokenize(std::string_view body) {
   return json_answer(tokenize_response_json(tokens, pieces));
 }
 
-Endpoints::Result Endpoints::detokenize(std::string_view body) {
+Endpoints::Result Endpoints::detokenize(const ApiRequest& api) {
+  const std::string_view body = api.body;
   auto parsed = parse_detokenize_request(body);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
   const auto& request = std::get<DetokenizeRequest>(parsed);
@@ -405,7 +411,7 @@ ServedModel Endpoints::served_model() const {
   return ServedModel{model_.names, created_, model_.context_length, chat_template};
 }
 
-Endpoints::Result Endpoints::models(std::string_view) {
+Endpoints::Result Endpoints::models(const ApiRequest&) {
   return json_answer(models_list_json(served_model()));
 }
 
@@ -417,12 +423,12 @@ Endpoints::Result Endpoints::model_retrieve(std::string_view name) {
   return json_answer(model_json(served_model(), id));
 }
 
-Endpoints::Result Endpoints::health(std::string_view) {
+Endpoints::Result Endpoints::health(const ApiRequest&) {
   if (!serving()) return error_answer(service_unavailable("The server is not serving."));
   return json_answer(R"({"status":"ok"})");
 }
 
-Endpoints::Result Endpoints::metrics_page(std::string_view) {
+Endpoints::Result Endpoints::metrics_page(const ApiRequest&) {
   HttpAnswer answer;
   answer.content_type = "text/plain; version=0.0.4; charset=utf-8";
   std::optional<GrammarCacheStats> grammars;

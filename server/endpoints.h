@@ -40,6 +40,9 @@ struct ApiRequest {
                                    // query and the scheme and host are ignored
   std::string_view authorization;  // the Authorization header, or empty
   std::string_view body;
+  // The client's X-Request-Id where it is an id a header and a log line can carry (1-128
+  // visible ASCII characters), else empty: the response's id is made from it, as vLLM's.
+  std::string_view request_id;
 };
 
 // A whole response.
@@ -109,29 +112,30 @@ class Endpoints {
   struct Route;
   static const Route* find_route(std::string_view path);
 
-  Result completions(std::string_view body) { return completion(body, Endpoint::kCompletions); }
-  Result chat_completions(std::string_view body) {
-    return completion(body, Endpoint::kChatCompletions);
+  // Route handlers take the whole request; most read only its body.
+  Result completions(const ApiRequest& api) { return completion(api, Endpoint::kCompletions); }
+  Result chat_completions(const ApiRequest& api) {
+    return completion(api, Endpoint::kChatCompletions);
   }
-  Result completion(std::string_view body, Endpoint endpoint);
+  Result completion(const ApiRequest& api, Endpoint endpoint);
   // The request's prompts as token ids (chat: the rendered messages), or the refusal.
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(
       CompletionRequest& request);
   GenerationPlan plan_choices(CompletionRequest& request, std::vector<std::vector<int32_t>> prompts,
                               std::shared_ptr<const grammar::CompiledGrammar> grammar);
-  Result apply_template(std::string_view body);
+  Result apply_template(const ApiRequest& api);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
   // request (the model has no template, or the template raised or failed).
   std::variant<std::vector<PromptSegment>, HttpAnswer> render_chat(const ChatInputs& inputs) const;
-  Result tokenize(std::string_view body);
-  Result detokenize(std::string_view body);
-  Result models(std::string_view body);
+  Result tokenize(const ApiRequest& api);
+  Result detokenize(const ApiRequest& api);
+  Result models(const ApiRequest& api);
   Result model_retrieve(std::string_view name);  // method and key already checked
   ServedModel served_model() const;              // what /v1/models lists
   std::optional<HttpAnswer> refusal(const ApiRequest& request, std::string_view route,
                                     std::string_view method, bool public_route) const;
-  Result health(std::string_view body);
-  Result metrics_page(std::string_view body);
+  Result health(const ApiRequest& api);
+  Result metrics_page(const ApiRequest& api);
   uint64_t draw_seed();
   // How the served model writes tool calls (its chat template's family; plain JSON without).
   ToolCallFormat tool_format() const;

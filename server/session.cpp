@@ -18,7 +18,7 @@ namespace tandem::server {
 
 // A request's parts, owned, for its preparation off the strand (prepare_elsewhere).
 struct OwnedRequest {
-  std::string method, target, authorization, body, route;
+  std::string method, target, authorization, body, route, request_id;
 };
 
 namespace {
@@ -251,7 +251,8 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   const ApiRequest api{view(request.method_string()), view(request.target()),
-                       view(request[http::field::authorization]), request.body()};
+                       view(request[http::field::authorization]), request.body(),
+                       client_request_id_};
   on_prepared(handle_request(context_.endpoints, api, route_), keep_alive);
 }
 
@@ -260,9 +261,10 @@ void Session::on_request(beast::error_code ec) {
 // is running, no read or timer is pending), and the answer comes back onto it.
 void Session::prepare_elsewhere(bool keep_alive) {
   auto& request = parser_->get();
-  auto owned = std::make_shared<OwnedRequest>(OwnedRequest{
-      std::string(request.method_string()), std::string(request.target()),
-      std::string(request[http::field::authorization]), std::move(request.body()), route_});
+  auto owned = std::make_shared<OwnedRequest>(
+      OwnedRequest{std::string(request.method_string()), std::string(request.target()),
+                   std::string(request[http::field::authorization]), std::move(request.body()),
+                   route_, client_request_id_});
   net::post(*context_.prepare, [self = shared_from_this(), owned, keep_alive] {
     if (self->context_.compile == nullptr) return self->prepare_on_this_thread(owned, keep_alive);
     try {
@@ -277,7 +279,8 @@ void Session::prepare_elsewhere(bool keep_alive) {
 }
 
 void Session::prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive) {
-  const ApiRequest api{owned->method, owned->target, owned->authorization, owned->body};
+  const ApiRequest api{owned->method, owned->target, owned->authorization, owned->body,
+                       owned->request_id};
   auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
       handle_request(context_.endpoints, api, owned->route));
   net::post(stream_.get_executor(), [self = shared_from_this(), result, keep_alive] {

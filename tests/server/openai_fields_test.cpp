@@ -276,6 +276,8 @@ TEST(AccessLog, AClientsRequestIdIsEchoedAndRecorded) {
   const HttpResult whole = fetch(server.port(), "POST", "/v1/completions", body.dump(), traced);
   ASSERT_EQ(whole.status, 200);
   EXPECT_EQ(whole.headers.at("x-request-id"), "trace-7f3a");
+  // The response's id is made from it, as vLLM makes it.
+  EXPECT_EQ(whole.json()["id"], "cmpl-trace-7f3a");
   json streamed_body = body;
   streamed_body["stream"] = true;
   const HttpResult streamed =
@@ -297,6 +299,31 @@ TEST(AccessLog, AClientsRequestIdIsEchoedAndRecorded) {
   EXPECT_EQ(entries[0]["id"], whole.json()["id"]);
   EXPECT_EQ(entries[1]["request_id"], "trace-7f3a");
   EXPECT_EQ(entries[2]["request_id"], "");
+}
+
+// vLLM's body field request_id names the response ("chatcmpl-" + it), and the client's
+// X-Request-Id comes before it; an id a header could not carry is a 400 naming it.
+TEST(OpenAiFields, ARequestIdInTheBodyNamesTheResponse) {
+  const uint16_t port = shared_server().port();
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                     {"max_tokens", 1},
+                     {"request_id", "job-42"}};
+  EXPECT_EQ(post_json("/v1/chat/completions", chat)["id"], "chatcmpl-job-42");
+  const HttpResult both =
+      fetch(port, "POST", "/v1/chat/completions", chat.dump(), {{"X-Request-Id", "hdr-1"}});
+  EXPECT_EQ(both.json()["id"], "chatcmpl-hdr-1");
+  json streamed = chat;
+  streamed["stream"] = true;
+  EXPECT_NE(fetch(port, "POST", "/v1/chat/completions", streamed.dump())
+                .body.find("\"id\":\"chatcmpl-job-42\""),
+            std::string::npos);
+  for (const json& bad : {json(""), json("two words"), json(std::string(129, 'a')), json(7)}) {
+    json body = chat;
+    body["request_id"] = bad;
+    const HttpResult refused = fetch(port, "POST", "/v1/chat/completions", body.dump());
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_EQ(refused.json()["error"]["param"], "request_id") << refused.body;
+  }
 }
 
 size_t lines_in(const std::filesystem::path& path) {
