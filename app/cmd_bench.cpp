@@ -94,7 +94,7 @@ void add_engine_flags(CLI::App& cmd, BenchFlags& f, CLI::Option* model) {
       cmd.add_option("--kv-tokens", o.kv_tokens, "With --model: KV cache capacity")
           ->check(CLI::Range(int64_t{16}, int64_t{1} << 32)),
       cmd.add_option("--max-queue", o.max_queue, "With --model: requests waiting for admission")
-          ->check(CLI::Range(1, 1 << 24)),
+          ->check(CLI::Range(1, 1 << 20)),  // as serve's
       cmd.add_option("--ceilings", o.ceilings,
                      "With --model: measure the CPU's ceilings after the runs (~2 s) and report "
                      "speeds as fractions of them (default true)"),

@@ -42,6 +42,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = "invalid command line";
+    // CLI11's words for a flag given twice ("At Most 1 required but received 2").
+    if (const size_t at = what.find(": At Most 1 required but received");
+        at != std::string::npos && e.get_name() == "ArgumentMismatch") {
+      what = what.substr(0, at) + ": given more than once";
+    }
     // Point at the help of the subcommand whose flags were being read, where there is one.
     std::string help = "tandem --help";
     for (const auto& sub : subcommands)

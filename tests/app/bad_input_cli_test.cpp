@@ -321,6 +321,13 @@ TEST(BadInputCli, ACacheDirectoryThatCannotBeMadeIsSaidInOneLine) {
   expect_one_line_exit_two(r, "cannot create " + file + "/tandem for the default model");
 }
 
+// A flag given twice was named in CLI11's words ("At Most 1 required but received 2").
+TEST(BadInputCli, AFlagGivenTwiceIsSaidSo) {
+  expect_one_line_exit_two(
+      run_tandem({"bench", "--url", "http://x", "--max-tokens", "4", "--max-tokens", "4"}),
+      "--max-tokens: given more than once");
+}
+
 // An empty --api-key served without authentication, in silence.
 TEST(BadInputCli, AnEmptyApiKeyIsRefused) {
   ScratchDir dir;
