@@ -79,7 +79,16 @@ inline void check_output_path(const std::string& flag, std::string& path, bool i
   std::error_code ec;
   if (path.empty()) throw UsageError(flag + ": an empty path");
   if (!in_place && fs::is_symlink(path, ec)) {
-    const fs::path target = fs::weakly_canonical(path, ec);
+    // Link by link (weakly_canonical takes a link whose target is missing for a file of
+    // its own, which the rename would replace), then what is left resolved whole.
+    fs::path target = path;
+    for (int hops = 0; fs::is_symlink(target, ec); ++hops) {
+      if (hops == 40) throw UsageError(flag + ": " + path + ": too many levels of symbolic links");
+      const fs::path next = fs::read_symlink(target, ec);
+      if (ec) throw UsageError(flag + ": " + path + ": " + ec.message());
+      target = next.is_absolute() ? next : target.parent_path() / next;
+    }
+    target = fs::weakly_canonical(target, ec);
     if (ec) throw UsageError(flag + ": " + path + ": " + ec.message());
     path = target.string();
   }

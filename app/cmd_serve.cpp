@@ -48,7 +48,8 @@ struct ServeOptions {
 // both end with the same complete file.
 std::filesystem::path default_model_path() {
   std::filesystem::path dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+  // The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored.
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') {
     dir = std::filesystem::path(xdg) / "tandem";
   } else if (const char* home = std::getenv("HOME"); home && *home) {
     dir = std::filesystem::path(home) / ".cache" / "tandem";
@@ -197,7 +198,20 @@ Subcommand make_serve_command(CLI::App& app) {
                   "The longest sequence (prompt + output) served, at most the model's context; "
                   "the default KV budget holds at least one (default: the model's context)")
       ->check(CLI::Range(16, 1 << 30));
-  cmd->add_option("--host", opts->server.host, "Address to listen on")->capture_default_str();
+  // An empty host listened on every interface (an unset variable in a launch script would
+  // open the server to the network); an IPv6 address may come in a URL's brackets.
+  cmd->add_option("--host", opts->server.host, "Address to listen on")
+      ->capture_default_str()
+      ->transform(CLI::Validator(
+          [](std::string& host) {
+            if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+              host = host.substr(1, host.size() - 2);
+            return host.empty() ? std::string(
+                                      "an empty host; give 0.0.0.0 (or ::) to listen on "
+                                      "every interface")
+                                : std::string();
+          },
+          "HOST"));
   // Read as a wider integer: CLI11 named a 16-bit overflow only "Could not convert".
   cmd->add_option_function<int64_t>(
          "--port", [opts](int64_t port) { opts->server.port = static_cast<uint16_t>(port); },
@@ -247,10 +261,15 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", opts->server.api_key, "Require 'Authorization: Bearer KEY'")
       ->check(CLI::Validator(
           [](std::string& key) {
-            return key.empty() ? std::string(
-                                     "an empty key would leave the server open; leave "
-                                     "--api-key out to serve without one")
-                               : std::string();
+            if (key.empty())
+              return std::string(
+                  "an empty key would leave the server open; leave --api-key out to serve "
+                  "without one");
+            // A header carries no blank or control byte in a token: such a key admits nobody.
+            for (const char c : key)
+              if (c < 0x21 || c > 0x7e)
+                return std::string("a key is visible ASCII characters, without blanks");
+            return std::string();
           },
           "KEY"));
   cmd->add_option("--max-body", opts->server.max_body, "Largest request body in bytes")

@@ -305,7 +305,8 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
   out << "tandem bench: " << o.url << " (model " << (info.model.empty() ? "?" : info.model) << "), "
       << describe_load(o) << "\n";
   out << "prompt tokens from " << info.pool_source << " (" << info.token_pool.size()
-      << " distinct ids)\n\n";
+      << " distinct ids)\n\n"
+      << std::flush;  // a log read while the run goes on shows what it is waiting for
   // One short request first, as vllm bench serve does: it checks the server answers and
   // keeps first-touch costs (cold weights, first allocations) out of the measured run.
   const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, LoadOptions{});

@@ -19,9 +19,13 @@ std::string read_text_part(const Json& part, const std::string& part_param, bool
   const char* field = "text";
   if (type_name == "refusal" && assistant) {
     field = "refusal";
+  } else if (type_name == "refusal") {
+    reject("A content part of type 'refusal' belongs to an assistant turn.", part_param + ".type");
   } else if (type_name != "text" && type_name != "input_text" && type_name != "output_text") {
-    reject("Content parts of type '" + type_name + "' are not supported; only 'text'" +
-               (assistant ? " and 'refusal' are." : " is."),
+    reject("Content parts of type '" + type_name +
+               "' are not supported; only text parts are ('text', 'input_text', "
+               "'output_text'" +
+               (assistant ? ", and 'refusal'" : "") + ").",
            part_param + ".type");
   }
   const std::string field_param = part_param + "." + field;

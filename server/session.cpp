@@ -230,8 +230,11 @@ void Session::on_request(beast::error_code ec) {
   }
   const bool keep_alive = request.keep_alive();
   // A compressed body would otherwise be read as malformed JSON, naming a control byte.
-  if (const beast::string_view coding = request[http::field::content_encoding];
-      !coding.empty() && !beast::iequals(coding, "identity")) {
+  // Every Content-Encoding line counts (two lines are one list, RFC 9110 5.3).
+  for (auto [field, end] = request.equal_range(http::field::content_encoding); field != end;
+       ++field) {
+    const beast::string_view coding = field->value();
+    if (coding.empty() || beast::iequals(coding, "identity")) continue;
     answer(error_answer(ApiError{415, "invalid_request_error",
                                  "Content-Encoding '" + std::string(coding) +
                                      "' is not supported; send the body uncompressed.",

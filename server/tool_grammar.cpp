@@ -1,8 +1,11 @@
 #include "server/tool_grammar.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "runner/grammar/compile_gate.h"
 
@@ -17,6 +20,68 @@ ApiError parameters_error(const ToolRequest& tools, const grammar::GrammarError&
       std::string("The tools' call grammar does not compile: ") + framed_error.what(), "tools");
 }
 
+// Where `schema` (within the parameters document `root`) admits a value that is not an
+// object, as a JSON pointer; "" where it admits objects only. A constrained call's
+// arguments are an object (OpenAI's and every client's reading), and as_object_schema
+// types only what names nothing; an enum of strings, a $ref to a scalar, or an anyOf with
+// an integer branch would let the call's arguments be `"a"` or `5`, which no client reads
+// as a call. $refs are followed (a cycle counts as objects: its other paths decide);
+// one unresolvable is the compiler's to report.
+std::string non_object_at(const nlohmann::ordered_json& schema, const nlohmann::ordered_json& root,
+                          const std::string& at, std::vector<std::string>& refs) {
+  if (!schema.is_object()) return schema == false ? "" : at;
+  if (const auto type = schema.find("type"); type != schema.end()) {
+    const bool objects = *type == "object" || (type->is_array() && !type->empty() &&
+                                               std::all_of(type->begin(), type->end(),
+                                                           [](auto& t) { return t == "object"; }));
+    if (!objects) return at;
+  }
+  if (const auto ref = schema.find("$ref"); ref != schema.end() && ref->is_string()) {
+    const std::string target = ref->get<std::string>();
+    if (target.empty() || target[0] != '#' ||
+        std::find(refs.begin(), refs.end(), target) != refs.end())
+      return "";
+    const nlohmann::ordered_json::json_pointer pointer(target.substr(1));
+    if (!root.contains(pointer)) return "";
+    refs.push_back(target);
+    std::string inner = non_object_at(root.at(pointer), root, target, refs);
+    refs.pop_back();
+    return inner;
+  }
+  for (const char* each : {"anyOf", "oneOf"}) {
+    const auto list = schema.find(each);
+    if (list == schema.end() || !list->is_array()) continue;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string inner =
+          non_object_at((*list)[i], root, at + "/" + each + "/" + std::to_string(i), refs);
+      if (!inner.empty()) return inner;
+    }
+  }
+  if (const auto all = schema.find("allOf"); all != schema.end() && all->is_array()) {
+    std::string first;  // an intersection holds objects only where one part does
+    for (size_t i = 0; i < all->size(); ++i) {
+      std::string inner = non_object_at((*all)[i], root, at + "/allOf/" + std::to_string(i), refs);
+      if (inner.empty()) return "";
+      if (first.empty()) first = inner;
+    }
+    return first;
+  }
+  for (const char* each : {"enum", "const"}) {
+    const auto values = schema.find(each);
+    if (values == schema.end()) continue;
+    const bool objects =
+        std::string_view(each) == "const"
+            ? values->is_object()
+            : values->is_array() && std::all_of(values->begin(), values->end(),
+                                                [](auto& v) { return v.is_object(); });
+    if (!objects) return at + "/" + each;
+  }
+  return schema.contains("type") || schema.contains("anyOf") || schema.contains("oneOf") ||
+                 schema.contains("enum") || schema.contains("const")
+             ? ""
+             : at;
+}
+
 // Each schema text's verdict ("" when it compiles, else the GrammarError's message), kept
 // for the process: an agent sends the same tools every turn, and compiling twenty of them
 // took 70 ms a request (a 2-vCPU Zen 4, perf: trim and determinize), where a lookup takes
@@ -29,12 +94,18 @@ class ParameterVerdicts {
       std::lock_guard lock(mutex_);
       if (const auto it = verdicts_.find(text); it != verdicts_.end()) return it->second;
     }
-    grammar::throw_if_compiles_deferred();
+    std::vector<std::string> refs;
     std::string error;
-    try {
-      grammar::compile_json_schema(parameters);
-    } catch (const grammar::GrammarError& e) {
-      error = e.what();
+    if (const std::string at = non_object_at(parameters, parameters, "#", refs); !at.empty()) {
+      error = "a call's arguments are a JSON object, and this schema allows other values (at " +
+              at + ")";
+    } else {
+      grammar::throw_if_compiles_deferred();
+      try {
+        grammar::compile_json_schema(parameters);
+      } catch (const grammar::GrammarError& e) {
+        error = e.what();
+      }
     }
     std::lock_guard lock(mutex_);
     if (verdicts_.size() >= kMaxVerdicts) verdicts_.clear();

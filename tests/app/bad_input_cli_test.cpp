@@ -276,6 +276,14 @@ TEST(BadInputCli, OutputsReplaceOnlyRegularFilesAndFollowLinks) {
   EXPECT_GT(std::filesystem::file_size(target), 1000u);
   expect_one_line_exit_two(run_tandem({"bench", "--url", "http://127.0.0.1:9", "--json", ""}),
                            "--json: an empty path");
+  // A link whose target does not exist yet: the target is made, the link stays.
+  const std::string dangling = dir.file("dangling.gguf").string();
+  const std::string made = dir.file("made.gguf").string();
+  std::filesystem::create_symlink("made.gguf", dangling);
+  const CommandResult created = run_tandem({"quantize", model, dangling, "Q8_0"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dangling));
+  EXPECT_TRUE(std::filesystem::is_regular_file(made));
 }
 
 // A file bench or serve would open and write itself must open for writing now, not
@@ -331,9 +339,18 @@ TEST(BadInputCli, AFlagGivenTwiceIsSaidSo) {
 // An empty --api-key served without authentication, in silence.
 TEST(BadInputCli, AnEmptyApiKeyIsRefused) {
   ScratchDir dir;
-  expect_one_line_exit_two(
-      run_tandem({"serve", "--model", make_tiny(dir), "--port", "0", "--api-key", ""}),
-      "an empty key would leave the server open");
+  const std::string model = make_tiny(dir);
+  expect_one_line_exit_two(run_tandem({"serve", "--model", model, "--port", "0", "--api-key", ""}),
+                           "an empty key would leave the server open");
+  // A blank or control byte: no client can send the key, so nobody could get in.
+  for (const char* key : {" ", "key\n", "a b"}) {
+    expect_one_line_exit_two(
+        run_tandem({"serve", "--model", model, "--port", "0", "--api-key", key}),
+        "a key is visible ASCII characters");
+  }
+  // An empty host listened on every interface.
+  expect_one_line_exit_two(run_tandem({"serve", "--model", model, "--port", "0", "--host", ""}),
+                           "--host: an empty host");
 }
 
 // A workload that cannot fit the served context failed every request after the load and

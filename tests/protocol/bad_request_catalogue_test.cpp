@@ -303,7 +303,7 @@ const BadRequest kCatalogue[] = {
     // A refusal part is an assistant's (OpenAI's spec); it needs its `refusal` text.
     {"MessageContentRefusalPartOfAUser", kChat,
      messages(R"([{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}])"),
-     "messages[0].content[0].type", "refusal"},
+     "messages[0].content[0].type", "belongs to an assistant turn"},
     {"MessageContentRefusalPartWithoutRefusal", kChat,
      messages(R"([{"role": "user", "content": "hi"},
                   {"role": "assistant", "content": [{"type": "refusal", "text": "no"}]},

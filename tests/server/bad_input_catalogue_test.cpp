@@ -331,6 +331,11 @@ std::vector<Case> make_framing_cases() {
        post("/v1/completions", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8),
             "Content-Encoding: gzip\r\n"),
        415, "", "unsupported_media_type"},
+      // Two lines are one list: identity, then gzip.
+      {"ContentEncodingOnASecondLine",
+       post("/v1/completions", kSmallBody,
+            "Content-Encoding: identity\r\nContent-Encoding: gzip\r\n"),
+       415, "", "unsupported_media_type"},
       {"ContentEncodingIdentity",
        post("/v1/completions", kSmallBody, "Content-Encoding: Identity\r\n"), 200},
       {"MultipartFormBody",

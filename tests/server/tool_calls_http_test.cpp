@@ -239,6 +239,53 @@ TEST(ToolCallGrammar, ANamedFunctionIsOneCallAndAToolWithoutParametersTakesNone)
             grammar::GrammarBuilder::kUnbounded);
 }
 
+// Where a constrained call's schema lets its arguments be something other than an object
+// (an enum of strings, a const, a $ref to a scalar, a scalar branch), the call could come
+// back as `"a"` or `5`, which no client reads: a 400 naming the tool's parameters and the
+// place. Objects reached through $ref, allOf or enum are served.
+TEST(ToolCallsHttp, ConstrainedParametersThatAllowNonObjectsAreRefused) {
+  const uint16_t port = hermes_server().port();
+  const std::pair<const char*, const char*> refused[] = {
+      {R"({"enum": ["a", "b"]})", "#/enum"},
+      {R"({"const": 5})", "#/const"},
+      {R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "string"}}})", "#/$defs/A"},
+      {R"({"allOf": [{"type": "string"}]})", "#/allOf/0"},
+      {R"({"anyOf": [{"type": "integer"}, {"properties": {"x": {"type": "integer"}}}]})",
+       "#/anyOf/0"},
+      {R"({"$ref": "#/$defs/A", "$defs": {"A": {"properties": {}}}})", "#/$defs/A"},
+  };
+  for (const auto& [schema, at] : refused) {
+    SCOPED_TRACE(schema);
+    ordered_json body = tool_request("required", 1);
+    body["tools"] = ordered_json::array(
+        {{{"type", "function"},
+          {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+    const HttpResult result = fetch(port, "POST", "/v1/chat/completions", body.dump());
+    ASSERT_EQ(result.status, 400) << result.body;
+    EXPECT_EQ(result.json()["error"]["param"], "tools[0].function.parameters");
+    EXPECT_NE(result.body.find(std::string("allows other values (at ") + at + ")"),
+              std::string::npos)
+        << result.body;
+  }
+  const char* const served[] = {
+      R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "object"}}})",
+      R"({"allOf": [{"type": "object"}]})",
+      R"({"enum": [{"a": 1}, {"b": 2}]})",
+  };
+  for (const char* schema : served) {
+    SCOPED_TRACE(schema);
+    ordered_json body = tool_request("required", 2);
+    body["parallel_tool_calls"] = false;
+    body["tools"] = ordered_json::array(
+        {{{"type", "function"},
+          {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+    const json answer = post_json(port, "/v1/chat/completions", body);
+    const json& calls = answer["choices"][0]["message"]["tool_calls"];
+    ASSERT_TRUE(calls.is_array() && calls.size() == 1) << answer.dump();
+    EXPECT_TRUE(json::parse(calls[0]["function"]["arguments"].get<std::string>()).is_object());
+  }
+}
+
 // The grammar's schema of parameters that name no type says "object" at the root and in
 // each branch; a $ref, enum or const keeps what it names; the template's definitions stay
 // as the request sent them.
