@@ -38,13 +38,20 @@ std::string non_object_at(const nlohmann::ordered_json& schema, const nlohmann::
   }
   if (const auto ref = schema.find("$ref"); ref != schema.end() && ref->is_string()) {
     const std::string target = ref->get<std::string>();
-    if (target.empty() || target[0] != '#' ||
+    // A chain of references is bounded as the compiler bounds its depth (the body's
+    // nesting is bounded already; a chain of $refs is not).
+    if (target.empty() || target[0] != '#' || refs.size() >= 64 ||
         std::find(refs.begin(), refs.end(), target) != refs.end())
       return "";
-    const nlohmann::ordered_json::json_pointer pointer(target.substr(1));
-    if (!root.contains(pointer)) return "";
+    const nlohmann::ordered_json* found = nullptr;
+    try {  // a malformed pointer is the compiler's to report
+      const nlohmann::ordered_json::json_pointer pointer(target.substr(1));
+      if (root.contains(pointer)) found = &root.at(pointer);
+    } catch (const nlohmann::json::exception&) {
+    }
+    if (found == nullptr) return "";
     refs.push_back(target);
-    std::string inner = non_object_at(root.at(pointer), root, target, refs);
+    std::string inner = non_object_at(*found, root, target, refs);
     refs.pop_back();
     return inner;
   }

@@ -267,6 +267,14 @@ TEST(ToolCallsHttp, ConstrainedParametersThatAllowNonObjectsAreRefused) {
               std::string::npos)
         << result.body;
   }
+  // References the check cannot follow are the compiler's to refuse: a 400, never a 500.
+  for (const char* schema : {R"({"$ref": "#nope"})", R"({"$ref": "#/$defs/x/7"})"}) {
+    ordered_json body = tool_request("required", 1);
+    body["tools"] = ordered_json::array(
+        {{{"type", "function"},
+          {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+    EXPECT_EQ(fetch(port, "POST", "/v1/chat/completions", body.dump()).status, 400) << schema;
+  }
   const char* const served[] = {
       R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "object"}}})",
       R"({"allOf": [{"type": "object"}]})",
