@@ -61,6 +61,13 @@ ordered_json tool_request(const ordered_json& tool_choice, uint64_t seed) {
           {"logit_bias", {{"9", -4}, {"10", -4}, {"32", -4}, {"34", 3}, {"93", 2}, {"125", 2}}}};
 }
 
+// tools: one function "t" whose parameters are `schema`.
+ordered_json one_tool(const char* schema) {
+  return ordered_json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+}
+
 json schema_of(const std::string& name) {
   for (const auto& tool : kTools) {
     if (tool["function"]["name"] == name) return json::parse(tool["function"]["parameters"].dump());
@@ -257,9 +264,7 @@ TEST(ToolCallsHttp, ConstrainedParametersThatAllowNonObjectsAreRefused) {
   for (const auto& [schema, at] : refused) {
     SCOPED_TRACE(schema);
     ordered_json body = tool_request("required", 1);
-    body["tools"] = ordered_json::array(
-        {{{"type", "function"},
-          {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+    body["tools"] = one_tool(schema);
     const HttpResult result = fetch(port, "POST", "/v1/chat/completions", body.dump());
     ASSERT_EQ(result.status, 400) << result.body;
     EXPECT_EQ(result.json()["error"]["param"], "tools[0].function.parameters");
@@ -270,9 +275,7 @@ TEST(ToolCallsHttp, ConstrainedParametersThatAllowNonObjectsAreRefused) {
   // References the check cannot follow are the compiler's to refuse: a 400, never a 500.
   for (const char* schema : {R"({"$ref": "#nope"})", R"({"$ref": "#/$defs/x/7"})"}) {
     ordered_json body = tool_request("required", 1);
-    body["tools"] = ordered_json::array(
-        {{{"type", "function"},
-          {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+    body["tools"] = one_tool(schema);
     EXPECT_EQ(fetch(port, "POST", "/v1/chat/completions", body.dump()).status, 400) << schema;
   }
   const char* const served[] = {
@@ -284,9 +287,7 @@ TEST(ToolCallsHttp, ConstrainedParametersThatAllowNonObjectsAreRefused) {
     SCOPED_TRACE(schema);
     ordered_json body = tool_request("required", 2);
     body["parallel_tool_calls"] = false;
-    body["tools"] = ordered_json::array(
-        {{{"type", "function"},
-          {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+    body["tools"] = one_tool(schema);
     const json answer = post_json(port, "/v1/chat/completions", body);
     const json& calls = answer["choices"][0]["message"]["tool_calls"];
     ASSERT_TRUE(calls.is_array() && calls.size() == 1) << answer.dump();
@@ -352,9 +353,7 @@ TEST(ToolCallsHttp, ParametersThatNameNoTypeStillTakeAnObject) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       SCOPED_TRACE(std::string(schema) + " seed " + std::to_string(seed));
       ordered_json body = tool_request("required", seed);
-      body["tools"] = ordered_json::array(
-          {{{"type", "function"},
-            {"function", {{"name", "t"}, {"parameters", ordered_json::parse(schema)}}}}});
+      body["tools"] = one_tool(schema);
       body["parallel_tool_calls"] = false;
       const json answer = post_json(port, "/v1/chat/completions", body);
       EXPECT_EQ(answer["choices"][0]["finish_reason"], "tool_calls") << answer.dump();
