@@ -9,8 +9,9 @@ namespace {
 enum class Where { kBoth, kCompletions, kChat };
 
 // Whether a value changes nothing. It sees the whole body for fields whose effect depends
-// on another one, and may itself refuse a value of the wrong type (a RequestRejected).
-using NeutralTest = bool (*)(const Json& value, const Json& body);
+// on another one, and may itself refuse a value of the wrong type (a RequestRejected naming
+// `name`).
+using NeutralTest = bool (*)(const Json& value, const Json& body, const std::string& name);
 
 struct UnsupportedField {
   const char* name;  // "a.b": field b of the object in field a
@@ -19,35 +20,43 @@ struct UnsupportedField {
   const char* refusal;  // follows "'name' " in the message
 };
 
-bool never(const Json&, const Json&) { return false; }
-bool always(const Json&, const Json&) { return true; }
-bool is_false(const Json& value, const Json&) { return value.is_boolean() && !value.get<bool>(); }
-bool is_true(const Json& value, const Json&) { return value.is_boolean() && value.get<bool>(); }
-bool is_empty(const Json& value, const Json&) {
+bool never(const Json&, const Json&, const std::string&) { return false; }
+bool always(const Json&, const Json&, const std::string&) { return true; }
+bool is_false(const Json& value, const Json&, const std::string& name) {
+  return !read_bool(value, name);  // "true" or 1 is a type error, not a true
+}
+bool is_true(const Json& value, const Json&, const std::string& name) {
+  return read_bool(value, name);
+}
+bool is_empty(const Json& value, const Json&, const std::string&) {
   // nlohmann's empty() is false for every string: "" is checked as text.
   if (value.is_string()) return value.get_ref<const std::string&>().empty();
   return (value.is_array() || value.is_object()) && value.empty();
 }
 template <int N>
-bool number_is(const Json& value, const Json&) {
+bool number_is(const Json& value, const Json&, const std::string&) {
   return value.is_number() && value.get<double>() == N;
 }
 template <int N>
-bool at_most(const Json& value, const Json&) {
+bool at_most(const Json& value, const Json&, const std::string&) {
   return value.is_number() && value.get<double>() <= N;
 }
-bool only_text(const Json& value, const Json&) {
+bool only_text(const Json& value, const Json&, const std::string&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
 }
-bool is_none(const Json& value, const Json&) { return value == "none"; }
-bool is_medium(const Json& value, const Json&) { return value == "medium"; }
-bool standard_tier(const Json& value, const Json&) { return value == "auto" || value == "default"; }
+bool is_none(const Json& value, const Json&, const std::string&) { return value == "none"; }
+bool is_medium(const Json& value, const Json&, const std::string&) { return value == "medium"; }
+bool standard_tier(const Json& value, const Json&, const std::string&) {
+  return value == "auto" || value == "default";
+}
 
-bool best_of_one(const Json& value, const Json&) {
+bool best_of_one(const Json& value, const Json&, const std::string&) {
   return read_integer(value, "best_of", std::numeric_limits<int64_t>::min(),
                       std::numeric_limits<int64_t>::max()) == 1;
 }
-bool empty_suffix(const Json& value, const Json&) { return read_string(value, "suffix").empty(); }
+bool empty_suffix(const Json& value, const Json&, const std::string&) {
+  return read_string(value, "suffix").empty();
+}
 
 // A field absent, null or equal to its neutral number.
 bool left_at(const Json& body, const char* name, double neutral) {
@@ -57,14 +66,14 @@ bool left_at(const Json& body, const char* name, double neutral) {
 
 // llama.cpp applies its penalties over the last penalty_last_n tokens (-1: the whole
 // context, which is what tandem does); with no penalty set the window changes nothing.
-bool whole_history_or_no_penalty(const Json& value, const Json& body) {
+bool whole_history_or_no_penalty(const Json& value, const Json& body, const std::string&) {
   if (value.is_number() && value.get<double>() == -1) return true;
   return left_at(body, "repetition_penalty", 1) && left_at(body, "repeat_penalty", 1) &&
          left_at(body, "presence_penalty", 0) && left_at(body, "frequency_penalty", 0);
 }
 
 // llama-server's name for max_tokens: accepted when it says what max_tokens says.
-bool same_as_max_tokens(const Json& value, const Json& body) {
+bool same_as_max_tokens(const Json& value, const Json& body, const std::string&) {
   for (const char* name : {"max_completion_tokens", "max_tokens"}) {
     if (const Json* max = find_field(body, name)) return value.is_number() && value == *max;
   }
@@ -217,7 +226,7 @@ void reject_unimplemented_fields(const Json& body, Endpoint endpoint) {
   for (const UnsupportedField& field : kFields) {
     if (!applies(field.where, endpoint)) continue;
     const Json* value = find_path(body, field.name);
-    if (value == nullptr || field.neutral(*value, body)) continue;
+    if (value == nullptr || field.neutral(*value, body, field.name)) continue;
     reject("'" + std::string(field.name) + "' " + field.refusal, field.name);
   }
 }

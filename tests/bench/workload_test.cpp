@@ -32,6 +32,11 @@ TEST(ArrivalOffsets, PoissonGapsHaveMeanOneOverRateAndUnitVariation) {
   const GapStats s = gap_stats(arrivals);
   EXPECT_NEAR(s.mean, 1.0 / 8.0, 0.125 * 0.03);
   EXPECT_NEAR(s.cv, 1.0, 0.03);  // exponential gaps: stddev equals mean
+  // As vllm bench serve scales them: the last arrives at n / rate, whatever the seed.
+  for (uint64_t seed : {1, 2, 3}) {
+    EXPECT_DOUBLE_EQ(arrival_offsets(50, 8.0, 1.0, seed).back(), 50 / 8.0);
+    EXPECT_DOUBLE_EQ(arrival_offsets(50, 2.0, 0.5, seed).back(), 50 / 2.0);
+  }
 }
 
 TEST(ArrivalOffsets, BurstinessKeepsTheRateAndSetsTheVariation) {

@@ -113,6 +113,9 @@ const FieldCase kRefused[] = {
      "kv_transfer_params", ""},
     {"ReturnTokens", kCmpl, R"("return_tokens": true)", "return_tokens", ""},
     {"BeamSearchOfTheWrongType", kCmpl, R"("use_beam_search": "no")", "use_beam_search", ""},
+    // A boolean field given as text is a type error, not read as "set to true" (QA N).
+    {"StoreAsText", kChat, R"("store": "true")", "store", "a boolean"},
+    {"ReturnTokenIdsAsNumber", kCmpl, R"("return_token_ids": 0)", "return_token_ids", "a boolean"},
     {"BestOfString", kCmpl, R"("best_of": "2")", "best_of", "an integer"},
     // max_tokens and max_completion_tokens are both checked, whichever wins.
     {"MaxTokensBadBesideMaxCompletionTokens", kChat,
