@@ -1,7 +1,5 @@
 #include "protocol/completion_request.h"
 
-#include <algorithm>
-
 #include <cmath>
 #include <limits>
 #include <map>
@@ -11,6 +9,7 @@
 #include "protocol/generation_fields.h"
 #include "protocol/output_constraint_fields.h"
 #include "protocol/request_fields.h"
+#include "protocol/responses.h"
 #include "protocol/tool_calls/tool_fields.h"
 #include "protocol/unsupported_fields.h"
 
@@ -239,9 +238,7 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   if (const Json* user = find_field(body, "user")) request.user = read_string(*user, "user");
   if (const Json* id = find_field(body, "request_id")) {
     request.request_id = read_string(*id, "request_id");
-    const bool visible = std::all_of(request.request_id.begin(), request.request_id.end(),
-                                     [](char c) { return c >= 0x21 && c <= 0x7e; });
-    if (request.request_id.empty() || request.request_id.size() > 128 || !visible)
+    if (!is_client_request_id(request.request_id))
       reject("'request_id' must be 1 to 128 visible ASCII characters.", "request_id");
   }
   if (const Json* salt = find_field(body, "cache_salt")) {

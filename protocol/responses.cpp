@@ -57,6 +57,13 @@ std::string response_id_prefix(Endpoint endpoint) {
   return endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-";
 }
 
+bool is_client_request_id(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id)
+    if (c < 0x21 || c > 0x7e) return false;
+  return true;
+}
+
 std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low) {
   char hex[33];
   std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(high),

@@ -57,6 +57,10 @@ std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low);
 // "chatcmpl-" or "cmpl-": what an id begins with, the client's request id after it where it
 // gave one (vLLM's X-Request-Id and request_id).
 std::string response_id_prefix(Endpoint endpoint);
+// Whether `id` is one a client may name its request by (the X-Request-Id header, vLLM's
+// request_id field): 1 to 128 visible ASCII characters, which a header, a log line and a
+// response id carry unchanged.
+bool is_client_request_id(std::string_view id);
 
 // Non-streamed: object "text_completion" with choices [{index, text, logprobs, finish_reason}],
 // or "chat.completion" with choices [{index, message {role, content}, logprobs, finish_reason}];

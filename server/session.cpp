@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
+#include "protocol/responses.h"
 #include "runner/grammar/compile_gate.h"
 #include "server/cors.h"
 #include "server/strand_sink.h"
@@ -41,13 +42,10 @@ std::variant<HttpAnswer, GenerationPlan> handle_request(Endpoints& endpoints, co
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
-// A client's X-Request-Id, kept where it is a token a log line and a header can carry
-// unchanged (1 to 128 visible ASCII characters); anything else is ignored, as no id.
+// A client's X-Request-Id, kept where it is an id a log line and a header can carry
+// unchanged (is_client_request_id); anything else is ignored, as no id.
 std::string client_request_id(std::string_view header) {
-  if (header.empty() || header.size() > 128) return "";
-  for (char c : header)
-    if (c < 0x21 || c > 0x7e) return "";
-  return std::string(header);
+  return is_client_request_id(header) ? std::string(header) : std::string();
 }
 
 // How much a client may pipeline behind a running request; past it the session stops
