@@ -177,13 +177,8 @@ bool KvBlockPool::register_block(int32_t block, int32_t parent, std::span<const 
   const uint64_t parent_hash = parent < 0 ? prefix_root_hash(salt) : blocks_[parent].key.hash;
   const uint64_t hash = prefix_block_hash(parent_hash, tokens);
   const uint32_t parent_generation = parent < 0 ? 0 : blocks_[parent].generation;
-  auto [first, last] = index_.equal_range(hash);
-  for (auto it = first; it != last; ++it) {
-    const PrefixKey& key = blocks_[it->second].key;
-    if (key.parent == parent && key.parent_generation == parent_generation && key.salt == salt &&
-        std::equal(key.tokens.begin(), key.tokens.end(), tokens.begin(), tokens.end()))
-      return false;  // the same content is cached already: this copy stays private
-  }
+  // The same content cached already (what a match would find): this copy stays private.
+  if (find_block(parent, hash, tokens, salt) >= 0) return false;
   b.key =
       PrefixKey{hash, parent, parent_generation, {tokens.begin(), tokens.end()}, std::string(salt)};
   b.registered = true;
