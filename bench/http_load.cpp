@@ -374,6 +374,12 @@ ServerUrl parse_server_url(std::string_view url) {
 
 namespace {
 
+// http://HOST:PORT as a message names it, an IPv6 host back in its brackets.
+std::string server_address(const ServerUrl& url) {
+  const bool v6 = url.host.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + url.host + "]" : url.host) + ":" + url.port;
+}
+
 // The /v1/models entry whose id is `model`, or the first when `model` is empty; null when
 // the list has no such entry. Ids that are not strings are no one's.
 const json* listed_model(const json& list, const std::string& model) {
@@ -394,10 +400,7 @@ ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
     models = fetch(url, http::verb::get, "/v1/models", "");
   } catch (const std::exception& e) {
     // A URL nothing answers at is a bad flag value (exit 2), like a model file not found.
-    const bool v6 = url.host.find(':') != std::string::npos;  // written back in brackets
-    const std::string host = v6 ? "[" + url.host + "]" : url.host;
-    throw std::invalid_argument("--url: cannot reach http://" + host + ":" + url.port + ": " +
-                                e.what());
+    throw std::invalid_argument("--url: cannot reach " + server_address(url) + ": " + e.what());
   }
   // A server that wants a key asks for it here, before any figure is measured.
   if (models.status == 401 || models.status == 403) {
@@ -409,8 +412,7 @@ ServerInfo discover_server(const ServerUrl& url, const std::string& model) {
   // Every OpenAI-compatible server lists its models: none here is a URL with a path past
   // the server's base (.../v1/completions), which every request would repeat.
   if (models.status == 404) {
-    throw std::invalid_argument("--url: no /v1/models under http://" + url.host + ":" + url.port +
-                                url.prefix +
+    throw std::invalid_argument("--url: no /v1/models under " + server_address(url) + url.prefix +
                                 " (HTTP 404); give the server's base URL, http://HOST:PORT");
   }
   int64_t vocab = 0;
