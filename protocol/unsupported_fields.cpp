@@ -50,12 +50,12 @@ bool standard_tier(const Json& value, const Json&, const std::string&) {
   return value == "auto" || value == "default";
 }
 
-bool best_of_one(const Json& value, const Json&, const std::string&) {
-  return read_integer(value, "best_of", std::numeric_limits<int64_t>::min(),
+bool best_of_one(const Json& value, const Json&, const std::string& name) {
+  return read_integer(value, name, std::numeric_limits<int64_t>::min(),
                       std::numeric_limits<int64_t>::max()) == 1;
 }
-bool empty_suffix(const Json& value, const Json&, const std::string&) {
-  return read_string(value, "suffix").empty();
+bool empty_suffix(const Json& value, const Json&, const std::string& name) {
+  return read_string(value, name).empty();
 }
 
 // A field absent, null or equal to its neutral number.
