@@ -44,6 +44,18 @@ bool at_most(const Json& value, const Json&, const std::string&) {
 bool only_text(const Json& value, const Json&, const std::string&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
 }
+// vLLM types these as dicts: [] is a type error there, not an empty value.
+bool empty_object(const Json& value, const Json&, const std::string& name) {
+  return require_object(value, name).empty();
+}
+// OpenAI's metadata: string keys to string values; it tags a stored completion and
+// changes no output, but a value of another type is refused as OpenAI refuses it.
+bool string_map(const Json& value, const Json&, const std::string& name) {
+  for (const auto& [key, text] : require_object(value, name).items()) {
+    if (!text.is_string()) read_string(text, name + "." + key);
+  }
+  return true;
+}
 bool is_none(const Json& value, const Json&, const std::string&) { return value == "none"; }
 bool is_medium(const Json& value, const Json&, const std::string&) { return value == "medium"; }
 bool standard_tier(const Json& value, const Json&, const std::string&) {
@@ -105,7 +117,7 @@ const UnsupportedField kFields[] = {
     // The tags of a stored completion, and a routing hint for OpenAI's prompt cache (this
     // server's prefix cache needs none, and by its law a hit changes no output): neither
     // changes what is generated.
-    {"metadata", Where::kBoth, always, ""},
+    {"metadata", Where::kBoth, string_map, ""},
     {"prompt_cache_key", Where::kBoth, always, ""},
     {"service_tier", Where::kBoth, standard_tier,
      "other than \"auto\" or \"default\" is not supported by this server."},
@@ -148,8 +160,8 @@ const UnsupportedField kFields[] = {
     {"return_token_ids", Where::kBoth, is_false,
      "set to true is not supported by this server; on /v1/completions 'logprobs' gives each "
      "token's text."},
-    {"vllm_xargs", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
-    {"kv_transfer_params", Where::kBoth, is_empty,
+    {"vllm_xargs", Where::kBoth, empty_object, "(non-empty) is not supported by this server."},
+    {"kv_transfer_params", Where::kBoth, empty_object,
      "(disaggregated prefill) is not supported by this server."},
     // llama-server.
     {"mirostat", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},

@@ -117,6 +117,12 @@ const FieldCase kRefused[] = {
     {"StoreAsText", kChat, R"("store": "true")", "store", "a boolean"},
     {"ReturnTokenIdsAsNumber", kCmpl, R"("return_token_ids": 0)", "return_token_ids", "a boolean"},
     {"BestOfString", kCmpl, R"("best_of": "2")", "best_of", "an integer"},
+    // Typed as vLLM and OpenAI type them: an empty list is not an empty dict.
+    {"VllmXargsAsAList", kCmpl, R"("vllm_xargs": [])", "vllm_xargs", "an object"},
+    {"KvTransferParamsAsText", kChat, R"("kv_transfer_params": "")", "kv_transfer_params",
+     "an object"},
+    {"MetadataAsText", kChat, R"("metadata": "s")", "metadata", "an object"},
+    {"MetadataWithANumber", kCmpl, R"("metadata": {"a": "b", "n": 3})", "metadata.n", "a string"},
     // max_tokens and max_completion_tokens are both checked, whichever wins.
     {"MaxTokensBadBesideMaxCompletionTokens", kChat,
      R"("max_completion_tokens": 8, "max_tokens": "lots")", "max_tokens", "a string"},
