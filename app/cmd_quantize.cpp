@@ -58,6 +58,11 @@ Subcommand make_quantize_command(CLI::App& app) {
             if (!std::filesystem::is_regular_file(flags->in, ec))
               throw UsageError(describe_non_file(flags->in));
             check_output_path("out", flags->out);
+            // The output replaces its file only once written whole, so the same path (or a
+            // link to the input) would have replaced the model with its quantized copy
+            // without a word; llama-quantize would write over the file it reads.
+            if (std::filesystem::equivalent(flags->in, flags->out, ec))
+              throw UsageError("out: " + flags->out + " is the input file; write elsewhere");
             quantize_model::Report report;
             try {
               report = quantize_model::quantize_file(flags->in, flags->out, *target);

@@ -137,6 +137,15 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
 }
 
 Engine::Engine(EngineOptions options) {
+  // Every running request decodes a token a step, and those rows are never cut to fit:
+  // with more of them than the step holds, prompts never got a token of a step until one
+  // finished (vLLM refuses max_num_batched_tokens < max_num_seqs the same way).
+  if (options.scheduler.max_step_tokens < options.scheduler.max_batch) {
+    throw EngineOptionError("--max-step-tokens " +
+                            std::to_string(options.scheduler.max_step_tokens) +
+                            " is below --max-batch " + std::to_string(options.scheduler.max_batch) +
+                            ": a step must hold a token for each running request");
+  }
   model_ = Model::load(options.model);
   tokenizer_ = Tokenizer::from_gguf(model_->file());
   // One embedding row per token, as llama.cpp checks token_embd's shape against the token

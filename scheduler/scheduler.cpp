@@ -50,6 +50,18 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
   if (info_.kv_local_blocks > 0) {
     if (info_.sliding_window <= 0)
       throw std::invalid_argument("scheduler: a local KV group needs a sliding window");
+    // A lone request's chunk needs the window and the chunk's positions, and one block
+    // more where they straddle a boundary (cpu_executor.h's local_blocks_per_sequence);
+    // with fewer, nothing running would ever free one and the request waited forever.
+    const int64_t one_sequence = std::min<int64_t>(
+        (int64_t{info_.sliding_window} + options_.max_step_tokens + info_.kv_block_size - 1) /
+                info_.kv_block_size +
+            1,
+        pool_.total());
+    if (info_.kv_local_blocks < one_sequence)
+      throw std::invalid_argument("scheduler: a local KV group of " +
+                                  std::to_string(info_.kv_local_blocks) +
+                                  " blocks cannot hold one sequence's window and step");
     local_pool_.emplace(info_.kv_local_blocks, info_.kv_block_size);
     counters_.kv_local_blocks_total = local_pool_->total();
     counters_.kv_local_bytes_per_token = info_.kv_local_bytes_per_token;
@@ -181,7 +193,9 @@ void Scheduler::apply_cancels() {
   for (auto& r : dropped) {
     leave_share(*r);
     ++counters_.requests_finished;
-    r->in.sink->on_finish(FinishReason::kCancelled, Usage{r->prompt_len, 0, r->cached_tokens});
+    // A preempted request waits here having streamed tokens: usage counts them.
+    r->in.sink->on_finish(FinishReason::kCancelled,
+                          Usage{r->prompt_len, r->completion_tokens, r->cached_tokens});
   }
   for (uint64_t id : ids) {
     auto it = live_.find(id);
@@ -288,7 +302,13 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
   auto step = std::make_unique<Launched>();
   StepPlan plan;
   int32_t budget = options_.max_step_tokens;
+  const uint64_t preemptions = counters_.preemptions;
   add_decode_rows(plan, *step, budget);
+  // A step that had to preempt admits no one from the queue, as vLLM's scheduler does: the
+  // request just sent back heads the queue and would come straight back into the blocks it
+  // gave up, to be preempted again at its next block, each time recomputing a chunk beside
+  // the others' decode rows. It waits until a running request frees blocks.
+  if (counters_.preemptions != preemptions) admit = false;
   // Requests waiting for their first token: part-way through prefill, or queued.
   // The first in line goes on from where its prefill stands (a queued one from its start,
   // or from the end of its prefix that the cache holds now).

@@ -39,7 +39,13 @@ bool Scheduler::try_admit(Request& r) {
     if (local_pool_) take_local_prefix_hit(r);
   }
   const int32_t cached = static_cast<int32_t>(r.blocks.size());
-  if (!pool_.reserve(int64_t{r.prefill_end} - int64_t{cached} * bs, r.blocks)) {
+  const int64_t need = int64_t{r.prefill_end} - int64_t{cached} * bs;
+  // A request preempted before comes back only with a block to spare for each running
+  // request too (vLLM's old watermark, sized to the batch): the pool it left was too small
+  // for everyone, and taking exactly what it needs had it preempted again at the next
+  // block boundary any running request crossed, recomputing each time.
+  const int64_t spare = r.admitted_before ? int64_t{bs} * static_cast<int64_t>(running_.size()) : 0;
+  if (!pool_.can_reserve(need + spare) || !pool_.reserve(need, r.blocks)) {
     release_kv(r);
     r.prompt_copy = {};  // taken again, with the blocks, at the next try
     return false;

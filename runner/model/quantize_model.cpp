@@ -188,10 +188,10 @@ TensorType row_fallback(TensorType type, uint64_t row_length) {
   if (fits(type)) return type;
   TensorType fallback = TensorType::kF16;
   switch (type) {
+    // llama-quantize's llama_tensor_get_type (build 10587, which made the shared
+    // kquants): the 2- and 3-bit K types fall back to IQ4_NL, as IQ4_XS does.
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
-      fallback = TensorType::kQ4_0;
-      break;
     case TensorType::kIQ4_XS:
       fallback = TensorType::kIQ4_NL;
       break;

@@ -158,6 +158,20 @@ TEST(BadInputCli, AnUnparsableChatTemplateRefusesOnlyServe) {
                            "give another with --chat-template");
 }
 
+// A step smaller than the batch left prompts waiting while the running requests decoded
+// (QA R: a third request's first token at turn 105 of 110): refused before the model loads.
+TEST(BadInputCli, AStepThatCannotHoldTheBatchIsRefused) {
+  ScratchDir dir;
+  const std::string model = make_tiny(dir);
+  expect_one_line_exit_two(
+      run_tandem({"serve", "--model", model, "--port", "0", "--max-step-tokens", "32"}),
+      "--max-step-tokens 32 is below --max-batch 64");
+  expect_one_line_exit_two(
+      run_tandem({"bench", "--model", model, "--offline", "--requests", "2", "--max-batch", "8",
+                  "--max-step-tokens", "4", "--ceilings", "false"}),
+      "--max-step-tokens 4 is below --max-batch 8");
+}
+
 TEST(BadInputCli, NanAndInfinityAreRefusedForEveryFloatFlag) {
   ScratchDir dir;
   const std::string model = make_tiny(dir);

@@ -1,6 +1,7 @@
 // `tandem quantize` and `make-model --dtype` as a user runs them: every type writes a
 // model that loads and generates the same greedy tokens every time; bad input exits 2
 // with one line.
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -91,6 +92,14 @@ TEST(QuantizeCli, BadInputExitsTwoWithOneLine) {
   { std::ofstream(text) << "not a model at all"; }
   expect_one_line_exit_two(run_tandem({"quantize", text, out, "q8_0"}), "text.gguf");
   expect_one_line_exit_two(run_tandem({"quantize", in}), "out");
+  // The input as the output, by its own path, another spelling or a link (QA Q: the model
+  // was replaced by its quantized copy, exit 0); the input is left as it was.
+  const auto before = std::filesystem::file_size(in);
+  std::filesystem::create_symlink(in, dir.file("link.gguf"));
+  for (const std::string& same :
+       {in, dir.path().string() + "/./demo.gguf", dir.file("link.gguf").string()})
+    expect_one_line_exit_two(run_tandem({"quantize", in, same, "q8_0"}), "is the input file");
+  EXPECT_EQ(std::filesystem::file_size(in), before);
 }
 
 }  // namespace

@@ -119,7 +119,9 @@ LawTotals check_law(const LawCase& c) {
       options.scheduler.prefix_cache = true;
       options.scheduler.overlap = rng() % 2 == 0;
       options.scheduler.max_step_tokens = std::vector<int32_t>{3, 7, 16, 64}[rng() % 4];
-      options.scheduler.max_batch = 1 + static_cast<int32_t>(rng() % 6);
+      // At most the step's tokens, as the engine requires.
+      options.scheduler.max_batch =
+          std::min(1 + static_cast<int32_t>(rng() % 6), options.scheduler.max_step_tokens);
       Engine together(options);
       // Twice over in a random order, arriving between random numbers of steps: later
       // requests find earlier ones' blocks cached, where the pool kept them.

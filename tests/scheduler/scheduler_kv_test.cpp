@@ -93,6 +93,63 @@ TEST(SchedulerKv, PreemptionUnderPressureGivesTheSameOutputs) {
   }
 }
 
+// A request preempted for want of a block waits in the queue until a running one frees
+// blocks: readmitted in the same step (its own blocks back from the cache, or its prompt
+// recomputed), it was preempted again at its next block, over and over (QA R: 14 times in a
+// row, 1,134 tokens prefilled for a 128-token sequence with the cache off), each time
+// putting a prefill chunk into the other request's decode steps.
+TEST(SchedulerKv, APreemptedRequestWaitsForBlocksInsteadOfComingStraightBack) {
+  for (bool cache : {false, true}) {
+    SchedulerOptions options;
+    options.prefix_cache = cache;
+    options.max_step_tokens = 64;
+    Harness roomy(options, fake_device_info(256, 64));
+    Harness tight(options, fake_device_info(256, 16));  // one sequence of 256 at most
+    auto a = tight.submit(std::string(8, 'a'), 240);
+    auto b = tight.submit(std::string(120, 'b'), 130);
+    auto a_alone = roomy.submit(std::string(8, 'a'), 240);
+    auto b_alone = roomy.submit(std::string(120, 'b'), 130);
+    roomy.drain();
+    uint64_t preemptions = 0;
+    for (int i = 0; i < 100000 && !tight.scheduler.drained(); ++i) {
+      tight.scheduler.run_once();
+      const SchedulerMetrics m = tight.scheduler.metrics();
+      if (m.preemptions != preemptions) {
+        EXPECT_EQ(m.waiting, 1) << "cache " << cache << ": readmitted in the preempting step";
+        preemptions = m.preemptions;
+      }
+    }
+    ASSERT_TRUE(tight.scheduler.drained());
+    EXPECT_EQ(preemptions, 1u) << "cache " << cache;
+    // 8 + 120 prompt tokens, then b's 120 + (its tokens so far - 1) once more.
+    EXPECT_LT(tight.scheduler.metrics().prompt_tokens, 128u + 250u) << "cache " << cache;
+    EXPECT_EQ(a->text(), a_alone->text());
+    EXPECT_EQ(b->text(), b_alone->text());
+    EXPECT_EQ(tight.scheduler.metrics().kv_blocks_used, 0);
+  }
+}
+
+// Cancelled while it waits after a preemption, a request has streamed tokens already: its
+// usage counts them (it said 0).
+TEST(SchedulerKv, ARequestCancelledWhilePreemptedCountsTheTokensItStreamed) {
+  Harness tight({}, fake_device_info(256, 16));
+  auto a = tight.submit(std::string(8, 'a'), 240);
+  auto b = std::make_shared<RecordingSink>();
+  GenerationRequest request;
+  request.prompt.assign(120, 'b');
+  request.max_tokens = 130;
+  request.sink = b;
+  const uint64_t b_id = tight.scheduler.submit(std::move(request)).id;
+  for (int i = 0; i < 100000 && tight.scheduler.metrics().preemptions == 0; ++i)
+    tight.scheduler.run_once();
+  ASSERT_EQ(tight.scheduler.metrics().waiting, 1);
+  tight.scheduler.cancel(b_id);
+  tight.drain();
+  EXPECT_GT(b->text().size(), 0u);
+  EXPECT_EQ(b->usage().completion_tokens, static_cast<int64_t>(b->text().size()));
+  EXPECT_EQ(a->usage().completion_tokens, 240);
+}
+
 TEST(SchedulerKv, ACachedPrefixIsNotPrefilledAgainAndUsageSaysSo) {
   Harness h;
   const std::string prompt = std::string(40, 'q');

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,17 @@ TEST(SlidingWindowKv, ALocalGroupSmallerThanTheBatchNeedsStillFinishesEveryReque
 }
 
 // A cancelled request and its choices give back their local blocks too.
+// A local group smaller than one sequence's window and step: a lone request's chunk could
+// never get its blocks and waited forever (QA R), so the scheduler refuses the device. Four
+// blocks hold the window of 20 and a 16-token step straddling block boundaries; three do not.
+TEST(SlidingWindowKv, ALocalGroupThatCannotHoldOneSequenceIsRefused) {
+  SchedulerOptions options;
+  options.max_step_tokens = 16;
+  options.max_batch = 4;
+  EXPECT_THROW(Harness(options, device_config(64, 3)), std::invalid_argument);
+  EXPECT_NO_THROW(Harness(options, device_config(64, 4)));
+}
+
 TEST(SlidingWindowKv, CancelAndShutdownGiveEveryLocalBlockBack) {
   SchedulerOptions options;
   options.max_step_tokens = 8;

@@ -52,8 +52,8 @@ TEST(QuantizeModel, RowFallbacksFollowLlamaQuantize) {
   EXPECT_EQ(row_fallback(TensorType::kQ4_K, 576), TensorType::kQ5_0);
   EXPECT_EQ(row_fallback(TensorType::kQ5_K, 576), TensorType::kQ5_1);
   EXPECT_EQ(row_fallback(TensorType::kQ6_K, 576), TensorType::kQ8_0);
-  EXPECT_EQ(row_fallback(TensorType::kQ2_K, 576), TensorType::kQ4_0);
-  EXPECT_EQ(row_fallback(TensorType::kQ3_K, 576), TensorType::kQ4_0);
+  EXPECT_EQ(row_fallback(TensorType::kQ2_K, 576), TensorType::kIQ4_NL);  // Q4_0 until QA Q
+  EXPECT_EQ(row_fallback(TensorType::kQ3_K, 576), TensorType::kIQ4_NL);
   EXPECT_EQ(row_fallback(TensorType::kIQ4_XS, 576), TensorType::kIQ4_NL);
   // Still no fit (rows not a multiple of 32): F16.
   EXPECT_EQ(row_fallback(TensorType::kQ4_K, 100), TensorType::kF16);
