@@ -403,8 +403,14 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
   {
     std::lock_guard lock(inbox_mutex_);
     cancel_pending = !cancels_.empty();
-    admissible = !waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_batch &&
-                 pool_.can_reserve(waiting_.front()->prefill_end);
+    // As try_admit counts: a request preempted before needs a block to spare for each
+    // running one too (without it, the chain broke every step while it waited).
+    admissible =
+        !waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_batch &&
+        pool_.can_reserve(int64_t{waiting_.front()->prefill_end} +
+                          (waiting_.front()->admitted_before
+                               ? int64_t{pool_.block_size()} * static_cast<int64_t>(running_.size())
+                               : 0));
   }
   if (cancel_pending) return ChainBreak::kCancel;
   for (const Request* r : curr.rows) {

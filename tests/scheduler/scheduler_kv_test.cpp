@@ -103,6 +103,7 @@ TEST(SchedulerKv, APreemptedRequestWaitsForBlocksInsteadOfComingStraightBack) {
     SchedulerOptions options;
     options.prefix_cache = cache;
     options.max_step_tokens = 64;
+    options.overlap = true;
     Harness roomy(options, fake_device_info(256, 64));
     Harness tight(options, fake_device_info(256, 16));  // one sequence of 256 at most
     auto a = tight.submit(std::string(8, 'a'), 240);
@@ -126,6 +127,11 @@ TEST(SchedulerKv, APreemptedRequestWaitsForBlocksInsteadOfComingStraightBack) {
     EXPECT_EQ(a->text(), a_alone->text());
     EXPECT_EQ(b->text(), b_alone->text());
     EXPECT_EQ(tight.scheduler.metrics().kv_blocks_used, 0);
+    // While b waited, a's steps stayed chained: the chain breaks for a batch change only
+    // where b can come back (it broke 14 times while b could not).
+    const auto breaks = tight.scheduler.metrics().chain_breaks;
+    EXPECT_LE(breaks[static_cast<size_t>(ChainBreak::kBatchChange)], 1u)
+        << "cache " << cache << ": " << breaks[static_cast<size_t>(ChainBreak::kBatchChange)];
   }
 }
 
