@@ -73,6 +73,8 @@ struct CompletionRequest {
   bool skip_special_tokens = true;
   // Completions: the prompt's text comes back in front of the generated text.
   bool echo = false;
+  // vLLM's return_tokens_as_token_ids: logprobs name each token "token_id:N".
+  bool tokens_as_ids = false;
   // Completions: a text prompt is encoded with the tokenizer's special tokens (BOS), as
   // vLLM's add_special_tokens (default true) says. Chat: false (the template writes them).
   bool add_special_tokens = true;

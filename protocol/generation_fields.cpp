@@ -89,6 +89,9 @@ void read_generation_controls(const Json& body, CompletionRequest& request) {
   if (const Json* value = find_field(body, "skip_special_tokens")) {
     request.skip_special_tokens = read_bool(*value, "skip_special_tokens");
   }
+  if (const Json* value = find_field(body, "return_tokens_as_token_ids")) {
+    request.tokens_as_ids = read_bool(*value, "return_tokens_as_token_ids");
+  }
 }
 
 }  // namespace tandem::request_fields

@@ -26,16 +26,21 @@ std::string shown(const std::string& token) {
   return Json::parse(quoted).get<std::string>();
 }
 
+// A token as the body names it: its text, or with token_ids "token_id:N".
+std::string named(const LogprobEntry& e, bool token_ids) {
+  return token_ids ? "token_id:" + std::to_string(e.id) : e.token;
+}
+
 // A completions token's {token: logprob} object, most likely first, as OpenAI's legacy API
 // and vLLM give it: the k best and the sampled token, which joins them at its rank when
 // it is not among them (up to k + 1 entries). Keys are the texts as shown: tokens that show
 // alike (parts of characters, all U+FFFD) keep the first, most likely, one's value, so no
 // key appears twice in the body.
-Json completion_tops(const TokenLogprobs& t) {
+Json completion_tops(const TokenLogprobs& t, bool token_ids) {
   Json top = Json::object();
   bool chosen_listed = false;
-  auto add = [&top](const LogprobEntry& e) {
-    std::string key = shown(e.token);
+  auto add = [&top, token_ids](const LogprobEntry& e) {
+    std::string key = shown(named(e, token_ids));
     if (!top.contains(key)) top[std::move(key)] = e.logprob;
   };
   for (const LogprobEntry& e : t.top) {
@@ -54,9 +59,10 @@ Json completion_logprobs(const LogprobsPiece& piece) {
        offsets = Json::array();
   TextPosition at = piece.start;
   for (const TokenLogprobs& t : piece.tokens) {
-    tokens.push_back(t.chosen.token);
+    tokens.push_back(named(t.chosen, piece.token_ids));
     values.push_back(logprob_value(t.chosen.logprob));
-    tops.push_back(std::isnan(t.chosen.logprob) ? Json(nullptr) : completion_tops(t));
+    tops.push_back(std::isnan(t.chosen.logprob) ? Json(nullptr)
+                                                : completion_tops(t, piece.token_ids));
     offsets.push_back(at.offset);
     at.advance(t.chosen.token);
   }
@@ -71,10 +77,11 @@ Json chat_logprobs(const LogprobsPiece& piece) {
   for (const TokenLogprobs& t : piece.tokens) {
     Json top = Json::array();
     for (const LogprobEntry& e : t.top) {
-      top.push_back(
-          Json{{"token", e.token}, {"logprob", e.logprob}, {"bytes", byte_list(e.token)}});
+      top.push_back(Json{{"token", named(e, piece.token_ids)},
+                         {"logprob", e.logprob},
+                         {"bytes", byte_list(e.token)}});
     }
-    content.push_back(Json{{"token", t.chosen.token},
+    content.push_back(Json{{"token", named(t.chosen, piece.token_ids)},
                            {"logprob", logprob_value(t.chosen.logprob)},
                            {"bytes", byte_list(t.chosen.token)},
                            {"top_logprobs", std::move(top)}});

@@ -19,6 +19,7 @@ namespace tandem {
 struct LogprobEntry {
   std::string token;  // the token's bytes (may be part of a UTF-8 sequence)
   float logprob = 0;  // NaN: none (the first prompt token's, which nothing predicts)
+  int32_t id = -1;    // the token's id
 };
 
 struct TokenLogprobs {
@@ -43,6 +44,10 @@ struct TextPosition {
 struct LogprobsPiece {
   std::span<const TokenLogprobs> tokens;
   TextPosition start;
+  // vLLM's return_tokens_as_token_ids: each token is named "token_id:N" (tokens whose
+  // texts look alike, or are parts of one character, stay apart); chat's bytes and the
+  // text offsets stay the token's own.
+  bool token_ids = false;
 };
 
 // The choice's `logprobs` value: null without a piece. Completions:

@@ -140,8 +140,6 @@ const UnsupportedField kFields[] = {
      "is not supported by this server; on /v1/completions send 'echo' with 'logprobs'."},
     {"truncate_prompt_tokens", Where::kBoth, never, kNotSupported},
     {"logits_processors", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
-    {"return_tokens_as_token_ids", Where::kBoth, is_false,
-     "set to true is not supported by this server."},
     {"spaces_between_special_tokens", Where::kBoth, is_true,
      "set to false is not supported by this server."},
     {"priority", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},

@@ -40,9 +40,10 @@ void Scheduler::process(Launched& step, const StepResult& result) {
 
 TokenLogprobs Scheduler::named(const RowLogprobs& logprobs) const {
   TokenLogprobs out;
-  out.chosen = {tokenizer_.token_bytes(logprobs.chosen.id, true), logprobs.chosen.logprob};
+  out.chosen = {tokenizer_.token_bytes(logprobs.chosen.id, true), logprobs.chosen.logprob,
+                logprobs.chosen.id};
   for (const TokenLogprob& t : logprobs.top) {
-    out.top.push_back({tokenizer_.token_bytes(t.id, true), t.logprob});
+    out.top.push_back({tokenizer_.token_bytes(t.id, true), t.logprob, t.id});
   }
   return out;
 }
@@ -57,7 +58,8 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
   std::vector<TokenLogprobs> entries;
   // Nothing predicts the prompt's first token: its entry has no logprob.
   if (first_position == 0 && r.prompt_logprobs_sent == 0) {
-    entries.push_back({{tokenizer_.token_bytes(r.in.prompt[0], true), std::nanf("")}, {}});
+    entries.push_back(
+        {{tokenizer_.token_bytes(r.in.prompt[0], true), std::nanf(""), r.in.prompt[0]}, {}});
   }
   for (size_t k = 0; k < scored.size(); ++k) {
     const int64_t position = int64_t{first_position} + 1 + static_cast<int64_t>(k);

@@ -274,6 +274,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                       request.n,
                       {},
                       {}};
+  plan.tokens_as_ids = request.tokens_as_ids;
   std::vector<ChoiceId> ids;
   int64_t prompt_tokens = 0;
   for (size_t p = 0; p < prompts.size(); ++p) {

@@ -67,7 +67,8 @@ struct GenerationPlan {
   int32_t n = 1;          // choices per prompt
   // Per choice, completions' echo: the prompt's text, sent before the output; or empty.
   std::vector<std::string> echoes;
-  ToolCallReading tools;  // chat with tools: the outputs are read for calls
+  ToolCallReading tools;       // chat with tools: the outputs are read for calls
+  bool tokens_as_ids = false;  // the log-probabilities name each token "token_id:N"
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405

@@ -6,10 +6,11 @@ namespace tandem::server {
 
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
                                        int32_t per_prompt, std::vector<std::string> echoes,
-                                       ToolCallReading tools)
+                                       ToolCallReading tools, bool tokens_as_ids)
     : encoder_(std::move(encoder)),
       stream_(stream),
       logprobs_(logprobs),
+      tokens_as_ids_(tokens_as_ids),
       per_prompt_(per_prompt < 1 ? 1 : per_prompt),
       tools_(std::move(tools)),
       choices_(static_cast<size_t>(encoder_.choice_count())) {
@@ -21,7 +22,7 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
 std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string_view text) {
   if (!logprobs_) return encoder_.text_event(text, nullptr, index);
-  const LogprobsPiece piece{c.pending, c.text_position};
+  const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
   std::string event = encoder_.text_event(text, &piece, index);
   c.text_position = advanced(c.text_position, c.pending);
   c.pending.clear();
@@ -133,7 +134,7 @@ std::string GenerationResponse::whole_body() {
   std::vector<std::vector<ToolCallOut>> calls(choices_.size());
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
-    pieces.push_back(LogprobsPiece{c.pending, {}});
+    pieces.push_back(LogprobsPiece{c.pending, {}, tokens_as_ids_});
     ChoiceResult result{{}, c.text, c.reason, logprobs_ ? &pieces.back() : nullptr};
     if (tools_.enabled) {
       parsed[i] = parse_calls(c.text);

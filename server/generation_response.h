@@ -37,8 +37,10 @@ class GenerationResponse {
  public:
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
   // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
+  // tokens_as_ids: the logprobs name tokens "token_id:N" (LogprobsPiece::token_ids).
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
-                     std::vector<std::string> echoes, ToolCallReading tools = {});
+                     std::vector<std::string> echoes, ToolCallReading tools = {},
+                     bool tokens_as_ids = false);
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
@@ -83,6 +85,7 @@ class GenerationResponse {
   ResponseEncoder encoder_;
   bool stream_;
   bool logprobs_;
+  bool tokens_as_ids_;
   int32_t per_prompt_;
   ToolCallReading tools_;
   std::vector<Choice> choices_;

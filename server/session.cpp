@@ -350,7 +350,7 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
     return;
   }
   GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
-                              std::move(plan.echoes), std::move(plan.tools));
+                              std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids);
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
   context_.active.begin();

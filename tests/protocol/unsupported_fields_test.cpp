@@ -39,8 +39,6 @@ const FieldCase kRefused[] = {
     {"PromptLogprobsZero", kChat, R"("prompt_logprobs": 0)", "prompt_logprobs", ""},
     {"TruncatePromptTokens", kCmpl, R"("truncate_prompt_tokens": 8)", "truncate_prompt_tokens", ""},
     {"LogitsProcessors", kChat, R"("logits_processors": ["m.f"])", "logits_processors", ""},
-    {"ReturnTokensAsTokenIds", kCmpl, R"("return_tokens_as_token_ids": true)",
-     "return_tokens_as_token_ids", ""},
     {"SpacesBetweenSpecialTokens", kChat, R"("spaces_between_special_tokens": false)",
      "spaces_between_special_tokens", ""},
     {"Priority", kCmpl, R"("priority": 3)", "priority", ""},

@@ -185,6 +185,65 @@ TEST(Logprobs, EchoWithMaxTokensZeroScoresThePromptAndGeneratesNothing) {
   }
 }
 
+// vLLM's return_tokens_as_token_ids: the same logprobs, each token named "token_id:N" by
+// its id (the prompt's are the ids sent), chat's bytes and the offsets still the text's.
+TEST(Logprobs, TokensAsIdsNameEachTokenByItsId) {
+  const json ids =
+      post_json("/tokenize", json{{"content", "The tiny model"}, {"add_special", true}});
+  json body = {{"prompt", ids["tokens"]}, {"max_tokens", 6}, {"seed", 3},
+               {"temperature", 0.9},      {"echo", true},    {"logprobs", 2}};
+  const json plain = post_json("/v1/completions", body)["choices"][0]["logprobs"];
+  body["return_tokens_as_token_ids"] = true;
+  const json named = post_json("/v1/completions", body)["choices"][0]["logprobs"];
+  ASSERT_EQ(named["tokens"].size(), plain["tokens"].size());
+  EXPECT_EQ(named["token_logprobs"], plain["token_logprobs"]);
+  EXPECT_EQ(named["text_offset"], plain["text_offset"]);
+  const auto id_of = [](const json& name) {
+    const std::string text = name.get<std::string>();
+    EXPECT_EQ(text.rfind("token_id:", 0), 0u) << text;
+    return std::stoi(text.substr(9));
+  };
+  for (size_t i = 0; i < named["tokens"].size(); ++i) {
+    const int id = id_of(named["tokens"][i]);
+    if (i < ids["tokens"].size()) {
+      EXPECT_EQ(id, ids["tokens"][i].get<int>());
+    }
+    const json text = post_json("/detokenize", json{{"tokens", {id}}});
+    EXPECT_EQ(text["content"], plain["tokens"][i]) << i;
+    if (named["top_logprobs"][i].is_null()) continue;
+    for (const auto& [key, value] : named["top_logprobs"][i].items()) id_of(json(key));
+    // The 2 best and the sampled token: by text, tokens that show alike share a key.
+    EXPECT_GE(named["top_logprobs"][i].size(), plain["top_logprobs"][i].size());
+    EXPECT_LE(named["top_logprobs"][i].size(), 3u);
+    EXPECT_EQ(named["top_logprobs"][i]["token_id:" + std::to_string(id)],
+              named["token_logprobs"][i]);
+  }
+  // Chat: each entry's token and its alternatives' are named; bytes stay the token's own.
+  json chat = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+               {"max_tokens", 5},
+               {"seed", 2},
+               {"logprobs", true},
+               {"top_logprobs", 2}};
+  const json chat_plain = post_json("/v1/chat/completions", chat)["choices"][0]["logprobs"];
+  chat["return_tokens_as_token_ids"] = true;
+  const json chat_named = post_json("/v1/chat/completions", chat)["choices"][0]["logprobs"];
+  ASSERT_EQ(chat_named["content"].size(), chat_plain["content"].size());
+  for (size_t i = 0; i < chat_named["content"].size(); ++i) {
+    const json& a = chat_named["content"][i];
+    const json& b = chat_plain["content"][i];
+    id_of(a["token"]);
+    EXPECT_EQ(a["bytes"], b["bytes"]);
+    EXPECT_EQ(a["logprob"], b["logprob"]);
+    for (const json& top : a["top_logprobs"]) id_of(top["token"]);
+  }
+  json streamed = json::array();
+  for (const json& chunk : streamed_chunks("/v1/chat/completions", chat)) {
+    if (chunk["choices"].empty() || chunk["choices"][0]["logprobs"].is_null()) continue;
+    for (const json& entry : chunk["choices"][0]["logprobs"]["content"]) streamed.push_back(entry);
+  }
+  EXPECT_EQ(streamed, chat_named["content"]);
+}
+
 TEST(Penalties, ChangeTheOutputAndReplayWithTheSeed) {
   json body = {{"prompt", "The tiny model says"}, {"max_tokens", 24}, {"temperature", 0}};
   const std::string plain = post_json("/v1/completions", body)["choices"][0]["text"];
