@@ -34,6 +34,40 @@ const PreTokenizerFamily& family_for(std::string_view name) {
                         " (supported: " + supported_list() + ")");
 }
 
+// The tokenizer.json regexes mean \s as HF's engine (Oniguruma) and llama.cpp read it, the
+// White_Space property: \t-\r, U+0085 and the separators (Z). PCRE2's UCP \s takes \h's
+// U+180E too (a format character since Unicode 6.3), which split " \u180eb" where they
+// keep " \u180e" whole (QA S). So each \s becomes that class, spelled out (inside a class,
+// its members; \S, never inside one here, the negated class).
+constexpr std::string_view kWhiteSpace = R"(\t-\r\x{85}\p{Z})";
+
+std::string with_white_space(std::string_view regex) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < regex.size(); ++i) {
+    const char c = regex[i];
+    if (c == '\\' && i + 1 < regex.size()) {
+      const char next = regex[++i];
+      if (next == 's') {
+        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+      } else if (next == 'S') {
+        if (in_class) throw std::logic_error("pre-tokenizer regex: \\S inside a class");
+        out += "[^" + std::string(kWhiteSpace) + "]";
+      } else {
+        out += c;
+        out += next;
+      }
+      continue;
+    }
+    if (c == '[' && !in_class)
+      in_class = true;
+    else if (c == ']' && in_class)
+      in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 pcre2_code* compile(std::string_view regex, uint32_t extra_options = 0) {
   int error = 0;
   PCRE2_SIZE error_offset = 0;
@@ -81,13 +115,16 @@ struct PreTokenizer::Pattern {
   };
   Mode mode = Mode::kRegex;
   pcre2_code* code = nullptr;  // the regex; \d+ (the digit runs) in the digit modes
-  pcre2_code* word = nullptr;  // kDigitGroups: \w, anchored (is there a \b after a run?)
+  // kDigitGroups: a word character, anchored (is there a \b after a run?), as Oniguruma's
+  // \w: letters, marks, numbers and connector punctuation. PCRE2 10.42's UCP \w leaves out
+  // marks and all but '_' of Pc, so "1234\u0301" was grouped 1|234 where HF gives 123|4.
+  pcre2_code* word = nullptr;
 
   explicit Pattern(const std::string& regex) {
     if (regex == kDigitGroupsRegex) mode = Mode::kDigitGroups;
     if (regex == kDigitSplitsRegex) mode = Mode::kDigitSplits;
-    code = compile(mode == Mode::kRegex ? std::string_view(regex) : R"(\d+)");
-    if (mode == Mode::kDigitGroups) word = compile(R"(\w)", PCRE2_ANCHORED);
+    code = compile(mode == Mode::kRegex ? with_white_space(regex) : R"(\d+)");
+    if (mode == Mode::kDigitGroups) word = compile(R"([\p{L}\p{M}\p{N}\p{Pc}])", PCRE2_ANCHORED);
   }
   ~Pattern() {
     pcre2_code_free(code);

@@ -220,16 +220,56 @@ INPUTS = [
     "   \t  \n\t",
     "ALLCAPS WORDS and MiXeD CaSe",
     "\u0130stanbul'da Ankara'ya",
+    # Found by QA S against Oniguruma's classes: U+180E is no space; marks and connector
+    # punctuation after digits are word characters.
+    " \u180eb a \u180e\u180e c\u180e",
+    "\u180e's x\x1c\x1d\x1e\x1fy \x85z\x85\x85",
+    " \"\n\n\u180eD",
+    "1234\u0301 1234\u20dd 1234\u203f 1234_ 24363\u0301\u0395\u0393 46126333\u0e31",
 ]
 
-# Characters whose class PCRE2 10.42 (Unicode 14, \w = \p{L}\p{N}_, \s = \p{Z}\h\v) and
-# `regex` may disagree on: the generator refuses inputs with them.
-UNSAFE = set("\u180e\u200b\x1c\x1d\x1e\x1f\x85")
+# Characters whose class PCRE2 10.42 (Unicode 14) and `regex` may disagree on: the generator
+# refuses inputs with them. \s and \b's word characters are spelled out as classes in both
+# engines (below and in pretokenizer.cpp), as HF's Oniguruma defines them, so the ones
+# only those differed on (U+180E, U+0085, \x1c-\x1f, marks after digits) are tested.
+UNSAFE = set("\u200b")
+
+# Oniguruma's \s (White_Space), as tandem's with_white_space spells it for PCRE2.
+WHITE_SPACE = r"\t-\r\x{85}\p{Z}"
+# Oniguruma's \w, for the one \b (after a digit run: a \b there is no word character next).
+WORD = r"[\p{L}\p{M}\p{N}\p{Pc}]"
+
+
+def with_white_space(pattern):
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            i += 2
+            if nxt == "s":
+                out.append(WHITE_SPACE if in_class else "[" + WHITE_SPACE + "]")
+            elif nxt == "S":
+                assert not in_class
+                out.append("[^" + WHITE_SPACE + "]")
+            elif nxt == "b":
+                out.append("(?!" + WORD + ")")
+            else:
+                out.append(c + nxt)
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 OUTPUT = pathlib.Path(__file__).with_name("data") / "pretokenizer_vectors.h"
 
 
 def to_python(pattern):
+    pattern = with_white_space(pattern)
     return re.sub(r"\\x\{([0-9A-Fa-f]+)\}", lambda m: chr(int(m.group(1), 16)), pattern)
 
 
