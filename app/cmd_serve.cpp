@@ -292,6 +292,11 @@ Subcommand make_serve_command(CLI::App& app) {
                   "connection is closed (a slow but steady reader keeps its stream)")
       ->check(finite_range(0.01, 86400))
       ->capture_default_str();
+  cmd->add_option("--stream-backlog-mib", opts->server.stream_backlog_mib,
+                  "MiB of a stream's events a client may fall behind by before it is dropped "
+                  "as too slow and its generation cancelled")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
+      ->capture_default_str();
   cmd->add_option("--io-threads", opts->server.io_threads,
                   "HTTP I/O threads (default: 1, or 2 on machines with 8 cores or more)")
       ->check(CLI::Range(1, 64));

@@ -51,6 +51,7 @@ class GenerationResponse {
   // Streamed: the choice's last events, and the stream's end after the last choice.
   std::string finish(int32_t choice, FinishReason reason, const Usage& usage);
   bool all_finished() const { return finished_ == choices(); }
+  int32_t finished() const { return finished_; }  // choices finished
   // The usage summed so far: each prompt's tokens once, every choice's output.
   const Usage& usage() const { return usage_; }
   // The finish reason a finished choice reports: "tool_calls" for a stop whose output

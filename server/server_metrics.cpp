@@ -106,7 +106,8 @@ void ServerMetrics::count_prompt_tokens(int64_t tokens) {
   prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(tokens, 0));
 }
 
-std::string ServerMetrics::render(const SchedulerMetrics& s, const GrammarCacheStats* grammars) const {
+std::string ServerMetrics::render(const SchedulerMetrics& s,
+                                  const GrammarCacheStats* grammars) const {
   std::string out;
   out.reserve(8192);
   uint64_t prompt_tokens = 0;
@@ -145,6 +146,9 @@ std::string ServerMetrics::render(const SchedulerMetrics& s, const GrammarCacheS
               "Time from a generation request's arrival to its end.");
   metric(out, "tandem_requests_running", "gauge", "Requests admitted and generating.", s.running);
   metric(out, "tandem_requests_waiting", "gauge", "Requests waiting for admission.", s.waiting);
+  metric(out, "tandem_requests_preparing", "gauge",
+         "Requests being parsed, tokenized or having their output grammar compiled.",
+         static_cast<double>(preparing_.load()));
   metric(out, "tandem_prefill_chunk_tokens", "gauge",
          "Prompt tokens a step may take beside decoding requests now for one waiting prompt "
          "(--prefill-chunk: paced by step times under auto, a share more for each further "

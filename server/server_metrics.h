@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -57,6 +58,9 @@ class ServerMetrics {
   void observe_time_to_first_token(double seconds) { ttft_.observe(seconds); }
   void observe_inter_token_latency(double seconds) { itl_.observe(seconds); }
   void observe_request_latency(double seconds) { e2e_.observe(seconds); }
+  // A POST being prepared (parsed, tokenized, its grammar compiled) off the I/O thread.
+  void prepare_began() { preparing_.fetch_add(1); }
+  void prepare_ended() { preparing_.fetch_sub(1); }
 
   // The whole /metrics page, in Prometheus text exposition format 0.0.4; the grammar
   // cache's figures where the model has one.
@@ -71,6 +75,7 @@ class ServerMetrics {
   LatencyHistogram ttft_;
   LatencyHistogram itl_;
   LatencyHistogram e2e_;
+  std::atomic<int64_t> preparing_{0};
 };
 
 }  // namespace tandem::server

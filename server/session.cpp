@@ -164,7 +164,9 @@ void Session::read_body() {
     http::async_read(self->stream_, self->buffer_, *self->parser_,
                      [self](beast::error_code ec, size_t) { self->on_request(ec); });
   };
-  if (!beast::iequals(parser_->get()[http::field::expect], "100-continue") || parser_->is_done()) {
+  // RFC 9110 15.2: no 1xx to an HTTP/1.0 client.
+  if (!beast::iequals(parser_->get()[http::field::expect], "100-continue") || parser_->is_done() ||
+      parser_->get().version() < 11) {
     read();
     return;
   }
@@ -190,6 +192,9 @@ void Session::on_request(beast::error_code ec) {
   cors_origin_ =
       cors_origin_for(context_.limits.allowed_origins, view(parser_->get()[http::field::origin]));
   client_request_id_ = client_request_id(view(parser_->get()["x-request-id"]));
+  // Every answer from here, the refusals below included, speaks the request's version.
+  if (parser_->is_header_done() || ec == http::error::body_limit)
+    version_ = parser_->get().version() == 10 ? 10 : 11;
   if (ec == http::error::body_limit) {
     answer(error_answer(payload_too_large("The request body is over the limit of " +
                                           std::to_string(context_.limits.max_body) + " bytes.")),
@@ -240,7 +245,6 @@ void Session::on_request(beast::error_code ec) {
            keep_alive);
     return;
   }
-  version_ = request.version() == 10 ? 10 : 11;
   // A preflight, unless CORS is off: then OPTIONS is a method no route takes (405).
   if (request.method() == http::verb::options && !context_.limits.allowed_origins.empty()) {
     answer(preflight_answer(view(request[http::field::access_control_request_headers])),
@@ -259,8 +263,13 @@ void Session::on_request(beast::error_code ec) {
 
 // The request's parts are copied (its body moved) into the task, which touches nothing
 // else of the session: the strand runs nothing of this session meanwhile (no generation
-// is running, no read or timer is pending), and the answer comes back onto it.
+// is running, no read or timer is pending), and the answer comes back onto it. It counts
+// among the active generations from here (until its generation, if any, counts itself):
+// a request taken before SIGTERM gets the grace period even while it is tokenized or its
+// grammar compiles, whatever else runs; it was refused when nothing else was generating.
 void Session::prepare_elsewhere(bool keep_alive) {
+  context_.active.begin();
+  context_.endpoints.metrics().prepare_began();
   auto& request = parser_->get();
   auto owned = std::make_shared<OwnedRequest>(
       OwnedRequest{std::string(request.method_string()), std::string(request.target()),
@@ -285,7 +294,9 @@ void Session::prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned,
   auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
       handle_request(context_.endpoints, api, owned->route));
   net::post(stream_.get_executor(), [self = shared_from_this(), result, keep_alive] {
+    self->context_.endpoints.metrics().prepare_ended();
     self->on_prepared(std::move(*result), keep_alive);
+    self->context_.active.end();  // counted by prepare_elsewhere
   });
 }
 
@@ -404,9 +415,16 @@ void Session::flush_stream() {
                    }));
 }
 
+// Whether an event of generation `serial` is still wanted: not once the response is over
+// (every choice finished, or one failed and the others were cancelled: their late text and
+// cancels must not follow the error and [DONE], nor close the connection under them).
+bool Session::wants_events_of(uint64_t serial) const {
+  return generation_ && generation_->serial == serial && !generation_->done && !closed_;
+}
+
 void Session::on_generation_text(uint64_t serial, int32_t choice, std::string text,
                                  Clock::time_point at) {
-  if (!generation_ || generation_->serial != serial || closed_) return;
+  if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
   std::optional<Clock::time_point>& last = g.last_text.at(choice);
@@ -417,18 +435,31 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
   }
   last = at;
   stream_pending_ += g.response.text(choice, text);
-  if (g.response.stream()) flush_stream();
+  if (g.response.stream()) flush_or_drop();
+}
+
+// Writes the stream's queued events, unless the client has fallen too far behind them.
+void Session::flush_or_drop() {
+  if (stream_pending_.size() > context_.limits.max_stream_backlog) {
+    std::fprintf(stderr,
+                 "tandem serve: a client fell %zu bytes behind its stream (the limit is "
+                 "--stream-backlog-mib): dropped, its generation cancelled\n",
+                 stream_pending_.size());
+    client_gone();
+    return;
+  }
+  flush_stream();
 }
 
 void Session::on_generation_logprobs(uint64_t serial, int32_t choice,
                                      std::vector<TokenLogprobs> logprobs) {
-  if (!generation_ || generation_->serial != serial || closed_) return;
+  if (!wants_events_of(serial)) return;
   generation_->response.logprobs(choice, std::move(logprobs));
 }
 
 void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,
                                    Usage usage, Clock::time_point at) {
-  if (!generation_ || generation_->serial != serial || closed_) return;
+  if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
   metrics.count_finish(g.response.reported_reason(choice, reason));
@@ -447,7 +478,7 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
   if (!g.response.all_finished()) {
     if (g.response.stream()) {
       stream_pending_ += events;
-      flush_stream();
+      flush_or_drop();
     }
     return;
   }
@@ -465,9 +496,9 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
 }
 
 void Session::on_generation_error(uint64_t serial, ErrorKind kind) {
-  if (!generation_ || generation_->serial != serial || closed_) return;
+  // One choice's error ends the response; the others' are dropped.
+  if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
-  if (g.done) return;  // one choice's error ends the response; the others' are dropped
   g.done = true;
   for (uint64_t id : g.request_ids) context_.endpoints.cancel(id);  // the other choices
   context_.endpoints.metrics().count_error();
@@ -536,7 +567,9 @@ void Session::watch_for_disconnect() {
 
 void Session::client_gone() {
   if (generation_ && !generation_->done) {
-    context_.endpoints.metrics().count_finish(FinishReason::kCancelled);
+    // Each choice still running is cancelled, as each finished one was counted.
+    for (int32_t i = generation_->response.finished(); i < generation_->response.choices(); ++i)
+      context_.endpoints.metrics().count_finish(FinishReason::kCancelled);
     // A stream's 200 went out with its header; a whole answer never will be: counted as
     // nginx logs a client that closed first.
     if (!generation_->response.stream())

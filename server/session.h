@@ -41,6 +41,10 @@ struct SessionLimits {
   // A client that takes none of a pending write for this long is dropped (WriteWatch): a
   // slow but steady reader of a large backlog (n choices with logprobs) keeps its stream.
   std::chrono::milliseconds write_timeout{30'000};
+  // A stream's events the client has not taken yet, in bytes, past which it is dropped as
+  // too slow (its generation cancelled): else a reader that takes a little now and then
+  // kept the write timeout away while the server held everything generated for it.
+  uint64_t max_stream_backlog = uint64_t{16} << 20;
   std::string allowed_origins = "*";  // ServerOptions::allowed_origins
 };
 
@@ -86,6 +90,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_body();
   void on_request(beast::error_code ec);
   void prepare_elsewhere(bool keep_alive);
+  bool wants_events_of(uint64_t serial) const;
+  void flush_or_drop();
   // Prepares on the calling thread (a pool's) and posts the result to the strand.
   void prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive);
   void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);

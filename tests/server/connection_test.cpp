@@ -87,6 +87,20 @@ TEST(Connections, ExpectContinueGetsAnInterimResponseBeforeTheBody) {
   EXPECT_NE(response.find("\"completion_tokens\":2"), std::string::npos) << response;
 }
 
+// The refusals made before a request is taken speak its version too (they went out as
+// HTTP/1.1, or as the connection's previous request's version).
+TEST(Connections, AnHttp10ClientsRefusalsAreHttp10) {
+  HttpClient too_big(shared_server().port());
+  too_big.write_raw("POST /v1/completions HTTP/1.0\r\nContent-Length: 10485760\r\n\r\n");
+  const std::string refusal = too_big.read_until_closed();
+  EXPECT_EQ(refusal.rfind("HTTP/1.0 413", 0), 0u) << refusal;
+  HttpClient compressed(shared_server().port());
+  compressed.write_raw(
+      "POST /v1/completions HTTP/1.0\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}");
+  const std::string unsupported = compressed.read_until_closed();
+  EXPECT_EQ(unsupported.rfind("HTTP/1.0 415", 0), 0u) << unsupported;
+}
+
 TEST(Connections, AnHttp10ClientGetsItsStreamUnchunkedUntilTheConnectionCloses) {
   HttpClient client(shared_server().port());
   const std::string body = R"({"prompt": "s", "max_tokens": 3, "stream": true})";
@@ -202,6 +216,35 @@ TEST(Connections, ASlowButSteadyReaderGetsItsWholeStream) {
   EXPECT_EQ(finished, 16);
 }
 
+// A client that takes a little now and then, or nothing, while its write timeout is long:
+// past --stream-backlog-mib of events it has not taken, it is dropped and its generation
+// cancelled. The server had kept every event for it (QA T: 62 -> 133 MB of resident memory
+// in 19 s for two readers taking 100 bytes a second, still growing).
+TEST(Connections, AReaderTooFarBehindItsStreamIsDropped) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "600",
+                                      "--stream-backlog-mib", "1"});
+  HttpClient client(server.port(), /*receive_buffer=*/4096);
+  const std::string body = json{{"prompt", "x"},  {"n", 16},        {"max_tokens", 500},
+                                {"logprobs", 20}, {"stream", true}, {"ignore_eos", true}}
+                               .dump();
+  // About 4.8 MB of events (the slow reader's stream above); this client reads none.
+  client.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  double cancelled = 0, completed = 0;
+  for (int i = 0; i < 4000 && cancelled + completed < 16; ++i) {  // bounded poll
+    const std::string metrics = fetch(server.port(), "GET", "/metrics").body;
+    cancelled = metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}")
+                    .value_or(0);
+    completed =
+        metric_value(metrics, "tandem_generations_finished_total{reason=\"length\"}").value_or(0);
+  }
+  EXPECT_EQ(completed, 0);
+  EXPECT_EQ(cancelled, 16);  // each choice counted, as each finished one is
+  EXPECT_NE(server.stderr_text().find("fell"), std::string::npos) << server.stderr_text();
+}
+
 // A second SIGTERM during the grace cuts the running request at once, as a second Ctrl-C
 // does to llama-server and uvicorn: the grace here is an hour and the request would run
 // for 2000 tokens, yet it ends with the grace's cut (the error event, then [DONE]) and
@@ -266,6 +309,31 @@ TEST(Connections, SigtermLetsARunningRequestFinishThenExitsZero) {
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
+}
+
+// A request whose grammar still compiles when SIGTERM comes, with nothing else running:
+// it was taken before the signal, so it gets the grace and its answer. It counted among the
+// running requests only once prepared, so the drain found none, stopped the scheduler, and
+// answered it 503 "shutting down" (QA T). The schema compiles in about a second here.
+TEST(Connections, SigtermGivesARequestBeingPreparedTheGrace) {
+  ServerProcess server(tiny_model(), {"--kv-tokens", "4096", "--shutdown-grace", "3600"});
+  const std::string body =
+      R"({"prompt": "x", "max_tokens": 1, "response_format": {"type": "json_schema",)"
+      R"( "json_schema": {"name": "y", "schema": {"type": "string", "minLength": 10000}}}})";
+  HttpClient client(server.port());
+  client.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  bool preparing = false;
+  for (int i = 0; i < 2000 && !preparing; ++i) {  // bounded poll of the preparing gauge
+    preparing = metric_value(fetch(server.port(), "GET", "/metrics").body,
+                             "tandem_requests_preparing") == 1.0;
+  }
+  ASSERT_TRUE(preparing);
+  ::kill(server.pid(), SIGTERM);
+  const std::string answer = client.read_until_closed();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"completion_tokens\":1"), std::string::npos) << answer;
   EXPECT_EQ(server.signal_and_wait(0), 0) << server.stderr_text();
 }
 

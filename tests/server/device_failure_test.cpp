@@ -1,0 +1,79 @@
+// A device failure in the middle of an n > 1 stream, against an in-process HttpServer whose
+// scheduler runs a device that fails its third step: the choices in that step get the
+// error, the response ends with the error event and [DONE], and the choices still queued
+// behind them (cancelled by the session) change nothing after that: their late cancels had
+// been counted as client cancels and closed the connection under the error's write.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "scheduler/scheduler.h"
+#include "server/http_server.h"
+#include "tests/scheduler/scheduler_test_support.h"
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing::TANDEM_UNITY_ID {
+namespace {
+
+using nlohmann::json;
+
+// Letters, until its third step, which throws (as a CUDA error or an allocation would).
+class FailsOnItsThirdStep : public StepExecutor {
+ public:
+  DeviceInfo info() const override { return fake_device_info(); }
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
+    if (++steps_ == 3) throw std::runtime_error("device lost");
+    for (size_t i = 0; i < plan.rows.size(); ++i) tokens[i] = 'q';
+  }
+
+ private:
+  int steps_ = 0;
+};
+
+TEST(DeviceFailure, AnErrorEndsAnNChoiceStreamAndTheQueuedChoicesAddNothing) {
+  ByteTokenizer tokenizer;
+  Device device(std::make_unique<FailsOnItsThirdStep>());
+  SchedulerOptions options;
+  options.max_batch = 2;  // of 4 choices, two run and two wait
+  Scheduler scheduler(device, tokenizer, options);
+  ModelCard card;
+  card.id = "m";
+  card.names = {"m"};
+  card.context_length = 256;
+  card.vocab_size = 260;
+  card.kv_capacity_tokens = 64 * 16;
+  server::ServerOptions server_options;
+  server_options.port = 0;
+  server_options.handle_signals = false;
+  server::HttpServer http(scheduler, tokenizer, card, server_options);
+  const uint16_t port = http.listen();
+  scheduler.start();
+  std::thread serving([&http] { http.run(); });
+
+  HttpClient client(port);
+  const std::string body =
+      json{{"prompt", "abc"}, {"n", 4}, {"max_tokens", 20}, {"stream", true}}.dump();
+  const HttpResult streamed =
+      client.stream("/v1/completions", body, [](const std::string&) { return true; });
+  const auto events = sse_data(streamed.body);
+  ASSERT_GE(events.size(), 2u) << streamed.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(json::parse(events[events.size() - 2])["error"]["type"], "server_error")
+      << streamed.body;
+  const std::string metrics = fetch(port, "GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, "tandem_generations_finished_total{reason=\"error\"}"), 1.0)
+      << metrics;
+  EXPECT_EQ(
+      metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}").value_or(0),
+      0.0)
+      << metrics;
+  http.request_stop();
+  serving.join();
+}
+
+}  // namespace
+}  // namespace tandem::testing::TANDEM_UNITY_ID
