@@ -28,6 +28,11 @@ int32_t Scheduler::cached_prefix(const Request& r) const {
 // the one decode needs), then fresh blocks for the rest. All or nothing.
 bool Scheduler::try_admit(Request& r) {
   const int32_t bs = pool_.block_size();
+  // A request preempted before waits for a block of its own and its spares (below); while
+  // not even those are free, the prefix-cache match it would make first, over all its
+  // tokens, is skipped (it waits many steps now, and was matched at each).
+  const int64_t spare = r.admitted_before ? int64_t{bs} * static_cast<int64_t>(running_.size()) : 0;
+  if (spare > 0 && !pool_.can_reserve(spare + 1)) return false;
   if (r.share && !take_shared_prompt(r)) return false;  // its leader is computing them
   const int32_t shared = static_cast<int32_t>(r.blocks.size());
   const bool from_share = shared > 0 || r.prompt_copy.slots > 0;
@@ -44,7 +49,6 @@ bool Scheduler::try_admit(Request& r) {
   // request too (vLLM's old watermark, sized to the batch): the pool it left was too small
   // for everyone, and taking exactly what it needs had it preempted again at the next
   // block boundary any running request crossed, recomputing each time.
-  const int64_t spare = r.admitted_before ? int64_t{bs} * static_cast<int64_t>(running_.size()) : 0;
   if (!pool_.can_reserve(need + spare) || !pool_.reserve(need, r.blocks)) {
     release_kv(r);
     r.prompt_copy = {};  // taken again, with the blocks, at the next try

@@ -28,7 +28,7 @@ struct ServerOptions {
   double idle_timeout_seconds = 60;    // a keep-alive connection's wait for a request
   double read_timeout_seconds = 30;    // a request's arrival, once begun
   double write_timeout_seconds = 30;   // each write to a client
-  uint64_t stream_backlog_mib = 16;    // SessionLimits::max_stream_backlog, in MiB
+  uint64_t stream_backlog_mib = 64;    // SessionLimits::max_stream_backlog, in MiB
   int io_threads = 0;                  // 0: 1, or 2 on machines with 8 cores or more
   std::string access_log;              // "": none; "-": standard error; else a file (appended)
   // CORS: "*" (any origin, vLLM's and llama-server's default), origins separated by commas

@@ -17,9 +17,31 @@
 
 namespace tandem::server {
 
+// A POST among the active generations (the shutdown grace) and the preparing gauge, from
+// its hand-off to the prepare pool until the last task holding it is gone: after
+// on_prepared, whose generation, if any, has counted itself by then; also when a task is
+// dropped unrun (the io_context stopping), or something on the way throws.
+class PrepareTicket {
+ public:
+  explicit PrepareTicket(SessionContext& context) : context_(context) {
+    context_.active.begin();
+    context_.endpoints.metrics().prepare_began();
+  }
+  ~PrepareTicket() {
+    context_.endpoints.metrics().prepare_ended();
+    context_.active.end();
+  }
+  PrepareTicket(const PrepareTicket&) = delete;
+  PrepareTicket& operator=(const PrepareTicket&) = delete;
+
+ private:
+  SessionContext& context_;
+};
+
 // A request's parts, owned, for its preparation off the strand (prepare_elsewhere).
 struct OwnedRequest {
   std::string method, target, authorization, body, route, request_id;
+  std::unique_ptr<PrepareTicket> ticket;
 };
 
 namespace {
@@ -268,13 +290,11 @@ void Session::on_request(beast::error_code ec) {
 // a request taken before SIGTERM gets the grace period even while it is tokenized or its
 // grammar compiles, whatever else runs; it was refused when nothing else was generating.
 void Session::prepare_elsewhere(bool keep_alive) {
-  context_.active.begin();
-  context_.endpoints.metrics().prepare_began();
   auto& request = parser_->get();
   auto owned = std::make_shared<OwnedRequest>(
       OwnedRequest{std::string(request.method_string()), std::string(request.target()),
                    std::string(request[http::field::authorization]), std::move(request.body()),
-                   route_, client_request_id_});
+                   route_, client_request_id_, std::make_unique<PrepareTicket>(context_)});
   net::post(*context_.prepare, [self = shared_from_this(), owned, keep_alive] {
     if (self->context_.compile == nullptr) return self->prepare_on_this_thread(owned, keep_alive);
     try {
@@ -293,10 +313,9 @@ void Session::prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned,
                        owned->request_id};
   auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
       handle_request(context_.endpoints, api, owned->route));
-  net::post(stream_.get_executor(), [self = shared_from_this(), result, keep_alive] {
-    self->context_.endpoints.metrics().prepare_ended();
+  // `owned` rides along: its ticket ends once on_prepared has run.
+  net::post(stream_.get_executor(), [self = shared_from_this(), owned, result, keep_alive] {
     self->on_prepared(std::move(*result), keep_alive);
-    self->context_.active.end();  // counted by prepare_elsewhere
   });
 }
 
@@ -434,13 +453,16 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
     metrics.observe_inter_token_latency(seconds_between(*last, at));
   }
   last = at;
-  stream_pending_ += g.response.text(choice, text);
-  if (g.response.stream()) flush_or_drop();
+  std::string events = g.response.text(choice, text);  // empty unless streamed
+  if (g.response.stream()) queue_stream_events(events);
 }
 
-// Writes the stream's queued events, unless the client has fallen too far behind them.
-void Session::flush_or_drop() {
-  if (stream_pending_.size() > context_.limits.max_stream_backlog) {
+// Queues a stream's events and writes them, unless the client is already more than the
+// backlog limit behind, a write of its stream still in flight: then it is dropped. The
+// check comes before this event joins the queue, so no single large event (an echoed
+// prompt's logprobs) and no burst behind a write that is going out trips it.
+void Session::queue_stream_events(const std::string& events) {
+  if (writing_ && stream_pending_.size() > context_.limits.max_stream_backlog) {
     std::fprintf(stderr,
                  "tandem serve: a client fell %zu bytes behind its stream (the limit is "
                  "--stream-backlog-mib): dropped, its generation cancelled\n",
@@ -448,6 +470,7 @@ void Session::flush_or_drop() {
     client_gone();
     return;
   }
+  stream_pending_ += events;
   flush_stream();
 }
 
@@ -476,10 +499,7 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
   }
   std::string events = g.response.finish(choice, reason, usage);
   if (!g.response.all_finished()) {
-    if (g.response.stream()) {
-      stream_pending_ += events;
-      flush_or_drop();
-    }
+    if (g.response.stream()) queue_stream_events(events);
     return;
   }
   g.done = true;
@@ -577,6 +597,9 @@ void Session::client_gone() {
   }
   end_generation();  // cancels a generation still running
   closed_ = true;
+  // What was queued for it goes now (the scheduler's sinks may keep the session a while);
+  // stream_writing_ stays until its write's handler has run.
+  std::string().swap(stream_pending_);
   stream_.close();
 }
 

@@ -44,7 +44,7 @@ struct SessionLimits {
   // A stream's events the client has not taken yet, in bytes, past which it is dropped as
   // too slow (its generation cancelled): else a reader that takes a little now and then
   // kept the write timeout away while the server held everything generated for it.
-  uint64_t max_stream_backlog = uint64_t{16} << 20;
+  uint64_t max_stream_backlog = uint64_t{64} << 20;
   std::string allowed_origins = "*";  // ServerOptions::allowed_origins
 };
 
@@ -91,7 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_request(beast::error_code ec);
   void prepare_elsewhere(bool keep_alive);
   bool wants_events_of(uint64_t serial) const;
-  void flush_or_drop();
+  void queue_stream_events(const std::string& events);
   // Prepares on the calling thread (a pool's) and posts the result to the strand.
   void prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive);
   void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);

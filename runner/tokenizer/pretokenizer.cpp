@@ -48,6 +48,8 @@ std::string with_white_space(std::string_view regex) {
     const char c = regex[i];
     if (c == '\\' && i + 1 < regex.size()) {
       const char next = regex[++i];
+      // Quoted text (\Q...\E), where \s is no class, is beyond this walk.
+      if (next == 'Q') throw std::logic_error("pre-tokenizer regex: \\Q is not supported");
       if (next == 's') {
         out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
       } else if (next == 'S') {
@@ -59,10 +61,15 @@ std::string with_white_space(std::string_view regex) {
       }
       continue;
     }
-    if (c == '[' && !in_class)
+    if (c == '[') {
+      // A ']' first in a class, or a POSIX class, would end the class early in this walk.
+      const std::string_view rest = regex.substr(i);
+      if (rest.starts_with("[]") || rest.starts_with("[^]") || rest.starts_with("[:"))
+        throw std::logic_error("pre-tokenizer regex: a class this rewrite cannot follow");
       in_class = true;
-    else if (c == ']' && in_class)
+    } else if (c == ']' && in_class) {
       in_class = false;
+    }
     out += c;
   }
   return out;

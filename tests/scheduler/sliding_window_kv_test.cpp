@@ -199,7 +199,6 @@ TEST(SlidingWindowKv, ALocalGroupSmallerThanTheBatchNeedsStillFinishesEveryReque
   }
 }
 
-// A cancelled request and its choices give back their local blocks too.
 // A local group smaller than one sequence's window and step: a lone request's chunk could
 // never get its blocks and waited forever (QA R), so the scheduler refuses the device. Four
 // blocks hold the window of 20 and a 16-token step straddling block boundaries; three do not.
@@ -211,6 +210,7 @@ TEST(SlidingWindowKv, ALocalGroupThatCannotHoldOneSequenceIsRefused) {
   EXPECT_NO_THROW(Harness(options, device_config(64, 4)));
 }
 
+// A cancelled request and its choices give back their local blocks too.
 TEST(SlidingWindowKv, CancelAndShutdownGiveEveryLocalBlockBack) {
   SchedulerOptions options;
   options.max_step_tokens = 8;

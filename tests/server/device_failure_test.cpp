@@ -64,7 +64,15 @@ TEST(DeviceFailure, AnErrorEndsAnNChoiceStreamAndTheQueuedChoicesAddNothing) {
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(json::parse(events[events.size() - 2])["error"]["type"], "server_error")
       << streamed.body;
-  const std::string metrics = fetch(port, "GET", "/metrics").body;
+  // The queued choices' cancels come back after [DONE]: once nothing runs or waits.
+  std::string metrics;
+  bool settled = false;
+  for (int i = 0; i < 2000 && !settled; ++i) {  // bounded poll of the gauges
+    metrics = fetch(port, "GET", "/metrics").body;
+    settled = metric_value(metrics, "tandem_requests_running") == 0.0 &&
+              metric_value(metrics, "tandem_requests_waiting") == 0.0;
+  }
+  ASSERT_TRUE(settled) << metrics;
   EXPECT_EQ(metric_value(metrics, "tandem_generations_finished_total{reason=\"error\"}"), 1.0)
       << metrics;
   EXPECT_EQ(

@@ -253,6 +253,8 @@ def with_white_space(pattern):
                 assert not in_class
                 out.append("[^" + WHITE_SPACE + "]")
             elif nxt == "b":
+                # Only tiny_aya's digit groups have a \b, after a digit: no word character next.
+                assert pattern == r"\d{1,3}(?=(?:\d{3})*\b)", pattern
                 out.append("(?!" + WORD + ")")
             else:
                 out.append(c + nxt)
