@@ -22,6 +22,7 @@
 
 #include "runner/kernels/kernels.h"
 #include "runner/model/forward.h"
+#include "runner/model/soft_cap.h"
 
 namespace tandem {
 namespace {
@@ -65,8 +66,7 @@ void fold_block(float* max, float* sum, float* scores, int32_t bs, int32_t n_hea
   float scale = cfg.attn_scale;
   if (cfg.attn_softcap > 0) {
     for (int32_t h = 0; h < n_heads; ++h)
-      for (float* x = scores + h * bs; x < scores + h * bs + n; ++x)
-        *x = cfg.attn_softcap * std::tanh(*x * cfg.attn_scale / cfg.attn_softcap);
+      soft_cap(scores + h * bs, n, cfg.attn_softcap, cfg.attn_scale);
     scale = 1.0f;  // applied above
   }
   std::copy(max, max + n_heads, old_max);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runner/kernels/kernels.h"
+#include "runner/model/soft_cap.h"
 
 namespace tandem {
 
@@ -46,12 +47,6 @@ double rope_frequency(const RopeParams& p, int32_t i, int32_t n_rot,
                       const std::vector<float>& factors) {
   const double f = p.scale * std::pow(static_cast<double>(p.base), -2.0 * i / n_rot);
   return factors.empty() ? f : f / factors[i];
-}
-
-// x = cap * tanh(x / cap), elementwise (gemma2's soft-capping); cap 0 leaves x alone.
-void soft_cap(float* x, int64_t n, float cap) {
-  if (cap <= 0) return;
-  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
 // out[i] = act(gate[i]) * up[i]. GELU is the tanh approximation, as gemma and ggml use.

@@ -14,6 +14,7 @@ namespace tandem::TANDEM_UNITY_ID {
 namespace {
 
 using testing::ByteTokenizer;
+using testing::FailingExecutor;
 using testing::fake_device_info;
 using testing::kFakeEos;
 using testing::RecordingSink;
@@ -355,18 +356,6 @@ TEST(Scheduler, IgnoreEosKeepsGoingPastEos) {
   EXPECT_EQ(sink->usage().completion_tokens, 6);
 }
 
-class FailingExecutor : public StepExecutor {
- public:
-  DeviceInfo info() const override { return fake_device_info(); }
-  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
-    if (++steps_ == 4) throw std::runtime_error("out of memory");
-    for (size_t i = 0; i < plan.rows.size(); ++i) tokens[i] = 'z';
-  }
-
- private:
-  int steps_ = 0;
-};
-
 // bench's and generate's GFLOP/s (roofline.h) rest on these counts: they once charged the
 // output head to every prompt token, and reported up to 2.6x the machine's peak.
 TEST(Scheduler, ItCountsTheRowsFedAndTheRowsThatReachTheOutputHead) {
@@ -401,7 +390,7 @@ TEST(Scheduler, ItCountsTheRowsFedAndTheRowsThatReachTheOutputHead) {
 
 TEST(Scheduler, ADeviceFailureEndsTheRequestsInTheStepWithAnErrorAndFreesTheirBlocks) {
   ByteTokenizer tokenizer;
-  Device device(std::make_unique<FailingExecutor>());
+  Device device(std::make_unique<FailingExecutor>(4, "out of memory", 'z'));
   Scheduler scheduler(device, tokenizer);
   auto sink = std::make_shared<RecordingSink>();
   GenerationRequest r;

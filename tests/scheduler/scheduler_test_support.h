@@ -8,6 +8,8 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -162,5 +164,24 @@ inline SimulatedDeviceConfig letters_device(int32_t kv_blocks) {
 inline DeviceInfo fake_device_info(int32_t context = 256, int32_t kv_blocks = 64) {
   return DeviceInfo{260, context, 16, kv_blocks, {kFakeEos}};
 }
+
+// `token` for every row until step number `fail_at` (from 1), which throws `what`, as a
+// CUDA error or an allocation would on a real device.
+class FailingExecutor : public StepExecutor {
+ public:
+  FailingExecutor(int fail_at, std::string what, int32_t token)
+      : fail_at_(fail_at), what_(std::move(what)), token_(token) {}
+  DeviceInfo info() const override { return fake_device_info(); }
+  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
+    if (++steps_ == fail_at_) throw std::runtime_error(what_);
+    for (size_t i = 0; i < plan.rows.size(); ++i) tokens[i] = token_;
+  }
+
+ private:
+  int fail_at_;
+  std::string what_;
+  int32_t token_;
+  int steps_ = 0;
+};
 
 }  // namespace tandem::testing

@@ -4,7 +4,6 @@
 // behind them (cancelled by the session) change nothing after that: their late cancels had
 // been counted as client cancels and closed the connection under the error's write.
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -21,22 +20,9 @@ namespace {
 
 using nlohmann::json;
 
-// Letters, until its third step, which throws (as a CUDA error or an allocation would).
-class FailsOnItsThirdStep : public StepExecutor {
- public:
-  DeviceInfo info() const override { return fake_device_info(); }
-  void execute(const StepPlan& plan, std::span<int32_t> tokens) override {
-    if (++steps_ == 3) throw std::runtime_error("device lost");
-    for (size_t i = 0; i < plan.rows.size(); ++i) tokens[i] = 'q';
-  }
-
- private:
-  int steps_ = 0;
-};
-
 TEST(DeviceFailure, AnErrorEndsAnNChoiceStreamAndTheQueuedChoicesAddNothing) {
   ByteTokenizer tokenizer;
-  Device device(std::make_unique<FailsOnItsThirdStep>());
+  Device device(std::make_unique<FailingExecutor>(3, "device lost", 'q'));
   SchedulerOptions options;
   options.max_batch = 2;  // of 4 choices, two run and two wait
   Scheduler scheduler(device, tokenizer, options);
