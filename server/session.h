@@ -95,6 +95,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // Prepares on the calling thread (a pool's) and posts the result to the strand.
   void prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive);
   void on_prepared(std::variant<HttpAnswer, GenerationPlan> result, bool keep_alive);
+  // Endpoints::handle, with an exception (a bug) answered as a 500 rather than dropping
+  // the connection.
+  static std::variant<HttpAnswer, GenerationPlan> handle(Endpoints& endpoints,
+                                                         const ApiRequest& api,
+                                                         const std::string& route);
   void answer(HttpAnswer answer, bool keep_alive);
   template <typename Message>
   void set_per_request_headers(Message& message) const;
