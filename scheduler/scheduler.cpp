@@ -50,14 +50,12 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
   if (info_.kv_local_blocks > 0) {
     if (info_.sliding_window <= 0)
       throw std::invalid_argument("scheduler: a local KV group needs a sliding window");
-    // A lone request's chunk needs the window and the chunk's positions, and one block
-    // more where they straddle a boundary (cpu_executor.h's local_blocks_per_sequence);
-    // with fewer, nothing running would ever free one and the request waited forever.
-    const int64_t one_sequence = std::min<int64_t>(
-        (int64_t{info_.sliding_window} + options_.max_step_tokens + info_.kv_block_size - 1) /
-                info_.kv_block_size +
-            1,
-        pool_.total());
+    // A lone request's chunk needs one sequence's local blocks (never more than the global
+    // pool holds); with fewer, nothing running would ever free one and it waited forever.
+    const int32_t one_sequence =
+        std::min(local_blocks_per_sequence(info_.sliding_window, options_.max_step_tokens,
+                                           info_.kv_block_size),
+                 pool_.total());
     if (info_.kv_local_blocks < one_sequence)
       throw std::invalid_argument("scheduler: a local KV group of " +
                                   std::to_string(info_.kv_local_blocks) +
@@ -403,14 +401,11 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
   {
     std::lock_guard lock(inbox_mutex_);
     cancel_pending = !cancels_.empty();
-    // As try_admit counts: a request preempted before needs a block to spare for each
-    // running one too (without it, the chain broke every step while it waited).
-    admissible =
-        !waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_batch &&
-        pool_.can_reserve(int64_t{waiting_.front()->prefill_end} +
-                          (waiting_.front()->admitted_before
-                               ? int64_t{pool_.block_size()} * static_cast<int64_t>(running_.size())
-                               : 0));
+    // With the spare try_admit asks of a preempted request (without it, the chain broke
+    // every step while that request waited).
+    admissible = !waiting_.empty() && static_cast<int32_t>(running_.size()) < options_.max_batch &&
+                 pool_.can_reserve(int64_t{waiting_.front()->prefill_end} +
+                                   readmission_spare(*waiting_.front()));
   }
   if (cancel_pending) return ChainBreak::kCancel;
   for (const Request* r : curr.rows) {

@@ -170,6 +170,7 @@ class Scheduler {
   std::optional<ChainBreak> chain_break(const Launched& curr);
   // KV blocks (scheduler_kv.cpp).
   bool try_admit(Request& r);
+  int64_t readmission_spare(const Request& r) const;  // tokens beside its own (scheduler_kv.cpp)
   bool reuses_prefix(const Request& r) const;
   int32_t cached_prefix(const Request& r) const;  // the pacer's look at a queued prompt
   // Grows r's tables (both groups) to cover `positions` positions, dropping the local

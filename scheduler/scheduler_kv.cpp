@@ -26,12 +26,21 @@ int32_t Scheduler::cached_prefix(const Request& r) const {
 // Admits r if the blocks of its whole prefill can be had: first the longest cached prefix
 // (never the last position: the step that writes it yields the logits, or, resuming, is
 // the one decode needs), then fresh blocks for the rest. All or nothing.
+// A request preempted before comes back only with a block to spare for each running
+// request too (vLLM's old watermark, sized to the batch): the pool it left was too small
+// for everyone, and taking exactly what it needs had it preempted again at the next block
+// boundary any running request crossed, recomputing each time. In tokens; 0 for the rest.
+int64_t Scheduler::readmission_spare(const Request& r) const {
+  return r.admitted_before ? int64_t{pool_.block_size()} * static_cast<int64_t>(running_.size())
+                           : 0;
+}
+
 bool Scheduler::try_admit(Request& r) {
   const int32_t bs = pool_.block_size();
-  // A request preempted before waits for a block of its own and its spares (below); while
-  // not even those are free, the prefix-cache match it would make first, over all its
-  // tokens, is skipped (it waits many steps now, and was matched at each).
-  const int64_t spare = r.admitted_before ? int64_t{bs} * static_cast<int64_t>(running_.size()) : 0;
+  // While not even a block of its own and its spares are free, the prefix-cache match a
+  // preempted request would make first, over all its tokens, is skipped (it waits many
+  // steps now, and was matched at each).
+  const int64_t spare = readmission_spare(r);
   if (spare > 0 && !pool_.can_reserve(spare + 1)) return false;
   if (r.share && !take_shared_prompt(r)) return false;  // its leader is computing them
   const int32_t shared = static_cast<int32_t>(r.blocks.size());
@@ -45,10 +54,6 @@ bool Scheduler::try_admit(Request& r) {
   }
   const int32_t cached = static_cast<int32_t>(r.blocks.size());
   const int64_t need = int64_t{r.prefill_end} - int64_t{cached} * bs;
-  // A request preempted before comes back only with a block to spare for each running
-  // request too (vLLM's old watermark, sized to the batch): the pool it left was too small
-  // for everyone, and taking exactly what it needs had it preempted again at the next
-  // block boundary any running request crossed, recomputing each time.
   if (!pool_.can_reserve(need + spare) || !pool_.reserve(need, r.blocks)) {
     release_kv(r);
     r.prompt_copy = {};  // taken again, with the blocks, at the next try

@@ -30,11 +30,6 @@ int32_t local_blocks_wanted(const ModelConfig& config, const CpuExecutorOptions&
 
 }  // namespace
 
-int32_t local_blocks_per_sequence(int32_t window, int32_t max_step_tokens, int32_t block_size) {
-  return static_cast<int32_t>((int64_t{window} + max_step_tokens + block_size - 1) / block_size +
-                              1);
-}
-
 int64_t cpu_kv_tokens(const ModelConfig& config, const CpuExecutorOptions& options) {
   if (options.kv_tokens > 0) return options.kv_tokens;
   const int32_t n_local = local_layer_count(config, options);

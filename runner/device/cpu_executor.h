@@ -81,6 +81,5 @@ double cpu_kv_bytes(const ModelConfig& config, const CpuExecutorOptions& options
 // than the global group, which bounds what the sequences can hold in either group.
 int32_t cpu_kv_local_blocks(const ModelConfig& config, const CpuExecutorOptions& options,
                             int32_t global_blocks);
-int32_t local_blocks_per_sequence(int32_t window, int32_t max_step_tokens, int32_t block_size);
 
 }  // namespace tandem

@@ -103,6 +103,16 @@ struct DeviceInfo {
   double kv_prefault_seconds = 0;
 };
 
+// The local (sliding-window) blocks one sequence may hold at once: the window behind a
+// chunk's first query and the chunk, ceil((window + max_step_tokens) / block_size), and
+// one more where they straddle a boundary. Executors size their local group from it, and
+// the scheduler refuses a group that cannot hold one sequence.
+inline int32_t local_blocks_per_sequence(int32_t window, int32_t max_step_tokens,
+                                         int32_t block_size) {
+  return static_cast<int32_t>((int64_t{window} + max_step_tokens + block_size - 1) / block_size +
+                              1);
+}
+
 // The model half of a device: runs one step synchronously, on the device worker thread.
 // execute() writes one token per row into `tokens` (kNoToken where !sample); it may throw,
 // and the step's finalize() then rethrows.
