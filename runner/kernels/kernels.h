@@ -139,11 +139,12 @@ void dot_keys(gguf::TensorType type, const float* const* q, int n_q, const void*
 void dot_keys_pair(gguf::TensorType type, const float* const* q, int n_q, const void* kt0,
                    const void* kt1, int64_t block, int64_t keys0, int64_t keys1, int64_t n,
                    float* const* out0, float* const* out1);
-// Stored KV vectors (F32, F16 or BF16; `stride` bytes apart) widened exactly to F32 rows:
-// out[j * out_stride + i] = element i of vector j, for j < count and i < n. A prefill tile
-// widens a cache block's values once and hands its queries the F32 rows: axpy_rows_multi
-// gives F32 rows the bits it gives their stored type, since each element is widened exactly
-// and the FMAs run in the same order.
+// Stored KV vectors (F32, F16, BF16 or Q8_0; `stride` bytes apart) widened exactly to F32
+// rows: out[j * out_stride + i] = element i of vector j, for j < count and i < n (a Q8_0
+// element is its int8 times its block's F16 scale, exact in F32). A prefill tile widens a
+// cache block's values (and Q8_0's keys) once and hands its queries the F32 rows:
+// axpy_rows_multi and dot_rows_multi give F32 rows the bits they give their stored type,
+// since each element is widened exactly and the FMAs run in the same order.
 void widen_rows(gguf::TensorType type, const void* v, int64_t stride, int64_t count, int64_t n,
                 float* out, int64_t out_stride);
 // out[i] = silu(gate[i]) * up[i], with a vectorized e^x within a few ulp of std::exp.

@@ -273,7 +273,7 @@ void widen_rows(const uint8_t* v, int64_t stride, int64_t count, int64_t n, floa
 }
 
 // The kernels with the ISA's dot_keys, dot_keys_pair and widen_rows added (indexed by
-// KvElements; Q8_0's K is never transposed, so it has none).
+// KvElements; Q8_0's K is never transposed, so it has no dot_keys).
 template <class V>
 constexpr IsaKernels with_key_dots(IsaKernels k) {
   k.kv_dot_keys[static_cast<int>(KvElements::kF32)] = &dot_keys<V, F32Elements<V>>;
@@ -287,6 +287,7 @@ constexpr IsaKernels with_key_dots(IsaKernels k) {
   k.kv_widen_rows[static_cast<int>(KvElements::kF32)] = &widen_rows<V, F32Elements<V>>;
   k.kv_widen_rows[static_cast<int>(KvElements::kF16)] = &widen_rows<V, F16Elements<V>>;
   k.kv_widen_rows[static_cast<int>(KvElements::kBf16)] = &widen_rows<V, Bf16Elements<V>>;
+  k.kv_widen_rows[static_cast<int>(KvElements::kQ8_0)] = &widen_rows<V, Q8Elements<V>>;
   return k;
 }
 

@@ -120,6 +120,17 @@ bool same_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
   return true;
 }
 
+// The lowest and highest key the block's queries see: [lo, hi), empty where lo >= hi.
+std::pair<int32_t, int32_t> seen_keys(const int32_t* from, const int32_t* to, int32_t n_queries) {
+  int32_t lo = INT32_MAX, hi = INT32_MIN;
+  for (int32_t i = 0; i < n_queries; ++i) {
+    if (from[i] >= to[i]) continue;
+    lo = std::min(lo, from[i]);
+    hi = std::max(hi, to[i]);
+  }
+  return {lo, hi};
+}
+
 }  // namespace
 
 // Asks for one KV head's K (which 0) or V (1) of a block, the block the walk reads next
@@ -191,13 +202,56 @@ struct ForwardPass::TileBlock {
   const int32_t* to;
 };
 
+// block_scores for keys held by heads (Q8_0): per KV head, each query's slots by the
+// grouped row kernel for the query heads sharing it. A tile of several queries first widens
+// the KV head's keys it sees to F32 rows (widen_rows, exact), where each query would
+// otherwise widen every key again (a 1900-token prefill took 1.35x F16's time); the row
+// kernel gives F32 rows the bits it gives the stored keys (kernels.h), so a query's scores
+// do not depend on its tile.
+void ForwardPass::row_scores(const TileBlock& b, float* scores) const {
+  const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
+  const int32_t per_kv = std::min(b.n_heads, group);
+  const int64_t qkv_width = cfg_.q_dim() + 2 * cfg_.kv_dim();
+  const auto stride = static_cast<int64_t>(kv_.head_bytes());
+  const gguf::TensorType type = kv_tensor_type(kv_.type());
+  const auto [lo, hi] = seen_keys(b.from, b.to, b.n_queries);
+  if (lo >= hi) return;
+  const bool widen = b.n_queries > 1;
+  thread_local std::vector<float> wide;
+  if (widen && wide.size() < static_cast<size_t>(bs) * hd)
+    wide.resize(static_cast<size_t>(bs) * hd);
+  for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
+    const int32_t kv_head = kv_head_of(b.first_head + h0);
+    prefetch_head_run(b.layer, b.next, 0, kv_head);
+    if (widen)
+      kernels::widen_rows(type, kv_.k_head(b.layer, b.block, kv_head, lo - b.start), stride,
+                          hi - lo, hd, wide.data(), hd);
+    for (int32_t i = 0; i < b.n_queries; ++i) {
+      if (b.from[i] >= b.to[i]) continue;
+      const int32_t slot = b.from[i] - b.start;
+      const float* q =
+          &qkv_[(b.first_token + i) * qkv_width + static_cast<int64_t>(b.first_head + h0) * hd];
+      float* out = scores + (static_cast<int64_t>(i) * b.n_heads + h0) * bs + slot;
+      if (widen) {
+        kernels::dot_rows_multi(gguf::TensorType::kF32, q, hd, per_kv,
+                                wide.data() + static_cast<int64_t>(b.from[i] - lo) * hd,
+                                static_cast<int64_t>(hd) * 4, b.to[i] - b.from[i], hd, out, bs);
+      } else {
+        kernels::dot_rows_multi(type, q, hd, per_kv, kv_.k_head(b.layer, b.block, kv_head, slot),
+                                stride, b.to[i] - b.from[i], hd, out, bs);
+      }
+    }
+  }
+}
+
 // Each query's scores for the block, [query][head][slot] (bs slots a head), at the slots of
 // its keys. Transposed keys: slots [0, end - start) for every query of the tile that has
 // keys here, in one dot_keys call per KV head (the keys read and widened once for the
 // tile's queries and the query heads sharing the KV head). Q8_0 keys: each query's own
-// slots, by the grouped row kernel. Either way a query's scores are the same bits
-// whichever queries share the call (kernels.h).
+// slots, by the grouped row kernel (row_scores). Either way a query's scores are the same
+// bits whichever queries share the call (kernels.h).
 void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
+  if (!kv_.k_transposed()) return row_scores(b, scores);
   const int32_t hd = cfg_.head_dim, group = cfg_.n_head / cfg_.n_head_kv, bs = kv_.block_size();
   const int32_t per_kv = std::min(b.n_heads, group);
   const int64_t qkv_width = cfg_.q_dim() + 2 * cfg_.kv_dim();
@@ -208,22 +262,6 @@ void ForwardPass::block_scores(const TileBlock& b, float* scores) const {
   auto out = [&](int32_t i, int32_t h) {
     return scores + (static_cast<int64_t>(i) * b.n_heads + h) * bs;
   };
-  if (!kv_.k_transposed()) {
-    const auto stride = static_cast<int64_t>(kv_.head_bytes());
-    bool asked = false;  // for the next block's keys, once
-    for (int32_t i = 0; i < b.n_queries; ++i) {
-      if (b.from[i] >= b.to[i]) continue;
-      const int32_t slot = b.from[i] - b.start;
-      for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
-        if (!asked) prefetch_head_run(b.layer, b.next, 0, kv_head_of(b.first_head + h0));
-        kernels::dot_rows_multi(type, query(i, h0), hd, per_kv,
-                                kv_.k_head(b.layer, b.block, kv_head_of(b.first_head + h0), slot),
-                                stride, b.to[i] - b.from[i], hd, out(i, h0) + slot, bs);
-      }
-      asked = true;
-    }
-    return;
-  }
   thread_local std::vector<const float*> qs;
   thread_local std::vector<float*> outs;
   for (int32_t h0 = 0; h0 < b.n_heads; h0 += per_kv) {
@@ -292,10 +330,10 @@ void ForwardPass::attend(int32_t layer, std::span<const ForwardRow> rows, const 
   write_attention(task, states.merged_sum.data(), merged);
 }
 
-// A block's values for a tile of several queries over F16 or BF16 values: the slots its
-// queries use, of the task's KV heads, widened once to F32 rows (kernels::widen_rows, exact)
-// in the thread's scratch, where each query would otherwise widen every value again. Null
-// rows for a decode row (one query) and the other types: they read the cache as stored.
+// A block's values for a tile of several queries over F16, BF16 or Q8_0 values: the slots
+// its queries use, of the task's KV heads, widened once to F32 rows (kernels::widen_rows,
+// exact) in the thread's scratch, where each query would otherwise widen every value again.
+// Null rows for a decode row (one query) and F32 values: they read the cache as stored.
 // axpy_rows_multi gives F32 rows the bits it gives their stored type, so a query's result
 // does not depend on its tile.
 ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_t block,
@@ -303,14 +341,8 @@ ForwardPass::WidenedValues ForwardPass::widened_values(const TileWalk& w, int32_
                                                        const int32_t* from,
                                                        const int32_t* to) const {
   const gguf::TensorType type = kv_tensor_type(kv_.type());
-  if (w.n_queries == 1 || (type != gguf::TensorType::kF16 && type != gguf::TensorType::kBF16))
-    return {nullptr, 0};
-  int32_t lo = INT32_MAX, hi = INT32_MIN;
-  for (int32_t i = 0; i < w.n_queries; ++i) {
-    if (from[i] >= to[i]) continue;
-    lo = std::min(lo, from[i]);
-    hi = std::max(hi, to[i]);
-  }
+  if (w.n_queries == 1 || type == gguf::TensorType::kF32) return {nullptr, 0};
+  const auto [lo, hi] = seen_keys(from, to, w.n_queries);
   if (lo >= hi) return {nullptr, 0};
   const int32_t first_kv = kv_head_of(w.first_head);
   const int32_t n_kv = kv_head_of(w.first_head + w.n_heads - 1) - first_kv + 1;

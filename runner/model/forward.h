@@ -146,6 +146,7 @@ class ForwardPass {
     return kv_element_offset(kv_.type(), static_cast<int64_t>(kv_head_of(head)) * cfg_.head_dim);
   }
   void block_scores(const TileBlock& b, float* scores) const;
+  void row_scores(const TileBlock& b, float* scores) const;
   // The block table `layer` reads and writes through: the local one for a local layer of
   // a cache with a local group.
   std::span<const int32_t> table(const ForwardRow& r, int32_t layer) const {

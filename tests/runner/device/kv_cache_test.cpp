@@ -295,12 +295,15 @@ TEST(KvCache, GroupedAttentionKernelsGiveEachQueryItsOwnResultBitForBit) {
 // rows: widen_rows must give the dequantizer's values exactly, and axpy_rows_multi over
 // those rows the stored type's bits, on every ISA, for head sizes off the kernels' vector
 // multiples (and widen_rows' tails) and every count of keys (else a prompt's tokens would differ
-// from decode's); axpy_rows_gathered over them gives each row the same bits.
+// from decode's); axpy_rows_gathered over them gives each row the same bits. Q8_0's keys,
+// held like its values, are widened once for a tile too: dot_rows_multi over the widened
+// rows gives the stored keys' scores.
 TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
   for (kernels::Isa isa : runnable_isas()) {
     IsaScope scope(isa);
-    for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBf16}) {
+    for (KvType t : kAllKvTypes) {
       for (int64_t hd : {32, 36, 40, 64, 80, 96, 128}) {
+        if (t == KvType::kQ8_0 && hd % 32 != 0) continue;
         const int32_t kv_dim = static_cast<int32_t>(2 * hd), count = 13;
         KvCache kv(1, kv_dim, 1, t, static_cast<int32_t>(hd), count);
         for (int32_t j = 0; j < count; ++j) {
@@ -319,6 +322,21 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
           kv.read_v(0, 0, static_cast<int32_t>(j), w.data());
           ASSERT_EQ(0, std::memcmp(wide.data() + j * width, w.data() + hd, hd * 4)) << label;
           ASSERT_EQ(wide[j * width + hd], -7.f) << label << ": wrote past n";
+        }
+        if (!kv.k_transposed()) {
+          std::vector<float> keys(static_cast<size_t>(n_rows * hd));
+          kernels::widen_rows(kv_tensor_type(t), kv.k_head(0, 0, 1, first), kv.head_bytes(), n_rows,
+                              hd, keys.data(), hd);
+          for (int n_q : {1, 3, 4, 7}) {
+            const auto q = normal_floats(n_q * hd, 11);
+            std::vector<float> got(n_q * count, -1.f), want(n_q * count, -1.f);
+            kernels::dot_rows_multi(gguf::TensorType::kF32, q.data(), hd, n_q, keys.data(), hd * 4,
+                                    n_rows, hd, got.data(), count);
+            kernels::dot_rows_multi(kv_tensor_type(t), q.data(), hd, n_q, kv.k_head(0, 0, 1, first),
+                                    kv.head_bytes(), n_rows, hd, want.data(), count);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4))
+                << label << " keys, n_q " << n_q;
+          }
         }
         for (int n_q : {1, 2, 3, 4, 7, 13}) {
           const auto w = normal_floats(n_q * count, 8), y0 = normal_floats(n_q * hd, 9);
@@ -350,7 +368,7 @@ TEST(KvCache, ValuesWidenedOnceGiveTheStoredTypesSumsBitForBit) {
       }
     }
   }
-  EXPECT_THROW(kernels::widen_rows(gguf::TensorType::kQ8_0, nullptr, 0, 0, 32, nullptr, 32),
+  EXPECT_THROW(kernels::widen_rows(gguf::TensorType::kQ4_0, nullptr, 0, 0, 32, nullptr, 32),
                std::invalid_argument);
 }
 

@@ -211,6 +211,32 @@ TEST_P(ForwardKvTypes, RowsEqualSoloRunsAcrossBatchesChunksAndThreads) {
   EXPECT_TRUE(std::equal(solo_a.begin(), solo_a.end(), both.begin() + v));
 }
 
+// Law 2 between prefill and decode for every KV type: a prompt prefilled in one step (its
+// tokens in tiles of several queries, which widen a block's stored keys or values once for
+// the tile) gives each position the logits of decoding it a token a step (a tile of one,
+// which reads the cache as stored), bit for bit.
+TEST_P(ForwardKvTypes, PrefillTilesGiveEveryPositionDecodesBits) {
+  ScratchDir dir;
+  const auto path = write_tiny_qwen2(dir.path(), TensorType::kF32, 2, /*heads=*/2);
+  constexpr int32_t kLength = 45;
+  std::vector<int32_t> prompt(kLength);
+  for (int32_t i = 0; i < kLength; ++i) prompt[i] = 1 + (i * 53) % 290;
+  Harness whole(path, 2, 64, GetParam().type);
+  const auto wb = whole.take_blocks(3);
+  ForwardRow all{prompt, 0, wb, true, /*all_logits=*/true};
+  const auto every = copy(whole.forward.run({&all, 1}));
+  const size_t v = every.size() / kLength;
+  Harness steps(path, 2, 64, GetParam().type);
+  const auto sb = steps.take_blocks(3);
+  for (int32_t p = 0; p < kLength; ++p) {
+    ForwardRow step{{&prompt[p], 1}, p, sb, true};
+    const auto logits = copy(steps.forward.run({&step, 1}));
+    ASSERT_EQ(logits.size(), v);
+    ASSERT_TRUE(std::equal(logits.begin(), logits.end(), every.begin() + p * v))
+        << "position " << p;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKvTypes, ForwardKvTypes,
                          ::testing::Values(KvCase{KvType::kF32, 2e-5}, KvCase{KvType::kF16, 1e-4},
                                            KvCase{KvType::kBf16, 1e-3},
