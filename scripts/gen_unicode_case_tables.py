@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes protocol/jinja/unicode_tables.inc, the data protocol/jinja/unicode.cpp includes: Python's case mappings and case properties
-(str.upper/lower/title of one code point, str.islower/isupper/istitle, "cased"), from the
-Unicode database of the Python that runs this script. The Jinja interpreter uses them so
-that `|upper`, `.lower()`, `.title()` ... give what Python gives.
+(str.upper/lower/title of one code point, str.islower/isupper/istitle, "cased") and its
+character classes (str.isalpha/isdecimal/isdigit/isnumeric/isprintable, and each decimal
+digit's value), from the Unicode database of the Python that runs this script. The Jinja
+interpreter uses them so that `|upper`, `.lower()`, `.isdigit()`, `|wordcount`, `|int`,
+repr() ... give what Python gives.
 
     python3 scripts/gen_unicode_case_tables.py > protocol/jinja/unicode_tables.inc
 """
@@ -39,13 +41,14 @@ def mapping_runs(fn, keep_identity=lambda c: False):
 def compress(members, value=lambda c: 0):
     runs = []
     member_set = set(members)
+    position = {c: i for i, c in enumerate(members)}
     i = 0
     while i < len(members):
         c = members[i]
         best_stride, best_n = 1, 1
         for stride in (1, 2):
             n = 1
-            while True:
+            while n < 65535:  # a run's count is 16 bits
                 nxt = c + n * stride
                 if nxt not in member_set or value(nxt) != value(c):
                     break
@@ -56,7 +59,7 @@ def compress(members, value=lambda c: 0):
                 best_stride, best_n = stride, n
         assert best_n < 65536
         runs.append((c, best_n, value(c), best_stride))
-        i = members.index(c + (best_n - 1) * best_stride) + 1
+        i = position[c + (best_n - 1) * best_stride] + 1
     return runs
 
 
@@ -115,6 +118,19 @@ def main():
     emit_multi("kTitleSpecial", title_multi)
     for name, members in props.items():
         emit_runs(name, compress(members), False)
+    classes = {
+        "kAlphaChars": [c for c in CODE_POINTS if chr(c).isalpha()],
+        "kDigitChars": [c for c in CODE_POINTS if chr(c).isdigit()],
+        "kNumericChars": [c for c in CODE_POINTS if chr(c).isnumeric()],
+        "kUnprintableChars": [c for c in range(0x110000) if not chr(c).isprintable()],
+    }
+    for name, members in classes.items():
+        emit_runs(name, compress(members), False)
+    # Decimal digits (str.isdecimal()) as runs whose delta is the code point of their zero:
+    # a digit's value is cp - delta (Python's int() and float() read every one).
+    decimals = [c for c in CODE_POINTS if chr(c).isdecimal()]
+    emit_runs("kDecimalZeros",
+              compress(decimals, lambda c: c - unicodedata.decimal(chr(c))), True)
 
 
 main()

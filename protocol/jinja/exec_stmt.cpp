@@ -270,8 +270,9 @@ Value Interpreter::call_macro(const node::Macro& macro, Scope* closure, const Ca
   for (const auto& [key, value] : args.named) {
     size_t i = 0;
     while (i < n && macro.params[i].first != key) ++i;
-    if (i < n && given[i])
-      fail("macro '" + macro.name + "' got multiple values for argument '" + key + "'");
+    // Jinja2 fills only the parameters past the positional ones from the keywords, so a
+    // keyword naming one given positionally is left over: kwargs takes it, or it is refused.
+    if (i < n && given[i]) i = n;
     if (i == n && !macro.uses_kwargs) {
       fail("macro '" + macro.name + "' takes no keyword argument '" + key + "'");
     }

@@ -118,8 +118,10 @@ Value sort(Interpreter&, const Value& input, const CallArgs& args) {
   if (attribute.is_string() && attribute.text().str().find(',') != std::string::npos) {
     unsupported("sort by several attributes");
   }
+  // Jinja2's key is a list of one (make_multi_attrgetter), and lists compare their items
+  // for equality before order: items that all lack the attribute are equal, not an error.
   return Value::list(sorted(iterate(input), truthy(a.get(0, false)), [&](const Value& item) {
-    return sort_key(item, attribute, case_sensitive);
+    return Value::list({sort_key(item, attribute, case_sensitive)});
   }));
 }
 
@@ -187,6 +189,9 @@ Value select(Interpreter& interp, const Value& input, const CallArgs& args) {
   const std::string test = has_test ? to_text(args.positional[off]).str() : "";
   const CallArgs test_args = rest_of(args, off + 1);
   std::vector<Value> out;
+  // Jinja2 walks the input only `if value:`, so None, 0 or false select nothing (a
+  // template's `tools|selectattr(...)` where no tools were given).
+  if (!truthy(input)) return generator(std::move(out));
   for (const Value& item : iterate(input)) {
     const Value subject = kAttr ? lookup_path(item, attribute) : item;
     const bool passed = has_test ? interp.apply_test(test, subject, test_args) : truthy(subject);
@@ -197,6 +202,7 @@ Value select(Interpreter& interp, const Value& input, const CallArgs& args) {
 
 Value map(Interpreter& interp, const Value& input, const CallArgs& args) {
   std::vector<Value> out;
+  if (!truthy(input)) return generator(std::move(out));  // as select: Jinja2's `if value:`
   if (args.positional.empty()) {
     const BoundArgs a("map", args, {"attribute", "default"}, 1);
     for (const Value& item : iterate(input)) {

@@ -36,6 +36,10 @@ Value replace_filter(Interpreter&, const Value& input, const CallArgs& args) {
 
 Value indent(Interpreter&, const Value& input, const CallArgs& args) {
   const BoundArgs a("indent", args, {"width", "first", "blank"});
+  // Jinja2's do_indent appends "\n" to its input: only a string takes it.
+  require_defined(input);
+  if (!input.is_string())
+    fail("unsupported operand type(s) for +=: '" + type_name(input) + "' and 'str'");
   const Value width = a.get(0, Value(4));
   // Bounded before it is built: indent(1000000000) had made 1 GB before the 16 MiB check.
   if (!width.is_string() && width.to_int() > static_cast<int64_t>(kMaxTextBytes))
@@ -148,10 +152,13 @@ Value int_filter(Interpreter&, const Value& input, const CallArgs& args) {
     return parsed;
   }
   if (input.is_int() || input.is_bool()) return input.to_int();
+  // Jinja2's int(value) lets a float's OverflowError out; its fallback int(float(value))
+  // gives the default for NaN and infinity alike.
+  if (input.is_float() && std::isinf(input.as_float()))
+    fail("cannot convert float infinity to integer");
   if (input.is_float() && std::isfinite(input.as_float())) return truncated(input.as_float());
-  if (input.is_string() && parse_float(input.text().str(), number) && std::isfinite(number)) {
+  if (input.is_string() && parse_float(input.text().str(), number) && std::isfinite(number))
     return truncated(number);
-  }
   return a.get(0, Value(0));
 }
 

@@ -68,12 +68,26 @@ std::string bounded(const Value& self, const BoundArgs& a, size_t start_index) {
       offsets[static_cast<size_t>(end)] - offsets[static_cast<size_t>(begin)]);
 }
 
+// Whether start lies past end once both are taken as Python's tailmatch takes them (end
+// clamped to the length, start not): then no affix matches, not even "" ("".endswith("", 1)
+// is False).
+bool starts_past_end(const Value& self, const BoundArgs& a) {
+  const Value start = a.get(1, Value::none()), end = a.get(2, Value::none());
+  if (start.is_none() || start.is_undefined()) return false;
+  const auto n = static_cast<int64_t>(code_point_count(self.text().str()));
+  const auto adjust = [n](int64_t i) { return i < 0 ? std::max<int64_t>(0, i + n) : i; };
+  const int64_t last = end.is_none() || end.is_undefined() ? n : std::min(adjust(end.to_int()), n);
+  return adjust(start.to_int()) > last;
+}
+
 template <bool kEnd>
 Value affix_method(const Value& self, const CallArgs& args) {
   const BoundArgs a(kEnd ? "endswith" : "startswith", args, {"affix", "start", "end"}, 1);
+  const bool past_end = starts_past_end(self, a);
   const std::string s = bounded(self, a, 1);
   const auto matches = [&](const Value& affix) {
     if (!affix.is_string()) fail("startswith/endswith first arg must be str or a tuple of str");
+    if (past_end) return false;
     const std::string& x = affix.text().str();
     return x.size() <= s.size() && s.compare(kEnd ? s.size() - x.size() : 0, x.size(), x) == 0;
   };
@@ -145,9 +159,10 @@ Value is_method(const Value& self, const CallArgs&) {
   return true;
 }
 
-bool is_digit_cp(char32_t cp) { return cp >= '0' && cp <= '9'; }
-bool is_alpha_cp(char32_t cp) { return is_word_char(cp) && !is_digit_cp(cp) && cp != '_'; }
-bool is_alnum_cp(char32_t cp) { return is_word_char(cp) && cp != '_'; }
+// str.isprintable(): unlike the other tests, true for "".
+Value printable_method(const Value& self, const CallArgs& args) {
+  return self.text().empty() || truthy(is_method<is_printable>(self, args));
+}
 
 template <bool kUpper>
 Value case_test_method(const Value& self, const CallArgs&) {
@@ -221,11 +236,12 @@ const MethodTable& string_methods() {
       {"count", count_method},
       {"join", join_method},
       {"format", format_method},
-      {"isdigit", is_method<is_digit_cp>},
-      {"isdecimal", is_method<is_digit_cp>},
-      {"isnumeric", is_method<is_digit_cp>},
-      {"isalpha", is_method<is_alpha_cp>},
-      {"isalnum", is_method<is_alnum_cp>},
+      {"isdigit", is_method<is_digit>},
+      {"isdecimal", is_method<is_decimal>},
+      {"isnumeric", is_method<is_numeric>},
+      {"isalpha", is_method<is_alpha>},
+      {"isalnum", is_method<is_alnum>},
+      {"isprintable", printable_method},
       {"isspace", is_method<is_space>},
       {"islower", case_test_method<false>},
       {"isupper", case_test_method<true>},
@@ -260,8 +276,8 @@ bool listed(std::string_view name, std::initializer_list<std::string_view> names
 bool unimplemented(const Value& obj, std::string_view name) {
   if (obj.is_string()) {
     return listed(name, {"casefold", "center", "encode", "expandtabs", "format_map", "isascii",
-                         "isidentifier", "isprintable", "istitle", "ljust", "maketrans",
-                         "partition", "rjust", "rpartition", "translate", "zfill"});
+                         "isidentifier", "istitle", "ljust", "maketrans", "partition", "rjust",
+                         "rpartition", "translate", "zfill"});
   }
   if (obj.is_dict()) return name == "fromkeys";
   return false;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -80,6 +79,40 @@ Value add(const Value& a, const Value& b) {
   fail_operands("+", a, b);
 }
 
+// CPython's float_divmod (floatobject.c): the floor quotient from the unadjusted
+// remainder, rounded to the nearest integer, and the signs of zero results as Python gives
+// them (-4 % 0.5 is 0.0, -0.0 // 1 is -0.0).
+std::pair<double, double> float_divmod(double x, double y) {
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, y);
+  }
+  double floor_div = std::copysign(0.0, x / y);
+  if (div != 0) {
+    floor_div = std::floor(div);
+    if (div - floor_div > 0.5) floor_div += 1.0;
+  }
+  return {floor_div, mod};
+}
+
+// Python's float **: an overflow is an error, not inf, and a negative base to a fractional
+// power (a complex number in Python) is refused.
+double float_pow(double x, double y) {
+  if (x == 0 && y < 0) fail("0.0 cannot be raised to a negative power");
+  if (x < 0 && std::isfinite(x) && std::isfinite(y) && y != std::floor(y))
+    unsupported("complex numbers (a negative number to a fractional power)");
+  const double result = std::pow(x, y);
+  if (std::isinf(result) && std::isfinite(x) && std::isfinite(y))
+    fail("(34, 'Numerical result out of range')");
+  return result;
+}
+
 Value int_arith(BinaryOp op, int64_t x, int64_t y) {
   int64_t r = 0;
   switch (op) {
@@ -106,7 +139,7 @@ Value int_arith(BinaryOp op, int64_t x, int64_t y) {
     }
     case BinaryOp::kPow: {
       if (y < 0 && x == 0) fail("0.0 cannot be raised to a negative power");
-      if (y < 0) return std::pow(static_cast<double>(x), static_cast<double>(y));
+      if (y < 0) return float_pow(static_cast<double>(x), static_cast<double>(y));
       int64_t result = 1;
       for (int64_t base = x; y > 0; y >>= 1) {
         if (y & 1) check_overflow(__builtin_mul_overflow(result, base, &result));
@@ -137,17 +170,15 @@ Value float_arith(BinaryOp op, double x, double y) {
     case BinaryOp::kMul:
       return x * y;
     case BinaryOp::kPow:
-      if (x == 0 && y < 0) fail("0.0 cannot be raised to a negative power");
-      return std::pow(x, y);
+      return float_pow(x, y);
     case BinaryOp::kDiv:
       if (y == 0) fail("float division by zero");
       return x / y;
     case BinaryOp::kFloorDiv:
     case BinaryOp::kMod: {
-      if (y == 0) fail("float modulo");
-      double m = std::fmod(x, y);
-      if (m != 0 && ((m < 0) != (y < 0))) m += y;
-      return op == BinaryOp::kMod ? m : std::floor((x - m) / y + 0.5);
+      if (y == 0) fail(op == BinaryOp::kMod ? "float modulo" : "float floor division by zero");
+      const auto [quotient, remainder] = float_divmod(x, y);
+      return op == BinaryOp::kMod ? remainder : quotient;
     }
   }
   return 0.0;
@@ -327,38 +358,132 @@ Value negate(const Value& value) {
 
 namespace {
 
-std::string_view strip_ascii_space(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || (s.front() >= '\t' && s.front() <= '\r'))) {
-    s.remove_prefix(1);
+// The text Python's int() and float() parse: every decimal digit of any script as its ASCII
+// digit and every whitespace as a space (_PyUnicode_TransformDecimalAndSpaceToASCII), then
+// stripped. False where another non-ASCII character remains: no number has one.
+bool number_text(std::string_view s, std::string& out) {
+  out.clear();
+  for (size_t pos = 0; pos < s.size();) {
+    const char32_t cp = decode_utf8(s, pos);
+    const int digit = decimal_value(cp);
+    if (digit >= 0) {
+      out += static_cast<char>('0' + digit);
+    } else if (is_space(cp)) {
+      out += ' ';
+    } else if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else {
+      return false;
+    }
   }
-  while (!s.empty() && (s.back() == ' ' || (s.back() >= '\t' && s.back() <= '\r'))) {
-    s.remove_suffix(1);
+  const size_t first = out.find_first_not_of(' ');
+  if (first == std::string::npos) return false;
+  out = out.substr(first, out.find_last_not_of(' ') - first + 1);
+  return true;
+}
+
+int digit_in_base(char c, int base) {
+  int d = 99;
+  if (c >= '0' && c <= '9') d = c - '0';
+  if (c >= 'a' && c <= 'z') d = c - 'a' + 10;
+  if (c >= 'A' && c <= 'Z') d = c - 'A' + 10;
+  return d < base ? d : -1;
+}
+
+// Digits of `base` with single underscores between them (PEP 515), or right after a base
+// prefix (after_prefix): the digits without the underscores, or false.
+bool digit_run(std::string_view s, int base, bool after_prefix, std::string& digits) {
+  digits.clear();
+  bool underscore_ok = after_prefix;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '_') {
+      if (!underscore_ok || i + 1 == s.size()) return false;
+      underscore_ok = false;
+      continue;
+    }
+    if (digit_in_base(s[i], base) < 0) return false;
+    digits += s[i];
+    underscore_ok = true;
   }
-  return s;
+  return !digits.empty() && s.back() != '_';
 }
 
 }  // namespace
 
 bool parse_int(std::string_view s, int base, int64_t& out) {
-  std::string digits;
-  for (char c : strip_ascii_space(s)) {
-    if (c != '_') digits += c;
+  std::string text, digits;
+  if ((base != 0 && (base < 2 || base > 36)) || !number_text(s, text)) return false;
+  std::string_view t = text;
+  const bool negative = t.front() == '-';
+  if (t.front() == '+' || t.front() == '-') t.remove_prefix(1);
+  bool prefixed = false;
+  if (t.size() >= 2 && t[0] == '0') {
+    const char p = static_cast<char>(t[1] | 0x20);
+    const int prefix_base = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+    if (prefix_base != 0 && (base == 0 || base == prefix_base)) {
+      base = prefix_base;
+      prefixed = true;
+      t.remove_prefix(2);
+    }
   }
-  if (digits.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(digits.c_str(), &end, base);
-  if (errno != 0 || end != digits.c_str() + digits.size()) return false;
-  out = v;
+  const bool guessed = base == 0;  // base 0 without a prefix: decimal, no leading zeros
+  if (guessed) base = 10;
+  if (!digit_run(t, base, prefixed, digits)) return false;
+  if (guessed && digits[0] == '0' && digits.find_first_not_of('0') != std::string::npos)
+    return false;
+  uint64_t magnitude = 0;
+  for (char c : digits) {
+    const auto d = static_cast<uint64_t>(digit_in_base(c, base));
+    if (magnitude > (UINT64_MAX - d) / static_cast<uint64_t>(base))
+      unsupported("integers beyond 64 bits");
+    magnitude = magnitude * static_cast<uint64_t>(base) + d;
+  }
+  const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
+  if (magnitude > limit) unsupported("integers beyond 64 bits");
+  out = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
   return true;
 }
 
+// Python's float(): [sign] digits [. digits] [e [sign] digits] (either side of the point may
+// be empty, not both), underscores as in int(), or inf, infinity or nan in any case; never
+// hex, which strtod alone would take.
 bool parse_float(std::string_view s, double& out) {
-  const std::string text(strip_ascii_space(s));
-  if (text.empty()) return false;
-  char* end = nullptr;
-  out = std::strtod(text.c_str(), &end);
-  return end == text.c_str() + text.size();
+  std::string text, part, number;
+  if (!number_text(s, text)) return false;
+  std::string_view t = text;
+  if (t.front() == '+' || t.front() == '-') {
+    number += t.front();
+    t.remove_prefix(1);
+  }
+  std::string lower(t);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "inf" || lower == "infinity" || lower == "nan") {
+    out = std::strtod((number + lower).c_str(), nullptr);
+    return true;
+  }
+  const size_t e = lower.find('e');
+  const std::string_view mantissa = t.substr(0, e);
+  const size_t point = mantissa.find('.');
+  const std::string_view whole = mantissa.substr(0, point);
+  const std::string_view fraction =
+      point == std::string_view::npos ? std::string_view() : mantissa.substr(point + 1);
+  if (whole.empty() && fraction.empty()) return false;
+  if (!whole.empty() && !digit_run(whole, 10, false, part)) return false;
+  number += part + ".";
+  if (!fraction.empty() && !digit_run(fraction, 10, false, part)) return false;
+  if (!fraction.empty()) number += part;
+  if (e != std::string::npos) {
+    std::string_view exponent = t.substr(e + 1);
+    number += 'e';
+    if (!exponent.empty() && (exponent.front() == '+' || exponent.front() == '-')) {
+      number += exponent.front();
+      exponent.remove_prefix(1);
+    }
+    if (!digit_run(exponent, 10, false, part)) return false;
+    number += part;
+  }
+  out = std::strtod(number.c_str(), nullptr);
+  return true;
 }
 
 }  // namespace tandem::jinja

@@ -11,21 +11,6 @@
 namespace tandem::jinja {
 namespace {
 
-// Python's str.isprintable(), approximated: controls, the non-ASCII spaces, format
-// characters in the common blocks, surrogates and private use are not printable.
-bool is_printable(char32_t cp) {
-  if (cp < 0x20 || cp == 0x7F) return false;
-  if (cp < 0x80) return true;
-  if (cp <= 0xA0 || cp == 0xAD) return false;
-  if (is_space(cp)) return false;
-  if ((cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-      (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB)) {
-    return false;
-  }
-  if ((cp >= 0xD800 && cp <= 0xF8FF) || (cp >= 0xFFFE && cp <= 0xFFFF)) return false;
-  return cp <= 0x10FFFF && cp < 0xF0000;
-}
-
 void append_escaped_code_point(char32_t cp, char quote, std::string& out) {
   char buf[16];
   if (cp == static_cast<char32_t>(quote) || cp == '\\') {

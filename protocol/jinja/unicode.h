@@ -1,4 +1,4 @@
-// UTF-8 and the Unicode properties Python's str methods need (whitespace, case).
+// UTF-8 and the Unicode properties Python's str methods need (whitespace, case, classes).
 // Invalid UTF-8 never throws: each bad byte reads as one code point of its own value.
 #pragma once
 
@@ -22,9 +22,21 @@ std::vector<size_t> code_point_offsets(std::string_view s);
 
 // str.isspace(): ASCII whitespace, \x1c-\x1f, \x85, \xa0 and the Unicode space separators.
 bool is_space(char32_t cp);
-// Python's \w in re: letters, digits and '_' (letters approximated as every code point
-// at or above U+00C0 that is not a space or punctuation in the common blocks).
+// Python's character classes of one code point, from the Unicode database of the Python
+// that generated unicode_tables.inc: str.isalpha() (letters), isdecimal() (Nd), isdigit()
+// (decimal digits and others such as superscripts), isnumeric() (any numeric value),
+// isalnum() (any of the four) and isprintable() (what repr() leaves unescaped).
+bool is_alpha(char32_t cp);
+bool is_decimal(char32_t cp);
+bool is_digit(char32_t cp);
+bool is_numeric(char32_t cp);
+bool is_alnum(char32_t cp);
+bool is_printable(char32_t cp);
+// Python's \w in re for str patterns: isalnum() or '_'.
 bool is_word_char(char32_t cp);
+// A decimal digit's value (0-9, for every script's digits, as Python's int() reads them),
+// or -1 where cp is not one.
+int decimal_value(char32_t cp);
 // Python's full case mappings of one code point (str.upper(), lower(), title() of it; "ß"
 // upper-cases to "SS") and its case properties, from the Unicode database of the Python
 // that generated unicode_tables.inc. Lower-casing a capital sigma needs its context: see
