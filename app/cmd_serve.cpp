@@ -297,6 +297,11 @@ Subcommand make_serve_command(CLI::App& app) {
                   "as too slow and its generation cancelled")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
+  cmd->add_option("--stream-backlog-total-mib", opts->server.stream_backlog_total_mib,
+                  "MiB of stream events all clients together may fall behind by: past it, a "
+                  "client more than 1 MiB behind is dropped as too slow")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
+      ->capture_default_str();
   cmd->add_option("--io-threads", opts->server.io_threads,
                   "HTTP I/O threads (default: 1, or 2 on machines with 8 cores or more)")
       ->check(CLI::Range(1, 64));

@@ -40,8 +40,8 @@ int32_t PrefillPacer::prompt_budget(const StepLoad& decode, int32_t waiting_prom
                 prefill);
 }
 
-int32_t PrefillPacer::lone_prompt_budget() const {
-  return budget(last_decode_, 1, 0, false, false, 0);
+int32_t PrefillPacer::lone_prompt_budget(bool decoding) const {
+  return budget(decoding ? last_decode_ : StepLoad{}, 1, 0, false, false, 0);
 }
 
 void PrefillPacer::prompt_began(double now, int32_t tokens) {
@@ -94,12 +94,15 @@ int32_t PrefillPacer::budget(const StepLoad& decode, int32_t waiting_prompts, in
 
 double PrefillPacer::prompt_share(double now) const {
   double seconds = recent_seconds_, prompt_seconds = recent_prompt_seconds_;
+  size_t left = recent_.size();
   for (const Recent& r : recent_) {  // those record has not yet let go of
     if (r.at > now - kSustainWindow) break;
     seconds -= r.seconds;
     prompt_seconds -= r.prompt_seconds;
+    --left;
   }
-  return seconds > 0 ? std::clamp(prompt_seconds / seconds, 0.0, 1.0) : 0;
+  // None left: 0, not the ratio of what the subtractions' rounding left of the two sums.
+  return left > 0 && seconds > 0 ? std::clamp(prompt_seconds / seconds, 0.0, 1.0) : 0;
 }
 
 // A decode-only step is a sample of the decode model; a step with prompt tokens, of the

@@ -165,8 +165,9 @@ class PrefillPacer {
   int32_t prompt_budget(const StepLoad& decode, int32_t waiting_prompts = 1, int32_t position = 0,
                         double now = kNoClock, int32_t prefill = 0) const;
   // The budget for one prompt from position 0 beside the last step's decode rows that the
-  // pacer was told of, paced (/metrics' tandem_prefill_chunk_tokens).
-  int32_t lone_prompt_budget() const;
+  // pacer was told of, paced, or the whole step budget where nothing decodes now
+  // (/metrics' tandem_prefill_chunk_tokens).
+  int32_t lone_prompt_budget(bool decoding) const;
 
   // A prompt's prefill began, beside decode rows, at `now`, with `tokens` to prefill. Long
   // ones (half the step budget or more) count among the window's arrivals.

@@ -118,7 +118,16 @@ void Scheduler::thread_main() {
     }
     if (run_once()) continue;
     std::unique_lock lock(inbox_mutex_);
-    inbox_cv_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !cancels_.empty(); });
+    const auto ready = [&] { return stopping_ || !waiting_.empty() || !cancels_.empty(); };
+    // The prompts' share of the last kSustainWindow seconds of steps falls with time alone:
+    // while it shows one, the loop wakes a window later to publish it again (idle, it had
+    // stayed at its last value; QA W), then sleeps until work comes.
+    if (counters_.prefill_sustained_share > 0) {
+      inbox_cv_.wait_for(lock, std::chrono::duration<double>(options_.idle_republish_seconds),
+                         ready);
+    } else {
+      inbox_cv_.wait(lock, ready);
+    }
   }
   shutdown();
 }
@@ -522,7 +531,9 @@ void Scheduler::publish() {
     active = active || !waiting_.empty();
   }
   counters_.running = static_cast<int32_t>(running_.size());
-  counters_.prefill_chunk_tokens = pacer_.lone_prompt_budget();
+  const bool decoding =
+      std::any_of(running_.begin(), running_.end(), [](const Request* r) { return r->decoding; });
+  counters_.prefill_chunk_tokens = pacer_.lone_prompt_budget(decoding);
   counters_.prefill_sustained_share = pacer_.prompt_share(pacer_seconds(options_));
   counters_.kv_blocks_used = pool_.used();
   counters_.kv_blocks_cached = pool_.cached();

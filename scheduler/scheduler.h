@@ -46,6 +46,9 @@ struct SchedulerOptions {
   // steps). Empty: a steady clock. Tests whose executors model their steps' time give the
   // same model's clock, so the pace never depends on the machine's load.
   std::function<double()> clock;
+  // While /metrics shows a prompts' share of the last 10 s above 0, an idle loop wakes this
+  // often (real seconds) to publish it again, as it falls with time alone. Tests shorten it.
+  double idle_republish_seconds = 10;
 };
 
 // Why a step's successor was not chained (counted once per unchained step, overlap on).

@@ -28,6 +28,7 @@ SessionLimits limits_of(const ServerOptions& options) {
   limits.read_timeout = millis(options.read_timeout_seconds);
   limits.write_timeout = millis(options.write_timeout_seconds);
   limits.max_stream_backlog = options.stream_backlog_mib << 20;
+  limits.max_stream_backlog_total = options.stream_backlog_total_mib << 20;
   limits.allowed_origins = options.allowed_origins;
   return limits;
 }

@@ -21,16 +21,17 @@ namespace tandem::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 8080;                // 0: the system picks a free port
-  std::string api_key;                 // empty: no authentication
-  uint64_t max_body = 1 << 20;         // bytes
-  double shutdown_grace_seconds = 10;  // running requests' time to finish on shutdown
-  double idle_timeout_seconds = 60;    // a keep-alive connection's wait for a request
-  double read_timeout_seconds = 30;    // a request's arrival, once begun
-  double write_timeout_seconds = 30;   // each write to a client
-  uint64_t stream_backlog_mib = 64;    // SessionLimits::max_stream_backlog, in MiB
-  int io_threads = 0;                  // 0: 1, or 2 on machines with 8 cores or more
-  std::string access_log;              // "": none; "-": standard error; else a file (appended)
+  uint16_t port = 8080;                     // 0: the system picks a free port
+  std::string api_key;                      // empty: no authentication
+  uint64_t max_body = 1 << 20;              // bytes
+  double shutdown_grace_seconds = 10;       // running requests' time to finish on shutdown
+  double idle_timeout_seconds = 60;         // a keep-alive connection's wait for a request
+  double read_timeout_seconds = 30;         // a request's arrival, once begun
+  double write_timeout_seconds = 30;        // each write to a client
+  uint64_t stream_backlog_mib = 64;         // SessionLimits::max_stream_backlog, in MiB
+  uint64_t stream_backlog_total_mib = 512;  // SessionLimits::max_stream_backlog_total, in MiB
+  int io_threads = 0;                       // 0: 1, or 2 on machines with 8 cores or more
+  std::string access_log;                   // "": none; "-": standard error; else a file (appended)
   // CORS: "*" (any origin, vLLM's and llama-server's default), origins separated by commas
   // (each answered with its own Origin back), or "" (no CORS headers: browsers refuse).
   std::string allowed_origins = "*";

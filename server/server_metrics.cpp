@@ -149,6 +149,12 @@ std::string ServerMetrics::render(const SchedulerMetrics& s,
   metric(out, "tandem_requests_preparing", "gauge",
          "Requests being parsed, tokenized or having their output grammar compiled.",
          static_cast<double>(preparing_.load()));
+  metric(out, "tandem_http_connections", "gauge", "Client connections open.",
+         static_cast<double>(connections_.load()));
+  metric(out, "tandem_stream_backlog_bytes", "gauge",
+         "Bytes of streamed events queued for clients that have not taken them yet, over every "
+         "connection (bounded by --stream-backlog-total-mib).",
+         static_cast<double>(stream_backlog_.load()));
   metric(out, "tandem_prefill_chunk_tokens", "gauge",
          "Prompt tokens a step may take beside decoding requests now for one waiting prompt "
          "(--prefill-chunk: paced by step times under auto, a share more for each further "

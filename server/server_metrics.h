@@ -61,6 +61,12 @@ class ServerMetrics {
   // A POST being prepared (parsed, tokenized, its grammar compiled) off the I/O thread.
   void prepare_began() { preparing_.fetch_add(1); }
   void prepare_ended() { preparing_.fetch_sub(1); }
+  // Bytes of stream events queued for clients and not yet taken, over every connection
+  // (each session adds and takes back its own), and the connections open.
+  void add_stream_backlog(int64_t bytes) { stream_backlog_.fetch_add(bytes); }
+  int64_t stream_backlog() const { return stream_backlog_.load(); }
+  void connection_opened() { connections_.fetch_add(1); }
+  void connection_closed() { connections_.fetch_sub(1); }
 
   // The whole /metrics page, in Prometheus text exposition format 0.0.4; the grammar
   // cache's figures where the model has one.
@@ -76,6 +82,8 @@ class ServerMetrics {
   LatencyHistogram itl_;
   LatencyHistogram e2e_;
   std::atomic<int64_t> preparing_{0};
+  std::atomic<int64_t> stream_backlog_{0};
+  std::atomic<int64_t> connections_{0};
 };
 
 }  // namespace tandem::server

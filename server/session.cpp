@@ -64,6 +64,7 @@ auto Session::on_written(Next next) {
   watch_writes();
   return [self = shared_from_this(), next = std::move(next)](beast::error_code ec, size_t) {
     self->writing_ = false;
+    self->count_backlog();  // the written chunk left
     self->write_watch_.wrote();
     if (ec) {
       self->client_gone();
@@ -74,7 +75,9 @@ auto Session::on_written(Next next) {
 }
 
 Session::Session(tcp::socket socket, SessionContext& context)
-    : stream_(std::move(socket)), context_(context), write_watch_(stream_.get_executor()) {}
+    : stream_(std::move(socket)), context_(context), write_watch_(stream_.get_executor()) {
+  context_.endpoints.metrics().connection_opened();
+}
 
 // Drops the client once a write timeout passes with writes pending and nothing taken.
 void Session::watch_writes() {
@@ -91,7 +94,20 @@ void Session::watch_writes() {
   });
 }
 
-Session::~Session() { end_generation(); }
+Session::~Session() {
+  end_generation();
+  context_.endpoints.metrics().add_stream_backlog(-static_cast<int64_t>(backlog_counted_));
+  context_.endpoints.metrics().connection_closed();
+}
+
+// Brings this session's part of the server's stream backlog to what it holds now: the
+// events queued and, while a write of them is in flight, the chunk going out.
+void Session::count_backlog() {
+  const uint64_t now = stream_pending_.size() + (writing_ ? stream_writing_.size() : 0);
+  context_.endpoints.metrics().add_stream_backlog(static_cast<int64_t>(now) -
+                                                  static_cast<int64_t>(backlog_counted_));
+  backlog_counted_ = now;
+}
 
 void Session::start() {
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
@@ -320,6 +336,7 @@ void Session::start_stream() {
   stream_serializer_.emplace(*stream_header_);
   context_.endpoints.metrics().count_response(route_, 200);
   stream_pending_ += g.response.opening_events();
+  count_backlog();
   http::async_write_header(stream_, *stream_serializer_,
                            on_written([](Session& s) { s.flush_stream(); }));
 }
@@ -331,6 +348,7 @@ void Session::flush_stream() {
     stream_writing_.swap(stream_pending_);
     stream_pending_.clear();
     auto done = on_written([](Session& s) { s.flush_stream(); });
+    count_backlog();
     if (stream_header_->chunked()) {
       net::async_write(stream_, http::make_chunk(net::buffer(stream_writing_)), std::move(done));
     } else {
@@ -375,17 +393,28 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
 // Queues a stream's events and writes them, unless the client is already more than the
 // backlog limit behind, a write of its stream still in flight: then it is dropped. The
 // check comes before this event joins the queue, so no single large event (an echoed
-// prompt's logprobs) and no burst behind a write that is going out trips it.
+// prompt's logprobs) and no burst behind a write that is going out trips it. The same
+// holds for all clients together (QA W: eight slow readers of n = 16 streams with logprobs
+// pinned 300 MB, each under its own limit): past the total, a client more than
+// kFairBacklog behind is dropped, and a client that keeps up (its queue near empty) is not.
 void Session::queue_stream_events(const std::string& events) {
-  if (writing_ && stream_pending_.size() > context_.limits.max_stream_backlog) {
+  constexpr uint64_t kFairBacklog = uint64_t{1} << 20;
+  const uint64_t behind = stream_pending_.size();
+  const bool over_own = behind > context_.limits.max_stream_backlog;
+  const bool over_all = behind > kFairBacklog &&
+                        static_cast<uint64_t>(context_.endpoints.metrics().stream_backlog()) >
+                            context_.limits.max_stream_backlog_total;
+  if (writing_ && (over_own || over_all)) {
     std::fprintf(stderr,
                  "tandem serve: a client fell %zu bytes behind its stream (the limit is "
-                 "--stream-backlog-mib): dropped, its generation cancelled\n",
-                 stream_pending_.size());
+                 "%s): dropped, its generation cancelled\n",
+                 stream_pending_.size(),
+                 over_own ? "--stream-backlog-mib" : "--stream-backlog-total-mib, for all clients");
     client_gone();
     return;
   }
   stream_pending_ += events;
+  count_backlog();
   flush_stream();
 }
 
@@ -448,6 +477,7 @@ void Session::on_generation_error(uint64_t serial, ErrorKind kind) {
 // Queues a stream's last events ([DONE] included); the last chunk follows them.
 void Session::end_stream(const std::string& events) {
   stream_pending_ += events;
+  count_backlog();
   stream_ending_ = true;
   flush_stream();
 }
@@ -458,6 +488,7 @@ void Session::finish_response(bool keep_alive) {
   stream_header_.reset();
   stream_pending_.clear();
   stream_writing_.clear();
+  count_backlog();
   if (closed_) return;
   if (!keep_alive || context_.draining.load()) {
     close();
@@ -515,6 +546,7 @@ void Session::client_gone() {
   // What was queued for it goes now (the scheduler's sinks may keep the session a while);
   // stream_writing_ stays until its write's handler has run.
   std::string().swap(stream_pending_);
+  count_backlog();
   stream_.close();
 }
 

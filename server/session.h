@@ -45,6 +45,9 @@ struct SessionLimits {
   // too slow (its generation cancelled): else a reader that takes a little now and then
   // kept the write timeout away while the server held everything generated for it.
   uint64_t max_stream_backlog = uint64_t{64} << 20;
+  // The same over every connection: past it, a stream more than kFairBacklog behind (a write
+  // of it in flight) is dropped, so slow readers together cannot pin more than about this.
+  uint64_t max_stream_backlog_total = uint64_t{512} << 20;
   std::string allowed_origins = "*";  // ServerOptions::allowed_origins
 };
 
@@ -113,6 +116,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void finish_response(bool keep_alive);
   void watch_for_disconnect();
   void client_gone();
+  void count_backlog();
   void end_generation();
   void close();
 
@@ -132,8 +136,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // A streamed response: its header, then chunks.
   std::optional<http::response<http::empty_body>> stream_header_;
   std::optional<http::response_serializer<http::empty_body>> stream_serializer_;
-  std::string stream_pending_;  // SSE events not yet written
-  std::string stream_writing_;  // the chunk being written
+  std::string stream_pending_;    // SSE events not yet written
+  std::string stream_writing_;    // the chunk being written
+  uint64_t backlog_counted_ = 0;  // this session's part of ServerMetrics::stream_backlog
   bool writing_ = false;
   WriteWatch write_watch_;
   bool stream_ending_ = false;  // [DONE] is queued: write the last chunk after it

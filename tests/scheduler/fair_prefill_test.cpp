@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scheduler/prefill_pacer.h"
@@ -49,6 +51,8 @@ class TimedExecutor : public StepExecutor {
   void execute(const StepPlan& plan, std::span<int32_t> tokens) override { run(plan, tokens); }
   // The modelled time of the steps processed so far, in seconds (the scheduler's clock).
   double now() const { return 1e-6 * static_cast<double>(clock_us_.load()); }
+  // Time passing with no step: the scheduler idle.
+  void idle(double seconds) { clock_us_ += static_cast<int64_t>(seconds * 1e6); }
   // The scheduler processed the oldest step not yet counted (steps are processed in order).
   void step_processed() {
     std::lock_guard lock(mutex_);
@@ -98,7 +102,9 @@ class TimedExecutor : public StepExecutor {
 struct LongPromptRun {
   std::vector<TimedExecutor::Shape> shapes;
   std::vector<std::string> texts;
-  int32_t chunk_metric = 0;  // SchedulerMetrics::prefill_chunk_tokens at the end
+  int32_t chunk_metric = 0;       // SchedulerMetrics::prefill_chunk_tokens at the long
+                                  // prompts' first tokens, beside the decoding streams
+  int32_t idle_chunk_metric = 0;  // the same once all are done
 };
 
 constexpr int32_t kLong = 1200;  // the long prompts' tokens
@@ -156,8 +162,11 @@ LongPromptRun run_long_prompt(bool paced, int32_t prefill_chunk, int32_t n_long 
   TimedScheduler run(n_long, options);
   run.start_streams(80);
   for (int i = 0; i < n_long; ++i) run.submit(kLong, 2, static_cast<char>('a' + i));
+  for (int i = 0; i < 100000 && run.sinks.back()->text().empty(); ++i) run.scheduler.run_once();
+  const int32_t chunk_metric = run.scheduler.metrics().prefill_chunk_tokens;
   run.drain();
-  LongPromptRun out{run.timed->shapes(), {}, run.scheduler.metrics().prefill_chunk_tokens};
+  LongPromptRun out{
+      run.timed->shapes(), {}, chunk_metric, run.scheduler.metrics().prefill_chunk_tokens};
   for (auto& s : run.sinks) out.texts.push_back(s->text());
   return out;
 }
@@ -206,6 +215,9 @@ TEST(FairPrefill, ALongPromptMovesInSmallChunksWhileOthersDecodeAndTheTextsDoNot
   // this executor slept its steps, a loaded CI run ended at 462.)
   EXPECT_GE(paced.chunk_metric, 76);
   EXPECT_LE(paced.chunk_metric, 90);
+  // Once nothing decodes, a lone prompt would take the whole step (QA W: the gauge kept the
+  // last paced value while idle).
+  EXPECT_EQ(paced.idle_chunk_metric, 512);
 }
 
 // Eight long prompts arriving together are eight requests waiting for their first token,
@@ -291,6 +303,35 @@ TEST(FairPrefill, AfterABurstOfPromptsALongPromptIsNotPaced) {
   // Every chunk but the prompt's last (its remainder) takes half the step budget or more.
   EXPECT_GE(late[late.size() / 2], 256);
   EXPECT_LE(late.size(), static_cast<size_t>(kLong / 256 + 1));
+}
+
+// The prompts' share of the last 10 s falls with time alone: an idle scheduler thread
+// publishes it again once the window has passed (QA W: /metrics kept the last value while
+// idle). The share is high after a burst; the thread starts and publishes it; then 11 s pass
+// on the scheduler's clock with no step, and only the idle loop's wake can show 0.
+TEST(FairPrefill, ThePromptsShareFallsToZeroWhileIdle) {
+  SchedulerOptions options;
+  options.paced_prefill = true;
+  options.idle_republish_seconds = 0.001;
+  TimedScheduler run(2, options, 120);
+  for (int i = 0; i < 2; ++i) run.submit(kLong, 2, static_cast<char>('a' + i));
+  run.drain();
+  ASSERT_GT(run.scheduler.metrics().prefill_sustained_share, 0.5);
+  const double host_seconds = run.scheduler.metrics().host_seconds;
+  run.scheduler.start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // The thread's first turn has published (it adds its time): only later turns can see the
+  // idle time below.
+  while (run.scheduler.metrics().host_seconds == host_seconds &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ASSERT_GT(run.scheduler.metrics().prefill_sustained_share, 0.5);
+  run.timed->idle(PrefillPacer::kSustainWindow + 1);
+  while (run.scheduler.metrics().prefill_sustained_share > 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(run.scheduler.metrics().prefill_sustained_share, 0);
+  run.scheduler.stop();
 }
 
 // Long prompts arriving one at a time among the streams, each after the one before has its

@@ -92,7 +92,8 @@ TEST(PrefillPacer, TakesTheWholeStepUntilADecodeStepThenProbesUntilAPromptIsPric
   EXPECT_EQ(pacer.prompt_budget(decode_load(8, 100)), 512);
   record_model_step(pacer, decode_load(8, 100));
   EXPECT_EQ(pacer.prompt_budget(decode_load(8, 100)), PrefillPacer::kProbeChunk);
-  EXPECT_EQ(pacer.lone_prompt_budget(), PrefillPacer::kProbeChunk);
+  EXPECT_EQ(pacer.lone_prompt_budget(true), PrefillPacer::kProbeChunk);
+  EXPECT_EQ(pacer.lone_prompt_budget(false), 512);  // nothing decodes now: the whole step
   EXPECT_EQ(pacer.prompt_budget(StepLoad{}), 512);  // nobody decodes: nobody waits
   record_model_step(pacer, mixed_load(8, 101, 64, 32));
   EXPECT_GT(pacer.prompt_budget(decode_load(8, 100)), PrefillPacer::kProbeChunk);
@@ -345,10 +346,14 @@ TEST(PrefillPacer, ASustainedShareOfPromptTokensTurnsPacingOffUntilItLeavesTheWi
     step(load);
   }
   EXPECT_GE(pacer.prompt_share(now), PrefillPacer::kSustained);
+  // A window later with no step, nothing is left: 0, never what the sums' rounding leaves
+  // (FairPrefill.ThePromptsShareFallsToZeroWhileIdle saw 0.54).
+  EXPECT_EQ(pacer.prompt_share(now + PrefillPacer::kSustainWindow + 1), 0);
+  EXPECT_FALSE(pacer.sustained(now + PrefillPacer::kSustainWindow + 1));
   EXPECT_LT(now - queue_from, PrefillPacer::kSustainWindow);
   EXPECT_EQ(pacer.prompt_budget(decode, 1, 0, now), 256);
   EXPECT_EQ(pacer.prompt_budget(decode, 1, 0), paced);  // without a clock: never sustained
-  EXPECT_EQ(pacer.lone_prompt_budget(), paced);         // /metrics: the paced budget
+  EXPECT_EQ(pacer.lone_prompt_budget(true), paced);     // /metrics: the paced budget
   EXPECT_EQ(pacer.prompt_budget(StepLoad{}, 1, 0, now), 512);
   // Ten seconds of decoding later the window holds decode steps only.
   const double until = now + PrefillPacer::kSustainWindow;

@@ -249,6 +249,48 @@ TEST(Connections, AReaderTooFarBehindItsStreamIsDropped) {
   EXPECT_NE(server.stderr_text().find("fell"), std::string::npos) << server.stderr_text();
 }
 
+// The same over all clients together (QA W: eight slow readers pinned 300 MB, each under
+// its own limit): a client under --stream-backlog-mib but more than 1 MiB behind while all
+// clients' backlog passes --stream-backlog-total-mib is dropped. /metrics shows the total,
+// which comes back to 0, and the connections open.
+TEST(Connections, ReadersTooFarBehindTogetherAreDropped) {
+  ServerProcess server(
+      tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "600", "--stream-backlog-mib", "64",
+                     "--stream-backlog-total-mib", "2"});
+  HttpClient client(server.port(), /*receive_buffer=*/4096);
+  const std::string body = json{{"prompt", {"x", "y"}}, {"n", 16},        {"max_tokens", 500},
+                                {"logprobs", 20},       {"stream", true}, {"ignore_eos", true}}
+                               .dump();
+  client.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  double cancelled = 0, completed = 0, connections = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (cancelled + completed < 32 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::string metrics = fetch(server.port(), "GET", "/metrics").body;
+    cancelled = metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}")
+                    .value_or(0);
+    completed =
+        metric_value(metrics, "tandem_generations_finished_total{reason=\"length\"}").value_or(0);
+    connections =
+        std::max(connections, metric_value(metrics, "tandem_http_connections").value_or(0));
+  }
+  EXPECT_EQ(completed, 0);
+  EXPECT_EQ(cancelled, 32);
+  EXPECT_GE(connections, 2);  // the stream's and the poll's
+  EXPECT_NE(server.stderr_text().find("--stream-backlog-total-mib"), std::string::npos)
+      << server.stderr_text();
+  double backlog = -1;
+  while (backlog != 0 && std::chrono::steady_clock::now() < deadline) {
+    backlog =
+        metric_value(fetch(server.port(), "GET", "/metrics").body, "tandem_stream_backlog_bytes")
+            .value_or(-1);
+  }
+  EXPECT_EQ(backlog, 0);
+}
+
 // A second SIGTERM during the grace cuts the running request at once, as a second Ctrl-C
 // does to llama-server and uvicorn: the grace here is an hour and the request would run
 // for 2000 tokens, yet it ends with the grace's cut (the error event, then [DONE]) and
