@@ -68,8 +68,7 @@ Value Interpreter::eval_node(const node::DictLiteral& n, const Expr&) {
   DictData dict;
   for (const auto& [key, value] : n.items) {
     Value k = eval(*key);
-    if (k.is_list() && k.list().kind != ListKind::kTuple) fail("unhashable type: 'list'");
-    if (k.is_dict()) fail("unhashable type: 'dict'");
+    require_hashable(k);
     dict.set(std::move(k), eval(*value));
   }
   return Value::dict(std::move(dict));

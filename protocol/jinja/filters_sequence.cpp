@@ -145,6 +145,7 @@ Value unique(Interpreter&, const Value& input, const CallArgs& args) {
   std::vector<Value> out;
   for (const Value& item : iterate(input)) {
     Value key = sort_key(item, a.get(1, Value::none()), truthy(a.get(0, false)));
+    require_hashable(key);  // Jinja2 keeps the keys seen in a set
     if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); })) {
       seen.push_back(std::move(key));
       out.push_back(item);

@@ -312,6 +312,14 @@ int64_t length(const Value& value) {
   fail("object of type '" + type_name(value) + "' has no len()");
 }
 
+void require_hashable(const Value& value) {
+  if (value.is_dict()) fail("unhashable type: 'dict'");
+  if (!value.is_list()) return;
+  if (value.list().kind == ListKind::kList) fail("unhashable type: 'list'");
+  if (value.list().kind != ListKind::kTuple) return;  // generators and ranges hash
+  for (const Value& item : value.list().items) require_hashable(item);
+}
+
 bool contains(const Value& container, const Value& item) {
   if (container.is_string()) {
     if (!item.is_string()) {
@@ -319,7 +327,10 @@ bool contains(const Value& container, const Value& item) {
     }
     return container.text().str().find(item.text().str()) != std::string::npos;
   }
-  if (container.is_dict()) return container.dict().find(item) != nullptr;
+  if (container.is_dict()) {
+    require_hashable(item);
+    return container.dict().find(item) != nullptr;
+  }
   if (container.is_list() || container.is_undefined()) {
     for (const Value& element : iterate(container)) {
       if (equals(element, item)) return true;

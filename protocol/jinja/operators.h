@@ -45,6 +45,9 @@ std::vector<Value> iterate(const Value& value);
 int64_t length(const Value& value);
 // item in container
 bool contains(const Value& container, const Value& item);
+// Fails as Python does for a value that cannot be a dict key or set member: a list or a
+// dict, or a tuple holding one (a generator or a range can).
+void require_hashable(const Value& value);
 
 Value binary(BinaryOp op, const Value& a, const Value& b);
 Value negate(const Value& value);

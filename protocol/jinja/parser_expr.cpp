@@ -313,6 +313,9 @@ ArgExprs Parser::parse_call_args() {
     first = false;
     if (at_op("*") || at_op("**")) fail_at(peek(), "unsupported: *args and **kwargs in calls");
     if (peek().type == TokenType::kName && at_op("=", 1)) {
+      const Token& name = peek();
+      for (const auto& [given, value] : args.named)
+        if (given == name.value) fail_at(name, "keyword argument repeated: " + name.value);
       std::string key = next().value;
       next();
       args.named.emplace_back(std::move(key), parse_expression());

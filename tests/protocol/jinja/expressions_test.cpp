@@ -176,6 +176,14 @@ TEST(JinjaExpressions, CasesTheSecondDifferentialRunFoundApart) {
        "1 2 {'b': 3}"},
       {"{% macro m(a, b=1) %}{{ a }}{% endmacro %}{{ m(1, 2, b=3) }}", "",
        "ERROR: macro 'm' takes no keyword argument 'b'"},
+      // Where tandem was more lenient than Python: keys that cannot be hashed, a keyword
+      // given twice.
+      {"{{ ms|unique|list }}", R"({"ms": [{"a": 1}, {"a": 1}]})", "ERROR: unhashable type: 'dict'"},
+      {"{{ [[1], [1]]|unique|list }}", "", "ERROR: unhashable type: 'list'"},
+      {"{{ [1] in {\"a\": 1} }}", "", "ERROR: unhashable type: 'list'"},
+      {"{{ (1, [2]) in {\"a\": 1} }}", "", "ERROR: unhashable type: 'list'"},
+      {"{{ \"a\" in {\"a\": 1} }} {{ [\"a\", \"A\"]|unique|list }}", "", "True ['a']"},
+      {"{{ dict(a=1, a=2) }}", "", "ERROR: keyword argument repeated: a"},
   });
 }
 
