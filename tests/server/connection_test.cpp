@@ -216,6 +216,38 @@ TEST(Connections, ASlowButSteadyReaderGetsItsWholeStream) {
   EXPECT_EQ(finished, 16);
 }
 
+// What a client that reads nothing of 32 choices' streams (two prompts, n = 16, logprobs 20,
+// 500 tokens each: about 9.6 MB of events, far more than the kernel's buffers take) saw,
+// polled from /metrics until every choice finished, within a deadline no run should come
+// near: the choices cancelled and completed, and the most connections open at once.
+struct UnreadStream {
+  double cancelled = 0, completed = 0, connections = 0;
+};
+UnreadStream send_unread_stream(ServerProcess& server) {
+  HttpClient client(server.port(), /*receive_buffer=*/4096);
+  const std::string body = json{{"prompt", {"x", "y"}}, {"n", 16},        {"max_tokens", 500},
+                                {"logprobs", 20},       {"stream", true}, {"ignore_eos", true}}
+                               .dump();
+  client.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  UnreadStream seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (seen.cancelled + seen.completed < 32 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::string metrics = fetch(server.port(), "GET", "/metrics").body;
+    seen.cancelled =
+        metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}")
+            .value_or(0);
+    seen.completed =
+        metric_value(metrics, "tandem_generations_finished_total{reason=\"length\"}").value_or(0);
+    seen.connections =
+        std::max(seen.connections, metric_value(metrics, "tandem_http_connections").value_or(0));
+  }
+  return seen;
+}
+
 // A client that takes a little now and then, or nothing, while its write timeout is long:
 // past --stream-backlog-mib of events it has not taken, it is dropped and its generation
 // cancelled. The server had kept every event for it (QA T: 62 -> 133 MB of resident memory
@@ -223,29 +255,9 @@ TEST(Connections, ASlowButSteadyReaderGetsItsWholeStream) {
 TEST(Connections, AReaderTooFarBehindItsStreamIsDropped) {
   ServerProcess server(tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "600",
                                       "--stream-backlog-mib", "1"});
-  HttpClient client(server.port(), /*receive_buffer=*/4096);
-  const std::string body = json{{"prompt", {"x", "y"}}, {"n", 16},        {"max_tokens", 500},
-                                {"logprobs", 20},       {"stream", true}, {"ignore_eos", true}}
-                               .dump();
-  // About 9.6 MB of events (twice the slow reader's stream above), far more than the
-  // kernel's buffers and the 1 MiB limit take; this client reads none.
-  client.write_raw(
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-      "application/json\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body);
-  double cancelled = 0, completed = 0;
-  // A poll of the finish counters, within a deadline that no run should come near.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (cancelled + completed < 32 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const std::string metrics = fetch(server.port(), "GET", "/metrics").body;
-    cancelled = metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}")
-                    .value_or(0);
-    completed =
-        metric_value(metrics, "tandem_generations_finished_total{reason=\"length\"}").value_or(0);
-  }
-  EXPECT_EQ(completed, 0);
-  EXPECT_EQ(cancelled, 32);  // each choice counted, as each finished one is
+  const UnreadStream seen = send_unread_stream(server);
+  EXPECT_EQ(seen.completed, 0);
+  EXPECT_EQ(seen.cancelled, 32);  // each choice counted, as each finished one is
   EXPECT_NE(server.stderr_text().find("fell"), std::string::npos) << server.stderr_text();
 }
 
@@ -257,32 +269,14 @@ TEST(Connections, ReadersTooFarBehindTogetherAreDropped) {
   ServerProcess server(
       tiny_model(), {"--kv-tokens", "16384", "--write-timeout", "600", "--stream-backlog-mib", "64",
                      "--stream-backlog-total-mib", "2"});
-  HttpClient client(server.port(), /*receive_buffer=*/4096);
-  const std::string body = json{{"prompt", {"x", "y"}}, {"n", 16},        {"max_tokens", 500},
-                                {"logprobs", 20},       {"stream", true}, {"ignore_eos", true}}
-                               .dump();
-  client.write_raw(
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-      "application/json\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body);
-  double cancelled = 0, completed = 0, connections = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (cancelled + completed < 32 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const std::string metrics = fetch(server.port(), "GET", "/metrics").body;
-    cancelled = metric_value(metrics, "tandem_generations_finished_total{reason=\"cancelled\"}")
-                    .value_or(0);
-    completed =
-        metric_value(metrics, "tandem_generations_finished_total{reason=\"length\"}").value_or(0);
-    connections =
-        std::max(connections, metric_value(metrics, "tandem_http_connections").value_or(0));
-  }
-  EXPECT_EQ(completed, 0);
-  EXPECT_EQ(cancelled, 32);
-  EXPECT_GE(connections, 2);  // the stream's and the poll's
+  const UnreadStream seen = send_unread_stream(server);
+  EXPECT_EQ(seen.completed, 0);
+  EXPECT_EQ(seen.cancelled, 32);
+  EXPECT_GE(seen.connections, 2);  // the stream's and the poll's
   EXPECT_NE(server.stderr_text().find("--stream-backlog-total-mib"), std::string::npos)
       << server.stderr_text();
   double backlog = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (backlog != 0 && std::chrono::steady_clock::now() < deadline) {
     backlog =
         metric_value(fetch(server.port(), "GET", "/metrics").body, "tandem_stream_backlog_bytes")
