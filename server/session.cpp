@@ -408,7 +408,7 @@ void Session::queue_stream_events(const std::string& events) {
     std::fprintf(stderr,
                  "tandem serve: a client fell %zu bytes behind its stream (the limit is "
                  "%s): dropped, its generation cancelled\n",
-                 stream_pending_.size(),
+                 static_cast<size_t>(behind),
                  over_own ? "--stream-backlog-mib" : "--stream-backlog-total-mib, for all clients");
     client_gone();
     return;

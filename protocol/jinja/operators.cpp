@@ -416,7 +416,7 @@ bool digit_run(std::string_view s, int base, bool after_prefix, std::string& dig
     digits += s[i];
     underscore_ok = true;
   }
-  return !digits.empty() && s.back() != '_';
+  return !digits.empty();  // a trailing '_' was refused above
 }
 
 }  // namespace
