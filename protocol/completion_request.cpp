@@ -248,7 +248,7 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   }
   request_fields::reject_unimplemented_fields(body, endpoint);
   request.constraint = request_fields::read_output_constraint(body);
-  if (endpoint == Endpoint::kChatCompletions) read_tools(body, request);
+  if (is_chat(endpoint)) read_tools(body, request);
   if (request.constraint.active() || request.tools.constrains()) {
     // The grammar decides where the output ends: end-of-generation is allowed exactly where
     // it accepts, so a ban on it cannot be honoured.
@@ -312,7 +312,7 @@ std::optional<ApiError> check_token_ids(const CompletionRequest& request, int32_
 
 std::optional<ApiError> check_prompt_length(size_t prompt_tokens, int32_t context_length,
                                             Endpoint endpoint, bool generates) {
-  const char* param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+  const char* param = prompt_param(endpoint);
   if (prompt_tokens == 0) return bad_request("The prompt encodes to no tokens.", param);
   const auto context = static_cast<size_t>(context_length);
   if (!generates && prompt_tokens > context) {

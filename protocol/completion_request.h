@@ -18,7 +18,17 @@
 
 namespace tandem {
 
-enum class Endpoint { kCompletions, kChatCompletions };
+// kResponses: /v1/responses, read as a chat request (protocol/responses_api_request.h).
+enum class Endpoint { kCompletions, kChatCompletions, kResponses };
+
+// Whether the endpoint's prompt is a conversation rendered by the chat template.
+inline bool is_chat(Endpoint endpoint) { return endpoint != Endpoint::kCompletions; }
+// The field that holds the endpoint's prompt, for errors about it.
+inline const char* prompt_param(Endpoint endpoint) {
+  return endpoint == Endpoint::kCompletions       ? "prompt"
+         : endpoint == Endpoint::kChatCompletions ? "messages"
+                                                  : "input";
+}
 
 // A plain chat turn, for callers that build conversations in code (tests, tools).
 struct ChatMessage {

@@ -26,6 +26,7 @@ class ResponseEncoder {
 
   int32_t choice_count() const { return static_cast<int32_t>(choices_.size()); }
   const std::string& id() const { return header_.id; }  // the response's id
+  const ResponseHeader& header() const { return header_; }
   // A stream's first events: chat's role chunk for each choice; none for completions.
   std::string opening_events() const;
   // A piece of choice `choice`'s text as a chunk, with the log-probabilities of the tokens

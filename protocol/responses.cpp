@@ -54,7 +54,9 @@ Json message_json(const ChoiceResult& c) {
 }  // namespace
 
 std::string response_id_prefix(Endpoint endpoint) {
-  return endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-";
+  return endpoint == Endpoint::kCompletions       ? "cmpl-"
+         : endpoint == Endpoint::kChatCompletions ? "chatcmpl-"
+                                                  : "resp_";
 }
 
 bool is_client_request_id(std::string_view id) {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "protocol/choice_seed.h"
+#include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
 #include "server/output_grammar.h"
@@ -83,6 +84,7 @@ const Endpoints::Route* Endpoints::find_route(std::string_view path) {
   static constexpr Route kRoutes[] = {
       {"/v1/completions", "POST", false, &Endpoints::completions},
       {"/v1/chat/completions", "POST", false, &Endpoints::chat_completions},
+      {"/v1/responses", "POST", false, &Endpoints::responses},
       {"/v1/models", "GET", false, &Endpoints::models},
       {"/apply-template", "POST", false, &Endpoints::apply_template},
       {"/tokenize", "POST", false, &Endpoints::tokenize},
@@ -201,23 +203,43 @@ std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
 Endpoints::Result Endpoints::completion(const ApiRequest& api, Endpoint endpoint) {
   auto parsed = parse_completion_request(api.body, endpoint);
   if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
-  CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  return generation(api, std::get<CompletionRequest>(parsed));
+}
+
+// The chat request a Responses request amounts to, answered by the Responses writer.
+Endpoints::Result Endpoints::responses(const ApiRequest& api) {
+  auto parsed = parse_responses_request(api.body);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return error_answer(*error);
+  ResponsesRequest& request = std::get<ResponsesRequest>(parsed);
+  Result result = generation(api, request.request, &request.renames);
+  if (auto* plan = std::get_if<GenerationPlan>(&result)) {
+    plan->responses.emplace(plan->encoder.header(), std::move(request.echo));
+  }
+  return result;
+}
+
+Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest& request,
+                                        const ParamRenames* renames) {
+  // /v1/responses names the fields its client sent, not their chat forms.
+  const auto refuse = [&](ApiError error) {
+    return error_answer(renames ? renamed_for_responses(std::move(error), *renames) : error);
+  };
   // The header's id over the body's, as vLLM takes them.
   if (!api.request_id.empty()) request.request_id = std::string(api.request_id);
   // As vLLM: naming another model is a 404, not a silent answer from this one.
   if (!model_.answers_to(request.model)) {
     return error_answer(model_not_found(request.model));
   }
-  if (auto error = check_token_ids(request, model_.vocab_size)) return error_answer(*error);
+  if (auto error = check_token_ids(request, model_.vocab_size)) return refuse(*error);
   // The parameters of each tool a constrained call may take, one by one: in the call
   // grammar a schema nothing satisfies would only drop its tool, and the error would not
   // name it.
-  if (auto error = check_tool_parameters(request.tools)) return error_answer(*error);
+  if (auto error = check_tool_parameters(request.tools)) return refuse(*error);
   auto grammar =
       request.tools.constrains()
           ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
           : compile_output_constraint(request.constraint, model_.grammars.get());
-  if (auto* error = std::get_if<ApiError>(&grammar)) return error_answer(*error);
+  if (auto* error = std::get_if<ApiError>(&grammar)) return refuse(*error);
   auto prompts = prompts_of(request);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
   return plan_choices(request, std::move(std::get<std::vector<std::vector<int32_t>>>(prompts)),
@@ -228,8 +250,8 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
     CompletionRequest& request) {
   const Endpoint endpoint = request.endpoint;
   std::vector<std::vector<int32_t>> prompts;
-  if (endpoint == Endpoint::kChatCompletions) {
-    auto rendered = render_chat(request.chat);
+  if (is_chat(endpoint)) {
+    auto rendered = render_chat(request.chat, prompt_param(endpoint));
     if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
     prompts.push_back(
         tokenize_chat_prompt(tokenizer_, std::get<std::vector<PromptSegment>>(rendered)));
@@ -243,9 +265,10 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
           tokenizer_.encode(text, request.add_special_tokens, /*parse_special=*/true));
     }
   }
-  const char* prompt_param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
   for (const auto& prompt : prompts) {
-    if (prompt.empty()) return error_answer(bad_request("The prompt is empty.", prompt_param));
+    if (prompt.empty()) {
+      return error_answer(bad_request("The prompt is empty.", prompt_param(endpoint)));
+    }
     if (auto error = check_prompt_length(prompt.size(), model_.context_length, endpoint,
                                          request.max_tokens != 0)) {
       return error_answer(*error);
@@ -311,17 +334,18 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   plan.encoder = ResponseEncoder(endpoint, header, request.include_usage, std::move(ids));
   if (request.tools.parses()) {
     // Call ids come from the response id's digits, the choice and the call's index.
-    plan.tools = ToolCallReading{true, tool_format(), header.id.substr(header.id.find('-') + 1),
-                                 request.tools.parallel,
-                                 request.tools.choice.mode == ToolChoice::Mode::kNamed};
+    plan.tools = ToolCallReading{
+        true, tool_format(), header.id.substr(header.id.find_first_of("-_") + 1),
+        request.tools.parallel, request.tools.choice.mode == ToolChoice::Mode::kNamed};
   }
-  plan.access = AccessRecord{
-      endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions",
-      header.id,
-      std::move(request.user),
-      prompt_tokens,
-      request.stream,
-      ""};  // request_id: the session's
+  plan.access = AccessRecord{endpoint == Endpoint::kCompletions       ? "/v1/completions"
+                             : endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions"
+                                                                      : "/v1/responses",
+                             header.id,
+                             std::move(request.user),
+                             prompt_tokens,
+                             request.stream,
+                             ""};  // request_id: the session's
   return plan;
 }
 
@@ -334,18 +358,21 @@ ToolCallFormat Endpoints::tool_format() const {
 }
 
 std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
-    const ChatInputs& inputs) const {
+    const ChatInputs& inputs, const char* param) const {
   if (!model_.chat_template) {
     return error_answer(bad_request(
         "This model has no chat template (its GGUF has no tokenizer.chat_template); use "
         "/v1/completions, or start the server with --chat-template FILE.",
-        "messages"));
+        param));
   }
   const ChatTemplateCard& chat = *model_.chat_template;
   const bool tools = inputs.tools.is_array() && !inputs.tools.empty();
   const JinjaChatTemplate& chosen = tools && chat.tool_use ? *chat.tool_use : *chat.compiled;
   auto rendered = render_chat_request(chosen, inputs, chat.bos_token, chat.eos_token);
-  if (auto* error = std::get_if<ApiError>(&rendered)) return error_answer(*error);
+  if (auto* error = std::get_if<ApiError>(&rendered)) {
+    error->param = param;  // the template failed on the conversation as a whole
+    return error_answer(*error);
+  }
   return std::get<std::vector<PromptSegment>>(std::move(rendered));
 }
 

@@ -21,6 +21,8 @@
 #include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
 #include "protocol/response_encoder.h"
+#include "protocol/responses_api_request.h"
+#include "protocol/responses_api_writer.h"
 #include "runner/tokenizer/tokenizer.h"
 #include "scheduler/model_card.h"
 #include "scheduler/request.h"
@@ -69,6 +71,8 @@ struct GenerationPlan {
   std::vector<std::string> echoes;
   ToolCallReading tools;       // chat with tools: the outputs are read for calls
   bool tokens_as_ids = false;  // the log-probabilities name each token "token_id:N"
+  // /v1/responses: what writes the response in the encoder's place.
+  std::optional<ResponsesWriter> responses = std::nullopt;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405
@@ -119,6 +123,11 @@ class Endpoints {
     return completion(api, Endpoint::kChatCompletions);
   }
   Result completion(const ApiRequest& api, Endpoint endpoint);
+  Result responses(const ApiRequest& api);
+  // A parsed request of any generation endpoint, checked against the model and planned;
+  // renames: /v1/responses's, which its refusals are named by.
+  Result generation(const ApiRequest& api, CompletionRequest& request,
+                    const ParamRenames* renames = nullptr);
   // The request's prompts as token ids (chat: the rendered messages), or the refusal.
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(
       CompletionRequest& request);
@@ -126,8 +135,9 @@ class Endpoints {
                               std::shared_ptr<const grammar::CompiledGrammar> grammar);
   Result apply_template(const ApiRequest& api);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
-  // request (the model has no template, or the template raised or failed).
-  std::variant<std::vector<PromptSegment>, HttpAnswer> render_chat(const ChatInputs& inputs) const;
+  // request (the model has no template, or the template raised or failed), naming param.
+  std::variant<std::vector<PromptSegment>, HttpAnswer> render_chat(
+      const ChatInputs& inputs, const char* param = "messages") const;
   Result tokenize(const ApiRequest& api);
   Result detokenize(const ApiRequest& api);
   Result models(const ApiRequest& api);

@@ -6,13 +6,15 @@ namespace tandem::server {
 
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
                                        int32_t per_prompt, std::vector<std::string> echoes,
-                                       ToolCallReading tools, bool tokens_as_ids)
+                                       ToolCallReading tools, bool tokens_as_ids,
+                                       std::optional<ResponsesWriter> responses)
     : encoder_(std::move(encoder)),
       stream_(stream),
       logprobs_(logprobs),
       tokens_as_ids_(tokens_as_ids),
       per_prompt_(per_prompt < 1 ? 1 : per_prompt),
       tools_(std::move(tools)),
+      responses_(std::move(responses)),
       choices_(static_cast<size_t>(encoder_.choice_count())) {
   for (size_t i = 0; i < choices_.size() && i < echoes.size(); ++i) {
     (stream_ ? choices_[i].echo : choices_[i].text) = std::move(echoes[i]);
@@ -21,9 +23,13 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
 
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
 std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string_view text) {
-  if (!logprobs_) return encoder_.text_event(text, nullptr, index);
+  if (!logprobs_) {
+    return responses_ ? responses_->text_events(text, nullptr)
+                      : encoder_.text_event(text, nullptr, index);
+  }
   const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
-  std::string event = encoder_.text_event(text, &piece, index);
+  std::string event =
+      responses_ ? responses_->text_events(text, &piece) : encoder_.text_event(text, &piece, index);
   c.text_position = advanced(c.text_position, c.pending);
   c.pending.clear();
   return event;
@@ -79,10 +85,10 @@ FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason re
   return calls ? FinishReason::kToolCalls : reason;
 }
 
-std::string GenerationResponse::finish_tool_calls(int32_t index, Choice& c) {
+std::vector<ToolCallOut> GenerationResponse::finish_tool_calls(int32_t index, Choice& c,
+                                                               std::string& events) {
   ParsedToolCalls parsed = parse_calls(c.output);
   if (parsed.calls.empty()) parsed.content = c.output;
-  std::string events;
   // What was held back: the content after what was sent (the sent part is its prefix).
   if (c.released < parsed.content.size() || !c.pending.empty()) {
     const std::string_view rest = c.released < parsed.content.size()
@@ -90,9 +96,7 @@ std::string GenerationResponse::finish_tool_calls(int32_t index, Choice& c) {
                                       : std::string_view();
     events += text_event(index, c, rest);
   }
-  const std::vector<ToolCallOut> calls = tool_calls_of(index, parsed, c.reason);
-  events += encoder_.tool_call_events(index, calls);
-  return events;
+  return tool_calls_of(index, parsed, c.reason);
 }
 
 void GenerationResponse::logprobs(int32_t choice, std::vector<TokenLogprobs> entries) {
@@ -111,17 +115,23 @@ std::string GenerationResponse::finish(int32_t choice, FinishReason reason, cons
     usage_.cached_tokens += usage.cached_tokens;
   }
   usage_.completion_tokens += usage.completion_tokens;
-  if (!stream_) return {};
+  return stream_ ? finish_events(choice, c) : std::string();
+}
+
+std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
   std::string events;
+  std::vector<ToolCallOut> calls;
   if (tools_.enabled) {
-    events += finish_tool_calls(choice, c);
+    calls = finish_tool_calls(index, c, events);
   } else if (!c.echo.empty() || !c.pending.empty()) {
     // What no text chunk carried yet: the echoed prompt (max_tokens 0), or the tokens after
     // the last text (an EOS, a stop, bytes held back).
-    events += text_event(choice, c, c.echo);
+    events += text_event(index, c, c.echo);
     c.echo.clear();
   }
-  events += encoder_.finish_event(choice, c.reason);
+  if (responses_) return events + responses_->closing_events(calls, c.reason, usage_);
+  events += encoder_.tool_call_events(index, calls);
+  events += encoder_.finish_event(index, c.reason);
   if (all_finished()) events += encoder_.end_events(usage_);
   return events;
 }
@@ -145,6 +155,10 @@ std::string GenerationResponse::whole_body() {
       }
     }
     results.push_back(result);
+  }
+  if (responses_) {
+    const ChoiceResult& only = results.front();
+    return responses_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs);
   }
   return encoder_.whole_body(results, usage_);
 }

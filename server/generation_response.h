@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"
 #include "protocol/response_encoder.h"
+#include "protocol/responses_api_writer.h"
 #include "protocol/tool_calls/tool_call_parser.h"
 
 namespace tandem::server {
@@ -38,13 +40,22 @@ class GenerationResponse {
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
   // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
   // tokens_as_ids: the logprobs name tokens "token_id:N" (LogprobsPiece::token_ids).
+  // responses: /v1/responses (one choice): its writer makes every event and the body in
+  // the encoder's place (the encoder still gives the id).
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
                      std::vector<std::string> echoes, ToolCallReading tools = {},
-                     bool tokens_as_ids = false);
+                     bool tokens_as_ids = false,
+                     std::optional<ResponsesWriter> responses = std::nullopt);
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
-  std::string opening_events() const { return encoder_.opening_events(); }
+  std::string opening_events() {
+    return responses_ ? responses_->opening_events() : encoder_.opening_events();
+  }
+  // A stream that fails after it began: its error events.
+  std::string error_events(const ApiError& error) {
+    return responses_ ? responses_->error_events(error) : encoder_.error_events(error);
+  }
   // Streamed: the events to write now; not streamed: the text is kept and nothing returned.
   std::string text(int32_t choice, std::string_view text);
   void logprobs(int32_t choice, std::vector<TokenLogprobs> entries);
@@ -80,8 +91,10 @@ class GenerationResponse {
   bool calls_end_turn(FinishReason reason) const;
   std::vector<ToolCallOut> tool_calls_of(int32_t index, ParsedToolCalls& parsed,
                                          FinishReason& reason) const;
-  // Streamed with tools: what the choice's end sends besides its finish chunk.
-  std::string finish_tool_calls(int32_t index, Choice& c);
+  // Streamed with tools: the held-back content's event (into events) and the calls.
+  std::vector<ToolCallOut> finish_tool_calls(int32_t index, Choice& c, std::string& events);
+  // Streamed: a finished choice's last events, and the stream's end after the last choice.
+  std::string finish_events(int32_t index, Choice& c);
 
   ResponseEncoder encoder_;
   bool stream_;
@@ -89,6 +102,7 @@ class GenerationResponse {
   bool tokens_as_ids_;
   int32_t per_prompt_;
   ToolCallReading tools_;
+  std::optional<ResponsesWriter> responses_;
   std::vector<Choice> choices_;
   int32_t finished_ = 0;
   Usage usage_;

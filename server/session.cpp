@@ -311,7 +311,8 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
     return;
   }
   GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
-                              std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids);
+                              std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids,
+                              std::move(plan.responses));
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
   context_.active.begin();
@@ -320,7 +321,7 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
 }
 
 void Session::start_stream() {
-  const Generation& g = *generation_;
+  Generation& g = *generation_;
   // HTTP/1.0 has no chunked encoding: the stream ends when the connection closes.
   const bool chunked = version_ == 11;
   stream_header_.emplace(http::status::ok, version_);
@@ -471,7 +472,7 @@ void Session::on_generation_error(uint64_t serial, ErrorKind kind) {
     answer(error_answer(error), false);
     return;
   }
-  end_stream(g.response.encoder().error_events(error));
+  end_stream(g.response.error_events(error));
 }
 
 // Queues a stream's last events ([DONE] included); the last chunk follows them.

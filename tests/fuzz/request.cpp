@@ -1,10 +1,10 @@
 // Fuzzes protocol/'s request parsers with the request body as input: completions, chat,
-// tokenize and detokenize. No exception may escape them (they return ApiError), every
+// responses, tokenize and detokenize. No exception may escape them (they return ApiError), every
 // error is a 4xx whose JSON body parses, and every accepted request holds the ranges
 // completion_request.h promises. Chat requests are also rendered with every template and
 // checked against a vocabulary size and a context length. Each parser sees the bodies that
-// name its key field ("prompt", "messages", "content", "tokens"); bodies naming none go to
-// the completions parser.
+// name its key field ("prompt", "messages", "input", "content", "tokens"); bodies naming
+// none go to the completions parser.
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +20,7 @@
 #include "protocol/api_error.h"
 #include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
+#include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
 
 namespace {
@@ -86,10 +87,7 @@ void check_model_checks(const CompletionRequest& request) {
   if (length_error) check_error(*length_error);
 }
 
-void check_completion(std::string_view body, Endpoint endpoint) {
-  auto parsed = tandem::parse_completion_request(body, endpoint);
-  if (const auto* error = std::get_if<ApiError>(&parsed)) return check_error(*error);
-  const auto& request = std::get<CompletionRequest>(parsed);
+void check_completion(const CompletionRequest& request, Endpoint endpoint) {
   require(request.endpoint == endpoint);
   if (endpoint == Endpoint::kCompletions) {
     require(request.prompt_text.empty() != request.prompt_tokens.empty());
@@ -126,6 +124,24 @@ void check_completion(std::string_view body, Endpoint endpoint) {
   check_model_checks(request);
 }
 
+void check_completion(std::string_view body, Endpoint endpoint) {
+  auto parsed = tandem::parse_completion_request(body, endpoint);
+  if (const auto* error = std::get_if<ApiError>(&parsed)) return check_error(*error);
+  check_completion(std::get<CompletionRequest>(parsed), endpoint);
+}
+
+// A Responses request is a chat request (every check above) whose echo is the object the
+// response repeats.
+void check_responses(std::string_view body) {
+  auto parsed = tandem::parse_responses_request(body);
+  if (const auto* error = std::get_if<ApiError>(&parsed)) return check_error(*error);
+  const auto& request = std::get<tandem::ResponsesRequest>(parsed);
+  require(request.request.endpoint == Endpoint::kResponses);
+  require(request.request.n == 1 && !request.request.chat.messages.empty());
+  require(request.echo.is_object() && request.echo["store"] == false);
+  check_completion(request.request, Endpoint::kResponses);
+}
+
 void check_tokenize(std::string_view body, bool tokenize, bool detokenize) {
   if (tokenize) {
     auto parsed = tandem::parse_tokenize_request(body);
@@ -156,9 +172,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // every input would cost four parses for one parse's coverage.
   const auto names = [&](std::string_view key) { return body.find(key) != body.npos; };
   const bool chat = names("messages"), tokenize = names("content"), detokenize = names("tokens");
-  if (names("prompt") || !(chat || tokenize || detokenize))
+  const bool responses = names("input");
+  if (names("prompt") || !(chat || responses || tokenize || detokenize))
     check_completion(body, Endpoint::kCompletions);
   if (chat) check_completion(body, Endpoint::kChatCompletions);
+  if (responses) check_responses(body);
   if (tokenize || detokenize) check_tokenize(body, tokenize, detokenize);
   return 0;
 }

@@ -5,7 +5,7 @@
 //
 // Phases (each check prints "ok" or "FAIL"; the exit status is 1 if any failed):
 //   1. load: two benches (non-streamed and streamed, 390 requests) and the openai client
-//      (logprobs, echo, n choices and prompt lists)
+//      (logprobs, echo, n choices and prompt lists, tool calls, the Responses API)
 //      through the proxy; SSE arrives token by token; every replica served >= 20%.
 //   2. SIGKILL one replica while streams run on it: those streams fail with an error, the
 //      others finish, and every request sent after the replica is gone completes.
@@ -289,6 +289,100 @@ async function toolCallsRoundTrip(client, id) {
     'openai: chat.completions.stream() assembles the same tool call from the deltas', JSON.stringify(streamed.choices[0]));
 }
 
+// The Responses API (POST /v1/responses) as the official client reads it: the whole
+// response and its output_text, the typed events its stream helper accumulates, logprobs,
+// the chat answer it amounts to, a refused stored-state field, and a function call with its
+// output sent back. The replicas load one model, so one seed gives one text on any of them.
+async function responsesRoundTrip(client, id) {
+  const request = { model: id, input: 'Hello', max_output_tokens: 8, seed: 7, instructions: 'Be brief.' };
+  const whole = await client.responses.create(request);
+  const message = whole.output.find((o) => o.type === 'message');
+  const part = message?.content.find((p) => p.type === 'output_text');
+  check(['completed', 'incomplete'].includes(whole.status) && typeof whole.output_text === 'string' &&
+    whole.output_text.length > 0 && whole.output_text === part?.text && whole.id.startsWith('resp_') &&
+    whole.usage.output_tokens >= 1 && whole.usage.output_tokens <= 8 && whole.seed === 7,
+    'openai: responses.create() gives a response whose output_text is its message\'s text',
+    JSON.stringify({ id: whole.id, status: whole.status, output: whole.output, usage: whole.usage, seed: whole.seed }));
+
+  const stream = client.responses.stream(request);
+  const events = [];
+  for await (const ev of stream) events.push(ev);
+  const final = await stream.finalResponse();
+  const seqs = events.map((e) => e.sequence_number);
+  check(final.output_text === whole.output_text && final.status === whole.status &&
+    final.usage?.output_tokens === whole.usage.output_tokens,
+    'openai: responses.stream() assembles the same response as responses.create() for the same seed',
+    `${JSON.stringify(final.output_text)} (${final.status}) vs ${JSON.stringify(whole.output_text)} (${whole.status})`);
+  check(events.length >= 8 && events[0].type === 'response.created' && events[1].type === 'response.in_progress' &&
+    seqs[0] === 0 && seqs.every((n, i) => Number.isInteger(n) && (i === 0 || n > seqs[i - 1])) &&
+    events.at(-1).type === `response.${whole.status}` &&
+    events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('') === whole.output_text,
+    `openai: responses.stream() events (${events.length}) begin with response.created at sequence_number 0, ` +
+    'count up, and end with the final status',
+    events.map((e) => `${e.sequence_number}:${e.type}`).join(' '));
+
+  const scored = await client.responses.create({ ...request, include: ['message.output_text.logprobs'], top_logprobs: 2 });
+  const lps = scored.output[0]?.content?.[0]?.logprobs ?? [];
+  check(scored.output_text === whole.output_text && lps.length === scored.usage.output_tokens &&
+    lps.every((e) => e.logprob <= 0 && e.top_logprobs.length === 2 && e.top_logprobs.every((t) => t.logprob <= 0)),
+    'openai: responses.create() with include message.output_text.logprobs and top_logprobs 2',
+    JSON.stringify({ usage: scored.usage, logprobs: lps }));
+
+  const chat = await client.chat.completions.create({
+    model: id, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello' }], max_tokens: 8, seed: 7,
+  });
+  check(chat.choices[0].message.content === whole.output_text &&
+    chat.usage.completion_tokens === whole.usage.output_tokens && chat.usage.prompt_tokens === whole.usage.input_tokens &&
+    (chat.choices[0].finish_reason === 'length') === (whole.status === 'incomplete'),
+    'openai: responses.create() says what chat.completions.create() says for the same messages and seed',
+    `${JSON.stringify(chat.choices[0].message.content)} vs ${JSON.stringify(whole.output_text)}`);
+
+  let refusal = null;
+  try {
+    await client.responses.create({ model: id, input: 'x', previous_response_id: 'resp_123' });
+  } catch (e) {
+    refusal = e;
+  }
+  check(refusal instanceof OpenAI.APIError && refusal.status === 400 &&
+    (refusal.param ?? refusal.error?.param) === 'previous_response_id',
+    'openai: responses.create() with previous_response_id is refused with a 400 naming the field',
+    refusal ? `${refusal.constructor.name} ${refusal.status} param ${refusal.param}: ${refusal.message}` : 'no error');
+
+  // A named function: one function_call item whose arguments fit the schema; its output
+  // goes back with the call as returned.
+  const tools = [{
+    type: 'function', name: 'add', description: 'Adds two integers', strict: true,
+    parameters: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false },
+  }];
+  const toolRequest = {
+    model: id, input: 'What is 2 + 3?', tools, tool_choice: { type: 'function', name: 'add' }, parallel_tool_calls: false,
+    max_output_tokens: 400, seed: 5,
+  };
+  const called = await client.responses.create(toolRequest);
+  const calls = called.output.filter((o) => o.type === 'function_call');
+  const call = calls[0];
+  let args = null;
+  try {
+    args = JSON.parse(call?.arguments);
+  } catch {}
+  check(called.status === 'completed' && calls.length === 1 && call.name === 'add' && typeof call.call_id === 'string' &&
+    call.call_id.length > 0 && args !== null && typeof args === 'object' && !Array.isArray(args) &&
+    Number.isInteger(args.a) && Number.isInteger(args.b) && Object.keys(args).length === 2,
+    'openai: responses.create() with a named tool gives one function_call item with valid arguments',
+    JSON.stringify(called.output));
+  const toolStream = client.responses.stream(toolRequest);
+  const streamedCall = (await toolStream.finalResponse()).output.find((o) => o.type === 'function_call');
+  check(streamedCall?.name === 'add' && streamedCall.arguments === call?.arguments,
+    'openai: responses.stream() assembles the same function_call item', JSON.stringify(streamedCall));
+  const answered = await client.responses.create({
+    model: id, tools, max_output_tokens: 8, seed: 5,
+    input: [{ role: 'user', content: 'What is 2 + 3?' }, call, { type: 'function_call_output', call_id: call?.call_id, output: '42' }],
+  });
+  check(['completed', 'incomplete'].includes(answered.status) && answered.usage.input_tokens > called.usage.input_tokens,
+    'openai: responses.create() takes the function_call item back with its function_call_output',
+    JSON.stringify({ status: answered.status, output: answered.output, usage: answered.usage }));
+}
+
 async function phaseLoad(c) {
   log('phase 1: load through the proxy');
   const P = c.port;
@@ -355,6 +449,7 @@ async function phaseLoad(c) {
     check(byIndex.every((t, i) => t === chatN.choices[i].message.content),
       'openai: streamed chat with n 4 interleaves by index and equals the whole answer');
     await toolCallsRoundTrip(client, id);
+    await responsesRoundTrip(client, id);
   } catch (e) {
     check(false, 'openai client through nginx', String(e));
   }
@@ -521,7 +616,8 @@ async function phaseKill(c) {
   const cSum = benchResult(`bench C (${benchCRequests}, non-streamed, across the kill)`, resC, jsonC);
   // The proxy's log tells every request's fate: failures only on the killed replica, only for
   // requests that were in flight when it died; everything that started later succeeded.
-  const entries = c.accessLog().filter((e) => e.uri.startsWith('/v1/') && e.method === 'POST');
+  // (This phase's own lines: phase 1 sent a request that is refused with a 400 on purpose.)
+  const entries = c.accessLog().slice(before).filter((e) => e.uri.startsWith('/v1/') && e.method === 'POST');
   const start = (e) => (e.time - e.request_time) * 1000;
   const failed = entries.filter((e) => e.status !== 200);
   const lateFailed = failed.filter((e) => start(e) > tGone + 1);

@@ -1,0 +1,210 @@
+// /v1/responses requests read as the chat requests they amount to: the messages, tools,
+// output constraint and sampling a Responses body gives equal those of the chat body that
+// says the same, and every refusal names the Responses field the client sent.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <variant>
+
+#include "protocol/completion_request.h"
+#include "protocol/responses_api_request.h"
+
+namespace tandem::TANDEM_UNITY_ID {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+ResponsesRequest parsed(const std::string& body) {
+  auto result = parse_responses_request(body);
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    ADD_FAILURE() << body << " -> " << error->message;
+    return {};
+  }
+  return std::get<ResponsesRequest>(std::move(result));
+}
+
+CompletionRequest chat(const std::string& body) {
+  auto result = parse_completion_request(body, Endpoint::kChatCompletions);
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    ADD_FAILURE() << body << " -> " << error->message;
+    return {};
+  }
+  return std::get<CompletionRequest>(std::move(result));
+}
+
+ApiError refused(const std::string& body) {
+  auto result = parse_responses_request(body);
+  if (auto* error = std::get_if<ApiError>(&result)) return *error;
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+TEST(ResponsesApiRequest, InstructionsAndInputAreTheChatMessages) {
+  const ResponsesRequest r = parsed(
+      R"({"instructions": "Be brief.", "input": "Hi", "max_output_tokens": 9, "seed": 4,
+          "temperature": 0.5, "top_p": 0.9})");
+  const CompletionRequest c = chat(
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+          "max_completion_tokens": 9, "seed": 4, "temperature": 0.5, "top_p": 0.9})");
+  EXPECT_EQ(r.request.endpoint, Endpoint::kResponses);
+  EXPECT_EQ(r.request.chat.messages, c.chat.messages);
+  EXPECT_EQ(r.request.max_tokens, c.max_tokens);
+  EXPECT_EQ(r.request.seed, c.seed);
+  EXPECT_EQ(r.request.sampling.temperature, c.sampling.temperature);
+  EXPECT_EQ(r.request.sampling.top_p, c.sampling.top_p);
+  EXPECT_EQ(r.request.n, 1);
+  EXPECT_FALSE(r.request.max_tokens == std::nullopt);
+  // Without max_output_tokens the output runs to the context, as chat's does.
+  EXPECT_EQ(parsed(R"({"input": "Hi"})").request.max_tokens, std::nullopt);
+}
+
+TEST(ResponsesApiRequest, ItemsBecomeTurnsWithACallsTurnJoinedToItsText) {
+  const ResponsesRequest r = parsed(R"({"input": [
+      {"role": "developer", "content": "Rules."},
+      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Add"},
+                                                      {"type": "input_text", "text": " 2+2"}]},
+      {"role": "assistant", "content": [{"type": "output_text", "text": "Calling."}]},
+      {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{\"a\": 2}"},
+      {"type": "function_call", "call_id": "c2", "name": "add", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "c1", "output": "4"},
+      {"type": "function_call_output", "call_id": "c2",
+       "output": [{"type": "input_text", "text": "0"}]}]})");
+  const CompletionRequest c = chat(R"({"messages": [
+      {"role": "system", "content": "Rules."},
+      {"role": "user", "content": [{"type": "text", "text": "Add"}, {"type": "text", "text": " 2+2"}]},
+      {"role": "assistant", "content": [{"type": "text", "text": "Calling."}], "tool_calls": [
+         {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 2}"}},
+         {"id": "c2", "type": "function", "function": {"name": "add", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "4"},
+      {"role": "tool", "tool_call_id": "c2", "content": "0"}]})");
+  EXPECT_EQ(r.request.chat.messages, c.chat.messages);
+  // A call with no text before it opens its own assistant turn.
+  const ResponsesRequest alone = parsed(R"({"input": [{"role": "user", "content": "x"},
+      {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]})");
+  const CompletionRequest alone_chat = chat(R"({"messages": [{"role": "user", "content": "x"},
+      {"role": "assistant", "content": null, "tool_calls": [
+         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]})");
+  EXPECT_EQ(alone.request.chat.messages, alone_chat.chat.messages);
+}
+
+TEST(ResponsesApiRequest, ToolsChoiceAndFormatTakeTheirChatForms) {
+  const ResponsesRequest r = parsed(R"({"input": "x",
+      "tools": [{"type": "function", "name": "f", "description": "d",
+                 "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}],
+      "tool_choice": {"type": "function", "name": "f"}, "parallel_tool_calls": false})");
+  const CompletionRequest c = chat(R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "f", "description": "d",
+                 "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}],
+      "tool_choice": {"type": "function", "function": {"name": "f"}}, "parallel_tool_calls": false})");
+  EXPECT_EQ(r.request.chat.tools, c.chat.tools);
+  EXPECT_TRUE(r.request.tools.constrains());
+  EXPECT_EQ(r.request.tools.choice.mode, ToolChoice::Mode::kNamed);
+  EXPECT_FALSE(r.request.tools.parallel);
+  EXPECT_EQ(r.echo["tool_choice"], Json::parse(R"({"type": "function", "name": "f"})"));
+  EXPECT_EQ(r.echo["parallel_tool_calls"], false);
+
+  const ResponsesRequest schema = parsed(R"({"input": "x", "text": {"format": {
+      "type": "json_schema", "name": "n", "schema": {"type": "object"}, "strict": true}}})");
+  EXPECT_TRUE(schema.request.constraint.active());
+  EXPECT_EQ(schema.echo["text"]["format"]["name"], "n");
+  EXPECT_TRUE(parsed(R"({"input": "x", "text": {"format": {"type": "json_object"}}})")
+                  .request.constraint.active());
+  EXPECT_FALSE(parsed(R"({"input": "x", "text": {"format": {"type": "text"}}})")
+                   .request.constraint.active());
+}
+
+TEST(ResponsesApiRequest, LogprobsComeWithTheirInclude) {
+  const ResponsesRequest r =
+      parsed(R"({"input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 3})");
+  EXPECT_EQ(r.request.sampling.logprobs, 3);
+  EXPECT_EQ(r.echo["top_logprobs"], 3);
+  EXPECT_EQ(parsed(R"({"input": "x", "include": ["message.output_text.logprobs"]})")
+                .request.sampling.logprobs,
+            0);
+  // Values that include nothing made here are accepted, and change nothing.
+  EXPECT_LT(parsed(R"({"input": "x", "include": ["reasoning.encrypted_content"]})")
+                .request.sampling.logprobs,
+            0);
+}
+
+TEST(ResponsesApiRequest, TheEchoRepeatsTheRequestAndStoresNothing) {
+  const ResponsesRequest r = parsed(R"({"input": "x", "instructions": "I", "temperature": 0.7,
+      "max_output_tokens": 5, "metadata": {"k": "v"}, "user": "u", "store": false})");
+  EXPECT_EQ(r.echo["instructions"], "I");
+  EXPECT_EQ(r.echo["temperature"], 0.7);  // as sent, not as the float it is read into
+  EXPECT_EQ(r.echo["max_output_tokens"], 5);
+  EXPECT_EQ(r.echo["metadata"], Json::parse(R"({"k": "v"})"));
+  EXPECT_EQ(r.echo["user"], "u");
+  EXPECT_EQ(r.echo["store"], false);
+  EXPECT_EQ(r.echo["previous_response_id"], nullptr);
+  EXPECT_EQ(r.echo["tools"], Json::array());
+  EXPECT_EQ(r.echo["text"]["format"]["type"], "text");
+  EXPECT_EQ(r.request.user, "u");
+}
+
+struct Refusal {
+  const char* body;
+  const char* param;
+};
+
+TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
+  const Refusal kCases[] = {
+      {R"({"input": "x", "previous_response_id": "resp_1"})", "previous_response_id"},
+      {R"({"input": "x", "conversation": "conv_1"})", "conversation"},
+      {R"({"input": "x", "store": true})", "store"},
+      {R"({"input": "x", "background": true})", "background"},
+      {R"({"input": "x", "prompt": {"id": "p"}})", "prompt"},
+      {R"({"input": "x", "max_tool_calls": 2})", "max_tool_calls"},
+      {R"({"input": "x", "truncation": "auto"})", "truncation"},
+      {R"({"input": "x", "reasoning": {"effort": "high"}})", "reasoning.effort"},
+      {R"({"input": "x", "stream": true, "stream_options": {"include_obfuscation": true}})",
+       "stream_options.include_obfuscation"},
+      {R"({"input": "x", "include": ["everything"]})", "include[0]"},
+      {R"({"input": "x", "top_logprobs": 2})", "top_logprobs"},
+      {R"({"input": "x", "text": {"verbosity": "low"}})", "text.verbosity"},
+      {R"({"input": "x", "text": {"format": {"type": "yaml"}}})", "text.format.type"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": 5}}})",
+       "text.format.schema"},
+      {R"({"input": "x", "tools": [{"type": "web_search"}]})", "tools[0].type"},
+      {R"({"input": "x", "tools": [{"type": "function", "name": "f", "parameters": 3}]})",
+       "tools[0].parameters"},
+      {R"({"input": "x", "tool_choice": {"type": "file_search"}})", "tool_choice.type"},
+      {R"({"input": "x", "tools": [{"type": "function", "name": "f"}],
+           "tool_choice": {"type": "function", "name": "g"}})",
+       "tool_choice.name"},
+      {R"({"input": 5})", "input"},
+      {R"({"input": []})", "input"},
+      {R"({})", "input"},
+      {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type"},
+      {R"({"input": [{"type": "reasoning", "summary": []}]})", "input[0].type"},
+      {R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})",
+       "input[0].content[0].type"},
+      {R"({"input": [{"role": "tool", "content": "x"}]})", "input[0].role"},
+      {R"({"input": [{"role": "robot", "content": "x"}]})", "input[0].role"},
+      {R"({"instructions": "I", "input": [{"role": "user", "content": "a"},
+           {"role": "user", "content": 7}]})",
+       "input[1].content"},
+      {R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})",
+       "input[0].call_id"},
+      {R"({"input": [{"role": "user", "content": "a"},
+           {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]})",
+       "input[1].arguments"},
+      {R"({"instructions": 3, "input": "x"})", "instructions"},
+      {R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens"},
+      {R"({"input": "x", "temperature": -1})", "temperature"},
+      {R"({"input": "x", "mirostat": 2})", "mirostat"},
+  };
+  for (const Refusal& c : kCases) {
+    const ApiError error = refused(c.body);
+    EXPECT_EQ(error.status, 400) << c.body;
+    EXPECT_EQ(error.param, c.param) << c.body << " -> " << error.message;
+    // The message speaks of the field the client sent, not of its chat form.
+    EXPECT_EQ(error.message.find("messages["), std::string::npos) << error.message;
+    EXPECT_EQ(error.message.find("response_format"), std::string::npos) << error.message;
+    EXPECT_EQ(error.message.find(".function."), std::string::npos) << error.message;
+    EXPECT_EQ(error.message.find("completions"), std::string::npos) << error.message;
+  }
+}
+
+}  // namespace
+}  // namespace tandem::TANDEM_UNITY_ID
