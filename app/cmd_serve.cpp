@@ -26,6 +26,7 @@ struct ServeOptions {
   std::string model;
   std::vector<std::string> served_model_names;
   std::string chat_template;  // a file; empty: the GGUF's own
+  std::string reasoning_format = "none";
   int32_t ctx_size = 0;
   std::string overlap = "on";
   int threads = 0;
@@ -100,6 +101,14 @@ void note_lowered_context(int32_t ctx_size, int32_t model_context, const ModelCa
                wanted, card.context_length, wanted);
 }
 
+// What the startup line says of the reasoning: whether answers split it off, at which marker.
+std::string reasoning_line(const ModelCard& card) {
+  if (!card.chat_template || !card.chat_template->reasoning) return "none";
+  const ReasoningMarkers& markers = *card.chat_template->reasoning;
+  return markers.open + "..." + markers.close +
+         (card.chat_template->split_reasoning ? " split off" : " kept in content");
+}
+
 int run_serve(ServeOptions o) {
   // Before the model loads: a bad log path would otherwise surface only after it.
   if (!o.server.access_log.empty() && o.server.access_log != "-")
@@ -116,6 +125,7 @@ int run_serve(ServeOptions o) {
     engine_options.chat_template = read_template_file(o.chat_template);
     engine_options.chat_template_origin = o.chat_template;
   }
+  engine_options.split_reasoning = o.reasoning_format == "deepseek";
   engine_options.context_length = o.ctx_size;
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
@@ -162,15 +172,16 @@ int run_serve(ServeOptions o) {
                 std::to_string(static_cast<int>(device.kv_prefault_seconds * 1000 + 0.5)) + " ms";
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
-      "(tool calls: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache %s, device %s, "
+      "(tool calls: %s, reasoning: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache "
+      "%s, device %s, "
       "overlap %s)\n",
       url_host(o.server.host).c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       card.chat_template ? tool_call_format_name(card.chat_template->tool_format) : "none",
-      static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
-      static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(), o.prefix_cache.c_str(),
-      engine->device_description().c_str(), o.overlap.c_str());
+      reasoning_line(card).c_str(), static_cast<long long>(card.kv_capacity_tokens),
+      card.kv_type.c_str(), static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(),
+      o.prefix_cache.c_str(), engine->device_description().c_str(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
@@ -194,6 +205,12 @@ Subcommand make_serve_command(CLI::App& app) {
                   "A Jinja chat template file to use instead of the GGUF's "
                   "tokenizer.chat_template")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--reasoning-format", opts->reasoning_format,
+                  "A thinking model's reasoning in chat answers: none (left in content) or "
+                  "deepseek (split off as reasoning_content, and a reasoning item on "
+                  "/v1/responses); a request's reasoning_format overrides it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "deepseek"}));
   cmd->add_option("--ctx-size", opts->ctx_size,
                   "The longest sequence (prompt + output) served, at most the model's context; "
                   "the default KV budget holds at least one (default: the model's context)")

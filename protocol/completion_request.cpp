@@ -166,6 +166,18 @@ void read_stop(const Json& body, CompletionRequest& request) {
   }
 }
 
+void read_reasoning_format(const Json& body, CompletionRequest& request) {
+  const Json* format = find_field(body, "reasoning_format");
+  if (format == nullptr || !is_chat(request.endpoint)) return;  // completions: refused if set
+  const std::string& value = read_string(*format, "reasoning_format");
+  if (value != "none" && value != "deepseek" && value != "auto") {
+    reject("Invalid value for 'reasoning_format': '" + value +
+               "'; expected \"none\", \"deepseek\" or \"auto\".",
+           "reasoning_format");
+  }
+  request.split_reasoning = value != "none";
+}
+
 void read_streaming(const Json& body, CompletionRequest& request) {
   if (const Json* stream = find_field(body, "stream"))
     request.stream = read_bool(*stream, "stream");
@@ -247,6 +259,7 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
       reject("'cache_salt' must be a non-empty string when given.", "cache_salt");
   }
   request_fields::reject_unimplemented_fields(body, endpoint);
+  read_reasoning_format(body, request);
   request.constraint = request_fields::read_output_constraint(body);
   if (is_chat(endpoint)) read_tools(body, request);
   if (request.constraint.active() || request.tools.constrains()) {

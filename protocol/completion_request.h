@@ -97,6 +97,10 @@ struct CompletionRequest {
   // vLLM's request_id (1-128 visible ASCII characters): the response's id is made from it
   // (a client's X-Request-Id header comes first); empty: the server makes one.
   std::string request_id;
+  // Chat: reasoning_format (llama-server's): true for "deepseek" or "auto" (a thinking
+  // model's reasoning comes apart from its content), false for "none"; nullopt: the
+  // server's --reasoning-format.
+  std::optional<bool> split_reasoning;
   // response_format, json_schema or grammar: the shape the output must have.
   OutputConstraint constraint;
   // Chat: tools, tool_choice and parallel_tool_calls (tools also sit in chat.tools for the

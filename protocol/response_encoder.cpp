@@ -36,6 +36,11 @@ std::string ResponseEncoder::text_event(std::string_view text, const LogprobsPie
   return sse_data(chunk(choice, text, std::nullopt, logprobs));
 }
 
+std::string ResponseEncoder::reasoning_event(std::string_view text, const LogprobsPiece* logprobs,
+                                             int32_t choice) const {
+  return sse_data(chat_reasoning_chunk_json(header_, text, logprobs, choices_.at(choice)));
+}
+
 std::string ResponseEncoder::tool_call_events(int32_t choice,
                                               std::span<const ToolCallOut> calls) const {
   std::string events;

@@ -34,6 +34,9 @@ class ResponseEncoder {
   // empty).
   std::string text_event(std::string_view text, const LogprobsPiece* logprobs = nullptr,
                          int32_t choice = 0) const;
+  // Chat: a piece of choice `choice`'s reasoning (split from its content).
+  std::string reasoning_event(std::string_view text, const LogprobsPiece* logprobs = nullptr,
+                              int32_t choice = 0) const;
   // Chat: choice `choice`'s tool calls as OpenAI streams them (two chunks per call).
   std::string tool_call_events(int32_t choice, std::span<const ToolCallOut> calls) const;
   // The chunk that ends one choice, with its finish reason.

@@ -43,6 +43,7 @@ Json tool_call_json(const ToolCallOut& call) {
 // always null (OpenAI and vLLM send the key; the SDK's type has it as string | null).
 Json message_json(const ChoiceResult& c) {
   Json message{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+  if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
   if (c.tool_calls.empty()) return message;
   if (c.text.empty()) message["content"] = nullptr;
   Json calls = Json::array();
@@ -143,14 +144,13 @@ std::string chat_role_chunk_json(const ResponseHeader& header, std::optional<Cho
   return dump(body);
 }
 
-std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
-                            std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                            std::optional<ChoiceId> choice) {
+namespace {
+
+std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
+                             std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
+                             std::optional<ChoiceId> choice) {
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
-  // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
-  Json delta = Json::object();
-  if (!text.empty() || !finish) delta["content"] = text;
   body["choices"] =
       Json::array({Json{{"index", id.index},
                         {"seed", id.seed},
@@ -158,6 +158,24 @@ std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                         {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
                         {"finish_reason", finish_json(finish)}}});
   return dump(body);
+}
+
+}  // namespace
+
+std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
+                            std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
+                            std::optional<ChoiceId> choice) {
+  // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
+  Json delta = Json::object();
+  if (!text.empty() || !finish) delta["content"] = text;
+  return chat_delta_chunk(header, std::move(delta), finish, logprobs, choice);
+}
+
+std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_view text,
+                                      const LogprobsPiece* logprobs,
+                                      std::optional<ChoiceId> choice) {
+  return chat_delta_chunk(header, Json{{"reasoning_content", text}}, std::nullopt, logprobs,
+                          choice);
 }
 
 std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,

@@ -49,6 +49,9 @@ struct ChoiceResult {
   const LogprobsPiece* logprobs = nullptr;  // null: the choice's logprobs are null
   // Chat: message.tool_calls, when not empty (content is then null when text is empty).
   std::span<const ToolCallOut> tool_calls = {};
+  // Chat with the reasoning split off (protocol/reasoning.h): message.reasoning_content,
+  // when not empty.
+  std::string_view reasoning = {};
 };
 
 // "cmpl-", "chatcmpl-" or "resp_" (/v1/responses) and 32 hex digits: high then low, 64 bits
@@ -96,6 +99,11 @@ std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish,
                             const LogprobsPiece* logprobs = nullptr,
                             std::optional<ChoiceId> choice = std::nullopt);
+// A piece of a choice's reasoning, split from its content: delta {reasoning_content}, as
+// llama-server and vLLM stream it.
+std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_view text,
+                                      const LogprobsPiece* logprobs = nullptr,
+                                      std::optional<ChoiceId> choice = std::nullopt);
 // A tool call as OpenAI streams it: the first chunk of call `index` carries its id, type,
 // function name and empty arguments; then (first false) a chunk with the arguments.
 std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,

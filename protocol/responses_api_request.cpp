@@ -66,7 +66,8 @@ constexpr const char* kChatFields[] = {"model",
                                        "skip_special_tokens",
                                        "cache_salt",
                                        "request_id",
-                                       "chat_template_kwargs"};
+                                       "chat_template_kwargs",
+                                       "reasoning_format"};
 
 using Renames = ParamRenames;
 
@@ -185,9 +186,46 @@ std::string read_call_output(const Json& item, const std::string& param) {
   return text;
 }
 
-// Appends item `index` of `input` to the chat messages: a message, a function call (joined
-// to the assistant turn before it, as chat keeps one turn's calls together) or a call's
-// output (a tool message).
+// A reasoning item's text: its reasoning_text parts, else its summary's texts.
+std::string read_reasoning(const Json& item, const std::string& param) {
+  if (find_field(item, "encrypted_content") != nullptr) {
+    reject("'" + param +
+               ".encrypted_content' is not supported by this server: it encrypts no "
+               "reasoning; send the reasoning's text.",
+           param + ".encrypted_content");
+  }
+  const bool has_content = find_field(item, "content") != nullptr;
+  const char* key = has_content ? "content" : "summary";
+  const char* part_type = has_content ? "reasoning_text" : "summary_text";
+  std::string text;
+  const Json* parts = find_field(item, key);
+  if (parts == nullptr) return text;
+  require_array(*parts, param + "." + key);
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const std::string part_param = element_param(param + "." + key, i);
+    const Json& part = require_object((*parts)[i], part_param);
+    const Json* type = find_field(part, "type");
+    if (type == nullptr || read_string(*type, part_param + ".type") != part_type) {
+      reject("'" + part_param + ".type' must be '" + part_type + "'.", part_param + ".type");
+    }
+    if (!text.empty()) text += "\n\n";
+    text += required_string(part, "text", part_param);
+  }
+  return text;
+}
+
+// Whether the last message is an assistant turn a reasoning item began, awaiting its text.
+bool awaits_answer(const Json& messages) {
+  if (messages.empty()) return false;
+  const Json& last = messages.back();
+  return last["role"] == "assistant" && last.contains("reasoning_content") &&
+         last["content"].is_null() && !last.contains("tool_calls");
+}
+
+// Appends item `index` of `input` to the chat messages: a message, a reasoning item (its
+// text the reasoning_content of the assistant turn it begins, as the templates render a
+// past turn's), a function call (joined to the assistant turn before it, as chat keeps one
+// turn's calls together) or a call's output (a tool message).
 void add_item(const Json& value, size_t index, Json& messages, Renames& renames) {
   const std::string param = element_param("input", index);
   const Json& item = require_object(value, param);
@@ -204,7 +242,17 @@ void add_item(const Json& value, size_t index, Json& messages, Renames& renames)
                  "item.",
              param + ".role");
     }
+    if (*role == "assistant" && awaits_answer(messages)) {
+      messages.back()["content"] = read_content(item, param);
+      renames.emplace_back(element_param("messages", messages.size() - 1) + ".content",
+                           param + ".content");
+      return;
+    }
     messages.push_back(Json{{"role", *role}, {"content", read_content(item, param)}});
+  } else if (type == "reasoning") {
+    messages.push_back(Json{{"role", "assistant"},
+                            {"content", nullptr},
+                            {"reasoning_content", read_reasoning(item, param)}});
   } else if (type == "function_call") {
     Json call{{"id", required_string(item, "call_id", param)},
               {"type", "function"},
@@ -230,14 +278,9 @@ void add_item(const Json& value, size_t index, Json& messages, Renames& renames)
                             {"content", read_call_output(item, param)}});
   } else if (type == "item_reference") {
     reject("'" + param + "' of type 'item_reference' " + kNotStored, param + ".type");
-  } else if (type == "reasoning") {
-    reject("'" + param +
-               "' of type 'reasoning' is not supported by this server (it makes no "
-               "reasoning items).",
-           param + ".type");
   } else {
     reject("Invalid value for '" + param + ".type': '" + type +
-               "' is not supported; expected 'message', 'function_call' or "
+               "' is not supported; expected 'message', 'reasoning', 'function_call' or "
                "'function_call_output'.",
            param + ".type");
   }

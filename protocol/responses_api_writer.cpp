@@ -80,6 +80,14 @@ Json ResponsesWriter::message_item(std::string_view status) const {
               {"content", Json::array({std::move(part)})}};
 }
 
+Json ResponsesWriter::reasoning_item(std::string_view status) const {
+  return Json{{"id", "rs_" + key_},
+              {"type", "reasoning"},
+              {"status", status},
+              {"summary", Json::array()},
+              {"content", Json::array({Json{{"type", "reasoning_text"}, {"text", reasoning_}}})}};
+}
+
 Json ResponsesWriter::call_item(size_t index, const ToolCallOut& call,
                                 std::string_view status) const {
   return Json{{"id", "fc_" + key_ + "_" + std::to_string(index)},
@@ -115,10 +123,57 @@ std::string ResponsesWriter::open_message() {
   return events;
 }
 
+std::string ResponsesWriter::reasoning_events(std::string_view text) {
+  if (text.empty()) return {};
+  std::string events;
+  const Json place{
+      {"item_id", "rs_" + key_}, {"output_index", output_.size()}, {"content_index", 0}};
+  if (!reasoning_open_) {
+    reasoning_open_ = true;
+    Json item = reasoning_item("in_progress");
+    item["content"] = Json::array();
+    events += event("response.output_item.added",
+                    Json{{"output_index", output_.size()}, {"item", std::move(item)}});
+    Json added = place;
+    added["part"] = {{"type", "reasoning_text"}, {"text", ""}};
+    events += event("response.content_part.added", std::move(added));
+  }
+  reasoning_ += text;
+  Json delta = place;
+  delta["delta"] = text;
+  events += event("response.reasoning_text.delta", std::move(delta));
+  return events;
+}
+
+std::string ResponsesWriter::close_reasoning(std::string_view status) {
+  if (!reasoning_open_) return {};
+  reasoning_open_ = false;
+  return end_item(reasoning_item(status), "response.reasoning_text.done",
+                  Json{{"text", reasoning_}});
+}
+
+// The events that end an item of one part: its text done (with text_fields), the part
+// done, the item done; the item joins the output.
+std::string ResponsesWriter::end_item(const Json& item, std::string_view text_done,
+                                      Json text_fields) {
+  const Json place{{"item_id", item["id"]}, {"output_index", output_.size()}, {"content_index", 0}};
+  Json done = place;
+  for (auto& [key, value] : text_fields.items()) done[key] = std::move(value);
+  std::string events = event(text_done, std::move(done));
+  Json part_done = place;
+  part_done["part"] = item["content"][0];
+  events += event("response.content_part.done", std::move(part_done));
+  events +=
+      event("response.output_item.done", Json{{"output_index", output_.size()}, {"item", item}});
+  output_.push_back(item);
+  return events;
+}
+
 std::string ResponsesWriter::text_events(std::string_view text, const LogprobsPiece* logprobs) {
   Json entries = logprob_entries(logprobs);
   if (text.empty() && entries.empty()) return {};
-  std::string events = open_message();
+  std::string events = close_reasoning("completed");
+  events += open_message();
   text_ += text;
   for (const Json& entry : entries) logprobs_.push_back(entry);
   events += event("response.output_text.delta", Json{{"item_id", "msg_" + key_},
@@ -131,21 +186,8 @@ std::string ResponsesWriter::text_events(std::string_view text, const LogprobsPi
 
 std::string ResponsesWriter::close_message(std::string_view status) {
   std::string events = open_message();
-  const Json item = message_item(status);
-  const Json place{{"item_id", "msg_" + key_}, {"output_index", output_.size()}};
-  Json done = place;
-  done["content_index"] = 0;
-  done["text"] = text_;
-  done["logprobs"] = logprobs_;
-  events += event("response.output_text.done", std::move(done));
-  Json part_done = place;
-  part_done["content_index"] = 0;
-  part_done["part"] = item["content"][0];
-  events += event("response.content_part.done", std::move(part_done));
-  events +=
-      event("response.output_item.done", Json{{"output_index", output_.size()}, {"item", item}});
-  output_.push_back(item);
-  return events;
+  return events + end_item(message_item(status), "response.output_text.done",
+                           Json{{"text", text_}, {"logprobs", logprobs_}});
 }
 
 std::string ResponsesWriter::call_events(size_t index, const ToolCallOut& call) {
@@ -171,8 +213,10 @@ std::string ResponsesWriter::call_events(size_t index, const ToolCallOut& call) 
 std::string ResponsesWriter::closing_events(std::span<const ToolCallOut> calls, FinishReason finish,
                                             const Usage& usage) {
   const std::string_view status = cut_short(finish) ? "incomplete" : "completed";
-  std::string events;
-  if (message_open_ || calls.empty()) events += close_message(status);
+  const bool reasoned = reasoning_open_ || !reasoning_.empty();
+  // A reasoning still open was cut short by the limit; one the text closed was complete.
+  std::string events = close_reasoning(calls.empty() ? status : "completed");
+  if (message_open_ || (calls.empty() && !reasoned)) events += close_message(status);
   for (size_t i = 0; i < calls.size(); ++i) events += call_events(i, calls[i]);
   const Json object = response_object(status, output_, responses_usage(usage));
   events += event(cut_short(finish) ? "response.incomplete" : "response.completed",
@@ -194,12 +238,18 @@ std::string ResponsesWriter::error_events(const ApiError& error) {
 
 std::string ResponsesWriter::whole_body(std::string_view text, std::span<const ToolCallOut> calls,
                                         FinishReason finish, const Usage& usage,
-                                        const LogprobsPiece* logprobs) {
+                                        const LogprobsPiece* logprobs, std::string_view reasoning) {
   const std::string_view status = cut_short(finish) ? "incomplete" : "completed";
   text_ = text;
   logprobs_ = logprob_entries(logprobs);
+  reasoning_ = reasoning;
   Json output = Json::array();
-  if (!text.empty() || calls.empty()) output.push_back(message_item(status));
+  // The reasoning was cut short only where nothing followed it.
+  const bool answered = !text.empty() || !logprobs_.empty() || !calls.empty();
+  if (!reasoning.empty()) output.push_back(reasoning_item(answered ? "completed" : status));
+  if (!text.empty() || !logprobs_.empty() || (calls.empty() && reasoning.empty())) {
+    output.push_back(message_item(status));
+  }
   for (size_t i = 0; i < calls.size(); ++i) output.push_back(call_item(i, calls[i], "completed"));
   return object_text(response_object(status, std::move(output), responses_usage(usage)));
 }

@@ -189,9 +189,13 @@ const UnsupportedField kFields[] = {
      "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
      "both)."},
     {"lora", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
-    {"reasoning_format", Where::kBoth, is_none,
-     "other than \"none\" is not supported by this server: reasoning text stays in the "
-     "content."},
+    {"reasoning_format", Where::kCompletions, is_none,
+     "other than \"none\" is not supported on /v1/completions: only chat answers split a "
+     "reasoning off."},
+    // vLLM: false drops the reasoning a reasoning parser split off.
+    {"include_reasoning", Where::kBoth, is_true,
+     "set to false is not supported by this server; send 'reasoning_format': \"none\" to "
+     "keep the reasoning in the content."},
     {"parse_tool_calls", Where::kBoth, is_true,
      "set to false is not supported by this server: with 'tools' it reads the output for "
      "calls."},

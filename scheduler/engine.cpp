@@ -67,6 +67,8 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
   card.bos_token = token_text(tokenizer, tokenizer.bos_id());
   card.eos_token = token_text(tokenizer, tokenizer.eos_id());
   card.tool_format = detect_tool_call_format(source);
+  card.reasoning = detect_reasoning_markers(source);
+  card.split_reasoning = options.split_reasoning;
   return card;
 }
 

@@ -31,6 +31,9 @@ struct EngineOptions {
   // from (the path, for /v1/models and the startup line). nullopt: the GGUF's own.
   std::optional<std::string> chat_template;
   std::string chat_template_origin;
+  // --reasoning-format deepseek: chat answers carry a thinking model's reasoning apart from
+  // its content by default (ChatTemplateCard::split_reasoning).
+  bool split_reasoning = false;
   // false: no chat request reaches this engine (generate, bench's completions), so the
   // GGUF's template is not compiled: one tandem cannot parse must not refuse the model.
   // The card then has no template.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/chat_prompt.h"
+#include "protocol/reasoning.h"
 #include "protocol/tool_calls/tool_call_format.h"
 #include "runner/grammar/grammar_cache.h"
 
@@ -31,6 +32,12 @@ struct ChatTemplateCard {
   // transformers (so vLLM) and llama.cpp choose it. Null: `compiled` renders every request.
   std::shared_ptr<const JinjaChatTemplate> tool_use;
   ToolCallFormat tool_use_format = ToolCallFormat::kJson;
+  // How the family marks its reasoning, read from the template's source; nullopt: it has
+  // none, and no output is split.
+  std::optional<ReasoningMarkers> reasoning;
+  // --reasoning-format deepseek: chat answers carry the reasoning apart
+  // (reasoning_content), unless a request's reasoning_format says otherwise.
+  bool split_reasoning = false;
 };
 
 struct ModelCard {

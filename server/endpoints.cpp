@@ -240,21 +240,24 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
           ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
           : compile_output_constraint(request.constraint, model_.grammars.get());
   if (auto* error = std::get_if<ApiError>(&grammar)) return refuse(*error);
-  auto prompts = prompts_of(request);
+  bool reasoning_opened = false;
+  auto prompts = prompts_of(request, &reasoning_opened);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
   return plan_choices(request, std::move(std::get<std::vector<std::vector<int32_t>>>(prompts)),
-                      std::move(std::get<0>(grammar)));
+                      std::move(std::get<0>(grammar)), reasoning_opened);
 }
 
 std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_of(
-    CompletionRequest& request) {
+    CompletionRequest& request, bool* reasoning_opened) {
   const Endpoint endpoint = request.endpoint;
   std::vector<std::vector<int32_t>> prompts;
   if (is_chat(endpoint)) {
     auto rendered = render_chat(request.chat, prompt_param(endpoint));
     if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
-    prompts.push_back(
-        tokenize_chat_prompt(tokenizer_, std::get<std::vector<PromptSegment>>(rendered)));
+    const auto& segments = std::get<std::vector<PromptSegment>>(rendered);
+    const auto& markers = model_.chat_template->reasoning;  // render_chat found a template
+    *reasoning_opened = markers && reasoning_opened_by(join_segments(segments), *markers);
+    prompts.push_back(tokenize_chat_prompt(tokenizer_, segments));
   } else if (request.has_prompt_tokens()) {
     prompts.push_back(request.prompt_tokens);
     for (const auto& ids : request.more_prompt_tokens) prompts.push_back(ids);
@@ -280,8 +283,14 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
 // n choices of each prompt, choice i = prompt_index * n + c seeded choice_seed(seed, i).
 GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                                        std::vector<std::vector<int32_t>> prompts,
-                                       std::shared_ptr<const grammar::CompiledGrammar> grammar) {
+                                       std::shared_ptr<const grammar::CompiledGrammar> grammar,
+                                       bool reasoning_opened) {
   const Endpoint endpoint = request.endpoint;
+  ReasoningReading reasoning = reasoning_reading(request, reasoning_opened);
+  // A marker that is a control token reaches the text only when special tokens are rendered
+  // (as a control-token tool-call marker does).
+  const bool render_markers = reasoning.enabled && (is_control_token_text(reasoning.markers.open) ||
+                                                    is_control_token_text(reasoning.markers.close));
   ResponseHeader header;
   header.id = request.request_id.empty() ? next_response_id(endpoint)
                                          : response_id_prefix(endpoint) + request.request_id;
@@ -322,7 +331,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
       generation.stop = request.stop;
       generation.include_stop_str_in_output = request.include_stop_str_in_output;
       generation.skip_special_tokens =
-          request.skip_special_tokens &&
+          request.skip_special_tokens && !render_markers &&
           !(request.tools.parses() && tool_call_marker_is_control_token(tool_format()));
       generation.grammar = grammar;
       generation.cache_salt = request.cache_salt;
@@ -332,6 +341,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
     }
   }
   plan.encoder = ResponseEncoder(endpoint, header, request.include_usage, std::move(ids));
+  plan.reasoning = std::move(reasoning);
   if (request.tools.parses()) {
     // Call ids come from the response id's digits, the choice and the call's index.
     plan.tools = ToolCallReading{
@@ -347,6 +357,18 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                              request.stream,
                              ""};  // request_id: the session's
   return plan;
+}
+
+ReasoningReading Endpoints::reasoning_reading(const CompletionRequest& request, bool opened) const {
+  if (!is_chat(request.endpoint) || !model_.chat_template) return {};
+  const ChatTemplateCard& chat = *model_.chat_template;
+  if (!chat.reasoning || !request.split_reasoning.value_or(chat.split_reasoning)) return {};
+  return ReasoningReading{true, *chat.reasoning, opened};
+}
+
+bool Endpoints::is_control_token_text(const std::string& text) const {
+  const std::vector<int32_t> ids = tokenizer_.encode(text, false, /*parse_special=*/true);
+  return ids.size() == 1 && tokenizer_.token_bytes(ids[0], /*render_special=*/false).empty();
 }
 
 // Asked only for requests with tools, which render through the tool_use template where

@@ -71,6 +71,7 @@ struct GenerationPlan {
   std::vector<std::string> echoes;
   ToolCallReading tools;       // chat with tools: the outputs are read for calls
   bool tokens_as_ids = false;  // the log-probabilities name each token "token_id:N"
+  ReasoningReading reasoning = {};  // chat: the reasoning split off the content
   // /v1/responses: what writes the response in the encoder's place.
   std::optional<ResponsesWriter> responses = std::nullopt;
 };
@@ -129,10 +130,17 @@ class Endpoints {
   Result generation(const ApiRequest& api, CompletionRequest& request,
                     const ParamRenames* renames = nullptr);
   // The request's prompts as token ids (chat: the rendered messages), or the refusal.
-  std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(
-      CompletionRequest& request);
+  // reasoning_opened: the rendered chat prompt leaves the model inside its reasoning.
+  std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(CompletionRequest& request,
+                                                                         bool* reasoning_opened);
   GenerationPlan plan_choices(CompletionRequest& request, std::vector<std::vector<int32_t>> prompts,
-                              std::shared_ptr<const grammar::CompiledGrammar> grammar);
+                              std::shared_ptr<const grammar::CompiledGrammar> grammar,
+                              bool reasoning_opened);
+  // Chat whose answers split the reasoning off: the request's reasoning_format, else the
+  // server's, where the template knows the family's markers.
+  ReasoningReading reasoning_reading(const CompletionRequest& request, bool opened) const;
+  // Whether a text is one control token, which skip_special_tokens would drop.
+  bool is_control_token_text(const std::string& text) const;
   Result apply_template(const ApiRequest& api);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
   // request (the model has no template, or the template raised or failed), naming param.

@@ -7,7 +7,8 @@ namespace tandem::server {
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
                                        int32_t per_prompt, std::vector<std::string> echoes,
                                        ToolCallReading tools, bool tokens_as_ids,
-                                       std::optional<ResponsesWriter> responses)
+                                       std::optional<ResponsesWriter> responses,
+                                       ReasoningReading reasoning)
     : encoder_(std::move(encoder)),
       stream_(stream),
       logprobs_(logprobs),
@@ -15,10 +16,31 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
       per_prompt_(per_prompt < 1 ? 1 : per_prompt),
       tools_(std::move(tools)),
       responses_(std::move(responses)),
+      reasoning_(std::move(reasoning)),
       choices_(static_cast<size_t>(encoder_.choice_count())) {
   for (size_t i = 0; i < choices_.size() && i < echoes.size(); ++i) {
     (stream_ ? choices_[i].echo : choices_[i].text) = std::move(echoes[i]);
   }
+  if (!stream_ || !reasoning_.enabled) return;
+  for (Choice& c : choices_) c.reasoning.emplace(reasoning_.markers, reasoning_.opened);
+}
+
+std::string GenerationResponse::reasoning_event(int32_t index, Choice& c, std::string_view text) {
+  if (text.empty()) return {};
+  // The Responses reasoning item has no logprobs: the tokens' stay for the message's, so
+  // that its logprobs cover the whole output there as in the whole body.
+  if (responses_) return responses_->reasoning_events(text);
+  if (!logprobs_) return encoder_.reasoning_event(text, nullptr, index);
+  const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
+  std::string event = encoder_.reasoning_event(text, &piece, index);
+  c.text_position = advanced(c.text_position, c.pending);
+  c.pending.clear();
+  return event;
+}
+
+ReasoningPieces GenerationResponse::split_of(const Choice& c) const {
+  if (!reasoning_.enabled) return ReasoningPieces{{}, c.text};
+  return split_reasoning(c.text, reasoning_.markers, reasoning_.opened);
 }
 
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
@@ -41,6 +63,14 @@ std::string GenerationResponse::text(int32_t choice, std::string_view text) {
     c.text += text;
     return {};
   }
+  if (!c.reasoning) return content_text(choice, c, text);
+  const ReasoningPieces pieces = c.reasoning->push(text);
+  std::string events = reasoning_event(choice, c, pieces.reasoning);
+  if (!pieces.content.empty()) events += content_text(choice, c, pieces.content);
+  return events;
+}
+
+std::string GenerationResponse::content_text(int32_t choice, Choice& c, std::string_view text) {
   if (tools_.enabled) {
     c.output += text;
     const size_t safe = tool_call_safe_prefix(tools_.format, c.output, c.released);
@@ -81,7 +111,7 @@ bool GenerationResponse::calls_end_turn(FinishReason reason) const {
 FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason reason) const {
   if (!tools_.enabled || !calls_end_turn(reason)) return reason;
   const Choice& c = choices_.at(choice);
-  const bool calls = !parse_calls(stream_ ? c.output : c.text).calls.empty();
+  const bool calls = !parse_calls(stream_ ? c.output : split_of(c).content).calls.empty();
   return calls ? FinishReason::kToolCalls : reason;
 }
 
@@ -120,6 +150,11 @@ std::string GenerationResponse::finish(int32_t choice, FinishReason reason, cons
 
 std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
   std::string events;
+  if (c.reasoning) {  // what the split held back (a cut marker, blanks)
+    const ReasoningPieces rest = c.reasoning->finish();
+    events += reasoning_event(index, c, rest.reasoning);
+    if (!rest.content.empty()) events += content_text(index, c, rest.content);
+  }
   std::vector<ToolCallOut> calls;
   if (tools_.enabled) {
     calls = finish_tool_calls(index, c, events);
@@ -140,14 +175,17 @@ std::string GenerationResponse::whole_body() {
   std::vector<LogprobsPiece> pieces;
   pieces.reserve(choices_.size());
   std::vector<ChoiceResult> results;
+  std::vector<ReasoningPieces> splits(choices_.size());
   std::vector<ParsedToolCalls> parsed(choices_.size());
   std::vector<std::vector<ToolCallOut>> calls(choices_.size());
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
     pieces.push_back(LogprobsPiece{c.pending, {}, tokens_as_ids_});
-    ChoiceResult result{{}, c.text, c.reason, logprobs_ ? &pieces.back() : nullptr};
+    splits[i] = split_of(c);
+    ChoiceResult result{{}, splits[i].content, c.reason, logprobs_ ? &pieces.back() : nullptr};
+    result.reasoning = splits[i].reasoning;
     if (tools_.enabled) {
-      parsed[i] = parse_calls(c.text);
+      parsed[i] = parse_calls(splits[i].content);
       if (!parsed[i].calls.empty()) {
         calls[i] = tool_calls_of(static_cast<int32_t>(i), parsed[i], result.finish);
         result.text = parsed[i].content;
@@ -158,7 +196,8 @@ std::string GenerationResponse::whole_body() {
   }
   if (responses_) {
     const ChoiceResult& only = results.front();
-    return responses_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs);
+    return responses_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs,
+                                  only.reasoning);
   }
   return encoder_.whole_body(results, usage_);
 }

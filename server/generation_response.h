@@ -14,6 +14,7 @@
 
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"
+#include "protocol/reasoning.h"
 #include "protocol/response_encoder.h"
 #include "protocol/responses_api_writer.h"
 #include "protocol/tool_calls/tool_call_parser.h"
@@ -35,6 +36,16 @@ struct ToolCallReading {
   bool named = false;
 };
 
+// Chat with the reasoning split off (protocol/reasoning.h): each choice's output is read
+// for its family's markers; the reasoning goes out as reasoning_content (a reasoning item on
+// /v1/responses) and only the rest is content, and read for tool calls. opened: the prompt
+// left the model inside its reasoning.
+struct ReasoningReading {
+  bool enabled = false;
+  ReasoningMarkers markers;
+  bool opened = false;
+};
+
 class GenerationResponse {
  public:
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
@@ -45,7 +56,8 @@ class GenerationResponse {
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
                      std::vector<std::string> echoes, ToolCallReading tools = {},
                      bool tokens_as_ids = false,
-                     std::optional<ResponsesWriter> responses = std::nullopt);
+                     std::optional<ResponsesWriter> responses = std::nullopt,
+                     ReasoningReading reasoning = {});
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
@@ -83,8 +95,16 @@ class GenerationResponse {
     // Streamed with tools: the whole output so far, and how much of it was sent as content.
     std::string output;
     size_t released = 0;
+    // Streamed with the reasoning split off: where the output is.
+    std::optional<ReasoningStream> reasoning;
   };
   std::string text_event(int32_t index, Choice& c, std::string_view text);
+  // Streamed: content text, read for calls when tools are.
+  std::string content_text(int32_t index, Choice& c, std::string_view text);
+  // Streamed: a piece of reasoning; chat's chunk carries the logprobs since the last one.
+  std::string reasoning_event(int32_t index, Choice& c, std::string_view text);
+  // Not streamed: the choice's output split (all content when the split is off).
+  ReasoningPieces split_of(const Choice& c) const;
   // The output's calls and content (at most one call unless parallel).
   ParsedToolCalls parse_calls(std::string_view output) const;
   // The calls' ids and the finish reason once calls were read.
@@ -103,6 +123,7 @@ class GenerationResponse {
   int32_t per_prompt_;
   ToolCallReading tools_;
   std::optional<ResponsesWriter> responses_;
+  ReasoningReading reasoning_;
   std::vector<Choice> choices_;
   int32_t finished_ = 0;
   Usage usage_;

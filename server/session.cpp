@@ -312,7 +312,7 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   }
   GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
                               std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids,
-                              std::move(plan.responses));
+                              std::move(plan.responses), std::move(plan.reasoning));
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
   context_.active.begin();

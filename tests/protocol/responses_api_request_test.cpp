@@ -87,6 +87,30 @@ TEST(ResponsesApiRequest, ItemsBecomeTurnsWithACallsTurnJoinedToItsText) {
   EXPECT_EQ(alone.request.chat.messages, alone_chat.chat.messages);
 }
 
+// A reasoning item sent back (as a store: false client sends a turn's whole output) is the
+// reasoning_content of the assistant turn it begins.
+TEST(ResponsesApiRequest, AReasoningItemIsItsTurnsReasoningContent) {
+  const ResponsesRequest r = parsed(R"({"input": [
+      {"role": "user", "content": "Hi"},
+      {"type": "reasoning", "id": "rs_1", "summary": [],
+       "content": [{"type": "reasoning_text", "text": "Greet back."}]},
+      {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+       "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]},
+      {"role": "user", "content": "Add 1"},
+      {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Use add."}]},
+      {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "c1", "output": "1"}]})");
+  const CompletionRequest c = chat(R"({"messages": [
+      {"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}],
+       "reasoning_content": "Greet back."},
+      {"role": "user", "content": "Add 1"},
+      {"role": "assistant", "content": null, "reasoning_content": "Use add.", "tool_calls": [
+         {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "1"}]})");
+  EXPECT_EQ(r.request.chat.messages, c.chat.messages);
+}
+
 TEST(ResponsesApiRequest, ToolsChoiceAndFormatTakeTheirChatForms) {
   const ResponsesRequest r = parsed(R"({"input": "x",
       "tools": [{"type": "function", "name": "f", "description": "d",
@@ -176,7 +200,10 @@ TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
       {R"({"input": []})", "input"},
       {R"({})", "input"},
       {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type"},
-      {R"({"input": [{"type": "reasoning", "summary": []}]})", "input[0].type"},
+      {R"({"input": [{"type": "reasoning", "encrypted_content": "gAAA"}]})",
+       "input[0].encrypted_content"},
+      {R"({"input": [{"type": "reasoning", "content": [{"type": "output_text", "text": "x"}]}]})",
+       "input[0].content[0].type"},
       {R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})",
        "input[0].content[0].type"},
       {R"({"input": [{"role": "tool", "content": "x"}]})", "input[0].role"},

@@ -212,5 +212,56 @@ TEST(ResponsesApiWriter, AFailureIsAnErrorEventThenResponseFailed) {
     EXPECT_EQ(events[i].data["sequence_number"], static_cast<int64_t>(i));
 }
 
+TEST(ResponsesApiWriter, ReasoningIsAnItemBeforeTheMessage) {
+  ResponsesWriter streamed(header(), echo());
+  std::string stream = streamed.opening_events();
+  stream += streamed.reasoning_events("Let me");
+  stream += streamed.reasoning_events(" think.");
+  stream += streamed.text_events("Hi", nullptr);
+  stream += streamed.closing_events({}, FinishReason::kStop, usage());
+  ResponsesWriter whole(header(), echo());
+  const std::string body =
+      whole.whole_body("Hi", {}, FinishReason::kStop, usage(), nullptr, "Let me think.");
+  expect_stream_folds_to_body(stream, body, "response.completed");
+  const Json output = Json::parse(body)["output"];
+  ASSERT_EQ(output.size(), 2u);
+  EXPECT_EQ(output[0]["type"], "reasoning");
+  EXPECT_EQ(output[0]["id"], "rs_00ff");
+  EXPECT_EQ(output[0]["status"], "completed");
+  EXPECT_EQ(output[0]["content"][0]["type"], "reasoning_text");
+  EXPECT_EQ(output[0]["content"][0]["text"], "Let me think.");
+  EXPECT_EQ(output[1]["type"], "message");
+  std::string reasoning;
+  for (const Event& e : events_of(stream)) {
+    if (e.type == "response.reasoning_text.delta") reasoning += e.data["delta"];
+  }
+  EXPECT_EQ(reasoning, "Let me think.");
+}
+
+TEST(ResponsesApiWriter, ReasoningCutShortIsTheWholeOutput) {
+  ResponsesWriter streamed(header(), echo());
+  std::string stream = streamed.opening_events();
+  stream += streamed.reasoning_events("Still thinking");
+  stream += streamed.closing_events({}, FinishReason::kLength, usage());
+  ResponsesWriter whole(header(), echo());
+  const std::string body =
+      whole.whole_body("", {}, FinishReason::kLength, usage(), nullptr, "Still thinking");
+  expect_stream_folds_to_body(stream, body, "response.incomplete");
+  const Json output = Json::parse(body)["output"];
+  ASSERT_EQ(output.size(), 1u);  // no empty message after a reasoning the limit cut
+  EXPECT_EQ(output[0]["status"], "incomplete");
+  // Reasoning then calls: the reasoning was complete.
+  const std::vector<ToolCallOut> calls = {{"call_a", "f", "{}"}};
+  ResponsesWriter streamed_calls(header(), echo());
+  std::string with_calls = streamed_calls.opening_events();
+  with_calls += streamed_calls.reasoning_events("Call f.");
+  with_calls += streamed_calls.closing_events(calls, FinishReason::kToolCalls, usage());
+  ResponsesWriter whole_calls(header(), echo());
+  const std::string calls_body =
+      whole_calls.whole_body("", calls, FinishReason::kToolCalls, usage(), nullptr, "Call f.");
+  expect_stream_folds_to_body(with_calls, calls_body, "response.completed");
+  EXPECT_EQ(Json::parse(calls_body)["output"].size(), 2u);
+}
+
 }  // namespace
 }  // namespace tandem::TANDEM_UNITY_ID

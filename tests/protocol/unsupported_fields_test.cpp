@@ -76,7 +76,10 @@ const FieldCase kRefused[] = {
      ""},
     {"Lora", kCmpl, R"("lora": [{"id": 0, "scale": 1}])", "lora", ""},
     // llama-server fields that had been ignored in silence though they change the output.
-    {"ReasoningFormat", kChat, R"("reasoning_format": "deepseek")", "reasoning_format", "content"},
+    {"ReasoningFormat", kCmpl, R"("reasoning_format": "deepseek")", "reasoning_format", "chat"},
+    {"ReasoningFormatValue", kChat, R"("reasoning_format": "deepseek-legacy")", "reasoning_format",
+     "expected"},
+    {"IncludeReasoning", kChat, R"("include_reasoning": false)", "include_reasoning", "none"},
     {"ParseToolCallsOff", kChat, R"("parse_tool_calls": false)", "parse_tool_calls", ""},
     {"GrammarLazy", kCmpl, R"("grammar_lazy": true)", "grammar_lazy", ""},
     {"GrammarTriggers", kCmpl, R"("grammar_triggers": [{"type": "word", "value": "x"}])",
