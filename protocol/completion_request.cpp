@@ -194,9 +194,18 @@ void read_streaming(const Json& body, CompletionRequest& request) {
 
 // tools reach the chat template whatever tool_choice says (as vLLM renders them); a
 // required or named call constrains the output, so it cannot stand beside another constraint.
+// Under "auto" another constraint would hold the output from its first token, so no call
+// could ever be made: refused too, rather than dropping the tools in silence.
 void read_tools(const Json& body, CompletionRequest& request) {
   request.tools = request_fields::read_tool_request(body);
   request.chat.tools = request.tools.definitions;
+  if (request.tools.parses() && !request.tools.constrains() && request.constraint.active()) {
+    reject("'" + request.constraint.param +
+               "' holds the output to its shape from the first token, so with 'tools' under "
+               "tool_choice \"auto\" no call could be made; send tool_choice \"none\" (an "
+               "answer of that shape) or \"required\" (a call), or leave it out.",
+           request.constraint.param);
+  }
   if (request.tools.constrains() && request.constraint.active()) {
     reject("'tool_choice' " +
                std::string(request.tools.choice.mode == ToolChoice::Mode::kRequired

@@ -40,34 +40,24 @@ constexpr const char* kIncludeValues[] = {"message.output_text.logprobs",
                                           "code_interpreter_call.outputs"};
 constexpr const char* kLogprobsInclude = "message.output_text.logprobs";
 
-// Fields the chat endpoint reads that mean the same here (vLLM's sampling extensions
-// among them); passed on unchanged.
-constexpr const char* kChatFields[] = {"model",
-                                       "temperature",
-                                       "top_p",
-                                       "stream",
-                                       "parallel_tool_calls",
-                                       "user",
-                                       "safety_identifier",
-                                       "metadata",
-                                       "service_tier",
-                                       "prompt_cache_key",
-                                       "seed",
-                                       "top_k",
-                                       "min_p",
-                                       "repetition_penalty",
-                                       "presence_penalty",
-                                       "frequency_penalty",
-                                       "stop",
-                                       "stop_token_ids",
-                                       "min_tokens",
-                                       "logit_bias",
-                                       "include_stop_str_in_output",
-                                       "skip_special_tokens",
-                                       "cache_salt",
-                                       "request_id",
-                                       "chat_template_kwargs",
-                                       "reasoning_format"};
+// The Responses fields this reader translates or refuses itself; every other field goes to
+// the chat parser as it is (temperature, top_p, stream, user, metadata, and chat's
+// extensions: seed, top_k, the penalties, stop, guided_json, grammar, ...), which honours
+// or refuses it as on /v1/chat/completions.
+constexpr const char* kResponsesFields[] = {
+    "input",      "instructions",   "max_output_tokens",    "tools",          "tool_choice",
+    "text",       "include",        "top_logprobs",         "stream_options", "store",
+    "background", "conversation",   "previous_response_id", "prompt",         "reasoning",
+    "truncation", "max_tool_calls", "context_management"};
+
+// Chat's names for what this endpoint names otherwise: refused, pointing at the field here.
+constexpr std::pair<const char*, const char*> kChatNames[] = {
+    {"messages", "send 'input' (and 'instructions')"},
+    {"response_format", "send 'text.format'"},
+    {"max_tokens", "send 'max_output_tokens'"},
+    {"max_completion_tokens", "send 'max_output_tokens'"},
+    {"logprobs", "send 'include': [\"message.output_text.logprobs\"] with 'top_logprobs'"},
+    {"n", "this endpoint answers with one output"}};
 
 using Renames = ParamRenames;
 
@@ -101,10 +91,16 @@ void refuse_stored_state(const Json& body) {
   }
   if (const Json* reasoning = find_field(body, "reasoning")) {
     for (const auto& [key, value] : require_object(*reasoning, "reasoning").items()) {
-      if (!value.is_null()) {
-        reject("'reasoning." + key + "' is not supported by this server.", "reasoning." + key);
-      }
+      // "none" is honoured: no reasoning (apply_reasoning_effort).
+      if (value.is_null() || (key == "effort" && value == "none")) continue;
+      reject("'reasoning." + key + "' is not supported by this server" +
+                 (key == "effort" ? std::string(" other than \"none\".") : std::string(".")),
+             "reasoning." + key);
     }
+  }
+  if (find_field(body, "context_management") != nullptr) {
+    reject("'context_management' is not supported by this server: it compacts no context.",
+           "context_management");
   }
   if (const Json* options = find_field(body, "stream_options")) {
     if (const Json* obfuscate =
@@ -385,11 +381,49 @@ Json read_text_format(const Json& body) {
 }
 
 // The chat body the request amounts to, and the renames that take its params back.
-Json chat_body(const Json& body, Renames& renames) {
-  Json chat = Json::object();
-  for (const char* name : kChatFields) {
-    if (const Json* value = find_field(body, name)) chat[name] = *value;
+bool is_responses_field(const std::string& name) {
+  for (const char* field : kResponsesFields) {
+    if (name == field) return true;
   }
+  return false;
+}
+
+// Every field but this endpoint's own, for the chat parser; chat's names for this
+// endpoint's fields are refused.
+Json passed_fields(const Json& body) {
+  for (const auto& [name, instead] : kChatNames) {
+    if (find_field(body, name) != nullptr) {
+      reject("'" + std::string(name) + "' is not a field of /v1/responses; " + instead + ".", name);
+    }
+  }
+  Json chat = Json::object();
+  for (const auto& [name, value] : body.items()) {
+    if (!is_responses_field(name)) chat[name] = value;
+  }
+  return chat;
+}
+
+// reasoning.effort "none" asks for no reasoning: the templates that can skip it read
+// enable_thinking (Qwen3, DeepSeek-R1, SmolLM3), unless the request set it itself.
+void apply_reasoning_effort(const Json& body, Json& chat) {
+  const Json* reasoning = find_field(body, "reasoning");
+  const Json* effort = reasoning != nullptr ? find_field(*reasoning, "effort") : nullptr;
+  if (effort == nullptr) return;
+  Json& kwargs = chat["chat_template_kwargs"];
+  if (kwargs.is_null()) kwargs = Json::object();
+  if (kwargs.is_object() && !kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = false;
+}
+
+// tool_choice "required" or a named function: the turn is a call, which text.format (the
+// message's shape) does not govern.
+bool call_required(const Json& body) {
+  const Json* choice = find_field(body, "tool_choice");
+  return choice != nullptr && (*choice == "required" || choice->is_object());
+}
+
+Json chat_body(const Json& body, Renames& renames) {
+  Json chat = passed_fields(body);
+  apply_reasoning_effort(body, chat);
   chat["messages"] = read_messages(body, renames);
   if (const Json* max = find_field(body, "max_output_tokens")) {
     chat["max_completion_tokens"] = *max;
@@ -401,7 +435,7 @@ Json chat_body(const Json& body, Renames& renames) {
     renames.emplace_back("tool_choice.function", "tool_choice");
   }
   Json format = read_text_format(body);
-  if (!format.is_null()) {
+  if (!format.is_null() && !call_required(body)) {
     chat["response_format"] = std::move(format);
     renames.emplace_back("response_format.json_schema", "text.format");
     renames.emplace_back("response_format", "text.format");
@@ -437,7 +471,11 @@ Json echo_of(const Json& body, const CompletionRequest& request) {
               {"parallel_tool_calls", request.tools.parallel},
               {"previous_response_id", nullptr},
               {"prompt_cache_key", value_or(body, "prompt_cache_key", nullptr)},
-              {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+              {"reasoning",
+               {{"effort", find_field(body, "reasoning") != nullptr
+                               ? value_or(*find_field(body, "reasoning"), "effort", nullptr)
+                               : Json()},
+                {"summary", nullptr}}},
               {"safety_identifier", value_or(body, "safety_identifier", nullptr)},
               {"service_tier", "default"},
               {"store", false},

@@ -137,10 +137,13 @@ Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard
 // OpenAI's "retrieve model": /v1/models/{id}, the id being the rest of the path (a served
 // name may hold a '/', as Hugging Face repository names do).
 constexpr std::string_view kModelPrefix = "/v1/models/";
+// OpenAI's stored-response routes (retrieve, delete, cancel, input_items): none is stored.
+constexpr std::string_view kResponsePrefix = "/v1/responses/";
 
 std::string Endpoints::route_name(std::string_view target) {
   const std::string_view path = path_of(target);
   if (path.starts_with(kModelPrefix)) return "/v1/models/{id}";
+  if (path.starts_with(kResponsePrefix)) return "/v1/responses/{id}";
   const Route* route = find_route(path);
   return route ? std::string(route->path) : "other";
 }
@@ -166,6 +169,16 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   if (path.starts_with(kModelPrefix) && path.size() > kModelPrefix.size()) {
     if (auto refused = refusal(request, "/v1/models/{id}", "GET", false)) return *refused;
     return model_retrieve(path.substr(kModelPrefix.size()));
+  }
+  if (path.starts_with(kResponsePrefix) && path.size() > kResponsePrefix.size()) {
+    if (auto refused = refusal(request, "/v1/responses/{id}", request.method, false)) {
+      return *refused;
+    }
+    const std::string_view rest = path.substr(kResponsePrefix.size());
+    return error_answer(not_found("Response with id '" +
+                                  std::string(rest.substr(0, rest.find('/'))) +
+                                  "' not found: this server stores no responses (every one is "
+                                  "answered with store false)."));
   }
   const Route* route = find_route(path);
   if (route == nullptr) {
@@ -286,7 +299,15 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                                        std::shared_ptr<const grammar::CompiledGrammar> grammar,
                                        bool reasoning_opened) {
   const Endpoint endpoint = request.endpoint;
-  ReasoningReading reasoning = reasoning_reading(request, reasoning_opened);
+  // A JSON answer's grammar (a schema, json_object, a required or named call) writes the
+  // answer from the first token, so a prompt that opened the reasoning gets none: the output
+  // is read as starting outside the block. A client's own grammar or regex is read as any
+  // output, since it may spell the reasoning itself.
+  const OutputConstraint::Kind kind = request.constraint.kind;
+  const bool json_answer = request.tools.constrains() ||
+                           kind == OutputConstraint::Kind::kJsonObject ||
+                           kind == OutputConstraint::Kind::kJsonSchema;
+  ReasoningReading reasoning = reasoning_reading(request, reasoning_opened && !json_answer);
   // A marker that is a control token reaches the text only when special tokens are rendered
   // (as a control-token tool-call marker does).
   const bool render_markers = reasoning.enabled && (is_control_token_text(reasoning.markers.open) ||

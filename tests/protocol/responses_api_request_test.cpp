@@ -166,6 +166,58 @@ TEST(ResponsesApiRequest, TheEchoRepeatsTheRequestAndStoresNothing) {
   EXPECT_EQ(r.request.user, "u");
 }
 
+TEST(ResponsesApiRequest, ReasoningEffortNoneAsksTheTemplateNotToThink) {
+  const ResponsesRequest r = parsed(R"({"input": "x", "reasoning": {"effort": "none"}})");
+  EXPECT_EQ(r.request.chat.template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(r.echo["reasoning"]["effort"], "none");
+  const ResponsesRequest kept = parsed(R"({"input": "x", "reasoning": {"effort": "none"},
+      "chat_template_kwargs": {"enable_thinking": true, "x": 1}})");
+  EXPECT_EQ(kept.request.chat.template_kwargs["enable_thinking"], true);  // the request's own
+  EXPECT_EQ(parsed(R"({"input": "x", "reasoning": {"effort": null}})").echo["reasoning"]["effort"],
+            nullptr);
+}
+
+// Every field this endpoint does not name itself reaches the chat parser, which honours or
+// refuses it as chat does.
+TEST(ResponsesApiRequest, ChatsExtensionsPassThrough) {
+  const ResponsesRequest r = parsed(R"({"input": "x", "guided_regex": "[a-z]+",
+      "documents": [{"title": "t", "text": "d"}], "seed": 3, "top_k": 5, "min_p": 0.1,
+      "repetition_penalty": 1.2, "stop": ["\n"], "cache_salt": "s"})");
+  EXPECT_TRUE(r.request.constraint.active());
+  EXPECT_EQ(r.request.constraint.param, "guided_regex");
+  EXPECT_EQ(r.request.chat.documents.size(), 1u);
+  EXPECT_EQ(r.request.seed, 3u);
+  EXPECT_EQ(r.request.sampling.top_k, 5);
+  EXPECT_EQ(r.request.sampling.repetition_penalty, 1.2f);
+  EXPECT_EQ(r.request.stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(r.request.cache_salt, "s");
+  EXPECT_TRUE(parsed(R"({"input": "x", "ignore_eos": true})").request.sampling.ignore_eos);
+}
+
+// A required or named call is the turn: text.format, the message's shape, has no message
+// to govern (OpenAI accepts both; the Agents SDK sends both for an agent with an output
+// type). Under "auto" the format's grammar would leave no room for a call: refused.
+TEST(ResponsesApiRequest, AFormatBesideToolsIsForTheMessage) {
+  const std::string tools = R"("tools": [{"type": "function", "name": "f",
+      "parameters": {"type": "object"}}], "text": {"format": {"type": "json_schema",
+      "name": "o", "schema": {"type": "object"}}})";
+  for (const char* choice : {R"("required")", R"({"type": "function", "name": "f"})"}) {
+    const ResponsesRequest r =
+        parsed(R"({"input": "x", "tool_choice": )" + std::string(choice) + ", " + tools + "}");
+    EXPECT_TRUE(r.request.tools.constrains()) << choice;
+    EXPECT_FALSE(r.request.constraint.active()) << choice;
+    EXPECT_EQ(r.echo["text"]["format"]["type"], "json_schema") << choice;
+  }
+  EXPECT_TRUE(parsed(R"({"input": "x", "tool_choice": "none", )" + tools + "}")
+                  .request.constraint.active());
+  for (const char* choice : {R"("tool_choice": "auto", )", ""}) {
+    const ApiError error = refused(R"({"input": "x", )" + std::string(choice) + tools + "}");
+    EXPECT_EQ(error.param, "text.format.schema") << choice;
+    EXPECT_NE(error.message.find("'text.format.schema'"), std::string::npos) << error.message;
+    EXPECT_NE(error.message.find("\"auto\""), std::string::npos) << error.message;
+  }
+}
+
 struct Refusal {
   const char* body;
   const char* param;
@@ -220,6 +272,15 @@ TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
       {R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens"},
       {R"({"input": "x", "temperature": -1})", "temperature"},
       {R"({"input": "x", "mirostat": 2})", "mirostat"},
+      {R"({"input": "x", "messages": []})", "messages"},
+      {R"({"input": "x", "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"input": "x", "max_tokens": 5})", "max_tokens"},
+      {R"({"input": "x", "max_completion_tokens": 5})", "max_completion_tokens"},
+      {R"({"input": "x", "logprobs": true})", "logprobs"},
+      {R"({"input": "x", "n": 2})", "n"},
+      {R"({"input": "x", "context_management": [{"type": "compaction"}]})", "context_management"},
+      {R"({"input": "x", "reasoning": {"effort": "low"}})", "reasoning.effort"},
+      {R"({"input": "x", "guided_regex": 5})", "guided_regex"},
   };
   for (const Refusal& c : kCases) {
     const ApiError error = refused(c.body);
@@ -227,7 +288,9 @@ TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
     EXPECT_EQ(error.param, c.param) << c.body << " -> " << error.message;
     // The message speaks of the field the client sent, not of its chat form.
     EXPECT_EQ(error.message.find("messages["), std::string::npos) << error.message;
-    EXPECT_EQ(error.message.find("response_format"), std::string::npos) << error.message;
+    if (std::string(c.param) != "response_format") {
+      EXPECT_EQ(error.message.find("response_format"), std::string::npos) << error.message;
+    }
     EXPECT_EQ(error.message.find(".function."), std::string::npos) << error.message;
     EXPECT_EQ(error.message.find("completions"), std::string::npos) << error.message;
   }

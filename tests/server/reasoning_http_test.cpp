@@ -421,19 +421,13 @@ TEST(ReasoningHttp, TheServerFlagMakesTheSplitTheDefault) {
 // ---------------------------------------------------------------------------------------
 // /v1/responses.
 
-// A string of blanks, "a" and markers: the Responses request has no grammar field, but the
-// same schema constrains chat (response_format) and Responses (text.format) alike. The
-// output is a JSON string: its quote opens the reasoning.
-const json kMarkerString = {{"type", "string"}, {"pattern", "^(a| |<think>|</think>)*$"}};
-
+// The same steering grammar as chat's: chat's extensions reach the chat request a
+// Responses request amounts to.
 json responses_request(uint16_t port, uint64_t seed, int max_tokens) {
   return {
-      {"input", "Think, then answer."},
-      {"seed", seed},
-      {"max_output_tokens", max_tokens},
-      {"text", {{"format", {{"type", "json_schema"}, {"name", "t"}, {"schema", kMarkerString}}}}},
-      {"logit_bias", steering_bias(port)},
-      {"chat_template_kwargs", {{"enable_thinking", true}}},
+      {"input", "Think, then answer."},    {"seed", seed},
+      {"max_output_tokens", max_tokens},   {"guided_grammar", steering_grammar()},
+      {"logit_bias", steering_bias(port)}, {"chat_template_kwargs", {{"enable_thinking", true}}},
       {"reasoning_format", "deepseek"}};
 }
 
@@ -441,8 +435,7 @@ json chat_of(const json& responses) {
   return {{"messages", {{{"role", "user"}, {"content", responses["input"]}}}},
           {"seed", responses["seed"]},
           {"max_tokens", responses["max_output_tokens"]},
-          {"response_format",
-           {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", kMarkerString}}}}},
+          {"guided_grammar", responses["guided_grammar"]},
           {"logit_bias", responses["logit_bias"]},
           {"chat_template_kwargs", responses["chat_template_kwargs"]},
           {"reasoning_format", "deepseek"}};
@@ -537,6 +530,49 @@ TEST(ReasoningHttp, ResponsesGiveChatsReasoningAsAReasoningItemBeforeTheMessage)
 
 // ---------------------------------------------------------------------------------------
 // Refusals.
+
+// A JSON answer's grammar (a schema, a required call) writes the answer from its first
+// token: after a prompt that opened the reasoning, the answer is content, not a reasoning
+// that never closed (the JSON and the call would be lost in reasoning_content). A client's
+// own grammar is read as any output (the tests above steer with one).
+TEST(ReasoningHttp, AJsonAnswersGrammarWritesContentAfterAnOpenedPrompt) {
+  REQUIRE_SERVER(splitting_server());
+  const uint16_t port = splitting_server()->port();
+  const json object_schema = {{"type", "object"},
+                              {"properties", {{"a", {{"type", "integer"}}}}},
+                              {"required", {"a"}},
+                              {"additionalProperties", false}};
+  const json chat = {
+      {"messages", {{{"role", "user"}, {"content", "Answer in JSON."}}}},
+      {"max_tokens", 40},
+      {"seed", 2},
+      {"chat_template_kwargs", {{"enable_thinking", true}}},
+      {"response_format",
+       {{"type", "json_schema"}, {"json_schema", {{"name", "o"}, {"schema", object_schema}}}}}};
+  ASSERT_TRUE(prompt_opens(prompt_of(port, chat)));
+  for (const bool stream : {false, true}) {
+    const Answer answer = stream ? streamed_chat(port, chat) : whole_chat(port, chat);
+    EXPECT_FALSE(answer.reasoning.has_value()) << *answer.reasoning;
+    const json parsed = json::parse(answer.content, nullptr, false);
+    EXPECT_TRUE(parsed.is_object() && parsed["a"].is_number_integer()) << answer.content;
+  }
+  // The Responses form: a named call is a function_call item, not reasoning text.
+  const json call = {
+      {"input", "Add."},
+      {"max_output_tokens", 60},
+      {"seed", 2},
+      {"chat_template_kwargs", {{"enable_thinking", true}}},
+      {"tools", {{{"type", "function"}, {"name", "add"}, {"parameters", object_schema}}}},
+      {"tool_choice", {{"type", "function"}, {"name", "add"}}},
+      {"text", {{"format", {{"type", "json_schema"}, {"name", "o"}, {"schema", object_schema}}}}}};
+  const json response = post_json(port, "/v1/responses", call);
+  ASSERT_TRUE(response.contains("output")) << response.dump();
+  ASSERT_EQ(response["output"].size(), 1u) << response.dump();
+  EXPECT_EQ(response["output"][0]["type"], "function_call") << response.dump();
+  EXPECT_EQ(response["output"][0]["name"], "add");
+  EXPECT_TRUE(
+      json::parse(response["output"][0]["arguments"].get<std::string>())["a"].is_number_integer());
+}
 
 TEST(ReasoningHttp, CompletionsRefuseTheSplitAndBadValuesAreNamed) {
   REQUIRE_SERVER(opening_server());

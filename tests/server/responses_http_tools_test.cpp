@@ -179,6 +179,19 @@ TEST(ResponsesHttp, AFollowUpTurnWithTheCallAndItsOutputIsTheChatTurn) {
 }
 
 TEST(ResponsesHttp, WhatNeedsAStoredResponseOrIsNotServedIsRefusedByName) {
+  // OpenAI's stored-response routes answer 404, saying why, for any id and method.
+  for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/responses/resp_1"},
+           {"DELETE", "/v1/responses/resp_1"},
+           {"POST", "/v1/responses/resp_1/cancel"},
+           {"GET", "/v1/responses/resp_1/input_items"}}) {
+    const HttpResult result = fetch(shared_server().port(), method, target, "");
+    EXPECT_EQ(result.status, 404) << method << " " << target;
+    const std::string message = result.json()["error"]["message"];
+    EXPECT_NE(message.find("'resp_1'"), std::string::npos) << message;
+    EXPECT_NE(message.find("stores no responses"), std::string::npos) << message;
+  }
+
   const uint16_t port = shared_server().port();
   const std::pair<const char*, const char*> cases[] = {
       {R"({"input": "hi", "previous_response_id": "resp_1"})", "previous_response_id"},
