@@ -61,7 +61,8 @@ constexpr std::pair<const char*, const char*> kChatNames[] = {
 
 using Renames = ParamRenames;
 
-void refuse_stored_state(const Json& body) {
+// What needs a stored response, and the settings this server cannot honour.
+void refuse_what_is_not_served(const Json& body) {
   for (const char* name : {"previous_response_id", "conversation", "prompt"}) {
     if (find_field(body, name) != nullptr) {
       reject("'" + std::string(name) + "' " + kNotStored, name);
@@ -392,7 +393,8 @@ bool is_responses_field(const std::string& name) {
 // endpoint's fields are refused.
 Json passed_fields(const Json& body) {
   for (const auto& [name, instead] : kChatNames) {
-    if (find_field(body, name) != nullptr) {
+    const Json* value = find_field(body, name);
+    if (value != nullptr && !(std::string_view(name) == "n" && *value == 1)) {
       reject("'" + std::string(name) + "' is not a field of /v1/responses; " + instead + ".", name);
     }
   }
@@ -515,7 +517,7 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(std::string_vie
   Renames renames;
   try {
     const Json parsed = request_fields::parse_body_object(body);
-    refuse_stored_state(parsed);  // first: its messages say what this endpoint lacks
+    refuse_what_is_not_served(parsed);  // first: its messages say what this endpoint lacks
     request_fields::reject_unimplemented_fields(parsed, Endpoint::kResponses);
     const Json chat = chat_body(parsed, renames);
     auto read = parse_completion_request(chat.dump(), Endpoint::kResponses);

@@ -299,15 +299,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                                        std::shared_ptr<const grammar::CompiledGrammar> grammar,
                                        bool reasoning_opened) {
   const Endpoint endpoint = request.endpoint;
-  // A JSON answer's grammar (a schema, json_object, a required or named call) writes the
-  // answer from the first token, so a prompt that opened the reasoning gets none: the output
-  // is read as starting outside the block. A client's own grammar or regex is read as any
-  // output, since it may spell the reasoning itself.
-  const OutputConstraint::Kind kind = request.constraint.kind;
-  const bool json_answer = request.tools.constrains() ||
-                           kind == OutputConstraint::Kind::kJsonObject ||
-                           kind == OutputConstraint::Kind::kJsonSchema;
-  ReasoningReading reasoning = reasoning_reading(request, reasoning_opened && !json_answer);
+  ReasoningReading reasoning = reasoning_reading(request, reasoning_opened);
   // A marker that is a control token reaches the text only when special tokens are rendered
   // (as a control-token tool-call marker does).
   const bool render_markers = reasoning.enabled && (is_control_token_text(reasoning.markers.open) ||
@@ -384,7 +376,15 @@ ReasoningReading Endpoints::reasoning_reading(const CompletionRequest& request, 
   if (!is_chat(request.endpoint) || !model_.chat_template) return {};
   const ChatTemplateCard& chat = *model_.chat_template;
   if (!chat.reasoning || !request.split_reasoning.value_or(chat.split_reasoning)) return {};
-  return ReasoningReading{true, *chat.reasoning, opened};
+  // A JSON answer's grammar (a schema, json_object, a required or named call) writes the
+  // answer from the first token, so a prompt that opened the reasoning gets none: the output
+  // is read as starting outside the block. A client's own grammar or regex is read as any
+  // output, since it may spell the reasoning itself.
+  const OutputConstraint::Kind kind = request.constraint.kind;
+  const bool json_answer = request.tools.constrains() ||
+                           kind == OutputConstraint::Kind::kJsonObject ||
+                           kind == OutputConstraint::Kind::kJsonSchema;
+  return ReasoningReading{true, *chat.reasoning, opened && !json_answer};
 }
 
 bool Endpoints::is_control_token_text(const std::string& text) const {

@@ -69,8 +69,8 @@ struct GenerationPlan {
   int32_t n = 1;          // choices per prompt
   // Per choice, completions' echo: the prompt's text, sent before the output; or empty.
   std::vector<std::string> echoes;
-  ToolCallReading tools;       // chat with tools: the outputs are read for calls
-  bool tokens_as_ids = false;  // the log-probabilities name each token "token_id:N"
+  ToolCallReading tools;            // chat with tools: the outputs are read for calls
+  bool tokens_as_ids = false;       // the log-probabilities name each token "token_id:N"
   ReasoningReading reasoning = {};  // chat: the reasoning split off the content
   // /v1/responses: what writes the response in the encoder's place.
   std::optional<ResponsesWriter> responses = std::nullopt;
@@ -137,7 +137,8 @@ class Endpoints {
                               std::shared_ptr<const grammar::CompiledGrammar> grammar,
                               bool reasoning_opened);
   // Chat whose answers split the reasoning off: the request's reasoning_format, else the
-  // server's, where the template knows the family's markers.
+  // server's, where the template knows the family's markers. opened: the rendered prompt
+  // opened the reasoning (kept unless a JSON answer's grammar writes the output).
   ReasoningReading reasoning_reading(const CompletionRequest& request, bool opened) const;
   // Whether a text is one control token, which skip_special_tokens would drop.
   bool is_control_token_text(const std::string& text) const;

@@ -192,6 +192,7 @@ TEST(ResponsesApiRequest, ChatsExtensionsPassThrough) {
   EXPECT_EQ(r.request.stop, std::vector<std::string>{"\n"});
   EXPECT_EQ(r.request.cache_salt, "s");
   EXPECT_TRUE(parsed(R"({"input": "x", "ignore_eos": true})").request.sampling.ignore_eos);
+  EXPECT_EQ(parsed(R"({"input": "x", "n": 1})").request.n, 1);  // chat's neutral n: accepted
 }
 
 // A required or named call is the turn: text.format, the message's shape, has no message
