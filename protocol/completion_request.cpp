@@ -194,18 +194,13 @@ void read_streaming(const Json& body, CompletionRequest& request) {
 
 // tools reach the chat template whatever tool_choice says (as vLLM renders them); a
 // required or named call constrains the output, so it cannot stand beside another constraint.
-// Under "auto" another constraint would hold the output from its first token, so no call
-// could ever be made: refused too, rather than dropping the tools in silence.
+// Under "auto" another constraint's grammar holds the output from its first token: the
+// answer is the shaped message, one of the outcomes "auto" allows, and no call is made (as
+// vLLM's guided decoding does). Agents rely on it: the Agents SDK's agent with an output
+// type sends tools, "auto" and the format on every turn after its first call.
 void read_tools(const Json& body, CompletionRequest& request) {
   request.tools = request_fields::read_tool_request(body);
   request.chat.tools = request.tools.definitions;
-  if (request.tools.parses() && !request.tools.constrains() && request.constraint.active()) {
-    reject("'" + request.constraint.param +
-               "' holds the output to its shape from the first token, so with 'tools' under "
-               "tool_choice \"auto\" no call could be made; send tool_choice \"none\" (an "
-               "answer of that shape) or \"required\" (a call), or leave it out.",
-           request.constraint.param);
-  }
   if (request.tools.constrains() && request.constraint.active()) {
     reject("'tool_choice' " +
                std::string(request.tools.choice.mode == ToolChoice::Mode::kRequired
