@@ -105,43 +105,42 @@ std::string ResponsesWriter::opening_events() {
   return events;
 }
 
-std::string ResponsesWriter::open_message() {
-  if (message_open_) return {};
-  message_open_ = true;
-  Json item = message_item("in_progress");
+// The events that begin an item of one part: the item added (its content empty), then its
+// part added, empty; end_item's counterpart.
+std::string ResponsesWriter::begin_item(Json item, Json empty_part) {
+  const Json item_id = item["id"];
   item["content"] = Json::array();
   std::string events = event("response.output_item.added",
                              Json{{"output_index", output_.size()}, {"item", std::move(item)}});
-  Json part{{"type", "output_text"},
-            {"text", ""},
-            {"annotations", Json::array()},
-            {"logprobs", Json::array()}};
-  events += event("response.content_part.added", Json{{"item_id", "msg_" + key_},
+  events += event("response.content_part.added", Json{{"item_id", item_id},
                                                       {"output_index", output_.size()},
                                                       {"content_index", 0},
-                                                      {"part", std::move(part)}});
+                                                      {"part", std::move(empty_part)}});
   return events;
+}
+
+std::string ResponsesWriter::open_message() {
+  if (message_open_) return {};
+  message_open_ = true;
+  return begin_item(message_item("in_progress"), Json{{"type", "output_text"},
+                                                      {"text", ""},
+                                                      {"annotations", Json::array()},
+                                                      {"logprobs", Json::array()}});
 }
 
 std::string ResponsesWriter::reasoning_events(std::string_view text) {
   if (text.empty()) return {};
   std::string events;
-  const Json place{
-      {"item_id", "rs_" + key_}, {"output_index", output_.size()}, {"content_index", 0}};
   if (!reasoning_open_) {
     reasoning_open_ = true;
-    Json item = reasoning_item("in_progress");
-    item["content"] = Json::array();
-    events += event("response.output_item.added",
-                    Json{{"output_index", output_.size()}, {"item", std::move(item)}});
-    Json added = place;
-    added["part"] = {{"type", "reasoning_text"}, {"text", ""}};
-    events += event("response.content_part.added", std::move(added));
+    events +=
+        begin_item(reasoning_item("in_progress"), Json{{"type", "reasoning_text"}, {"text", ""}});
   }
   reasoning_ += text;
-  Json delta = place;
-  delta["delta"] = text;
-  events += event("response.reasoning_text.delta", std::move(delta));
+  events += event("response.reasoning_text.delta", Json{{"item_id", "rs_" + key_},
+                                                        {"output_index", output_.size()},
+                                                        {"content_index", 0},
+                                                        {"delta", text}});
   return events;
 }
 

@@ -58,6 +58,7 @@ class ResponsesWriter {
   Json message_item(std::string_view status) const;
   Json reasoning_item(std::string_view status) const;
   std::string close_reasoning(std::string_view status);
+  std::string begin_item(Json item, Json empty_part);
   std::string end_item(const Json& item, std::string_view text_done, Json text_fields);
   Json call_item(size_t index, const ToolCallOut& call, std::string_view status) const;
   std::string open_message();

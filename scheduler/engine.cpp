@@ -16,6 +16,12 @@ std::optional<std::string> token_text(const Tokenizer& tokenizer, int32_t id) {
   return tokenizer.token_text(id);
 }
 
+// Whether a text is one control token, which skip_special_tokens drops from the output.
+bool is_control_token_text(const Tokenizer& tokenizer, const std::string& text) {
+  const std::vector<int32_t> ids = tokenizer.encode(text, false, /*parse_special=*/true);
+  return ids.size() == 1 && tokenizer.token_bytes(ids[0], /*render_special=*/false).empty();
+}
+
 std::shared_ptr<const JinjaChatTemplate> compile_chat_template(const std::string& source,
                                                                const std::string& origin,
                                                                bool from_flag) {
@@ -68,6 +74,9 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
   card.eos_token = token_text(tokenizer, tokenizer.eos_id());
   card.tool_format = detect_tool_call_format(source);
   card.reasoning = detect_reasoning_markers(source);
+  card.reasoning_markers_are_control =
+      card.reasoning && (is_control_token_text(tokenizer, card.reasoning->open) ||
+                         is_control_token_text(tokenizer, card.reasoning->close));
   card.split_reasoning = options.split_reasoning;
   return card;
 }

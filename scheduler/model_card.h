@@ -35,6 +35,9 @@ struct ChatTemplateCard {
   // How the family marks its reasoning, read from the template's source; nullopt: it has
   // none, and no output is split.
   std::optional<ReasoningMarkers> reasoning;
+  // A marker is a control token (Magistral's [THINK]), which reaches the text only when
+  // special tokens are rendered: requests that split render them.
+  bool reasoning_markers_are_control = false;
   // --reasoning-format deepseek: chat answers carry the reasoning apart
   // (reasoning_content), unless a request's reasoning_format says otherwise.
   bool split_reasoning = false;

@@ -268,8 +268,10 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
     auto rendered = render_chat(request.chat, prompt_param(endpoint));
     if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
     const auto& segments = std::get<std::vector<PromptSegment>>(rendered);
-    const auto& markers = model_.chat_template->reasoning;  // render_chat found a template
-    *reasoning_opened = markers && reasoning_opened_by(join_segments(segments), *markers);
+    // Read only where the answer will be split: it joins the whole prompt.
+    const ReasoningReading split = reasoning_reading(request, false);
+    *reasoning_opened =
+        split.enabled && reasoning_opened_by(join_segments(segments), split.markers);
     prompts.push_back(tokenize_chat_prompt(tokenizer_, segments));
   } else if (request.has_prompt_tokens()) {
     prompts.push_back(request.prompt_tokens);
@@ -302,8 +304,8 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   ReasoningReading reasoning = reasoning_reading(request, reasoning_opened);
   // A marker that is a control token reaches the text only when special tokens are rendered
   // (as a control-token tool-call marker does).
-  const bool render_markers = reasoning.enabled && (is_control_token_text(reasoning.markers.open) ||
-                                                    is_control_token_text(reasoning.markers.close));
+  const bool render_markers =
+      reasoning.enabled && model_.chat_template->reasoning_markers_are_control;
   ResponseHeader header;
   header.id = request.request_id.empty() ? next_response_id(endpoint)
                                          : response_id_prefix(endpoint) + request.request_id;
@@ -385,11 +387,6 @@ ReasoningReading Endpoints::reasoning_reading(const CompletionRequest& request, 
                            kind == OutputConstraint::Kind::kJsonObject ||
                            kind == OutputConstraint::Kind::kJsonSchema;
   return ReasoningReading{true, *chat.reasoning, opened && !json_answer};
-}
-
-bool Endpoints::is_control_token_text(const std::string& text) const {
-  const std::vector<int32_t> ids = tokenizer_.encode(text, false, /*parse_special=*/true);
-  return ids.size() == 1 && tokenizer_.token_bytes(ids[0], /*render_special=*/false).empty();
 }
 
 // Asked only for requests with tools, which render through the tool_use template where

@@ -140,8 +140,6 @@ class Endpoints {
   // server's, where the template knows the family's markers. opened: the rendered prompt
   // opened the reasoning (kept unless a JSON answer's grammar writes the output).
   ReasoningReading reasoning_reading(const CompletionRequest& request, bool opened) const;
-  // Whether a text is one control token, which skip_special_tokens would drop.
-  bool is_control_token_text(const std::string& text) const;
   Result apply_template(const ApiRequest& api);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
   // request (the model has no template, or the template raised or failed), naming param.

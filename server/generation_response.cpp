@@ -25,17 +25,25 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
   for (Choice& c : choices_) c.reasoning.emplace(reasoning_.markers, reasoning_.opened);
 }
 
+// The event `make` builds from the log-probabilities of the tokens since the choice's last
+// event (null when the response has none), which that event then carries.
+template <typename Make>
+std::string GenerationResponse::carrying_logprobs(Choice& c, Make make) {
+  if (!logprobs_) return make(nullptr);
+  const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
+  std::string event = make(&piece);
+  c.text_position = advanced(c.text_position, c.pending);
+  c.pending.clear();
+  return event;
+}
+
 std::string GenerationResponse::reasoning_event(int32_t index, Choice& c, std::string_view text) {
   if (text.empty()) return {};
   // The Responses reasoning item has no logprobs: the tokens' stay for the message's, so
   // that its logprobs cover the whole output there as in the whole body.
   if (responses_) return responses_->reasoning_events(text);
-  if (!logprobs_) return encoder_.reasoning_event(text, nullptr, index);
-  const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
-  std::string event = encoder_.reasoning_event(text, &piece, index);
-  c.text_position = advanced(c.text_position, c.pending);
-  c.pending.clear();
-  return event;
+  return carrying_logprobs(
+      c, [&](const LogprobsPiece* piece) { return encoder_.reasoning_event(text, piece, index); });
 }
 
 ReasoningPieces GenerationResponse::split_of(const Choice& c) const {
@@ -45,16 +53,10 @@ ReasoningPieces GenerationResponse::split_of(const Choice& c) const {
 
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
 std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string_view text) {
-  if (!logprobs_) {
-    return responses_ ? responses_->text_events(text, nullptr)
-                      : encoder_.text_event(text, nullptr, index);
-  }
-  const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
-  std::string event =
-      responses_ ? responses_->text_events(text, &piece) : encoder_.text_event(text, &piece, index);
-  c.text_position = advanced(c.text_position, c.pending);
-  c.pending.clear();
-  return event;
+  return carrying_logprobs(c, [&](const LogprobsPiece* piece) {
+    return responses_ ? responses_->text_events(text, piece)
+                      : encoder_.text_event(text, piece, index);
+  });
 }
 
 std::string GenerationResponse::text(int32_t choice, std::string_view text) {

@@ -98,6 +98,8 @@ class GenerationResponse {
     // Streamed with the reasoning split off: where the output is.
     std::optional<ReasoningStream> reasoning;
   };
+  template <typename Make>
+  std::string carrying_logprobs(Choice& c, Make make);
   std::string text_event(int32_t index, Choice& c, std::string_view text);
   // Streamed: content text, read for calls when tools are.
   std::string content_text(int32_t index, Choice& c, std::string_view text);
