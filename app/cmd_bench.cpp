@@ -156,7 +156,8 @@ Subcommand make_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--temperature", o.temperature, "Sampling temperature (default 1)")
       ->check(finite_range(0, 100));
-  cmd->add_flag("--stream", o.stream, "Stream responses (SSE): TTFT, TPOT and ITL need it");
+  auto* stream =
+      cmd->add_flag("--stream", o.stream, "Stream responses (SSE): TTFT, TPOT and ITL need it");
   auto* offline = cmd->add_flag("--offline", o.offline,
                                 "With --model: submit straight to the scheduler, no HTTP");
   offline->needs(model);
@@ -172,6 +173,13 @@ Subcommand make_bench_command(CLI::App& app) {
                   "Constrain outputs to this JSON Schema (response_format json_schema); with "
                   "--model, runs unconstrained and constrained side by side")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--embeddings", o.embeddings,
+                "POST /v1/embeddings, each prompt one input (with --model: the engine's "
+                "pooling): throughput in prompt tokens, latency per request")
+      ->excludes(stream)
+      ->excludes("--json-schema")
+      ->excludes("--max-tokens")
+      ->excludes("--temperature");
   add_engine_flags(*cmd, *flags, model);
 
   return {cmd, [flags, url, model, overlap, prefix_cache, json] {

@@ -27,6 +27,7 @@ struct ServeOptions {
   std::vector<std::string> served_model_names;
   std::string chat_template;  // a file; empty: the GGUF's own
   std::string reasoning_format = "none";
+  std::string pooling;  // --pooling; empty: the file's pooling_type, else last
   int32_t ctx_size = 0;
   std::string overlap = "on";
   int threads = 0;
@@ -109,6 +110,13 @@ std::string reasoning_line(const ModelCard& card) {
          (card.chat_template->split_reasoning ? " split off" : " kept in content");
 }
 
+// What the startup line says of /v1/embeddings: its pooling and where that came from.
+std::string embeddings_line(const ModelCard& card) {
+  if (card.embedding_size == 0) return "off (this device computes none)";
+  return std::to_string(card.embedding_size) + "-wide, " + std::string(pooling_name(card.pooling)) +
+         " pooling (" + card.pooling_origin + ")";
+}
+
 int run_serve(ServeOptions o) {
   // Before the model loads: a bad log path would otherwise surface only after it.
   if (!o.server.access_log.empty() && o.server.access_log != "-")
@@ -127,6 +135,7 @@ int run_serve(ServeOptions o) {
   }
   engine_options.split_reasoning = o.reasoning_format == "deepseek";
   engine_options.context_length = o.ctx_size;
+  if (!o.pooling.empty()) engine_options.pooling = parse_pooling(o.pooling);
   engine_options.threads = o.threads;
   engine_options.kv_tokens = o.kv_tokens;
   engine_options.kv_prefault_tokens = o.kv_prefault;
@@ -172,16 +181,18 @@ int run_serve(ServeOptions o) {
                 std::to_string(static_cast<int>(device.kv_prefault_seconds * 1000 + 0.5)) + " ms";
   std::printf(
       "tandem: listening on http://%s:%u (model %s, context %d, vocab %d, chat template %s "
-      "(tool calls: %s, reasoning: %s), KV %lld tokens of %s at %lld bytes each%s, prefix cache "
+      "(tool calls: %s, reasoning: %s), embeddings %s, KV %lld tokens of %s at %lld bytes each%s, "
+      "prefix cache "
       "%s, device %s, "
       "overlap %s)\n",
       url_host(o.server.host).c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
       card.chat_template ? tool_call_format_name(card.chat_template->tool_format) : "none",
-      reasoning_line(card).c_str(), static_cast<long long>(card.kv_capacity_tokens),
-      card.kv_type.c_str(), static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(),
-      o.prefix_cache.c_str(), engine->device_description().c_str(), o.overlap.c_str());
+      reasoning_line(card).c_str(), embeddings_line(card).c_str(),
+      static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
+      static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(), o.prefix_cache.c_str(),
+      engine->device_description().c_str(), o.overlap.c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
@@ -211,6 +222,10 @@ Subcommand make_serve_command(CLI::App& app) {
                   "/v1/responses); a request's reasoning_format overrides it")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "deepseek"}));
+  cmd->add_option("--pooling", opts->pooling,
+                  "How /v1/embeddings pools the prompt's last hidden states: mean, cls or last "
+                  "(default: the file's pooling_type, else last)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   cmd->add_option("--ctx-size", opts->ctx_size,
                   "The longest sequence (prompt + output) served, at most the model's context; "
                   "the default KV budget holds at least one (default: the model's context)")

@@ -54,6 +54,7 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
             {"max_tokens", o.max_tokens},
             {"temperature", o.temperature},
             {"stream", o.stream},
+            {"embeddings", o.embeddings},
             {"seed", o.seed},
             // Whether every run's requests set it (each run's own "ignore_eos" says): a run
             // constrained by --json-schema ends where its schema does.
@@ -78,6 +79,7 @@ LoadOptions load_options(const BenchOptions& o, ProgressBar& progress) {
   LoadOptions load;
   load.concurrency = o.concurrency;
   load.stream = o.stream;
+  load.embeddings = o.embeddings;
   load.temperature = o.temperature;
   load.on_done = [&progress](const RequestRecord& r) { progress.advance(r.ok); };
   return load;
@@ -91,10 +93,16 @@ std::string describe_load(const BenchOptions& o) {
     s << o.prompt_tokens_min;
   else
     s << o.prompt_tokens_min << ".." << o.prompt_tokens_max;
-  s << " tokens, max " << o.max_tokens << " tokens";
+  if (o.embeddings) {
+    s << " tokens, /v1/embeddings (nothing generated), ";
+  } else {
+    s << " tokens, max " << o.max_tokens << " tokens";
+  }
   // With --model and --json-schema, an unconstrained run goes first unless overlap is
   // compared (bench_model's modes).
-  if (o.json_schema.empty())
+  if (o.embeddings)
+    ;
+  else if (o.json_schema.empty())
     s << " (ignore_eos), ";
   else if (o.url.empty() && o.overlap != "compare")
     s << " (ignore_eos in the unconstrained run only), ";
@@ -105,7 +113,9 @@ std::string describe_load(const BenchOptions& o) {
     s << "rate " << o.request_rate << "/s (burstiness " << o.burstiness << "), ";
   else if (o.concurrency <= 0)
     s << "all at once, ";
-  if (o.offline)
+  if (o.embeddings)
+    s << "whole responses timed";
+  else if (o.offline)
     s << "every token timed";  // the sink sees each delta, stream or not
   else
     s << (o.stream ? "streamed" : "not streamed");
@@ -194,11 +204,15 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
 
   // One short request first, so that neither mode pays for first-touch costs (page faults
   // on the mapped weights, packing) inside its measured run.
-  run_offline(engine.scheduler(), {warmup_request(workload)}, LoadOptions{});
+  LoadOptions warm_options;
+  warm_options.embeddings = o.embeddings;
+  warm_options.pooling = engine.card().pooling;
+  run_offline(engine.scheduler(), {warmup_request(workload)}, warm_options);
 
   ProgressBar progress(label, static_cast<int64_t>(workload.size()),
                        o.progress && ProgressBar::stderr_is_terminal());
   LoadOptions load = load_options(o, progress);
+  load.pooling = engine.card().pooling;
   if (mode.constrained) {
     load.json_schema = read_schema(o.json_schema);
     try {
@@ -309,7 +323,9 @@ void bench_url(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& ou
       << std::flush;  // a log read while the run goes on shows what it is waiting for
   // One short request first, as vllm bench serve does: it checks the server answers and
   // keeps first-touch costs (cold weights, first allocations) out of the measured run.
-  const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, LoadOptions{});
+  LoadOptions warm_options;
+  warm_options.embeddings = o.embeddings;
+  const LoadResult warm = run_http(url, info.model, {warmup_request(workload)}, warm_options);
   if (!warm.records.front().ok)
     throw std::runtime_error("the first request failed: " + warm.records.front().error);
   ProgressBar progress("http", o.requests, o.progress && ProgressBar::stderr_is_terminal());
@@ -347,9 +363,11 @@ int compare_modes(const std::vector<ModeRun>& runs, const std::vector<RunReport>
     if (first_mismatch < 0) first_mismatch = static_cast<int64_t>(i);
     ++mismatches;
   }
-  const double ratio = off.output_tokens_per_second > 0
-                           ? on.output_tokens_per_second / off.output_tokens_per_second
-                           : 0;
+  // Embeddings generate nothing: their throughput is the prompt tokens (total).
+  const bool pooled = off.output_tokens == 0 && on.output_tokens == 0;
+  const double on_rate = pooled ? on.total_tokens_per_second : on.output_tokens_per_second;
+  const double off_rate = pooled ? off.total_tokens_per_second : off.output_tokens_per_second;
+  const double ratio = off_rate > 0 ? on_rate / off_rate : 0;
   // TTFT is timed only for streamed requests (summary.h): without, there is no ratio.
   const bool ttft_timed = off.ttft_ms.count > 0 && on.ttft_ms.count > 0 && off.ttft_ms.p50 > 0;
   const double ttft_ratio = ttft_timed ? on.ttft_ms.p50 / off.ttft_ms.p50 : 0;
@@ -360,8 +378,8 @@ int compare_modes(const std::vector<ModeRun>& runs, const std::vector<RunReport>
                             {"mismatched_requests", mismatches}};
   out << format_table(reports) << "\n";
   char line[200];
-  std::snprintf(line, sizeof line, "%s on/off output throughput: %.3fx (%.1f vs %.1f tok/s)",
-                what.c_str(), ratio, on.output_tokens_per_second, off.output_tokens_per_second);
+  std::snprintf(line, sizeof line, "%s on/off %s throughput: %.3fx (%.1f vs %.1f tok/s)",
+                what.c_str(), pooled ? "total (prompt)" : "output", ratio, on_rate, off_rate);
   out << line;
   if (ttft_timed) {
     std::snprintf(line, sizeof line, "; TTFT p50 %.3fx", ttft_ratio);

@@ -31,6 +31,9 @@ struct BenchOptions {
   float temperature = 1.0f;
   bool stream = false;
   bool offline = false;
+  // POST /v1/embeddings instead of completions (with --model: the engine's pooling): each
+  // request pools its prompt and generates nothing; throughput is prompt tokens.
+  bool embeddings = false;
   uint64_t seed = 0;
   std::string json_path;       // empty: no JSON file
   bool json_detailed = false;  // the JSON also holds every request's record (request_json)

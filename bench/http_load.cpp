@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -82,6 +83,11 @@ Reply fetch(const ServerUrl& url, http::verb verb, const std::string& path,
 
 std::string request_body(const std::string& model, const PlannedRequest& planned,
                          const LoadOptions& options) {
+  if (options.embeddings) {  // the prompt's tokens as one input
+    nlohmann::ordered_json body = {{"input", planned.prompt}, {"encoding_format", "float"}};
+    if (!model.empty()) body["model"] = model;
+    return body.dump();
+  }
   // Ordered: the schema's properties keep their order, which the output follows.
   nlohmann::ordered_json body = {{"prompt", planned.prompt},
                                  {"max_tokens", planned.max_tokens},
@@ -158,7 +164,9 @@ class Slot : public std::enable_shared_from_this<Slot> {
       record() = RequestRecord{};
       record().prompt_tokens = static_cast<int64_t>(planned.prompt.size());
       record().start_seconds = seconds_between(run_.start, Clock::now());
-      req_ = {http::verb::post, run_.url.prefix + "/v1/completions", 11};
+      req_ = {http::verb::post,
+              run_.url.prefix + (run_.options->embeddings ? "/v1/embeddings" : "/v1/completions"),
+              11};
       req_.set(http::field::host, run_.url.host);
       req_.set(http::field::user_agent, "tandem-bench");
       req_.set(http::field::content_type, "application/json");
@@ -236,6 +244,7 @@ class Slot : public std::enable_shared_from_this<Slot> {
       if (!r.error.empty()) return fail(r.error);
     } else {
       const json body = json::parse(response.body(), nullptr, false);
+      if (run_.options->embeddings) return on_embedding(body, now);
       if (body.is_discarded() || !first_choice(body))
         return fail("unexpected response: " + response.body().substr(0, 300));
       const json& choice = *first_choice(body);
@@ -244,6 +253,27 @@ class Slot : public std::enable_shared_from_this<Slot> {
         r.finish_reason = choice["finish_reason"];
       read_usage(body);
     }
+    r.ok = true;
+    const bool keep = parser_->keep_alive();
+    end(now);
+    if (!keep) reset_connection();
+    take_next();
+  }
+
+  // An embeddings answer: its one vector as the record's text, its usage's prompt tokens.
+  void on_embedding(const json& body, Clock::time_point now) {
+    const json* data = body.is_object() && body.contains("data") && body["data"].is_array() &&
+                               body["data"].size() == 1 && body["data"][0].is_object()
+                           ? &body["data"][0]
+                           : nullptr;
+    if (data == nullptr || !data->contains("embedding") || !(*data)["embedding"].is_array())
+      return fail("unexpected response: " + body.dump().substr(0, 300));
+    std::vector<float> embedding;
+    for (const json& x : (*data)["embedding"])
+      embedding.push_back(x.is_number() ? x.get<float>() : std::nanf(""));
+    RequestRecord& r = record();
+    r.text = embedding_text(embedding);
+    read_usage(body);
     r.ok = true;
     const bool keep = parser_->keep_alive();
     end(now);

@@ -4,8 +4,12 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <vector>
+
+#include "protocol/embedding_request.h"
 
 namespace tandem::bench {
+
 namespace {
 
 // Shared by the driver thread and the sinks (which run on the scheduler thread).
@@ -34,8 +38,15 @@ class RecordingSink : public RequestSink {
     record_.text += delta;
   }
 
+  // Normalized as the server's answer is by default, so both paths' texts compare.
+  void on_embedding(std::span<const float> embedding) override {
+    std::vector<float> unit(embedding.begin(), embedding.end());
+    normalize_embedding(unit);
+    record_.text = embedding_text(unit);
+  }
+
   void on_finish(FinishReason reason, const Usage& usage) override {
-    record_.finish_reason = finish_reason_name(reason);
+    record_.finish_reason = options_.embeddings ? "" : finish_reason_name(reason);
     record_.prompt_tokens = static_cast<int64_t>(usage.prompt_tokens);
     record_.output_tokens = static_cast<int64_t>(usage.completion_tokens);
     record_.cached_tokens = static_cast<int64_t>(usage.cached_tokens);
@@ -96,7 +107,7 @@ LoadResult run_offline(Scheduler& scheduler, const std::vector<PlannedRequest>& 
       while (Clock::now() < due) tally.cv.wait_until(lock, due);
       ++tally.in_flight;
     }
-    record.streamed = true;
+    record.streamed = !options.embeddings;  // an embedding has no tokens to time
     record.start_seconds = seconds_between(start, Clock::now());
     record.prompt_tokens = static_cast<int64_t>(planned.prompt.size());
     auto sink = std::make_shared<RecordingSink>(record, tally, options);
@@ -107,7 +118,8 @@ LoadResult run_offline(Scheduler& scheduler, const std::vector<PlannedRequest>& 
     request.sampling.seed = planned.seed;
     request.sampling.ignore_eos = options.grammar == nullptr;
     request.grammar = options.grammar;
-    request.max_tokens = planned.max_tokens;
+    request.max_tokens = options.embeddings ? 0 : planned.max_tokens;
+    if (options.embeddings) request.pooling = options.pooling;
     request.sink = sink;
     sink->start();
     const SubmitResult submitted = scheduler.submit(std::move(request));

@@ -192,6 +192,11 @@ Engine::Engine(EngineOptions options) {
   card.kv_local_capacity_tokens = int64_t{info.kv_local_blocks} * int64_t{info.kv_block_size};
   card.kv_local_bytes_per_token = info.kv_local_bytes_per_token;
   card.sliding_window = info.sliding_window;
+  card.pooling = options.pooling.value_or(model_->config().pooling.value_or(Pooling::kLast));
+  card.pooling_origin = options.pooling            ? "--pooling"
+                        : model_->config().pooling ? "pooling_type"
+                                                   : "default";
+  card.embedding_size = info.pools ? info.embedding_size : 0;
   // The vocabulary as the grammar engine sees it, once per model (the trie and the plain
   // text index cost milliseconds for a 50k vocabulary; no request rebuilds them).
   card.grammars =

@@ -38,7 +38,10 @@ struct EngineOptions {
   // GGUF's template is not compiled: one tandem cannot parse must not refuse the model.
   // The card then has no template.
   bool chat = true;
-  int32_t context_length = 0;     // --ctx-size: at most the model's; 0: the model's
+  int32_t context_length = 0;  // --ctx-size: at most the model's; 0: the model's
+  // /v1/embeddings' pooling (--pooling): nullopt takes the file's {arch}.pooling_type, and
+  // last where it has none (vLLM's default for a decoder model served for embeddings).
+  std::optional<Pooling> pooling;
   int threads = 0;                // compute threads; 0: all cores
   int64_t kv_tokens = 0;          // KV cache capacity; 0: a 2 GiB budget (cpu_executor.h)
   KvType kv_type = KvType::kF16;  // the KV cache's element type (--kv-dtype)

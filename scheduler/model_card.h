@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/chat_prompt.h"
+#include "protocol/pooling.h"
 #include "protocol/reasoning.h"
 #include "protocol/tool_calls/tool_call_format.h"
 #include "runner/grammar/grammar_cache.h"
@@ -58,6 +59,12 @@ struct ModelCard {
   int64_t kv_local_bytes_per_token = 0;
   int32_t sliding_window = 0;
   std::optional<ChatTemplateCard> chat_template;  // nullopt: the model has none
+  // /v1/embeddings: how the prompt's states pool (never kNone), where that came from
+  // ("--pooling", the file's "pooling_type", or "default": last), and the embedding's
+  // width; 0 where the device computes none (the GPU executor, for now).
+  Pooling pooling = Pooling::kLast;
+  std::string pooling_origin = "default";
+  int32_t embedding_size = 0;
   // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
   // its size and tandem's version (model_fingerprint.h).
   std::string fingerprint;

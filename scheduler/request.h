@@ -13,6 +13,7 @@
 
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"  // FinishReason, ErrorKind, Usage
+#include "protocol/pooling.h"
 #include "protocol/sampling_params.h"
 #include "runner/grammar/compiled_grammar.h"
 
@@ -29,6 +30,9 @@ class RequestSink {
   // per prefill chunk; a choice that took its prompt from another's, the shared positions
   // in one piece at admission), before any other event; the first token's logprob is NaN.
   virtual void on_prompt_logprobs(std::span<const TokenLogprobs> logprobs) { (void)logprobs; }
+  // With pooling: the prompt's pooled embedding (protocol/pooling.h; not normalized), once,
+  // just before on_finish.
+  virtual void on_embedding(std::span<const float> embedding) { (void)embedding; }
   // kStop (EOS, a stop_token_ids token or a stop string), kLength (max_tokens, the context or the
   // KV pool), or kCancelled. usage.completion_tokens counts EOS and stop tokens too.
   virtual void on_finish(FinishReason reason, const Usage& usage) = 0;
@@ -59,6 +63,10 @@ struct GenerationRequest {
   // with the same salt, and its own blocks only for those ("": the shared cache). A hit
   // changes no output either way; the salt keeps one tenant from timing another's hits.
   std::string cache_salt;
+  // Embeddings: the prompt's hidden states are pooled so (max_tokens must be 0), and the
+  // embedding is sent before the finish. Mean and cls read every position's state, so they
+  // take nothing from the prefix cache; last reads only the last, which is always computed.
+  Pooling pooling = Pooling::kNone;
   std::shared_ptr<RequestSink> sink;
 };
 

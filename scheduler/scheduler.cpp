@@ -214,6 +214,14 @@ void Scheduler::apply_cancels() {
   }
 }
 
+// The states a prefill chunk from `first` gives a pooling request's embedding: all of a
+// mean's, the cls state at position 0, the last state in the prompt's last chunk.
+static Pooling chunk_pooling(Pooling pooling, int32_t first, bool last_chunk) {
+  if (pooling == Pooling::kCls && first != 0) return Pooling::kNone;
+  if (pooling == Pooling::kLast && !last_chunk) return Pooling::kNone;
+  return pooling;
+}
+
 // A chunk of the prefill: the prompt (the last chunk samples the first token), or after a
 // preemption the prompt and the generated tokens but the last (nothing to sample: the
 // request decodes from its last token next). False, adding nothing, when the local group
@@ -241,6 +249,7 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   // max_tokens 0 prompt, which is only scored.
   row.sample = last_chunk && !r.resuming() && r.max_new > 0;
   if (!last_chunk) row.next_prompt_token = r.token_at(r.prefill_launched + n);
+  row.pooling = chunk_pooling(r.in.pooling, r.prefill_launched, last_chunk);
   step.first_position.push_back(r.prefill_launched);
   plan.rows.push_back(std::move(row));
   step.rows.push_back(&r);

@@ -158,6 +158,8 @@ class Scheduler {
   void process(Launched& step, const StepResult& result);
   void accept(Request& r, int32_t token, const RowLogprobs* logprobs);
   TokenLogprobs named(const RowLogprobs& logprobs) const;
+  void add_pooled(Request& r, int32_t first_position, int32_t tokens,
+                  const std::vector<int64_t>& sum);
   void send_prompt_logprobs(Request& r, int32_t first_position,
                             const std::vector<RowLogprobs>& scored);
   void finish(Request& r, FinishReason reason, bool flush);

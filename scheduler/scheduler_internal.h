@@ -85,6 +85,10 @@ struct Scheduler::Request {
   // Echo with logprobs: the prompt positions whose logprobs were sent (0 .. this - 1). Kept
   // across preemption, so a recomputed prefill sends only the positions after them.
   int32_t prompt_logprobs_sent = 0;
+  // Embeddings (in.pooling): the fixed-point sum of the states pooled so far, and how many.
+  // A chunk at position 0 starts it again (a preempted prefill recomputes from there).
+  std::vector<int64_t> pooled_sum;
+  int64_t pooled_count = 0;
   // Structured output: made at submission from in.grammar and from then on advanced only by
   // the device worker (StepRow::grammar). Every sampled token is either accepted or comes
   // after the row finished, so it matches `generated` whenever the row is next launched;

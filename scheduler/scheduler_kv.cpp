@@ -10,8 +10,10 @@ namespace tandem {
 // Whether r may take its prefix from the cache: not a request that scores its prompt (echo
 // with logprobs), which computes every position (the cache holds KV, not the logits it
 // needs). Admission's test, and the pacer's look below.
+// Nor one that pools mean or cls (embeddings), which read every position's hidden state.
 bool Scheduler::reuses_prefix(const Request& r) const {
-  return options_.prefix_cache && r.in.sampling.prompt_logprobs < 0;
+  return options_.prefix_cache && r.in.sampling.prompt_logprobs < 0 &&
+         r.in.pooling != Pooling::kMean && r.in.pooling != Pooling::kCls;
 }
 
 // Where r's prefill would start if admitted now: after the full blocks of its prompt that the

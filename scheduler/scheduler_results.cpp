@@ -28,14 +28,37 @@ void Scheduler::process(Launched& step, const StepResult& result) {
       if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
       continue;
     }
+    if (!result.pooled.empty() && !result.pooled[i].empty()) {
+      add_pooled(r, step.first_position[i], step.write_end[i] - step.first_position[i],
+                 result.pooled[i]);
+    }
     if (step.sample[i]) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
     } else if (r.max_new == 0 && r.prefill_launched == r.prompt_len) {
-      finish(r, FinishReason::kLength, false);  // max_tokens 0: the prompt was only scored
+      // max_tokens 0: the prompt was only scored, or pooled into an embedding.
+      if (r.in.pooling != Pooling::kNone) {
+        r.in.sink->on_embedding(pooled_embedding(r.pooled_sum, r.pooled_count));
+      }
+      finish(r, FinishReason::kLength, false);
     }
   }
   // Blocks go back only now: this step was the last one that could write them.
   for (Request* r : step.rows) retire_if_done(*r);
+}
+
+// A chunk's pooled states into r's sum. The chunk at position 0 starts the sum again: a
+// request preempted mid-prefill recomputes every position from there (a pooling request
+// takes nothing from the cache but a last state, which no earlier chunk gives), and its
+// earlier chunks' steps were all processed before (steps are processed in launch order).
+void Scheduler::add_pooled(Request& r, int32_t first_position, int32_t tokens,
+                           const std::vector<int64_t>& sum) {
+  if (first_position == 0 || r.pooled_sum.size() != sum.size()) {
+    r.pooled_sum.assign(sum.size(), 0);
+    r.pooled_count = 0;
+  }
+  for (size_t k = 0; k < sum.size(); ++k) r.pooled_sum[k] += sum[k];
+  // Mean pools every token of the chunk; cls and last one state.
+  r.pooled_count += r.in.pooling == Pooling::kMean ? tokens : 1;
 }
 
 TokenLogprobs Scheduler::named(const RowLogprobs& logprobs) const {

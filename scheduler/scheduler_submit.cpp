@@ -28,7 +28,12 @@ SubmitResult Scheduler::submit(std::vector<GenerationRequest> requests) {
   {
     std::lock_guard lock(inbox_mutex_);
     if (stopping_) return SubmitResult{0, ErrorKind::kShuttingDown, "the server is stopping", {}};
-    if (static_cast<int64_t>(waiting_.size() + made.size()) > options_.max_queue) {
+    // The inputs of one embeddings request (a list of pooling requests, up to OpenAI's
+    // 2048) count as one request: each is a prefill only, and clients batch hundreds.
+    const bool pooling_list = std::all_of(
+        made.begin(), made.end(), [](const auto& r) { return r->in.pooling != Pooling::kNone; });
+    const size_t queued = pooling_list ? 1 : made.size();
+    if (static_cast<int64_t>(waiting_.size() + queued) > options_.max_queue) {
       return SubmitResult{0, ErrorKind::kOverloaded, "the waiting queue is full", {}};
     }
     for (auto& r : made) {
@@ -52,7 +57,8 @@ void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& first = *requests[i];
     const int32_t before_last = first.prompt_len - 1;
-    if (first.share || before_last <= 0) continue;
+    // A pooling request computes its own states (a share's members skip the leader's).
+    if (first.share || before_last <= 0 || first.in.pooling != Pooling::kNone) continue;
     auto share = std::make_shared<PromptShare>();
     share->blocks = before_last / bs;
     // With a sliding-window group the partly filled block is not copied: its local-layer
@@ -62,7 +68,8 @@ void Scheduler::share_prompts(std::vector<std::unique_ptr<Request>>& requests) {
     if (share->blocks == 0 && share->partial == 0) continue;  // nothing to share
     for (size_t j = i; j < requests.size(); ++j) {
       Request& other = *requests[j];
-      if (other.share || other.in.sampling.prompt_logprobs != first.in.sampling.prompt_logprobs ||
+      if (other.share || other.in.pooling != Pooling::kNone ||
+          other.in.sampling.prompt_logprobs != first.in.sampling.prompt_logprobs ||
           other.in.prompt != first.in.prompt)
         continue;
       other.share = share;
@@ -84,6 +91,11 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
   }
   if (request.max_tokens && *request.max_tokens < 0) {
     return invalid("max_tokens must not be negative");
+  }
+  if (request.pooling != Pooling::kNone) {
+    if (!info_.pools) return invalid("this device does not compute embeddings");
+    if (request.max_tokens != 0 || request.sampling.prompt_logprobs >= 0 || request.grammar)
+      return invalid("a pooling request generates and scores nothing (max_tokens 0)");
   }
   const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
   // A request that generates nothing (max_tokens 0: echo scoring a prompt) may fill the

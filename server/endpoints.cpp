@@ -85,6 +85,7 @@ const Endpoints::Route* Endpoints::find_route(std::string_view path) {
       {"/v1/completions", "POST", false, &Endpoints::completions},
       {"/v1/chat/completions", "POST", false, &Endpoints::chat_completions},
       {"/v1/responses", "POST", false, &Endpoints::responses},
+      {"/v1/embeddings", "POST", false, &Endpoints::embeddings},
       {"/v1/models", "GET", false, &Endpoints::models},
       {"/apply-template", "POST", false, &Endpoints::apply_template},
       {"/tokenize", "POST", false, &Endpoints::tokenize},
@@ -190,9 +191,10 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
 
 std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
     GenerationPlan& plan, const std::function<std::shared_ptr<RequestSink>(int32_t)>& make_sink) {
-  // More choices than the queue ever holds: a 503's retry could never succeed.
+  // More choices than the queue ever holds: a 503's retry could never succeed. (An
+  // embeddings request's inputs count as one request there: Scheduler::submit.)
   const auto count = static_cast<int64_t>(plan.choices.size());
-  if (count > scheduler_.max_queue()) {
+  if (count > scheduler_.max_queue() && !plan.embeddings) {
     return error_answer(
         bad_request(std::to_string(count) +
                         " choices (n times the prompts) are more than this server queues "

@@ -20,6 +20,7 @@
 #include "protocol/api_error.h"
 #include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
+#include "protocol/embedding_request.h"
 #include "protocol/response_encoder.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/responses_api_writer.h"
@@ -74,6 +75,8 @@ struct GenerationPlan {
   ReasoningReading reasoning = {};  // chat: the reasoning split off the content
   // /v1/responses: what writes the response in the encoder's place.
   std::optional<ResponsesWriter> responses = std::nullopt;
+  // /v1/embeddings: one choice per input, answered with their embeddings.
+  std::optional<EmbeddingsOut> embeddings = std::nullopt;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405
@@ -125,6 +128,9 @@ class Endpoints {
   }
   Result completion(const ApiRequest& api, Endpoint endpoint);
   Result responses(const ApiRequest& api);
+  Result embeddings(const ApiRequest& api);  // embeddings_endpoint.cpp
+  std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> embedding_prompts(
+      const EmbeddingRequest& request) const;
   // A parsed request of any generation endpoint, checked against the model and planned;
   // renames: /v1/responses's, which its refusals are named by.
   Result generation(const ApiRequest& api, CompletionRequest& request,

@@ -2,13 +2,16 @@
 
 #include <utility>
 
+#include "protocol/embedding_request.h"
+
 namespace tandem::server {
 
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
                                        int32_t per_prompt, std::vector<std::string> echoes,
                                        ToolCallReading tools, bool tokens_as_ids,
                                        std::optional<ResponsesWriter> responses,
-                                       ReasoningReading reasoning)
+                                       ReasoningReading reasoning,
+                                       std::optional<EmbeddingsOut> embeddings)
     : encoder_(std::move(encoder)),
       stream_(stream),
       logprobs_(logprobs),
@@ -17,6 +20,7 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
       tools_(std::move(tools)),
       responses_(std::move(responses)),
       reasoning_(std::move(reasoning)),
+      embeddings_(std::move(embeddings)),
       choices_(static_cast<size_t>(encoder_.choice_count())) {
   for (size_t i = 0; i < choices_.size() && i < echoes.size(); ++i) {
     (stream_ ? choices_[i].echo : choices_[i].text) = std::move(echoes[i]);
@@ -174,6 +178,15 @@ std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
 }
 
 std::string GenerationResponse::whole_body() {
+  if (embeddings_) {
+    std::vector<std::vector<float>> all;
+    for (Choice& c : choices_) {
+      all.push_back(std::move(c.embedding));
+      if (embeddings_->normalize) normalize_embedding(all.back());
+    }
+    return embedding_response_json(embeddings_->model, all, embeddings_->base64,
+                                   usage_.prompt_tokens);
+  }
   std::vector<LogprobsPiece> pieces;
   pieces.reserve(choices_.size());
   std::vector<ChoiceResult> results;

@@ -46,6 +46,14 @@ struct ReasoningReading {
   bool opened = false;
 };
 
+// /v1/embeddings: each choice is one input, whose embedding (RequestSink::on_embedding) the
+// whole body lists in input order, normalized when asked, as floats or base64.
+struct EmbeddingsOut {
+  std::string model;
+  bool base64 = false;
+  bool normalize = true;
+};
+
 class GenerationResponse {
  public:
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
@@ -57,7 +65,8 @@ class GenerationResponse {
                      std::vector<std::string> echoes, ToolCallReading tools = {},
                      bool tokens_as_ids = false,
                      std::optional<ResponsesWriter> responses = std::nullopt,
-                     ReasoningReading reasoning = {});
+                     ReasoningReading reasoning = {},
+                     std::optional<EmbeddingsOut> embeddings = std::nullopt);
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
@@ -71,6 +80,11 @@ class GenerationResponse {
   // Streamed: the events to write now; not streamed: the text is kept and nothing returned.
   std::string text(int32_t choice, std::string_view text);
   void logprobs(int32_t choice, std::vector<TokenLogprobs> entries);
+  // /v1/embeddings: choice's pooled embedding (before its finish).
+  void embedding(int32_t choice, std::vector<float> embedding) {
+    choices_.at(static_cast<size_t>(choice)).embedding = std::move(embedding);
+  }
+  bool embeds() const { return embeddings_.has_value(); }
   // Streamed: the choice's last events, and the stream's end after the last choice.
   std::string finish(int32_t choice, FinishReason reason, const Usage& usage);
   bool all_finished() const { return finished_ == choices(); }
@@ -97,6 +111,7 @@ class GenerationResponse {
     size_t released = 0;
     // Streamed with the reasoning split off: where the output is.
     std::optional<ReasoningStream> reasoning;
+    std::vector<float> embedding;  // /v1/embeddings
   };
   template <typename Make>
   std::string carrying_logprobs(Choice& c, Make make);
@@ -126,6 +141,7 @@ class GenerationResponse {
   ToolCallReading tools_;
   std::optional<ResponsesWriter> responses_;
   ReasoningReading reasoning_;
+  std::optional<EmbeddingsOut> embeddings_;
   std::vector<Choice> choices_;
   int32_t finished_ = 0;
   Usage usage_;

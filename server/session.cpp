@@ -312,7 +312,8 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   }
   GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
                               std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids,
-                              std::move(plan.responses), std::move(plan.reasoning));
+                              std::move(plan.responses), std::move(plan.reasoning),
+                              std::move(plan.embeddings));
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
   context_.active.begin();
@@ -425,15 +426,22 @@ void Session::on_generation_logprobs(uint64_t serial, int32_t choice,
   generation_->response.logprobs(choice, std::move(logprobs));
 }
 
+void Session::on_generation_embedding(uint64_t serial, int32_t choice,
+                                      std::vector<float> embedding) {
+  if (!wants_events_of(serial)) return;
+  generation_->response.embedding(choice, std::move(embedding));
+}
+
 void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,
                                    Usage usage, Clock::time_point at) {
   if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
-  metrics.count_finish(g.response.reported_reason(choice, reason));
+  // An embedding generates nothing: no finish reason, no first token to time.
+  if (!g.response.embeds()) metrics.count_finish(g.response.reported_reason(choice, reason));
   // A choice that showed no text (an end at once, echo with max_tokens 0) has its first
   // token's time at its end.
-  if (reason != FinishReason::kCancelled && !g.last_text.at(choice)) {
+  if (reason != FinishReason::kCancelled && !g.last_text.at(choice) && !g.response.embeds()) {
     metrics.observe_time_to_first_token(seconds_between(received_, at));
     g.last_text.at(choice) = at;
   }

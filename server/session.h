@@ -80,6 +80,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // belong to, so late events of an abandoned one are ignored, and `choice` the choice.
   void on_generation_text(uint64_t serial, int32_t choice, std::string text, Clock::time_point at);
   void on_generation_logprobs(uint64_t serial, int32_t choice, std::vector<TokenLogprobs> logprobs);
+  void on_generation_embedding(uint64_t serial, int32_t choice, std::vector<float> embedding);
   void on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason, Usage usage,
                             Clock::time_point at);
   void on_generation_error(uint64_t serial, ErrorKind kind);

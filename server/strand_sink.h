@@ -43,6 +43,12 @@ class StrandSink final : public RequestSink {
                 s->on_generation_logprobs(serial, choice, std::move(all));
               });
   }
+  void on_embedding(std::span<const float> embedding) override {
+    net::post(strand_, [s = session_, serial = serial_, choice = choice_,
+                        v = std::vector<float>(embedding.begin(), embedding.end())]() mutable {
+      s->on_generation_embedding(serial, choice, std::move(v));
+    });
+  }
   void on_finish(FinishReason reason, const Usage& usage) override {
     net::post(strand_,
               [s = session_, serial = serial_, choice = choice_, reason, usage, at = Clock::now()] {

@@ -15,9 +15,9 @@ namespace {
 bool is_ws(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_name_char(char c) { return is_name_start(c) || is_ascii_digit(c); }
 
 std::string normalize_newlines(std::string_view source) {
   std::string out;
@@ -190,7 +190,7 @@ class Lexer {
   void lex_token(std::vector<char>& brackets) {
     const char c = src_[pos_];
     if (c == '\'' || c == '"') return lex_string();
-    if (is_digit(c)) return lex_number();
+    if (is_ascii_digit(c)) return lex_number();
     if (is_name_start(c)) {
       const size_t begin = pos_;
       while (pos_ < src_.size() && is_name_char(src_[pos_])) ++pos_;
@@ -235,11 +235,12 @@ class Lexer {
       return lex_prefixed_integer();
     }
     auto digits = [&] {
-      while (pos_ < src_.size() && (is_digit(src_[pos_]) || src_[pos_] == '_')) ++pos_;
+      while (pos_ < src_.size() && (is_ascii_digit(src_[pos_]) || src_[pos_] == '_')) ++pos_;
     };
     digits();
     bool is_float = false;
-    if (!after_dot && pos_ + 1 < src_.size() && src_[pos_] == '.' && is_digit(src_[pos_ + 1])) {
+    if (!after_dot && pos_ + 1 < src_.size() && src_[pos_] == '.' &&
+        is_ascii_digit(src_[pos_ + 1])) {
       is_float = true;
       ++pos_;
       digits();
@@ -247,7 +248,7 @@ class Lexer {
     if (!after_dot && pos_ < src_.size() && (src_[pos_] == 'e' || src_[pos_] == 'E')) {
       size_t p = pos_ + 1;
       if (p < src_.size() && (src_[p] == '+' || src_[p] == '-')) ++p;
-      if (p < src_.size() && is_digit(src_[p])) {
+      if (p < src_.size() && is_ascii_digit(src_[p])) {
         is_float = true;
         pos_ = p;
         digits();

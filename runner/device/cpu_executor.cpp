@@ -105,6 +105,8 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   info_.vocab_size = c.n_vocab;
   info_.context_length = served_context(c, options);
   info_.kv_block_size = kv_.block_size();
+  info_.pools = true;
+  info_.embedding_size = c.n_embd;
   info_.kv_blocks = kv_.n_blocks();
   info_.kv_type = kv_type_name(kv_.type());
   info_.kv_bytes_per_token = static_cast<int64_t>(kv_.global_bytes_per_token());
@@ -141,13 +143,14 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
   const size_t n = plan.rows.size();
   rows_.clear();
   logit_row_.assign(n, -1);
-  bool any_logprobs = false, any_prompt_logprobs = false;
+  bool any_logprobs = false, any_prompt_logprobs = false, any_pooled = false;
   int32_t n_logits = 0;
   for (size_t i = 0; i < n; ++i) {
     const StepRow& r = plan.rows[i];
     const bool all = r.sampling.prompt_logprobs >= 0;
     rows_.push_back(
-        ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all, r.kv_local_blocks});
+        ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all, r.kv_local_blocks, r.pooling});
+    any_pooled = any_pooled || r.pooling != Pooling::kNone;
     if (r.sample || all) logit_row_[i] = n_logits;
     n_logits += all ? static_cast<int32_t>(r.tokens.size()) : (r.sample ? 1 : 0);
     any_logprobs = any_logprobs || (r.sample && r.sampling.logprobs >= 0);
@@ -161,6 +164,7 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
   result.tokens.assign(n, kNoToken);
   if (any_logprobs) result.logprobs.assign(n, RowLogprobs{});
   if (any_prompt_logprobs) result.prompt_logprobs.assign(n, {});
+  if (any_pooled) pool_states(plan, result);
 
   // Sample the rows in parallel; a row's token depends only on its logits, its
   // parameters, its history and its position, never on which thread's sampler draws it.
@@ -202,6 +206,19 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
     }
   });
   clock.mark(ForwardPhase::kSample);
+}
+
+// Each pooling row's states summed in fixed point (protocol/pooling.h), in token order.
+void CpuExecutor::pool_states(const StepPlan& plan, StepResult& result) const {
+  const auto e = static_cast<size_t>(model_->config().n_embd);
+  result.pooled.assign(plan.rows.size(), {});
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    if (plan.rows[i].pooling == Pooling::kNone) continue;
+    std::vector<int64_t>& sum = result.pooled[i];
+    sum.assign(e, 0);
+    const std::span<const float> states = forward_.hidden(i);
+    for (size_t at = 0; at < states.size(); at += e) add_to_pooled(states.subspan(at, e), sum);
+  }
 }
 
 }  // namespace tandem

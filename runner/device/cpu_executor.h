@@ -52,6 +52,7 @@ class CpuExecutor : public StepExecutor {
   int threads() const { return pool_.size(); }
 
  private:
+  void pool_states(const StepPlan& plan, StepResult& result) const;
   void prefault(int64_t tokens);
 
   std::shared_ptr<const Model> model_;

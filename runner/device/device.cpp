@@ -30,6 +30,7 @@ struct PendingStep::Slot {
   // Only the scheduler reads these (finalize moves them out); a successor reads tokens.
   std::vector<RowLogprobs> logprobs;
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
+  std::vector<std::vector<int64_t>> pooled;
   std::exception_ptr error;
   double seconds = 0;           // the worker's time on the step, written before `done`
   double modelled_seconds = 0;  // the executor's own figure for it, where it models one
@@ -164,6 +165,7 @@ struct Device::Worker {
       row.next_prompt_token = -1;
       row.kv_copy = {};  // done once, by the step that first carried it
       row.sample = true;
+      row.pooling = Pooling::kNone;  // a chained step decodes: nothing left to pool
       if (i < slot.kv_blocks.size()) row.kv_blocks = std::move(slot.kv_blocks[i]);
       if (i < slot.kv_local_blocks.size()) row.kv_local_blocks = std::move(slot.kv_local_blocks[i]);
     }
@@ -175,6 +177,7 @@ struct Device::Worker {
     slot.tokens = std::move(result.tokens);
     slot.logprobs = std::move(result.logprobs);
     slot.prompt_logprobs = std::move(result.prompt_logprobs);
+    slot.pooled = std::move(result.pooled);
   }
 
   // Counts the step and hands it to finalize().
@@ -403,7 +406,7 @@ StepResult Device::finalize(PendingStep& step) {
   if (slot.error) std::rethrow_exception(slot.error);
   // The tokens are copied: a chained successor may be reading them on the worker right now.
   return StepResult{slot.tokens, std::move(slot.logprobs), std::move(slot.prompt_logprobs),
-                    slot.seconds};
+                    std::move(slot.pooled), slot.seconds};
 }
 
 void Device::set_active(bool active) { worker_->set_active(active); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/pooling.h"
 #include "protocol/sampling_params.h"
 #include "runner/grammar/matcher.h"
 #include "runner/sampler/sampler.h"
@@ -55,6 +56,10 @@ struct StepRow {
   // chunk does not end the prompt (the last token's logits score it).
   int32_t next_prompt_token = -1;
   bool sample = true;  // false for a prefill chunk that does not end the prompt: no token drawn
+  // Embeddings: the chunk's states this pooling reads (protocol/pooling.h), summed into
+  // StepResult::pooled. The scheduler sets it only on the chunks that hold them (cls: the
+  // one at position 0; last: the one that ends the prompt).
+  Pooling pooling = Pooling::kNone;
   // Structured output: the request's matcher, owned by the device worker from submission
   // on. A sampling row's token is drawn under its mask and then advances it, inside the
   // step, so a chained step finds it already at the token it feeds; rows that do not
@@ -77,6 +82,9 @@ struct StepResult {
   // that has a successor in the prompt (the successor's log-probability given the prefix);
   // empty when no row asks.
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
+  // pooled[i] for rows[i] with a pooling: the fixed-point sum of the states it pools
+  // (add_to_pooled), n_embd entries; empty elsewhere, and empty when no row pools.
+  std::vector<std::vector<int64_t>> pooled;
   // Set by Device::finalize: how long the device worker spent on the step (the executor's
   // run; for an asynchronous executor, from its submit to its collect). The scheduler paces
   // prompt chunks with it. An executor that models its time instead of spending it (the
@@ -90,6 +98,9 @@ struct DeviceInfo {
   int32_t kv_block_size = 16;
   int32_t kv_blocks = 0;  // size of the device's KV pool, in blocks
   std::vector<int32_t> eog_ids;
+  // Whether the executor returns pooled hidden states (StepRow::pooling), and their width.
+  bool pools = false;
+  int32_t embedding_size = 0;
   std::string kv_type = "none";    // the KV cache's element type (kv_cache.h's names)
   int64_t kv_bytes_per_token = 0;  // the global group's layers, K and V; 0 where nothing is stored
   // The local (sliding-window) group: its layers keep only the window of each sequence,

@@ -186,6 +186,19 @@ void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
   c.rms_eps = positive_float(file, a + "attention.layer_norm_rms_epsilon", 1e-5);
 }
 
+// What an embedding model's converter writes: how its states pool, and that attention is
+// causal (gte-Qwen2 and other bidirectional encoders say false: every kernel here is causal).
+void read_pooling(ModelConfig& c, const gguf::File& file, const std::string& a) {
+  if (!file.get_bool_or(a + "attention.causal", true))
+    fail(file, a + "attention.causal is false: bidirectional attention is not supported");
+  if (!file.has(a + "pooling_type")) return;
+  const int64_t type = file.get_int(a + "pooling_type");
+  if (type < 0 || type > 3)
+    fail(file, a + "pooling_type = " + std::to_string(type) +
+                   " is not supported (0 none, 1 mean, 2 cls, 3 last)");
+  if (type != 0) c.pooling = static_cast<Pooling>(type);
+}
+
 }  // namespace
 
 int tensor_layer(std::string_view name) {
@@ -205,6 +218,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& file) {
   set_family(c, file);
   read_shape(c, file, a);
   read_family_keys(c, file, a);
+  read_pooling(c, file, a);
   read_rope(c, file, a);
   read_long_rope(c, file, a);
   c.attn_scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "protocol/pooling.h"
 #include "runner/gguf/gguf.h"
 
 namespace tandem {
@@ -62,6 +64,9 @@ struct ModelConfig {
   float final_softcap = 0.0f;      // gemma: the same on the logits
   int32_t sliding_window = 0;      // a local layer's query at p sees keys at p - window < j
   std::vector<bool> local_layers;  // per layer: attends through the window (gemma2/3)
+  // {arch}.pooling_type (embedding models: Qwen3-Embedding's last, e5's mean); nullopt
+  // where the file has none (a generative model).
+  std::optional<Pooling> pooling;
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }

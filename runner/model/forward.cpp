@@ -183,6 +183,7 @@ std::span<float> ForwardPass::run(std::span<const ForwardRow> given) {
     ffn_block(l);
   }
   const int64_t n_out = output_logits(given);
+  output_hidden(given);
   clock_.mark(ForwardPhase::kOutput);
   return {logits_.data(), static_cast<size_t>(n_out * cfg_.n_vocab)};
 }
@@ -344,6 +345,33 @@ int64_t ForwardPass::output_logits(std::span<const ForwardRow> given) {
   kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data());
   soft_cap(logits_.data(), n_out * cfg_.n_vocab, cfg_.final_softcap);
   return n_out;
+}
+
+// The output-normed states each pooling row gives its embedding: the same norm the logits
+// read, one token at a time, so a state never depends on the batch either.
+void ForwardPass::output_hidden(std::span<const ForwardRow> given) {
+  const int64_t e = cfg_.n_embd;
+  hidden_first_.assign(given.size(), 0);
+  hidden_count_.assign(given.size(), 0);
+  size_t n_states = 0;
+  for (size_t r = 0; r < given.size(); ++r) {
+    const Pooling p = given[r].pooling;
+    hidden_first_[r] = n_states;
+    hidden_count_[r] = p == Pooling::kNone ? 0 : p == Pooling::kMean ? given[r].tokens.size() : 1;
+    n_states += hidden_count_[r];
+  }
+  if (n_states == 0) return;
+  if (hidden_.size() < n_states * e) hidden_.resize(n_states * e);
+  for (size_t r = 0; r < given.size(); ++r) {
+    if (hidden_count_[r] == 0) continue;
+    const auto n = static_cast<int64_t>(given[r].tokens.size());
+    const int64_t t = given_first_token_[r];
+    const int64_t first = given[r].pooling == Pooling::kLast ? t + n - 1 : t;
+    for (size_t k = 0; k < hidden_count_[r]; ++k) {
+      rms_norm(&x_[(first + static_cast<int64_t>(k)) * e], model_.output_norm().data(),
+               &hidden_[(hidden_first_[r] + k) * e], e, cfg_.rms_eps);
+    }
+  }
 }
 
 // Causal attention for every (token, head) of the batch. Each task reads the K/V

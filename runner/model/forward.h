@@ -26,6 +26,9 @@ struct ForwardRow {
   // The local layers' table when the cache has a local group (kv_cache.h), as long; its
   // entries may be kNoBlock (< 0) only for blocks wholly before every query's window.
   std::span<const int32_t> kv_local_blocks = {};
+  // Embeddings: the output-normed hidden states the pooling reads from this chunk (every
+  // token for mean, the first for cls, the last for last), apart from the logits.
+  Pooling pooling = Pooling::kNone;
 };
 
 class ForwardPass {
@@ -40,6 +43,13 @@ class ForwardPass {
   // std::invalid_argument for a token out of the vocabulary, a position past the context, a
   // short block table, or a dropped local block inside a query's window.
   std::span<float> run(std::span<const ForwardRow> rows);
+
+  // The last run's hidden states of given row r (ForwardRow::pooling), n_embd floats per
+  // state, in token order; empty for a row that pools nothing. Valid until the next run.
+  std::span<const float> hidden(size_t r) const {
+    const auto e = static_cast<size_t>(cfg_.n_embd);
+    return {hidden_.data() + hidden_first_[r] * e, hidden_count_[r] * e};
+  }
 
   // Times each later run() phase by phase into *profile (forward_profile.h), adding one to
   // its steps; null (the default) times nothing. The profile must outlive its use.
@@ -155,6 +165,7 @@ class ForwardPass {
   void validate_local_table(const ForwardRow& r) const;
   void ffn_block(int32_t layer);
   int64_t output_logits(std::span<const ForwardRow> given);
+  void output_hidden(std::span<const ForwardRow> given);
 
   const Model& model_;
   const ModelConfig& cfg_;
@@ -170,8 +181,10 @@ class ForwardPass {
 
   // Activations, [token][width].
   std::vector<float> x_, xn_, qkv_, attn_, proj_, gate_up_, ffn_;
-  std::vector<float> last_, logits_;               // [logit row][n_embd | n_vocab]
-  std::vector<std::vector<float>> thread_scores_;  // per pool thread: attention scratch
+  std::vector<float> last_, logits_;                 // [logit row][n_embd | n_vocab]
+  std::vector<float> hidden_;                        // [pooled state][n_embd]
+  std::vector<size_t> hidden_first_, hidden_count_;  // per given row: its states in hidden_
+  std::vector<std::vector<float>> thread_scores_;    // per pool thread: attention scratch
   std::vector<int64_t> query_tiles_;  // attention's tiles: each one's first token, then n_tokens
   std::vector<AttendTask> attend_tasks_;  // the layer's (attention.cpp: plan_attention)
   std::vector<ChunkGroup> chunk_groups_;

@@ -32,6 +32,44 @@ void expect_one_line_usage_error(const CommandResult& r, const std::string& flag
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// --embeddings: each prompt pooled by /v1/embeddings (over HTTP) or straight through the
+// scheduler (--offline); both paths give the same vectors (the detailed records' texts),
+// overlap on and off too, and the throughput is the prompt tokens.
+TEST_F(BenchCli, EmbeddingsGiveTheSameVectorsOverHttpAndOffline) {
+  std::vector<nlohmann::json> docs;
+  for (const bool offline : {false, true}) {
+    const std::string json = dir_.file(offline ? "offline.json" : "http.json").string();
+    std::vector<std::string> args = {"bench",           "--model", model_,           "--embeddings",
+                                     "--overlap",       "compare", "--requests",     "6",
+                                     "--prompt-tokens", "4:40",    "--threads",      "1",
+                                     "--json",          json,      "--json-detailed"};
+    if (offline) args.push_back("--offline");
+    const CommandResult r = run_tandem(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("/v1/embeddings (nothing generated)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Overlap on/off total (prompt) throughput"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Outputs identical: yes (6/6 requests)"), std::string::npos) << r.out;
+    docs.push_back(read_json(offline ? "offline.json" : "http.json"));
+    EXPECT_EQ(docs.back()["settings"]["embeddings"], true);
+    for (const auto& run : docs.back()["runs"]) {
+      EXPECT_EQ(run["completed"], 6);
+      EXPECT_EQ(run["output_tokens"], 0);
+      EXPECT_GT(run["total_token_throughput"].get<double>(), 0);
+    }
+  }
+  const auto& http = docs[0]["runs"][1]["requests"];
+  const auto& offline = docs[1]["runs"][1]["requests"];
+  ASSERT_EQ(http.size(), 6u);
+  ASSERT_EQ(offline.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_FALSE(http[i]["text"].get<std::string>().empty());
+    EXPECT_EQ(http[i]["text"], offline[i]["text"]) << i;
+  }
+  expect_one_line_usage_error(
+      run_tandem({"bench", "--model", model_, "--embeddings", "--max-tokens", "4"}),
+      "--max-tokens");
+}
+
 TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
   const std::string json = dir_.file("compare.json").string();
   const CommandResult r = run_tandem(

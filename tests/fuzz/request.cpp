@@ -1,7 +1,7 @@
 // Fuzzes protocol/'s request parsers with the request body as input: completions, chat,
-// responses, tokenize and detokenize. No exception may escape them (they return ApiError), every
-// error is a 4xx whose JSON body parses, and every accepted request holds the ranges
-// completion_request.h promises. Chat requests are also rendered with every template and
+// responses, embeddings, tokenize and detokenize. No exception may escape them (they return
+// ApiError), every error is a 4xx whose JSON body parses, and every accepted request holds the
+// ranges completion_request.h promises. Chat requests are also rendered with every template and
 // checked against a vocabulary size and a context length. Each parser sees the bodies that
 // name its key field ("prompt", "messages", "input", "content", "tokens"); bodies naming
 // none go to the completions parser.
@@ -20,6 +20,7 @@
 #include "protocol/api_error.h"
 #include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
+#include "protocol/embedding_request.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
 
@@ -142,6 +143,25 @@ void check_responses(std::string_view body) {
   check_completion(request.request, Endpoint::kResponses);
 }
 
+// An accepted embeddings request holds inputs as promised, and its answer (for made-up
+// vectors, in both encodings) parses with one entry per input.
+void check_embeddings(std::string_view body) {
+  auto parsed = tandem::parse_embedding_request(body);
+  if (const auto* error = std::get_if<ApiError>(&parsed)) return check_error(*error);
+  const auto& request = std::get<tandem::EmbeddingRequest>(parsed);
+  require(!request.inputs.empty() && request.inputs.size() <= tandem::kMaxEmbeddingInputs);
+  for (const auto& in : request.inputs) {
+    require(in.is_tokens ? !in.tokens.empty() && in.text.empty() : !in.text.empty());
+    for (int32_t id : in.tokens) require(id >= 0);
+  }
+  require(!request.dimensions || *request.dimensions >= 1);
+  require(!request.truncate_prompt_tokens || *request.truncate_prompt_tokens != 0);
+  std::vector<std::vector<float>> vectors(request.inputs.size(), std::vector<float>{0.5f, -1.0f});
+  const auto answer = nlohmann::json::parse(
+      tandem::embedding_response_json(request.model, vectors, request.base64, 3));
+  require(answer["data"].size() == request.inputs.size());
+}
+
 void check_tokenize(std::string_view body, bool tokenize, bool detokenize) {
   if (tokenize) {
     auto parsed = tandem::parse_tokenize_request(body);
@@ -176,7 +196,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (names("prompt") || !(chat || responses || tokenize || detokenize))
     check_completion(body, Endpoint::kCompletions);
   if (chat) check_completion(body, Endpoint::kChatCompletions);
-  if (responses) check_responses(body);
+  if (responses) {
+    check_responses(body);
+    check_embeddings(body);
+  }
   if (tokenize || detokenize) check_tokenize(body, tokenize, detokenize);
   return 0;
 }

@@ -383,6 +383,21 @@ async function responsesRoundTrip(client, id) {
     JSON.stringify({ status: answered.status, output: answered.output, usage: answered.usage }));
 }
 
+// The SDK asks for base64 by default and decodes it to floats itself: the same numbers as
+// the float answer, in input order, unit length.
+async function embeddingsRoundTrip(client, id) {
+  const input = ['The cat sat.', 'A dog ran.'];
+  const decoded = await client.embeddings.create({ model: id, input });
+  const floats = await client.embeddings.create({ model: id, input, encoding_format: 'float' });
+  const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  const same = decoded.data.length === 2 && decoded.data.every((d, i) => d.index === i &&
+    d.embedding.length === floats.data[i].embedding.length &&
+    d.embedding.every((x, k) => Math.fround(x) === Math.fround(floats.data[i].embedding[k])));
+  check(same && Math.abs(norm(decoded.data[0].embedding) - 1) < 1e-5 && decoded.usage.prompt_tokens > 0,
+    'openai: embeddings.create() (base64, decoded by the SDK) gives the float answer\'s unit vectors',
+    JSON.stringify({ n: decoded.data.length, usage: decoded.usage }));
+}
+
 async function phaseLoad(c) {
   log('phase 1: load through the proxy');
   const P = c.port;
@@ -450,6 +465,7 @@ async function phaseLoad(c) {
       'openai: streamed chat with n 4 interleaves by index and equals the whole answer');
     await toolCallsRoundTrip(client, id);
     await responsesRoundTrip(client, id);
+    await embeddingsRoundTrip(client, id);
   } catch (e) {
     check(false, 'openai client through nginx', String(e));
   }

@@ -155,5 +155,28 @@ TEST(ConfigMetadata, RefusesWhatLlamaCppRefuses) {
   }
 }
 
+// Embedding models' converters write how states pool (llama.cpp's LLAMA_POOLING_TYPE:
+// Qwen3-Embedding's 3, last) and, for bidirectional encoders, attention.causal false, which
+// no kernel here computes: refused by name rather than run causally.
+TEST(ConfigMetadata, PoolingTypeIsReadAndBidirectionalAttentionRefused) {
+  EXPECT_FALSE(config_of("qwen3", 2, [](gguf::Writer&) {}).pooling.has_value());
+  const auto pooling = [](uint32_t type) {
+    return config_of("qwen3", 2, [&](gguf::Writer& w) { w.add_uint32("qwen3.pooling_type", type); })
+        .pooling;
+  };
+  EXPECT_EQ(pooling(1), Pooling::kMean);
+  EXPECT_EQ(pooling(2), Pooling::kCls);
+  EXPECT_EQ(pooling(3), Pooling::kLast);
+  EXPECT_FALSE(pooling(0).has_value());  // none: the server's default applies
+  EXPECT_NE(error_of("qwen3", [](gguf::Writer& w) { w.add_uint32("qwen3.pooling_type", 4); })
+                .find("qwen3.pooling_type = 4 is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of("qwen2", [](gguf::Writer& w) { w.add_bool("qwen2.attention.causal", false); })
+                .find("bidirectional attention is not supported"),
+            std::string::npos);
+  EXPECT_EQ(error_of("qwen2", [](gguf::Writer& w) { w.add_bool("qwen2.attention.causal", true); }),
+            "(loaded)");
+}
+
 }  // namespace
 }  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -200,6 +200,13 @@ std::vector<double> ReferenceModel::matvec(const Matrix& w, const std::vector<do
 }
 
 std::vector<double> ReferenceModel::logits(const std::vector<int32_t>& tokens) const {
+  std::vector<double> out = matvec(out_, hidden_states(tokens).back(), n_vocab_);
+  for (double& l : out) l = soft_cap(l, final_softcap_);
+  return out;
+}
+
+std::vector<std::vector<double>> ReferenceModel::hidden_states(
+    const std::vector<int32_t>& tokens) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int32_t q_dim = n_head_ * head_dim_, kv_dim = n_head_kv_ * head_dim_;
   std::vector<std::vector<double>> x(n);
@@ -265,9 +272,8 @@ std::vector<double> ReferenceModel::logits(const std::vector<int32_t>& tokens) c
       for (int32_t i = 0; i < n_embd_; ++i) x[t][i] += d[i];
     }
   }
-  std::vector<double> out = matvec(out_, rms_norm(x[n - 1], out_norm_, eps_), n_vocab_);
-  for (double& l : out) l = soft_cap(l, final_softcap_);
-  return out;
+  for (int64_t t = 0; t < n; ++t) x[t] = rms_norm(x[t], out_norm_, eps_);
+  return x;
 }
 
 double ReferenceModel::activation(double g) const {

@@ -21,6 +21,8 @@ class ReferenceModel {
 
   // Logits (n_vocab) of the last token of `tokens`, positions 0..tokens.size()-1.
   std::vector<double> logits(const std::vector<int32_t>& tokens) const;
+  // Every position's last hidden state after the output norm (what embeddings pool).
+  std::vector<std::vector<double>> hidden_states(const std::vector<int32_t>& tokens) const;
   int32_t n_vocab() const { return n_vocab_; }
 
  private:
