@@ -35,6 +35,9 @@ struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  // Of completion_tokens, those of the reasoning, where a chat answer splits it off (the
+  // server counts them from the text each token added); -1: not counted (no split).
+  int64_t reasoning_tokens = -1;
 };
 
 }  // namespace tandem

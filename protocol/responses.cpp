@@ -20,11 +20,15 @@ Json finish_json(std::optional<FinishReason> finish) {
 }
 
 Json usage_json(const Usage& usage) {
-  return Json{{"prompt_tokens", usage.prompt_tokens},
-              {"completion_tokens", usage.completion_tokens},
-              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-              // As OpenAI reports it: the prompt tokens the prefix cache supplied.
-              {"prompt_tokens_details", Json{{"cached_tokens", usage.cached_tokens}}}};
+  Json json{{"prompt_tokens", usage.prompt_tokens},
+            {"completion_tokens", usage.completion_tokens},
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+            // As OpenAI reports it: the prompt tokens the prefix cache supplied.
+            {"prompt_tokens_details", Json{{"cached_tokens", usage.cached_tokens}}}};
+  // As OpenAI's reasoning models report it, where the answer splits the reasoning off.
+  if (usage.reasoning_tokens >= 0)
+    json["completion_tokens_details"] = Json{{"reasoning_tokens", usage.reasoning_tokens}};
+  return json;
 }
 
 Json envelope(const ResponseHeader& header, const char* object) {

@@ -1,5 +1,6 @@
 #include "protocol/responses_api_writer.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tandem {
@@ -22,7 +23,8 @@ Json responses_usage(const Usage& usage) {
   return Json{{"input_tokens", usage.prompt_tokens},
               {"input_tokens_details", {{"cached_tokens", usage.cached_tokens}}},
               {"output_tokens", usage.completion_tokens},
-              {"output_tokens_details", {{"reasoning_tokens", 0}}},
+              {"output_tokens_details",
+               {{"reasoning_tokens", std::max<int64_t>(0, usage.reasoning_tokens)}}},
               {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
 }
 

@@ -23,6 +23,10 @@ class RequestSink {
  public:
   virtual ~RequestSink() = default;
   virtual void on_text(std::string_view delta) = 0;  // valid UTF-8, never empty
+  // Each accepted token (EOS and stop tokens too), before the text it adds, if any: the
+  // next on_text holds the text of the tokens counted since the last one (a partial
+  // character's or a possible stop string's text waits for later tokens).
+  virtual void on_token() {}
   // With sampling.logprobs >= 0: every accepted token's log-probabilities (EOS and stop
   // tokens too), each sent before the text that token adds, if any.
   virtual void on_logprobs(const TokenLogprobs& logprobs) { (void)logprobs; }

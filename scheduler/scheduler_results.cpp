@@ -106,6 +106,7 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
 void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   ++r.completion_tokens;
   ++counters_.completion_tokens;
+  r.in.sink->on_token();
   r.generated.push_back(token);
   r.last_token = token;
   r.decoding = true;

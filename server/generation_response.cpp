@@ -25,7 +25,10 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
   for (size_t i = 0; i < choices_.size() && i < echoes.size(); ++i) {
     (stream_ ? choices_[i].echo : choices_[i].text) = std::move(echoes[i]);
   }
-  if (!stream_ || !reasoning_.enabled) return;
+  if (!reasoning_.enabled) return;
+  usage_.reasoning_tokens = 0;
+  for (Choice& c : choices_) c.counting.emplace(reasoning_.markers, reasoning_.opened);
+  if (!stream_) return;
   for (Choice& c : choices_) c.reasoning.emplace(reasoning_.markers, reasoning_.opened);
 }
 
@@ -63,8 +66,12 @@ std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string
   });
 }
 
-std::string GenerationResponse::text(int32_t choice, std::string_view text) {
+std::string GenerationResponse::text(int32_t choice, std::string_view text, int32_t tokens) {
   Choice& c = choices_.at(choice);
+  // A token is the reasoning's if its text is, or leaves the output inside the reasoning
+  // (the open marker, blanks held back there); the close marker's is the answer's.
+  if (c.counting && (!c.counting->push(text).reasoning.empty() || c.counting->in_reasoning()))
+    c.reasoning_tokens += tokens;
   if (!stream_) {
     c.text += text;
     return {};
@@ -151,6 +158,7 @@ std::string GenerationResponse::finish(int32_t choice, FinishReason reason, cons
     usage_.cached_tokens += usage.cached_tokens;
   }
   usage_.completion_tokens += usage.completion_tokens;
+  if (c.counting) usage_.reasoning_tokens += c.reasoning_tokens;
   return stream_ ? finish_events(choice, c) : std::string();
 }
 

@@ -78,7 +78,9 @@ class GenerationResponse {
     return responses_ ? responses_->error_events(error) : encoder_.error_events(error);
   }
   // Streamed: the events to write now; not streamed: the text is kept and nothing returned.
-  std::string text(int32_t choice, std::string_view text);
+  // tokens: how many generated tokens made it (they count as reasoning tokens when the
+  // split places the text, or the marker it completes, in the reasoning).
+  std::string text(int32_t choice, std::string_view text, int32_t tokens = 1);
   void logprobs(int32_t choice, std::vector<TokenLogprobs> entries);
   // /v1/embeddings: choice's pooled embedding (before its finish).
   void embedding(int32_t choice, std::vector<float> embedding) {
@@ -111,6 +113,9 @@ class GenerationResponse {
     size_t released = 0;
     // Streamed with the reasoning split off: where the output is.
     std::optional<ReasoningStream> reasoning;
+    // With the split: the output's place, streamed or not, to count reasoning tokens.
+    std::optional<ReasoningStream> counting;
+    int64_t reasoning_tokens = 0;
     std::vector<float> embedding;  // /v1/embeddings
   };
   template <typename Make>

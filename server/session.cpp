@@ -376,7 +376,7 @@ bool Session::wants_events_of(uint64_t serial) const {
   return generation_ && generation_->serial == serial && !generation_->done && !closed_;
 }
 
-void Session::on_generation_text(uint64_t serial, int32_t choice, std::string text,
+void Session::on_generation_text(uint64_t serial, int32_t choice, std::string text, int32_t tokens,
                                  Clock::time_point at) {
   if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
@@ -388,7 +388,7 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
     metrics.observe_inter_token_latency(seconds_between(*last, at));
   }
   last = at;
-  std::string events = g.response.text(choice, text);  // empty unless streamed
+  std::string events = g.response.text(choice, text, tokens);  // empty unless streamed
   if (g.response.stream()) queue_stream_events(events);
 }
 

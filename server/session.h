@@ -78,7 +78,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Generation events, each run on the strand; `serial` names the generation they
   // belong to, so late events of an abandoned one are ignored, and `choice` the choice.
-  void on_generation_text(uint64_t serial, int32_t choice, std::string text, Clock::time_point at);
+  void on_generation_text(uint64_t serial, int32_t choice, std::string text, int32_t tokens,
+                          Clock::time_point at);
   void on_generation_logprobs(uint64_t serial, int32_t choice, std::vector<TokenLogprobs> logprobs);
   void on_generation_embedding(uint64_t serial, int32_t choice, std::vector<float> embedding);
   void on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason, Usage usage,

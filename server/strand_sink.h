@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/post.hpp>
@@ -24,10 +25,13 @@ class StrandSink final : public RequestSink {
         serial_(serial),
         choice_(choice) {}
 
+  // Counted here, on the scheduler thread, and sent with the text they made: a post per
+  // token would double the strand's work.
+  void on_token() override { ++tokens_; }
   void on_text(std::string_view delta) override {
     net::post(strand_, [s = session_, serial = serial_, choice = choice_, text = std::string(delta),
-                        at = Clock::now()]() mutable {
-      s->on_generation_text(serial, choice, std::move(text), at);
+                        tokens = std::exchange(tokens_, 0), at = Clock::now()]() mutable {
+      s->on_generation_text(serial, choice, std::move(text), tokens, at);
     });
   }
   void on_logprobs(const TokenLogprobs& logprobs) override {
@@ -65,6 +69,7 @@ class StrandSink final : public RequestSink {
   net::any_io_executor strand_;
   uint64_t serial_;
   int32_t choice_;
+  int32_t tokens_ = 0;  // accepted since the last text
 };
 
 }  // namespace tandem::server

@@ -135,5 +135,43 @@ TEST(GenerationResponseReasoning, LogprobsCoverEveryTokenReasoningIncluded) {
   EXPECT_EQ(read_stream(run(streamed, output, 3, true)).logprobs, tokens);
 }
 
+// usage's reasoning tokens: those whose text is the reasoning's (the open marker's too, the
+// close marker's not), however the tokens' text came in pieces, whole and streamed alike;
+// without the split, the usage has no such detail.
+TEST(GenerationResponseReasoning, UsageCountsTheReasoningsTokens) {
+  // (text, tokens that made it): 0 for text a flush released, 2 for text held back a token.
+  const std::vector<std::pair<std::string, int32_t>> pieces = {
+      {"<think>", 1},  {"\nGreet", 2}, {" them.", 2}, {"\n", 1},
+      {"</think>", 1}, {"\n\nHel", 2}, {"lo!", 1}};
+  const auto usage_of = [&](bool stream, bool split, bool opened = false) {
+    ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
+    GenerationResponse response(ResponseEncoder(Endpoint::kChatCompletions, header, true), stream,
+                                false, 1, {}, {}, false, std::nullopt,
+                                ReasoningReading{split, kThink, opened});
+    std::string events;
+    for (const auto& [text, tokens] : pieces) {
+      if (opened && text == "<think>") continue;  // the prompt opened it
+      events += response.text(0, text, tokens);
+    }
+    events += response.finish(0, FinishReason::kStop, Usage{3, 10, 0});
+    json usage;
+    if (stream) {
+      for (const std::string& data : testing::sse_data(events))
+        if (data != "[DONE]" && !json::parse(data)["usage"].is_null())
+          usage = json::parse(data)["usage"];
+    } else {
+      usage = json::parse(response.whole_body())["usage"];
+    }
+    return usage;
+  };
+  for (bool stream : {false, true}) {
+    const json usage = usage_of(stream, true);
+    EXPECT_EQ(usage["completion_tokens"], 10) << usage.dump();
+    EXPECT_EQ(usage["completion_tokens_details"], json({{"reasoning_tokens", 6}})) << usage.dump();
+    EXPECT_EQ(usage_of(stream, true, true)["completion_tokens_details"]["reasoning_tokens"], 5);
+    EXPECT_FALSE(usage_of(stream, false).contains("completion_tokens_details")) << stream;
+  }
+}
+
 }  // namespace
 }  // namespace tandem::server::TANDEM_UNITY_ID

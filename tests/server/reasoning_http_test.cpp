@@ -515,6 +515,23 @@ TEST(ReasoningHttp, ResponsesGiveChatsReasoningAsAReasoningItemBeforeTheMessage)
     }
     with_both += !reasoning.empty() && !chat.content.empty();
     reasoning_only += !reasoning.empty() && chat.content.empty() && cut;
+    // The reasoning's tokens, counted alike on both endpoints: all of them for an answer cut
+    // while thinking (the prompt opened the reasoning); blanks before the close marker count
+    // though the reasoning they make is empty.
+    const json& details = chat.usage["completion_tokens_details"];
+    ASSERT_TRUE(details.is_object()) << chat.usage.dump();
+    const int64_t thought = details["reasoning_tokens"], out = chat.usage["completion_tokens"];
+    EXPECT_EQ(whole["usage"]["output_tokens_details"]["reasoning_tokens"], thought);
+    if (!reasoning.empty()) {
+      EXPECT_GT(thought, 0) << chat.usage.dump();
+    }
+    EXPECT_LE(thought, out);
+    if (cut && chat.content.empty()) {
+      EXPECT_EQ(thought, out) << chat.usage.dump();
+    }
+    if (!chat.content.empty()) {
+      EXPECT_LT(thought, out) << chat.usage.dump();
+    }
 
     const ItemsStream streamed = read_items_stream(events_of(stream(port, body)));
     EXPECT_EQ(streamed.reasoning, reasoning);
