@@ -113,6 +113,8 @@ std::string reasoning_line(const ModelCard& card) {
 // What the startup line says of /v1/embeddings: its pooling and where that came from.
 std::string embeddings_line(const ModelCard& card) {
   if (card.embedding_size == 0) return "off (this device computes none)";
+  if (!card.pooling_refusal.empty())
+    return "off (the file's pooling_type is not served; --pooling)";
   return std::to_string(card.embedding_size) + "-wide, " + std::string(pooling_name(card.pooling)) +
          " pooling (" + card.pooling_origin + ")";
 }

@@ -90,6 +90,8 @@ EmbeddingRequest read_embedding_request(const Json& body) {
   if (const Json* model = find_field(body, "model"))
     request.model = request_fields::read_string(*model, "model");
   request.inputs = read_inputs(body);
+  const Json* input = find_field(body, "input");
+  request.listed = input->is_array() && !input->front().is_number();
   if (const Json* format = find_field(body, "encoding_format")) {
     const std::string& f = request_fields::read_string(*format, "encoding_format");
     if (f != "float" && f != "base64")

@@ -34,6 +34,7 @@ struct EmbeddingInput {
 struct EmbeddingRequest {
   std::string model;
   std::vector<EmbeddingInput> inputs;  // at least one, none empty
+  bool listed = false;                 // `input` was a list of inputs: errors name input[i]
   bool base64 = false;
   bool normalize = true;              // to unit Euclidean length
   std::optional<int64_t> dimensions;  // >= 1; the server checks it against the model

@@ -64,6 +64,9 @@ struct ModelCard {
   // width; 0 where the device computes none (the GPU executor, for now).
   Pooling pooling = Pooling::kLast;
   std::string pooling_origin = "default";
+  // Non-empty: the file names a pooling not served here (a reranker's rank) and no
+  // --pooling replaced it; /v1/embeddings answers 400 with this message.
+  std::string pooling_refusal;
   int32_t embedding_size = 0;
   // system_fingerprint: "fp_" + 16 hex digits of a hash of the file's header and metadata,
   // its size and tandem's version (model_fingerprint.h).

@@ -192,6 +192,7 @@ void Scheduler::apply_cancels() {
       auto it = std::find_if(waiting_.begin(), waiting_.end(),
                              [&](const auto& r) { return r->id == id; });
       if (it != waiting_.end()) {
+        waiting_followers_ -= (*it)->queue_follower;
         dropped.push_back(std::move(*it));
         waiting_.erase(it);
       }
@@ -359,10 +360,12 @@ std::unique_ptr<Scheduler::Launched> Scheduler::schedule(bool admit) {
       if (waiting_.empty()) break;
       admitted = std::move(waiting_.front());
       waiting_.pop_front();
+      waiting_followers_ -= admitted->queue_follower;
     }
     if (!try_admit(*admitted)) {
       {
         std::lock_guard lock(inbox_mutex_);
+        waiting_followers_ += admitted->queue_follower;
         waiting_.push_front(std::move(admitted));
       }
       // Nothing running will free a block: only shares' pins can stand in the way.
@@ -522,6 +525,7 @@ void Scheduler::shutdown() {
   {
     std::lock_guard lock(inbox_mutex_);
     waiting.swap(waiting_);
+    waiting_followers_ = 0;
     cancels_.clear();
   }
   for (auto& r : waiting) {

@@ -210,6 +210,9 @@ class Scheduler {
   mutable std::mutex inbox_mutex_;
   std::condition_variable inbox_cv_;
   std::deque<std::unique_ptr<Request>> waiting_;
+  // Of waiting_, the pooling lists' members after their first (Request::queue_follower),
+  // which --max-queue does not count.
+  int64_t waiting_followers_ = 0;
   std::vector<uint64_t> cancels_;
   bool stopping_ = false;
   uint64_t next_id_ = 1;

@@ -89,6 +89,9 @@ struct Scheduler::Request {
   // A chunk at position 0 starts it again (a preempted prefill recomputes from there).
   std::vector<int64_t> pooled_sum;
   int64_t pooled_count = 0;
+  // A pooling list's members after its first (one embeddings request's other inputs): they
+  // wait without counting against --max-queue, as the request counts once.
+  bool queue_follower = false;
   // Structured output: made at submission from in.grammar and from then on advanced only by
   // the device worker (StepRow::grammar). Every sampled token is either accepted or comes
   // after the row finished, so it matches `generated` whenever the row is next launched;

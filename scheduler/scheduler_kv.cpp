@@ -294,6 +294,7 @@ void Scheduler::preempt(Request& r) {
   std::unique_ptr<Request> owned = std::move(it->second);
   live_.erase(it);
   std::lock_guard lock(inbox_mutex_);
+  waiting_followers_ += owned->queue_follower;
   waiting_.push_front(std::move(owned));
 }
 

@@ -29,16 +29,19 @@ SubmitResult Scheduler::submit(std::vector<GenerationRequest> requests) {
     std::lock_guard lock(inbox_mutex_);
     if (stopping_) return SubmitResult{0, ErrorKind::kShuttingDown, "the server is stopping", {}};
     // The inputs of one embeddings request (a list of pooling requests, up to OpenAI's
-    // 2048) count as one request: each is a prefill only, and clients batch hundreds.
+    // 2048) count as one request while any of them waits: each is a prefill only, and
+    // clients batch hundreds.
     const bool pooling_list = std::all_of(
         made.begin(), made.end(), [](const auto& r) { return r->in.pooling != Pooling::kNone; });
-    const size_t queued = pooling_list ? 1 : made.size();
-    if (static_cast<int64_t>(waiting_.size() + queued) > options_.max_queue) {
+    for (size_t i = 1; i < made.size() && pooling_list; ++i) made[i]->queue_follower = true;
+    const int64_t queued = pooling_list ? 1 : static_cast<int64_t>(made.size());
+    if (static_cast<int64_t>(waiting_.size()) - waiting_followers_ + queued > options_.max_queue) {
       return SubmitResult{0, ErrorKind::kOverloaded, "the waiting queue is full", {}};
     }
     for (auto& r : made) {
       r->id = next_id_++;
       accepted.ids.push_back(r->id);
+      waiting_followers_ += r->queue_follower;
       waiting_.push_back(std::move(r));
     }
   }

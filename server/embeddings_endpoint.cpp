@@ -10,37 +10,57 @@
 
 namespace tandem::server {
 
+namespace {
+
+// The last k tokens of a text's prompt, its BOS and EOS kept where it has them, as vLLM's
+// truncate_prompt_tokens (Hugging Face's left truncation) keeps the special tokens.
+std::vector<int32_t> keep_last(std::vector<int32_t> with, const std::vector<int32_t>& plain,
+                               int32_t bos, int64_t k) {
+  if (static_cast<int64_t>(with.size()) <= k) return with;
+  const int64_t pre = !with.empty() && with.front() == bos && (plain.empty() || plain[0] != bos);
+  const int64_t post = static_cast<int64_t>(with.size() - plain.size()) - pre;
+  if (post < 0 || k < pre + post) return {with.end() - k, with.end()};
+  std::vector<int32_t> out(with.begin(), with.begin() + pre);
+  out.insert(out.end(), plain.end() - (k - pre - post), plain.end());
+  out.insert(out.end(), with.end() - post, with.end());
+  return out;
+}
+
+}  // namespace
+
 // The inputs' prompts as token ids, cut to the request's truncate_prompt_tokens, or the 400
 // that refuses them (a token outside the vocabulary, a prompt past the context).
 std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::embedding_prompts(
     const EmbeddingRequest& request) const {
   std::vector<std::vector<int32_t>> prompts;
   const int64_t context = model_.context_length;
+  if (request.truncate_prompt_tokens > context)
+    return error_answer(
+        bad_request("'truncate_prompt_tokens' " + std::to_string(*request.truncate_prompt_tokens) +
+                        " is beyond the model's context of " + std::to_string(context) + " tokens.",
+                    "truncate_prompt_tokens"));
+  const int64_t keep = !request.truncate_prompt_tokens       ? -1
+                       : *request.truncate_prompt_tokens < 0 ? context
+                                                             : *request.truncate_prompt_tokens;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const EmbeddingInput& in = request.inputs[i];
-    const std::string param =
-        request.inputs.size() > 1 ? "input[" + std::to_string(i) + "]" : std::string("input");
-    std::vector<int32_t> tokens =
-        in.is_tokens
-            ? in.tokens
-            : tokenizer_.encode(in.text, request.add_special_tokens, /*parse_special=*/true);
-    for (int32_t id : tokens) {
-      if (id >= model_.vocab_size)
-        return error_answer(bad_request("Token id " + std::to_string(id) +
+    const std::string param = request.listed ? "input[" + std::to_string(i) + "]" : "input";
+    std::vector<int32_t> tokens = in.tokens;
+    if (!in.is_tokens) {
+      tokens = tokenizer_.encode(in.text, request.add_special_tokens, /*parse_special=*/true);
+      if (keep >= 0 && static_cast<int64_t>(tokens.size()) > keep && request.add_special_tokens)
+        tokens = keep_last(std::move(tokens), tokenizer_.encode(in.text, false, true),
+                           tokenizer_.bos_id(), keep);
+    }
+    for (size_t k = 0; k < tokens.size() && in.is_tokens; ++k) {
+      if (tokens[k] >= model_.vocab_size)
+        return error_answer(bad_request("Token id " + std::to_string(tokens[k]) +
                                             " is outside the model's vocabulary of " +
                                             std::to_string(model_.vocab_size) + ".",
-                                        param));
+                                        param + "[" + std::to_string(k) + "]"));
     }
-    if (request.truncate_prompt_tokens) {  // vLLM's: the last k tokens (-1: the context)
-      const int64_t k =
-          *request.truncate_prompt_tokens < 0 ? context : *request.truncate_prompt_tokens;
-      if (k > context)
-        return error_answer(bad_request("'truncate_prompt_tokens' " + std::to_string(k) +
-                                            " is beyond the model's context of " +
-                                            std::to_string(context) + " tokens.",
-                                        "truncate_prompt_tokens"));
-      if (static_cast<int64_t>(tokens.size()) > k) tokens.erase(tokens.begin(), tokens.end() - k);
-    }
+    if (keep >= 0 && static_cast<int64_t>(tokens.size()) > keep)
+      tokens.erase(tokens.begin(), tokens.end() - keep);
     if (static_cast<int64_t>(tokens.size()) > context)
       return error_answer(context_length_exceeded(
           "This model's maximum context length is " + std::to_string(context) + " tokens, but " +
@@ -62,6 +82,8 @@ Endpoints::Result Endpoints::embeddings(const ApiRequest& api) {
         "This server's device computes no embeddings (the GPU executor does not pool yet); "
         "serve with --device cpu for /v1/embeddings.",
         "input"));
+  if (!model_.pooling_refusal.empty())
+    return error_answer(bad_request(model_.pooling_refusal, "model"));
   if (request.dimensions && *request.dimensions != model_.embedding_size)
     return error_answer(bad_request(
         "'dimensions' " + std::to_string(*request.dimensions) + " is not this model's width (" +

@@ -255,6 +255,10 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
           ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
           : compile_output_constraint(request.constraint, model_.grammars.get());
   if (auto* error = std::get_if<ApiError>(&grammar)) return refuse(*error);
+  // Tools under "auto" beside a JSON format: a call, or the shaped answer.
+  if (auto both = compile_call_or_answer_grammar(request.tools, tool_format(), request.constraint,
+                                                 model_.grammars.get()))
+    grammar = std::move(both);
   bool reasoning_opened = false;
   auto prompts = prompts_of(request, &reasoning_opened);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);

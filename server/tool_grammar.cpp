@@ -179,4 +179,26 @@ std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_
   }
 }
 
+std::shared_ptr<const grammar::CompiledGrammar> compile_call_or_answer_grammar(
+    const ToolRequest& tools, ToolCallFormat format, const OutputConstraint& constraint,
+    grammar::GrammarCache* grammars) {
+  using Kind = OutputConstraint::Kind;
+  const bool json = constraint.kind == Kind::kJsonSchema || constraint.kind == Kind::kJsonObject;
+  if (grammars == nullptr || !json || !tools.any() || tools.choice.mode != ToolChoice::Mode::kAuto)
+    return nullptr;
+  ToolRequest required = tools;  // the checks a required call's tools pass
+  required.choice.mode = ToolChoice::Mode::kRequired;
+  if (check_tool_parameters(required)) return nullptr;
+  grammar::FramedJson spec = tool_call_grammar_spec(tools, format);
+  const nlohmann::ordered_json answer = constraint.kind == Kind::kJsonSchema
+                                            ? nlohmann::ordered_json::parse(constraint.text)
+                                            : nlohmann::ordered_json{{"type", "object"}};
+  spec.instead = {grammar::FramedJson::Part{"", answer, true}};
+  try {
+    return grammars->framed_json(spec);
+  } catch (const grammar::GrammarError&) {
+    return nullptr;  // the answer's own grammar compiled, so its error was reported there
+  }
+}
+
 }  // namespace tandem::server

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "protocol/api_error.h"
+#include "protocol/output_constraint.h"
 #include "protocol/tool_calls/tool_call_format.h"
 #include "protocol/tool_calls/tool_request.h"
 #include "runner/grammar/grammar_cache.h"
@@ -23,6 +24,16 @@ grammar::FramedJson tool_call_grammar_spec(const ToolRequest& tools, ToolCallFor
 // engine cannot compile is a 400 naming that tool's "tools[i].function.parameters".
 std::variant<std::shared_ptr<const grammar::CompiledGrammar>, ApiError> compile_tool_call_grammar(
     const ToolRequest& tools, ToolCallFormat format, grammar::GrammarCache* grammars);
+
+// Tools under "auto" beside a JSON response format (json_schema, json_object): the output
+// is the calls, in the family's format, or the shaped answer instead, the two outcomes
+// "auto" allows with a format (the Agents SDK sends the pair for an agent with tools and an
+// output type). Null where the request is no such pair, or where a tool's parameters do not
+// compile as a constrained call's must (an "auto" tool may hold keywords the engine lacks):
+// the answer's grammar alone then writes the output, as vLLM's guided decoding does.
+std::shared_ptr<const grammar::CompiledGrammar> compile_call_or_answer_grammar(
+    const ToolRequest& tools, ToolCallFormat format, const OutputConstraint& constraint,
+    grammar::GrammarCache* grammars);
 
 // The parameters of every tool a constrained request (tool_choice "required" or named) may
 // call compile as a JSON Schema of the engine's subset; else a 400 naming that tool's

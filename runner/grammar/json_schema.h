@@ -114,6 +114,9 @@ struct FramedJson {
   std::string open, separator, close;
   uint32_t min_items = 1;
   uint32_t max_items = 1;  // GrammarBuilder::kUnbounded: no limit
+  // Non-empty: the whole text may be this sequence instead of the framed items (tools under
+  // "auto" beside a response format: the calls, or the shaped answer).
+  std::vector<Part> instead;
 };
 std::shared_ptr<const Grammar> compile_framed_json(const FramedJson& framed,
                                                    const BuildLimits& limits = {});

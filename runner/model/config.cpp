@@ -191,12 +191,16 @@ void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
 void read_pooling(ModelConfig& c, const gguf::File& file, const std::string& a) {
   if (!file.get_bool_or(a + "attention.causal", true))
     fail(file, a + "attention.causal is false: bidirectional attention is not supported");
-  if (!file.has(a + "pooling_type")) return;
-  const int64_t type = file.get_int(a + "pooling_type");
-  if (type < 0 || type > 3)
-    fail(file, a + "pooling_type = " + std::to_string(type) +
-                   " is not supported (0 none, 1 mean, 2 cls, 3 last)");
-  if (type != 0) c.pooling = static_cast<Pooling>(type);
+  // Generation never reads it: a type not served here is kept for /v1/embeddings to refuse,
+  // and the model still loads (a reranker's file generates as its family does).
+  const gguf::Value* v = file.find(a + "pooling_type");
+  if (v == nullptr) return;
+  try {
+    c.pooling_type = file.get_int(a + "pooling_type");
+  } catch (const gguf::GgufError&) {
+    fail(file, a + "pooling_type must be an integer");
+  }
+  if (c.pooling_type >= 1 && c.pooling_type <= 3) c.pooling = static_cast<Pooling>(c.pooling_type);
 }
 
 }  // namespace

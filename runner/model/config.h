@@ -65,8 +65,10 @@ struct ModelConfig {
   int32_t sliding_window = 0;      // a local layer's query at p sees keys at p - window < j
   std::vector<bool> local_layers;  // per layer: attends through the window (gemma2/3)
   // {arch}.pooling_type (embedding models: Qwen3-Embedding's last, e5's mean); nullopt
-  // where the file has none (a generative model).
+  // where the file has none (a generative model), says none, or names one not served here
+  // (4, rank: a reranker's), which pooling_type then holds as written (else -1).
   std::optional<Pooling> pooling;
+  int64_t pooling_type = -1;
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }

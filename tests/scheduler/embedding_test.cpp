@@ -249,6 +249,47 @@ TEST(Embeddings, LastPoolingTakesThePrefixFromTheCache) {
   EXPECT_EQ(mean->usage().cached_tokens, 0);
 }
 
+// One embeddings request's inputs count once against --max-queue while any of them waits:
+// a 10-input list in a queue of 4 leaves room for three more requests (QA: a 2048-input
+// batch had every other client refused until it drained).
+TEST(Embeddings, AnInputListCountsOnceAgainstTheQueue) {
+  ScratchDir dir;
+  EngineOptions options;
+  options.model = write_tiny_llama(dir.path(), gguf::TensorType::kF16);
+  options.threads = 1;
+  options.kv_tokens = 1024;
+  options.scheduler.max_queue = 4;
+  Engine engine(options);  // not started: everything submitted waits
+  std::vector<GenerationRequest> list;
+  std::vector<std::shared_ptr<EmbeddingSink>> sinks;
+  for (int i = 0; i < 10; ++i) {
+    sinks.push_back(std::make_shared<EmbeddingSink>());
+    list.push_back(
+        pooling_request({5, 6, static_cast<int32_t>(7 + i)}, Pooling::kMean, sinks.back()));
+  }
+  ASSERT_TRUE(engine.scheduler().submit(std::move(list)).accepted());
+  std::vector<std::shared_ptr<RecordingSink>> others;
+  const auto submit_one = [&] {
+    others.push_back(std::make_shared<RecordingSink>());
+    GenerationRequest req;
+    req.prompt = {5, 6, 7};
+    req.max_tokens = 2;
+    req.sink = others.back();
+    return engine.scheduler().submit(std::move(req));
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(submit_one().accepted()) << i;
+  const SubmitResult full = submit_one();
+  ASSERT_FALSE(full.accepted());
+  EXPECT_EQ(full.refusal, ErrorKind::kOverloaded);
+  others.pop_back();
+  engine.start();
+  for (auto& sink : sinks) {
+    sink->wait();
+    EXPECT_EQ(sink->embeddings_sent(), 1);
+  }
+  for (auto& sink : others) sink->wait();
+}
+
 TEST(Embeddings, APoolingRequestThatWouldGenerateIsRefused) {
   ScratchDir dir;
   EngineOptions options;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/gguf/gguf.h"
 #include "tests/server/server_test_support.h"
 
 namespace tandem::testing::TANDEM_UNITY_ID {
@@ -119,14 +120,22 @@ TEST(EmbeddingsHttp, UnnormalizedIsTheSameDirection) {
   }
 }
 
-TEST(EmbeddingsHttp, TruncationKeepsTheLastTokens) {
-  const json tokens = post_json("/tokenize", {{"prompt", "one two three four five six"}})["tokens"];
-  ASSERT_GT(tokens.size(), 4u);
-  const json last4(tokens.end() - 4, tokens.end());
-  const json response =
-      post_json(kRoute, {{"input", "one two three four five six"}, {"truncate_prompt_tokens", 4}});
+// vLLM's truncate_prompt_tokens: a text's last k tokens, its special tokens kept (the tiny
+// model's BOS), as Hugging Face's left truncation keeps them; token inputs as given.
+TEST(EmbeddingsHttp, TruncationKeepsTheLastTokensAndTheSpecialOnes) {
+  const std::string text = "one two three four five six";
+  const json with = post_json("/tokenize", {{"prompt", text}})["tokens"];
+  const json plain = post_json("/tokenize", {{"content", text}})["tokens"];
+  ASSERT_EQ(with.size(), plain.size() + 1) << "tiny adds BOS: " << with.dump();
+  ASSERT_GT(plain.size(), 4u);
+  json kept = json::array({with[0]});
+  for (auto it = plain.end() - 3; it != plain.end(); ++it) kept.push_back(*it);
+  const json response = post_json(kRoute, {{"input", text}, {"truncate_prompt_tokens", 4}});
   EXPECT_EQ(response["usage"]["prompt_tokens"], 4);
-  EXPECT_EQ(floats_of(response["data"][0]["embedding"]), embedding_of({{"input", last4}}));
+  EXPECT_EQ(floats_of(response["data"][0]["embedding"]), embedding_of({{"input", kept}}));
+  const json last4(plain.end() - 4, plain.end());
+  EXPECT_EQ(embedding_of({{"input", plain}, {"truncate_prompt_tokens", 4}}),
+            embedding_of({{"input", last4}}));
   // Past the context: refused, unless truncated to it.
   const std::string long_text(3000, 'a');
   const HttpResult too_long =
@@ -146,7 +155,9 @@ TEST(EmbeddingsHttp, RefusesBadValuesByName) {
   const std::vector<Case> cases = {
       {{{"input", "x"}, {"model", "other"}}, 404, "model"},
       {{{"input", "x"}, {"dimensions", 32}}, 400, "dimensions"},
-      {{{"input", {1, 99999}}}, 400, "input"},
+      {{{"input", {1, 99999}}}, 400, "input[1]"},
+      {{{"input", {{1}, {2, 99999}}}}, 400, "input[1][1]"},
+      {{{"input", {std::string(3000, 'a')}}}, 400, "input[0]"},
       {{{"input", "x"}, {"encoding_format", "int8"}}, 400, "encoding_format"},
       {{{"input", ""}}, 400, "input"},
       {{{"input", "x"}, {"truncate_prompt_tokens", 100000}}, 400, "truncate_prompt_tokens"},
@@ -159,6 +170,34 @@ TEST(EmbeddingsHttp, RefusesBadValuesByName) {
   }
   // The model's own width is accepted.
   EXPECT_EQ(embedding_of({{"input", "x"}, {"dimensions", 64}}).size(), 64u);
+}
+
+// A reranker's file (pooling_type 4, rank): it loads and generates, /v1/embeddings refuses
+// it by name unless --pooling says how to pool.
+TEST(EmbeddingsHttp, AFilesRankPoolingIsRefusedUnlessPoolingIsGiven) {
+  ScratchDir dir;
+  const gguf::File tiny = gguf::File::open(tiny_model());
+  gguf::Writer w;
+  for (const auto& [key, value] : tiny.metadata()) w.add(key, value);
+  w.add_uint32(tiny.get_string("general.architecture") + ".pooling_type", 4);
+  for (const gguf::TensorInfo& t : tiny.tensors())
+    w.add_tensor(t.name, t.type, t.dims, std::span<const uint8_t>(t.data, t.n_bytes));
+  w.write(dir.file("rank.gguf"));
+  ServerProcess rank(dir.file("rank.gguf"), {"--kv-tokens", "4096"});
+  EXPECT_NE(rank.ready_line().find("embeddings off"), std::string::npos) << rank.ready_line();
+  const HttpResult refused =
+      fetch(rank.port(), "POST", kRoute, json({{"input", "sat on the mat"}}).dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["param"], "model") << refused.body;
+  EXPECT_NE(refused.body.find("pooling_type is 4"), std::string::npos) << refused.body;
+  const json completion =
+      post_json(rank.port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 3}});
+  EXPECT_EQ(completion["usage"]["completion_tokens"], 3);
+  ServerProcess last(dir.file("rank.gguf"), {"--kv-tokens", "4096", "--pooling", "last"});
+  const json body = {{"input", "sat on the mat"}};
+  const json embedded = post_json(last.port(), kRoute, body);
+  ASSERT_EQ(embedded["data"].size(), 1u) << embedded.dump();
+  EXPECT_EQ(floats_of(embedded["data"][0]["embedding"]), embedding_of(body));  // same weights
 }
 
 // --pooling mean: the startup line says so, and the embedding is another vector; the same

@@ -115,6 +115,38 @@ TEST(ToolCallsHttp, RequiredGivesValidCallsInTheHermesFormat) {
   EXPECT_EQ(counted() - before, 6) << "the metrics count each call-ending answer as tool_calls";
 }
 
+// Tools under "auto" beside a response format (what the Agents SDK sends for an agent with
+// tools and an output type): each answer is a call of the tools, or the shaped answer, the
+// two outcomes "auto" allows; before, the format's grammar left no call possible.
+TEST(ToolCallsHttp, AutoBesideAFormatGivesACallOrTheShapedAnswer) {
+  const uint16_t port = hermes_server().port();
+  const json answer_schema = json::parse(
+      R"({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"],
+          "additionalProperties": false})");
+  int calls = 0, answers = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    ordered_json request = tool_request("auto", seed);
+    request["parallel_tool_calls"] = false;
+    request["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema", {{"name", "a"}, {"schema", ordered_json::parse(answer_schema.dump())}}}};
+    const json body = post_json(port, "/v1/chat/completions", request);
+    const json& message = body["choices"][0]["message"];
+    if (message.contains("tool_calls") && !message["tool_calls"].is_null()) {
+      EXPECT_EQ(checked_calls(body).size(), 1u);
+      ++calls;
+    } else {
+      EXPECT_EQ(body["choices"][0]["finish_reason"], "stop") << body.dump();
+      const json shaped = json::parse(message["content"].get<std::string>());
+      EXPECT_EQ(grammar::testing::validate(shaped, answer_schema), std::nullopt) << shaped.dump();
+      ++answers;
+    }
+  }
+  EXPECT_GT(calls, 0);
+  EXPECT_GT(answers, 0);
+}
+
 TEST(ToolCallsHttp, ANamedFunctionWithoutParallelCallsGivesExactlyThatOneCall) {
   ordered_json named = {{"type", "function"}, {"function", {{"name", "add"}}}};
   for (uint16_t port : {hermes_server().port(), shared_server().port()}) {  // Hermes; plain JSON

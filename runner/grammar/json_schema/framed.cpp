@@ -45,20 +45,21 @@ std::shared_ptr<const Grammar> compile_framed_json(const FramedJson& framed,
                                                    const BuildLimits& limits) {
   using json_schema::Json;
   Json document{{"parts", Json::array()}};
-  for (const auto& alternative : framed.alternatives) {
-    for (const FramedJson::Part& part : alternative) {
+  const auto collect = [&](const std::vector<FramedJson::Part>& sequence) {
+    for (const FramedJson::Part& part : sequence) {
       if (!part.is_schema) continue;
       const std::string base = "#/parts/" + std::to_string(document["parts"].size());
       document["parts"].push_back(json_schema::rebased(part.schema, base));
     }
-  }
+  };
+  for (const auto& alternative : framed.alternatives) collect(alternative);
+  collect(framed.instead);
   json_schema::SchemaCompiler compiler(document, limits);
   GrammarBuilder& b = compiler.builder();
-  std::vector<ExprId> alternatives;
   size_t next_schema = 0;
-  for (const auto& alternative : framed.alternatives) {
+  const auto sequence_of = [&](const std::vector<FramedJson::Part>& sequence) {
     std::vector<ExprId> parts;
-    for (const FramedJson::Part& part : alternative) {
+    for (const FramedJson::Part& part : sequence) {
       if (!part.is_schema) {
         parts.push_back(b.literal(part.text));
         continue;
@@ -66,8 +67,11 @@ std::shared_ptr<const Grammar> compile_framed_json(const FramedJson& framed,
       const std::string path = "#/parts/" + std::to_string(next_schema);
       parts.push_back(compiler.schema(document["parts"][next_schema++], path));
     }
-    alternatives.push_back(b.sequence(std::move(parts)));
-  }
+    return b.sequence(std::move(parts));
+  };
+  std::vector<ExprId> alternatives;
+  for (const auto& alternative : framed.alternatives)
+    alternatives.push_back(sequence_of(alternative));
   if (framed.min_items < 1 || framed.max_items < framed.min_items)
     throw GrammarError("framed json: items must be at least 1 and min_items <= max_items");
   const ExprId item = b.choice(std::move(alternatives));
@@ -76,22 +80,26 @@ std::shared_ptr<const Grammar> compile_framed_json(const FramedJson& framed,
                                 : framed.max_items - 1;
   const ExprId more =
       b.repeat(b.sequence({b.literal(framed.separator), item}), framed.min_items - 1, more_max);
-  return compiler.build(b.sequence({b.literal(framed.open), item, more, b.literal(framed.close)}));
+  const ExprId items = b.sequence({b.literal(framed.open), item, more, b.literal(framed.close)});
+  if (framed.instead.empty()) return compiler.build(items);
+  return compiler.build(b.choice({items, sequence_of(framed.instead)}));
 }
 
 std::string framed_json_key(const FramedJson& framed) {
-  json_schema::Json key = json_schema::Json::array();
-  for (const auto& alternative : framed.alternatives) {
+  const auto key_of = [](const std::vector<FramedJson::Part>& sequence) {
     json_schema::Json parts = json_schema::Json::array();
-    for (const FramedJson::Part& part : alternative) {
+    for (const FramedJson::Part& part : sequence) {
       parts.push_back(part.is_schema ? json_schema::Json{{"schema", part.schema}}
                                      : json_schema::Json(part.text));
     }
-    key.push_back(std::move(parts));
-  }
-  return json_schema::Json{{"alternatives", std::move(key)}, {"open", framed.open},
-                           {"separator", framed.separator},  {"close", framed.close},
-                           {"min", framed.min_items},        {"max", framed.max_items}}
+    return parts;
+  };
+  json_schema::Json key = json_schema::Json::array();
+  for (const auto& alternative : framed.alternatives) key.push_back(key_of(alternative));
+  return json_schema::Json{{"alternatives", std::move(key)},   {"open", framed.open},
+                           {"separator", framed.separator},    {"close", framed.close},
+                           {"min", framed.min_items},          {"max", framed.max_items},
+                           {"instead", key_of(framed.instead)}}
       .dump();
 }
 

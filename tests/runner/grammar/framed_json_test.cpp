@@ -102,6 +102,27 @@ TEST(FramedJson, AnUnsupportedKeywordInAPartIsRefusedByName) {
 TEST(FramedJson, KeysNameTheFramingExactly) {
   EXPECT_EQ(framed_json_key(hermes(1)), framed_json_key(hermes(1)));
   EXPECT_NE(framed_json_key(hermes(1)), framed_json_key(hermes(2)));
+  FramedJson answered = hermes(1);
+  answered.instead = {value(kTime)};
+  EXPECT_NE(framed_json_key(answered), framed_json_key(hermes(1)));
+}
+
+// Tools under "auto" beside a response format: the calls, or the shaped answer instead, and
+// nothing that mixes them; the answer's schema keeps its own "$ref"s beside the calls'.
+TEST(FramedJson, TheAnswerInsteadOfTheCalls) {
+  FramedJson framed = hermes(GrammarBuilder::kUnbounded);
+  framed.instead = {value(kWeather)};
+  const auto grammar = compile_framed_json(framed);
+  const std::string time =
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>";
+  EXPECT_TRUE(accepts(grammar, time));
+  EXPECT_TRUE(accepts(grammar, time + "\n" + time));
+  EXPECT_TRUE(accepts(grammar, "{\"city\": \"Oslo\", \"days\": 3}"));
+  EXPECT_FALSE(accepts(grammar, "{\"city\": \"Amsterdam-Noord\"}")) << "its $ref'd maxLength";
+  EXPECT_FALSE(accepts(grammar, "{\"tz\": \"CET\"}")) << "city is required";
+  EXPECT_FALSE(accepts(grammar, time + "\n{\"city\": \"Oslo\"}")) << "calls, then an answer";
+  EXPECT_FALSE(accepts(grammar, "{\"city\": \"Oslo\"}" + time)) << "an answer, then a call";
+  EXPECT_FALSE(accepts(compile_framed_json(hermes(1)), "{\"city\": \"Oslo\"}"));
 }
 
 // Qwen's <tool_call> is one vocabulary token with those bytes (a user-defined token): the

@@ -168,8 +168,14 @@ TEST(ConfigMetadata, PoolingTypeIsReadAndBidirectionalAttentionRefused) {
   EXPECT_EQ(pooling(2), Pooling::kCls);
   EXPECT_EQ(pooling(3), Pooling::kLast);
   EXPECT_FALSE(pooling(0).has_value());  // none: the server's default applies
-  EXPECT_NE(error_of("qwen3", [](gguf::Writer& w) { w.add_uint32("qwen3.pooling_type", 4); })
-                .find("qwen3.pooling_type = 4 is not supported"),
+  // A reranker's rank (4) is not served, but generation never reads it: the file loads,
+  // the type kept for /v1/embeddings to refuse.
+  const ModelConfig rank =
+      config_of("qwen3", 2, [](gguf::Writer& w) { w.add_uint32("qwen3.pooling_type", 4); });
+  EXPECT_FALSE(rank.pooling.has_value());
+  EXPECT_EQ(rank.pooling_type, 4);
+  EXPECT_NE(error_of("qwen3", [](gguf::Writer& w) { w.add_string("qwen3.pooling_type", "last"); })
+                .find("qwen3.pooling_type must be an integer"),
             std::string::npos);
   EXPECT_NE(error_of("qwen2", [](gguf::Writer& w) { w.add_bool("qwen2.attention.causal", false); })
                 .find("bidirectional attention is not supported"),
