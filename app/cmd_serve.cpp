@@ -163,6 +163,11 @@ int run_serve(ServeOptions o) {
   }
   const ModelCard& card = engine->card();
   note_lowered_context(o.ctx_size, engine->config().context_length, card);
+  if (card.pooling == Pooling::kCls && card.embedding_size > 0)
+    std::fprintf(stderr,
+                 "tandem serve: cls pooling reads the first position, which a causal model "
+                 "computes from the first token alone: every text that starts with BOS gets "
+                 "the same embedding\n");
   server::HttpServer http(engine->scheduler(), engine->tokenizer(), card, o.server);
   uint16_t port = 0;
   try {

@@ -244,14 +244,8 @@ class Slot : public std::enable_shared_from_this<Slot> {
       if (!r.error.empty()) return fail(r.error);
     } else {
       const json body = json::parse(response.body(), nullptr, false);
-      if (run_.options->embeddings) return on_embedding(body, now);
-      if (body.is_discarded() || !first_choice(body))
+      if (!(run_.options->embeddings ? read_embedding(body) : read_choice(body)))
         return fail("unexpected response: " + response.body().substr(0, 300));
-      const json& choice = *first_choice(body);
-      r.text = text_of(choice);
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
-        r.finish_reason = choice["finish_reason"];
-      read_usage(body);
     }
     r.ok = true;
     const bool keep = parser_->keep_alive();
@@ -260,25 +254,32 @@ class Slot : public std::enable_shared_from_this<Slot> {
     take_next();
   }
 
+  // A whole completion: its first choice's text and finish reason, and the usage.
+  bool read_choice(const json& body) {
+    if (body.is_discarded() || !first_choice(body)) return false;
+    const json& choice = *first_choice(body);
+    RequestRecord& r = record();
+    r.text = text_of(choice);
+    if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+      r.finish_reason = choice["finish_reason"];
+    read_usage(body);
+    return true;
+  }
+
   // An embeddings answer: its one vector as the record's text, its usage's prompt tokens.
-  void on_embedding(const json& body, Clock::time_point now) {
+  bool read_embedding(const json& body) {
     const json* data = body.is_object() && body.contains("data") && body["data"].is_array() &&
                                body["data"].size() == 1 && body["data"][0].is_object()
                            ? &body["data"][0]
                            : nullptr;
     if (data == nullptr || !data->contains("embedding") || !(*data)["embedding"].is_array())
-      return fail("unexpected response: " + body.dump().substr(0, 300));
+      return false;
     std::vector<float> embedding;
     for (const json& x : (*data)["embedding"])
       embedding.push_back(x.is_number() ? x.get<float>() : std::nanf(""));
-    RequestRecord& r = record();
-    r.text = embedding_text(embedding);
+    record().text = embedding_text(embedding);
     read_usage(body);
-    r.ok = true;
-    const bool keep = parser_->keep_alive();
-    end(now);
-    if (!keep) reset_connection();
-    take_next();
+    return true;
   }
 
   void on_event(const std::string& data, Clock::time_point now) {

@@ -216,6 +216,13 @@ TEST(EmbeddingsHttp, PoolingIsTheServersChoice) {
   const json completion =
       post_json(mean.port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 3}});
   EXPECT_EQ(completion["usage"]["completion_tokens"], 3);
+  // cls on a causal model: the first position sees BOS only, which startup says (QA Y).
+  ServerProcess cls(tiny_model(), {"--pooling", "cls", "--kv-tokens", "4096"});
+  EXPECT_NE(cls.stderr_text().find("every text that starts with BOS gets the same embedding"),
+            std::string::npos)
+      << cls.stderr_text();
+  EXPECT_EQ(post_json(cls.port(), kRoute, {{"input", "a"}})["data"][0]["embedding"],
+            post_json(cls.port(), kRoute, {{"input", "b"}})["data"][0]["embedding"]);
 }
 
 }  // namespace
