@@ -47,13 +47,18 @@ inline std::optional<Pooling> parse_pooling(std::string_view name) {
 inline constexpr double kPoolScale = 0x1p28;
 inline constexpr double kPoolClamp = 0x1p24;
 
-// Adds one hidden state to a pooled sum (sum.size() == state.size()).
-inline void add_to_pooled(std::span<const float> state, std::span<int64_t> sum) {
+// Adds one hidden state to a pooled sum (sum.size() == state.size()); returns how many of
+// its values were NaN or infinite (added as 0 and the clamp: a broken model's states, which
+// the caller refuses rather than pool).
+inline int64_t add_to_pooled(std::span<const float> state, std::span<int64_t> sum) {
+  int64_t not_finite = 0;
   for (size_t i = 0; i < state.size(); ++i) {
     double v = static_cast<double>(state[i]);
+    not_finite += !std::isfinite(v);
     v = std::isnan(v) ? 0.0 : std::fmin(std::fmax(v, -kPoolClamp), kPoolClamp);
     sum[i] += std::llrint(v * kPoolScale);
   }
+  return not_finite;
 }
 
 // The pooled embedding: the sum over `count` states, divided by count (mean; cls and last

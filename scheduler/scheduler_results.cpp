@@ -36,10 +36,16 @@ void Scheduler::process(Launched& step, const StepResult& result) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
     } else if (r.max_new == 0 && r.prefill_launched == r.prompt_len) {
       // max_tokens 0: the prompt was only scored, or pooled into an embedding.
-      if (r.in.pooling != Pooling::kNone) {
-        r.in.sink->on_embedding(pooled_embedding(r.pooled_sum, r.pooled_count));
+      if (r.in.pooling == Pooling::kNone) {
+        finish(r, FinishReason::kLength, false);
+      } else if (r.pooled_sum.empty() || r.pooled_sum.back() != 0) {
+        // A NaN or infinite state: a broken model, whose zeros must not pass for a vector.
+        fail(r, ErrorKind::kInternal, "the model's hidden states are not finite");
+      } else {
+        r.in.sink->on_embedding(pooled_embedding(
+            std::span(r.pooled_sum).first(r.pooled_sum.size() - 1), r.pooled_count));
+        finish(r, FinishReason::kLength, false);
       }
-      finish(r, FinishReason::kLength, false);
     }
   }
   // Blocks go back only now: this step was the last one that could write them.

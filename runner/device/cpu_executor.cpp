@@ -215,9 +215,10 @@ void CpuExecutor::pool_states(const StepPlan& plan, StepResult& result) const {
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     if (plan.rows[i].pooling == Pooling::kNone) continue;
     std::vector<int64_t>& sum = result.pooled[i];
-    sum.assign(e, 0);
+    sum.assign(e + 1, 0);
     const std::span<const float> states = forward_.hidden(i);
-    for (size_t at = 0; at < states.size(); at += e) add_to_pooled(states.subspan(at, e), sum);
+    for (size_t at = 0; at < states.size(); at += e)
+      sum[e] += add_to_pooled(states.subspan(at, e), std::span(sum).first(e));
   }
 }
 

@@ -83,7 +83,8 @@ struct StepResult {
   // empty when no row asks.
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   // pooled[i] for rows[i] with a pooling: the fixed-point sum of the states it pools
-  // (add_to_pooled), n_embd entries; empty elsewhere, and empty when no row pools.
+  // (add_to_pooled), n_embd entries, then how many of their values were not finite; empty
+  // elsewhere, and empty when no row pools.
   std::vector<std::vector<int64_t>> pooled;
   // Set by Device::finalize: how long the device worker spent on the step (the executor's
   // run; for an asynchronous executor, from its submit to its collect). The scheduler paces

@@ -148,6 +148,11 @@ TEST(Pooling, FixedPointSumsAreTheSameInAnyGrouping) {
   EXPECT_EQ(whole[0], left[0] + right[0]);
   const float mean = pooled_embedding(whole, static_cast<int64_t>(values.size()))[0];
   EXPECT_NEAR(mean, (1.0 + 3.3 - 2.5 + 7.125 + 1e-7) / 7.0, 1e-6);
+  std::vector<int64_t> odd(3, 0);
+  const float bad[3] = {std::nanf(""), INFINITY, 1e30f};
+  EXPECT_EQ(add_to_pooled(bad, odd), 2) << "NaN and infinity are counted, 1e30 clamped";
+  EXPECT_EQ(odd[0], 0);
+  EXPECT_EQ(odd[2], std::llrint(kPoolClamp * kPoolScale));
   EXPECT_EQ(parse_pooling("last"), Pooling::kLast);
   EXPECT_EQ(parse_pooling("rank"), std::nullopt);
 }

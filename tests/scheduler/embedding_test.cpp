@@ -290,6 +290,51 @@ TEST(Embeddings, AnInputListCountsOnceAgainstTheQueue) {
   for (auto& sink : others) sink->wait();
 }
 
+// A model whose states are NaN (a broken file; here its output norm) fails the request
+// with an internal error, rather than pooling the NaNs as zeros into a vector that looks
+// valid (QA Y), and the engine goes on serving.
+TEST(Embeddings, StatesThatAreNotFiniteFailTheRequest) {
+  ScratchDir dir;
+  const gguf::File tiny =
+      gguf::File::open(write_tiny_llama(dir.path(), gguf::TensorType::kF16, /*seed=*/2));
+  gguf::Writer w;
+  for (const auto& [key, value] : tiny.metadata()) w.add(key, value);
+  for (const gguf::TensorInfo& t : tiny.tensors()) {
+    if (t.name != "output_norm.weight") {
+      w.add_tensor(t.name, t.type, t.dims, std::span<const uint8_t>(t.data, t.n_bytes));
+      continue;
+    }
+    ASSERT_EQ(t.type, gguf::TensorType::kF32);
+    std::vector<float> nan(t.n_elements, std::nanf(""));
+    w.add_tensor(t.name, t.type, t.dims,
+                 std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(nan.data()),
+                                          nan.size() * sizeof(float)));
+  }
+  w.write(dir.file("nan.gguf"));
+  EngineOptions options;
+  options.model = dir.file("nan.gguf");
+  options.threads = 1;
+  options.kv_tokens = 256;
+  Engine engine(options);
+  engine.start();
+  for (Pooling pooling : {Pooling::kMean, Pooling::kCls, Pooling::kLast}) {
+    auto sink = std::make_shared<EmbeddingSink>();
+    ASSERT_TRUE(engine.scheduler().submit(pooling_request({5, 6, 7, 8}, pooling, sink)).accepted());
+    sink->wait();
+    EXPECT_EQ(sink->error_kind(), ErrorKind::kInternal) << pooling_name(pooling);
+    EXPECT_EQ(sink->embeddings_sent(), 0);
+  }
+  auto after = std::make_shared<RecordingSink>();
+  GenerationRequest req;
+  req.prompt = {5, 6, 7};
+  req.max_tokens = 3;
+  req.sampling.ignore_eos = true;
+  req.sink = after;
+  ASSERT_TRUE(engine.scheduler().submit(std::move(req)).accepted());
+  after->wait();
+  EXPECT_EQ(after->usage().completion_tokens, 3);  // the engine goes on serving
+}
+
 TEST(Embeddings, APoolingRequestThatWouldGenerateIsRefused) {
   ScratchDir dir;
   EngineOptions options;
