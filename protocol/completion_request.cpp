@@ -194,10 +194,10 @@ void read_streaming(const Json& body, CompletionRequest& request) {
 
 // tools reach the chat template whatever tool_choice says (as vLLM renders them); a
 // required or named call constrains the output, so it cannot stand beside another constraint.
-// Under "auto" another constraint's grammar holds the output from its first token: the
-// answer is the shaped message, one of the outcomes "auto" allows, and no call is made (as
-// vLLM's guided decoding does). Agents rely on it: the Agents SDK's agent with an output
-// type sends tools, "auto" and the format on every turn after its first call.
+// Under "auto" another constraint stands beside the tools: a JSON format's answer is a call
+// or the shaped message (server/tool_grammar.h, compile_call_or_answer_grammar), a client's
+// grammar or regex holds the output alone. Agents rely on it: the Agents SDK's agent with
+// tools and an output type sends tools, "auto" and the format.
 void read_tools(const Json& body, CompletionRequest& request) {
   request.tools = request_fields::read_tool_request(body);
   request.chat.tools = request.tools.definitions;

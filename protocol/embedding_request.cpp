@@ -39,10 +39,11 @@ EmbeddingInput read_one_input(const Json& value, const std::string& param) {
 }
 
 // OpenAI's four forms: a string, a list of token ids (one input), or a list of strings or
-// of token id lists (one input each, all of one kind).
-std::vector<EmbeddingInput> read_inputs(const Json& body) {
+// of token id lists (one input each, all of one kind: `listed`).
+std::vector<EmbeddingInput> read_inputs(const Json& body, bool& listed) {
   const Json* input = find_field(body, "input");
   if (input == nullptr) reject("'input' is required.", "input");
+  listed = input->is_array() && !input->empty() && !input->front().is_number();
   if (input->is_string()) return {read_one_input(*input, "input")};
   if (!input->is_array()) {
     reject(
@@ -89,9 +90,7 @@ EmbeddingRequest read_embedding_request(const Json& body) {
   EmbeddingRequest request;
   if (const Json* model = find_field(body, "model"))
     request.model = request_fields::read_string(*model, "model");
-  request.inputs = read_inputs(body);
-  const Json* input = find_field(body, "input");
-  request.listed = input->is_array() && !input->front().is_number();
+  request.inputs = read_inputs(body, request.listed);
   if (const Json* format = find_field(body, "encoding_format")) {
     const std::string& f = request_fields::read_string(*format, "encoding_format");
     if (f != "float" && f != "base64")

@@ -192,17 +192,17 @@ Engine::Engine(EngineOptions options) {
   card.kv_local_capacity_tokens = int64_t{info.kv_local_blocks} * int64_t{info.kv_block_size};
   card.kv_local_bytes_per_token = info.kv_local_bytes_per_token;
   card.sliding_window = info.sliding_window;
-  card.pooling = options.pooling.value_or(model_->config().pooling.value_or(Pooling::kLast));
+  card.pooling = options.pooling.value_or(model_->config().pooling().value_or(Pooling::kLast));
   const int64_t type = model_->config().pooling_type;
-  if (!options.pooling && !model_->config().pooling && type > 0)
+  if (!options.pooling && !model_->config().pooling() && type > 0)
     card.pooling_refusal =
         "This model's pooling_type is " + std::to_string(type) +
         (type == 4 ? " (rank: a reranker's)" : "") +
         ", which /v1/embeddings does not serve; start the server with --pooling mean, cls or "
         "last to embed with it.";
-  card.pooling_origin = options.pooling            ? "--pooling"
-                        : model_->config().pooling ? "pooling_type"
-                                                   : "default";
+  card.pooling_origin = options.pooling              ? "--pooling"
+                        : model_->config().pooling() ? "pooling_type"
+                                                     : "default";
   card.embedding_size = info.pools ? info.embedding_size : 0;
   // The vocabulary as the grammar engine sees it, once per model (the trie and the plain
   // text index cost milliseconds for a 50k vocabulary; no request rebuilds them).

@@ -100,13 +100,16 @@ Endpoints::Result Endpoints::embeddings(const ApiRequest& api) {
   header.created = static_cast<int64_t>(std::time(nullptr));
   header.model = model_.id;
   header.system_fingerprint = model_.fingerprint;
-  std::vector<ChoiceId> ids;
-  GenerationPlan plan{
-      {}, ResponseEncoder(Endpoint::kCompletions, header, false), false, {}, false, 1, {}, {}};
+  auto& inputs = std::get<std::vector<std::vector<int32_t>>>(prompts);
+  std::vector<ChoiceId> ids;  // one choice per input, in order
+  for (size_t i = 0; i < inputs.size(); ++i) ids.push_back({static_cast<int32_t>(i), 0});
+  GenerationPlan plan{{},    ResponseEncoder(Endpoint::kCompletions, header, false, std::move(ids)),
+                      false, {},
+                      false, 1,
+                      {},    {}};
   int64_t prompt_tokens = 0;
-  for (auto& prompt : std::get<std::vector<std::vector<int32_t>>>(prompts)) {
+  for (auto& prompt : inputs) {
     prompt_tokens += static_cast<int64_t>(prompt.size());
-    ids.push_back({static_cast<int32_t>(ids.size()), 0});
     GenerationRequest one;
     one.prompt = std::move(prompt);
     one.max_tokens = 0;
@@ -114,7 +117,6 @@ Endpoints::Result Endpoints::embeddings(const ApiRequest& api) {
     one.cache_salt = request.cache_salt;
     plan.choices.push_back(std::move(one));
   }
-  plan.encoder = ResponseEncoder(Endpoint::kCompletions, header, false, std::move(ids));
   plan.embeddings = EmbeddingsOut{model_.id, request.base64, request.normalize};
   plan.access =
       AccessRecord{"/v1/embeddings", header.id, std::move(request.user), prompt_tokens, false, ""};

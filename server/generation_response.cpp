@@ -27,8 +27,6 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
   }
   if (!reasoning_.enabled) return;
   usage_.reasoning_tokens = 0;
-  for (Choice& c : choices_) c.counting.emplace(reasoning_.markers, reasoning_.opened);
-  if (!stream_) return;
   for (Choice& c : choices_) c.reasoning.emplace(reasoning_.markers, reasoning_.opened);
 }
 
@@ -68,18 +66,20 @@ std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string
 
 std::string GenerationResponse::text(int32_t choice, std::string_view text, int32_t tokens) {
   Choice& c = choices_.at(choice);
-  // A token is the reasoning's if its text is, or leaves the output inside the reasoning
-  // (the open marker, blanks held back there); the close marker's is the answer's.
-  if (c.counting && (!c.counting->push(text).reasoning.empty() || c.counting->in_reasoning()))
-    c.reasoning_tokens += tokens;
+  std::optional<ReasoningPieces> pieces;
+  if (c.reasoning) {
+    pieces = c.reasoning->push(text);
+    // A token is the reasoning's if its text is, or leaves the output inside the reasoning
+    // (the open marker, blanks held back there); the close marker's is the answer's.
+    if (!pieces->reasoning.empty() || c.reasoning->in_reasoning()) c.reasoning_tokens += tokens;
+  }
   if (!stream_) {
     c.text += text;
     return {};
   }
-  if (!c.reasoning) return content_text(choice, c, text);
-  const ReasoningPieces pieces = c.reasoning->push(text);
-  std::string events = reasoning_event(choice, c, pieces.reasoning);
-  if (!pieces.content.empty()) events += content_text(choice, c, pieces.content);
+  if (!pieces) return content_text(choice, c, text);
+  std::string events = reasoning_event(choice, c, pieces->reasoning);
+  if (!pieces->content.empty()) events += content_text(choice, c, pieces->content);
   return events;
 }
 
@@ -158,7 +158,7 @@ std::string GenerationResponse::finish(int32_t choice, FinishReason reason, cons
     usage_.cached_tokens += usage.cached_tokens;
   }
   usage_.completion_tokens += usage.completion_tokens;
-  if (c.counting) usage_.reasoning_tokens += c.reasoning_tokens;
+  if (c.reasoning) usage_.reasoning_tokens += c.reasoning_tokens;
   return stream_ ? finish_events(choice, c) : std::string();
 }
 

@@ -111,10 +111,9 @@ class GenerationResponse {
     // Streamed with tools: the whole output so far, and how much of it was sent as content.
     std::string output;
     size_t released = 0;
-    // Streamed with the reasoning split off: where the output is.
+    // With the reasoning split off: where the output is (streamed: what the events say;
+    // either way: which tokens are the reasoning's).
     std::optional<ReasoningStream> reasoning;
-    // With the split: the output's place, streamed or not, to count reasoning tokens.
-    std::optional<ReasoningStream> counting;
     int64_t reasoning_tokens = 0;
     std::vector<float> embedding;  // /v1/embeddings
   };

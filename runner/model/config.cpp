@@ -187,7 +187,7 @@ void read_shape(ModelConfig& c, const gguf::File& file, const std::string& a) {
 }
 
 // What an embedding model's converter writes: how its states pool, and that attention is
-// causal (gte-Qwen2 and other bidirectional encoders say false: every kernel here is causal).
+// causal (bidirectional encoders' files say false: every kernel here is causal).
 void read_pooling(ModelConfig& c, const gguf::File& file, const std::string& a) {
   if (!file.get_bool_or(a + "attention.causal", true))
     fail(file, a + "attention.causal is false: bidirectional attention is not supported");
@@ -200,7 +200,6 @@ void read_pooling(ModelConfig& c, const gguf::File& file, const std::string& a) 
   } catch (const gguf::GgufError&) {
     fail(file, a + "pooling_type must be an integer");
   }
-  if (c.pooling_type >= 1 && c.pooling_type <= 3) c.pooling = static_cast<Pooling>(c.pooling_type);
 }
 
 }  // namespace

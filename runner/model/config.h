@@ -64,11 +64,15 @@ struct ModelConfig {
   float final_softcap = 0.0f;      // gemma: the same on the logits
   int32_t sliding_window = 0;      // a local layer's query at p sees keys at p - window < j
   std::vector<bool> local_layers;  // per layer: attends through the window (gemma2/3)
-  // {arch}.pooling_type (embedding models: Qwen3-Embedding's last, e5's mean); nullopt
-  // where the file has none (a generative model), says none, or names one not served here
-  // (4, rank: a reranker's), which pooling_type then holds as written (else -1).
-  std::optional<Pooling> pooling;
+  // {arch}.pooling_type as written (embedding models: Qwen3-Embedding's 3, last; e5's 1,
+  // mean; a reranker's 4, rank); -1 where the file has none (a generative model).
   int64_t pooling_type = -1;
+  // The pooling that type names where tandem serves it (1 mean, 2 cls, 3 last); nullopt
+  // for none, rank and the rest.
+  std::optional<Pooling> pooling() const {
+    if (pooling_type < 1 || pooling_type > 3) return std::nullopt;
+    return static_cast<Pooling>(pooling_type);
+  }
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }

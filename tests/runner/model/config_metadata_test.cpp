@@ -159,10 +159,10 @@ TEST(ConfigMetadata, RefusesWhatLlamaCppRefuses) {
 // Qwen3-Embedding's 3, last) and, for bidirectional encoders, attention.causal false, which
 // no kernel here computes: refused by name rather than run causally.
 TEST(ConfigMetadata, PoolingTypeIsReadAndBidirectionalAttentionRefused) {
-  EXPECT_FALSE(config_of("qwen3", 2, [](gguf::Writer&) {}).pooling.has_value());
+  EXPECT_FALSE(config_of("qwen3", 2, [](gguf::Writer&) {}).pooling().has_value());
   const auto pooling = [](uint32_t type) {
     return config_of("qwen3", 2, [&](gguf::Writer& w) { w.add_uint32("qwen3.pooling_type", type); })
-        .pooling;
+        .pooling();
   };
   EXPECT_EQ(pooling(1), Pooling::kMean);
   EXPECT_EQ(pooling(2), Pooling::kCls);
@@ -172,7 +172,7 @@ TEST(ConfigMetadata, PoolingTypeIsReadAndBidirectionalAttentionRefused) {
   // the type kept for /v1/embeddings to refuse.
   const ModelConfig rank =
       config_of("qwen3", 2, [](gguf::Writer& w) { w.add_uint32("qwen3.pooling_type", 4); });
-  EXPECT_FALSE(rank.pooling.has_value());
+  EXPECT_FALSE(rank.pooling().has_value());
   EXPECT_EQ(rank.pooling_type, 4);
   EXPECT_NE(error_of("qwen3", [](gguf::Writer& w) { w.add_string("qwen3.pooling_type", "last"); })
                 .find("qwen3.pooling_type must be an integer"),
