@@ -157,6 +157,28 @@ void refuse_reserved_kwargs(const Json& kwargs) {
   }
 }
 
+// continue_final_message: the last message is continued rather than answered, so no
+// generation prompt follows it (absent means false here; vLLM asks the client to say so),
+// and it needs text to continue.
+void read_final_message(ChatInputs& inputs, bool generation_prompt_given) {
+  if (generation_prompt_given && inputs.add_generation_prompt) {
+    reject(
+        "'add_generation_prompt' and 'continue_final_message' cannot both be true: the final "
+        "message is continued, not answered.",
+        "add_generation_prompt");
+  }
+  inputs.add_generation_prompt = false;
+  const Json& last = inputs.messages.back();
+  const Json* content = last.contains("content") ? &last["content"] : nullptr;
+  if (content == nullptr || !content->is_string() ||
+      content->get_ref<const std::string&>().find_first_not_of(" \t\r\n") == std::string::npos) {
+    const std::string param = element_param("messages", inputs.messages.size() - 1) + ".content";
+    reject("'continue_final_message' needs text in the final message to continue; '" + param +
+               "' has none.",
+           param);
+  }
+}
+
 }  // namespace
 
 ChatInputs read_chat_inputs(const Json& body) {
@@ -175,15 +197,12 @@ ChatInputs read_chat_inputs(const Json& body) {
   if (const Json* documents = find_field(body, "documents")) {
     inputs.documents = require_array(*documents, "documents");
   }
-  if (const Json* add = find_field(body, "add_generation_prompt")) {
-    inputs.add_generation_prompt = read_bool(*add, "add_generation_prompt");
-  }
+  const Json* add = find_field(body, "add_generation_prompt");
+  if (add != nullptr) inputs.add_generation_prompt = read_bool(*add, "add_generation_prompt");
   if (const Json* proceed = find_field(body, "continue_final_message")) {
-    if (read_bool(*proceed, "continue_final_message")) {
-      reject("'continue_final_message' set to true is not supported by this server.",
-             "continue_final_message");
-    }
+    inputs.continue_final_message = read_bool(*proceed, "continue_final_message");
   }
+  if (inputs.continue_final_message) read_final_message(inputs, add != nullptr);
   if (find_field(body, "chat_template") != nullptr) {
     reject(
         "'chat_template' in a request is not supported by this server; start it with "

@@ -27,6 +27,10 @@ struct ChatInputs {
   // The request's tools as sent (validated), or null: the template's `tools`.
   nlohmann::ordered_json tools = nullptr;
   bool add_generation_prompt = true;
+  // vLLM's continue_final_message (transformers' apply_chat_template option): the prompt
+  // ends inside the final message, after its content, so that the model continues it (an
+  // assistant's prefilled answer). add_generation_prompt is then false.
+  bool continue_final_message = false;
 };
 
 // llama-server's POST /apply-template: the chat fields of a /v1/chat/completions body
@@ -38,7 +42,7 @@ namespace request_fields {
 
 // Reads messages, chat_template_kwargs, documents and add_generation_prompt from a
 // request body; throws RequestRejected (request_fields.h) naming the offending field.
-// continue_final_message and a per-request chat_template are refused by name.
+// A per-request chat_template is refused by name.
 ChatInputs read_chat_inputs(const nlohmann::ordered_json& body);
 
 }  // namespace request_fields

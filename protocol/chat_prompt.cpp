@@ -24,6 +24,39 @@ ChatTemplateError to_chat_error(const jinja::Error& error) {
   return out;
 }
 
+constexpr std::string_view kBlanks = " \t\n\r\f\v";
+
+std::string_view strip_left(std::string_view text) {
+  const size_t first = text.find_first_not_of(kBlanks);
+  return first == std::string_view::npos ? std::string_view() : text.substr(first);
+}
+
+// continue_final_message, as transformers cuts the rendered chat: after the last place the
+// final message's text (stripped) appears, keeping its trailing blanks where the template
+// kept them. The segments are cut at that byte; false when the text is not there (a
+// template that rewrites the message).
+bool cut_after_final_message(std::vector<PromptSegment>& segments, std::string_view content) {
+  std::string_view trimmed = strip_left(content);
+  const std::string_view kept = trimmed;  // stripped on the left only
+  trimmed = trimmed.substr(0, trimmed.find_last_not_of(kBlanks) + 1);
+  const std::string prompt = join_segments(segments);
+  const size_t at = prompt.rfind(trimmed);
+  if (trimmed.empty() || at == std::string::npos) return false;
+  const size_t end =
+      prompt.compare(at, kept.size(), kept) == 0 ? at + kept.size() : at + trimmed.size();
+  size_t offset = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const size_t size = segments[i].text.size();
+    if (offset + size >= end) {
+      segments[i].text.resize(end - offset);
+      segments.resize(i + 1);
+      return true;
+    }
+    offset += size;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string ChatTemplateError::describe() const {
@@ -94,7 +127,16 @@ std::variant<std::vector<PromptSegment>, ApiError> render_chat_request(
         "The model's chat template failed on these messages: " + error->describe() + ".",
         "messages");
   }
-  return std::get<std::vector<PromptSegment>>(std::move(rendered));
+  auto segments = std::get<std::vector<PromptSegment>>(std::move(rendered));
+  if (inputs.continue_final_message &&
+      !cut_after_final_message(segments,
+                               inputs.messages.back()["content"].get_ref<const std::string&>())) {
+    return bad_request(
+        "'continue_final_message': the final message's text does not appear in the prompt "
+        "the model's chat template renders, so it cannot be continued.",
+        "continue_final_message");
+  }
+  return segments;
 }
 
 std::string join_segments(const std::vector<PromptSegment>& segments) {

@@ -18,16 +18,17 @@
 
 namespace tandem {
 
-// kResponses: /v1/responses, read as a chat request (protocol/responses_api_request.h).
-enum class Endpoint { kCompletions, kChatCompletions, kResponses };
+// kResponses: /v1/responses, read as a chat request (protocol/responses_api_request.h);
+// kMessages: Anthropic's /v1/messages, likewise (protocol/messages_api_request.h).
+enum class Endpoint { kCompletions, kChatCompletions, kResponses, kMessages };
 
 // Whether the endpoint's prompt is a conversation rendered by the chat template.
 inline bool is_chat(Endpoint endpoint) { return endpoint != Endpoint::kCompletions; }
 // The field that holds the endpoint's prompt, for errors about it.
 inline const char* prompt_param(Endpoint endpoint) {
-  return endpoint == Endpoint::kCompletions       ? "prompt"
-         : endpoint == Endpoint::kChatCompletions ? "messages"
-                                                  : "input";
+  return endpoint == Endpoint::kCompletions ? "prompt"
+         : endpoint == Endpoint::kResponses ? "input"
+                                            : "messages";
 }
 
 // A plain chat turn, for callers that build conversations in code (tests, tools).

@@ -271,6 +271,12 @@ const std::string& read_string(const Json& value, const std::string& param) {
   return value.get_ref<const std::string&>();
 }
 
+const std::string& required_string(const Json& object, const char* key, const std::string& param) {
+  const Json* value = find_field(object, key);
+  if (value == nullptr) reject("'" + param + "." + key + "' is required.", param + "." + key);
+  return read_string(*value, param + "." + key);
+}
+
 int64_t read_integer(const Json& value, const std::string& param, int64_t min, int64_t max) {
   auto out_of_range = [&]() {
     reject("'" + param + "' must be an integer in [" + std::to_string(min) + ", " +

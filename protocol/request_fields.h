@@ -53,6 +53,8 @@ const Json& require_array(const Json& value, const std::string& param);
 
 bool read_bool(const Json& value, const std::string& param);
 const std::string& read_string(const Json& value, const std::string& param);
+// object[key] as a string; absent (or null) is a 400 naming "param.key" as required.
+const std::string& required_string(const Json& object, const char* key, const std::string& param);
 // An integer in [min, max]. A float with no fractional part (16.0) counts as an integer,
 // as in vLLM's validation; 16.5 does not.
 int64_t read_integer(const Json& value, const std::string& param, int64_t min, int64_t max);

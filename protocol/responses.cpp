@@ -61,7 +61,8 @@ Json message_json(const ChoiceResult& c) {
 std::string response_id_prefix(Endpoint endpoint) {
   return endpoint == Endpoint::kCompletions       ? "cmpl-"
          : endpoint == Endpoint::kChatCompletions ? "chatcmpl-"
-                                                  : "resp_";
+         : endpoint == Endpoint::kResponses       ? "resp_"
+                                                  : "msg_";
 }
 
 bool is_client_request_id(std::string_view id) {

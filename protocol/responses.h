@@ -54,11 +54,12 @@ struct ChoiceResult {
   std::string_view reasoning = {};
 };
 
-// "cmpl-", "chatcmpl-" or "resp_" (/v1/responses) and 32 hex digits: high then low, 64 bits
-// each. The server supplies a number unique across its runs (random at start, counting up).
+// "cmpl-", "chatcmpl-", "resp_" (/v1/responses) or "msg_" (/v1/messages) and 32 hex digits: high
+// then low, 64 bits each. The server supplies a number unique across its runs (random at start,
+// counting up).
 std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low);
-// "chatcmpl-", "cmpl-" or "resp_": what an id begins with, the client's request id after it where
-// it gave one (vLLM's X-Request-Id and request_id).
+// "chatcmpl-", "cmpl-", "resp_" or "msg_": what an id begins with, the client's request id after it
+// where it gave one (vLLM's X-Request-Id and request_id).
 std::string response_id_prefix(Endpoint endpoint);
 // Whether `id` is one a client may name its request by (the X-Request-Id header, vLLM's
 // request_id field): 1 to 128 visible ASCII characters, which a header, a log line and a

@@ -19,6 +19,7 @@ using request_fields::read_string;
 using request_fields::reject;
 using request_fields::require_array;
 using request_fields::require_object;
+using request_fields::required_string;
 
 constexpr const char* kNoMedia =
     "is not supported by this server (it reads no images, files or "
@@ -162,12 +163,6 @@ Json read_content(const Json& item, const std::string& param) {
     parts.push_back(read_part((*content)[i], element_param(param + ".content", i)));
   }
   return parts;
-}
-
-const std::string& required_string(const Json& item, const char* key, const std::string& param) {
-  const Json* value = find_field(item, key);
-  if (value == nullptr) reject("'" + param + "." + key + "' is required.", param + "." + key);
-  return read_string(*value, param + "." + key);
 }
 
 // A function_call_output's output: a string, or input_text parts (joined).
@@ -494,7 +489,7 @@ Json echo_of(const Json& body, const CompletionRequest& request) {
 }  // namespace
 
 // A prefix counts where the end, '.' or '[' follows it in the param.
-ApiError renamed_for_responses(ApiError error, const ParamRenames& renames) {
+ApiError renamed_params(ApiError error, const ParamRenames& renames) {
   const std::pair<std::string, std::string>* best = nullptr;
   for (const auto& rename : renames) {
     const std::string& from = rename.first;
@@ -522,7 +517,7 @@ std::variant<ResponsesRequest, ApiError> parse_responses_request(std::string_vie
     const Json chat = chat_body(parsed, renames);
     auto read = parse_completion_request(chat.dump(), Endpoint::kResponses);
     if (auto* error = std::get_if<ApiError>(&read)) {
-      return renamed_for_responses(std::move(*error), renames);
+      return renamed_params(std::move(*error), renames);
     }
     ResponsesRequest request{std::move(std::get<CompletionRequest>(read)), {}, std::move(renames)};
     request.echo = echo_of(parsed, request.request);

@@ -42,8 +42,8 @@ struct ResponsesRequest {
 std::variant<ResponsesRequest, ApiError> parse_responses_request(std::string_view body);
 
 // An error about the chat request (the parser's, or a later check's: a tool's schema that
-// no grammar can hold), in the names of the Responses fields it came from: the longest
-// renamed prefix of its param, in param and message.
-ApiError renamed_for_responses(ApiError error, const ParamRenames& renames);
+// no grammar can hold), in the names of the fields the client sent (/v1/responses's or
+// /v1/messages's): the longest renamed prefix of its param, in param and message.
+ApiError renamed_params(ApiError error, const ParamRenames& renames);
 
 }  // namespace tandem

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "protocol/sse.h"
+
 namespace tandem {
 namespace {
 
@@ -62,12 +64,7 @@ Json ResponsesWriter::response_object(std::string_view status, Json output,
 std::string ResponsesWriter::event(std::string_view type, Json payload) {
   Json data{{"type", type}, {"sequence_number", sequence_++}};
   for (auto& [key, value] : payload.items()) data[key] = std::move(value);
-  std::string out = "event: ";
-  out += type;
-  out += "\ndata: ";
-  out += object_text(data);
-  out += "\n\n";
-  return out;
+  return sse_event(type, object_text(data));
 }
 
 Json ResponsesWriter::message_item(std::string_view status) const {
@@ -212,7 +209,7 @@ std::string ResponsesWriter::call_events(size_t index, const ToolCallOut& call) 
 }
 
 std::string ResponsesWriter::closing_events(std::span<const ToolCallOut> calls, FinishReason finish,
-                                            const Usage& usage) {
+                                            const Usage& usage, std::string_view) {
   const std::string_view status = cut_short(finish) ? "incomplete" : "completed";
   const bool reasoned = reasoning_open_ || !reasoning_.empty();
   // A reasoning still open was cut short by the limit; one the text closed was complete.
@@ -239,7 +236,8 @@ std::string ResponsesWriter::error_events(const ApiError& error) {
 
 std::string ResponsesWriter::whole_body(std::string_view text, std::span<const ToolCallOut> calls,
                                         FinishReason finish, const Usage& usage,
-                                        const LogprobsPiece* logprobs, std::string_view reasoning) {
+                                        const LogprobsPiece* logprobs, std::string_view reasoning,
+                                        std::string_view) {
   const std::string_view status = cut_short(finish) ? "incomplete" : "completed";
   text_ = text;
   logprobs_ = logprob_entries(logprobs);

@@ -23,33 +23,34 @@
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"
 #include "protocol/responses.h"
+#include "protocol/single_output_writer.h"
 
 namespace tandem {
 
-class ResponsesWriter {
+class ResponsesWriter final : public SingleOutputWriter {
  public:
   // echo: ResponsesRequest::echo, the request's settings the object repeats.
   ResponsesWriter(ResponseHeader header, nlohmann::ordered_json echo);
 
   // Streamed: the first events.
-  std::string opening_events();
+  std::string opening_events() override;
   // Streamed: a piece of the message's text and its tokens' log-probabilities (null when
   // not asked for). The message item and its part are opened first if they are not yet.
-  std::string text_events(std::string_view text, const LogprobsPiece* logprobs);
+  std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
   // Streamed: a piece of the reasoning, before any text (its item is opened first).
-  std::string reasoning_events(std::string_view text);
+  std::string reasoning_events(std::string_view text) override;
   // Streamed: the end of the reasoning and of the message (opened now, empty, when neither
   // text nor reasoning came and no call was made), each call as a function_call item, and
-  // the closing event.
+  // the closing event. The Responses API names no stop string.
   std::string closing_events(std::span<const ToolCallOut> calls, FinishReason finish,
-                             const Usage& usage);
+                             const Usage& usage, std::string_view stop = {}) override;
   // Streamed: a failure after the stream began: an error event, then response.failed.
-  std::string error_events(const ApiError& error);
+  std::string error_events(const ApiError& error) override;
   // Not streamed: the response object. Its output: the reasoning item when there is
   // reasoning; the message when it has text or logprobs, or nothing else is there; the calls.
   std::string whole_body(std::string_view text, std::span<const ToolCallOut> calls,
                          FinishReason finish, const Usage& usage, const LogprobsPiece* logprobs,
-                         std::string_view reasoning = {});
+                         std::string_view reasoning = {}, std::string_view stop = {}) override;
 
  private:
   using Json = nlohmann::ordered_json;

@@ -11,6 +11,10 @@ namespace tandem {
 // newline inside it would end the SSE field early.
 std::string sse_data(std::string_view json);
 
+// "event: <type>\ndata: <json>\n\n": a typed event, as the Responses and Messages APIs
+// stream them. The same one-line rule holds for the JSON.
+std::string sse_event(std::string_view type, std::string_view json);
+
 // "data: [DONE]\n\n", the last event of every stream.
 std::string sse_done();
 

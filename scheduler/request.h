@@ -37,6 +37,9 @@ class RequestSink {
   // With pooling: the prompt's pooled embedding (protocol/pooling.h; not normalized), once,
   // just before on_finish.
   virtual void on_embedding(std::span<const float> embedding) { (void)embedding; }
+  // The stop string that ended the output (kStop), just before on_finish; not sent for an
+  // end by EOS or a stop_token_ids token.
+  virtual void on_stop_string(std::string_view stop) { (void)stop; }
   // kStop (EOS, a stop_token_ids token or a stop string), kLength (max_tokens, the context or the
   // KV pool), or kCancelled. usage.completion_tokens counts EOS and stop tokens too.
   virtual void on_finish(FinishReason reason, const Usage& usage) = 0;

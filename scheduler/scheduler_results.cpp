@@ -154,6 +154,8 @@ void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
   ++counters_.requests_finished;
   // Publish first, so a client that reads the metrics after its answer sees its tokens.
   publish();
+  if (reason == FinishReason::kStop && r.stop.stopped())
+    r.in.sink->on_stop_string(r.stop.matched());
   r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens, r.cached_tokens});
 }
 

@@ -27,15 +27,18 @@ StopMatcher::Output StopMatcher::push(std::string_view text, bool may_stop) {
   // Of stops found at the same place, the longest is the one included.
   size_t first = std::string::npos;
   size_t end = 0;
+  const std::string* found = nullptr;
   for (const std::string& stop : stops_) {
     const size_t at = may_stop ? held_.find(stop) : std::string::npos;
     if (at == std::string::npos) continue;
     if (at < first || (at == first && at + stop.size() > end)) {
       first = at;
       end = at + stop.size();
+      found = &stop;
     }
   }
-  if (first != std::string::npos) {
+  if (found != nullptr) {
+    matched_ = *found;
     out.text = held_.substr(0, include_stop_ ? end : first);
     out.stopped = stopped_ = true;
     held_.clear();

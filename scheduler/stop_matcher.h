@@ -27,6 +27,9 @@ class StopMatcher {
   std::string flush();
 
   bool stopped() const { return stopped_; }
+  // The stop string that stopped the output (the earliest, the longest there); empty
+  // until one does.
+  const std::string& matched() const { return matched_; }
   size_t held() const { return held_.size(); }
 
  private:
@@ -34,6 +37,7 @@ class StopMatcher {
   bool include_stop_ = false;
   std::string held_;  // not yet emitted: a suffix that is a proper prefix of some stop
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace tandem

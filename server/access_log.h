@@ -12,7 +12,7 @@
 namespace tandem::server {
 
 struct AccessRecord {
-  std::string route;  // "/v1/completions", "/v1/chat/completions" or "/v1/responses"
+  std::string route;  // "/v1/completions", "/v1/chat/completions", "/v1/responses", ...
   std::string id;     // the response id
   std::string user;   // the request's `user`, empty when none
   int64_t prompt_tokens = 0;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "protocol/choice_seed.h"
+#include "protocol/messages_api_writer.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
@@ -64,10 +65,12 @@ HttpAnswer json_answer(std::string body) {
   return answer;
 }
 
-bool authorized(std::string_view authorization, const std::string& api_key) {
+// A bearer token (OpenAI's clients), or an X-Api-Key header (Anthropic's).
+bool authorized(const ApiRequest& request, const std::string& api_key) {
   constexpr std::string_view kScheme = "bearer ";  // the scheme is case-insensitive
-  if (!starts_with_lowercase(authorization, kScheme)) return false;
-  return constant_time_equal(authorization.substr(kScheme.size()), api_key);
+  if (!request.api_key.empty() && constant_time_equal(request.api_key, api_key)) return true;
+  if (!starts_with_lowercase(request.authorization, kScheme)) return false;
+  return constant_time_equal(request.authorization.substr(kScheme.size()), api_key);
 }
 
 }  // namespace
@@ -85,6 +88,8 @@ const Endpoints::Route* Endpoints::find_route(std::string_view path) {
       {"/v1/completions", "POST", false, &Endpoints::completions},
       {"/v1/chat/completions", "POST", false, &Endpoints::chat_completions},
       {"/v1/responses", "POST", false, &Endpoints::responses},
+      {"/v1/messages", "POST", false, &Endpoints::messages},
+      {"/v1/messages/count_tokens", "POST", false, &Endpoints::count_tokens},
       {"/v1/embeddings", "POST", false, &Endpoints::embeddings},
       {"/v1/models", "GET", false, &Endpoints::models},
       {"/apply-template", "POST", false, &Endpoints::apply_template},
@@ -116,10 +121,17 @@ HttpAnswer error_answer(const ApiError& error, std::string_view allow) {
   HttpAnswer answer;
   answer.status = error.status;
   answer.body = to_json_body(error);
+  answer.error = error;
   if (error.status == 405 && !allow.empty()) answer.headers.emplace_back("Allow", allow);
   if (error.status == 401) answer.headers.emplace_back("WWW-Authenticate", "Bearer");
   if (error.status == 503) answer.headers.emplace_back("Retry-After", "1");
   return answer;
+}
+
+void answer_in_route_shape(std::string_view route, HttpAnswer& answer) {
+  if (!answer.error || !(route == "/v1/messages" || route.starts_with("/v1/messages/"))) return;
+  answer.body = anthropic_error_body(*answer.error);
+  answer.error.reset();
 }
 
 Endpoints::Endpoints(Scheduler& scheduler, const Tokenizer& tokenizer, ModelCard model,
@@ -159,7 +171,7 @@ std::optional<HttpAnswer> Endpoints::refusal(const ApiRequest& request, std::str
                                            ", not " + std::string(request.method) + "."),
                         method);
   }
-  if (!public_route && !api_key_.empty() && !authorized(request.authorization, api_key_)) {
+  if (!public_route && !api_key_.empty() && !authorized(request, api_key_)) {
     return error_answer(unauthorized());
   }
   return std::nullopt;
@@ -185,8 +197,13 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   if (route == nullptr) {
     return error_answer(not_found("Unknown route " + std::string(path) + "."));
   }
-  if (auto refused = refusal(request, path, route->method, route->public_route)) return *refused;
-  return (this->*route->handler)(request);
+  if (auto refused = refusal(request, path, route->method, route->public_route)) {
+    answer_in_route_shape(path, *refused);
+    return *refused;
+  }
+  Result result = (this->*route->handler)(request);
+  if (auto* answer = std::get_if<HttpAnswer>(&result)) answer_in_route_shape(path, *answer);
+  return result;
 }
 
 std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
@@ -212,6 +229,7 @@ std::variant<std::vector<uint64_t>, HttpAnswer> Endpoints::submit(
   }
   HttpAnswer refused = error_answer(api_error_for(*submitted.refusal, submitted.message));
   refused.close = submitted.refusal == ErrorKind::kShuttingDown;
+  answer_in_route_shape(plan.access.route, refused);
   return refused;
 }
 
@@ -228,7 +246,8 @@ Endpoints::Result Endpoints::responses(const ApiRequest& api) {
   ResponsesRequest& request = std::get<ResponsesRequest>(parsed);
   Result result = generation(api, request.request, &request.renames);
   if (auto* plan = std::get_if<GenerationPlan>(&result)) {
-    plan->responses.emplace(plan->encoder.header(), std::move(request.echo));
+    plan->writer =
+        std::make_unique<ResponsesWriter>(plan->encoder.header(), std::move(request.echo));
   }
   return result;
 }
@@ -237,7 +256,7 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
                                         const ParamRenames* renames) {
   // /v1/responses names the fields its client sent, not their chat forms.
   const auto refuse = [&](ApiError error) {
-    return error_answer(renames ? renamed_for_responses(std::move(error), *renames) : error);
+    return error_answer(renames ? renamed_params(std::move(error), *renames) : error);
   };
   // The header's id over the body's, as vLLM takes them.
   if (!api.request_id.empty()) request.request_id = std::string(api.request_id);
@@ -371,7 +390,8 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   }
   plan.access = AccessRecord{endpoint == Endpoint::kCompletions       ? "/v1/completions"
                              : endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions"
-                                                                      : "/v1/responses",
+                             : endpoint == Endpoint::kResponses       ? "/v1/responses"
+                                                                      : "/v1/messages",
                              header.id,
                              std::move(request.user),
                              prompt_tokens,

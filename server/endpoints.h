@@ -42,6 +42,7 @@ struct ApiRequest {
   std::string_view target;         // "/v1/completions?x=y" or "http://host/v1/...": the
                                    // query and the scheme and host are ignored
   std::string_view authorization;  // the Authorization header, or empty
+  std::string_view api_key;        // the X-Api-Key header (Anthropic's clients'), or empty
   std::string_view body;
   // The client's X-Request-Id where it is an id a header and a log line can carry (1-128
   // visible ASCII characters), else empty: the response's id is made from it, as vLLM's.
@@ -55,7 +56,15 @@ struct HttpAnswer {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra: Allow, Retry-After, ...
   bool close = false;  // close the connection after it (the server is stopping)
+  // An error answer's error (error_answer sets it), for answer_in_route_shape.
+  std::optional<ApiError> error = std::nullopt;
 };
+
+// An error answer on one of Anthropic's routes (/v1/messages...) in Anthropic's shape
+// ({"type": "error", "error": {type, message}}), which its clients read; any other answer
+// is left as it is. The session applies it to every answer it writes, its own refusals (a
+// body over the limit, ...) included.
+void answer_in_route_shape(std::string_view route, HttpAnswer& answer);
 
 // A validated, tokenized completion request, ready for Endpoints::submit, and the encoder
 // of its response (the session writes what it makes, whichever the endpoint).
@@ -73,8 +82,8 @@ struct GenerationPlan {
   ToolCallReading tools;            // chat with tools: the outputs are read for calls
   bool tokens_as_ids = false;       // the log-probabilities name each token "token_id:N"
   ReasoningReading reasoning = {};  // chat: the reasoning split off the content
-  // /v1/responses: what writes the response in the encoder's place.
-  std::optional<ResponsesWriter> responses = std::nullopt;
+  // /v1/responses and /v1/messages: what writes the response in the encoder's place.
+  std::unique_ptr<SingleOutputWriter> writer = nullptr;
   // /v1/embeddings: one choice per input, answered with their embeddings.
   std::optional<EmbeddingsOut> embeddings = std::nullopt;
 };
@@ -128,11 +137,13 @@ class Endpoints {
   }
   Result completion(const ApiRequest& api, Endpoint endpoint);
   Result responses(const ApiRequest& api);
-  Result embeddings(const ApiRequest& api);  // embeddings_endpoint.cpp
+  Result messages(const ApiRequest& api);      // messages_endpoint.cpp
+  Result count_tokens(const ApiRequest& api);  // messages_endpoint.cpp
+  Result embeddings(const ApiRequest& api);    // embeddings_endpoint.cpp
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> embedding_prompts(
       const EmbeddingRequest& request) const;
   // A parsed request of any generation endpoint, checked against the model and planned;
-  // renames: /v1/responses's, which its refusals are named by.
+  // renames: /v1/responses's or /v1/messages's, which its refusals are named by.
   Result generation(const ApiRequest& api, CompletionRequest& request,
                     const ParamRenames* renames = nullptr);
   // The request's prompts as token ids (chat: the rendered messages), or the refusal.

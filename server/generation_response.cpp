@@ -9,7 +9,7 @@ namespace tandem::server {
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
                                        int32_t per_prompt, std::vector<std::string> echoes,
                                        ToolCallReading tools, bool tokens_as_ids,
-                                       std::optional<ResponsesWriter> responses,
+                                       std::unique_ptr<SingleOutputWriter> writer,
                                        ReasoningReading reasoning,
                                        std::optional<EmbeddingsOut> embeddings)
     : encoder_(std::move(encoder)),
@@ -18,7 +18,7 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
       tokens_as_ids_(tokens_as_ids),
       per_prompt_(per_prompt < 1 ? 1 : per_prompt),
       tools_(std::move(tools)),
-      responses_(std::move(responses)),
+      writer_(std::move(writer)),
       reasoning_(std::move(reasoning)),
       embeddings_(std::move(embeddings)),
       choices_(static_cast<size_t>(encoder_.choice_count())) {
@@ -46,7 +46,7 @@ std::string GenerationResponse::reasoning_event(int32_t index, Choice& c, std::s
   if (text.empty()) return {};
   // The Responses reasoning item has no logprobs: the tokens' stay for the message's, so
   // that its logprobs cover the whole output there as in the whole body.
-  if (responses_) return responses_->reasoning_events(text);
+  if (writer_) return writer_->reasoning_events(text);
   return carrying_logprobs(
       c, [&](const LogprobsPiece* piece) { return encoder_.reasoning_event(text, piece, index); });
 }
@@ -59,8 +59,7 @@ ReasoningPieces GenerationResponse::split_of(const Choice& c) const {
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
 std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string_view text) {
   return carrying_logprobs(c, [&](const LogprobsPiece* piece) {
-    return responses_ ? responses_->text_events(text, piece)
-                      : encoder_.text_event(text, piece, index);
+    return writer_ ? writer_->text_events(text, piece) : encoder_.text_event(text, piece, index);
   });
 }
 
@@ -147,11 +146,13 @@ void GenerationResponse::logprobs(int32_t choice, std::vector<TokenLogprobs> ent
   for (TokenLogprobs& one : entries) c.pending.push_back(std::move(one));
 }
 
-std::string GenerationResponse::finish(int32_t choice, FinishReason reason, const Usage& usage) {
+std::string GenerationResponse::finish(int32_t choice, FinishReason reason, const Usage& usage,
+                                       std::string_view stop) {
   Choice& c = choices_.at(choice);
   if (c.finished) return {};
   c.finished = true;
   c.reason = reason;
+  c.stop = stop;
   ++finished_;
   if (choice % per_prompt_ == 0) {  // each prompt counts once
     usage_.prompt_tokens += usage.prompt_tokens;
@@ -178,7 +179,7 @@ std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
     events += text_event(index, c, c.echo);
     c.echo.clear();
   }
-  if (responses_) return events + responses_->closing_events(calls, c.reason, usage_);
+  if (writer_) return events + writer_->closing_events(calls, c.reason, usage_, c.stop);
   events += encoder_.tool_call_events(index, calls);
   events += encoder_.finish_event(index, c.reason);
   if (all_finished()) events += encoder_.end_events(usage_);
@@ -217,10 +218,10 @@ std::string GenerationResponse::whole_body() {
     }
     results.push_back(result);
   }
-  if (responses_) {
+  if (writer_) {
     const ChoiceResult& only = results.front();
-    return responses_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs,
-                                  only.reasoning);
+    return writer_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs,
+                               only.reasoning, choices_.front().stop);
   }
   return encoder_.whole_body(results, usage_);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,7 +17,7 @@
 #include "protocol/outcomes.h"
 #include "protocol/reasoning.h"
 #include "protocol/response_encoder.h"
-#include "protocol/responses_api_writer.h"
+#include "protocol/single_output_writer.h"
 #include "protocol/tool_calls/tool_call_parser.h"
 
 namespace tandem::server {
@@ -59,23 +60,23 @@ class GenerationResponse {
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
   // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
   // tokens_as_ids: the logprobs name tokens "token_id:N" (LogprobsPiece::token_ids).
-  // responses: /v1/responses (one choice): its writer makes every event and the body in
-  // the encoder's place (the encoder still gives the id).
+  // writer: /v1/responses or /v1/messages (one choice): it makes every event and the body
+  // in the encoder's place (the encoder still gives the id).
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
                      std::vector<std::string> echoes, ToolCallReading tools = {},
                      bool tokens_as_ids = false,
-                     std::optional<ResponsesWriter> responses = std::nullopt,
+                     std::unique_ptr<SingleOutputWriter> writer = nullptr,
                      ReasoningReading reasoning = {},
                      std::optional<EmbeddingsOut> embeddings = std::nullopt);
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
   std::string opening_events() {
-    return responses_ ? responses_->opening_events() : encoder_.opening_events();
+    return writer_ ? writer_->opening_events() : encoder_.opening_events();
   }
   // A stream that fails after it began: its error events.
   std::string error_events(const ApiError& error) {
-    return responses_ ? responses_->error_events(error) : encoder_.error_events(error);
+    return writer_ ? writer_->error_events(error) : encoder_.error_events(error);
   }
   // Streamed: the events to write now; not streamed: the text is kept and nothing returned.
   // tokens: how many generated tokens made it (they count as reasoning tokens when the
@@ -88,7 +89,9 @@ class GenerationResponse {
   }
   bool embeds() const { return embeddings_.has_value(); }
   // Streamed: the choice's last events, and the stream's end after the last choice.
-  std::string finish(int32_t choice, FinishReason reason, const Usage& usage);
+  // stop: the stop string that ended it, or empty.
+  std::string finish(int32_t choice, FinishReason reason, const Usage& usage,
+                     std::string_view stop = {});
   bool all_finished() const { return finished_ == choices(); }
   int32_t finished() const { return finished_; }  // choices finished
   // The usage summed so far: each prompt's tokens once, every choice's output.
@@ -107,6 +110,7 @@ class GenerationResponse {
     std::vector<TokenLogprobs> pending;  // not yet written (not streamed: all of them)
     TextPosition text_position;          // streamed: where the pending tokens' text begins
     FinishReason reason = FinishReason::kStop;
+    std::string stop;  // the stop string that ended it, or empty
     bool finished = false;
     // Streamed with tools: the whole output so far, and how much of it was sent as content.
     std::string output;
@@ -143,7 +147,7 @@ class GenerationResponse {
   bool tokens_as_ids_;
   int32_t per_prompt_;
   ToolCallReading tools_;
-  std::optional<ResponsesWriter> responses_;
+  std::unique_ptr<SingleOutputWriter> writer_;
   ReasoningReading reasoning_;
   std::optional<EmbeddingsOut> embeddings_;
   std::vector<Choice> choices_;

@@ -252,8 +252,11 @@ void Session::on_request(beast::error_code ec) {
     prepare_elsewhere(keep_alive);
     return;
   }
-  const ApiRequest api{view(request.method_string()), view(request.target()),
-                       view(request[http::field::authorization]), request.body(),
+  const ApiRequest api{view(request.method_string()),
+                       view(request.target()),
+                       view(request[http::field::authorization]),
+                       view(request["x-api-key"]),
+                       request.body(),
                        client_request_id_};
   on_prepared(handle(context_.endpoints, api, route_), keep_alive);
 }
@@ -278,6 +281,7 @@ void Session::set_per_request_headers(Message& message) const {
 void Session::answer(HttpAnswer answer, bool keep_alive) {
   if (closed_) return;
   keep_alive = keep_alive && !answer.close && !context_.draining.load();
+  answer_in_route_shape(route_, answer);  // the session's own refusals too
   response_.emplace(static_cast<http::status>(answer.status), version_);
   response_->set(http::field::server, "tandem");
   response_->set(http::field::content_type, answer.content_type);
@@ -312,7 +316,7 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   }
   GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
                               std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids,
-                              std::move(plan.responses), std::move(plan.reasoning),
+                              std::move(plan.writer), std::move(plan.reasoning),
                               std::move(plan.embeddings));
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
@@ -433,7 +437,7 @@ void Session::on_generation_embedding(uint64_t serial, int32_t choice,
 }
 
 void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,
-                                   Usage usage, Clock::time_point at) {
+                                   Usage usage, Clock::time_point at, std::string stop) {
   if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();
@@ -450,7 +454,7 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
     close();
     return;
   }
-  std::string events = g.response.finish(choice, reason, usage);
+  std::string events = g.response.finish(choice, reason, usage, stop);
   if (!g.response.all_finished()) {
     if (g.response.stream()) queue_stream_events(events);
     return;

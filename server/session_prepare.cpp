@@ -38,7 +38,7 @@ class PrepareTicket {
 
 // A request's parts, owned, for its preparation off the strand (prepare_elsewhere).
 struct OwnedRequest {
-  std::string method, target, authorization, body, route, request_id;
+  std::string method, target, authorization, api_key, body, route, request_id;
   std::unique_ptr<PrepareTicket> ticket;
 };
 
@@ -66,8 +66,9 @@ void Session::prepare_elsewhere(bool keep_alive) {
   auto& request = parser_->get();
   auto owned = std::make_shared<OwnedRequest>(
       OwnedRequest{std::string(request.method_string()), std::string(request.target()),
-                   std::string(request[http::field::authorization]), std::move(request.body()),
-                   route_, client_request_id_, std::make_unique<PrepareTicket>(context_)});
+                   std::string(request[http::field::authorization]),
+                   std::string(request["x-api-key"]), std::move(request.body()), route_,
+                   client_request_id_, std::make_unique<PrepareTicket>(context_)});
   net::post(*context_.prepare, [self = shared_from_this(), owned, keep_alive] {
     if (self->context_.compile == nullptr) return self->prepare_on_this_thread(owned, keep_alive);
     try {
@@ -82,8 +83,8 @@ void Session::prepare_elsewhere(bool keep_alive) {
 }
 
 void Session::prepare_on_this_thread(const std::shared_ptr<OwnedRequest>& owned, bool keep_alive) {
-  const ApiRequest api{owned->method, owned->target, owned->authorization, owned->body,
-                       owned->request_id};
+  const ApiRequest api{owned->method,  owned->target, owned->authorization,
+                       owned->api_key, owned->body,   owned->request_id};
   auto result = std::make_shared<std::variant<HttpAnswer, GenerationPlan>>(
       handle(context_.endpoints, api, owned->route));
   // `owned` rides along: its ticket ends once on_prepared has run.

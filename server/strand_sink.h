@@ -53,11 +53,13 @@ class StrandSink final : public RequestSink {
       s->on_generation_embedding(serial, choice, std::move(v));
     });
   }
+  // Kept for the finish that follows it, in the same post.
+  void on_stop_string(std::string_view stop) override { stop_ = stop; }
   void on_finish(FinishReason reason, const Usage& usage) override {
-    net::post(strand_,
-              [s = session_, serial = serial_, choice = choice_, reason, usage, at = Clock::now()] {
-                s->on_generation_finish(serial, choice, reason, usage, at);
-              });
+    net::post(strand_, [s = session_, serial = serial_, choice = choice_, reason, usage,
+                        at = Clock::now(), stop = std::move(stop_)]() mutable {
+      s->on_generation_finish(serial, choice, reason, usage, at, std::move(stop));
+    });
   }
   void on_error(ErrorKind kind, std::string_view) override {
     net::post(strand_,
@@ -70,6 +72,7 @@ class StrandSink final : public RequestSink {
   uint64_t serial_;
   int32_t choice_;
   int32_t tokens_ = 0;  // accepted since the last text
+  std::string stop_;    // the stop string that ended the output, or empty
 };
 
 }  // namespace tandem::server

@@ -19,8 +19,9 @@ skip() {
 command -v nginx >/dev/null || skip "nginx is not installed (scripts/setup installs it)"
 command -v node >/dev/null || skip "node is not installed (scripts/setup installs nodejs)"
 command -v curl >/dev/null || skip "curl is not installed (scripts/setup installs it)"
-[[ -f $here/node/node_modules/openai/package.json ]] ||
-  skip "the openai npm package is not installed: run tests/cluster/setup"
+[[ -f $here/node/node_modules/openai/package.json &&
+  -f $here/node/node_modules/@anthropic-ai/sdk/package.json ]] ||
+  skip "the openai or @anthropic-ai/sdk npm package is not installed: run tests/cluster/setup"
 ((BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1))) ||
   skip "scripts/cluster needs bash 5.1"
 

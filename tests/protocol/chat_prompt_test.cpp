@@ -59,6 +59,35 @@ TEST(JinjaChatTemplate, RendersParsedMessagesWithTheGenerationPrompt) {
             "<|im_start|>user\nHi<|im_end|>\n");
 }
 
+std::string render_request(const JinjaChatTemplate& chat_template, const ChatInputs& inputs) {
+  const auto result = render_chat_request(chat_template, inputs, std::nullopt, std::nullopt);
+  if (const auto* error = std::get_if<ApiError>(&result)) return "ERROR " + error->param;
+  return join_segments(std::get<std::vector<PromptSegment>>(result));
+}
+
+// vLLM's continue_final_message, cut as transformers cuts it: the prompt ends right after
+// the final message's text, so the model continues that message (an assistant's prefill).
+TEST(JinjaChatTemplate, ContinueFinalMessageEndsThePromptInsideTheLastMessage) {
+  const auto chat_template = compile(kChatml);
+  ChatInputs inputs;
+  inputs.messages = {{{"role", "user"}, {"content", "2+2?"}},
+                     {{"role", "assistant"}, {"content", "The answer is"}}};
+  inputs.continue_final_message = true;
+  inputs.add_generation_prompt = false;
+  EXPECT_EQ(render_request(chat_template, inputs),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\nThe answer is");
+  // The last place the text appears is the one continued, blanks the template kept stay.
+  inputs.messages = {{{"role", "user"}, {"content", "Say x"}},
+                     {{"role", "assistant"}, {"content", "x "}}};
+  EXPECT_EQ(render_request(chat_template, inputs),
+            "<|im_start|>user\nSay x<|im_end|>\n<|im_start|>assistant\nx ");
+  // A template that rewrites the text leaves nothing to continue: refused by name.
+  const auto upper =
+      compile("{% for m in messages %}{{ m['role'] }}: {{ m['content'] | upper }}\n{% endfor %}");
+  inputs.messages = {{{"role", "assistant"}, {"content", "abc"}}};
+  EXPECT_EQ(render_request(upper, inputs), "ERROR continue_final_message");
+}
+
 TEST(JinjaChatTemplate, RaiseExceptionRefusesTheRequestWithTheTemplatesMessage) {
   const auto chat_template = compile(
       "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"

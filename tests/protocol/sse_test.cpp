@@ -11,6 +11,11 @@ TEST(Sse, DataEventWrapsJsonInOneFieldAndABlankLine) {
   EXPECT_EQ(sse_data(""), "data: \n\n");
 }
 
+TEST(Sse, ATypedEventHasItsEventLineBeforeTheData) {
+  EXPECT_EQ(sse_event("message_stop", R"({"type":"message_stop"})"),
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+}
+
 TEST(Sse, DoneIsTheOpenAiSentinel) { EXPECT_EQ(sse_done(), "data: [DONE]\n\n"); }
 
 TEST(Sse, ConcatenatedEventsSplitBackIntoTheirPayloads) {

@@ -62,6 +62,13 @@ TEST(StopMatcher, TheEarliestOfSeveralStopsWins) {
   auto [text, stopped] = feed(m2, {"ab", "c", "de"});
   EXPECT_TRUE(stopped);
   EXPECT_EQ(text, "a");  // "bcde" starts earlier than "cd"
+  // matched() names the winner, which Anthropic's stop_sequence reports.
+  EXPECT_EQ(m.matched(), "xyz");
+  EXPECT_EQ(m2.matched(), "bcde");
+  StopMatcher m3({"a", "ab"});
+  EXPECT_EQ(m3.matched(), "");
+  m3.push("xab");
+  EXPECT_EQ(m3.matched(), "ab");  // the longest of those found at the same place
 }
 
 TEST(StopMatcher, AnOverlappingFalseStartStillFindsTheStop) {

@@ -33,8 +33,8 @@ namespace {
 
 using namespace responses_http;  // NOLINT(google-build-using-namespace): the tests' own helpers
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
+constexpr std::string_view kOpen = kThinkOpen;
+constexpr std::string_view kClose = kThinkClose;
 constexpr const char* kChatRoute = "/v1/chat/completions";
 
 // DeepSeek-R1's generation prompt ends with "<think>\n" when enable_thinking is set (and
@@ -140,34 +140,6 @@ ServerProcess* splitting_server() {  // DeepSeek-R1's template, --reasoning-form
 
 // ---------------------------------------------------------------------------------------
 // Requests.
-
-std::vector<int32_t> tokens_of(uint16_t port, std::string_view text) {
-  const json tokens =
-      post_json(port, "/tokenize", {{"content", std::string(text)}, {"add_special", false}});
-  EXPECT_TRUE(tokens["tokens"].is_array()) << tokens.dump();
-  return tokens.value("tokens", std::vector<int32_t>{});
-}
-
-// The markers' tokens and the fillers' made likely: the markers' tokens most, so that
-// markers come often. Only the grammar's characters can be written, so the biases rank those.
-json steering_bias(uint16_t port) {
-  json bias = json::object();
-  for (std::string_view marker : {kOpen, kClose}) {
-    for (int32_t id : tokens_of(port, marker)) bias[std::to_string(id)] = 2;
-  }
-  for (std::string_view filler : {"a", "\n", " ", "\t"}) {
-    for (int32_t id : tokens_of(port, filler)) {
-      if (!bias.contains(std::to_string(id))) bias[std::to_string(id)] = 1;
-    }
-  }
-  return bias;
-}
-
-// Blanks, "a" and whole markers, in any order and number.
-std::string steering_grammar() {
-  return "root ::= item*\nitem ::= \"a\" | \" \" | \"\\n\" | \"\\t\" | \"\\r\" | \"" +
-         std::string(kOpen) + "\" | \"" + std::string(kClose) + "\"\n";
-}
 
 // A chat request whose answer is steered; opened: the template opens the reasoning.
 json chat_request(uint16_t port, uint64_t seed, int max_tokens, bool opened) {

@@ -1,6 +1,8 @@
-// What the /v1/responses end-to-end tests share (responses_http_test.cpp and
-// responses_http_tools_test.cpp): reading the typed event stream with the checks every
-// stream must pass, the refusal reader, and the texts to compare with chat's.
+// What the end-to-end tests of /v1/responses and /v1/messages share
+// (responses_http_test.cpp, responses_http_tools_test.cpp, reasoning_http_test.cpp,
+// messages_http_test.cpp): reading typed event streams with the checks every stream must
+// pass, the refusal reader, the texts to compare with chat's, and the steering that makes a
+// random model write reasoning markers.
 #pragma once
 
 #include <cstdint>
@@ -45,10 +47,11 @@ struct Event {
   json data;
 };
 
-// A streamed body's events, after checking what every such stream must be: each event an
-// "event:" line and a "data:" line whose type is the event's, sequence_number 0, 1, 2, ...
-// in order, and no [DONE].
-inline std::vector<Event> events_of(const HttpResult& result) {
+// A streamed body's typed events ("event:" and "data:" lines, as /v1/responses and
+// /v1/messages stream them), after checking what every such stream must be: a 200 of
+// text/event-stream, each event an "event:" line and a "data:" line whose type is the
+// event's, and no [DONE].
+inline std::vector<Event> typed_events(const HttpResult& result) {
   EXPECT_EQ(result.status, 200) << result.body;
   EXPECT_EQ(result.headers.count("content-type") ? result.headers.at("content-type") : "",
             "text/event-stream");
@@ -84,9 +87,17 @@ inline std::vector<Event> events_of(const HttpResult& result) {
     EXPECT_FALSE(type.empty()) << "an event without its event line: " << data;
     const json parsed = json::parse(data);
     EXPECT_EQ(parsed.value("type", ""), type) << data;
-    EXPECT_EQ(parsed.value("sequence_number", int64_t{-1}), static_cast<int64_t>(events.size()))
-        << data;
     events.push_back(Event{type, parsed});
+  }
+  return events;
+}
+
+// A /v1/responses stream's events: typed_events, numbered by sequence_number 0, 1, 2, ...
+inline std::vector<Event> events_of(const HttpResult& result) {
+  std::vector<Event> events = typed_events(result);
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].data.value("sequence_number", int64_t{-1}), static_cast<int64_t>(i))
+        << events[i].data.dump();
   }
   return events;
 }
@@ -124,6 +135,42 @@ inline int32_t eos_id(uint16_t port) {
   EXPECT_EQ(tokens["tokens"].size(), 1u) << tokens.dump();
   if (tokens["tokens"].size() != 1) return -1;
   return tokens["tokens"][0].get<int32_t>();
+}
+
+// Steering a random model into a thinking model's markers (reasoning_http_test,
+// messages_http_test): its tokens are bytes, so no bias alone makes it write a marker; a
+// grammar lets it write only blanks, "a" and whole markers, and logit_bias makes the
+// markers' tokens and the fillers the likely ones among them (their ids read through
+// /tokenize).
+inline constexpr std::string_view kThinkOpen = "<think>";
+inline constexpr std::string_view kThinkClose = "</think>";
+
+inline std::vector<int32_t> tokens_of(uint16_t port, std::string_view text) {
+  const json tokens =
+      post_json(port, "/tokenize", {{"content", std::string(text)}, {"add_special", false}});
+  EXPECT_TRUE(tokens["tokens"].is_array()) << tokens.dump();
+  return tokens.value("tokens", std::vector<int32_t>{});
+}
+
+// The markers' tokens and the fillers' made likely: the markers' tokens most, so that
+// markers come often. Only the grammar's characters can be written, so the biases rank those.
+inline json steering_bias(uint16_t port) {
+  json bias = json::object();
+  for (std::string_view marker : {kThinkOpen, kThinkClose}) {
+    for (int32_t id : tokens_of(port, marker)) bias[std::to_string(id)] = 2;
+  }
+  for (std::string_view filler : {"a", "\n", " ", "\t"}) {
+    for (int32_t id : tokens_of(port, filler)) {
+      if (!bias.contains(std::to_string(id))) bias[std::to_string(id)] = 1;
+    }
+  }
+  return bias;
+}
+
+// Blanks, "a" and whole markers, in any order and number.
+inline std::string steering_grammar() {
+  return "root ::= item*\nitem ::= \"a\" | \" \" | \"\\n\" | \"\\t\" | \"\\r\" | \"" +
+         std::string(kThinkOpen) + "\" | \"" + std::string(kThinkClose) + "\"\n";
 }
 
 }  // namespace tandem::testing::responses_http

@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
 const [tandem, repo, work] = process.argv.slice(2);
@@ -383,6 +384,74 @@ async function responsesRoundTrip(client, id) {
     JSON.stringify({ status: answered.status, output: answered.output, usage: answered.usage }));
 }
 
+// Anthropic's Messages API (POST /v1/messages) as the official anthropic client reads it:
+// the message, the stream its MessageStream folds, the chat answer it amounts to,
+// countTokens, a forced tool's tool_use block sent back with its tool_result, and a refusal
+// in Anthropic's error shape. The replicas load one model, so one seed gives one text.
+async function anthropicRoundTrip(port, openai, id) {
+  const client = new Anthropic({ baseURL: `http://127.0.0.1:${port}`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  const request = { model: id, max_tokens: 8, system: 'Be brief.', messages: [{ role: 'user', content: 'Hello' }], seed: 7 };
+  const whole = await client.messages.create(request);
+  const text = whole.content[0]?.text;
+  check(whole.type === 'message' && whole.id.startsWith('msg_') && whole.role === 'assistant' &&
+    whole.content.length === 1 && whole.content[0].type === 'text' && typeof text === 'string' &&
+    ['max_tokens', 'end_turn'].includes(whole.stop_reason) && whole.usage.output_tokens >= 1 && whole.usage.output_tokens <= 8,
+    'anthropic: messages.create() gives a message with one text block', JSON.stringify(whole));
+  const stream = client.messages.stream(request);
+  let deltas = '';
+  stream.on('text', (piece) => { deltas += piece; });
+  const final = await stream.finalMessage();
+  check(final.content[0]?.text === text && deltas === text && final.stop_reason === whole.stop_reason &&
+    final.usage.output_tokens === whole.usage.output_tokens,
+    'anthropic: messages.stream() folds to the same message as messages.create() for the same seed',
+    `${JSON.stringify(final)} vs ${JSON.stringify(whole)}`);
+  const chat = await openai.chat.completions.create({
+    model: id, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello' }], max_tokens: 8, seed: 7,
+  });
+  const counted = await client.messages.countTokens({ model: id, system: 'Be brief.', messages: request.messages });
+  const prompt = whole.usage.input_tokens + whole.usage.cache_read_input_tokens;
+  check(chat.choices[0].message.content === text && chat.usage.prompt_tokens === prompt &&
+    counted.input_tokens === prompt && (chat.choices[0].finish_reason === 'length') === (whole.stop_reason === 'max_tokens'),
+    'anthropic: messages.create() and countTokens() say what chat.completions.create() says for the same turns and seed',
+    JSON.stringify({ chat: chat.choices[0].message.content, text, prompt, counted, chatUsage: chat.usage }));
+
+  const tools = [{
+    name: 'add', description: 'Adds two integers',
+    input_schema: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false },
+  }];
+  const toolRequest = {
+    model: id, max_tokens: 400, seed: 5, tools, tool_choice: { type: 'tool', name: 'add', disable_parallel_tool_use: true },
+    messages: [{ role: 'user', content: 'What is 2 + 3?' }],
+  };
+  const called = await client.messages.create(toolRequest);
+  const use = called.content.find((b) => b.type === 'tool_use');
+  check(called.stop_reason === 'tool_use' && use?.name === 'add' && Number.isInteger(use.input?.a) &&
+    Number.isInteger(use.input?.b) && Object.keys(use.input).length === 2 && use.id.length > 0,
+    'anthropic: a forced tool gives a tool_use block with an input object', JSON.stringify(called.content));
+  const streamedCall = (await client.messages.stream(toolRequest).finalMessage()).content.find((b) => b.type === 'tool_use');
+  check(JSON.stringify(streamedCall?.input) === JSON.stringify(use?.input) && streamedCall?.name === 'add',
+    'anthropic: messages.stream() folds the same tool_use block from its input_json_delta', JSON.stringify(streamedCall));
+  const answered = await client.messages.create({
+    model: id, max_tokens: 8, seed: 5, tools,
+    messages: [...toolRequest.messages, { role: 'assistant', content: called.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use?.id, content: '5' }] }],
+  });
+  check(answered.type === 'message' &&
+    answered.usage.input_tokens + answered.usage.cache_read_input_tokens > called.usage.input_tokens + called.usage.cache_read_input_tokens,
+    'anthropic: the tool_use block goes back with its tool_result', JSON.stringify(answered));
+
+  let refusal = null;
+  try {
+    await client.messages.create({ model: id, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }] });
+  } catch (e) {
+    refusal = e;
+  }
+  check(refusal instanceof Anthropic.BadRequestError && refusal.error?.error?.type === 'invalid_request_error' &&
+    refusal.error.error.message.includes("'messages[0].content[0]'"),
+    'anthropic: an image block is refused with a 400 invalid_request_error naming it',
+    refusal ? `${refusal.constructor.name} ${refusal.status}: ${JSON.stringify(refusal.error)}` : 'no error');
+}
+
 // The SDK asks for base64 by default and decodes it to floats itself: the same numbers as
 // the float answer, in input order, unit length.
 async function embeddingsRoundTrip(client, id) {
@@ -466,6 +535,7 @@ async function phaseLoad(c) {
     await toolCallsRoundTrip(client, id);
     await responsesRoundTrip(client, id);
     await embeddingsRoundTrip(client, id);
+    await anthropicRoundTrip(P, client, id);
   } catch (e) {
     check(false, 'openai client through nginx', String(e));
   }

@@ -1,0 +1,44 @@
+// What writes a one-output response in an API's own shape instead of chat's: OpenAI's
+// Responses API (responses_api_writer.h) and Anthropic's Messages API
+// (messages_api_writer.h). The server reads the output as it reads a chat choice (the
+// reasoning split off, tool calls parsed) and hands the writer the pieces; the writer makes
+// the stream's events or the whole body. Stateful (what the stream has opened so far), so
+// one writer serves one response; not thread-safe.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "protocol/api_error.h"
+#include "protocol/logprobs.h"
+#include "protocol/outcomes.h"
+#include "protocol/responses.h"
+
+namespace tandem {
+
+class SingleOutputWriter {
+ public:
+  virtual ~SingleOutputWriter() = default;
+
+  // Streamed: the first events.
+  virtual std::string opening_events() = 0;
+  // Streamed: a piece of the answer's text and its tokens' log-probabilities (null when
+  // not asked for).
+  virtual std::string text_events(std::string_view text, const LogprobsPiece* logprobs) = 0;
+  // Streamed: a piece of the reasoning, which comes before any text.
+  virtual std::string reasoning_events(std::string_view text) = 0;
+  // Streamed: the end of what is open, the calls, and the closing events. stop: the stop
+  // string that ended the output (FinishReason::kStop), or empty.
+  virtual std::string closing_events(std::span<const ToolCallOut> calls, FinishReason finish,
+                                     const Usage& usage, std::string_view stop = {}) = 0;
+  // Streamed: a failure after the stream began.
+  virtual std::string error_events(const ApiError& error) = 0;
+  // Not streamed: the whole body.
+  virtual std::string whole_body(std::string_view text, std::span<const ToolCallOut> calls,
+                                 FinishReason finish, const Usage& usage,
+                                 const LogprobsPiece* logprobs, std::string_view reasoning = {},
+                                 std::string_view stop = {}) = 0;
+};
+
+}  // namespace tandem

@@ -1,0 +1,211 @@
+// /v1/messages requests read as the chat requests they amount to: the messages, tools,
+// tool choice, output constraint and sampling a Messages body gives equal those of the chat
+// body that says the same, and a refusal names the Messages field the client sent.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <variant>
+
+#include "protocol/completion_request.h"
+#include "protocol/messages_api_request.h"
+
+namespace tandem::TANDEM_UNITY_ID {
+namespace {
+
+MessagesRequest parsed(const std::string& body) {
+  auto result = parse_messages_request(body);
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    ADD_FAILURE() << body << " -> " << error->message;
+    return {};
+  }
+  return std::get<MessagesRequest>(std::move(result));
+}
+
+CompletionRequest chat(const std::string& body) {
+  auto result = parse_completion_request(body, Endpoint::kChatCompletions);
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    ADD_FAILURE() << body << " -> " << error->message;
+    return {};
+  }
+  return std::get<CompletionRequest>(std::move(result));
+}
+
+ApiError refused(const std::string& body) {
+  auto result = parse_messages_request(body);
+  if (auto* error = std::get_if<ApiError>(&result)) return *error;
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+TEST(MessagesApiRequest, SystemAndMessagesAreTheChatMessages) {
+  const MessagesRequest m = parsed(
+      R"({"model": "m", "system": "Be brief.", "messages": [{"role": "user", "content": "Hi"}],
+          "max_tokens": 9, "temperature": 0.5, "top_p": 0.9, "top_k": 7, "seed": 4,
+          "stop_sequences": ["END"], "stream": true, "metadata": {"user_id": "u1"}})");
+  const CompletionRequest c = chat(
+      R"({"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+          {"role": "user", "content": "Hi"}], "max_tokens": 9, "temperature": 0.5,
+          "top_p": 0.9, "top_k": 7, "seed": 4, "stop": ["END"], "stream": true, "user": "u1"})");
+  EXPECT_EQ(m.request.endpoint, Endpoint::kMessages);
+  EXPECT_EQ(m.request.model, "m");
+  EXPECT_EQ(m.request.chat.messages, c.chat.messages);
+  EXPECT_EQ(m.request.max_tokens, c.max_tokens);
+  EXPECT_EQ(m.request.seed, c.seed);
+  EXPECT_EQ(m.request.sampling.temperature, c.sampling.temperature);
+  EXPECT_EQ(m.request.sampling.top_p, c.sampling.top_p);
+  EXPECT_EQ(m.request.sampling.top_k, c.sampling.top_k);
+  EXPECT_EQ(m.request.stop, c.stop);
+  EXPECT_EQ(m.request.stream, c.stream);
+  EXPECT_EQ(m.request.user, "u1");
+  EXPECT_TRUE(m.request.chat.add_generation_prompt);
+  EXPECT_FALSE(m.request.chat.continue_final_message);
+  EXPECT_FALSE(m.thinking);
+}
+
+// Blocks: text parts, an assistant's tool_use as its tool_calls and thinking as its
+// reasoning_content, a user's tool_result as a tool message before the user's text; two
+// user turns in a row are one.
+TEST(MessagesApiRequest, BlocksAndTurnsBecomeChatsMessages) {
+  const MessagesRequest m = parsed(R"({"max_tokens": 5, "system": [{"type": "text", "text": "S"}],
+      "messages": [
+        {"role": "user", "content": "Q1"},
+        {"role": "user", "content": [{"type": "text", "text": "Q2", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "x"},
+          {"type": "text", "text": "Calling."},
+          {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}},
+          {"type": "tool_use", "id": "t2", "name": "g", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r1"},
+          {"type": "tool_result", "tool_use_id": "t2", "is_error": true,
+           "content": [{"type": "text", "text": "r2"}, {"type": "text", "text": "r3"}]},
+          {"type": "text", "text": "Go on."}]}]})");
+  const CompletionRequest c = chat(R"({"messages": [
+      {"role": "system", "content": "S"},
+      {"role": "user", "content": "Q1\nQ2"},
+      {"role": "assistant", "content": "Calling.", "reasoning_content": "hmm", "tool_calls": [
+        {"id": "t1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
+        {"id": "t2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "t1", "content": "r1"},
+      {"role": "tool", "tool_call_id": "t2", "content": "r2\nr3"},
+      {"role": "user", "content": "Go on."}]})");
+  EXPECT_EQ(m.request.chat.messages, c.chat.messages);
+}
+
+// Anthropic's prefill: a final assistant message with text is continued.
+TEST(MessagesApiRequest, AFinalAssistantMessageIsContinued) {
+  const MessagesRequest m = parsed(R"({"max_tokens": 5, "messages": [
+      {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Well,"}]})");
+  EXPECT_TRUE(m.request.chat.continue_final_message);
+  EXPECT_FALSE(m.request.chat.add_generation_prompt);
+  EXPECT_EQ(m.request.chat.messages.back()["content"], "Well,");
+}
+
+TEST(MessagesApiRequest, ToolsAndToolChoiceTakeTheirChatForms) {
+  const std::string tools =
+      R"("tools": [{"name": "f", "description": "F", "input_schema": {"type": "object"},
+          "cache_control": {"type": "ephemeral"}}])";
+  const std::string chat_tools =
+      R"("tools": [{"type": "function", "function": {"name": "f", "description": "F",
+          "parameters": {"type": "object"}}}])";
+  const std::string hi = R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5)";
+  const std::pair<std::string, std::string> choices[] = {
+      {R"({"type": "auto"})", R"("auto")"},
+      {R"({"type": "any"})", R"("required")"},
+      {R"({"type": "none"})", R"("none")"},
+      {R"({"type": "tool", "name": "f"})", R"({"type": "function", "function": {"name": "f"}})"}};
+  for (const auto& [anthropic, openai] : choices) {
+    const MessagesRequest m =
+        parsed("{" + hi + ", " + tools + R"(, "tool_choice": )" + anthropic + "}");
+    const CompletionRequest c =
+        chat("{" + hi + ", " + chat_tools + R"(, "tool_choice": )" + openai + "}");
+    EXPECT_EQ(m.request.tools.choice.mode, c.tools.choice.mode) << anthropic;
+    EXPECT_EQ(m.request.tools.choice.name, c.tools.choice.name) << anthropic;
+    EXPECT_EQ(m.request.chat.tools, c.chat.tools) << anthropic;
+    EXPECT_TRUE(m.request.tools.parallel);
+  }
+  EXPECT_FALSE(parsed("{" + hi + ", " + tools +
+                      R"(, "tool_choice": {"type": "auto", "disable_parallel_tool_use": true}})")
+                   .request.tools.parallel);
+}
+
+TEST(MessagesApiRequest, OutputFormatIsAJsonSchemaConstraint) {
+  const std::string hi = R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5)";
+  const std::string schema = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+  const CompletionRequest c = chat("{" + hi +
+                                   R"(, "response_format": {"type": "json_schema", "json_schema":
+                                       {"name": "output", "schema": )" +
+                                   schema + "}}}");
+  for (const std::string& field :
+       {R"("output_format": {"type": "json_schema", "schema": )" + schema + "}",
+        R"("output_config": {"format": {"type": "json_schema", "schema": )" + schema +
+            R"(}, "effort": "high"})"}) {
+    const MessagesRequest m = parsed("{" + hi + ", " + field + "}");
+    EXPECT_EQ(m.request.constraint.kind, OutputConstraint::Kind::kJsonSchema) << field;
+    EXPECT_EQ(m.request.constraint.text, c.constraint.text) << field;
+  }
+}
+
+// thinking: the template's enable_thinking, and (on) the reasoning split off; a request's own
+// chat_template_kwargs.enable_thinking wins.
+TEST(MessagesApiRequest, ThinkingSetsTheTemplateSwitchAndTheSplit) {
+  const std::string hi = R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2000)";
+  const MessagesRequest on =
+      parsed("{" + hi + R"(, "thinking": {"type": "enabled", "budget_tokens": 1024}})");
+  EXPECT_TRUE(on.thinking);
+  EXPECT_EQ(on.request.chat.template_kwargs["enable_thinking"], true);
+  EXPECT_EQ(on.request.split_reasoning, std::optional<bool>(true));
+  const MessagesRequest off = parsed("{" + hi + R"(, "thinking": {"type": "disabled"}})");
+  EXPECT_FALSE(off.thinking);
+  EXPECT_EQ(off.request.chat.template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(off.request.split_reasoning, std::nullopt);
+  const MessagesRequest own = parsed(
+      "{" + hi +
+      R"(, "thinking": {"type": "adaptive"}, "chat_template_kwargs": {"enable_thinking": false}})");
+  EXPECT_EQ(own.request.chat.template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(parsed("{" + hi + "}").request.chat.template_kwargs, nullptr);
+}
+
+TEST(MessagesApiRequest, CountTokensNeedsNoMaxTokens) {
+  const std::string body = R"({"messages": [{"role": "user", "content": "Hi"}]})";
+  auto counted = parse_count_tokens_request(body);
+  ASSERT_TRUE(std::holds_alternative<MessagesRequest>(counted));
+  EXPECT_EQ(refused(body).param, "max_tokens");
+}
+
+// Errors the chat parser finds are renamed to the field the client sent.
+TEST(MessagesApiRequest, ChatsRefusalsNameTheMessagesField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}],
+           "stop_sequences": ["a", "b", "c", "d", "e"]})",
+       "stop_sequences"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}],
+           "stop_sequences": ["a", 7]})",
+       "stop_sequences[1]"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}],
+           "metadata": {"user_id": 7}})",
+       "metadata.user_id"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}],
+           "tools": [{"name": 7, "input_schema": {}}]})",
+       "tools[0].name"},
+      {R"({"max_tokens": 5, "system": "S", "messages": [{"role": "user", "content": "Hi"},
+           {"role": "assistant", "content": [{"type": "tool_use", "id": 5, "name": "f", "input": {}}]}]})",
+       "messages[1].content[0].id"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"},
+           {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": []}]}]})",
+       "messages[1].content[0].input"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"},
+           {"role": "assistant", "content": "  "}]})",
+       "messages[1].content"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": []}]})", "messages"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}], "n": 2})", "n"},
+      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}], "logprobs": true})",
+       "logprobs"},
+  };
+  for (const auto& [body, param] : cases) {
+    const ApiError error = refused(body);
+    EXPECT_EQ(error.param, param) << body << ": " << error.message;
+    EXPECT_NE(error.message.find("'" + param), std::string::npos) << error.message;
+  }
+}
+
+}  // namespace
+}  // namespace tandem::TANDEM_UNITY_ID
