@@ -155,8 +155,10 @@ void read_stop(const Json& body, CompletionRequest& request) {
                request_fields::describe_type(*stop) + ".",
            "stop");
   }
-  if (stop->size() > kMaxStopSequences) {
-    reject("'stop' may hold at most " + std::to_string(kMaxStopSequences) + " sequences, got " +
+  const size_t most =
+      request.endpoint == Endpoint::kMessages ? kMaxMessagesStopSequences : kMaxStopSequences;
+  if (stop->size() > most) {
+    reject("'stop' may hold at most " + std::to_string(most) + " sequences, got " +
                std::to_string(stop->size()) + ".",
            "stop");
   }
@@ -332,6 +334,13 @@ std::optional<ApiError> check_prompt_length(size_t prompt_tokens, int32_t contex
   const char* param = prompt_param(endpoint);
   if (prompt_tokens == 0) return bad_request("The prompt encodes to no tokens.", param);
   const auto context = static_cast<size_t>(context_length);
+  // Anthropic's words, which its clients read (Claude Code compacts its history on them).
+  const size_t most = generates ? context - 1 : context;
+  if (endpoint == Endpoint::kMessages && prompt_tokens > most) {
+    return context_length_exceeded("prompt is too long: " + std::to_string(prompt_tokens) +
+                                       " tokens > " + std::to_string(most) + " maximum",
+                                   param);
+  }
   if (!generates && prompt_tokens > context) {
     return context_length_exceeded(
         "This model's maximum context length is " + std::to_string(context_length) +

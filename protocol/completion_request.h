@@ -41,6 +41,8 @@ struct ChatMessage {
 inline constexpr int32_t kMaxTokensLimit = 1 << 24;
 // OpenAI's limit on stop sequences.
 inline constexpr size_t kMaxStopSequences = 4;
+// /v1/messages' (Anthropic sets none; agents send more than 4): a bound on the matcher's work.
+inline constexpr size_t kMaxMessagesStopSequences = 64;
 // The most log-probabilities per token a request may ask for (vLLM's default limit).
 inline constexpr int32_t kMaxLogprobs = 20;
 // The most choices per prompt (`n`) and prompts per request (`prompt` as a list).

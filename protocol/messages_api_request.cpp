@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "protocol/messages_api_fields.h"
 #include "protocol/request_fields.h"
 
 namespace tandem {
@@ -20,34 +21,9 @@ using request_fields::require_array;
 using request_fields::require_object;
 using request_fields::required_string;
 using Renames = ParamRenames;
-
-constexpr const char* kNoMedia =
-    "is not supported by this server (it reads no images or documents).";
-constexpr const char* kNoHostedTools =
-    "is not supported by this server: it runs no server tools (web search, code execution, "
-    "MCP); send client tools with an input_schema.";
-
-// The Messages fields this reader translates or refuses itself; every other field goes to
-// the chat parser as it is (temperature, top_p, top_k, stream, and tandem's and vLLM's
-// extensions: seed, min_p, the penalties, ...), which honours or refuses it as on
-// /v1/chat/completions.
-constexpr const char* kMessagesFields[] = {
-    "messages",     "system",    "max_tokens",  "stop_sequences",    "tools",
-    "tool_choice",  "metadata",  "thinking",    "output_format",     "output_config",
-    "service_tier", "container", "mcp_servers", "context_management"};
-
-// Chat's names for what this API names otherwise: refused, pointing at the field here.
-constexpr std::pair<const char*, const char*> kChatNames[] = {
-    {"stop", "send 'stop_sequences'"},
-    {"max_completion_tokens", "send 'max_tokens'"},
-    {"response_format", "send 'output_format'"},
-    {"parallel_tool_calls", "send 'tool_choice.disable_parallel_tool_use'"},
-    {"user", "send 'metadata.user_id'"},
-    {"logprobs", "the Messages API returns none; use /v1/chat/completions"},
-    {"top_logprobs", "the Messages API returns none; use /v1/chat/completions"},
-    {"add_generation_prompt", "a final assistant message is continued, any other answered"},
-    {"continue_final_message", "a final assistant message is continued, any other answered"},
-    {"n", "this endpoint answers with one message"}};
+using messages_fields::kNoHostedTools;
+using messages_fields::kNoMedia;
+using messages_fields::refuse_unknown_keys;
 
 // Block types of Anthropic's server tools, which only its own servers run.
 bool is_hosted_tool_block(const std::string& type) {
@@ -76,6 +52,7 @@ Json text_parts(const Json& value, const std::string& param) {
       reject("Invalid value for '" + block + ".type': '" + type + "'; expected 'text'.",
              block + ".type");
     }
+    refuse_unknown_keys(value[i], {"type", "text", "cache_control", "citations"}, block);
     parts.push_back(Json{{"type", "text"}, {"text", required_string(value[i], "text", block)}});
   }
   return parts;
@@ -97,6 +74,7 @@ class Conversation {
   void message(const Json& value, size_t index) {
     const std::string param = element_param("messages", index);
     const Json& message = require_object(value, param);
+    refuse_unknown_keys(message, {"role", "content"}, param);
     const std::string& role = required_string(message, "role", param);
     if (role != "user" && role != "assistant") {
       reject("Invalid value for '" + param + ".role': '" + role +
@@ -144,6 +122,7 @@ class Conversation {
     const std::string& type = block_type(value, param);
     const bool assistant = role == "assistant";
     if (type == "text") {
+      refuse_unknown_keys(value, {"type", "text", "cache_control", "citations"}, param);
       text(role, required_string(value, "text", param), message_param, param + ".text");
     } else if (type == "image" || type == "document" || type == "search_result") {
       reject("'" + param + "' of type '" + type + "' " + kNoMedia, param + ".type");
@@ -152,6 +131,7 @@ class Conversation {
     } else if (type == "tool_result" && !assistant) {
       tool_result(value, param);
     } else if (type == "thinking" && assistant) {
+      refuse_unknown_keys(value, {"type", "thinking", "signature"}, param);
       Json& chat = turn(role, message_param);
       std::string reasoning =
           chat.contains("reasoning_content") ? chat["reasoning_content"].get<std::string>() : "";
@@ -177,6 +157,7 @@ class Conversation {
   }
 
   void tool_use(const Json& value, const std::string& message_param, const std::string& param) {
+    refuse_unknown_keys(value, {"type", "id", "name", "input", "cache_control"}, param);
     const Json* input = find_field(value, "input");
     if (input == nullptr) reject("'" + param + ".input' is required.", param + ".input");
     require_object(*input, param + ".input");
@@ -194,13 +175,18 @@ class Conversation {
     calls.push_back(std::move(call));
   }
 
-  // A tool message of its own: the result's text (text blocks joined), by the call's id.
+  // A tool message of its own: the result's text (text blocks joined), by the call's id. A
+  // chat template has no place for is_error, so a failed call's text says it: "Error: "
+  // first, as the model could not tell otherwise.
   void tool_result(const Json& value, const std::string& param) {
+    refuse_unknown_keys(value, {"type", "tool_use_id", "content", "is_error", "cache_control"},
+                        param);
     const std::string& id = required_string(value, "tool_use_id", param);
-    if (const Json* error = find_field(value, "is_error")) read_bool(*error, param + ".is_error");
+    const Json* error = find_field(value, "is_error");
+    const bool failed = error != nullptr && read_bool(*error, param + ".is_error");
     const Json* content = find_field(value, "content");
     Json parts = content == nullptr ? Json::array() : text_parts(*content, param + ".content");
-    std::string text;
+    std::string text = failed ? "Error: " : "";
     for (size_t i = 0; i < parts.size(); ++i) {
       text += (i == 0 ? "" : "\n") + parts[i]["text"].get<std::string>();
     }
@@ -213,188 +199,18 @@ class Conversation {
   Json messages_ = Json::array();
 };
 
-// Anthropic's client tool {name, description, input_schema} in chat's form; a server
-// tool (a versioned type: web_search_20250305, bash_20250124, ...) is refused.
-Json read_tools(const Json& tools, Renames& renames) {
-  require_array(tools, "tools");
-  Json chat = Json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const std::string param = element_param("tools", i);
-    const Json& tool = require_object(tools[i], param);
-    if (const Json* type = find_field(tool, "type")) {
-      const std::string& kind = read_string(*type, param + ".type");
-      if (kind != "custom") {
-        reject("'" + param + "' of type '" + kind + "' " + kNoHostedTools, param + ".type");
-      }
-    }
-    const Json* schema = find_field(tool, "input_schema");
-    if (schema == nullptr) {
-      reject("'" + param + ".input_schema' is required.", param + ".input_schema");
-    }
-    Json function{{"name", required_string(tool, "name", param)}};
-    if (const Json* description = find_field(tool, "description")) {
-      function["description"] = *description;
-    }
-    function["parameters"] = *schema;
-    if (const Json* strict = find_field(tool, "strict")) function["strict"] = *strict;
-    chat.push_back(Json{{"type", "function"}, {"function", std::move(function)}});
-    renames.emplace_back(param + ".function.parameters", param + ".input_schema");
-    renames.emplace_back(param + ".function", param);
-  }
-  return chat;
-}
-
-// tool_choice {type: auto | any | tool | none, name, disable_parallel_tool_use} in chat's
-// tool_choice and parallel_tool_calls.
-void read_tool_choice(const Json& value, Json& chat, Renames& renames) {
-  const Json& choice = require_object(value, "tool_choice");
-  const std::string& type = required_string(choice, "type", "tool_choice");
-  if (type == "auto") {
-    chat["tool_choice"] = "auto";
-  } else if (type == "any") {
-    chat["tool_choice"] = "required";
-  } else if (type == "none") {
-    chat["tool_choice"] = "none";
-  } else if (type == "tool") {
-    chat["tool_choice"] =
-        Json{{"type", "function"},
-             {"function", {{"name", required_string(choice, "name", "tool_choice")}}}};
-    renames.emplace_back("tool_choice.function.name", "tool_choice.name");
-  } else {
-    reject("Invalid value for 'tool_choice.type': '" + type +
-               "'; expected 'auto', 'any', 'tool' or 'none'.",
-           "tool_choice.type");
-  }
-  renames.emplace_back("tool_choice", "tool_choice");
-  if (const Json* single = find_field(choice, "disable_parallel_tool_use")) {
-    chat["parallel_tool_calls"] = !read_bool(*single, "tool_choice.disable_parallel_tool_use");
-    renames.emplace_back("parallel_tool_calls", "tool_choice.disable_parallel_tool_use");
-  }
-}
-
-// output_format, or output_config.format: {type: "json_schema", schema} as chat's
-// response_format.
-void read_output_format(const Json& body, Json& chat, Renames& renames) {
-  const Json* format = find_field(body, "output_format");
-  std::string param = "output_format";
-  if (const Json* config = find_field(body, "output_config")) {
-    for (const auto& [key, value] : require_object(*config, "output_config").items()) {
-      if (key == "format" && !value.is_null()) {
-        format = &value;
-        param = "output_config.format";
-      } else if (key == "effort" && !value.is_null() &&
-                 read_string(value, "output_config.effort") != "high") {
-        reject(
-            "'output_config.effort' other than \"high\" is not supported by this server: "
-            "it spends what the answer needs, up to max_tokens.",
-            "output_config.effort");
-      } else if (key != "format" && key != "effort") {
-        reject("'output_config." + key + "' is not supported by this server.",
-               "output_config." + key);
-      }
-    }
-  }
-  if (format == nullptr) return;
-  const std::string& type = required_string(require_object(*format, param), "type", param);
-  if (type != "json_schema") {
-    reject("Invalid value for '" + param + ".type': '" + type + "'; expected 'json_schema'.",
-           param + ".type");
-  }
-  const Json* schema = find_field(*format, "schema");
-  if (schema == nullptr) reject("'" + param + ".schema' is required.", param + ".schema");
-  chat["response_format"] =
-      Json{{"type", "json_schema"}, {"json_schema", {{"name", "output"}, {"schema", *schema}}}};
-  renames.emplace_back("response_format.json_schema.schema", param + ".schema");
-  renames.emplace_back("response_format", param);
-}
-
-// thinking: enabled (budget_tokens, at least 1024 and below max_tokens, as Anthropic checks
-// it), adaptive, or disabled: the template's enable_thinking, unless the request set it in
-// chat_template_kwargs itself; enabled also splits the reasoning off (thinking blocks).
-bool read_thinking(const Json& body, Json& chat) {
-  const Json* thinking = find_field(body, "thinking");
-  if (thinking == nullptr) return false;
-  const std::string& type =
-      required_string(require_object(*thinking, "thinking"), "type", "thinking");
-  if (type != "enabled" && type != "adaptive" && type != "disabled") {
-    reject("Invalid value for 'thinking.type': '" + type +
-               "'; expected 'enabled', 'adaptive' or 'disabled'.",
-           "thinking.type");
-  }
-  const bool on = type != "disabled";
-  if (type == "enabled") {
-    const Json* budget = find_field(*thinking, "budget_tokens");
-    if (budget == nullptr) {
-      reject("'thinking.budget_tokens' is required when thinking is enabled.",
-             "thinking.budget_tokens");
-    }
-    const int64_t tokens =
-        read_integer(*budget, "thinking.budget_tokens", 1024, int64_t{kMaxTokensLimit});
-    const Json* max = find_field(body, "max_tokens");
-    if (max != nullptr && max->is_number_integer() && tokens >= max->get<int64_t>()) {
-      reject(
-          "'thinking.budget_tokens' must be less than 'max_tokens' (thinking counts "
-          "against it).",
-          "thinking.budget_tokens");
-    }
-  }
-  Json& kwargs = chat["chat_template_kwargs"];
-  if (kwargs.is_null()) kwargs = Json::object();
-  if (kwargs.is_object() && !kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = on;
-  if (on && find_field(body, "reasoning_format") == nullptr) chat["reasoning_format"] = "deepseek";
-  return on;
-}
-
-// metadata {user_id}: chat's user (the access log's).
-void read_metadata(const Json& body, Json& chat, Renames& renames) {
-  const Json* metadata = find_field(body, "metadata");
-  if (metadata == nullptr) return;
-  for (const auto& [key, value] : require_object(*metadata, "metadata").items()) {
-    if (key != "user_id") {
-      reject("'metadata." + key + "' is not a field of the Messages API's metadata.",
-             "metadata." + key);
-    }
-    if (!value.is_null()) chat["user"] = read_string(value, "metadata.user_id");
-  }
-  renames.emplace_back("user", "metadata.user_id");
-}
-
-void refuse_what_is_not_served(const Json& body) {
-  for (const char* name : {"container", "context_management"}) {
-    if (find_field(body, name) != nullptr) {
-      reject("'" + std::string(name) + "' is not supported by this server.", name);
-    }
-  }
-  if (const Json* servers = find_field(body, "mcp_servers")) {
-    if (!require_array(*servers, "mcp_servers").empty()) {
-      reject("'mcp_servers' " + std::string(kNoHostedTools), "mcp_servers");
-    }
-  }
-  if (const Json* tier = find_field(body, "service_tier")) {
-    const std::string& value = read_string(*tier, "service_tier");
-    if (value != "auto" && value != "standard_only") {
-      reject(
-          "Invalid value for 'service_tier': '" + value + "'; expected 'auto' or 'standard_only'.",
-          "service_tier");
-    }
-  }
-  for (const auto& [name, instead] : kChatNames) {
-    const Json* value = find_field(body, name);
-    if (value != nullptr && !(std::string_view(name) == "n" && *value == 1)) {
-      reject("'" + std::string(name) + "' is not a field of /v1/messages; " + instead + ".", name);
-    }
-  }
-}
-
-bool is_messages_field(const std::string& name) {
-  for (const char* field : kMessagesFields) {
-    if (name == field) return true;
+// Whether a turn's text parts hold more than blanks.
+bool has_text(const Json& turn) {
+  for (const Json& part : turn["content"]) {
+    const std::string& text = part["text"].get_ref<const std::string&>();
+    if (text.find_first_not_of(" \t\r\n") != std::string::npos) return true;
   }
   return false;
 }
 
 // The conversation: system first, then the messages; a final assistant turn with text is
-// the prefill the answer continues.
+// the prefill the answer continues, one without (empty, or only thinking) is dropped, as
+// there is nothing to continue.
 Json read_conversation(const Json& body, Json& chat, Renames& renames) {
   Conversation conversation(renames);
   if (const Json* system = find_field(body, "system")) conversation.system(*system);
@@ -409,17 +225,41 @@ Json read_conversation(const Json& body, Json& chat, Renames& renames) {
   }
   const Json& last = turns.back();
   if (last["role"] == "assistant" && !last.contains("tool_calls")) {
+    if (!has_text(last)) {  // nothing to continue: answered as if it were not there
+      turns.erase(turns.size() - 1);
+      if (turns.empty() || turns.back()["role"] == "system") {
+        reject("'messages' holds no content.", "messages");
+      }
+      return turns;
+    }
     chat["continue_final_message"] = true;
     renames.emplace_back("continue_final_message", "messages");
   }
   return turns;
 }
 
+// Whether the field is one this reader translates; the others (model, temperature, top_p,
+// top_k, stream, and tandem's extensions) go to the chat parser as they are.
+bool translated(const std::string& name) {
+  static constexpr std::string_view kTranslated[] = {
+      "messages",     "system",    "max_tokens",  "stop_sequences",    "tools",
+      "tool_choice",  "metadata",  "thinking",    "output_format",     "output_config",
+      "service_tier", "container", "mcp_servers", "context_management"};
+  for (std::string_view field : kTranslated) {
+    if (name == field) return true;
+  }
+  return false;
+}
+
 Json chat_body(const Json& body, bool count_only, Renames& renames, bool& thinking) {
   Json chat = Json::object();
   for (const auto& [name, value] : body.items()) {
-    if (!is_messages_field(name)) chat[name] = value;
+    if (!translated(name)) chat[name] = value;
   }
+  // Where the template marks reasoning, it never reaches a text block: with thinking on it
+  // is the thinking block, and a model that thinks anyway (a template that always opens
+  // the block) has it split off too.
+  if (!chat.contains("reasoning_format")) chat["reasoning_format"] = "deepseek";
   chat["messages"] = read_conversation(body, chat, renames);
   const Json* max = find_field(body, "max_tokens");
   if (max == nullptr && !count_only) reject("'max_tokens' is required.", "max_tokens");
@@ -428,13 +268,15 @@ Json chat_body(const Json& body, bool count_only, Renames& renames, bool& thinki
     chat["stop"] = require_array(*stops, "stop_sequences");
     renames.emplace_back("stop", "stop_sequences");
   }
-  if (const Json* tools = find_field(body, "tools")) chat["tools"] = read_tools(*tools, renames);
-  if (const Json* choice = find_field(body, "tool_choice")) {
-    read_tool_choice(*choice, chat, renames);
+  if (const Json* tools = find_field(body, "tools")) {
+    chat["tools"] = messages_fields::read_tools(*tools, renames);
   }
-  read_output_format(body, chat, renames);
-  read_metadata(body, chat, renames);
-  thinking = read_thinking(body, chat);
+  if (const Json* choice = find_field(body, "tool_choice")) {
+    messages_fields::read_tool_choice(*choice, chat, renames);
+  }
+  messages_fields::read_output_format(body, chat, renames);
+  messages_fields::read_metadata(body, chat, renames);
+  thinking = messages_fields::read_thinking(body, chat);
   renames.emplace_back("chat_template_kwargs.enable_thinking", "thinking");
   return chat;
 }
@@ -443,9 +285,10 @@ std::variant<MessagesRequest, ApiError> parse(std::string_view body, bool count_
   Renames renames;
   try {
     const Json parsed = request_fields::parse_body_object(body);
-    // The fields passed on are checked by the chat parser (reject_unimplemented_fields):
-    // this API's own (service_tier, metadata) are read here, in their own terms.
-    refuse_what_is_not_served(parsed);
+    // The fields passed on are checked by the chat parser as on chat; this API's own are
+    // read here, in their own terms, and anything else is refused.
+    messages_fields::refuse_unknown_fields(parsed);
+    messages_fields::refuse_what_is_not_served(parsed);
     bool thinking = false;
     const Json chat = chat_body(parsed, count_only, renames, thinking);
     auto read = parse_completion_request(chat.dump(), Endpoint::kMessages);

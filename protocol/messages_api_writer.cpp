@@ -17,15 +17,15 @@ std::string event(std::string_view type, const Json& data) {
   return sse_event(type, object_text(data));
 }
 
-Json usage_json(int64_t prompt_tokens, int64_t cached_tokens, int64_t output_tokens) {
+Json messages_usage(int64_t prompt_tokens, int64_t cached_tokens, int64_t output_tokens) {
   return Json{{"input_tokens", prompt_tokens - cached_tokens},
               {"cache_creation_input_tokens", 0},
               {"cache_read_input_tokens", cached_tokens},
               {"output_tokens", output_tokens}};
 }
 
-Json usage_json(const Usage& usage) {
-  return usage_json(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens);
+Json messages_usage(const Usage& usage) {
+  return messages_usage(usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens);
 }
 
 // A call that parsed has a JSON object's text as its arguments; anything else (which no
@@ -98,7 +98,7 @@ Json MessagesWriter::message_object(Json content, const Json& stop_reason,
 
 std::string MessagesWriter::opening_events() {
   const Json message =
-      message_object(Json::array(), nullptr, nullptr, usage_json(prompt_tokens_, 0, 0));
+      message_object(Json::array(), nullptr, nullptr, messages_usage(prompt_tokens_, 0, 0));
   return event("message_start", Json{{"type", "message_start"}, {"message", message}}) +
          event("ping", Json{{"type", "ping"}});
 }
@@ -167,7 +167,7 @@ std::string MessagesWriter::closing_events(std::span<const ToolCallOut> calls, F
                                   {"delta",
                                    {{"stop_reason", stop_reason_of(finish, called, stop)},
                                     {"stop_sequence", stop_sequence_of(finish, called, stop)}}},
-                                  {"usage", usage_json(usage)}});
+                                  {"usage", messages_usage(usage)}});
   return events + event("message_stop", Json{{"type", "message_stop"}});
 }
 
@@ -189,7 +189,7 @@ std::string MessagesWriter::whole_body(std::string_view text, std::span<const To
   for (const ToolCallOut& call : calls) content.push_back(tool_use_block(call, input_of(call)));
   const bool called = !calls.empty();
   return object_text(message_object(std::move(content), stop_reason_of(finish, called, stop),
-                                    stop_sequence_of(finish, called, stop), usage_json(usage)));
+                                    stop_sequence_of(finish, called, stop), messages_usage(usage)));
 }
 
 std::string anthropic_error_body(const ApiError& error) { return object_text(error_json(error)); }

@@ -128,8 +128,12 @@ HttpAnswer error_answer(const ApiError& error, std::string_view allow) {
   return answer;
 }
 
+bool anthropic_route(std::string_view route) {
+  return route == "/v1/messages" || route.starts_with("/v1/messages/");
+}
+
 void answer_in_route_shape(std::string_view route, HttpAnswer& answer) {
-  if (!answer.error || !(route == "/v1/messages" || route.starts_with("/v1/messages/"))) return;
+  if (!answer.error || !anthropic_route(route)) return;
   answer.body = anthropic_error_body(*answer.error);
   answer.error.reset();
 }
@@ -195,7 +199,9 @@ Endpoints::Result Endpoints::handle(const ApiRequest& request) {
   }
   const Route* route = find_route(path);
   if (route == nullptr) {
-    return error_answer(not_found("Unknown route " + std::string(path) + "."));
+    HttpAnswer unknown = error_answer(not_found("Unknown route " + std::string(path) + "."));
+    answer_in_route_shape(path, unknown);  // /v1/messages/batches: Anthropic's clients
+    return unknown;
   }
   if (auto refused = refusal(request, path, route->method, route->public_route)) {
     answer_in_route_shape(path, *refused);

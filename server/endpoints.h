@@ -21,6 +21,7 @@
 #include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
 #include "protocol/embedding_request.h"
+#include "protocol/messages_api_request.h"
 #include "protocol/response_encoder.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/responses_api_writer.h"
@@ -65,6 +66,8 @@ struct HttpAnswer {
 // is left as it is. The session applies it to every answer it writes, its own refusals (a
 // body over the limit, ...) included.
 void answer_in_route_shape(std::string_view route, HttpAnswer& answer);
+// /v1/messages and the routes under it.
+bool anthropic_route(std::string_view route);
 
 // A validated, tokenized completion request, ready for Endpoints::submit, and the encoder
 // of its response (the session writes what it makes, whichever the endpoint).
@@ -139,7 +142,8 @@ class Endpoints {
   Result responses(const ApiRequest& api);
   Result messages(const ApiRequest& api);      // messages_endpoint.cpp
   Result count_tokens(const ApiRequest& api);  // messages_endpoint.cpp
-  Result embeddings(const ApiRequest& api);    // embeddings_endpoint.cpp
+  std::optional<HttpAnswer> thinking_refusal(const MessagesRequest& request) const;
+  Result embeddings(const ApiRequest& api);  // embeddings_endpoint.cpp
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> embedding_prompts(
       const EmbeddingRequest& request) const;
   // A parsed request of any generation endpoint, checked against the model and planned;

@@ -35,6 +35,10 @@ struct ToolCallReading {
   // A named tool_choice: its forced call ends with finish_reason "stop", as OpenAI and
   // vLLM report it ("tool_calls" is for calls the model chose, auto or required).
   bool named = false;
+  // /v1/messages: a call the limit or a stop string cut short (it does not parse) is
+  // dropped from the text rather than shown as markup; Anthropic's text blocks never hold
+  // calls. Chat keeps it as content, as vLLM's parsers do.
+  bool drop_cut_call = false;
 };
 
 // Chat with the reasoning split off (protocol/reasoning.h): each choice's output is read
@@ -136,6 +140,9 @@ class GenerationResponse {
   bool calls_end_turn(FinishReason reason) const;
   std::vector<ToolCallOut> tool_calls_of(int32_t index, ParsedToolCalls& parsed,
                                          FinishReason& reason) const;
+  // The content a choice keeps: all of it, unless a cut call is dropped (drop_cut_call):
+  // then what comes before the place a call may begin.
+  std::string_view kept_content(const Choice& c, std::string_view content, bool parsed_calls) const;
   // Streamed with tools: the held-back content's event (into events) and the calls.
   std::vector<ToolCallOut> finish_tool_calls(int32_t index, Choice& c, std::string& events);
   // Streamed: a finished choice's last events, and the stream's end after the last choice.

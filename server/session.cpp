@@ -276,6 +276,12 @@ void Session::set_per_request_headers(Message& message) const {
     // Else a browser's script cannot read it (the OpenAI SDK's request_id).
     message.set(http::field::access_control_expose_headers, "x-request-id");
   }
+  // Anthropic's SDKs read the id from request-id (their _request_id).
+  if (anthropic_route(route_) && message.count("x-request-id") > 0) {
+    message.set("request-id", std::string(message["x-request-id"]));
+    if (!cors_origin_.empty())
+      message.set(http::field::access_control_expose_headers, "x-request-id, request-id");
+  }
 }
 
 void Session::answer(HttpAnswer answer, bool keep_alive) {

@@ -1,10 +1,10 @@
 // Fuzzes protocol/'s request parsers with the request body as input: completions, chat,
-// responses, embeddings, tokenize and detokenize. No exception may escape them (they return
-// ApiError), every error is a 4xx whose JSON body parses, and every accepted request holds the
-// ranges completion_request.h promises. Chat requests are also rendered with every template and
-// checked against a vocabulary size and a context length. Each parser sees the bodies that
-// name its key field ("prompt", "messages", "input", "content", "tokens"); bodies naming
-// none go to the completions parser.
+// responses, Anthropic's messages (and count_tokens), embeddings, tokenize and detokenize. No
+// exception may escape them (they return ApiError), every error is a 4xx whose JSON body parses,
+// and every accepted request holds the ranges completion_request.h promises. Chat requests are also
+// rendered with every template and checked against a vocabulary size and a context length. Each
+// parser sees the bodies that name its key field ("prompt", "messages", "input", "content",
+// "tokens"); bodies naming none go to the completions parser.
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +21,8 @@
 #include "protocol/chat_prompt.h"
 #include "protocol/completion_request.h"
 #include "protocol/embedding_request.h"
+#include "protocol/messages_api_request.h"
+#include "protocol/messages_api_writer.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
 
@@ -118,7 +120,9 @@ void check_completion(const CompletionRequest& request, Endpoint endpoint) {
   require(request.more_prompt_texts.empty() || request.more_prompt_tokens.empty());
   if (request.max_tokens)
     require(*request.max_tokens >= 1 && *request.max_tokens <= tandem::kMaxTokensLimit);
-  require(request.stop.size() <= tandem::kMaxStopSequences);
+  require(request.stop.size() <= (request.endpoint == Endpoint::kMessages
+                                      ? tandem::kMaxMessagesStopSequences
+                                      : tandem::kMaxStopSequences));
   for (const auto& stop : request.stop) require(!stop.empty());
   require(!request.include_usage || request.stream);
   check_sampling(request);
@@ -141,6 +145,31 @@ void check_responses(std::string_view body) {
   require(request.request.n == 1 && !request.request.chat.messages.empty());
   require(request.echo.is_object() && request.echo["store"] == false);
   check_completion(request.request, Endpoint::kResponses);
+}
+
+// A Messages request is a chat request too; its errors also make Anthropic's body, and a
+// final assistant turn it continues holds text.
+void check_messages(std::string_view body) {
+  for (bool count : {false, true}) {
+    auto parsed =
+        count ? tandem::parse_count_tokens_request(body) : tandem::parse_messages_request(body);
+    if (const auto* error = std::get_if<ApiError>(&parsed)) {
+      check_error(*error);
+      const auto anthropic =
+          nlohmann::json::parse(tandem::anthropic_error_body(*error), nullptr, false);
+      require(anthropic.is_object() && anthropic["error"]["message"].is_string());
+      continue;
+    }
+    const auto& request = std::get<tandem::MessagesRequest>(parsed).request;
+    require(request.endpoint == Endpoint::kMessages);
+    require(request.n == 1 && !request.chat.messages.empty());
+    require(count || request.max_tokens.has_value());
+    if (request.chat.continue_final_message) {
+      require(!request.chat.add_generation_prompt);
+      require(request.chat.messages.back()["role"] == "assistant");
+    }
+    check_completion(request, Endpoint::kMessages);
+  }
 }
 
 // An accepted embeddings request holds inputs as promised, and its answer (for made-up
@@ -195,7 +224,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool responses = names("input");
   if (names("prompt") || !(chat || responses || tokenize || detokenize))
     check_completion(body, Endpoint::kCompletions);
-  if (chat) check_completion(body, Endpoint::kChatCompletions);
+  if (chat) {
+    check_completion(body, Endpoint::kChatCompletions);
+    check_messages(body);
+  }
   if (responses) {
     check_responses(body);
     check_embeddings(body);

@@ -5,6 +5,9 @@
 
 #include <string>
 #include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "protocol/completion_request.h"
 #include "protocol/messages_api_request.h"
@@ -63,8 +66,8 @@ TEST(MessagesApiRequest, SystemAndMessagesAreTheChatMessages) {
 }
 
 // Blocks: text parts, an assistant's tool_use as its tool_calls and thinking as its
-// reasoning_content, a user's tool_result as a tool message before the user's text; two
-// user turns in a row are one.
+// reasoning_content, a user's tool_result as a tool message before the user's text (a
+// failed one's text saying so); two user turns in a row are one.
 TEST(MessagesApiRequest, BlocksAndTurnsBecomeChatsMessages) {
   const MessagesRequest m = parsed(R"({"max_tokens": 5, "system": [{"type": "text", "text": "S"}],
       "messages": [
@@ -85,18 +88,30 @@ TEST(MessagesApiRequest, BlocksAndTurnsBecomeChatsMessages) {
         {"id": "t1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
         {"id": "t2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
       {"role": "tool", "tool_call_id": "t1", "content": "r1"},
-      {"role": "tool", "tool_call_id": "t2", "content": "r2\nr3"},
+      {"role": "tool", "tool_call_id": "t2", "content": "Error: r2\nr3"},
       {"role": "user", "content": "Go on."}]})");
   EXPECT_EQ(m.request.chat.messages, c.chat.messages);
 }
 
-// Anthropic's prefill: a final assistant message with text is continued.
+// Anthropic's prefill: a final assistant message with text is continued; one with nothing
+// to continue (blank, or only thinking) is answered as if it were not there.
 TEST(MessagesApiRequest, AFinalAssistantMessageIsContinued) {
   const MessagesRequest m = parsed(R"({"max_tokens": 5, "messages": [
       {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Well,"}]})");
   EXPECT_TRUE(m.request.chat.continue_final_message);
   EXPECT_FALSE(m.request.chat.add_generation_prompt);
   EXPECT_EQ(m.request.chat.messages.back()["content"], "Well,");
+  for (const char* last :
+       {R"("  ")", R"([])", R"([{"type": "thinking", "thinking": "hm", "signature": ""}])"}) {
+    const MessagesRequest empty =
+        parsed(std::string(R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": )") +
+               last + "}]}");
+    EXPECT_FALSE(empty.request.chat.continue_final_message) << last;
+    EXPECT_TRUE(empty.request.chat.add_generation_prompt) << last;
+    ASSERT_EQ(empty.request.chat.messages.size(), 1u) << last;
+    EXPECT_EQ(empty.request.chat.messages[0]["role"], "user");
+  }
 }
 
 TEST(MessagesApiRequest, ToolsAndToolChoiceTakeTheirChatForms) {
@@ -144,8 +159,9 @@ TEST(MessagesApiRequest, OutputFormatIsAJsonSchemaConstraint) {
   }
 }
 
-// thinking: the template's enable_thinking, and (on) the reasoning split off; a request's own
-// chat_template_kwargs.enable_thinking wins.
+// thinking: the template's enable_thinking (absent is off, Anthropic's default); a request's
+// own chat_template_kwargs.enable_thinking wins. The reasoning is always split off, so that
+// a model that thinks anyway never puts its markers in a text block.
 TEST(MessagesApiRequest, ThinkingSetsTheTemplateSwitchAndTheSplit) {
   const std::string hi = R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2000)";
   const MessagesRequest on =
@@ -153,15 +169,74 @@ TEST(MessagesApiRequest, ThinkingSetsTheTemplateSwitchAndTheSplit) {
   EXPECT_TRUE(on.thinking);
   EXPECT_EQ(on.request.chat.template_kwargs["enable_thinking"], true);
   EXPECT_EQ(on.request.split_reasoning, std::optional<bool>(true));
-  const MessagesRequest off = parsed("{" + hi + R"(, "thinking": {"type": "disabled"}})");
-  EXPECT_FALSE(off.thinking);
-  EXPECT_EQ(off.request.chat.template_kwargs["enable_thinking"], false);
-  EXPECT_EQ(off.request.split_reasoning, std::nullopt);
+  for (const std::string& off_body :
+       {"{" + hi + R"(, "thinking": {"type": "disabled"}})", "{" + hi + "}"}) {
+    const MessagesRequest off = parsed(off_body);
+    EXPECT_FALSE(off.thinking) << off_body;
+    EXPECT_EQ(off.request.chat.template_kwargs["enable_thinking"], false) << off_body;
+    EXPECT_EQ(off.request.split_reasoning, std::optional<bool>(true)) << off_body;
+  }
   const MessagesRequest own = parsed(
       "{" + hi +
       R"(, "thinking": {"type": "adaptive"}, "chat_template_kwargs": {"enable_thinking": false}})");
   EXPECT_EQ(own.request.chat.template_kwargs["enable_thinking"], false);
-  EXPECT_EQ(parsed("{" + hi + "}").request.chat.template_kwargs, nullptr);
+  EXPECT_EQ(parsed("{" + hi + R"(, "reasoning_format": "none"})").request.split_reasoning,
+            std::optional<bool>(false));
+}
+
+// A forced call or a JSON schema holds the answer from its first token: no room to think,
+// so thinking is refused beside them (Anthropic refuses it beside a forced tool).
+TEST(MessagesApiRequest, ThinkingIsRefusedWhereTheAnswerIsForcedFromItsFirstToken) {
+  const std::string base =
+      R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2000,
+         "thinking": {"type": "adaptive"},
+         "tools": [{"name": "f", "input_schema": {"type": "object"}}])";
+  for (const char* field :
+       {R"("tool_choice": {"type": "any"})", R"("tool_choice": {"type": "tool", "name": "f"})",
+        R"("output_format": {"type": "json_schema", "schema": {}})",
+        R"("output_config": {"format": {"type": "json_schema", "schema": {}}})"}) {
+    EXPECT_EQ(refused("{" + base + ", " + field + "}").param, "thinking") << field;
+  }
+  EXPECT_TRUE(parsed("{" + base + R"(, "tool_choice": {"type": "auto"}})").thinking);
+}
+
+// As Anthropic does, fields it does not define are refused by name, at the top and inside
+// the objects it reads; tandem's chat extensions pass.
+TEST(MessagesApiRequest, UnknownFieldsAreRefusedByName) {
+  const std::string hi = R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5)";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("temprature": 1)", "temprature"},
+      {R"("stop_sequence": ["x"])", "stop_sequence"},
+      {R"("echo": true)", "echo"},
+      {R"("thinking": {"type": "disabled", "foo": 1})", "thinking.foo"},
+      {R"("tool_choice": {"type": "auto", "parallel": false})", "tool_choice.parallel"},
+      {R"("tools": [{"name": "f", "input_schema": {}, "defer_loading": true}])",
+       "tools[0].defer_loading"},
+      {R"("tools": [{"type": "function", "function": {"name": "f"}}])", "tools[0].type"},
+      {R"("output_format": {"type": "json_schema", "schema": {}, "name": "x"})",
+       "output_format.name"},
+  };
+  for (const auto& [field, param] : cases) {
+    const ApiError error = refused("{" + hi + ", " + field + "}");
+    EXPECT_EQ(error.param, param) << field << ": " << error.message;
+  }
+  const std::pair<std::string, std::string> blocks[] = {
+      {R"({"role": "user", "content": "Hi", "name": "bob"})", "messages[0].name"},
+      {R"({"role": "user", "content": [{"type": "text", "text": "Hi", "x": 1}]})",
+       "messages[0].content[0].x"},
+      {R"({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "y": 1}]})",
+       "messages[0].content[0].y"},
+  };
+  for (const auto& [message, param] : blocks) {
+    const ApiError error = refused(R"({"max_tokens": 5, "messages": [)" + message + "]}");
+    EXPECT_EQ(error.param, param) << message << ": " << error.message;
+  }
+  const MessagesRequest extended =
+      parsed("{" + hi +
+             R"(, "seed": 5, "min_p": 0.1, "repetition_penalty": 1.1, "guided_regex": "a+",
+          "cache_salt": "s", "unknown_but_null": null})");
+  EXPECT_EQ(extended.request.seed, std::optional<uint64_t>(5));
+  EXPECT_EQ(extended.request.cache_salt, "s");
 }
 
 TEST(MessagesApiRequest, CountTokensNeedsNoMaxTokens) {
@@ -174,8 +249,10 @@ TEST(MessagesApiRequest, CountTokensNeedsNoMaxTokens) {
 // Errors the chat parser finds are renamed to the field the client sent.
 TEST(MessagesApiRequest, ChatsRefusalsNameTheMessagesField) {
   const std::pair<std::string, std::string> cases[] = {
-      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}],
-           "stop_sequences": ["a", "b", "c", "d", "e"]})",
+      {std::string(
+           R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}], "stop_sequences": )") +
+           nlohmann::json(std::vector<std::string>(kMaxMessagesStopSequences + 1, "x")).dump() +
+           "}",
        "stop_sequences"},
       {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}],
            "stop_sequences": ["a", 7]})",
@@ -192,9 +269,6 @@ TEST(MessagesApiRequest, ChatsRefusalsNameTheMessagesField) {
       {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"},
            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": []}]}]})",
        "messages[1].content[0].input"},
-      {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"},
-           {"role": "assistant", "content": "  "}]})",
-       "messages[1].content"},
       {R"({"max_tokens": 5, "messages": [{"role": "user", "content": []}]})", "messages"},
       {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}], "n": 2})", "n"},
       {R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}], "logprobs": true})",

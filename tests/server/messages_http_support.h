@@ -155,6 +155,14 @@ inline ChatAnswer chat_answer(uint16_t port, const json& body) {
   return out;
 }
 
+// A chat body as /v1/messages sends its request on: the template asked not to think
+// (Anthropic's default without `thinking`) and the reasoning split off.
+inline json as_messages_send_it(json chat) {
+  chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+  chat["reasoning_format"] = "deepseek";
+  return chat;
+}
+
 // The prompt's tokens as the message's usage splits them (input plus cache reads).
 inline int64_t prompt_tokens_of(const json& usage) {
   return usage.value("input_tokens", int64_t{-1}) + usage.value("cache_read_input_tokens", 0);

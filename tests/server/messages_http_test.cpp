@@ -26,11 +26,11 @@ json message_request(uint64_t seed, int max_tokens) {
 }
 
 json chat_request(uint64_t seed, int max_tokens) {
-  return {
-      {"messages",
-       {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hello"}}}},
-      {"max_tokens", max_tokens},
-      {"seed", seed}};
+  return as_messages_send_it(
+      {{"messages",
+        {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hello"}}}},
+       {"max_tokens", max_tokens},
+       {"seed", seed}});
 }
 
 std::string stop_reason_for(const std::string& finish) {
@@ -110,7 +110,8 @@ TEST(MessagesHttp, AFinalAssistantMessageIsContinued) {
   const uint16_t port = messages_server()->port();
   const json turns = {{{"role", "user"}, {"content", "Name a colour."}},
                       {{"role", "assistant"}, {"content", "My favourite is"}}};
-  const json chat_body = {{"messages", turns}, {"continue_final_message", true}};
+  const json chat_body =
+      as_messages_send_it({{"messages", turns}, {"continue_final_message", true}});
   const HttpResult rendered = fetch(port, "POST", "/apply-template", chat_body.dump());
   ASSERT_EQ(rendered.status, 200) << rendered.body;
   EXPECT_TRUE(rendered.json()["prompt"].get<std::string>().ends_with(
@@ -144,10 +145,10 @@ TEST(MessagesHttp, CountTokensReadsBlocksAndTurnsAsChatDoes) {
            {{"type", "text"}, {"text", "Two."}}}}},
         {{"role", "user"}, {"content", "Three."}}}},
       {"max_tokens", 1}};
-  const json chat = {{"messages",
-                      {{{"role", "system"}, {"content", "Be kind.\nBe brief."}},
-                       {{"role", "user"}, {"content", "One.\nTwo.\nThree."}}}},
-                     {"max_tokens", 1}};
+  const json chat = as_messages_send_it({{"messages",
+                                          {{{"role", "system"}, {"content", "Be kind.\nBe brief."}},
+                                           {{"role", "user"}, {"content", "One.\nTwo.\nThree."}}}},
+                                         {"max_tokens", 1}});
   const int64_t expected = post_json(port, kChat, chat)["usage"]["prompt_tokens"];
   EXPECT_EQ(counted_tokens(port, body), expected);
   EXPECT_EQ(prompt_tokens_of(whole_message(port, body).usage), expected);

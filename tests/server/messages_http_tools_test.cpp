@@ -64,7 +64,8 @@ TEST(MessagesHttp, AForcedToolGivesAToolUseBlockStreamedAndWhole) {
 }
 
 // The call and its result, sent back as Anthropic's blocks, render as chat's assistant turn
-// with the call and a tool message: the same prompt, to the token.
+// with the call and a tool message (a failed call's result saying so): the same prompt, to
+// the token.
 TEST(MessagesHttp, AToolResultTurnIsChatsToolMessage) {
   REQUIRE_MESSAGES_SERVER();
   const uint16_t port = messages_server()->port();
@@ -84,33 +85,87 @@ TEST(MessagesHttp, AToolResultTurnIsChatsToolMessage) {
                         {"content",
                          {{{"type", "tool_result"},
                            {"tool_use_id", "toolu_1"},
+                           {"is_error", true},
                            {"content", {{{"type", "text"}, {"text", "sunny"}}}}},
                           {{"type", "text"}, {"text", "And tomorrow?"}}}}}}}};
-  const json chat = {
-      {"tools",
-       {{{"type", "function"},
-         {"function",
-          {{"name", "get_weather"},
-           {"description", "Weather in a city"},
-           {"parameters", kWeatherSchema}}}}}},
-      {"max_tokens", 8},
-      {"seed", 4},
-      {"messages",
-       {{{"role", "system"}, {"content", "Use the tools."}},
-        {{"role", "user"}, {"content", "What is the weather in Paris?"}},
-        {{"role", "assistant"},
-         {"content", "Let me look."},
-         {"tool_calls",
-          {{{"id", "toolu_1"},
-            {"type", "function"},
-            {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}}}}},
-        {{"role", "tool"}, {"tool_call_id", "toolu_1"}, {"content", "sunny"}},
-        {{"role", "user"}, {"content", "And tomorrow?"}}}}};
+  const json chat = as_messages_send_it(
+      {{"tools",
+        {{{"type", "function"},
+          {"function",
+           {{"name", "get_weather"},
+            {"description", "Weather in a city"},
+            {"parameters", kWeatherSchema}}}}}},
+       {"max_tokens", 8},
+       {"seed", 4},
+       {"messages",
+        {{{"role", "system"}, {"content", "Use the tools."}},
+         {{"role", "user"}, {"content", "What is the weather in Paris?"}},
+         {{"role", "assistant"},
+          {"content", "Let me look."},
+          {"tool_calls",
+           {{{"id", "toolu_1"},
+             {"type", "function"},
+             {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}}}}},
+         {{"role", "tool"}, {"tool_call_id", "toolu_1"}, {"content", "Error: sunny"}},
+         {{"role", "user"}, {"content", "And tomorrow?"}}}}});
   const ChatAnswer expected = chat_answer(port, chat);
   const Message message = whole_message(port, body);
   EXPECT_EQ(prompt_tokens_of(message.usage), expected.usage["prompt_tokens"]);
   EXPECT_EQ(counted_tokens(port, body), expected.usage["prompt_tokens"]);
   EXPECT_EQ(message.text, expected.content);
+}
+
+// A forced call cut by max_tokens parses as no call: chat shows its markup as content (as
+// vLLM's parsers do); a message drops it, as Anthropic's text blocks never hold calls.
+TEST(MessagesHttp, ACallCutShortIsNotShownAsText) {
+  REQUIRE_MESSAGES_SERVER();
+  const uint16_t port = messages_server()->port();
+  json body = weather_request(3);
+  body["max_tokens"] = 24;
+  json chat = as_messages_send_it(
+      {{"messages", {{{"role", "system"}, {"content", "Use the tools."}}, body["messages"][0]}},
+       {"tools",
+        {{{"type", "function"},
+          {"function",
+           {{"name", "get_weather"},
+            {"description", "Weather in a city"},
+            {"parameters", kWeatherSchema}}}}}},
+       {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+       {"max_tokens", 24},
+       {"seed", 3},
+       {"logit_bias", body["logit_bias"]}});
+  const ChatAnswer expected = chat_answer(port, chat);
+  ASSERT_EQ(expected.finish, "length");
+  EXPECT_TRUE(expected.content.starts_with("<tool_call>")) << expected.content;
+  for (const Message& message : {whole_message(port, body), streamed_message(port, body)}) {
+    EXPECT_EQ(message.stop_reason, "max_tokens");
+    EXPECT_EQ(message.text, "");
+    EXPECT_EQ(message.tool_uses, json::array());
+    EXPECT_EQ(message.block_types, std::vector<std::string>{"text"});
+  }
+}
+
+// Anthropic's words for a prompt past the context, which Claude Code compacts on; and the
+// id in request-id, where Anthropic's SDKs read it.
+TEST(MessagesHttp, APromptPastTheContextAndTheRequestIdAreSaidAsAnthropicSaysThem) {
+  REQUIRE_MESSAGES_SERVER();
+  const uint16_t port = messages_server()->port();
+  std::string words;
+  for (int i = 0; i < 3000; ++i) words += "a ";
+  const HttpResult long_prompt =
+      fetch(port, "POST", kMessages,
+            json{{"messages", {{{"role", "user"}, {"content", words}}}}, {"max_tokens", 4}}.dump());
+  const json error = anthropic_error(long_prompt, 400);
+  const std::string message = error.value("message", "");
+  EXPECT_TRUE(message.starts_with("prompt is too long: ")) << message;
+  EXPECT_TRUE(message.ends_with(" tokens > 2047 maximum")) << message;
+  const HttpResult answered =
+      fetch(port, "POST", kMessages,
+            json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}}.dump());
+  ASSERT_EQ(answered.status, 200) << answered.body;
+  ASSERT_EQ(answered.headers.count("request-id"), 1u);
+  EXPECT_EQ(answered.headers.at("request-id"), answered.json()["id"]);
+  EXPECT_EQ(answered.headers.at("request-id"), answered.headers.at("x-request-id"));
 }
 
 HttpResult post(uint16_t port, const json& body, const std::string& route = kMessages) {
@@ -143,7 +198,16 @@ TEST(MessagesHttp, EachRefusalIsAnAnthropicErrorNamingTheField) {
       {turn(7), "'messages[0].content'"},
       {with("stop", "x"), "'stop'"},
       {with("response_format", {{"type", "json_object"}}), "'response_format'"},
-      {with("stop_sequences", {"a", "b", "c", "d", "e"}), "'stop_sequences'"},
+      {with("stop_sequences", std::vector<std::string>(65, "x")), "'stop_sequences'"},
+      {with("temprature", 1), "'temprature'"},
+      {with("tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}), "'tools[0]'"},
+      {[&] {
+         json body = with("tools", {kWeatherTool});
+         body["tool_choice"] = {{"type", "any"}};
+         body["thinking"] = {{"type", "adaptive"}};
+         return body;
+       }(),
+       "'thinking'"},
       {with("temperature", "hot"), "'temperature'"},
       {with("tools", {{{"type", "web_search_20250305"}, {"name", "web_search"}}}), "'tools[0]'"},
       {with("tools", {{{"name", "f"}}}), "'tools[0].input_schema'"},
@@ -181,6 +245,8 @@ TEST(MessagesHttp, EachRefusalIsAnAnthropicErrorNamingTheField) {
   EXPECT_EQ(anthropic_error(fetch(port, "POST", kMessages, "x", {{"Content-Encoding", "gzip"}}),
                             415)["type"],
             "invalid_request_error");
+  EXPECT_EQ(anthropic_error(post(port, json::object(), "/v1/messages/batches"), 404)["type"],
+            "not_found_error");
   EXPECT_EQ(anthropic_error(post(port, with("model", "claude-x"), "/v1/messages/count_tokens"),
                             404)["type"],
             "not_found_error");
