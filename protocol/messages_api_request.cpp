@@ -1,6 +1,5 @@
 #include "protocol/messages_api_request.h"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -14,8 +13,6 @@ using request_fields::element_param;
 using request_fields::find_field;
 using request_fields::Json;
 using request_fields::read_bool;
-using request_fields::read_integer;
-using request_fields::read_string;
 using request_fields::reject;
 using request_fields::require_array;
 using request_fields::require_object;
