@@ -36,7 +36,9 @@ constexpr std::string_view kMessagesFields[] = {"model",
                                                 "service_tier",
                                                 "container",
                                                 "mcp_servers",
-                                                "context_management"};
+                                                "context_management",
+                                                "cache_control",
+                                                "thread"};
 
 // tandem's chat extensions (vLLM's and llama-server's) that mean the same here: passed to
 // the chat parser, which honours or refuses them as on /v1/chat/completions.
@@ -146,6 +148,15 @@ void refuse_unknown_fields(const Json& body) {
 }
 
 void refuse_what_is_not_served(const Json& body) {
+  // The SDKs' message threads keep a conversation on the server, which stores none: the
+  // code they recognise lets a caller that allows it go on without a thread.
+  if (find_field(body, "thread") != nullptr) {
+    throw request_fields::RequestRejected{
+        ApiError{400, "invalid_request_error",
+                 "'thread' is not supported by this server: it keeps no conversations; send "
+                 "the whole conversation in 'messages'.",
+                 "thread", "thread_unsupported_request"}};
+  }
   for (const char* name : {"container", "context_management"}) {
     if (find_field(body, name) != nullptr) {
       reject("'" + std::string(name) + "' is not supported by this server.", name);
@@ -187,8 +198,24 @@ Json read_tools(const Json& tools, ParamRenames& renames) {
         reject("'" + param + "' of type '" + kind + "' " + kNoHostedTools, param + ".type");
       }
     }
-    refuse_unknown_keys(
-        tool, {"type", "name", "description", "input_schema", "cache_control", "strict"}, param);
+    // eager_input_streaming asks for a call's input in finer pieces; here it comes in one
+    // piece, which is a valid stream of it either way.
+    refuse_unknown_keys(tool,
+                        {"type", "name", "description", "input_schema", "cache_control", "strict",
+                         "eager_input_streaming", "allowed_callers"},
+                        param);
+    if (const Json* eager = find_field(tool, "eager_input_streaming")) {
+      read_bool(*eager, param + ".eager_input_streaming");
+    }
+    if (const Json* callers = find_field(tool, "allowed_callers")) {
+      require_array(*callers, param + ".allowed_callers");
+      for (size_t c = 0; c < callers->size(); ++c) {
+        const std::string caller_param = element_param(param + ".allowed_callers", c);
+        if (read_string((*callers)[c], caller_param) != "direct") {
+          reject("'" + caller_param + "' other than \"direct\" " + kNoHostedTools, caller_param);
+        }
+      }
+    }
     const Json* schema = find_field(tool, "input_schema");
     if (schema == nullptr) {
       reject("'" + param + ".input_schema' is required.", param + ".input_schema");
@@ -278,8 +305,15 @@ bool read_thinking(const Json& body, Json& chat) {
   const Json* thinking = find_field(body, "thinking");
   bool on = false;
   if (thinking != nullptr) {
-    refuse_unknown_keys(require_object(*thinking, "thinking"), {"type", "budget_tokens"},
+    refuse_unknown_keys(require_object(*thinking, "thinking"), {"type", "budget_tokens", "display"},
                         "thinking");
+    // "summarized" is what a thinking block may hold; here it holds the whole reasoning.
+    if (const Json* display = find_field(*thinking, "display")) {
+      if (read_string(*display, "thinking.display") != "summarized") {
+        reject("'thinking.display' other than \"summarized\" is not supported by this server.",
+               "thinking.display");
+      }
+    }
     const std::string& type = required_string(*thinking, "type", "thinking");
     if (type != "enabled" && type != "adaptive" && type != "disabled") {
       reject("Invalid value for 'thinking.type': '" + type +

@@ -154,7 +154,14 @@ class Conversation {
   }
 
   void tool_use(const Json& value, const std::string& message_param, const std::string& param) {
-    refuse_unknown_keys(value, {"type", "id", "name", "input", "cache_control"}, param);
+    refuse_unknown_keys(value, {"type", "id", "name", "input", "cache_control", "caller"}, param);
+    if (const Json* caller = find_field(value, "caller")) {  // who made the call: the model
+      if (required_string(require_object(*caller, param + ".caller"), "type", param + ".caller") !=
+          "direct") {
+        reject("'" + param + ".caller' other than {\"type\": \"direct\"} " + kNoHostedTools,
+               param + ".caller");
+      }
+    }
     const Json* input = find_field(value, "input");
     if (input == nullptr) reject("'" + param + ".input' is required.", param + ".input");
     require_object(*input, param + ".input");

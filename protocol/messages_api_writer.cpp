@@ -40,10 +40,11 @@ Json tool_use_block(const ToolCallOut& call, Json input) {
       {"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", std::move(input)}};
 }
 
+// The limit, then a stop sequence, cut the output whatever calls came before the cut.
 Json stop_reason_of(FinishReason finish, bool calls, std::string_view stop) {
   if (finish == FinishReason::kLength) return "max_tokens";
-  if (calls || finish == FinishReason::kToolCalls) return "tool_use";
-  return stop.empty() ? "end_turn" : "stop_sequence";
+  if (!stop.empty()) return "stop_sequence";
+  return calls || finish == FinishReason::kToolCalls ? "tool_use" : "end_turn";
 }
 
 Json stop_sequence_of(FinishReason finish, bool calls, std::string_view stop) {
@@ -70,10 +71,17 @@ const char* anthropic_error_type(int status) {
   }
 }
 
+// The machine-readable code, where there is one, as Anthropic's details.error_code (the
+// SDKs read thread_unsupported_request there, with the unsupported field).
 Json error_json(const ApiError& error) {
-  return Json{
-      {"type", "error"},
-      {"error", {{"type", anthropic_error_type(error.status)}, {"message", error.message}}}};
+  Json body{{"type", anthropic_error_type(error.status)}, {"message", error.message}};
+  if (!error.code.empty()) {
+    body["details"] = {{"error_code", error.code}};
+    if (error.code == "thread_unsupported_request") {
+      body["details"]["unsupported"] = Json::array({error.param});
+    }
+  }
+  return Json{{"type", "error"}, {"error", std::move(body)}};
 }
 
 }  // namespace

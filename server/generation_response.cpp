@@ -127,10 +127,9 @@ FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason re
   return calls ? FinishReason::kToolCalls : reason;
 }
 
-std::string_view GenerationResponse::kept_content(const Choice& c, std::string_view content,
-                                                  bool parsed_calls) const {
+std::string_view GenerationResponse::kept_content(const Choice& c, std::string_view content) const {
   const bool cut = c.reason == FinishReason::kLength || !c.stop.empty();
-  if (!tools_.drop_cut_call || parsed_calls || !cut) return content;
+  if (!tools_.drop_cut_call || !cut) return content;
   return content.substr(0, tool_call_safe_prefix(tools_.format, content, 0));
 }
 
@@ -139,8 +138,10 @@ std::vector<ToolCallOut> GenerationResponse::finish_tool_calls(int32_t index, Ch
   ParsedToolCalls parsed = parse_calls(c.output);
   if (parsed.calls.empty()) {
     // What was sent stays sent: the held-back part is all that can be dropped.
-    parsed.content = std::string(kept_content(c, c.output, false));
+    parsed.content = std::string(kept_content(c, c.output));
     if (parsed.content.size() < c.released) parsed.content = c.output.substr(0, c.released);
+  } else {
+    parsed.content = std::string(kept_content(c, parsed.content));
   }
   // What was held back: the content after what was sent (the sent part is its prefix).
   if (c.released < parsed.content.size() || !c.pending.empty()) {
@@ -223,10 +224,10 @@ std::string GenerationResponse::whole_body() {
       parsed[i] = parse_calls(splits[i].content);
       if (!parsed[i].calls.empty()) {
         calls[i] = tool_calls_of(static_cast<int32_t>(i), parsed[i], result.finish);
-        result.text = parsed[i].content;
+        result.text = kept_content(c, parsed[i].content);
         result.tool_calls = calls[i];
       } else {
-        result.text = kept_content(c, splits[i].content, false);
+        result.text = kept_content(c, splits[i].content);
       }
     }
     results.push_back(result);

@@ -140,9 +140,10 @@ class GenerationResponse {
   bool calls_end_turn(FinishReason reason) const;
   std::vector<ToolCallOut> tool_calls_of(int32_t index, ParsedToolCalls& parsed,
                                          FinishReason& reason) const;
-  // The content a choice keeps: all of it, unless a cut call is dropped (drop_cut_call):
-  // then what comes before the place a call may begin.
-  std::string_view kept_content(const Choice& c, std::string_view content, bool parsed_calls) const;
+  // The content a choice keeps (its text that is not a call): all of it, unless the
+  // choice was cut and a cut call is dropped (drop_cut_call): then what comes before the
+  // place a call may begin.
+  std::string_view kept_content(const Choice& c, std::string_view content) const;
   // Streamed with tools: the held-back content's event (into events) and the calls.
   std::vector<ToolCallOut> finish_tool_calls(int32_t index, Choice& c, std::string& events);
   // Streamed: a finished choice's last events, and the stream's end after the last choice.

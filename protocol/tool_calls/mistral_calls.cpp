@@ -27,11 +27,18 @@ std::optional<std::pair<ParsedToolCall, size_t>> named_call(std::string_view tex
   return std::make_pair(ParsedToolCall{std::string(name), minify_json(raw)}, *end);
 }
 
-// Everything after the first marker: calls only, or nullopt.
-std::optional<std::vector<ParsedToolCall>> calls_after(std::string_view rest) {
+// The calls after the first marker, up to the first that does not parse: that one and all
+// after it (its marker included) are `rest`, which stays content.
+struct CallsRead {
   std::vector<ParsedToolCall> calls;
+  std::string_view rest;
+};
+
+CallsRead calls_after(std::string_view rest) {
+  CallsRead read;
   rest = trim(rest);
   while (!rest.empty()) {
+    const std::string_view at = rest;
     if (rest.substr(0, kMarker.size()) == kMarker) rest = trim(rest.substr(kMarker.size()));
     if (rest.empty()) break;
     if (rest.front() == '[') {
@@ -39,34 +46,37 @@ std::optional<std::vector<ParsedToolCall>> calls_after(std::string_view rest) {
       const std::string_view raw = end ? rest.substr(0, *end) : std::string_view();
       const auto value = end ? parse_json(raw) : std::nullopt;
       auto some = value && value->is_array() ? calls_of(*value, raw) : std::nullopt;
-      if (!some) return std::nullopt;
-      calls.insert(calls.end(), some->begin(), some->end());
+      if (!some) return CallsRead{std::move(read.calls), at};
+      read.calls.insert(read.calls.end(), some->begin(), some->end());
       rest = trim(rest.substr(*end));
       continue;
     }
     auto call = named_call(rest);
-    if (!call) return std::nullopt;
-    calls.push_back(std::move(call->first));
+    if (!call) return CallsRead{std::move(read.calls), at};
+    read.calls.push_back(std::move(call->first));
     rest = trim(rest.substr(call->second));
   }
-  if (calls.empty()) return std::nullopt;
-  return calls;
+  return read;
 }
 
 }  // namespace
 
+// A broken call after complete ones (cut by the limit) leaves those calls read and its own
+// text in the content, as the Hermes reader does; an output without the marker is calls
+// only when the whole of it is.
 ParsedToolCalls read_mistral(std::string_view text) {
   const size_t marker = text.find(kMarker);
   if (marker == std::string_view::npos) {
     const std::string_view whole = trim(text);
     if (whole.empty() || whole.front() != '[') return {std::string(text), {}};
-    auto calls = calls_after(whole);
-    if (!calls) return {std::string(text), {}};
-    return {std::string(), std::move(*calls)};
+    CallsRead read = calls_after(whole);
+    if (read.calls.empty() || !read.rest.empty()) return {std::string(text), {}};
+    return {std::string(), std::move(read.calls)};
   }
-  auto calls = calls_after(text.substr(marker + kMarker.size()));
-  if (!calls) return {std::string(text), {}};
-  return {content_or_empty(std::string(text.substr(0, marker))), std::move(*calls)};
+  CallsRead read = calls_after(text.substr(marker + kMarker.size()));
+  if (read.calls.empty()) return {std::string(text), {}};
+  return {content_or_empty(std::string(text.substr(0, marker)) + std::string(read.rest)),
+          std::move(read.calls)};
 }
 
 }  // namespace tandem::tool_calls

@@ -231,6 +231,29 @@ TEST(MessagesApiRequest, UnknownFieldsAreRefusedByName) {
     const ApiError error = refused(R"({"max_tokens": 5, "messages": [)" + message + "]}");
     EXPECT_EQ(error.param, param) << message << ": " << error.message;
   }
+  // What Anthropic's clients send that changes nothing here, or means what happens anyway.
+  for (const char* field :
+       {R"("cache_control": {"type": "ephemeral"})",
+        R"("thinking": {"type": "adaptive", "display": "summarized"})",
+        R"("tools": [{"name": "f", "input_schema": {}, "eager_input_streaming": true,
+            "allowed_callers": ["direct"]}])"}) {
+    parsed("{" + hi + ", " + field + "}");
+  }
+  parsed(R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {},
+       "caller": {"type": "direct"}}]}, {"role": "user", "content": [{"type": "tool_result",
+       "tool_use_id": "a", "content": "ok"}]}]})");
+  const std::pair<std::string, std::string> not_served[] = {
+      {R"("thinking": {"type": "adaptive", "display": "omitted"})", "thinking.display"},
+      {R"("tools": [{"name": "f", "input_schema": {},
+          "allowed_callers": ["code_execution_20250825"]}])",
+       "tools[0].allowed_callers[0]"}};
+  for (const auto& [field, param] : not_served) {
+    EXPECT_EQ(refused("{" + hi + ", " + field + "}").param, param) << field;
+  }
+  const ApiError thread = refused("{" + hi + R"(, "thread": {"type": "create"}})");
+  EXPECT_EQ(thread.param, "thread");
+  EXPECT_EQ(thread.code, "thread_unsupported_request");
   const MessagesRequest extended =
       parsed("{" + hi +
              R"(, "seed": 5, "min_p": 0.1, "repetition_penalty": 1.1, "guided_regex": "a+",

@@ -98,6 +98,7 @@ TEST(MessagesWriter, TheFoldedStreamIsTheWholeMessage) {
       {"", "Cut", {}, FinishReason::kLength, "", "max_tokens"},
       {"Plan.", "Calling.", one, FinishReason::kToolCalls, "", "tool_use"},
       {"", "", one, FinishReason::kStop, "", "tool_use"},  // a forced call ends with "stop"
+      {"", "", one, FinishReason::kToolCalls, "</x>", "stop_sequence"},  // a stop cut after it
       {"", "", {}, FinishReason::kStop, "", "end_turn"},
       {"Thinking only", "", {}, FinishReason::kLength, "", "max_tokens"},
   };
@@ -157,9 +158,16 @@ TEST(MessagesWriter, ErrorsTakeAnthropicsShapeAndTypes) {
   };
   for (const auto& [error, type] : cases) {
     const Json body = Json::parse(anthropic_error_body(error));
-    EXPECT_EQ(body,
-              (Json{{"type", "error"}, {"error", {{"type", type}, {"message", error.message}}}}));
+    Json expected{{"type", type}, {"message", error.message}};
+    if (!error.code.empty()) expected["details"] = {{"error_code", error.code}};
+    EXPECT_EQ(body, (Json{{"type", "error"}, {"error", expected}}));
   }
+  // The SDKs' threads go on without one on this code, naming what is unsupported.
+  const ApiError thread{400, "invalid_request_error", "no", "thread", "thread_unsupported_request"};
+  EXPECT_EQ(
+      Json::parse(anthropic_error_body(thread))["error"]["details"],
+      Json::parse(R"({"error_code": "thread_unsupported_request", "unsupported": ["thread"]})"));
+
   MessagesWriter writer(header(), 7);
   const auto events = events_of(writer.error_events(overloaded()));
   ASSERT_EQ(events.size(), 1u);

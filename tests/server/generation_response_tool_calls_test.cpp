@@ -162,6 +162,37 @@ TEST(GenerationResponseToolCalls, OneCallOnlyWhenParallelToolCallsIsFalse) {
   }
 }
 
+// drop_cut_call (/v1/messages): a call the limit cut short is not content, alone or after
+// complete calls, whole and streamed alike; without it (chat) its markup is content.
+TEST(GenerationResponseToolCalls, ACutCallIsDroppedFromTheContentWhereAsked) {
+  const std::string complete =
+      "Hi.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n";
+  const std::string cut = "<tool_call>\n{\"name\": \"b\", \"argu";
+  for (const std::string& output : {cut, complete + cut}) {
+    for (bool drop : {false, true}) {
+      SCOPED_TRACE(output + (drop ? " (dropped)" : " (kept)"));
+      const auto reading = [&] {
+        ToolCallReading tools{true, ToolCallFormat::kHermes, "x", true, false};
+        tools.drop_cut_call = drop;
+        return tools;
+      };
+      ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
+      GenerationResponse whole(ResponseEncoder(Endpoint::kChatCompletions, header, false), false,
+                               false, 1, {}, reading());
+      run(whole, output, 4, FinishReason::kLength);
+      const json message = json::parse(whole.whole_body())["choices"][0]["message"];
+      const std::string content = message["content"].is_string() ? message["content"] : "";
+      EXPECT_EQ(content.find("<tool_call>") != std::string::npos, !drop) << content;
+      EXPECT_EQ(message.contains("tool_calls"), output != cut);
+      GenerationResponse streamed(ResponseEncoder(Endpoint::kChatCompletions, header, false), true,
+                                  false, 1, {}, reading());
+      const Streamed got = read_stream(run(streamed, output, 3, FinishReason::kLength));
+      EXPECT_EQ(got.content, content);
+      EXPECT_EQ(got.calls.size(), output == cut ? 0u : 1u);
+    }
+  }
+}
+
 // Mistral's calls get 9 alphanumeric characters as ids (its templates refuse any other),
 // the same whole and streamed, different per call.
 TEST(GenerationResponseToolCalls, MistralCallIdsAreNineAlphanumerics) {

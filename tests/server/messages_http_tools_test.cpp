@@ -145,6 +145,36 @@ TEST(MessagesHttp, ACallCutShortIsNotShownAsText) {
   }
 }
 
+// A complete call, then one cut by the limit or a stop sequence: the complete one is a
+// tool_use block, the cut one is not text, and the stop says what cut it.
+TEST(MessagesHttp, ACallCutAfterACompleteOneLeavesTheCompleteOne) {
+  REQUIRE_MESSAGES_SERVER();
+  const uint16_t port = messages_server()->port();
+  const std::string call =
+      R"("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n")";
+  json body = weather_request(1);
+  body["tool_choice"] = {{"type", "auto"}};
+  body["guided_grammar"] =
+      "root ::= " + call +
+      R"( "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Qu" [a-z]+)";
+  body["max_tokens"] = 170;
+  // Else [a-z]+ may end at EOS: a broken call, not a cut one.
+  body["logit_bias"][std::to_string(responses_http::eos_id(port))] = -100;
+  json stopped = body;
+  stopped["stop_sequences"] = {"Qu"};
+  for (const auto& [request, reason] : {std::pair{body, std::string("max_tokens")},
+                                        std::pair{stopped, std::string("stop_sequence")}}) {
+    SCOPED_TRACE(reason);
+    for (const Message& message : {whole_message(port, request), streamed_message(port, request)}) {
+      EXPECT_EQ(message.stop_reason, reason);
+      EXPECT_EQ(message.stop_sequence, request.contains("stop_sequences") ? json("Qu") : json());
+      EXPECT_EQ(message.text, "");
+      ASSERT_EQ(message.tool_uses.size(), 1u);
+      EXPECT_EQ(message.tool_uses[0]["input"], json({{"city", "Paris"}}));
+    }
+  }
+}
+
 // Anthropic's words for a prompt past the context, which Claude Code compacts on; and the
 // id in request-id, where Anthropic's SDKs read it.
 TEST(MessagesHttp, APromptPastTheContextAndTheRequestIdAreSaidAsAnthropicSaysThem) {

@@ -133,6 +133,19 @@ TEST(MistralToolCalls, ReadsTheArgsFormWithContentBefore) {
   expect_calls(parsed, {{"get_weather", R"({"city":"Paris"})"}, {"get_time", "{}"}});
 }
 
+// A call cut short after complete ones: those are read, its text stays content.
+TEST(MistralToolCalls, ACutCallAfterCompleteOnesStaysContent) {
+  const std::string cut = "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Pa";
+  const auto parsed = parse_tool_calls(ToolCallFormat::kMistralArgs,
+                                       "[TOOL_CALLS]get_time[ARGS]{\"tz\": \"UTC\"}" + cut);
+  expect_calls(parsed, {{"get_time", R"({"tz":"UTC"})"}});
+  EXPECT_EQ(parsed.content, cut);
+  const auto array = parse_tool_calls(ToolCallFormat::kMistral,
+                                      R"(Go.[TOOL_CALLS][{"name": "f", "arguments": {}}])" + cut);
+  expect_calls(array, {{"f", "{}"}});
+  EXPECT_EQ(array.content, "Go." + cut);
+}
+
 TEST(MistralToolCalls, ReadsTheArrayWhenTheMarkerWasASkippedControlToken) {
   const auto parsed =
       parse_tool_calls(ToolCallFormat::kMistral, R"( [{"name": "f", "arguments": {"q": "x"}}])");
