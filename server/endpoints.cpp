@@ -73,6 +73,24 @@ bool authorized(const ApiRequest& request, const std::string& api_key) {
   return constant_time_equal(request.authorization.substr(kScheme.size()), api_key);
 }
 
+// Mistral's templates refuse a call id that is not 9 alphanumerics: the ids of calls sent
+// back (another provider's, a client's own) are given ones they accept, the same for a
+// call and its result.
+ChatInputs with_mistral_call_ids(ChatInputs inputs) {
+  for (auto& message : inputs.messages) {
+    if (message.contains("tool_call_id") && message["tool_call_id"].is_string()) {
+      message["tool_call_id"] = mistral_call_id(message["tool_call_id"].get<std::string>());
+    }
+    if (!message.contains("tool_calls") || !message["tool_calls"].is_array()) continue;
+    for (auto& call : message["tool_calls"]) {
+      if (call.contains("id") && call["id"].is_string()) {
+        call["id"] = mistral_call_id(call["id"].get<std::string>());
+      }
+    }
+  }
+  return inputs;
+}
+
 }  // namespace
 
 struct Endpoints::Route {
@@ -440,7 +458,10 @@ std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
   const ChatTemplateCard& chat = *model_.chat_template;
   const bool tools = inputs.tools.is_array() && !inputs.tools.empty();
   const JinjaChatTemplate& chosen = tools && chat.tool_use ? *chat.tool_use : *chat.compiled;
-  auto rendered = render_chat_request(chosen, inputs, chat.bos_token, chat.eos_token);
+  const ToolCallFormat format = tools && chat.tool_use ? chat.tool_use_format : chat.tool_format;
+  const bool mistral = format == ToolCallFormat::kMistral || format == ToolCallFormat::kMistralArgs;
+  auto rendered = render_chat_request(chosen, mistral ? with_mistral_call_ids(inputs) : inputs,
+                                      chat.bos_token, chat.eos_token);
   if (auto* error = std::get_if<ApiError>(&rendered)) {
     error->param = param;  // the template failed on the conversation as a whole
     return error_answer(*error);

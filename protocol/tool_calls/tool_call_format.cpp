@@ -1,5 +1,7 @@
 #include "protocol/tool_calls/tool_call_format.h"
 
+#include <algorithm>
+
 namespace tandem {
 namespace {
 
@@ -95,6 +97,14 @@ std::string tool_call_id(ToolCallFormat format, std::string_view response_key, i
     return alphanumeric_id(response_key, choice, call);
   return "call_" + std::string(response_key) + "_" + std::to_string(choice) + "_" +
          std::to_string(call);
+}
+
+std::string mistral_call_id(std::string_view id) {
+  const bool fits =
+      id.size() == 9 && std::all_of(id.begin(), id.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      });
+  return fits ? std::string(id) : alphanumeric_id(id, -1, 0);
 }
 
 }  // namespace tandem

@@ -62,4 +62,10 @@ ToolCallFraming tool_call_framing(ToolCallFormat format);
 std::string tool_call_id(ToolCallFormat format, std::string_view response_key, int32_t choice,
                          size_t call);
 
+// The id a Mistral template is given for a call id a client sent back (another provider's
+// "toolu_..." or "call_..."): the id itself when it is 9 alphanumerics, else 9 base-62 digits
+// of a hash of it, so a call and its result still match (vLLM truncates such ids to their
+// last 9 characters, which may leave other characters or make two ids one).
+std::string mistral_call_id(std::string_view id);
+
 }  // namespace tandem

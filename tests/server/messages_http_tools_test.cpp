@@ -286,6 +286,44 @@ TEST(MessagesHttp, EachRefusalIsAnAnthropicErrorNamingTheField) {
   EXPECT_TRUE(chat.json()["error"]["message"].is_string()) << chat.body;
 }
 
+// Mistral's templates refuse call ids that are not 9 alphanumerics; a history with another
+// provider's ids (Anthropic's toolu_...) renders once they are given that shape, on both APIs.
+TEST(MessagesHttp, AnotherProvidersCallIdsRenderInMistralsTemplate) {
+  TANDEM_REQUIRE_SHARED();
+  const auto shared = *shared_dir();
+  ServerProcess server(
+      shared / "models/families/mistral-nemo-tiny-s777-f16.gguf",
+      {"--chat-template",
+       (shared / "chat-templates/Mistral-Small-3.2-24B-Instruct-2506.jinja").string()});
+  const std::string id = "toolu_01A09q90qw90lq917835lq9";
+  const json body = {
+      {"tools", {kWeatherTool}},
+      {"max_tokens", 2},
+      {"messages",
+       {{{"role", "user"}, {"content", "Weather in Paris?"}},
+        {{"role", "assistant"},
+         {"content",
+          {{{"type", "tool_use"},
+            {"id", id},
+            {"name", "get_weather"},
+            {"input", {{"city", "Paris"}}}}}}},
+        {{"role", "user"},
+         {"content", {{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "sunny"}}}}}}}};
+  EXPECT_EQ(post(server.port(), body).status, 200) << post(server.port(), body).body;
+  const json chat = {
+      {"max_tokens", 2},
+      {"messages",
+       {{{"role", "user"}, {"content", "Weather in Paris?"}},
+        {{"role", "assistant"},
+         {"tool_calls",
+          {{{"id", "call_abc_0_0"},
+            {"type", "function"},
+            {"function", {{"name", "get_weather"}, {"arguments", "{}"}}}}}}},
+        {{"role", "tool"}, {"tool_call_id", "call_abc_0_0"}, {"content", "sunny"}}}}};
+  const HttpResult answered = post(server.port(), chat, kChat);
+  EXPECT_EQ(answered.status, 200) << answered.body;
+}
+
 // A model whose template marks no reasoning cannot honour thinking.
 TEST(MessagesHttp, ThinkingNeedsATemplateThatMarksReasoning) {
   const json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},

@@ -120,7 +120,24 @@ TEST(ToolTemplates, MistralTemplatesAcceptTheCallIdsTandemGivesThem) {
     }
     const std::string other = tool_call_id(ToolCallFormat::kHermes, "489b54d6", 0, 0);
     EXPECT_NE(render_next_turn(source, other).find("length 9"), std::string::npos);
+    // Another provider's ids, sent back, render once given Mistral's shape.
+    for (const std::string& foreign : {other, std::string("toolu_01A09q90qw90lq917835lq9")}) {
+      EXPECT_EQ(render_next_turn(source, mistral_call_id(foreign)), "") << foreign;
+    }
   }
+}
+
+TEST(ToolCallIds, MistralCallIdsKeepAFittingIdAndHashAnyOther) {
+  EXPECT_EQ(mistral_call_id("a1B2c3D4e"), "a1B2c3D4e");
+  const std::string foreign = mistral_call_id("toolu_01A09q90qw90lq917835lq9");
+  EXPECT_EQ(foreign.size(), 9u);
+  EXPECT_EQ(
+      foreign.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+      std::string::npos);
+  EXPECT_EQ(foreign, mistral_call_id("toolu_01A09q90qw90lq917835lq9"));  // a call = its result
+  // Ids that share their last 9 characters stay apart (truncating would make them one).
+  EXPECT_NE(mistral_call_id("call_1_abcdefghi"), mistral_call_id("call_2_abcdefghi"));
+  EXPECT_NE(mistral_call_id("a1B2c3D4"), mistral_call_id("a1B2c3D4e_"));
 }
 
 TEST(ToolCallIds, MistralIdsAreNineAlphanumericsOthersKeepTheirShape) {
