@@ -278,7 +278,7 @@ Endpoints::Result Endpoints::responses(const ApiRequest& api) {
 
 Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest& request,
                                         const ParamRenames* renames) {
-  // /v1/responses names the fields its client sent, not their chat forms.
+  // /v1/responses and /v1/messages name the fields their client sent, not their chat forms.
   const auto refuse = [&](ApiError error) {
     return error_answer(renames ? renamed_params(std::move(error), *renames) : error);
   };
