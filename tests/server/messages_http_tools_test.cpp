@@ -30,7 +30,7 @@ const json kWeatherTool = {{"name", "get_weather"},
 json weather_request(uint64_t seed) {
   return {{"system", "Use the tools."},
           {"messages", {{{"role", "user"}, {"content", "What is the weather in Paris?"}}}},
-          {"tools", {kWeatherTool}},
+          {"tools", json::array({kWeatherTool})},
           {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}},
           {"max_tokens", 300},
           {"seed", seed},
@@ -74,7 +74,7 @@ TEST(MessagesHttp, AToolResultTurnIsChatsToolMessage) {
                          {"name", "get_weather"},
                          {"input", {{"city", "Paris"}}}};
   const json body = {{"system", "Use the tools."},
-                     {"tools", {kWeatherTool}},
+                     {"tools", json::array({kWeatherTool})},
                      {"max_tokens", 8},
                      {"seed", 4},
                      {"messages",
@@ -232,7 +232,7 @@ TEST(MessagesHttp, EachRefusalIsAnAnthropicErrorNamingTheField) {
       {with("temprature", 1), "'temprature'"},
       {with("tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}), "'tools[0]'"},
       {[&] {
-         json body = with("tools", {kWeatherTool});
+         json body = with("tools", json::array({kWeatherTool}));
          body["tool_choice"] = {{"type", "any"}};
          body["thinking"] = {{"type", "adaptive"}};
          return body;
@@ -297,7 +297,7 @@ TEST(MessagesHttp, AnotherProvidersCallIdsRenderInMistralsTemplate) {
        (shared / "chat-templates/Mistral-Small-3.2-24B-Instruct-2506.jinja").string()});
   const std::string id = "toolu_01A09q90qw90lq917835lq9";
   const json body = {
-      {"tools", {kWeatherTool}},
+      {"tools", json::array({kWeatherTool})},
       {"max_tokens", 2},
       {"messages",
        {{{"role", "user"}, {"content", "Weather in Paris?"}},
