@@ -190,10 +190,11 @@ class Conversation {
     const bool failed = error != nullptr && read_bool(*error, param + ".is_error");
     const Json* content = find_field(value, "content");
     Json parts = content == nullptr ? Json::array() : text_parts(*content, param + ".content");
-    std::string text = failed ? "Error: " : "";
+    std::string text;
     for (size_t i = 0; i < parts.size(); ++i) {
       text += (i == 0 ? "" : "\n") + parts[i]["text"].get<std::string>();
     }
+    if (failed) text = text.empty() ? "Error" : "Error: " + text;
     renames_.emplace_back(chat_param() + ".tool_call_id", param + ".tool_use_id");
     renames_.emplace_back(chat_param(), param);
     messages_.push_back(Json{{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(text)}});

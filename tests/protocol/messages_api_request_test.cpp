@@ -93,6 +93,15 @@ TEST(MessagesApiRequest, BlocksAndTurnsBecomeChatsMessages) {
   EXPECT_EQ(m.request.chat.messages, c.chat.messages);
 }
 
+// A failed call's result with no text still says it failed.
+TEST(MessagesApiRequest, AFailedResultWithoutTextSaysError) {
+  const MessagesRequest m = parsed(R"({"max_tokens": 5, "messages": [
+      {"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": true}]}]})");
+  EXPECT_EQ(m.request.chat.messages.back()["content"], "Error");
+}
+
 // Anthropic's prefill: a final assistant message with text is continued; one with nothing
 // to continue (blank, or only thinking) is answered as if it were not there.
 TEST(MessagesApiRequest, AFinalAssistantMessageIsContinued) {
