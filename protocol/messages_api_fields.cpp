@@ -132,12 +132,7 @@ void refuse_unknown_keys(const Json& object, std::initializer_list<std::string_v
 }
 
 void refuse_unknown_fields(const Json& body) {
-  for (const auto& [name, instead] : kChatNames) {
-    const Json* value = find_field(body, name);
-    if (value != nullptr && !(std::string_view(name) == "n" && *value == 1)) {
-      reject("'" + std::string(name) + "' is not a field of /v1/messages; " + instead + ".", name);
-    }
-  }
+  request_fields::refuse_chat_names(body, kChatNames, "/v1/messages");
   for (const auto& [key, value] : body.items()) {
     if (listed(key, kMessagesFields) || listed(key, kChatExtensions) || value.is_null()) continue;
     reject("'" + key +

@@ -277,6 +277,19 @@ const std::string& required_string(const Json& object, const char* key, const st
   return read_string(*value, param + "." + key);
 }
 
+void refuse_chat_names(const Json& body,
+                       std::span<const std::pair<const char*, const char*>> chat_names,
+                       std::string_view route) {
+  for (const auto& [name, instead] : chat_names) {
+    const Json* value = find_field(body, name);
+    if (value != nullptr && !(std::string_view(name) == "n" && *value == 1)) {
+      reject("'" + std::string(name) + "' is not a field of " + std::string(route) + "; " +
+                 instead + ".",
+             name);
+    }
+  }
+}
+
 int64_t read_integer(const Json& value, const std::string& param, int64_t min, int64_t max) {
   auto out_of_range = [&]() {
     reject("'" + param + "' must be an integer in [" + std::to_string(min) + ", " +

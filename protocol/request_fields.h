@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +57,13 @@ bool read_bool(const Json& value, const std::string& param);
 const std::string& read_string(const Json& value, const std::string& param);
 // object[key] as a string; absent (or null) is a 400 naming "param.key" as required.
 const std::string& required_string(const Json& object, const char* key, const std::string& param);
+
+// An API read as chat (/v1/responses, /v1/messages) refuses chat's names for the fields it
+// names otherwise: each (name, what to send instead) present is a 400 naming it and route;
+// "n" is refused only other than 1, which changes nothing.
+void refuse_chat_names(const Json& body,
+                       std::span<const std::pair<const char*, const char*>> chat_names,
+                       std::string_view route);
 // An integer in [min, max]. A float with no fractional part (16.0) counts as an integer,
 // as in vLLM's validation; 16.5 does not.
 int64_t read_integer(const Json& value, const std::string& param, int64_t min, int64_t max);

@@ -387,12 +387,7 @@ bool is_responses_field(const std::string& name) {
 // Every field but this endpoint's own, for the chat parser; chat's names for this
 // endpoint's fields are refused.
 Json passed_fields(const Json& body) {
-  for (const auto& [name, instead] : kChatNames) {
-    const Json* value = find_field(body, name);
-    if (value != nullptr && !(std::string_view(name) == "n" && *value == 1)) {
-      reject("'" + std::string(name) + "' is not a field of /v1/responses; " + instead + ".", name);
-    }
-  }
+  request_fields::refuse_chat_names(body, kChatNames, "/v1/responses");
   Json chat = Json::object();
   for (const auto& [name, value] : body.items()) {
     if (!is_responses_field(name)) chat[name] = value;
