@@ -1,5 +1,6 @@
 #include "protocol/messages_api_fields.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "protocol/completion_request.h"
@@ -17,28 +18,17 @@ using request_fields::require_array;
 using request_fields::require_object;
 using request_fields::required_string;
 
-// The Messages API's fields (the conversation's are read by messages_api_request.cpp).
-constexpr std::string_view kMessagesFields[] = {"model",
-                                                "messages",
-                                                "system",
-                                                "max_tokens",
-                                                "stop_sequences",
-                                                "temperature",
-                                                "top_p",
-                                                "top_k",
-                                                "stream",
-                                                "tools",
-                                                "tool_choice",
-                                                "metadata",
-                                                "thinking",
-                                                "output_format",
-                                                "output_config",
-                                                "service_tier",
-                                                "container",
-                                                "mcp_servers",
-                                                "context_management",
-                                                "cache_control",
-                                                "thread"};
+// The Messages API's fields that mean what chat's of the same name mean: passed to the chat
+// parser as they are.
+constexpr std::string_view kSameAsChat[] = {"model", "temperature", "top_p", "top_k", "stream"};
+
+// The Messages API's fields read (or refused) by this reader and messages_api_request.cpp.
+constexpr std::string_view kReadHere[] = {
+    "messages",      "system",    "max_tokens",  "stop_sequences",     "tools",
+    "tool_choice",   "metadata",  "thinking",    "output_format",      "output_config",
+    "service_tier",  "container", "mcp_servers", "context_management",
+    "cache_control",  // a prefix-cache hint: the prefix cache needs none
+    "thread"};
 
 // tandem's chat extensions (vLLM's and llama-server's) that mean the same here: passed to
 // the chat parser, which honours or refuses them as on /v1/chat/completions.
@@ -79,19 +69,9 @@ constexpr std::pair<const char*, const char*> kChatNames[] = {
     {"continue_final_message", "a final assistant message is continued, any other answered"},
     {"n", "this endpoint answers with one message"}};
 
-bool listed(std::string_view key, std::initializer_list<std::string_view> known) {
-  for (std::string_view name : known) {
-    if (key == name) return true;
-  }
-  return false;
-}
-
-template <size_t N>
-bool listed(std::string_view key, const std::string_view (&names)[N]) {
-  for (std::string_view name : names) {
-    if (key == name) return true;
-  }
-  return false;
+template <typename Names>
+bool listed(std::string_view key, const Names& names) {
+  return std::ranges::find(names, key) != std::ranges::end(names);
 }
 
 // A forced call (tool_choice any or tool) or a JSON schema holds the answer to its grammar
@@ -131,10 +111,14 @@ void refuse_unknown_keys(const Json& object, std::initializer_list<std::string_v
   }
 }
 
+bool passes_to_chat(std::string_view name) {
+  return listed(name, kSameAsChat) || listed(name, kChatExtensions);
+}
+
 void refuse_unknown_fields(const Json& body) {
   request_fields::refuse_chat_names(body, kChatNames, "/v1/messages");
   for (const auto& [key, value] : body.items()) {
-    if (listed(key, kMessagesFields) || listed(key, kChatExtensions) || value.is_null()) continue;
+    if (listed(key, kReadHere) || passes_to_chat(key) || value.is_null()) continue;
     reject("'" + key +
                "' is not a field of the Messages API, nor one of tandem's extensions (as "
                "Anthropic does, unknown fields are refused).",

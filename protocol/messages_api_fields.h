@@ -26,6 +26,10 @@ inline constexpr const char* kNoHostedTools =
 // it cannot honour.
 void refuse_unknown_keys(const Json& object, std::initializer_list<std::string_view> known,
                          const std::string& param);
+// Whether a body's field goes to the chat parser as it is: the Messages API's fields that
+// mean what chat's mean (model, temperature, top_p, top_k, stream) and tandem's chat
+// extensions (seed, min_p, the penalties, guided_*, ...); the others are this reader's.
+bool passes_to_chat(std::string_view name);
 // The body's own fields: Anthropic's and tandem's chat extensions pass, chat's names for
 // this API's fields are refused pointing at them, and so is anything else.
 void refuse_unknown_fields(const Json& body);

@@ -243,23 +243,10 @@ Json read_conversation(const Json& body, Json& chat, Renames& renames) {
   return turns;
 }
 
-// Whether the field is one this reader translates; the others (model, temperature, top_p,
-// top_k, stream, and tandem's extensions) go to the chat parser as they are.
-bool translated(const std::string& name) {
-  static constexpr std::string_view kTranslated[] = {
-      "messages",     "system",    "max_tokens",  "stop_sequences",    "tools",
-      "tool_choice",  "metadata",  "thinking",    "output_format",     "output_config",
-      "service_tier", "container", "mcp_servers", "context_management"};
-  for (std::string_view field : kTranslated) {
-    if (name == field) return true;
-  }
-  return false;
-}
-
 Json chat_body(const Json& body, bool count_only, Renames& renames, bool& thinking) {
   Json chat = Json::object();
   for (const auto& [name, value] : body.items()) {
-    if (!translated(name)) chat[name] = value;
+    if (messages_fields::passes_to_chat(name)) chat[name] = value;
   }
   // Where the template marks reasoning, it never reaches a text block: with thinking on it
   // is the thinking block, and a model that thinks anyway (a template that always opens
