@@ -225,18 +225,16 @@ Json read_conversation(const Json& body, Json& chat, Renames& renames) {
   if (messages->empty()) reject("'messages' must not be empty.", "messages");
   for (size_t i = 0; i < messages->size(); ++i) conversation.message((*messages)[i], i);
   Json turns = conversation.take();
+  const auto final_assistant = [&] {
+    return !turns.empty() && turns.back()["role"] == "assistant" &&
+           !turns.back().contains("tool_calls");
+  };
+  // Nothing to continue: answered as if it were not there.
+  if (final_assistant() && !has_text(turns.back())) turns.erase(turns.size() - 1);
   if (turns.empty() || turns.back()["role"] == "system") {
     reject("'messages' holds no content.", "messages");
   }
-  const Json& last = turns.back();
-  if (last["role"] == "assistant" && !last.contains("tool_calls")) {
-    if (!has_text(last)) {  // nothing to continue: answered as if it were not there
-      turns.erase(turns.size() - 1);
-      if (turns.empty() || turns.back()["role"] == "system") {
-        reject("'messages' holds no content.", "messages");
-      }
-      return turns;
-    }
+  if (final_assistant()) {
     chat["continue_final_message"] = true;
     renames.emplace_back("continue_final_message", "messages");
   }

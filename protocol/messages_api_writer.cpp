@@ -47,8 +47,9 @@ Json stop_reason_of(FinishReason finish, bool calls, std::string_view stop) {
   return calls || finish == FinishReason::kToolCalls ? "tool_use" : "end_turn";
 }
 
-Json stop_sequence_of(FinishReason finish, bool calls, std::string_view stop) {
-  return stop_reason_of(finish, calls, stop) == "stop_sequence" ? Json(stop) : Json();
+// Named where stop_reason_of says "stop_sequence".
+Json stop_sequence_of(FinishReason finish, std::string_view stop) {
+  return finish != FinishReason::kLength && !stop.empty() ? Json(stop) : Json();
 }
 
 const char* anthropic_error_type(int status) {
@@ -170,12 +171,11 @@ std::string MessagesWriter::closing_events(std::span<const ToolCallOut> calls, F
     ++blocks_;
   }
   const bool called = !calls.empty();
-  events +=
-      event("message_delta", Json{{"type", "message_delta"},
-                                  {"delta",
-                                   {{"stop_reason", stop_reason_of(finish, called, stop)},
-                                    {"stop_sequence", stop_sequence_of(finish, called, stop)}}},
-                                  {"usage", messages_usage(usage)}});
+  events += event("message_delta", Json{{"type", "message_delta"},
+                                        {"delta",
+                                         {{"stop_reason", stop_reason_of(finish, called, stop)},
+                                          {"stop_sequence", stop_sequence_of(finish, stop)}}},
+                                        {"usage", messages_usage(usage)}});
   return events + event("message_stop", Json{{"type", "message_stop"}});
 }
 
@@ -197,7 +197,7 @@ std::string MessagesWriter::whole_body(std::string_view text, std::span<const To
   for (const ToolCallOut& call : calls) content.push_back(tool_use_block(call, input_of(call)));
   const bool called = !calls.empty();
   return object_text(message_object(std::move(content), stop_reason_of(finish, called, stop),
-                                    stop_sequence_of(finish, called, stop), messages_usage(usage)));
+                                    stop_sequence_of(finish, stop), messages_usage(usage)));
 }
 
 std::string anthropic_error_body(const ApiError& error) { return object_text(error_json(error)); }
