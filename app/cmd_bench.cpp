@@ -77,6 +77,7 @@ void check_schema_file(const std::filesystem::path& path) {
 
 struct BenchFlags {
   bench::BenchOptions options;
+  SpecFlags spec;
   std::string prompt_tokens = "32";
   std::string prefill_chunk = "auto";
 };
@@ -103,6 +104,11 @@ void add_engine_flags(CLI::App& cmd, BenchFlags& f, CLI::Option* model) {
       add_prefill_chunk_option(cmd, f.prefill_chunk),
   };
   for (CLI::Option* flag : flags) flag->needs(model);
+  for (CLI::Option* flag : add_spec_options(cmd, f.spec)) flag->needs(model);
+  cmd.add_flag("--spec-compare", o.spec_compare,
+               "With --model and --spec-tokens: a run without speculative decoding, then one "
+               "with it, outputs checked")
+      ->needs(model);
 }
 
 }  // namespace
@@ -194,6 +200,10 @@ Subcommand make_bench_command(CLI::App& app) {
             if (!o.json_schema.empty()) check_schema_file(o.json_schema);
             parse_token_range(flags->prompt_tokens, o.prompt_tokens_min, o.prompt_tokens_max);
             o.prefill_chunk = prefill_chunk_value(flags->prefill_chunk);
+            o.spec_tokens = flags->spec.tokens;
+            o.spec_ngram_min = flags->spec.ngram_min();
+            o.spec_ngram_max = flags->spec.ngram_max();
+            o.spec_max_batch = flags->spec.max_batch;
             try {
               return bench::run_bench(o, std::cout);
             } catch (const std::invalid_argument& e) {

@@ -38,6 +38,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool ceilings = false;
   bool profile = false;
+  SpecFlags spec;
 };
 
 // Prints text as the scheduler thread hands it over; the main thread waits on `done`.
@@ -152,6 +153,10 @@ int run_generate(const GenerateOptions& o) {
   options.threads = o.threads;
   options.kv_type = *parse_kv_type(o.kv_dtype);
   options.device = o.device;
+  options.scheduler.spec_tokens = o.spec.tokens;
+  options.scheduler.spec_ngram_min = o.spec.ngram_min();
+  options.scheduler.spec_ngram_max = o.spec.ngram_max();
+  options.scheduler.spec_max_batch = o.spec.max_batch;
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(options);
@@ -226,6 +231,16 @@ int run_generate(const GenerateOptions& o) {
                static_cast<unsigned long long>(seed), engine->card().kv_type.c_str(),
                static_cast<long long>(engine->card().kv_bytes_per_token),
                static_cast<long long>(engine->card().kv_capacity_tokens), kv_local.c_str());
+  if (o.spec.tokens > 0) {
+    const SchedulerMetrics m = engine->scheduler().metrics();
+    std::fprintf(stderr,
+                 "speculative decoding: %llu steps, %llu verified drafts, %llu of %llu draft "
+                 "tokens accepted\n",
+                 static_cast<unsigned long long>(m.steps),
+                 static_cast<unsigned long long>(m.spec_verify_rows),
+                 static_cast<unsigned long long>(m.spec_accepted_tokens),
+                 static_cast<unsigned long long>(m.spec_draft_tokens));
+  }
   if (o.ceilings || o.profile) engine->stop();  // every step done; the threads idle
   if (o.profile) print_profile(profile);
   if (o.ceilings) print_ceiling_fractions(*engine, prompt_tokens, prompt_seconds, decode_tok_s);
@@ -257,6 +272,7 @@ Subcommand make_generate_command(CLI::App& app) {
       ->check(uint64_value());
   add_kv_dtype_option(*cmd, opts->kv_dtype);
   add_device_option(*cmd, opts->device);
+  add_spec_options(*cmd, opts->spec);
   cmd->add_option("--threads", opts->threads, "Compute threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "Keep generating past end-of-sequence");

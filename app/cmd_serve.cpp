@@ -42,6 +42,7 @@ struct ServeOptions {
   std::string device = "cpu";
   std::string prefix_cache = "on";
   int32_t max_queue = 256;
+  SpecFlags spec;
   server::ServerOptions server;
 };
 
@@ -74,6 +75,14 @@ std::filesystem::path default_model_path() {
   options.out = path;
   make_model::write_random_model(options);
   return path;
+}
+
+// The startup line's word on speculative decoding, where it is on.
+std::string spec_line(const SpecFlags& spec) {
+  if (spec.tokens == 0) return "";
+  return ", speculative decoding: n-gram " + spec.ngram + " drafts of up to " +
+         std::to_string(spec.tokens) + " tokens while at most " + std::to_string(spec.max_batch) +
+         " requests decode";
 }
 
 // A host as a URL writes it: an IPv6 address in brackets (http://[::1]:8080).
@@ -151,6 +160,10 @@ int run_serve(ServeOptions o) {
   engine_options.scheduler.prefill_chunk = prefill_chunk_value(o.prefill_chunk);
   engine_options.scheduler.max_queue = o.max_queue;
   engine_options.scheduler.prefix_cache = o.prefix_cache == "on";
+  engine_options.scheduler.spec_tokens = o.spec.tokens;
+  engine_options.scheduler.spec_ngram_min = o.spec.ngram_min();
+  engine_options.scheduler.spec_ngram_max = o.spec.ngram_max();
+  engine_options.scheduler.spec_max_batch = o.spec.max_batch;
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(engine_options);
@@ -191,7 +204,7 @@ int run_serve(ServeOptions o) {
       "(tool calls: %s, reasoning: %s), embeddings %s, KV %lld tokens of %s at %lld bytes each%s, "
       "prefix cache "
       "%s, device %s, "
-      "overlap %s)\n",
+      "overlap %s%s)\n",
       url_host(o.server.host).c_str(), static_cast<unsigned>(port), path.string().c_str(),
       card.context_length, card.vocab_size,
       card.chat_template ? card.chat_template->origin.c_str() : "none",
@@ -199,7 +212,7 @@ int run_serve(ServeOptions o) {
       reasoning_line(card).c_str(), embeddings_line(card).c_str(),
       static_cast<long long>(card.kv_capacity_tokens), card.kv_type.c_str(),
       static_cast<long long>(card.kv_bytes_per_token), kv_local.c_str(), o.prefix_cache.c_str(),
-      engine->device_description().c_str(), o.overlap.c_str());
+      engine->device_description().c_str(), o.overlap.c_str(), spec_line(o.spec).c_str());
   std::fflush(stdout);
   http.run();
   std::fprintf(stderr, "tandem serve: stopped\n");
@@ -290,6 +303,7 @@ Subcommand make_serve_command(CLI::App& app) {
                   "Reuse the KV blocks of prompt prefixes computed before")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  add_spec_options(*cmd, opts->spec);
   // At least 1: every request waits in the queue until the scheduler admits it, so 0 refused
   // them all (with a 400 that blamed the request).
   cmd->add_option("--max-queue", opts->max_queue, "Requests waiting before 503")

@@ -60,6 +60,48 @@ inline CLI::Option* add_prefill_chunk_option(CLI::App& cmd, std::string& value) 
       ->capture_default_str();
 }
 
+// Speculative decoding by n-gram prompt lookup, as serve, generate and bench take it
+// (SchedulerOptions::spec_tokens and its neighbours).
+struct SpecFlags {
+  int32_t tokens = 0;
+  std::string ngram = "2:4";
+  int32_t max_batch = 8;
+  int32_t ngram_min() const { return std::stoi(ngram.substr(0, ngram.find(':'))); }
+  int32_t ngram_max() const { return std::stoi(ngram.substr(ngram.find(':') + 1)); }
+};
+inline std::vector<CLI::Option*> add_spec_options(CLI::App& cmd, SpecFlags& f) {
+  return {
+      cmd.add_option("--spec-tokens", f.tokens,
+                     "Speculative decoding: drafts of up to N tokens, looked up in the "
+                     "request's own prompt and output, verified in one step; the output is the "
+                     "same as without (0: off)")
+          ->check(CLI::Range(0, 64))
+          ->capture_default_str(),
+      cmd.add_option("--spec-ngram", f.ngram,
+                     "MIN:MAX: the lengths of the sequence's last tokens looked up for drafts, "
+                     "longest first")
+          ->check([](const std::string& text) -> std::string {
+            const size_t colon = text.find(':');
+            try {
+              size_t a = 0, b = 0;
+              const int lo = std::stoi(text.substr(0, colon), &a);
+              const int hi = std::stoi(text.substr(colon + 1), &b);
+              if (colon != std::string::npos && a == colon && b == text.size() - colon - 1 &&
+                  lo >= 1 && lo <= hi && hi <= 64)
+                return "";
+            } catch (const std::exception&) {
+            }
+            return "MIN:MAX with 1 <= MIN <= MAX <= 64, not '" + text + "'";
+          })
+          ->capture_default_str(),
+      cmd.add_option("--spec-max-batch", f.max_batch,
+                     "Draft only while at most this many requests decode (drafts cost compute "
+                     "that pays while a step is bound by reading the weights)")
+          ->check(CLI::Range(0, 4096))
+          ->capture_default_str(),
+  };
+}
+
 // One registration function per subcommand; main calls each in turn.
 using SubcommandFactory = Subcommand (*)(CLI::App& app);
 const std::vector<SubcommandFactory>& subcommand_factories();

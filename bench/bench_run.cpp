@@ -71,6 +71,10 @@ json settings_json(const BenchOptions& o, const std::string& target, const std::
     s["device"] = o.device;
     s["prefix_cache"] = o.prefix_cache;
     s["max_queue"] = o.max_queue;
+    s["spec_tokens"] = o.spec_tokens;
+    s["spec_ngram"] = std::to_string(o.spec_ngram_min) + ":" + std::to_string(o.spec_ngram_max);
+    s["spec_max_batch"] = o.spec_max_batch;
+    s["spec_compare"] = o.spec_compare;
   }
   return s;
 }
@@ -145,6 +149,7 @@ struct Mode {
   bool prefix_cache = true;
   std::string label;
   bool constrained = false;  // outputs constrained by --json-schema
+  int32_t spec_tokens = 0;   // speculative decoding's drafts at most (0: off)
 };
 
 // What the device did between two readings of the scheduler's metrics.
@@ -162,6 +167,9 @@ DeviceFigures device_figures(const SchedulerMetrics& before, const SchedulerMetr
   device.prefix_queried_tokens = after.prefix_queried_tokens - before.prefix_queried_tokens;
   device.prefix_hit_tokens = after.prefix_hit_tokens - before.prefix_hit_tokens;
   device.preemptions = after.preemptions - before.preemptions;
+  device.spec_verify_rows = after.spec_verify_rows - before.spec_verify_rows;
+  device.spec_draft_tokens = after.spec_draft_tokens - before.spec_draft_tokens;
+  device.spec_accepted_tokens = after.spec_accepted_tokens - before.spec_accepted_tokens;
   if (after.gpu_busy_seconds >= 0 && duration_seconds > 0) {
     const double busy = after.gpu_busy_seconds - before.gpu_busy_seconds;
     device.gpu_idle_fraction = std::max(0.0, 1.0 - busy / duration_seconds);
@@ -192,6 +200,10 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   eo.scheduler.prefill_chunk = o.prefill_chunk;
   eo.scheduler.max_queue = o.max_queue;
   eo.scheduler.prefix_cache = mode.prefix_cache;
+  eo.scheduler.spec_tokens = mode.spec_tokens;
+  eo.scheduler.spec_ngram_min = o.spec_ngram_min;
+  eo.scheduler.spec_ngram_max = o.spec_ngram_max;
+  eo.scheduler.spec_max_batch = o.spec_max_batch;
   // Every position the workload and its warmup can write, mapped before the runs (engine.h):
   // a fresh page's first write would otherwise land inside the measured steps. A request
   // takes at most its tokens plus one block (its last, part-filled), the warmup as much.
@@ -265,6 +277,7 @@ ModeRun run_engine_mode(const BenchOptions& o, const Mode& mode,
   run.report.path = o.offline ? "offline" : "http";
   run.report.overlap = overlap ? "on" : "off";
   run.report.prefix_cache = mode.prefix_cache ? "on" : "off";
+  run.report.spec_tokens = mode.spec_tokens;
   run.report.ignore_eos = !mode.constrained;
   run.report.summary = summarize(result.records, result.duration_seconds);
   run.report.outputs_digest = outputs_digest(result.records);
@@ -457,6 +470,44 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostr
 }
 
 // The runs of an in-process engine (--model), one per overlap mode: their reports, the
+// The runs --model makes, one per setting compared (at most one compare at a time).
+std::vector<Mode> engine_modes(const BenchOptions& o) {
+  const bool cache = o.prefix_cache != "off";
+  const bool schema = !o.json_schema.empty();
+  const bool overlap = o.overlap == "on";
+  const int32_t spec = o.spec_tokens;
+  if (o.overlap == "compare")
+    return {{false, cache, "overlap off", schema, spec}, {true, cache, "overlap on", schema, spec}};
+  if (schema)
+    return {{overlap, cache, "unconstrained", false, spec},
+            {overlap, cache, "json_schema", true, spec}};
+  if (o.prefix_cache == "compare")
+    return {{overlap, false, "prefix cache off", false, spec},
+            {overlap, true, "prefix cache on", false, spec}};
+  if (o.spec_compare)
+    return {{overlap, cache, "speculation off", false, 0},
+            {overlap, cache, "speculation on", false, spec}};
+  return {{overlap, cache, overlap ? "overlap on" : "overlap off", false, spec}};
+}
+
+// The drafts a run with speculative decoding verified, and how many it accepted.
+void print_speculation(const RunReport& run, std::ostream& out) {
+  if (!run.device) return;
+  const DeviceFigures& d = *run.device;
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "Speculation: %llu draft tokens in %llu verify rows, %llu accepted (%.1f%%); "
+                "%llu steps\n",
+                static_cast<unsigned long long>(d.spec_draft_tokens),
+                static_cast<unsigned long long>(d.spec_verify_rows),
+                static_cast<unsigned long long>(d.spec_accepted_tokens),
+                d.spec_draft_tokens > 0 ? 100.0 * static_cast<double>(d.spec_accepted_tokens) /
+                                              static_cast<double>(d.spec_draft_tokens)
+                                        : 0.0,
+                static_cast<unsigned long long>(d.steps));
+  out << line;
+}
+
 // settings and, for --overlap compare, the comparison into the document.
 int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
                 std::vector<RunReport>& reports) {
@@ -475,21 +526,9 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
         << " (response_format json_schema: no ignore_eos, outputs end where the schema does)\n";
   }
   out << "\n";
-  std::vector<Mode> modes;
-  const bool cache = o.prefix_cache != "off";
   const bool schema = !o.json_schema.empty();
-  if (o.overlap == "compare")
-    modes = {{false, cache, "overlap off", schema}, {true, cache, "overlap on", schema}};
-  else if (schema)
-    modes = {{o.overlap == "on", cache, "unconstrained"},
-             {o.overlap == "on", cache, "json_schema", true}};
-  else if (o.prefix_cache == "compare")
-    modes = {{o.overlap == "on", false, "prefix cache off"},
-             {o.overlap == "on", true, "prefix cache on"}};
-  else
-    modes = {{o.overlap == "on", cache, o.overlap == "on" ? "overlap on" : "overlap off"}};
   std::vector<ModeRun> runs;
-  for (const Mode& mode : modes) runs.push_back(run_engine_mode(o, mode, workload));
+  for (const Mode& mode : engine_modes(o)) runs.push_back(run_engine_mode(o, mode, workload));
   if (o.ceilings && o.device == "cpu") add_ceiling_fractions(runs, document, out);
   for (const ModeRun& run : runs) reports.push_back(run.report);
   document["settings"] = settings_json(o, o.model.string(), path);
@@ -499,8 +538,12 @@ int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& o
       {"source", "the model's tokenizer on the prompt passage"}, {"distinct_ids", pool.size()}};
   if (runs.size() < 2) return 0;
   if (schema && o.overlap != "compare") return compare_constrained(runs, document, out);
-  return compare_modes(runs, reports, o.overlap == "compare" ? "Overlap" : "Prefix cache", document,
-                       out);
+  const char* compared = o.overlap == "compare" ? "Overlap"
+                         : o.spec_compare       ? "Speculation"
+                                                : "Prefix cache";
+  const int status = compare_modes(runs, reports, compared, document, out);
+  if (o.spec_compare) print_speculation(runs.back().report, out);
+  return status;
 }
 
 }  // namespace
@@ -518,8 +561,13 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
     throw std::invalid_argument("exactly one of --url and --model is required");
   if (o.prompt_tokens_min < 1 || o.prompt_tokens_max < o.prompt_tokens_min)
     throw std::invalid_argument("--prompt-tokens: needs 1 <= LO <= HI");
-  if (o.overlap == "compare" && o.prefix_cache == "compare")
-    throw std::invalid_argument("--overlap compare and --prefix-cache compare: one at a time");
+  if ((o.overlap == "compare") + (o.prefix_cache == "compare") + o.spec_compare > 1)
+    throw std::invalid_argument(
+        "--overlap compare, --prefix-cache compare and --spec-compare: one at a time");
+  if (o.spec_compare && !o.json_schema.empty())
+    throw std::invalid_argument("--spec-compare and --json-schema: one comparison at a time");
+  if (o.spec_compare && o.spec_tokens == 0)
+    throw std::invalid_argument("--spec-compare needs --spec-tokens N (the drafts compared)");
   const WorkloadSpec spec = workload_spec(o);
   json document;
   std::vector<RunReport> reports;
@@ -533,7 +581,10 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
 
   document["runs"] = json::array();
   for (const RunReport& r : reports) document["runs"].push_back(run_json(r));
-  if (reports.size() == 1) out << format_table(reports);
+  if (reports.size() == 1) {
+    out << format_table(reports);
+    if (reports[0].spec_tokens > 0) print_speculation(reports[0], out);
+  }
   for (const RunReport& r : reports) {
     if (r.summary.failed > 0 && status == 0)
       std::cerr << "tandem bench: " << r.summary.failed << " of "

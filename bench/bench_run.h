@@ -51,6 +51,13 @@ struct BenchOptions {
   std::string kv_dtype = "f16";  // the KV cache's element type (kv_cache.h's names)
   std::string device = "cpu";    // --device: cpu or cuda
   int32_t max_queue = 256;
+  // Speculative decoding (SchedulerOptions::spec_*); spec_compare: a run without it, then
+  // one with spec_tokens, outputs checked (--model; one compare at a time).
+  int32_t spec_tokens = 0;
+  int32_t spec_ngram_min = 2;
+  int32_t spec_ngram_max = 4;
+  int32_t spec_max_batch = 8;
+  bool spec_compare = false;
   // --model on the CPU: measure the machine's ceilings after the runs and report each
   // run's matmul rate and weight streaming as fractions of them.
   bool ceilings = true;

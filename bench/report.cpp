@@ -184,6 +184,7 @@ nlohmann::json run_json(const RunReport& run) {
   j["path"] = run.path;
   if (!run.overlap.empty()) j["overlap"] = run.overlap;
   if (!run.prefix_cache.empty()) j["prefix_cache"] = run.prefix_cache;
+  if (run.spec_tokens >= 0) j["spec_tokens"] = run.spec_tokens;
   j["ignore_eos"] = run.ignore_eos;
   if (run.device) {
     const DeviceFigures& d = *run.device;
@@ -201,6 +202,15 @@ nlohmann::json run_json(const RunReport& run) {
       j["device"]["peak_fraction"] = d.peak_fraction;
       j["device"]["weight_gbps"] = d.weight_gbps;
       j["device"]["bandwidth_fraction"] = d.bandwidth_fraction;
+    }
+    if (run.spec_tokens > 0) {
+      j["speculation"] = {{"verify_rows", d.spec_verify_rows},
+                          {"draft_tokens", d.spec_draft_tokens},
+                          {"accepted_tokens", d.spec_accepted_tokens},
+                          {"acceptance_rate", d.spec_draft_tokens > 0
+                                                  ? static_cast<double>(d.spec_accepted_tokens) /
+                                                        static_cast<double>(d.spec_draft_tokens)
+                                                  : 0.0}};
     }
     j["prefix_cache_queried_tokens"] = d.prefix_queried_tokens;
     j["prefix_cache_hit_tokens"] = d.prefix_hit_tokens;

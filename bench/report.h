@@ -28,6 +28,11 @@ struct DeviceFigures {
   uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
   uint64_t prefix_hit_tokens = 0;      // of which found there
   uint64_t preemptions = 0;
+  // Speculative decoding (SchedulerMetrics::spec_*): rows that verified drafts, the draft
+  // tokens they carried, and those accepted.
+  uint64_t spec_verify_rows = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
   // With a GPU (its own clock; else -1): the fraction of the run it was not running a
   // step, and the median idle gap before a chained step, in microseconds.
   double gpu_idle_fraction = -1;
@@ -47,6 +52,7 @@ struct RunReport {
   std::string path;          // "http" or "offline"
   std::string overlap;       // "on", "off", or "" when unknown (--url)
   std::string prefix_cache;  // "on", "off", or "" when unknown (--url)
+  int32_t spec_tokens = -1;  // speculative decoding's drafts at most; -1 unknown (--url)
   bool ignore_eos = true;    // its requests' (a run constrained by --json-schema: false)
   RunSummary summary;
   std::optional<DeviceFigures> device;

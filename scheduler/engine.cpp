@@ -101,6 +101,9 @@ std::unique_ptr<StepExecutor> Engine::make_executor(const EngineOptions& options
   if (options.device == "cuda") {
     if (options.profile != nullptr)
       throw EngineOptionError("--profile: times the CPU forward pass, so it needs --device cpu");
+    // The GPU executor runs no verify rows (StepRow::verify) yet.
+    if (options.scheduler.spec_tokens > 0)
+      throw EngineOptionError("--spec-tokens: speculative decoding needs --device cpu");
     const auto exec = executor_options<CudaExecutorOptions>(options, *tokenizer_);
     try {
       auto executor = make_cuda_executor(model_, exec);

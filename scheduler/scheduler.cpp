@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "scheduler/ngram_drafter.h"
 #include "scheduler/scheduler_internal.h"
 
 namespace tandem {
@@ -23,6 +24,8 @@ const char* chain_break_name(ChainBreak reason) {
       return "cancel";
     case ChainBreak::kKvFull:
       return "kv_full";
+    case ChainBreak::kSpeculation:
+      return "speculation";
   }
   return "unknown";
 }
@@ -39,6 +42,12 @@ Scheduler::Scheduler(Device& device, const Tokenizer& tokenizer, SchedulerOption
     throw std::invalid_argument(
         "scheduler: max_batch and max_step_tokens must be >= 1, max_queue and prefill_chunk "
         ">= 0");
+  }
+  if (options_.spec_tokens < 0 || options_.spec_ngram_min < 1 ||
+      options_.spec_ngram_max < options_.spec_ngram_min || options_.spec_max_batch < 0) {
+    throw std::invalid_argument(
+        "scheduler: spec_tokens and spec_max_batch must be >= 0, and 1 <= spec_ngram_min <= "
+        "spec_ngram_max");
   }
   // Only the global pool bounds a sequence: the local (sliding-window) group holds a
   // window's positions however long the sequence grows.
@@ -256,6 +265,7 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   step.rows.push_back(&r);
   step.sample.push_back(plan.rows.back().sample);
   step.write_end.push_back(r.prefill_launched + n);
+  step.drafts.emplace_back();
   step.decode_only = false;
   step.load.add_prompt(r.prefill_launched, n);
   r.prefill_launched += n;
@@ -273,10 +283,18 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
 // recompute preemption does. So the oldest running request always steps: alone it fits
 // the pool (make_request), and nothing but running requests holds a block by then.
 void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget) {
+  const bool drafting = speculating();
   for (size_t i = 0; i < running_.size(); ++i) {
     Request* r = running_[i];
     if (!r->decoding) continue;
     const int32_t position = r->prompt_len + r->completion_tokens - 1;
+    // Drafts take KV positions only where the pool has them to spare: a row never
+    // preempts another for its drafts.
+    std::vector<int32_t> drafts;
+    if (drafting) drafts = draft_for(*r, budget);
+    if (!drafts.empty() &&
+        !grow_blocks(*r, position + 1 + static_cast<int64_t>(drafts.size()), position))
+      drafts.clear();
     bool preempted_self = false;
     while (!grow_blocks(*r, position + 1, position)) {
       if (release_pinned_shares()) continue;
@@ -291,6 +309,8 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     StepRow row;
     row.request_id = r->id;
     row.tokens.assign(1, r->last_token);
+    row.tokens.insert(row.tokens.end(), drafts.begin(), drafts.end());
+    row.verify = !drafts.empty();
     row.position = position;
     row.kv_blocks = r->blocks;
     row.kv_local_blocks = r->local_blocks;
@@ -303,12 +323,36 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     step.rows.push_back(r);
     step.sample.push_back(1);
     step.first_position.push_back(position);
-    step.write_end.push_back(position + 1);
-    ++r->sampled_launched;
+    step.write_end.push_back(position + 1);  // a verify row's: what it accepts (process)
+    ++r->sampled_launched;  // a verify row's accepted drafts are added as it is processed
     ++r->in_flight;
-    step.load.add_decode(position);
-    --budget;
+    const auto fed = static_cast<int32_t>(1 + drafts.size());
+    for (int32_t j = 0; j < fed; ++j) step.load.add_decode(position + j);
+    step.verifies = step.verifies || !drafts.empty();
+    step.drafts.push_back(std::move(drafts));
+    budget -= fed;
   }
+}
+
+bool Scheduler::speculating() const {
+  if (options_.spec_tokens <= 0 || !info_.verifies) return false;
+  const auto decoding =
+      std::count_if(running_.begin(), running_.end(), [](const Request* r) { return r->decoding; });
+  return decoding <= options_.spec_max_batch;
+}
+
+// r's drafts (ngram_drafter.h), no more than the step's budget leaves beside its own token
+// or than its output has room for beside the token the step samples after them.
+std::vector<int32_t> Scheduler::draft_for(const Request& r, int32_t budget) const {
+  const int32_t room = std::min({options_.spec_tokens, budget - 1,
+                                 r.max_new - r.completion_tokens - 1});
+  if (room <= 0) return {};
+  NgramDraftOptions draft;
+  draft.min_n = options_.spec_ngram_min;
+  draft.max_n = options_.spec_ngram_max;
+  draft.max_tokens = room;
+  return ngram_draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)), r.generated,
+                     draft);
 }
 
 // A fresh batch, built when nothing is in flight: every decoding request (one token
@@ -405,7 +449,8 @@ void Scheduler::count_planned_work(const StepPlan& plan) {
   uint64_t fed = 0, logit_rows = 0;
   for (const StepRow& row : plan.rows) {
     fed += row.tokens.size();
-    logit_rows += row.sampling.prompt_logprobs >= 0 ? row.tokens.size() : (row.sample ? 1 : 0);
+    const bool all = row.sampling.prompt_logprobs >= 0 || row.verify;
+    logit_rows += all ? row.tokens.size() : (row.sample ? 1 : 0);
   }
   count_work(fed, logit_rows);
 }
@@ -437,6 +482,7 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
     // token (max_tokens or the context limit).
     if (r->finished || r->sampled_launched >= r->max_new) return ChainBreak::kFinish;
   }
+  if (curr.verifies || (curr.decode_only && speculating())) return ChainBreak::kSpeculation;
   if (!curr.decode_only) return ChainBreak::kPrefill;
   if (running_.size() != curr.rows.size()) {
     for (const Request* r : running_) {
@@ -457,6 +503,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
   next_ = std::make_unique<Launched>();
   next_->rows = curr.rows;
   next_->sample.assign(curr.rows.size(), 1);
+  next_->drafts.assign(curr.rows.size(), {});
   std::vector<std::vector<int32_t>> tables, local_tables;
   for (Request* r : curr.rows) {
     // Fed the token curr samples, at the position after it (chain_break grew the table).

@@ -39,6 +39,18 @@ struct SchedulerOptions {
   int32_t prefill_chunk = 0;
   int32_t max_queue = 256;   // --max-queue: requests waiting for admission
   bool prefix_cache = true;  // --prefix-cache on|off: reuse cached KV blocks of prefixes
+  // Speculative decoding by n-gram prompt lookup (--spec-tokens, ngram_drafter.h): a
+  // decoding request proposes up to spec_tokens drafts from its own sequence and the step
+  // verifies them (StepRow::verify), accepting the ones that match what it samples. 0: off.
+  // By the laws the output is the same on or off; only the steps it takes change. Needs
+  // an executor that verifies (DeviceInfo::verifies); elsewhere nothing is drafted.
+  int32_t spec_tokens = 0;
+  int32_t spec_ngram_min = 2;  // --spec-ngram MIN:MAX: the suffix lengths looked up
+  int32_t spec_ngram_max = 4;
+  // Drafts only while at most this many requests decode (--spec-max-batch): a verify row
+  // costs the step a row per draft, which pays while the step is bound by streaming the
+  // weights (a few rows) and costs throughput once it is bound by compute.
+  int32_t spec_max_batch = 8;
   // Runs on the scheduler thread after each step is processed. Benchmarks put synthetic
   // host work here; tests may observe the loop. Leave empty in production.
   std::function<void()> after_process;
@@ -53,8 +65,10 @@ struct SchedulerOptions {
 
 // Why a step's successor was not chained (counted once per unchained step, overlap on).
 // kKvFull: a row crossed into a new KV block and the pool had none to give.
-enum class ChainBreak { kFinish = 0, kPrefill, kBatchChange, kCancel, kKvFull };
-inline constexpr int kChainBreakReasons = 5;
+// kSpeculation: a row may draft (SchedulerOptions::spec_tokens), and its drafts start
+// from the token this step samples, which the host must see first.
+enum class ChainBreak { kFinish = 0, kPrefill, kBatchChange, kCancel, kKvFull, kSpeculation };
+inline constexpr int kChainBreakReasons = 6;
 const char* chain_break_name(ChainBreak reason);  // "finish", "prefill", ...
 
 struct SchedulerMetrics {
@@ -102,6 +116,11 @@ struct SchedulerMetrics {
   uint64_t prefix_queried_tokens = 0;  // prompt tokens looked up in the prefix cache
   uint64_t prefix_hit_tokens = 0;      // of which found there (not prefilled)
   uint64_t preemptions = 0;            // running requests sent back to recompute later
+  // Speculative decoding: rows that verified drafts, the drafts they carried, and the
+  // drafts accepted (each a token that took no step of its own).
+  uint64_t spec_verify_rows = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
 };
 
 class Scheduler {
@@ -167,6 +186,10 @@ class Scheduler {
   void retire_if_done(Request& r);
   std::unique_ptr<Launched> schedule(bool admit = true);  // admit: take new requests too
   void add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget);
+  // Whether decoding requests draft this step (spec_tokens, spec_max_batch), and r's drafts.
+  bool speculating() const;
+  std::vector<int32_t> draft_for(const Request& r, int32_t budget) const;
+  void accept_verified(Request& r, const Launched& step, size_t i, const StepResult& result);
   bool add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);
   // Into counters_: the tokens a step feeds, those of them through the output head, and
   // the step among the logit steps when any is.

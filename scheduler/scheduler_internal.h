@@ -129,7 +129,10 @@ struct Scheduler::Launched {
   std::vector<uint8_t> sample;
   std::vector<int32_t> write_end;       // per row: the position after the last KV it writes
   std::vector<int32_t> first_position;  // per row: the position of its first token
+  // per row: the drafts a verify row carries (StepRow::verify), empty elsewhere
+  std::vector<std::vector<int32_t>> drafts;
   bool decode_only = true;
+  bool verifies = false;  // a row verifies drafts: no step can be chained from this one
   StepLoad load;  // its decode rows and prompt tokens, and the keys they read
 };
 

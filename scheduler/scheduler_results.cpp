@@ -15,7 +15,11 @@ void Scheduler::process(Launched& step, const StepResult& result) {
   for (size_t i = 0; i < step.rows.size(); ++i) {
     Request& r = *step.rows[i];
     --r.in_flight;
-    offer_written_blocks(r, step.write_end[i]);  // before its token: the KV is the step's
+    // Before its token: the KV is the step's. A verify row wrote its drafts' too, but only
+    // the accepted ones' hold this sequence (the rest is written over later).
+    const bool verified = !step.drafts[i].empty();
+    offer_written_blocks(r, verified ? step.first_position[i] + 1 + result.accepted[i]
+                                     : step.write_end[i]);
     // The prompt's scores before the share is published: a leader's go with its blocks.
     // A leader cancelled with this chunk in flight keeps them for the share too (its KV is
     // written as well), though its own sink hears nothing more.
@@ -25,14 +29,17 @@ void Scheduler::process(Launched& step, const StepResult& result) {
     }
     if (r.share) publish_shared_prompt(r);
     if (r.finished) {
-      if (step.sample[i]) ++counters_.discarded_tokens;  // never streamed, never counted
+      // Never streamed, never counted.
+      if (step.sample[i]) counters_.discarded_tokens += 1 + (verified ? result.accepted[i] : 0);
       continue;
     }
     if (!result.pooled.empty() && !result.pooled[i].empty()) {
       add_pooled(r, step.first_position[i], step.write_end[i] - step.first_position[i],
                  result.pooled[i]);
     }
-    if (step.sample[i]) {
+    if (verified) {
+      accept_verified(r, step, i, result);
+    } else if (step.sample[i]) {
       accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
     } else if (r.max_new == 0 && r.prefill_launched == r.prompt_len) {
       // max_tokens 0: the prompt was only scored, or pooled into an embedding.
@@ -134,6 +141,33 @@ void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
     finish(r, FinishReason::kStop, !out.stopped);
   } else if (r.completion_tokens >= r.max_new) {
     finish(r, FinishReason::kLength, true);
+  }
+}
+
+// A verify row's tokens: the drafts it accepted, then the token it sampled after them,
+// each accepted as a decode step's token would be, until one ends the output (the rest
+// are discarded, as a finished row's are).
+void Scheduler::accept_verified(Request& r, const Launched& step, size_t i,
+                                const StepResult& result) {
+  const std::vector<int32_t>& drafts = step.drafts[i];
+  const int32_t accepted = result.accepted[i];
+  ++counters_.spec_verify_rows;
+  counters_.spec_draft_tokens += drafts.size();
+  counters_.spec_accepted_tokens += static_cast<uint64_t>(accepted);
+  r.sampled_launched += accepted;  // the step sampled them too
+  const std::vector<RowLogprobs>* draft_logprobs =
+      result.draft_logprobs.empty() ? nullptr : &result.draft_logprobs[i];
+  for (int32_t j = 0; j <= accepted; ++j) {
+    if (r.finished) {
+      counters_.discarded_tokens += static_cast<uint64_t>(accepted - j + 1);
+      return;
+    }
+    if (j < accepted) {
+      const bool scored = draft_logprobs && static_cast<size_t>(j) < draft_logprobs->size();
+      accept(r, drafts[j], scored ? &(*draft_logprobs)[j] : nullptr);
+    } else {
+      accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
+    }
   }
 }
 

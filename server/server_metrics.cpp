@@ -192,6 +192,15 @@ std::string ServerMetrics::render(const SchedulerMetrics& s,
   metric(out, "tandem_prefix_cache_hit_tokens_total", "counter",
          "Prompt tokens found in the prefix cache (not prefilled).",
          static_cast<double>(s.prefix_hit_tokens));
+  metric(out, "tandem_spec_verify_rows_total", "counter",
+         "Speculative decoding: rows that verified drafts (--spec-tokens).",
+         static_cast<double>(s.spec_verify_rows));
+  metric(out, "tandem_spec_draft_tokens_total", "counter",
+         "Speculative decoding: draft tokens verified.", static_cast<double>(s.spec_draft_tokens));
+  metric(out, "tandem_spec_accepted_tokens_total", "counter",
+         "Speculative decoding: draft tokens accepted (each a token that took no step of its "
+         "own).",
+         static_cast<double>(s.spec_accepted_tokens));
   metric(out, "tandem_preemptions_total", "counter",
          "Running requests preempted when the KV pool ran dry (recomputed later).",
          static_cast<double>(s.preemptions));

@@ -106,6 +106,7 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
   info_.context_length = served_context(c, options);
   info_.kv_block_size = kv_.block_size();
   info_.pools = true;
+  info_.verifies = true;
   info_.embedding_size = c.n_embd;
   info_.kv_blocks = kv_.n_blocks();
   info_.kv_type = kv_type_name(kv_.type());
@@ -143,18 +144,20 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
   const size_t n = plan.rows.size();
   rows_.clear();
   logit_row_.assign(n, -1);
-  bool any_logprobs = false, any_prompt_logprobs = false, any_pooled = false;
+  bool any_logprobs = false, any_prompt_logprobs = false, any_pooled = false, any_verify = false;
   int32_t n_logits = 0;
   for (size_t i = 0; i < n; ++i) {
     const StepRow& r = plan.rows[i];
-    const bool all = r.sampling.prompt_logprobs >= 0;
+    // A verify row samples after every token; a scoring row scores every token.
+    const bool all = r.sampling.prompt_logprobs >= 0 || r.verify;
+    any_verify = any_verify || r.verify;
     rows_.push_back(
         ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all, r.kv_local_blocks, r.pooling});
     any_pooled = any_pooled || r.pooling != Pooling::kNone;
     if (r.sample || all) logit_row_[i] = n_logits;
     n_logits += all ? static_cast<int32_t>(r.tokens.size()) : (r.sample ? 1 : 0);
     any_logprobs = any_logprobs || (r.sample && r.sampling.logprobs >= 0);
-    any_prompt_logprobs = any_prompt_logprobs || all;
+    any_prompt_logprobs = any_prompt_logprobs || (all && !r.verify);
   }
   for (const StepRow& r : plan.rows) {
     kv_.copy_slots(r.kv_copy.from, r.kv_copy.to, r.kv_copy.slots);
@@ -165,6 +168,8 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
   if (any_logprobs) result.logprobs.assign(n, RowLogprobs{});
   if (any_prompt_logprobs) result.prompt_logprobs.assign(n, {});
   if (any_pooled) pool_states(plan, result);
+  if (any_verify) result.accepted.assign(n, 0);
+  if (any_verify && any_logprobs) result.draft_logprobs.assign(n, {});
 
   // Sample the rows in parallel; a row's token depends only on its logits, its
   // parameters, its history and its position, never on which thread's sampler draws it.
@@ -179,6 +184,14 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
         return logits.subspan((logit_row_[i] + k) * vocab, static_cast<size_t>(vocab));
       };
       const auto count = static_cast<int64_t>(r.tokens.size());
+      if (r.verify) {
+        VerifyOut out{any_logprobs ? &result.logprobs[i] : nullptr,
+                      any_logprobs ? &result.draft_logprobs[i] : nullptr, 0};
+        result.tokens[i] = verify_row(r, logits.subspan(logit_row_[i] * vocab, count * vocab),
+                                      sampler, masks_[thread], out);
+        result.accepted[i] = out.accepted;
+        continue;
+      }
       if (r.sampling.prompt_logprobs >= 0) {
         // Token j's logits score token j + 1: the chunk's next token, or the prompt's next
         // one after the chunk; the last prompt token's logits score the sampled token.
@@ -206,6 +219,41 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
     }
   });
   clock.mark(ForwardPhase::kSample);
+}
+
+// A verify row (StepRow::verify): after each of its tokens in turn, the token that a decode
+// step fed that token alone would sample (the same logits, by the laws; the same position
+// key, history, min_tokens ban and grammar state), until one differs from the draft that
+// follows it. The penalties' history and the grammar take each accepted draft, as the
+// decode steps would have.
+int32_t CpuExecutor::verify_row(const StepRow& r, std::span<float> logits, Sampler& sampler,
+                                std::vector<uint32_t>& mask, VerifyOut& out) {
+  const auto count = static_cast<int64_t>(r.tokens.size());
+  const auto vocab = static_cast<int64_t>(logits.size()) / count;
+  std::vector<int32_t> output = r.penalty_output;  // grows by the accepted drafts
+  const bool penalties = r.sampling.has_output_penalties();
+  RowLogprobs entry;
+  for (int64_t j = 0;; ++j) {
+    const int64_t position = r.position + j + 1;  // of the token sampled after tokens[j]
+    if (j > 0 && penalties) output.push_back(r.tokens[j]);
+    RowHistory history;
+    history.ban_stop = position < r.stop_banned_until;
+    if (r.penalty_prompt) history.prompt = *r.penalty_prompt;
+    history.output = output;
+    if (r.grammar) history.allowed = grammar_mask(*r.grammar, mask);
+    const int32_t token =
+        sampler.sample(logits.subspan(j * vocab, static_cast<size_t>(vocab)), r.sampling, position,
+                       history, out.last ? &entry : nullptr);
+    // A grammar that has ended takes nothing more: the row is finished there.
+    const bool open = !r.grammar || r.grammar->advance(token);
+    if (j + 1 == count || token != r.tokens[j + 1] || !open) {
+      if (out.last) *out.last = std::move(entry);
+      return token;
+    }
+    ++out.accepted;
+    if (out.drafts) out.drafts->push_back(std::move(entry));
+    entry = {};
+  }
 }
 
 // Each pooling row's states summed in fixed point (protocol/pooling.h), in token order.

@@ -53,6 +53,15 @@ class CpuExecutor : public StepExecutor {
 
  private:
   void pool_states(const StepPlan& plan, StepResult& result) const;
+  // Where a verify row's log-probabilities go (null where none is asked), and how many of
+  // its drafts it accepted.
+  struct VerifyOut {
+    RowLogprobs* last;
+    std::vector<RowLogprobs>* drafts;
+    int32_t accepted;
+  };
+  static int32_t verify_row(const StepRow& row, std::span<float> logits, Sampler& sampler,
+                            std::vector<uint32_t>& mask, VerifyOut& out);
   void prefault(int64_t tokens);
 
   std::shared_ptr<const Model> model_;

@@ -16,7 +16,8 @@ using Clock = std::chrono::steady_clock;
 struct PendingStep::Slot {
   uint64_t sequence = 0;
   bool chained = false;
-  bool all_sample = true;  // every row samples, so a step may be chained from this one
+  // Every row samples one token (none verifies drafts), so a step may be chained from this one.
+  bool all_sample = true;
   size_t rows = 0;
   bool has_successor = false;  // scheduler thread only
   // Worker-side from launch on: a chained step's plan is built on the worker from prev's.
@@ -31,6 +32,8 @@ struct PendingStep::Slot {
   std::vector<RowLogprobs> logprobs;
   std::vector<std::vector<RowLogprobs>> prompt_logprobs;
   std::vector<std::vector<int64_t>> pooled;
+  std::vector<int32_t> accepted;
+  std::vector<std::vector<RowLogprobs>> draft_logprobs;
   std::exception_ptr error;
   double seconds = 0;           // the worker's time on the step, written before `done`
   double modelled_seconds = 0;  // the executor's own figure for it, where it models one
@@ -178,6 +181,8 @@ struct Device::Worker {
     slot.logprobs = std::move(result.logprobs);
     slot.prompt_logprobs = std::move(result.prompt_logprobs);
     slot.pooled = std::move(result.pooled);
+    slot.accepted = std::move(result.accepted);
+    slot.draft_logprobs = std::move(result.draft_logprobs);
   }
 
   // Counts the step and hands it to finalize().
@@ -373,7 +378,7 @@ PendingStep Device::enqueue(std::shared_ptr<PendingStep::Slot> slot) {
 PendingStep Device::launch(StepPlan plan) {
   auto slot = std::make_shared<PendingStep::Slot>();
   slot->rows = plan.rows.size();
-  for (const StepRow& row : plan.rows) slot->all_sample = slot->all_sample && row.sample;
+  for (const StepRow& row : plan.rows) slot->all_sample = slot->all_sample && row.sample && !row.verify;
   slot->plan = std::move(plan);
   return enqueue(std::move(slot));
 }
@@ -383,7 +388,8 @@ PendingStep Device::launch_chained(const PendingStep& prev,
                                    std::vector<std::vector<int32_t>> kv_local_blocks) {
   if (!prev.slot_) throw std::logic_error("launch_chained: no step to chain from");
   if (!prev.slot_->all_sample) {
-    throw std::logic_error("launch_chained: every row of the previous step must sample");
+    throw std::logic_error(
+        "launch_chained: every row of the previous step must sample one token (no verify row)");
   }
   if (prev.slot_->has_successor) {
     throw std::logic_error("launch_chained: that step already has a chained successor");
@@ -405,8 +411,9 @@ StepResult Device::finalize(PendingStep& step) {
   if (observer_) observer_({DeviceEvent::Kind::kFinalize, slot.sequence, slot.chained});
   if (slot.error) std::rethrow_exception(slot.error);
   // The tokens are copied: a chained successor may be reading them on the worker right now.
-  return StepResult{slot.tokens, std::move(slot.logprobs), std::move(slot.prompt_logprobs),
-                    std::move(slot.pooled), slot.seconds};
+  return StepResult{slot.tokens,        std::move(slot.logprobs), std::move(slot.prompt_logprobs),
+                    std::move(slot.pooled), slot.seconds,         std::move(slot.accepted),
+                    std::move(slot.draft_logprobs)};
 }
 
 void Device::set_active(bool active) { worker_->set_active(active); }

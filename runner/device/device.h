@@ -56,6 +56,14 @@ struct StepRow {
   // chunk does not end the prompt (the last token's logits score it).
   int32_t next_prompt_token = -1;
   bool sample = true;  // false for a prefill chunk that does not end the prompt: no token drawn
+  // Speculative decoding (a decode row only): tokens[1..] are drafts proposed for the
+  // positions after tokens[0]. The row samples after each of its tokens in turn, as
+  // successive decode steps would (same position keys, same history), and stops at the
+  // first draft that differs from the token sampled before it: StepResult::accepted says
+  // how many drafts matched, and tokens holds the token sampled after the last of them.
+  // The KV of the drafts past the accepted ones is written but means nothing; the
+  // scheduler writes over it. Only an executor whose DeviceInfo::verifies gets such rows.
+  bool verify = false;
   // Embeddings: the chunk's states this pooling reads (protocol/pooling.h), summed into
   // StepResult::pooled. The scheduler sets it only on the chunks that hold them (cls: the
   // one at position 0; last: the one that ends the prompt).
@@ -91,6 +99,12 @@ struct StepResult {
   // prompt chunks with it. An executor that models its time instead of spending it (the
   // scheduler tests' simulated devices) sets it, > 0, and the device keeps that.
   double seconds = 0;
+  // accepted[i]: for a verify row, the drafts it accepted (its tokens[1 .. accepted] are
+  // the next tokens, and tokens[i] the one after them); 0 elsewhere; empty when no row
+  // verifies. draft_logprobs[i]: the accepted drafts' entries, in order, for a verify row
+  // that asks for logprobs (logprobs[i] stays the last token's).
+  std::vector<int32_t> accepted;
+  std::vector<std::vector<RowLogprobs>> draft_logprobs;
 };
 
 struct DeviceInfo {
@@ -99,6 +113,8 @@ struct DeviceInfo {
   int32_t kv_block_size = 16;
   int32_t kv_blocks = 0;  // size of the device's KV pool, in blocks
   std::vector<int32_t> eog_ids;
+  // Whether the executor runs verify rows (StepRow::verify): the scheduler drafts only then.
+  bool verifies = false;
   // Whether the executor returns pooled hidden states (StepRow::pooling), and their width.
   bool pools = false;
   int32_t embedding_size = 0;

@@ -46,6 +46,7 @@ SimulatedExecutor::SimulatedExecutor(SimulatedDeviceConfig config) : config_(std
 DeviceInfo SimulatedExecutor::info() const {
   DeviceInfo info{config_.vocab_size, config_.context_length, config_.kv_block_size,
                   config_.kv_blocks, config_.eog_ids};
+  info.verifies = true;
   info.kv_local_blocks = config_.kv_local_blocks;
   info.sliding_window = config_.kv_local_blocks > 0 ? config_.sliding_window : 0;
   return info;
@@ -163,12 +164,42 @@ int32_t SimulatedExecutor::constrain(grammar::Matcher& matcher, int32_t drawn) {
 }
 
 void SimulatedExecutor::execute(const StepPlan& plan, std::span<int32_t> tokens) {
+  run(plan, tokens, nullptr);
+}
+
+void SimulatedExecutor::execute_step(const StepPlan& plan, StepResult& result) {
+  result.tokens.assign(plan.rows.size(), kNoToken);
+  run(plan, result.tokens, &result.accepted);
+}
+
+// A verify row: the token after each of its tokens in turn, as single-token decode rows
+// would draw it, until one differs from the draft after it; `accepted` counts the matches.
+int32_t SimulatedExecutor::verify(const StepRow& row, int32_t& accepted) {
+  const auto count = static_cast<int32_t>(row.tokens.size());
+  for (int32_t j = 0;; ++j) {
+    const int32_t position = row.position + j;
+    int32_t token = next_token(row.tokens[j], position, row.sampling,
+                               position + 1 < row.stop_banned_until);
+    if (row.grammar) token = constrain(*row.grammar, token);
+    if (j + 1 == count || token != row.tokens[j + 1]) return token;
+    ++accepted;
+  }
+}
+
+void SimulatedExecutor::run(const StepPlan& plan, std::span<int32_t> tokens,
+                            std::vector<int32_t>* accepted) {
   const auto start = std::chrono::steady_clock::now();
   for (const StepRow& row : plan.rows) copy_kv(row);  // before any row runs, as the CPU's
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const StepRow& row = plan.rows[i];
     if (row.tokens.empty()) fail(row, "a row with no tokens");
     verify_and_write_kv(row);
+    if (row.verify) {
+      if (accepted == nullptr) fail(row, "a verify row needs execute_step");
+      accepted->resize(plan.rows.size(), 0);
+      tokens[i] = verify(row, (*accepted)[i]);
+      continue;
+    }
     const int32_t last = row.position + static_cast<int32_t>(row.tokens.size()) - 1;
     tokens[i] = row.sample ? next_token(row.tokens.back(), last, row.sampling,
                                         last + 1 < row.stop_banned_until)

@@ -49,6 +49,8 @@ class SimulatedExecutor : public StepExecutor {
   explicit SimulatedExecutor(SimulatedDeviceConfig config);
   DeviceInfo info() const override;
   void execute(const StepPlan& plan, std::span<int32_t> tokens) override;
+  // Runs verify rows (StepRow::verify) too, which execute() refuses.
+  void execute_step(const StepPlan& plan, StepResult& result) override;
 
   // The token drawn for a row whose last input token is `last` at position `position`
   // (the position of `last`). Tests use it to compute expected outputs. ban_stop: the
@@ -57,6 +59,8 @@ class SimulatedExecutor : public StepExecutor {
                      bool ban_stop = false) const;
 
  private:
+  void run(const StepPlan& plan, std::span<int32_t> tokens, std::vector<int32_t>* accepted);
+  int32_t verify(const StepRow& row, int32_t& accepted);
   void verify_and_write_kv(const StepRow& row);
   void verify_and_write_local_kv(const StepRow& row);
   void copy_kv(const StepRow& row);
