@@ -97,6 +97,41 @@ TEST(GenerateCli, QuantizedWeightsAreMeasuredAgainstTheInt8Peak) {
   EXPECT_NE(r.err.find(" of the int8 dot peak"), std::string::npos) << r.err;
 }
 
+// --spec-tokens: the same text as without, the drafts counted on stderr; the GPU executor
+// verifies no drafts, so it is refused there by name; bad values exit 2.
+TEST(GenerateCli, SpeculativeDecodingGivesTheSameTextAndCountsItsDrafts) {
+  ScratchDir dir;
+  auto model = dir.file("tiny.gguf").string();
+  ASSERT_EQ(run_tandem({"make-model", "--shape", "tiny", "--out", model}).exit_code, 0);
+  const std::vector<std::string> base = {"generate", "--model",  model,         "--prompt",
+                                         "Hello",    "--max-tokens", "40",      "--temperature",
+                                         "0",        "--ignore-eos", "--threads", "1"};
+  auto plain = run_tandem(base);
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--spec-tokens", "4", "--spec-ngram", "1:3"});
+  auto spec = run_tandem(args);
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  EXPECT_NE(spec.err.find("speculative decoding: "), std::string::npos) << spec.err;
+  EXPECT_NE(spec.err.find(" draft tokens accepted"), std::string::npos) << spec.err;
+  EXPECT_EQ(spec.err.find(" 0 of "), std::string::npos) << spec.err;  // drafts were accepted
+  EXPECT_EQ(plain.err.find("speculative decoding"), std::string::npos) << plain.err;
+  auto cuda = run_tandem(
+      {"generate", "--model", model, "--prompt", "x", "--device", "cuda", "--spec-tokens", "2"});
+  EXPECT_EQ(cuda.exit_code, 2);
+  EXPECT_NE(cuda.err.find("--spec-tokens: "), std::string::npos) << cuda.err;
+  EXPECT_EQ(cuda.err.find('\n'), cuda.err.size() - 1) << cuda.err;
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--spec-ngram", "0:2"}, {"--spec-ngram", "4"},
+        {"--spec-ngram", "2:x"}, {"--spec-tokens", "-1"}, {"--spec-max-batch", "-3"}}) {
+    std::vector<std::string> a = {"generate", "--model", model, "--prompt", "x"};
+    a.insert(a.end(), bad.begin(), bad.end());
+    auto r = run_tandem(a);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1];
+    EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
+  }
+}
+
 TEST(GenerateCli, SeededSamplingIsRepeatable) {
   ScratchDir dir;
   auto model = make_tiny(dir);

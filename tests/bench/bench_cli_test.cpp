@@ -145,6 +145,35 @@ TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
   EXPECT_NE(r.out.find("tok/s); TTFT p50 "), std::string::npos) << r.out;
 }
 
+// --spec-compare: a run without speculative decoding, then one with it, over HTTP; greedy
+// outputs of the random tiny model repeat, so drafts are found and accepted, and the
+// outputs are the same.
+TEST_F(BenchCli, SpecCompareGivesIdenticalOutputsAndCountsTheDrafts) {
+  const std::string json = dir_.file("spec.json").string();
+  const CommandResult r = run_tandem(
+      {"bench", "--model", model_, "--spec-compare", "--spec-tokens", "4", "--temperature", "0",
+       "--requests", "8", "--concurrency", "2", "--prompt-tokens", "16", "--max-tokens", "48",
+       "--threads", "1", "--ceilings", "false", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("Outputs identical: yes (8/8 requests)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Speculation on/off output throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Speculation: "), std::string::npos) << r.out;
+  const nlohmann::json doc = read_json("spec.json");
+  EXPECT_EQ(doc["comparison"]["compared"], "Speculation");
+  EXPECT_EQ(doc["comparison"]["identical_outputs"], true);
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][0]["spec_tokens"], 0);
+  EXPECT_FALSE(doc["runs"][0].contains("speculation"));
+  EXPECT_EQ(doc["runs"][1]["spec_tokens"], 4);
+  const auto& spec = doc["runs"][1]["speculation"];
+  EXPECT_GT(spec["accepted_tokens"].get<int64_t>(), 0);
+  EXPECT_LE(spec["accepted_tokens"].get<int64_t>(), spec["draft_tokens"].get<int64_t>());
+  EXPECT_LE(spec["draft_tokens"].get<int64_t>(), 4 * spec["verify_rows"].get<int64_t>());
+  // Every accepted draft is a token that took no step of its own.
+  EXPECT_LT(doc["runs"][1]["device"]["steps"], doc["runs"][0]["device"]["steps"]);
+  EXPECT_EQ(doc["settings"]["spec_ngram"], "2:4");
+}
+
 // Over HTTP without --stream no TTFT is timed, so no ratio is made of it: it had printed
 // "TTFT p50 0.000x" and written 0. The responses' usage reports the cached prompt tokens.
 TEST_F(BenchCli, AnUntimedTtftGivesNoRatio) {
@@ -286,6 +315,16 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
                               "--burstiness");
   expect_one_line_usage_error(run_tandem({"bench", "--url", "ftp://x"}), "--url");
   expect_one_line_usage_error(run_tandem({"bench"}), "--url");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--spec-compare"}),
+                              "--spec-tokens");
+  expect_one_line_usage_error(run_tandem({"bench", "--model", model_, "--spec-compare",
+                                          "--spec-tokens", "2", "--overlap", "compare"}),
+                              "--spec-compare");
+  expect_one_line_usage_error(
+      run_tandem({"bench", "--model", model_, "--spec-tokens", "2", "--spec-ngram", "3:2"}),
+      "--spec-ngram");
+  expect_one_line_usage_error(
+      run_tandem({"bench", "--url", "http://127.0.0.1:1", "--spec-tokens", "2"}), "--spec-tokens");
 }
 
 }  // namespace
