@@ -344,8 +344,8 @@ bool Scheduler::speculating() const {
 // r's drafts (ngram_drafter.h), no more than the step's budget leaves beside its own token
 // or than its output has room for beside the token the step samples after them.
 std::vector<int32_t> Scheduler::draft_for(const Request& r, int32_t budget) const {
-  const int32_t room = std::min({options_.spec_tokens, budget - 1,
-                                 r.max_new - r.completion_tokens - 1});
+  const int32_t room =
+      std::min({options_.spec_tokens, budget - 1, r.max_new - r.completion_tokens - 1});
   if (room <= 0) return {};
   NgramDraftOptions draft;
   draft.min_n = options_.spec_ngram_min;

@@ -133,7 +133,7 @@ struct Scheduler::Launched {
   std::vector<std::vector<int32_t>> drafts;
   bool decode_only = true;
   bool verifies = false;  // a row verifies drafts: no step can be chained from this one
-  StepLoad load;  // its decode rows and prompt tokens, and the keys they read
+  StepLoad load;          // its decode rows and prompt tokens, and the keys they read
 };
 
 // The pacer's clock (prefill_pacer.h: the prompts' share of the last seconds' steps):

@@ -18,8 +18,8 @@ void Scheduler::process(Launched& step, const StepResult& result) {
     // Before its token: the KV is the step's. A verify row wrote its drafts' too, but only
     // the accepted ones' hold this sequence (the rest is written over later).
     const bool verified = !step.drafts[i].empty();
-    offer_written_blocks(r, verified ? step.first_position[i] + 1 + result.accepted[i]
-                                     : step.write_end[i]);
+    offer_written_blocks(
+        r, verified ? step.first_position[i] + 1 + result.accepted[i] : step.write_end[i]);
     // The prompt's scores before the share is published: a leader's go with its blocks.
     // A leader cancelled with this chunk in flight keeps them for the share too (its KV is
     // written as well), though its own sink hears nothing more.

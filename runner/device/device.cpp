@@ -378,7 +378,8 @@ PendingStep Device::enqueue(std::shared_ptr<PendingStep::Slot> slot) {
 PendingStep Device::launch(StepPlan plan) {
   auto slot = std::make_shared<PendingStep::Slot>();
   slot->rows = plan.rows.size();
-  for (const StepRow& row : plan.rows) slot->all_sample = slot->all_sample && row.sample && !row.verify;
+  for (const StepRow& row : plan.rows)
+    slot->all_sample = slot->all_sample && row.sample && !row.verify;
   slot->plan = std::move(plan);
   return enqueue(std::move(slot));
 }
@@ -411,8 +412,12 @@ StepResult Device::finalize(PendingStep& step) {
   if (observer_) observer_({DeviceEvent::Kind::kFinalize, slot.sequence, slot.chained});
   if (slot.error) std::rethrow_exception(slot.error);
   // The tokens are copied: a chained successor may be reading them on the worker right now.
-  return StepResult{slot.tokens,        std::move(slot.logprobs), std::move(slot.prompt_logprobs),
-                    std::move(slot.pooled), slot.seconds,         std::move(slot.accepted),
+  return StepResult{slot.tokens,
+                    std::move(slot.logprobs),
+                    std::move(slot.prompt_logprobs),
+                    std::move(slot.pooled),
+                    slot.seconds,
+                    std::move(slot.accepted),
                     std::move(slot.draft_logprobs)};
 }
 

@@ -178,8 +178,8 @@ int32_t SimulatedExecutor::verify(const StepRow& row, int32_t& accepted) {
   const auto count = static_cast<int32_t>(row.tokens.size());
   for (int32_t j = 0;; ++j) {
     const int32_t position = row.position + j;
-    int32_t token = next_token(row.tokens[j], position, row.sampling,
-                               position + 1 < row.stop_banned_until);
+    int32_t token =
+        next_token(row.tokens[j], position, row.sampling, position + 1 < row.stop_banned_until);
     if (row.grammar) token = constrain(*row.grammar, token);
     if (j + 1 == count || token != row.tokens[j + 1]) return token;
     ++accepted;

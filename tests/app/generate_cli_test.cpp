@@ -103,8 +103,8 @@ TEST(GenerateCli, SpeculativeDecodingGivesTheSameTextAndCountsItsDrafts) {
   ScratchDir dir;
   auto model = dir.file("tiny.gguf").string();
   ASSERT_EQ(run_tandem({"make-model", "--shape", "tiny", "--out", model}).exit_code, 0);
-  const std::vector<std::string> base = {"generate", "--model",  model,         "--prompt",
-                                         "Hello",    "--max-tokens", "40",      "--temperature",
+  const std::vector<std::string> base = {"generate", "--model",      model,       "--prompt",
+                                         "Hello",    "--max-tokens", "40",        "--temperature",
                                          "0",        "--ignore-eos", "--threads", "1"};
   auto plain = run_tandem(base);
   std::vector<std::string> args = base;
@@ -121,9 +121,11 @@ TEST(GenerateCli, SpeculativeDecodingGivesTheSameTextAndCountsItsDrafts) {
   EXPECT_EQ(cuda.exit_code, 2);
   EXPECT_NE(cuda.err.find("--spec-tokens: "), std::string::npos) << cuda.err;
   EXPECT_EQ(cuda.err.find('\n'), cuda.err.size() - 1) << cuda.err;
-  for (const std::vector<std::string>& bad :
-       {std::vector<std::string>{"--spec-ngram", "0:2"}, {"--spec-ngram", "4"},
-        {"--spec-ngram", "2:x"}, {"--spec-tokens", "-1"}, {"--spec-max-batch", "-3"}}) {
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--spec-ngram", "0:2"},
+                                              {"--spec-ngram", "4"},
+                                              {"--spec-ngram", "2:x"},
+                                              {"--spec-tokens", "-1"},
+                                              {"--spec-max-batch", "-3"}}) {
     std::vector<std::string> a = {"generate", "--model", model, "--prompt", "x"};
     a.insert(a.end(), bad.begin(), bad.end());
     auto r = run_tandem(a);

@@ -150,10 +150,13 @@ TEST_F(BenchCli, OverlapCompareGivesIdenticalOutputsAndWritesEveryFigure) {
 // outputs are the same.
 TEST_F(BenchCli, SpecCompareGivesIdenticalOutputsAndCountsTheDrafts) {
   const std::string json = dir_.file("spec.json").string();
-  const CommandResult r = run_tandem(
-      {"bench", "--model", model_, "--spec-compare", "--spec-tokens", "4", "--temperature", "0",
-       "--requests", "8", "--concurrency", "2", "--prompt-tokens", "16", "--max-tokens", "48",
-       "--threads", "1", "--ceilings", "false", "--json", json});
+  const CommandResult r =
+      run_tandem({"bench",           "--model", model_,          "--spec-compare",
+                  "--spec-tokens",   "4",       "--temperature", "0",
+                  "--requests",      "8",       "--concurrency", "2",
+                  "--prompt-tokens", "16",      "--max-tokens",  "48",
+                  "--threads",       "1",       "--ceilings",    "false",
+                  "--json",          json});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("Outputs identical: yes (8/8 requests)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Speculation on/off output throughput"), std::string::npos) << r.out;

@@ -39,8 +39,8 @@ class OutcomeSink final : public RequestSink {
     }
   }
   void on_finish(FinishReason reason, const Usage& usage) override {
-    finish_ = std::to_string(static_cast<int>(reason)) + "/" +
-              std::to_string(usage.completion_tokens);
+    finish_ =
+        std::to_string(static_cast<int>(reason)) + "/" + std::to_string(usage.completion_tokens);
   }
   void on_error(ErrorKind, std::string_view message) override { finish_ = std::string(message); }
   std::string summary() const {
@@ -75,7 +75,8 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
   for (Planned& p : out) {
     std::vector<int32_t> phrase(2 + pick(6));
     for (int32_t& t : phrase) t = token(rng);
-    for (int k = pick(4); k >= 0; --k) p.prompt.insert(p.prompt.end(), phrase.begin(), phrase.end());
+    for (int k = pick(4); k >= 0; --k)
+      p.prompt.insert(p.prompt.end(), phrase.begin(), phrase.end());
     for (int k = pick(6); k > 0; --k) p.prompt.push_back(token(rng));
     SamplingParams& s = p.sampling;
     s.seed = rng();
@@ -159,7 +160,8 @@ void check_law(const std::filesystem::path& model, KvType kv_type, uint32_t seed
       std::min(1 + static_cast<int32_t>(rng() % 6), options.scheduler.max_step_tokens);
   options.scheduler.spec_tokens = std::vector<int32_t>{1, 3, 6}[rng() % 3];
   options.scheduler.spec_ngram_min = 1 + static_cast<int32_t>(rng() % 2);
-  options.scheduler.spec_ngram_max = options.scheduler.spec_ngram_min + static_cast<int32_t>(rng() % 3);
+  options.scheduler.spec_ngram_max =
+      options.scheduler.spec_ngram_min + static_cast<int32_t>(rng() % 3);
   options.scheduler.spec_max_batch = std::vector<int32_t>{1, 3, 64}[rng() % 3];
   Engine together(options);
   // Twice over in a random order, arriving between random numbers of steps.

@@ -155,8 +155,8 @@ TEST(Speculation, NothingIsDraftedWhereTheBatchIsLargerThanSpecMaxBatch) {
 TEST(Speculation, AnExecutorThatCannotVerifyGetsNoDrafts) {
   ByteTokenizer tokenizer;
   // Every token 'a': drafts would be found at once, and all of them match.
-  Device device(std::make_unique<ScriptedExecutor>(
-      [](uint64_t, int32_t) { return int32_t{'a'}; }, fake_device_info()));
+  Device device(std::make_unique<ScriptedExecutor>([](uint64_t, int32_t) { return int32_t{'a'}; },
+                                                   fake_device_info()));
   SchedulerOptions options;
   options.spec_tokens = 4;
   Scheduler scheduler(device, tokenizer, options);
