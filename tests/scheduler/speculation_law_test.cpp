@@ -245,5 +245,33 @@ TEST(SpeculationLaw, OutputsEqualDecodingWithoutDraftsWithAQ8KvCache) {
   report("demo shape, q8_0 KV", totals, /*preempted=*/false);  // its blocks are roomier
 }
 
+TEST(SpeculationLaw, OutputsEqualDecodingWithoutDraftsWithQuantizedWeights) {
+  ScratchDir dir;
+  // Q4_0 weights: the one-row walks of a decode row and the tiles of a verify row.
+  make_model::MakeModelOptions tiny;
+  tiny.shape = "tiny";
+  tiny.dtype = gguf::TensorType::kQ4_0;
+  tiny.seed = 7;
+  tiny.out = dir.path() / "tiny-q4_0.gguf";
+  make_model::write_random_model(tiny);
+  Totals totals;
+  for (uint32_t seed = 1; seed <= 4; ++seed) check_law(tiny.out, KvType::kF16, seed, totals);
+  report("tiny, q4_0 weights", totals, /*preempted=*/false);
+}
+
+// Sliding-window layers keep only the window in their own block group: a verify row's
+// queries reach back over it from each of its positions, and blocks drop out of it as
+// accepted drafts move the sequence on.
+TEST(SpeculationLaw, SlidingWindowModelsEqualDecodingWithoutDrafts) {
+  TANDEM_REQUIRE_SHARED();
+  for (const char* name : {"gemma2", "gemma3"}) {
+    Totals totals;
+    for (uint32_t seed = 1; seed <= 3; ++seed)
+      check_law(*shared_dir() / "models" / "families" / (std::string(name) + "-tiny-s777-f16.gguf"),
+                KvType::kF16, seed, totals);
+    report(name, totals, /*preempted=*/false);
+  }
+}
+
 }  // namespace
 }  // namespace tandem::testing::TANDEM_UNITY_ID
