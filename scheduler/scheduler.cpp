@@ -7,7 +7,6 @@
 #include <string>
 #include <utility>
 
-#include "scheduler/ngram_drafter.h"
 #include "scheduler/scheduler_internal.h"
 
 namespace tandem {
@@ -332,27 +331,6 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     step.drafts.push_back(std::move(drafts));
     budget -= fed;
   }
-}
-
-bool Scheduler::speculating() const {
-  if (options_.spec_tokens <= 0 || !info_.verifies) return false;
-  const auto decoding =
-      std::count_if(running_.begin(), running_.end(), [](const Request* r) { return r->decoding; });
-  return decoding <= options_.spec_max_batch;
-}
-
-// r's drafts (ngram_drafter.h), no more than the step's budget leaves beside its own token
-// or than its output has room for beside the token the step samples after them.
-std::vector<int32_t> Scheduler::draft_for(const Request& r, int32_t budget) const {
-  const int32_t room =
-      std::min({options_.spec_tokens, budget - 1, r.max_new - r.completion_tokens - 1});
-  if (room <= 0) return {};
-  NgramDraftOptions draft;
-  draft.min_n = options_.spec_ngram_min;
-  draft.max_n = options_.spec_ngram_max;
-  draft.max_tokens = room;
-  return ngram_draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)), r.generated,
-                     draft);
 }
 
 // A fresh batch, built when nothing is in flight: every decoding request (one token

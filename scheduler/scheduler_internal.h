@@ -1,6 +1,7 @@
-// The scheduler's private state, shared by scheduler.cpp (the loop, finalize) and
-// scheduler_kv.cpp (KV blocks: admission, growth, preemption, the prefix cache). Not part
-// of the scheduler's contract; include it only from those files.
+// The scheduler's private state, shared by scheduler.cpp (the loop, finalize),
+// scheduler_kv.cpp (KV blocks: admission, growth, preemption, the prefix cache),
+// scheduler_results.cpp (a processed step's events) and scheduler_speculation.cpp (drafts
+// and verify rows). Not part of the scheduler's contract; include it only from those files.
 #pragma once
 
 #include <chrono>

@@ -144,33 +144,6 @@ void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   }
 }
 
-// A verify row's tokens: the drafts it accepted, then the token it sampled after them,
-// each accepted as a decode step's token would be, until one ends the output (the rest
-// are discarded, as a finished row's are).
-void Scheduler::accept_verified(Request& r, const Launched& step, size_t i,
-                                const StepResult& result) {
-  const std::vector<int32_t>& drafts = step.drafts[i];
-  const int32_t accepted = result.accepted[i];
-  ++counters_.spec_verify_rows;
-  counters_.spec_draft_tokens += drafts.size();
-  counters_.spec_accepted_tokens += static_cast<uint64_t>(accepted);
-  r.sampled_launched += accepted;  // the step sampled them too
-  const std::vector<RowLogprobs>* draft_logprobs =
-      result.draft_logprobs.empty() ? nullptr : &result.draft_logprobs[i];
-  for (int32_t j = 0; j <= accepted; ++j) {
-    if (r.finished) {
-      counters_.discarded_tokens += static_cast<uint64_t>(accepted - j + 1);
-      return;
-    }
-    if (j < accepted) {
-      const bool scored = draft_logprobs && static_cast<size_t>(j) < draft_logprobs->size();
-      accept(r, drafts[j], scored ? &(*draft_logprobs)[j] : nullptr);
-    } else {
-      accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
-    }
-  }
-}
-
 void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
   if (flush) {
     // An incomplete UTF-8 tail becomes U+FFFD, which may itself complete a stop string.

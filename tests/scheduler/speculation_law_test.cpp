@@ -209,6 +209,18 @@ void check_law(const std::filesystem::path& model, KvType kv_type, uint32_t seed
   totals.hits += m.prefix_hit_tokens;
 }
 
+// make-model's `shape` in `dtype`, random weights from `seed`.
+std::filesystem::path random_model(const ScratchDir& dir, const std::string& shape,
+                                   gguf::TensorType dtype, uint64_t seed) {
+  make_model::MakeModelOptions options;
+  options.shape = shape;
+  options.dtype = dtype;
+  options.seed = seed;
+  options.out = dir.path() / (shape + ".gguf");
+  make_model::write_random_model(options);
+  return options.out;
+}
+
 void report(const char* what, const Totals& t, bool preempted = true) {
   // Both outcomes of a verify row must have been met, and the pools must have pressed.
   EXPECT_GT(t.accepted, 0u);
@@ -234,28 +246,18 @@ TEST(SpeculationLaw, OutputsEqualDecodingWithoutDrafts) {
 TEST(SpeculationLaw, OutputsEqualDecodingWithoutDraftsWithAQ8KvCache) {
   ScratchDir dir;
   // Q8_0 keys need heads of 32 values at least: make-model's demo shape has 64.
-  make_model::MakeModelOptions demo;
-  demo.shape = "demo";
-  demo.dtype = gguf::TensorType::kF16;
-  demo.seed = 5;
-  demo.out = dir.path() / "demo.gguf";
-  make_model::write_random_model(demo);
+  const auto demo = random_model(dir, "demo", gguf::TensorType::kF16, 5);
   Totals totals;
-  for (uint32_t seed = 1; seed <= 3; ++seed) check_law(demo.out, KvType::kQ8_0, seed, totals);
+  for (uint32_t seed = 1; seed <= 3; ++seed) check_law(demo, KvType::kQ8_0, seed, totals);
   report("demo shape, q8_0 KV", totals, /*preempted=*/false);  // its blocks are roomier
 }
 
 TEST(SpeculationLaw, OutputsEqualDecodingWithoutDraftsWithQuantizedWeights) {
   ScratchDir dir;
   // Q4_0 weights: the one-row walks of a decode row and the tiles of a verify row.
-  make_model::MakeModelOptions tiny;
-  tiny.shape = "tiny";
-  tiny.dtype = gguf::TensorType::kQ4_0;
-  tiny.seed = 7;
-  tiny.out = dir.path() / "tiny-q4_0.gguf";
-  make_model::write_random_model(tiny);
+  const auto tiny = random_model(dir, "tiny", gguf::TensorType::kQ4_0, 7);
   Totals totals;
-  for (uint32_t seed = 1; seed <= 4; ++seed) check_law(tiny.out, KvType::kF16, seed, totals);
+  for (uint32_t seed = 1; seed <= 4; ++seed) check_law(tiny, KvType::kF16, seed, totals);
   report("tiny, q4_0 weights", totals, /*preempted=*/false);
 }
 

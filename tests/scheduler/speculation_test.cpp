@@ -7,6 +7,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -113,24 +114,36 @@ TEST(Speculation, OutputsEqualDecodingWithoutDraftsOnTheSimulatedDevice) {
             << " chains broken for them\n";
 }
 
-TEST(Speculation, EveryAcceptedDraftSavesAStep) {
+// "aaa" and max_tokens alone on `executor` with 4 drafts at most: its text, finish and the
+// scheduler's counters.
+struct Alone {
+  std::string text;
+  std::optional<FinishReason> reason;
+  SchedulerMetrics metrics;
+};
+Alone run_alone(std::unique_ptr<StepExecutor> executor, int32_t max_tokens) {
   ByteTokenizer tokenizer;
-  SimulatedDeviceConfig config = letters_device(64);
-  config.alphabet = {'a'};  // every draft of a's matches
-  Device device(std::make_unique<SimulatedExecutor>(config));
+  Device device(std::move(executor));
   SchedulerOptions options;
   options.spec_tokens = 4;
   Scheduler scheduler(device, tokenizer, options);
   auto sink = std::make_shared<RecordingSink>();
   GenerationRequest r;
   r.prompt = {'a', 'a', 'a'};
-  r.max_tokens = 40;
+  r.max_tokens = max_tokens;
   r.sink = sink;
-  ASSERT_TRUE(scheduler.submit(std::move(r)).accepted());
+  EXPECT_TRUE(scheduler.submit(std::move(r)).accepted());
   for (int i = 0; i < 1000 && !scheduler.drained(); ++i) scheduler.run_once();
-  EXPECT_EQ(sink->text(), std::string(40, 'a'));
-  EXPECT_EQ(sink->reason(), FinishReason::kLength);
-  const SchedulerMetrics m = scheduler.metrics();
+  return {sink->text(), sink->reason(), scheduler.metrics()};
+}
+
+TEST(Speculation, EveryAcceptedDraftSavesAStep) {
+  SimulatedDeviceConfig config = letters_device(64);
+  config.alphabet = {'a'};  // every draft of a's matches
+  const Alone got = run_alone(std::make_unique<SimulatedExecutor>(config), 40);
+  EXPECT_EQ(got.text, std::string(40, 'a'));
+  EXPECT_EQ(got.reason, FinishReason::kLength);
+  const SchedulerMetrics& m = got.metrics;
   // The prompt's step samples the first token; then 7 steps of 4 drafts and a token each,
   // and one of the 3 drafts max_tokens leaves room for and a token: 40 tokens in 9 steps.
   EXPECT_EQ(m.steps, 9u);
@@ -153,22 +166,14 @@ TEST(Speculation, NothingIsDraftedWhereTheBatchIsLargerThanSpecMaxBatch) {
 }
 
 TEST(Speculation, AnExecutorThatCannotVerifyGetsNoDrafts) {
-  ByteTokenizer tokenizer;
   // Every token 'a': drafts would be found at once, and all of them match.
-  Device device(std::make_unique<ScriptedExecutor>([](uint64_t, int32_t) { return int32_t{'a'}; },
-                                                   fake_device_info()));
-  SchedulerOptions options;
-  options.spec_tokens = 4;
-  Scheduler scheduler(device, tokenizer, options);
-  auto sink = std::make_shared<RecordingSink>();
-  GenerationRequest r;
-  r.prompt = {'a', 'a', 'a'};
-  r.max_tokens = 20;
-  r.sink = sink;
-  ASSERT_TRUE(scheduler.submit(std::move(r)).accepted());
-  for (int i = 0; i < 1000 && !scheduler.drained(); ++i) scheduler.run_once();
-  EXPECT_EQ(sink->text(), std::string(20, 'a'));
-  EXPECT_EQ(scheduler.metrics().spec_verify_rows, 0u);
+  const Alone got =
+      run_alone(std::make_unique<ScriptedExecutor>([](uint64_t, int32_t) { return int32_t{'a'}; },
+                                                   fake_device_info()),
+                20);
+  EXPECT_EQ(got.text, std::string(20, 'a'));
+  EXPECT_EQ(got.metrics.spec_verify_rows, 0u);
+  EXPECT_EQ(got.metrics.steps, 20u);
 }
 
 TEST(Speculation, SchedulerRefusesBadSettings) {

@@ -1,0 +1,60 @@
+// Speculative decoding's half of the scheduler (docs/design.md, "Speculative decoding"):
+// whether this step's decoding requests draft, each one's drafts, and a processed verify
+// row's tokens accepted one by one.
+#include <algorithm>
+#include <vector>
+
+#include "scheduler/ngram_drafter.h"
+#include "scheduler/scheduler_internal.h"
+
+namespace tandem {
+
+bool Scheduler::speculating() const {
+  if (options_.spec_tokens <= 0 || !info_.verifies) return false;
+  const auto decoding =
+      std::count_if(running_.begin(), running_.end(), [](const Request* r) { return r->decoding; });
+  return decoding <= options_.spec_max_batch;
+}
+
+// r's drafts (ngram_drafter.h), no more than the step's budget leaves beside its own token
+// or than its output has room for beside the token the step samples after them.
+std::vector<int32_t> Scheduler::draft_for(const Request& r, int32_t budget) const {
+  const int32_t room =
+      std::min({options_.spec_tokens, budget - 1, r.max_new - r.completion_tokens - 1});
+  if (room <= 0) return {};
+  NgramDraftOptions draft;
+  draft.min_n = options_.spec_ngram_min;
+  draft.max_n = options_.spec_ngram_max;
+  draft.max_tokens = room;
+  return ngram_draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)), r.generated,
+                     draft);
+}
+
+// A verify row's tokens: the drafts it accepted, then the token it sampled after them,
+// each accepted as a decode step's token would be, until one ends the output (the rest
+// are discarded, as a finished row's are).
+void Scheduler::accept_verified(Request& r, const Launched& step, size_t i,
+                                const StepResult& result) {
+  const std::vector<int32_t>& drafts = step.drafts[i];
+  const int32_t accepted = result.accepted[i];
+  ++counters_.spec_verify_rows;
+  counters_.spec_draft_tokens += drafts.size();
+  counters_.spec_accepted_tokens += static_cast<uint64_t>(accepted);
+  r.sampled_launched += accepted;  // the step sampled them too
+  const std::vector<RowLogprobs>* draft_logprobs =
+      result.draft_logprobs.empty() ? nullptr : &result.draft_logprobs[i];
+  for (int32_t j = 0; j <= accepted; ++j) {
+    if (r.finished) {
+      counters_.discarded_tokens += static_cast<uint64_t>(accepted - j + 1);
+      return;
+    }
+    if (j < accepted) {
+      const bool scored = draft_logprobs && static_cast<size_t>(j) < draft_logprobs->size();
+      accept(r, drafts[j], scored ? &(*draft_logprobs)[j] : nullptr);
+    } else {
+      accept(r, result.tokens[i], result.logprobs.empty() ? nullptr : &result.logprobs[i]);
+    }
+  }
+}
+
+}  // namespace tandem
