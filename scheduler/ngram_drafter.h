@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace tandem {
@@ -23,9 +24,28 @@ struct NgramDraftOptions {
 // options.max_tokens tokens that followed the most recent earlier occurrence of the longest
 // suffix of the sequence (length min_n .. max_n) found earlier in it, the continuation
 // repeating itself where it reaches the end (a period); empty when none is found. The
-// sequence is `prompt` then `generated`. O(length * max_n) at worst.
+// sequence is `prompt` then `generated`. A scan, O(length * max_n): NgramIndex's reference.
 std::vector<int32_t> ngram_draft(std::span<const int32_t> prompt,
                                  std::span<const int32_t> generated,
                                  const NgramDraftOptions& options);
+
+// ngram_draft's drafts for one request's sequence as it grows, from an index of where each
+// n-gram last ended, so that a step's lookup costs O(max_n^2) whatever the length (the
+// scan took 0.3 ms a row at 32k tokens) and each token is indexed once: a long prompt over
+// several calls, which draft nothing until it is in. The sequence only ever grows by
+// appending (a preempted request keeps it). max_tokens may change per call.
+class NgramIndex {
+ public:
+  static constexpr int64_t kIndexPerCall = 4096;  // positions indexed at most per call
+  NgramIndex(int32_t min_n, int32_t max_n);
+  std::vector<int32_t> draft(std::span<const int32_t> prompt, std::span<const int32_t> generated,
+                             int32_t max_tokens);
+
+ private:
+  int32_t min_n_, max_n_;
+  // ends_[n - min_n_]: an n-gram's hash -> the position after its most recent occurrence.
+  std::vector<std::unordered_map<uint64_t, int64_t>> ends_;
+  int64_t indexed_ = 0;  // occurrences ending at positions up to this one are in ends_
+};
 
 }  // namespace tandem

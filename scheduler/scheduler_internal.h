@@ -11,6 +11,7 @@
 
 #include "runner/device/device.h"
 #include "runner/tokenizer/tokenizer.h"
+#include "scheduler/ngram_drafter.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/stop_matcher.h"
 
@@ -120,6 +121,8 @@ struct Scheduler::Request {
   // Taken from the share at admission: the leader's partly filled prompt block, to copy
   // into this request's own by its first prefill row (StepRow::kv_copy).
   KvSlotCopy prompt_copy;
+  // Speculative decoding: where the sequence's n-grams last ended, made at its first draft.
+  std::unique_ptr<NgramIndex> ngrams;
 };
 
 // A launched step as the scheduler remembers it: which request each row belongs to.

@@ -2,6 +2,7 @@
 // whether this step's decoding requests draft, each one's drafts, and a processed verify
 // row's tokens accepted one by one.
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "scheduler/ngram_drafter.h"
@@ -18,16 +19,14 @@ bool Scheduler::speculating() const {
 
 // r's drafts (ngram_drafter.h), no more than the step's budget leaves beside its own token
 // or than its output has room for beside the token the step samples after them.
-std::vector<int32_t> Scheduler::draft_for(const Request& r, int32_t budget) const {
+std::vector<int32_t> Scheduler::draft_for(Request& r, int32_t budget) const {
   const int32_t room =
       std::min({options_.spec_tokens, budget - 1, r.max_new - r.completion_tokens - 1});
   if (room <= 0) return {};
-  NgramDraftOptions draft;
-  draft.min_n = options_.spec_ngram_min;
-  draft.max_n = options_.spec_ngram_max;
-  draft.max_tokens = room;
-  return ngram_draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)), r.generated,
-                     draft);
+  if (!r.ngrams)
+    r.ngrams = std::make_unique<NgramIndex>(options_.spec_ngram_min, options_.spec_ngram_max);
+  return r.ngrams->draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)),
+                         r.generated, room);
 }
 
 // A verify row's tokens: the drafts it accepted, then the token it sampled after them,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 namespace tandem::testing::TANDEM_UNITY_ID {
@@ -53,6 +54,45 @@ TEST(NgramDrafter, ARepeatingStretchDraftsInFull) {
   EXPECT_EQ(draft({1, 7, 7, 7}, {}, 2, 2, 5), (Tokens{7, 7, 7, 7, 7}));
   // A period of three.
   EXPECT_EQ(draft({1, 2, 3, 1, 2, 3, 1, 2}, {}, 2, 4, 5), (Tokens{3, 1, 2, 3, 1}));
+}
+
+// The index, fed a sequence as it grows (a token or a few at a time, drafts asked after
+// each), proposes what the scan proposes at every length.
+TEST(NgramDrafter, TheIndexDraftsWhatTheScanDrafts) {
+  std::mt19937 rng(5);
+  int64_t drafted = 0;
+  for (int round = 0; round < 60; ++round) {
+    const int32_t alphabet = 2 + static_cast<int32_t>(rng() % 6);
+    const int32_t min_n = 1 + static_cast<int32_t>(rng() % 3);
+    const int32_t max_n = min_n + static_cast<int32_t>(rng() % 3);
+    Tokens prompt(rng() % 12);
+    for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % alphabet);
+    NgramIndex index(min_n, max_n);
+    Tokens generated;
+    for (int step = 0; step < 80; ++step) {
+      const int32_t k = static_cast<int32_t>(rng() % 6);
+      const Tokens want = draft(prompt, generated, min_n, max_n, k);
+      ASSERT_EQ(index.draft(prompt, generated, k), want)
+          << "round " << round << " length " << prompt.size() + generated.size();
+      drafted += static_cast<int64_t>(want.size());
+      for (int add = 1 + static_cast<int>(rng() % 3); add > 0; --add)
+        generated.push_back(static_cast<int32_t>(rng() % alphabet));
+    }
+  }
+  EXPECT_GT(drafted, 1000);
+}
+
+// A prompt longer than a call indexes is indexed over several calls, drafting nothing
+// until it is all in, then what the scan drafts.
+TEST(NgramDrafter, ALongPromptIsIndexedOverSeveralCalls) {
+  Tokens prompt(static_cast<size_t>(NgramIndex::kIndexPerCall * 2 + 100));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i % 1000);
+  NgramIndex index(2, 4);
+  EXPECT_TRUE(index.draft(prompt, {}, 3).empty());
+  EXPECT_TRUE(index.draft(prompt, {}, 3).empty());
+  const Tokens want = draft(prompt, {}, 2, 4, 3);
+  ASSERT_EQ(want.size(), 3u);
+  EXPECT_EQ(index.draft(prompt, {}, 3), want);
 }
 
 }  // namespace
