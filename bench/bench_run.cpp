@@ -564,6 +564,9 @@ int run_bench(const BenchOptions& o, std::ostream& out) {
   if ((o.overlap == "compare") + (o.prefix_cache == "compare") + o.spec_compare > 1)
     throw std::invalid_argument(
         "--overlap compare, --prefix-cache compare and --spec-compare: one at a time");
+  // Before the banner, as the engine would refuse it only after.
+  if (o.spec_tokens > 0 && o.device == "cuda")
+    throw std::invalid_argument("--spec-tokens: speculative decoding needs --device cpu");
   if (o.spec_compare && !o.json_schema.empty())
     throw std::invalid_argument("--spec-compare and --json-schema: one comparison at a time");
   if (o.spec_compare && o.spec_tokens == 0)

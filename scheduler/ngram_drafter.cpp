@@ -99,4 +99,20 @@ std::vector<int32_t> NgramIndex::draft(std::span<const int32_t> prompt,
   return draft;
 }
 
+int32_t DraftPace::allowance() {
+  if (wait_ == 0) return limit_;
+  --wait_;
+  return 0;
+}
+
+void DraftPace::verified(int32_t drafted, int32_t accepted) {
+  limit_ = accepted >= drafted ? std::min(most_, limit_ * 2) : std::max(1, accepted + 1);
+  if (accepted > 0) {
+    misses_ = 0;
+    return;
+  }
+  ++misses_;
+  wait_ = std::min(kLongestWait, 1 << std::min(misses_, 5));
+}
+
 }  // namespace tandem

@@ -48,4 +48,23 @@ class NgramIndex {
   int64_t indexed_ = 0;  // occurrences ending at positions up to this one are in ends_
 };
 
+// How many drafts a request proposes next, from how its last ones fared, so that drafts
+// that keep failing (a sampled output rarely repeats what came before it) stop costing the
+// steps rows: the most while they are all accepted, the accepted run and one more after a
+// miss (doubling back up with each full acceptance), and none for 2, 4 .. 32 decode steps
+// after verify rows in a row that accepted nothing. Only speed depends on it.
+class DraftPace {
+ public:
+  static constexpr int32_t kLongestWait = 32;
+  explicit DraftPace(int32_t most) : most_(most), limit_(most) {}
+  // The drafts this decode step may propose (0: it waits). Once per decode step.
+  int32_t allowance();
+  void verified(int32_t drafted, int32_t accepted);
+
+ private:
+  int32_t most_, limit_;
+  int32_t misses_ = 0;  // verify rows in a row that accepted nothing
+  int32_t wait_ = 0;    // decode steps left without drafts
+};
+
 }  // namespace tandem

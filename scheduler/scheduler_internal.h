@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runner/device/device.h"
@@ -121,8 +122,10 @@ struct Scheduler::Request {
   // Taken from the share at admission: the leader's partly filled prompt block, to copy
   // into this request's own by its first prefill row (StepRow::kv_copy).
   KvSlotCopy prompt_copy;
-  // Speculative decoding: where the sequence's n-grams last ended, made at its first draft.
+  // Speculative decoding: where the sequence's n-grams last ended, made at its first draft,
+  // and how many drafts it proposes next.
   std::unique_ptr<NgramIndex> ngrams;
+  std::optional<DraftPace> pace;
 };
 
 // A launched step as the scheduler remembers it: which request each row belongs to.

@@ -23,10 +23,14 @@ std::vector<int32_t> Scheduler::draft_for(Request& r, int32_t budget) const {
   const int32_t room =
       std::min({options_.spec_tokens, budget - 1, r.max_new - r.completion_tokens - 1});
   if (room <= 0) return {};
-  if (!r.ngrams)
+  if (!r.ngrams) {
     r.ngrams = std::make_unique<NgramIndex>(options_.spec_ngram_min, options_.spec_ngram_max);
+    r.pace.emplace(options_.spec_tokens);
+  }
+  // The index takes the sequence's new tokens even while the pace waits.
+  const int32_t allowed = r.pace->allowance();
   return r.ngrams->draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)),
-                         r.generated, room);
+                         r.generated, std::min(room, allowed));
 }
 
 // A verify row's tokens: the drafts it accepted, then the token it sampled after them,
@@ -40,6 +44,7 @@ void Scheduler::accept_verified(Request& r, const Launched& step, size_t i,
   counters_.spec_draft_tokens += drafts.size();
   counters_.spec_accepted_tokens += static_cast<uint64_t>(accepted);
   r.sampled_launched += accepted;  // the step sampled them too
+  r.pace->verified(static_cast<int32_t>(drafts.size()), accepted);
   const std::vector<RowLogprobs>* draft_logprobs =
       result.draft_logprobs.empty() ? nullptr : &result.draft_logprobs[i];
   for (int32_t j = 0; j <= accepted; ++j) {

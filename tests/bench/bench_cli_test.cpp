@@ -328,6 +328,11 @@ TEST_F(BenchCli, BadFlagCombinationsExitTwoNamingTheFlag) {
       "--spec-ngram");
   expect_one_line_usage_error(
       run_tandem({"bench", "--url", "http://127.0.0.1:1", "--spec-tokens", "2"}), "--spec-tokens");
+  // Refused before the banner: nothing on stdout (QA AA).
+  const CommandResult cuda =
+      run_tandem({"bench", "--model", model_, "--spec-tokens", "2", "--device", "cuda"});
+  expect_one_line_usage_error(cuda, "--spec-tokens");
+  EXPECT_EQ(cuda.out, "");
 }
 
 }  // namespace

@@ -95,5 +95,28 @@ TEST(NgramDrafter, ALongPromptIsIndexedOverSeveralCalls) {
   EXPECT_EQ(index.draft(prompt, {}, 3), want);
 }
 
+TEST(DraftPace, FullAcceptanceKeepsTheMostAMissCutsToTheRunAndNothingAcceptedWaits) {
+  DraftPace pace(8);
+  EXPECT_EQ(pace.allowance(), 8);
+  pace.verified(8, 8);
+  EXPECT_EQ(pace.allowance(), 8);
+  pace.verified(8, 3);  // the run and one more
+  EXPECT_EQ(pace.allowance(), 4);
+  pace.verified(4, 4);  // doubles back up
+  EXPECT_EQ(pace.allowance(), 8);
+  pace.verified(8, 0);  // one draft, after 2 steps without
+  EXPECT_EQ(pace.allowance(), 0);
+  EXPECT_EQ(pace.allowance(), 0);
+  EXPECT_EQ(pace.allowance(), 1);
+  pace.verified(1, 0);  // then 4
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(pace.allowance(), 0);
+  EXPECT_EQ(pace.allowance(), 1);
+  for (int miss = 0; miss < 6; ++miss) pace.verified(1, 0);  // at most 32
+  for (int i = 0; i < DraftPace::kLongestWait; ++i) EXPECT_EQ(pace.allowance(), 0);
+  EXPECT_EQ(pace.allowance(), 1);
+  pace.verified(1, 1);  // an acceptance ends the waits
+  EXPECT_EQ(pace.allowance(), 2);
+}
+
 }  // namespace
 }  // namespace tandem::testing::TANDEM_UNITY_ID

@@ -153,6 +153,38 @@ TEST(Speculation, EveryAcceptedDraftSavesAStep) {
   EXPECT_EQ(m.completion_tokens, 40u);
 }
 
+// A sampled output over 26 letters repeats single letters all the time but never what
+// followed them: drafts are found nearly every step and nearly always refused. The pace
+// (DraftPace) keeps what they cost to a few rows.
+TEST(Speculation, DraftsThatKeepFailingAreProposedLessAndLess) {
+  const auto run = [](int32_t spec_tokens) {
+    ByteTokenizer tokenizer;
+    Device device(std::make_unique<SimulatedExecutor>(letters_device(256)));  // 26 letters
+    SchedulerOptions options;
+    options.spec_tokens = spec_tokens;
+    options.spec_ngram_min = 1;
+    options.spec_ngram_max = 2;
+    Scheduler scheduler(device, tokenizer, options);
+    auto sink = std::make_shared<RecordingSink>();
+    GenerationRequest r;
+    r.prompt = {'a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c'};
+    r.sampling.seed = 5;
+    r.max_tokens = 200;
+    r.sink = sink;
+    EXPECT_TRUE(scheduler.submit(std::move(r)).accepted());
+    for (int i = 0; i < 10000 && !scheduler.drained(); ++i) scheduler.run_once();
+    return std::make_pair(sink->text(), scheduler.metrics());
+  };
+  const auto [plain, unused] = run(0);
+  const auto [text, m] = run(8);
+  EXPECT_EQ(text, plain);
+  EXPECT_EQ(text.size(), 200u);
+  EXPECT_GT(m.spec_verify_rows, 0u);
+  EXPECT_LT(m.spec_draft_tokens, 40u);  // 8 a step would have cost about 1600
+  std::cout << "  " << m.spec_draft_tokens << " draft tokens in " << m.spec_verify_rows
+            << " verify rows, " << m.spec_accepted_tokens << " accepted, over 200 tokens\n";
+}
+
 TEST(Speculation, NothingIsDraftedWhereTheBatchIsLargerThanSpecMaxBatch) {
   const std::vector<Job> work = jobs(3);
   SchedulerOptions options;
