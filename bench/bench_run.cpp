@@ -469,7 +469,6 @@ void add_ceiling_fractions(std::vector<ModeRun>& runs, json& document, std::ostr
   }
 }
 
-// The runs of an in-process engine (--model), one per overlap mode: their reports, the
 // The runs --model makes, one per setting compared (at most one compare at a time).
 std::vector<Mode> engine_modes(const BenchOptions& o) {
   const bool cache = o.prefix_cache != "off";
@@ -508,7 +507,8 @@ void print_speculation(const RunReport& run, std::ostream& out) {
   out << line;
 }
 
-// settings and, for --overlap compare, the comparison into the document.
+// The runs of an in-process engine (--model), one per mode (engine_modes): their reports,
+// the settings and, for a compare, the comparison into the document.
 int bench_model(const BenchOptions& o, const WorkloadSpec& spec, std::ostream& out, json& document,
                 std::vector<RunReport>& reports) {
   int64_t context = 0;

@@ -60,6 +60,7 @@ class DraftPace {
   // The drafts this decode step may propose (0: it waits). Once per decode step.
   int32_t allowance();
   void verified(int32_t drafted, int32_t accepted);
+  bool waiting() const { return wait_ > 0; }  // the next allowance is 0
 
  private:
   int32_t most_, limit_;

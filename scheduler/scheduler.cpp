@@ -460,7 +460,7 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
     // token (max_tokens or the context limit).
     if (r->finished || r->sampled_launched >= r->max_new) return ChainBreak::kFinish;
   }
-  if (curr.verifies || (curr.decode_only && speculating())) return ChainBreak::kSpeculation;
+  if (curr.verifies || (curr.decode_only && may_draft_next(curr))) return ChainBreak::kSpeculation;
   if (!curr.decode_only) return ChainBreak::kPrefill;
   if (running_.size() != curr.rows.size()) {
     for (const Request* r : running_) {
@@ -493,6 +493,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
     if (local_pool_) local_tables.push_back(r->local_blocks);
     ++r->sampled_launched;
     ++r->in_flight;
+    if (r->pace) r->pace->allowance();  // a decode step its wait counts (may_draft_next)
   }
   ++counters_.steps;
   ++counters_.chained_steps;

@@ -188,6 +188,8 @@ class Scheduler {
   void add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget);
   // Whether decoding requests draft this step (spec_tokens, spec_max_batch), and r's drafts.
   bool speculating() const;
+  // Whether a row of curr may draft in the step after it (so that step cannot be chained).
+  bool may_draft_next(const Launched& curr) const;
   std::vector<int32_t> draft_for(Request& r, int32_t budget) const;
   void accept_verified(Request& r, const Launched& step, size_t i, const StepResult& result);
   bool add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget);

@@ -17,6 +17,14 @@ bool Scheduler::speculating() const {
   return decoding <= options_.spec_max_batch;
 }
 
+// A row whose pace waits would draft nothing next step: while every row waits, the chain
+// goes on (each chained step is a decode step they wait through: launch_chained_from).
+bool Scheduler::may_draft_next(const Launched& curr) const {
+  return speculating() && std::any_of(curr.rows.begin(), curr.rows.end(), [](const Request* r) {
+           return !r->pace || !r->pace->waiting();
+         });
+}
+
 // r's drafts (ngram_drafter.h), no more than the step's budget leaves beside its own token
 // or than its output has room for beside the token the step samples after them.
 std::vector<int32_t> Scheduler::draft_for(Request& r, int32_t budget) const {

@@ -181,6 +181,8 @@ TEST(Speculation, DraftsThatKeepFailingAreProposedLessAndLess) {
   EXPECT_EQ(text.size(), 200u);
   EXPECT_GT(m.spec_verify_rows, 0u);
   EXPECT_LT(m.spec_draft_tokens, 40u);  // 8 a step would have cost about 1600
+  // While its pace waits, the request drafts nothing, so its steps are chained.
+  EXPECT_GT(m.chained_steps, 100u);
   std::cout << "  " << m.spec_draft_tokens << " draft tokens in " << m.spec_verify_rows
             << " verify rows, " << m.spec_accepted_tokens << " accepted, over 200 tokens\n";
 }
