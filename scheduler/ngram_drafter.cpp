@@ -100,9 +100,24 @@ std::vector<int32_t> NgramIndex::draft(std::span<const int32_t> prompt,
 }
 
 int32_t DraftPace::allowance() {
+  idle_ = 0;  // the step is the host's anyway: the row looks
   if (wait_ == 0) return limit_;
   --wait_;
   return 0;
+}
+
+void DraftPace::chained() {
+  wait_ = std::max(wait_ - 1, 0);
+  idle_ = std::max(idle_ - 1, 0);
+}
+
+void DraftPace::looked_up(bool found) {
+  if (found) {
+    empty_ = 0;
+    return;
+  }
+  idle_ = std::min(kLongestIdle, 1 << std::min(empty_, 3));
+  ++empty_;
 }
 
 void DraftPace::verified(int32_t drafted, int32_t accepted) {

@@ -53,19 +53,33 @@ class NgramIndex {
 // steps rows: the most while they are all accepted, the accepted run and one more after a
 // miss (doubling back up with each full acceptance), and none for 2, 4 .. 32 decode steps
 // after verify rows in a row that accepted nothing. Only speed depends on it.
+//
+// The scheduler chains decode steps only while no row may draft in the next one (its
+// drafts start from the token the step samples). So a lookup that finds nothing also
+// holds the row's next lookup off for 1, 2, 4, 8 steps (lookups in a row that found
+// nothing), unless the next step is built by the host anyway: text that repeats nothing
+// then lets its steps be chained, and every row looks again whenever the chain breaks.
 class DraftPace {
  public:
   static constexpr int32_t kLongestWait = 32;
+  static constexpr int32_t kLongestIdle = 8;
   explicit DraftPace(int32_t most) : most_(most), limit_(most) {}
-  // The drafts this decode step may propose (0: it waits). Once per decode step.
+  // The drafts a step the host builds may propose for the row (0: none). Once per such step.
   int32_t allowance();
+  // A chained step: the row decoded one token without a lookup.
+  void chained();
+  // What a lookup with a positive allowance found: drafts, or nothing.
+  void looked_up(bool found);
   void verified(int32_t drafted, int32_t accepted);
-  bool waiting() const { return wait_ > 0; }  // the next allowance is 0
+  // Whether the row would neither draft nor look up in its next step (so it may be chained).
+  bool waiting() const { return wait_ > 0 || idle_ > 0; }
 
  private:
   int32_t most_, limit_;
   int32_t misses_ = 0;  // verify rows in a row that accepted nothing
+  int32_t empty_ = 0;   // lookups in a row that found nothing
   int32_t wait_ = 0;    // decode steps left without drafts
+  int32_t idle_ = 0;    // decode steps left before a lookup of the row's own
 };
 
 }  // namespace tandem

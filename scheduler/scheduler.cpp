@@ -493,7 +493,7 @@ void Scheduler::launch_chained_from(Launched& curr) {
     if (local_pool_) local_tables.push_back(r->local_blocks);
     ++r->sampled_launched;
     ++r->in_flight;
-    if (r->pace) r->pace->allowance();  // a decode step its wait counts (may_draft_next)
+    if (r->pace) r->pace->chained();  // a decode step its waits count (may_draft_next)
   }
   ++counters_.steps;
   ++counters_.chained_steps;

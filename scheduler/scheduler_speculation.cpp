@@ -36,9 +36,11 @@ std::vector<int32_t> Scheduler::draft_for(Request& r, int32_t budget) const {
     r.pace.emplace(options_.spec_tokens);
   }
   // The index takes the sequence's new tokens even while the pace waits.
-  const int32_t allowed = r.pace->allowance();
-  return r.ngrams->draft(std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)),
-                         r.generated, std::min(room, allowed));
+  const int32_t allowed = std::min(room, r.pace->allowance());
+  std::vector<int32_t> drafts = r.ngrams->draft(
+      std::span(r.in.prompt).first(static_cast<size_t>(r.prompt_len)), r.generated, allowed);
+  if (allowed > 0) r.pace->looked_up(!drafts.empty());
+  return drafts;
 }
 
 // A verify row's tokens: the drafts it accepted, then the token it sampled after them,

@@ -118,5 +118,41 @@ TEST(DraftPace, FullAcceptanceKeepsTheMostAMissCutsToTheRunAndNothingAcceptedWai
   EXPECT_EQ(pace.allowance(), 2);
 }
 
+TEST(DraftPace, LookupsThatFindNothingHoldTheNextOffUnlessTheHostBuildsTheStep) {
+  DraftPace pace(4);
+  // Chained steps while the row waits: 1, 2, 4, then 8 at most.
+  const auto idle = [&pace] {
+    int n = 0;
+    for (; pace.waiting(); ++n) pace.chained();
+    return n;
+  };
+  EXPECT_FALSE(pace.waiting());
+  pace.looked_up(false);
+  EXPECT_EQ(idle(), 1);
+  pace.looked_up(false);
+  EXPECT_EQ(idle(), 2);
+  pace.looked_up(false);
+  EXPECT_EQ(idle(), 4);
+  pace.looked_up(false);
+  EXPECT_EQ(idle(), DraftPace::kLongestIdle);
+  pace.looked_up(false);
+  EXPECT_EQ(idle(), DraftPace::kLongestIdle);
+  // A step the host builds anyway looks at once, with the full allowance.
+  pace.looked_up(false);
+  EXPECT_TRUE(pace.waiting());
+  EXPECT_EQ(pace.allowance(), 4);
+  EXPECT_FALSE(pace.waiting());
+  pace.looked_up(true);  // a find starts the holds over
+  pace.looked_up(false);
+  EXPECT_EQ(idle(), 1);
+  // A refused draft's wait holds in host-built steps too.
+  pace.verified(4, 0);
+  EXPECT_TRUE(pace.waiting());
+  EXPECT_EQ(pace.allowance(), 0);
+  pace.chained();
+  EXPECT_FALSE(pace.waiting());
+  EXPECT_EQ(pace.allowance(), 1);
+}
+
 }  // namespace
 }  // namespace tandem::testing::TANDEM_UNITY_ID
