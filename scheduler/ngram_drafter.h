@@ -15,25 +15,15 @@
 
 namespace tandem {
 
-struct NgramDraftOptions {
-  int32_t min_n = 2;  // the shortest suffix matched
-  int32_t max_n = 4;  // the longest; a longer match is tried first
-  int32_t max_tokens = 4;
-};
-
-// options.max_tokens tokens that followed the most recent earlier occurrence of the longest
-// suffix of the sequence (length min_n .. max_n) found earlier in it, the continuation
-// repeating itself where it reaches the end (a period); empty when none is found. The
-// sequence is `prompt` then `generated`. A scan, O(length * max_n): NgramIndex's reference.
-std::vector<int32_t> ngram_draft(std::span<const int32_t> prompt,
-                                 std::span<const int32_t> generated,
-                                 const NgramDraftOptions& options);
-
-// ngram_draft's drafts for one request's sequence as it grows, from an index of where each
-// n-gram last ended, so that a step's lookup costs O(max_n^2) whatever the length (the
-// scan took 0.3 ms a row at 32k tokens) and each token is indexed once: a long prompt over
-// several calls, which draft nothing until it is in. The sequence only ever grows by
-// appending (a preempted request keeps it). max_tokens may change per call.
+// The drafts for one request's sequence as it grows: max_tokens tokens that followed the
+// most recent earlier occurrence of the longest suffix of the sequence (length min_n ..
+// max_n) found earlier in it, the continuation repeating itself where it reaches the end
+// (a period); empty when none is found. The sequence is `prompt` then `generated`, and
+// only ever grows by appending (a preempted request keeps it); max_tokens may change per
+// call. Each token is indexed once, by where each n-gram last ended, so that a lookup
+// costs O(max_n^2) whatever the length (a scan took 0.3 ms a row at 32k tokens; the tests
+// keep one as the reference); a long prompt is indexed over several calls, which draft
+// nothing until it is in.
 class NgramIndex {
  public:
   static constexpr int64_t kIndexPerCall = 4096;  // positions indexed at most per call

@@ -1,9 +1,11 @@
-// The n-gram prompt-lookup drafter: which occurrence it takes, how long a suffix it
-// matches, and how it continues a repeating stretch.
+// The n-gram prompt-lookup drafter (NgramIndex): which occurrence it takes, how long a
+// suffix it matches, how it continues a repeating stretch, and that its index drafts at
+// every length what a plain scan of the sequence, written here for clarity, drafts.
 #include "scheduler/ngram_drafter.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -12,9 +14,31 @@ namespace {
 
 using Tokens = std::vector<int32_t>;
 
+// The reference: the most recent earlier occurrence of the longest suffix (min_n ..
+// max_n tokens) of prompt + generated, found by scanning back, and the k tokens after it,
+// those past the end copied from the drafts themselves.
+Tokens scan(const Tokens& prompt, const Tokens& generated, int32_t min_n, int32_t max_n,
+            int32_t k) {
+  Tokens seq = prompt;
+  seq.insert(seq.end(), generated.begin(), generated.end());
+  const auto length = static_cast<int64_t>(seq.size());
+  Tokens out;
+  if (k <= 0) return out;
+  for (int64_t n = std::min<int64_t>(max_n, length - 1); n >= min_n; --n) {
+    for (int64_t start = length - n - 1; start >= 0; --start) {
+      if (!std::equal(seq.begin() + start, seq.begin() + start + n, seq.end() - n)) continue;
+      for (int64_t i = start + n; i < start + n + k; ++i)
+        out.push_back(i < length ? seq[i] : out[i - length]);
+      return out;
+    }
+  }
+  return out;
+}
+
+// A fresh index's drafts for the whole sequence.
 Tokens draft(const Tokens& prompt, const Tokens& generated, int32_t min_n, int32_t max_n,
              int32_t k) {
-  return ngram_draft(prompt, generated, NgramDraftOptions{min_n, max_n, k});
+  return NgramIndex(min_n, max_n).draft(prompt, generated, k);
 }
 
 TEST(NgramDrafter, ProposesWhatFollowedTheSuffixEarlier) {
@@ -71,7 +95,7 @@ TEST(NgramDrafter, TheIndexDraftsWhatTheScanDrafts) {
     Tokens generated;
     for (int step = 0; step < 80; ++step) {
       const int32_t k = static_cast<int32_t>(rng() % 6);
-      const Tokens want = draft(prompt, generated, min_n, max_n, k);
+      const Tokens want = scan(prompt, generated, min_n, max_n, k);
       ASSERT_EQ(index.draft(prompt, generated, k), want)
           << "round " << round << " length " << prompt.size() + generated.size();
       drafted += static_cast<int64_t>(want.size());
@@ -90,7 +114,7 @@ TEST(NgramDrafter, ALongPromptIsIndexedOverSeveralCalls) {
   NgramIndex index(2, 4);
   EXPECT_TRUE(index.draft(prompt, {}, 3).empty());
   EXPECT_TRUE(index.draft(prompt, {}, 3).empty());
-  const Tokens want = draft(prompt, {}, 2, 4, 3);
+  const Tokens want = scan(prompt, {}, 2, 4, 3);
   ASSERT_EQ(want.size(), 3u);
   EXPECT_EQ(index.draft(prompt, {}, 3), want);
 }
