@@ -327,7 +327,6 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     ++r->in_flight;
     const auto fed = static_cast<int32_t>(1 + drafts.size());
     for (int32_t j = 0; j < fed; ++j) step.load.add_decode(position + j);
-    step.verifies = step.verifies || !drafts.empty();
     step.drafts.push_back(std::move(drafts));
     budget -= fed;
   }
@@ -460,7 +459,8 @@ std::optional<ChainBreak> Scheduler::chain_break(const Launched& curr) {
     // token (max_tokens or the context limit).
     if (r->finished || r->sampled_launched >= r->max_new) return ChainBreak::kFinish;
   }
-  if (curr.verifies || (curr.decode_only && may_draft_next(curr))) return ChainBreak::kSpeculation;
+  if (curr.verifies() || (curr.decode_only && may_draft_next(curr)))
+    return ChainBreak::kSpeculation;
   if (!curr.decode_only) return ChainBreak::kPrefill;
   if (running_.size() != curr.rows.size()) {
     for (const Request* r : running_) {

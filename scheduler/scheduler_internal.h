@@ -4,6 +4,7 @@
 // and verify rows). Not part of the scheduler's contract; include it only from those files.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -139,8 +140,12 @@ struct Scheduler::Launched {
   // per row: the drafts a verify row carries (StepRow::verify), empty elsewhere
   std::vector<std::vector<int32_t>> drafts;
   bool decode_only = true;
-  bool verifies = false;  // a row verifies drafts: no step can be chained from this one
-  StepLoad load;          // its decode rows and prompt tokens, and the keys they read
+  StepLoad load;  // its decode rows and prompt tokens, and the keys they read
+
+  // A row verifies drafts: no step can be chained from this one.
+  bool verifies() const {
+    return std::any_of(drafts.begin(), drafts.end(), [](const auto& d) { return !d.empty(); });
+  }
 };
 
 // The pacer's clock (prefill_pacer.h: the prompts' share of the last seconds' steps):
