@@ -153,10 +153,7 @@ int run_generate(const GenerateOptions& o) {
   options.threads = o.threads;
   options.kv_type = *parse_kv_type(o.kv_dtype);
   options.device = o.device;
-  options.scheduler.spec_tokens = o.spec.tokens;
-  options.scheduler.spec_ngram_min = o.spec.ngram_min();
-  options.scheduler.spec_ngram_max = o.spec.ngram_max();
-  options.scheduler.spec_max_batch = o.spec.max_batch;
+  o.spec.set(options.scheduler);
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(options);

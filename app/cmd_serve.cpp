@@ -160,10 +160,7 @@ int run_serve(ServeOptions o) {
   engine_options.scheduler.prefill_chunk = prefill_chunk_value(o.prefill_chunk);
   engine_options.scheduler.max_queue = o.max_queue;
   engine_options.scheduler.prefix_cache = o.prefix_cache == "on";
-  engine_options.scheduler.spec_tokens = o.spec.tokens;
-  engine_options.scheduler.spec_ngram_min = o.spec.ngram_min();
-  engine_options.scheduler.spec_ngram_max = o.spec.ngram_max();
-  engine_options.scheduler.spec_max_batch = o.spec.max_batch;
+  o.spec.set(engine_options.scheduler);
   std::unique_ptr<Engine> engine;
   try {
     engine = std::make_unique<Engine>(engine_options);

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "scheduler/scheduler.h"
+
 namespace tandem::app {
 
 // Bad input found after parsing (a file that is not a model, a value out of
@@ -68,6 +70,12 @@ struct SpecFlags {
   int32_t max_batch = 8;
   int32_t ngram_min() const { return std::stoi(ngram.substr(0, ngram.find(':'))); }
   int32_t ngram_max() const { return std::stoi(ngram.substr(ngram.find(':') + 1)); }
+  void set(SchedulerOptions& o) const {
+    o.spec_tokens = tokens;
+    o.spec_ngram_min = ngram_min();
+    o.spec_ngram_max = ngram_max();
+    o.spec_max_batch = max_batch;
+  }
 };
 inline std::vector<CLI::Option*> add_spec_options(CLI::App& cmd, SpecFlags& f) {
   return {
