@@ -14,6 +14,7 @@ Subcommand make_model_subcommand(CLI::App& app) {
     std::string shape;
     std::string dtype = "f16";
     std::string vocab;
+    bool fim = false;
     uint64_t seed = 0;
     std::string out;
   };
@@ -28,6 +29,11 @@ Subcommand make_model_subcommand(CLI::App& app) {
       ->check(CLI::IsMember(make_model::dtype_names()));
   cli->add_option("--vocab", flags->vocab, "GGUF file whose tokenizer.* keys to copy")
       ->check(CLI::ExistingFile);
+  // A --vocab file's arrays are copied as they are; adding tokens to them is not supported.
+  cli->add_flag("--fim", flags->fim,
+                "Add Qwen2.5-Coder's fill-in-the-middle tokens to the built-in vocabulary "
+                "(for /infill)")
+      ->excludes("--vocab");
   cli->add_option("--seed", flags->seed, "Weight seed: same seed, byte-identical file")
       ->capture_default_str()
       ->check(uint64_value());
@@ -39,6 +45,7 @@ Subcommand make_model_subcommand(CLI::App& app) {
             options.shape = flags->shape;
             options.dtype = *make_model::dtype_from_name(flags->dtype);
             if (!flags->vocab.empty()) options.vocab = flags->vocab;
+            options.fim = flags->fim;
             options.seed = flags->seed;
             options.out = flags->out;
             try {

@@ -40,6 +40,12 @@ struct SamplingParams {
   int32_t logprobs = -1;
   int32_t prompt_logprobs = -1;
 
+  // llama.cpp's "infill" sampler after the filters (llama-server's /infill, code completion):
+  // end when the end-of-generation tokens hold enough of the kept mass, else merge tokens
+  // whose text is a prefix of another's and keep only the clearly likely ones, then draw
+  // (runner/sampler/sampler.h, step 5). Ignored when temperature is 0 (greedy).
+  bool infill = false;
+
   bool has_output_penalties() const {
     return frequency_penalty != 0.0f || presence_penalty != 0.0f || repetition_penalty != 1.0f;
   }

@@ -21,6 +21,9 @@ class SingleOutputWriter {
  public:
   virtual ~SingleOutputWriter() = default;
 
+  // The output's first text arrived (streamed or not): a writer that reports timings reads
+  // its clock here.
+  virtual void output_seen() {}
   // Streamed: the first events.
   virtual std::string opening_events() = 0;
   // Streamed: a piece of the answer's text and its tokens' log-probabilities (null when

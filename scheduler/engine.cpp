@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
 
+#include "runner/sampler/token_pieces.h"
 #include "scheduler/model_fingerprint.h"
 
 namespace tandem {
@@ -81,6 +84,30 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
   return card;
 }
 
+// Every token's piece (rendered without special tokens), for the sampler's infill step.
+std::shared_ptr<const TokenPieces> token_pieces(const Tokenizer& tokenizer) {
+  auto pieces = std::make_shared<TokenPieces>();
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id)
+    pieces->push_back(tokenizer.token_bytes(id, /*render_special=*/false));
+  return pieces;
+}
+
+// The end-of-turn token that the infill step answers with: tokenizer.ggml.eot_token_id, else
+// the first end-of-generation id spelled as one of the turn ends llama.cpp looks for; -1,
+// where none is, lets the sampler take the first end-of-generation id.
+int32_t end_of_turn_id(const Tokenizer& tokenizer) {
+  if (tokenizer.eot_id() >= 0) return tokenizer.eot_id();
+  static constexpr std::string_view kTurnEnds[] = {
+      "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",
+      "<|end_of_text|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
+  const std::vector<int32_t>& eog = tokenizer.eog_ids();
+  for (std::string_view text : kTurnEnds) {
+    const int32_t id = tokenizer.find_token(text);
+    if (id >= 0 && std::find(eog.begin(), eog.end(), id) != eog.end()) return id;
+  }
+  return -1;
+}
+
 // The settings every executor takes from the engine's options (CpuExecutorOptions or
 // CudaExecutorOptions).
 template <typename ExecutorOptions>
@@ -90,6 +117,8 @@ ExecutorOptions executor_options(const EngineOptions& options, const Tokenizer& 
   exec.kv_tokens = options.kv_tokens;
   exec.kv_type = options.kv_type;
   exec.eog_ids = tokenizer.eog_ids();
+  exec.token_pieces = token_pieces(tokenizer);
+  exec.eot_id = end_of_turn_id(tokenizer);
   exec.max_sequences = options.scheduler.max_batch;
   exec.max_step_tokens = options.scheduler.max_step_tokens;
   return exec;

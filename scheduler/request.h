@@ -62,6 +62,11 @@ struct GenerationRequest {
   bool include_stop_str_in_output = false;
   // Control tokens give no text; false: their text is emitted (vLLM's skip_special_tokens).
   bool skip_special_tokens = true;
+  // llama-server's code-completion limits (scheduler/line_limits.h): n_indent, the least
+  // indentation of every line after the first newline (0: none), and t_max_predict_ms, the
+  // time after which the next newline ends the output (0: none). Either ends it "length".
+  int32_t min_indent = 0;
+  double time_limit_ms = 0;
   // Structured output: every generated token is drawn under this grammar's mask, and
   // end-of-generation only where the grammar accepts. Compiled for the engine's vocabulary
   // (Engine::grammars()). Null: unconstrained.

@@ -13,6 +13,7 @@
 
 #include "runner/device/device.h"
 #include "runner/tokenizer/tokenizer.h"
+#include "scheduler/line_limits.h"
 #include "scheduler/ngram_drafter.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/stop_matcher.h"
@@ -56,7 +57,8 @@ struct Scheduler::Request {
   Request(const Tokenizer& tokenizer, GenerationRequest&& request)
       : in(std::move(request)),
         detok(tokenizer, !in.skip_special_tokens),
-        stop(in.stop, in.include_stop_str_in_output) {}
+        stop(in.stop, in.include_stop_str_in_output),
+        lines(in.min_indent, in.time_limit_ms) {}
 
   // Token i of the sequence: the prompt, then the accepted generated tokens.
   int32_t token_at(int64_t i) const {
@@ -73,6 +75,8 @@ struct Scheduler::Request {
   GenerationRequest in;
   Detokenizer detok;
   StopMatcher stop;
+  LineLimits lines;
+  double generation_started = 0;  // the clock (pacer_seconds) at the first accepted token
   int32_t prompt_len = 0;
   int32_t max_new = 0;          // max_tokens, capped by the context and the KV pool
   int32_t prefill_end = 0;      // positions the prefill writes: the prompt, or after a

@@ -116,6 +116,14 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
   if (!entries.empty() && !r.finished) r.in.sink->on_prompt_logprobs(entries);
 }
 
+// How long the request has generated, in ms (LineLimits' time limit), from its first token.
+double Scheduler::generation_ms(Request& r) const {
+  if (r.in.time_limit_ms <= 0) return 0;
+  const double now = pacer_seconds(options_);
+  if (r.completion_tokens == 1) r.generation_started = now;
+  return 1000.0 * (now - r.generation_started);
+}
+
 void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   ++r.completion_tokens;
   ++counters_.completion_tokens;
@@ -136,6 +144,15 @@ void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
     return;
   }
   StopMatcher::Output out = r.stop.push(r.detok.push(token), may_stop);
+  if (r.lines.active()) {
+    LineLimits::Output lines = r.lines.push(out.text, generation_ms(r));
+    if (lines.stopped) {
+      if (!lines.text.empty()) r.in.sink->on_text(lines.text);
+      finish(r, FinishReason::kLength, false);  // what comes after the cut is dropped
+      return;
+    }
+    out.text = std::move(lines.text);
+  }
   if (!out.text.empty()) r.in.sink->on_text(out.text);
   if (out.stopped || stop_token) {
     finish(r, FinishReason::kStop, !out.stopped);
@@ -153,6 +170,15 @@ void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
       reason = FinishReason::kStop;
     } else {
       text += r.stop.flush();
+    }
+    if (r.lines.active()) {
+      LineLimits::Output lines = r.lines.push(text, generation_ms(r));
+      text = std::move(lines.text);
+      if (lines.stopped) {
+        reason = FinishReason::kLength;
+      } else {
+        text += r.lines.flush();
+      }
     }
     if (!text.empty()) r.in.sink->on_text(text);
   }

@@ -142,6 +142,10 @@ class Endpoints {
   Result responses(const ApiRequest& api);
   Result messages(const ApiRequest& api);      // messages_endpoint.cpp
   Result count_tokens(const ApiRequest& api);  // messages_endpoint.cpp
+  // llama-server's /completion and /infill (native_endpoint.cpp).
+  Result native(const ApiRequest& api, bool infill);
+  Result native_completion(const ApiRequest& api) { return native(api, false); }
+  Result infill(const ApiRequest& api) { return native(api, true); }
   std::optional<HttpAnswer> thinking_refusal(const MessagesRequest& request) const;
   Result embeddings(const ApiRequest& api);  // embeddings_endpoint.cpp
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> embedding_prompts(

@@ -6,18 +6,22 @@
 // fresh copy of the row (the sampler uses it as scratch) and a new position.
 // The "+lp5" cases ask for logprobs with k = 5 (issue 16's target: at most 10% over the same
 // case without; the ratios are printed at the end); "+pen" cases apply all three penalties over a
-// 512-token prompt and a 256-token output.
+// 512-token prompt and a 256-token output. "+infill" runs llama.cpp's infill step (sampler.h,
+// step 5) after the filters, as llama-server's /infill asks (top_k 40, top_p 0.99), over
+// random pieces of 1 to 8 letters.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "runner/sampler/sampler.h"
+#include "runner/sampler/token_pieces.h"
 
 namespace {
 
@@ -35,6 +39,7 @@ struct Case {
   float min_p;
   int32_t logprobs = -1;
   bool penalties = false;
+  bool infill = false;
 };
 
 constexpr Case kCases[] = {
@@ -49,7 +54,20 @@ constexpr Case kCases[] = {
     {"t1_plain+lp5", 1.0f, 0, 1.0f, 0.0f, 5},
     {"k40_p0.95_minp0.05+lp5", 0.8f, 40, 0.95f, 0.05f, 5},
     {"t1_plain+pen", 1.0f, 0, 1.0f, 0.0f, -1, true},
+    {"k40_p0.99", 1.0f, 40, 0.99f, 0.0f},
+    {"k40_p0.99+infill", 1.0f, 40, 0.99f, 0.0f, -1, false, true},
 };
+
+// Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
+std::shared_ptr<const tandem::TokenPieces> random_pieces(int32_t vocab, std::mt19937& rng) {
+  auto pieces = std::make_shared<tandem::TokenPieces>();
+  for (int32_t id = 0; id < vocab; ++id) {
+    std::string piece(1 + rng() % 8, 'a');
+    for (char& ch : piece) ch = static_cast<char>('a' + rng() % 26);
+    pieces->push_back(id == 2 ? std::string() : piece);
+  }
+  return pieces;
+}
 
 void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   std::mt19937 rng(42);
@@ -58,7 +76,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   for (float& v : logits) v = normal(rng);
   std::vector<float> row(vocab);
 
-  tandem::Sampler sampler({vocab, {2}});
+  tandem::Sampler sampler({vocab, {2}, c.infill ? random_pieces(vocab, rng) : nullptr});
   tandem::SamplingParams params;
   params.temperature = c.temperature;
   params.top_k = c.top_k;
@@ -66,6 +84,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.min_p = c.min_p;
   params.seed = 1234;
   params.logprobs = c.logprobs;
+  params.infill = c.infill;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

@@ -121,7 +121,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const Model> model, CudaExecutorOptio
     : model_(std::move(model)),
       cfg_(model_->config()),
       options_(std::move(options)),
-      host_sampler_(SamplerConfig{model_->config().n_vocab, options_.eog_ids}) {
+      host_sampler_(SamplerConfig{model_->config().n_vocab, options_.eog_ids, options_.token_pieces,
+                                  options_.eot_id}) {
   if (const std::string why = cuda_unavailable_reason(); !why.empty())
     throw CudaUnavailable("--device cuda: " + why);
   if (cfg_.head_dim > 256)
@@ -359,8 +360,8 @@ void CudaExecutor::collect(StepResult& result) {
   sample_on_host(step, result);
 }
 
-// Rows with penalties, a grammar or log-probabilities: the CPU Sampler on their logits, as
-// CpuExecutor samples them (its token replaces the device's).
+// Rows with penalties, a grammar, log-probabilities or infill: the CPU Sampler on their
+// logits, as CpuExecutor samples them (its token replaces the device's).
 void CudaExecutor::sample_on_host(const Submitted& step, StepResult& result) {
   const float* logits = buffers_->slot(step.context).logits;
   const auto vocab = static_cast<size_t>(cfg_.n_vocab);

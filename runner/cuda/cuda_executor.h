@@ -6,8 +6,8 @@
 // before it reads N's tokens, and a chained decode step takes its input tokens from the
 // device memory that N's sampler wrote. A decode step of a given row count is captured once
 // as a CUDA graph and replayed. Rows that need their logits on the host (penalties, grammar
-// masks, log-probabilities) are sampled there by the CPU Sampler from a copy of their logits
-// row, and their successor waits for them (can_chain_on_device is false).
+// masks, log-probabilities, infill) are sampled there by the CPU Sampler from a copy of their
+// logits row, and their successor waits for them (can_chain_on_device is false).
 //
 // This header needs no CUDA headers: a build without CUDA (TANDEM_HAVE_CUDA unset) links
 // cuda_absent.cpp, whose make_cuda_executor throws CudaUnavailable.
@@ -25,6 +25,8 @@
 
 namespace tandem {
 
+class TokenPieces;
+
 struct CudaExecutorOptions {
   int32_t context_length = 0;                  // --ctx-size; 0: the model's
   int64_t kv_tokens = 0;                       // KV capacity in tokens; 0: kv_budget_bytes
@@ -41,6 +43,10 @@ struct CudaExecutorOptions {
   // stderr when the executor goes: a measuring tool for bench_gpu_decode.
   bool profile = false;
   int device = 0;  // CUDA device ordinal
+  // For the host Sampler's infill step (infill rows are sampled on the host): each token's
+  // piece (null: no prefix merging) and the end-of-turn id (-1: the first of eog_ids).
+  std::shared_ptr<const TokenPieces> token_pieces;
+  int32_t eot_id = -1;
 };
 
 // Thrown when the process cannot use a GPU: a build without CUDA, no driver, no device.

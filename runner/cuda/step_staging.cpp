@@ -66,7 +66,8 @@ void StepStaging::clear() {
 
 bool sampled_on_host(const StepRow& row) {
   return row.grammar != nullptr || row.sampling.logprobs >= 0 ||
-         row.sampling.prompt_logprobs >= 0 || row.sampling.has_output_penalties();
+         row.sampling.prompt_logprobs >= 0 || row.sampling.has_output_penalties() ||
+         row.sampling.infill;
 }
 
 void stage_step(const StepPlan& plan, bool device_inputs, const StagingLimits& limits,

@@ -14,8 +14,8 @@
 
 namespace tandem::cuda {
 
-// A row the host samples (penalties, a grammar, log-probabilities): what collect() needs of
-// it once the step's plan may have moved on to a chained successor.
+// A row the host samples (penalties, a grammar, log-probabilities, infill): what collect()
+// needs of it once the step's plan may have moved on to a chained successor.
 struct HostRow {
   size_t row = 0;               // index in the plan
   int32_t first_logit = 0;      // its first logit row
@@ -59,7 +59,7 @@ struct StagingLimits {
 };
 
 // Whether the host must see a row's logits: what the fused kernel does not do (penalties,
-// grammar masks, log-probabilities).
+// grammar masks, log-probabilities, the infill step).
 bool sampled_on_host(const StepRow& row);
 
 // Flattens `plan` into `out` (cleared first, its arrays' capacity kept). With device_inputs the

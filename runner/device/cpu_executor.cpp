@@ -100,7 +100,8 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const Model> model, CpuExecutorOptions 
       forward_(*model_, kv_, pool_, served_context(model_->config(), options)) {
   const ModelConfig& c = model_->config();
   for (int i = 0; i < pool_.size(); ++i)
-    samplers_.emplace_back(SamplerConfig{c.n_vocab, options.eog_ids});
+    samplers_.emplace_back(
+        SamplerConfig{c.n_vocab, options.eog_ids, options.token_pieces, options.eot_id});
   masks_.resize(static_cast<size_t>(pool_.size()));
   info_.vocab_size = c.n_vocab;
   info_.context_length = served_context(c, options);

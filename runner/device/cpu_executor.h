@@ -23,6 +23,11 @@ struct CpuExecutorOptions {
   int64_t kv_budget_bytes = int64_t{2} << 30;  // used when kv_tokens is 0
   KvType kv_type = KvType::kF16;               // the cache's element type
   std::vector<int32_t> eog_ids;                // tokens that ignore_eos bans
+  // For the sampler's infill step (SamplerConfig): each token's piece, shared by every
+  // pool thread's Sampler (null: no prefix merging), and the end-of-turn id (-1: the first
+  // of eog_ids).
+  std::shared_ptr<const TokenPieces> token_pieces;
+  int32_t eot_id = -1;
   // Size the sliding-window layers' block group (kv_cache.h): the scheduler runs at most
   // max_sequences rows and feeds a row at most max_step_tokens tokens per step.
   int32_t max_sequences = 64;

@@ -70,12 +70,28 @@ constexpr const char* kChatmlTemplate =
     "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-void add_byte_level_tokenizer(gguf::Writer& writer) {
+// The keys naming fim_tokens() in their order, as uint32 as gguf-py writes token ids.
+// llama.cpp would find Qwen's spellings by their text too; the keys are the primary way.
+constexpr const char* kFimKeys[] = {
+    "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.fim_mid_token_id",
+    "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.fim_pad_token_id",
+    "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id",
+};
+
+uint64_t built_in_vocab_size(bool fim) {
+  return byte_level_tokens().size() + (fim ? fim_tokens().size() : 0);
+}
+
+void add_byte_level_tokenizer(gguf::Writer& writer, bool fim) {
   std::vector<std::string> tokens = byte_level_tokens();
-  std::vector<int32_t> types(tokens.size(), 1);  // 1: normal
   const auto bos = static_cast<uint32_t>(tokens.size() - 2);
   const auto eos = static_cast<uint32_t>(tokens.size() - 1);
-  types[bos] = types[eos] = 3;  // 3: control
+  const auto first_fim = static_cast<uint32_t>(tokens.size());
+  if (fim)
+    for (std::string& text : fim_tokens()) tokens.push_back(std::move(text));
+  std::vector<int32_t> types(tokens.size(), 1);  // 1: normal
+  types[bos] = types[eos] = 3;                   // 3: control
+  for (size_t id = first_fim; id < tokens.size(); ++id) types[id] = 3;
   writer.add_string("tokenizer.ggml.model", "gpt2");
   writer.add_string("tokenizer.ggml.pre", "default");
   writer.add_string_array("tokenizer.ggml.tokens", tokens);
@@ -84,6 +100,9 @@ void add_byte_level_tokenizer(gguf::Writer& writer) {
   writer.add_uint32("tokenizer.ggml.bos_token_id", bos);
   writer.add_uint32("tokenizer.ggml.eos_token_id", eos);
   writer.add_bool("tokenizer.ggml.add_bos_token", true);
+  if (fim)
+    for (uint32_t i = 0; i < std::size(kFimKeys); ++i)
+      writer.add_uint32(kFimKeys[i], first_fim + i);
   // ChatML, as Qwen's and SmolLM's files carry it, so chat requests work on made models.
   // The byte-level vocabulary has no <|im_start|> token: the markers stay text.
   writer.add_string("tokenizer.chat_template", kChatmlTemplate);
@@ -204,12 +223,21 @@ std::vector<std::string> byte_level_tokens() {
   return tokens;
 }
 
+std::vector<std::string> fim_tokens() {
+  return {"<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+          "<|fim_pad|>",    "<|repo_name|>",  "<|file_sep|>"};
+}
+
 void write_random_model(const MakeModelOptions& options) {
   const ModelShape* shape = find_model_shape(options.shape);
   if (shape == nullptr) throw std::invalid_argument("unknown model shape '" + options.shape + "'");
+  // A copied vocabulary would need its token, score, type and merge arrays extended in step.
+  if (options.fim && options.vocab)
+    throw std::invalid_argument(
+        "fim tokens are added to the built-in vocabulary only, not --vocab");
   std::optional<CopiedVocab> vocab;
   if (options.vocab) vocab = read_vocab(*options.vocab);
-  const uint64_t vocab_size = vocab ? vocab->size : byte_level_tokens().size();
+  const uint64_t vocab_size = vocab ? vocab->size : built_in_vocab_size(options.fim);
 
   gguf::Writer writer;
   writer.add_string("general.architecture", "llama");
@@ -229,7 +257,7 @@ void write_random_model(const MakeModelOptions& options) {
   if (vocab) {
     for (auto& [key, value] : vocab->keys) writer.add(key, value);
   } else {
-    add_byte_level_tokenizer(writer);
+    add_byte_level_tokenizer(writer, options.fim);
   }
 
   for (const auto& tensor : plan_tensors(*shape, vocab_size)) {

@@ -50,6 +50,10 @@ struct MakeModelOptions {
   std::string shape = "tiny";
   gguf::TensorType dtype = gguf::TensorType::kF16;
   std::optional<std::filesystem::path> vocab;  // a GGUF whose tokenizer.* keys to copy
+  // The built-in vocabulary gains Qwen2.5-Coder's FIM tokens (fim_tokens(), ids 258-263)
+  // and the tokenizer.ggml.fim_*_token_id keys naming them, so /infill can be tested.
+  // Not with `vocab` (write_random_model throws std::invalid_argument).
+  bool fim = false;
   uint64_t seed = 0;
   std::filesystem::path out;
 };
@@ -79,9 +83,13 @@ gguf::TensorType weight_type(gguf::TensorType dtype, uint64_t row_length);
 
 // The built-in byte-level vocabulary: the 256 GPT-2 byte strings, <|bos|>, <|eos|>.
 std::vector<std::string> byte_level_tokens();
+// The FIM control tokens MakeModelOptions::fim appends after them, in Qwen2.5-Coder's order:
+// <|fim_prefix|>, <|fim_middle|>, <|fim_suffix|>, <|fim_pad|>, <|repo_name|>, <|file_sep|>.
+std::vector<std::string> fim_tokens();
 
-// Writes the model to options.out. Throws VocabError for a bad --vocab file and
-// std::runtime_error for an I/O failure.
+// Writes the model to options.out. Throws VocabError for a bad --vocab file,
+// std::invalid_argument for options that do not go together, and std::runtime_error for
+// an I/O failure.
 void write_random_model(const MakeModelOptions& options);
 
 }  // namespace tandem::make_model

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
 
 namespace tandem {
@@ -94,6 +95,12 @@ std::span<T> nucleus(std::span<T> kept, float top_p) {
 Sampler::Sampler(SamplerConfig config)
     : config_(std::move(config)), kernels_(&sampler_kernels::detected()) {
   if (config_.vocab_size <= 0) throw std::invalid_argument("Sampler: vocab_size must be > 0");
+  // No end-of-turn id in the vocabulary: the first end-of-generation id in it, if any.
+  const auto in_vocab = [&](int32_t id) { return id >= 0 && id < config_.vocab_size; };
+  if (!in_vocab(config_.eot_id)) {
+    const auto eog = std::find_if(config_.eog_ids.begin(), config_.eog_ids.end(), in_vocab);
+    config_.eot_id = eog != config_.eog_ids.end() ? *eog : -1;
+  }
   const auto n = static_cast<size_t>(config_.vocab_size);
   saved_.reserve(config_.eog_ids.size() + 16);
   cand_z_.resize(n + 16);  // collect may write up to 16 entries past the count
@@ -343,7 +350,7 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   const bool k_on = params.top_k > 0 && params.top_k < n;
   const bool p_on = params.top_p < 1.0f;
   const bool m_on = params.min_p > 0.0f;
-  if (!k_on && !p_on && !m_on) {
+  if (!k_on && !p_on && !m_on && !params.infill) {
     const int32_t top = raw_top != kUnknownTop ? raw_top : -2;  // -2: the kernel finds it
     return kernels_->gumbel_argmax(z.data(), n, top, params.seed, position);
   }
@@ -362,7 +369,7 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
       for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
       kept = nucleus(kept, params.top_p);
     }
-    return gumbel_over(kept, params.seed, position);
+    return draw(kept, z, params, position);
   }
   if (m_on && p_on) {
     // top_p over min_p's survivors, renormalized (vLLM applies min_p before top_p): all of
@@ -371,8 +378,8 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
         kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
     kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());
     for (size_t i = 0; i < count; ++i) ranked_[i] = {cand_z_[i], cand_id_[i], cand_e_[i]};
-    return gumbel_over(nucleus(std::span<RankedToken>(ranked_.data(), count), params.top_p),
-                       params.seed, position);
+    return draw(nucleus(std::span<RankedToken>(ranked_.data(), count), params.top_p), z, params,
+                position);
   }
   // top_p alone weighs the whole vocabulary: Z in the kernels' shared 16-lane order.
   const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
@@ -404,9 +411,9 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     std::span<RankedToken> kept(ranked_.data(), count);
     if (p_on) {
       const size_t cut = top_p_cut(kept, target);
-      if (cut > 0) return gumbel_over(kept.first(cut), params.seed, position);
+      if (cut > 0) return draw(kept.first(cut), z, params, position);
     }
-    if (whole) return gumbel_over(kept, params.seed, position);
+    if (whole) return draw(kept, z, params, position);
   }
 }
 
@@ -436,6 +443,23 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
   }
   if (pool > k) keep_best_k();
   return {ranked_.data(), pool};
+}
+
+int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> z,
+                      const SamplingParams& params, int64_t position) {
+  if (!params.infill) return gumbel_over(kept, params.seed, position);
+  if (!infill_) infill_ = std::make_unique<sampler_infill::Scratch>();
+  infill_->tokens.resize(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    infill_->tokens[i].id = kept[i].id;
+    infill_->tokens[i].z = kept[i].z;
+  }
+  // The end-of-turn answer only where the row could sample that token at all.
+  const int32_t eot = config_.eot_id;
+  const bool eot_allowed = eot >= 0 && z[static_cast<size_t>(eot)] > kNegInf;
+  const sampler_infill::Vocab vocab{config_.pieces.get(), config_.eog_ids, eot_allowed ? eot : -1};
+  return sampler_infill::draw(sampler_infill::apply(vocab, *infill_), *kernels_, params.seed,
+                              position, *infill_);
 }
 
 int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position) {

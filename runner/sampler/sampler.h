@@ -42,6 +42,24 @@
 //     sequence of IEEE multiplies and adds, accurate to ~1 ulp), so the AVX-512 and portable
 //     paths give bit-identical noise and hence identical tokens.
 //     When the kept set is a single token, it is returned without drawing noise.
+//  5. params.infill (llama.cpp's "infill" sampler, infill.h) replaces step 4's draw. Over the
+//     kept set in rank order with p_i = softmax of z over it (the sampler's float exp,
+//     summed in rank order):
+//     - p_eog = sum of p over the kept ids in SamplerConfig::eog_ids, p_txt over the rest. If
+//       3 * p_eog * n_kept > p_txt, only the kept EOG tokens stay, renormalized.
+//     - Otherwise, for i0 in rank order, for i1 in rank order (stopping once i0 is merged
+//       away; skipping i1 == i0 and merged ones): when piece(i0) is non-empty and a byte
+//       prefix of piece(i1) (SamplerConfig::pieces), the likelier of the two (i0 unless
+//       p[i1] > p[i0]) takes the other's p, which is merged away (p = 0).
+//     - Text (non-EOG) tokens with p < 0.2 go; EOG ones stay. If no text token is left, the
+//       result is SamplerConfig::eot_id alone; if that token is banned for the row (its z is
+//       -inf or NaN: logit_bias, ignore_eos, min_tokens, the grammar) or there is none, the
+//       tokens not merged away stay instead, renormalized, and the draw below picks one.
+//     - Else renormalize; with n text tokens left, text tokens with p < 1 / (n + 1) go;
+//       renormalize again.
+//     token = argmax over what is left of (log p_i + g_i), ties to the lowest id, with g_i
+//     step 4's noise for id i at this position (log: the sampler's float log); a single
+//     token is returned without noise. Greedy rows and +inf logits never get here.
 // Edge cases: a +inf z beats everything (the lowest id among the +inf ones is returned). If
 // every token is banned, -inf or NaN, the sampler falls back to the argmax of the raw
 // (unbiased, unbanned) logits, ignoring NaN; if those are all -inf or NaN, it returns 0.
@@ -50,11 +68,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
-
-#include <memory>
 
 #include "protocol/sampling_params.h"
 
@@ -64,6 +81,11 @@ namespace sampler_kernels {
 struct Kernels;
 struct TopList;
 }  // namespace sampler_kernels
+namespace sampler_infill {
+struct Scratch;
+}
+
+class TokenPieces;
 
 // What the sampler needs of a row besides its logits and parameters.
 struct RowHistory {
@@ -90,8 +112,24 @@ struct RowLogprobs {
 };
 
 struct SamplerConfig {
+  // A constructor rather than an aggregate, so that {vocab, eog_ids} still says all a
+  // Sampler without infill needs (-Wmissing-field-initializers).
+  SamplerConfig() = default;
+  SamplerConfig(int32_t vocab, std::vector<int32_t> eog,
+                std::shared_ptr<const TokenPieces> token_pieces = {}, int32_t end_of_turn = -1)
+      : vocab_size(vocab),
+        eog_ids(std::move(eog)),
+        pieces(std::move(token_pieces)),
+        eot_id(end_of_turn) {}
+
   int32_t vocab_size = 0;
   std::vector<int32_t> eog_ids;  // end-of-generation ids; banned by ignore_eos
+  // For params.infill (step 5). Each token's piece, shared by every Sampler of a model; null
+  // treats every piece as "" (nothing merges).
+  std::shared_ptr<const TokenPieces> pieces;
+  // The end-of-turn id (llama.cpp's token_eot), infill's "nothing likely is left" answer;
+  // -1 (or an id outside the vocabulary): the first of eog_ids in the vocabulary, if any.
+  int32_t eot_id = -1;
 };
 
 class Sampler {
@@ -132,6 +170,10 @@ class Sampler {
   std::span<RankedToken> top_k_candidates(std::span<const float> z, float z_max, size_t k,
                                           float floor);
   int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
+  // The draw over the kept set: step 4's, or step 5's when the row asks for infill. z: the
+  // row's tempered logits (infill reads whether its EOT token is banned).
+  int32_t draw(std::span<const RankedToken> kept, std::span<const float> z,
+               const SamplingParams& params, int64_t position);
   int32_t fallback(std::span<float> logits, std::span<const uint32_t> allowed);
   // Sets every token that `allowed` does not allow to -inf.
   void apply_mask(std::span<float> logits, std::span<const uint32_t> allowed);
@@ -157,6 +199,7 @@ class Sampler {
   std::vector<int32_t> counts_;  // the output's ids, sorted, for counting
   std::vector<float> raw_;       // the row as it came, when logprobs are asked of a touched row
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
+  std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row
 };
 
 }  // namespace tandem

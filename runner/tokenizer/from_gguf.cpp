@@ -41,6 +41,27 @@ std::vector<int32_t> phi3_rstrip_ids(const gguf::File& file, const TokenizerVoca
   return ids;
 }
 
+// The FIM ids as llama.cpp's loader reads them: each key as an id, one outside the
+// vocabulary ignored (a warning there), and the deprecated prefix/suffix/middle_token_id
+// after the fim_* keys, so where a file has both the deprecated key wins.
+Tokenizer::FimTokens fim_ids(const gguf::File& file, size_t vocab_size) {
+  Tokenizer::FimTokens fim;
+  const auto read = [&](std::string_view key, int32_t& id) {
+    const int64_t value = file.get_int_or(key, -1);
+    if (value >= 0 && static_cast<uint64_t>(value) < vocab_size) id = static_cast<int32_t>(value);
+  };
+  read("tokenizer.ggml.fim_pre_token_id", fim.prefix);
+  read("tokenizer.ggml.fim_suf_token_id", fim.suffix);
+  read("tokenizer.ggml.fim_mid_token_id", fim.middle);
+  read("tokenizer.ggml.fim_pad_token_id", fim.pad);
+  read("tokenizer.ggml.fim_rep_token_id", fim.repo);
+  read("tokenizer.ggml.fim_sep_token_id", fim.file_sep);
+  read("tokenizer.ggml.prefix_token_id", fim.prefix);
+  read("tokenizer.ggml.suffix_token_id", fim.suffix);
+  read("tokenizer.ggml.middle_token_id", fim.middle);
+  return fim;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
@@ -76,6 +97,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
   vocab.eom_id = optional_id(file, "tokenizer.ggml.eom_token_id");
   vocab.pad_id = optional_id(file, "tokenizer.ggml.padding_token_id");
   vocab.unk_id = optional_id(file, "tokenizer.ggml.unknown_token_id");
+  vocab.fim = fim_ids(file, vocab.tokens.size());
   vocab.add_bos = optional_flag(file, "tokenizer.ggml.add_bos_token");
   vocab.add_eos = optional_flag(file, "tokenizer.ggml.add_eos_token");
   vocab.add_space_prefix = optional_flag(file, "tokenizer.ggml.add_space_prefix");

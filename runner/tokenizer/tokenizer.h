@@ -61,6 +61,8 @@ class Tokenizer {
   virtual int32_t vocab_size() const = 0;
   virtual int32_t bos_id() const = 0;  // -1 when the model has none
   virtual int32_t eos_id() const = 0;  // -1 when the model has none
+  // The end-of-turn id the metadata names (tokenizer.ggml.eot_token_id); -1 when none.
+  virtual int32_t eot_id() const { return -1; }
   // Every id that ends generation (EOS, EOT, <|im_end|>, ... as the metadata marks them).
   virtual const std::vector<int32_t>& eog_ids() const = 0;
   virtual bool add_bos() const = 0;
@@ -69,7 +71,26 @@ class Tokenizer {
   // Looks up a token by its exact vocabulary text; -1 when absent.
   virtual int32_t find_token(std::string_view text) const = 0;
 
+  // The fill-in-the-middle tokens llama-server's /infill builds its prompt from; -1 where
+  // the model has none. Found as llama.cpp's loader finds them: the ids the GGUF names
+  // (tokenizer.ggml.fim_*_token_id, or the deprecated prefix/suffix/middle_token_id), else
+  // a token whose text is one of the families' spellings (<|fim_prefix|>, <PRE>, ...).
+  struct FimTokens {
+    int32_t prefix = -1;
+    int32_t suffix = -1;
+    int32_t middle = -1;
+    int32_t pad = -1;
+    int32_t repo = -1;
+    int32_t file_sep = -1;
+    // /infill needs the three markers; pad, repo and file_sep are optional.
+    bool usable() const { return prefix >= 0 && suffix >= 0 && middle >= 0; }
+  };
+  const FimTokens& fim() const { return fim_; }
+
  protected:
+  // Set by tokenizers built from a vocabulary; a tokenizer without one (a test's) has none.
+  FimTokens fim_;
+
   // Whether decode() drops one leading space (SentencePiece's add_space_prefix).
   virtual bool decode_drops_leading_space() const { return false; }
 

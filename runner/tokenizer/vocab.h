@@ -43,6 +43,9 @@ struct TokenizerVocab {
   int32_t eom_id = -1;
   int32_t pad_id = -1;
   int32_t unk_id = -1;
+  // The FIM ids the metadata names (-1 each where it names none); the tokenizer finds the
+  // rest by their text. An id outside the vocabulary is ignored, as llama.cpp does.
+  Tokenizer::FimTokens fim;
   // nullopt: the model type's default. add_bos: true for SentencePiece and the llama3
   // pre-tokenizer, false otherwise; add_eos: false; add_space_prefix: true for SentencePiece.
   std::optional<bool> add_bos;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <span>
 
 namespace tandem {
 
@@ -12,43 +13,38 @@ namespace {
 // so a converter that typed <|im_end|> as normal text still gets a turn that ends and a
 // marker that is neither shown nor typed by a user's text. tandem does the same.
 //
-// End of generation: the turn and message ends of the families' templates, and the
-// fill-in-the-middle pad, repository and file separators (a FIM completion ends there).
+// End of generation: the turn and message ends of the families' templates.
 constexpr std::string_view kEndOfGenerationTexts[] = {
-    "<|eot_id|>",
-    "<|im_end|>",
-    "<|end|>",
-    "<|return|>",
-    "<|call|>",
-    "<end_of_turn>",
-    "<|endoftext|>",
-    "<|eom_id|>",
-    "<EOT>",
-    "_<EOT>",
-    "<|end_of_text|>",
-    "<end_of_utterance>",
-    // FIM pad, repo and separator: <|fim_pad|> ... <|file_sep|> (Qwen), Granite, CodeLlama.
-    "<|fim_pad|>",
-    "<fim-pad>",
-    "<fim_pad>",
-    "<PAD>",
-    "<|fim_repo|>",
-    "<|repo_name|>",
-    "<fim-repo>",
-    "<REPO>",
-    "<reponame>",
-    "<|file_sep|>",
+    "<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",        "<end_of_turn>",
+    "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>",
 };
-// Control but not end of generation: the FIM prefix, suffix and middle markers, and
-// DeepSeek's end of sentence, which llama.cpp finds as the turn's end (its EOT) only where
-// the file names no eot_token_id.
-constexpr std::string_view kOtherControlTexts[] = {
-    "<|fim_prefix|>",  "<fim-prefix>",    "<fim_prefix>",   "<｜fim▁begin｜>", "<PRE>",
-    "▁<PRE>",          "<|code_prefix|>", "<|fim_suffix|>", "<fim-suffix>",    "<fim_suffix>",
-    "<｜fim▁hole｜>",  "<SUF>",           "▁<SUF>",         "<|code_suffix|>", "<|fim_middle|>",
-    "<fim-middle>",    "<fim_middle>",    "<｜fim▁end｜>",  "<MID>",           "▁<MID>",
-    "<|code_middle|>",
+// The fill-in-the-middle markers, one list per role as llama.cpp's loader has them (Qwen,
+// StarCoder/Granite, DeepSeek, CodeLlama, GLM-4.5). The first one a vocabulary has is its
+// FIM token of that role where the metadata names none (llama.cpp takes whichever its hash
+// map yields first; a real vocabulary has one spelling of each). All are control; the pad,
+// repository and file separators also end generation (a FIM completion ends there).
+constexpr std::string_view kFimPrefixTexts[] = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",    "<｜fim▁begin｜>",
+    "<PRE>",          "▁<PRE>",       "<|code_prefix|>",
 };
+constexpr std::string_view kFimSuffixTexts[] = {
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",    "<｜fim▁hole｜>",
+    "<SUF>",          "▁<SUF>",       "<|code_suffix|>",
+};
+constexpr std::string_view kFimMiddleTexts[] = {
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>",    "<｜fim▁end｜>",
+    "<MID>",          "▁<MID>",       "<|code_middle|>",
+};
+constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"};
+constexpr std::string_view kFimRepoTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>", "<reponame>"};
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
+using TextList = std::span<const std::string_view>;
+constexpr TextList kEndOfGenerationLists[] = {kEndOfGenerationTexts, kFimPadTexts, kFimRepoTexts,
+                                              kFimSepTexts};
+constexpr TextList kOtherControlLists[] = {kFimPrefixTexts, kFimSuffixTexts, kFimMiddleTexts};
+// DeepSeek's end of sentence: control, and the turn's end (llama.cpp's EOT) only where the
+// file names no eot_token_id.
 constexpr std::string_view kEndOfSentenceText = "<｜end▁of▁sentence｜>";
 
 // C's isspace in the "C" locale, which llama.cpp's RSTRIP uses.
@@ -117,19 +113,45 @@ void VocabularyTokenizer::find_marked_tokens(const TokenizerVocab& vocab) {
   };
   for (int32_t id : {eos_id_, vocab.eot_id, vocab.eom_id})
     if (id >= 0 && id < vocab_size()) eog_ids_.push_back(id);
-  for (std::string_view text : kEndOfGenerationTexts)
-    if (const int32_t id = find_token(text); id >= 0) {
-      mark_control(id);
-      eog_ids_.push_back(id);
-    }
-  for (std::string_view text : kOtherControlTexts)
-    if (const int32_t id = find_token(text); id >= 0) mark_control(id);
+  if (vocab.eot_id >= 0 && vocab.eot_id < vocab_size()) eot_id_ = vocab.eot_id;
+  for (TextList texts : kEndOfGenerationLists)
+    for (std::string_view text : texts)
+      if (const int32_t id = find_token(text); id >= 0) {
+        mark_control(id);
+        eog_ids_.push_back(id);
+      }
+  for (TextList texts : kOtherControlLists)
+    for (std::string_view text : texts)
+      if (const int32_t id = find_token(text); id >= 0) mark_control(id);
   if (const int32_t id = find_token(kEndOfSentenceText); id >= 0) {
     mark_control(id);
     if (vocab.eot_id < 0) eog_ids_.push_back(id);
   }
+  find_fim_tokens(vocab.fim);
+  // llama.cpp ends generation at the FIM pad, repository and file separators however they
+  // were found, so a separator the metadata names ends a completion too.
+  for (int32_t id : {fim_.pad, fim_.repo, fim_.file_sep})
+    if (id >= 0) eog_ids_.push_back(id);
   std::sort(eog_ids_.begin(), eog_ids_.end());
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+}
+
+// The FIM ids the metadata named (make_tokenizer dropped any outside the vocabulary), the
+// others by their text; llama.cpp looks a role up by text only where its key is absent.
+void VocabularyTokenizer::find_fim_tokens(const FimTokens& named) {
+  const auto by_text = [&](int32_t id, TextList texts) {
+    for (std::string_view text : texts) {
+      if (id >= 0) break;
+      id = find_token(text);
+    }
+    return id;
+  };
+  fim_.prefix = by_text(named.prefix, kFimPrefixTexts);
+  fim_.suffix = by_text(named.suffix, kFimSuffixTexts);
+  fim_.middle = by_text(named.middle, kFimMiddleTexts);
+  fim_.pad = by_text(named.pad, kFimPadTexts);
+  fim_.repo = by_text(named.repo, kFimRepoTexts);
+  fim_.file_sep = by_text(named.file_sep, kFimSepTexts);
 }
 
 const std::string& VocabularyTokenizer::token_text(int32_t id) const {
@@ -255,7 +277,9 @@ std::unique_ptr<Tokenizer> make_tokenizer(TokenizerVocab vocab) {
       throw gguf::GgufError("tokenizer.ggml." + std::string(key) + " = " + std::to_string(id) +
                             " is outside the vocabulary of " + std::to_string(n) + " tokens");
   // Optional ids some converters get wrong: ignored when out of range, as llama.cpp does.
-  for (int32_t* id : {&vocab.eot_id, &vocab.eom_id, &vocab.pad_id, &vocab.unk_id})
+  for (int32_t* id :
+       {&vocab.eot_id, &vocab.eom_id, &vocab.pad_id, &vocab.unk_id, &vocab.fim.prefix,
+        &vocab.fim.suffix, &vocab.fim.middle, &vocab.fim.pad, &vocab.fim.repo, &vocab.fim.file_sep})
     if (!in_range(*id)) *id = -1;
 
   if (vocab.model == TokenizerModel::kSentencePiece) return make_sentencepiece_tokenizer(vocab);

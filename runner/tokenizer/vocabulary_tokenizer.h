@@ -30,6 +30,7 @@ class VocabularyTokenizer : public Tokenizer {
   int32_t vocab_size() const final { return static_cast<int32_t>(tokens_.size()); }
   int32_t bos_id() const final { return bos_id_; }
   int32_t eos_id() const final { return eos_id_; }
+  int32_t eot_id() const final { return eot_id_; }
   const std::vector<int32_t>& eog_ids() const final { return eog_ids_; }
   bool add_bos() const final { return add_bos_; }
   const std::string& token_text(int32_t id) const final;
@@ -51,6 +52,7 @@ class VocabularyTokenizer : public Tokenizer {
 
  private:
   void find_marked_tokens(const TokenizerVocab& vocab);
+  void find_fim_tokens(const FimTokens& named);
   struct Fragment {
     int32_t token;  // -1 for raw text
     std::string_view text;
@@ -74,6 +76,7 @@ class VocabularyTokenizer : public Tokenizer {
   std::vector<int32_t> eog_ids_;
   int32_t bos_id_;
   int32_t eos_id_;
+  int32_t eot_id_ = -1;  // tokenizer.ggml.eot_token_id, when it names a token
   int32_t unk_id_;
   bool add_bos_;
   bool add_eos_;

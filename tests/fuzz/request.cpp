@@ -1,5 +1,6 @@
 // Fuzzes protocol/'s request parsers with the request body as input: completions, chat,
-// responses, Anthropic's messages (and count_tokens), embeddings, tokenize and detokenize. No
+// responses, Anthropic's messages (and count_tokens), llama-server's /completion and /infill,
+// embeddings, tokenize and detokenize. No
 // exception may escape them (they return ApiError), every error is a 4xx whose JSON body parses,
 // and every accepted request holds the ranges completion_request.h promises. Chat requests are also
 // rendered with every template and checked against a vocabulary size and a context length. Each
@@ -23,6 +24,8 @@
 #include "protocol/embedding_request.h"
 #include "protocol/messages_api_request.h"
 #include "protocol/messages_api_writer.h"
+#include "protocol/native_request.h"
+#include "protocol/native_writer.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
 
@@ -191,6 +194,30 @@ void check_embeddings(std::string_view body) {
   require(answer["data"].size() == request.inputs.size());
 }
 
+// llama-server's /completion and /infill bodies are completions requests (every check
+// above) with the native fields in range; the answer, picked by the request's
+// response_fields, parses.
+void check_native(std::string_view body) {
+  for (bool infill : {false, true}) {
+    auto parsed = tandem::parse_native_request(body, infill);
+    if (const auto* error = std::get_if<ApiError>(&parsed)) {
+      check_error(*error);
+      continue;
+    }
+    const auto& native = std::get<tandem::NativeRequest>(parsed);
+    require(native.infill == infill && native.request.n == 1);
+    require(native.min_indent >= 0 && native.time_limit_ms >= 0);
+    require(!native.request.max_tokens || *native.request.max_tokens >= 0);
+    check_completion(native.request, Endpoint::kCompletions);
+    tandem::NativeWriter writer(tandem::ResponseHeader{}, "p", native.settings,
+                                native.response_fields);
+    const auto answer = nlohmann::json::parse(
+        writer.whole_body("text", {}, tandem::FinishReason::kStop, tandem::Usage{3, 1, 0}, nullptr),
+        nullptr, false);
+    require(answer.is_object());
+  }
+}
+
 void check_tokenize(std::string_view body, bool tokenize, bool detokenize) {
   if (tokenize) {
     auto parsed = tandem::parse_tokenize_request(body);
@@ -224,6 +251,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool responses = names("input");
   if (names("prompt") || !(chat || responses || tokenize || detokenize))
     check_completion(body, Endpoint::kCompletions);
+  if (names("prompt") || names("input_")) check_native(body);
   if (chat) {
     check_completion(body, Endpoint::kChatCompletions);
     check_messages(body);

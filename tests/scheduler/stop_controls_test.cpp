@@ -1,7 +1,9 @@
 // min_tokens, stop_token_ids, include_stop_str_in_output and skip_special_tokens, as the
 // scheduler honours them (the sampler's ban is tested in tests/runner/sampler).
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -48,11 +50,13 @@ struct Outcome {
   int64_t completion_tokens = 0;
 };
 
-Outcome generate(std::function<int32_t(int32_t)> script, GenerationRequest request, bool overlap) {
+Outcome generate(std::function<int32_t(int32_t)> script, GenerationRequest request, bool overlap,
+                 std::function<double()> clock = {}) {
   ByteTokenizer tokenizer;
   Device device(std::make_unique<BanHonouringExecutor>(std::move(script)));
   SchedulerOptions options;
   options.overlap = overlap;
+  options.clock = std::move(clock);
   Scheduler scheduler(device, tokenizer, options);
   auto sink = std::make_shared<RecordingSink>();
   if (request.prompt.empty()) request.prompt.assign(4, 'p');
@@ -166,6 +170,51 @@ TEST(StopControls, MaxTokensZeroPrefillsAndFinishesWithLengthWithoutAToken) {
   const SchedulerMetrics m = scheduler.metrics();
   EXPECT_EQ(m.steps, 3u);  // 16 + 16 + 8 prompt tokens, no decode step
   EXPECT_EQ(m.kv_blocks_used, 0);
+}
+
+// Generated token k (from 1) is text[k - 1], then 'z' past its end.
+std::function<int32_t(int32_t)> spelling(std::string text) {
+  return [text](int32_t position) {
+    const int32_t k = at_token(position);
+    return k <= static_cast<int32_t>(text.size()) ? int32_t{static_cast<unsigned char>(text[k - 1])}
+                                                  : int32_t{'z'};
+  };
+}
+
+TEST(StopControls, IndentLimitCutsTheFirstShortLineAndCountsItsTokens) {
+  for (bool overlap : {true, false}) {
+    GenerationRequest r;
+    r.max_tokens = 40;
+    r.min_indent = 4;
+    const Outcome run = generate(spelling("a\n    b\n  c\nd\n"), r, overlap);
+    EXPECT_EQ(run.text, "a\n    b\n  ") << overlap;
+    EXPECT_EQ(run.reason, FinishReason::kLength) << overlap;
+    EXPECT_EQ(run.completion_tokens, 11) << overlap;  // through the 'c' that decided it
+    r.min_indent = 0;
+    EXPECT_EQ(generate(spelling("a\n    b\n  c\nd\n"), r, overlap).text.substr(0, 14),
+              "a\n    b\n  c\nd\n")
+        << overlap;
+  }
+}
+
+TEST(StopControls, TimeLimitEndsAtTheNextNewlineAfterIt) {
+  for (bool overlap : {true, false}) {
+    // A clock one second further on at every reading: from the second token on, the
+    // generation has run past any limit of a millisecond or more.
+    auto ticking = [] {
+      auto now = std::make_shared<double>(0.0);
+      return [now] { return *now += 1.0; };
+    };
+    GenerationRequest r;
+    r.max_tokens = 20;
+    r.time_limit_ms = 5;
+    const Outcome run = generate(spelling("ab\ncd\nef"), r, overlap, ticking());
+    EXPECT_EQ(run.text, "ab\n") << overlap;
+    EXPECT_EQ(run.reason, FinishReason::kLength) << overlap;
+    r.time_limit_ms = 0;
+    const Outcome untimed = generate(spelling("ab\ncd\nef"), r, overlap, ticking());
+    EXPECT_EQ(untimed.completion_tokens, 20) << overlap;
+  }
 }
 
 }  // namespace

@@ -97,6 +97,24 @@ TEST(StepStaging, PenaltiesLogprobsAndEchoGoToTheHostAndDecodeStepsAreGraphShape
   EXPECT_EQ(s.sample_rows[1].logits_row, 3);
 }
 
+// The fused kernel has no infill step: such a row's logits go to the host Sampler, and a
+// chained successor waits for its token (can_chain_on_device is sampled_on_host's "no").
+TEST(StepStaging, InfillRowsAreSampledOnTheHost) {
+  StepPlan plan;
+  plan.rows.push_back(row({1}, 4, {0}));
+  plan.rows.push_back(row({2}, 9, {1}));
+  plan.rows.back().sampling.infill = true;
+  plan.rows.back().sampling.top_k = 40;
+  StepStaging s;
+  stage_step(plan, false, limits(), s);
+  EXPECT_FALSE(sampled_on_host(plan.rows[0]));
+  EXPECT_TRUE(sampled_on_host(plan.rows[1]));
+  ASSERT_EQ(s.host_rows.size(), 1u);
+  EXPECT_EQ(s.host_rows[0].row, 1u);
+  EXPECT_TRUE(s.host_rows[0].sampling.infill);
+  EXPECT_EQ(s.host_rows[0].position, 10);
+}
+
 TEST(StepStaging, RefusesTokensPositionsAndTablesThatDoNotFit) {
   StepStaging s;
   auto refuses = [&](StepRow r, const char* what) {

@@ -1,0 +1,70 @@
+// The answer of llama-server's own API (/completion, /infill) in its shape: the whole object
+// {index, content, tokens, id_slot, stop, model, tokens_predicted, tokens_evaluated,
+// generation_settings, prompt, has_new_line, truncated, stop_type, stopping_word,
+// tokens_cached, timings}, or streamed as `data: {...}` lines, one per piece of text
+// ({index, content, tokens, stop: false, id_slot, ...}), then the final object with an empty
+// content and stop: true; no [DONE] (llama-server sends none on these routes).
+//
+// stop_type: "eos" (end of generation), "word" (a stop string, in stopping_word), "limit"
+// (n_predict, the context, n_indent or t_max_predict_ms). timings are the server's clock:
+// prompt_ms from the request's acceptance to its first output (queueing included),
+// predicted_ms from there to the end; prompt_n counts the prompt tokens computed, cache_n
+// those the prefix cache held. tokens_cached is the sequence's length at the end (prompt and
+// output), as llama-server's n_past. response_fields keeps only the named paths of the whole
+// object ("timings/prompt_n" names a member of timings), each under its path, as
+// llama-server does.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/single_output_writer.h"
+
+namespace tandem {
+
+class NativeWriter final : public SingleOutputWriter {
+ public:
+  using Json = nlohmann::ordered_json;
+  // prompt: the prompt's text (special tokens shown); settings: generation_settings.
+  NativeWriter(ResponseHeader header, std::string prompt, Json settings,
+               std::vector<std::string> response_fields);
+
+  void output_seen() override;
+  std::string opening_events() override { return {}; }
+  std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
+  std::string reasoning_events(std::string_view text) override;
+  std::string closing_events(std::span<const ToolCallOut> calls, FinishReason finish,
+                             const Usage& usage, std::string_view stop = {}) override;
+  std::string error_events(const ApiError& error) override;
+  std::string whole_body(std::string_view text, std::span<const ToolCallOut> calls,
+                         FinishReason finish, const Usage& usage, const LogprobsPiece* logprobs,
+                         std::string_view reasoning = {}, std::string_view stop = {}) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Json final_object(std::string_view content, FinishReason finish, const Usage& usage,
+                    std::string_view stop) const;
+  Json timings(const Usage& usage) const;
+
+  ResponseHeader header_;
+  std::string prompt_;
+  Json settings_;
+  std::vector<std::string> response_fields_;
+  Clock::time_point accepted_;
+  std::optional<Clock::time_point> first_output_;
+  bool new_line_ = false;  // streamed: a newline was sent
+};
+
+// Keeps the paths of `object` that `paths` names ("a/b": member b of member a), each under
+// its path; a path that names nothing is left out. As llama-server's response_fields.
+nlohmann::ordered_json pick_fields(const nlohmann::ordered_json& object,
+                                   const std::vector<std::string>& paths);
+
+}  // namespace tandem

@@ -1,0 +1,160 @@
+// llama-server's /completion and /infill bodies read as the /v1/completions requests they
+// amount to: llama-server's defaults, n_predict, seed -1, samplers (which filters act, and
+// the orders this server refuses), the infill inputs and the line limits; refusals name the
+// field the client sent.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <variant>
+
+#include "protocol/native_request.h"
+
+namespace tandem::TANDEM_UNITY_ID {
+namespace {
+
+NativeRequest parsed(const std::string& body, bool infill = false) {
+  auto result = parse_native_request(body, infill);
+  if (auto* error = std::get_if<ApiError>(&result)) {
+    ADD_FAILURE() << body << " -> " << error->message;
+    return {};
+  }
+  return std::get<NativeRequest>(std::move(result));
+}
+
+ApiError refused(const std::string& body, bool infill = false) {
+  auto result = parse_native_request(body, infill);
+  if (auto* error = std::get_if<ApiError>(&result)) return *error;
+  ADD_FAILURE() << "accepted: " << body;
+  return {};
+}
+
+TEST(NativeRequest, TakesLlamaServersDefaults) {
+  const NativeRequest r = parsed(R"({"prompt": "def f():"})");
+  EXPECT_EQ(r.request.prompt_text, "def f():");
+  EXPECT_FLOAT_EQ(r.request.sampling.temperature, 0.8f);
+  EXPECT_EQ(r.request.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.request.sampling.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(r.request.sampling.min_p, 0.05f);
+  EXPECT_FALSE(r.request.max_tokens.has_value());  // until EOS or the context
+  EXPECT_FALSE(r.request.seed.has_value());
+  EXPECT_FALSE(r.request.sampling.infill);
+  EXPECT_EQ(r.settings["n_predict"], -1);
+}
+
+TEST(NativeRequest, ReadsNPredictSeedAndTokenPrompts) {
+  NativeRequest r = parsed(R"({"prompt": [1, 2, 3], "n_predict": 7, "seed": 42})");
+  EXPECT_EQ(r.request.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(r.request.max_tokens, 7);
+  EXPECT_EQ(r.request.seed, 42u);
+  // 0 processes the prompt and generates nothing, as llama.vscode warms its cache.
+  EXPECT_EQ(parsed(R"({"prompt": "x", "n_predict": 0})").request.max_tokens, 0);
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "n_predict": -1})").request.max_tokens.has_value());
+  EXPECT_EQ(parsed(R"({"prompt": "x", "max_tokens": 5})").request.max_tokens, 5);
+  EXPECT_EQ(parsed(R"({"prompt": "x", "max_tokens": 5, "n_predict": 9})").request.max_tokens, 9);
+  // -1 and LLAMA_DEFAULT_SEED are llama-server's "draw one".
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "seed": -1})").request.seed.has_value());
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "seed": 4294967295})").request.seed.has_value());
+}
+
+TEST(NativeRequest, SamplersTurnOffWhatTheyLeaveOut) {
+  // llama.vscode's FIM request: no temperature sampler, so none is applied (T = 1).
+  const NativeRequest r = parsed(
+      R"({"input_prefix": "a", "samplers": ["top_k", "top_p", "infill"], "top_k": 40,
+          "top_p": 0.99, "temperature": 0.2})",
+      true);
+  EXPECT_TRUE(r.request.sampling.infill);
+  EXPECT_FLOAT_EQ(r.request.sampling.temperature, 1.0f);
+  EXPECT_EQ(r.request.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.request.sampling.top_p, 0.99f);
+  EXPECT_FLOAT_EQ(r.request.sampling.min_p, 0.0f);
+  // An empty chain: plain sampling at T = 1, no filter.
+  const NativeRequest plain = parsed(R"({"prompt": "x", "samplers": []})");
+  EXPECT_FLOAT_EQ(plain.request.sampling.temperature, 1.0f);
+  EXPECT_EQ(plain.request.sampling.top_k, 0);
+  EXPECT_FLOAT_EQ(plain.request.sampling.top_p, 1.0f);
+  EXPECT_FALSE(plain.request.sampling.infill);
+  // llama.cpp's letters.
+  const NativeRequest letters = parsed(R"({"prompt": "x", "samplers": "kti", "temperature": 0.5})");
+  EXPECT_TRUE(letters.request.sampling.infill);
+  EXPECT_FLOAT_EQ(letters.request.sampling.temperature, 0.5f);
+  EXPECT_EQ(letters.request.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(letters.request.sampling.min_p, 0.0f);
+}
+
+TEST(NativeRequest, RefusesAnOrderThisServerCannotApply) {
+  // llama-server's default chain puts temperature last; with top_p acting that differs.
+  ApiError e =
+      refused(R"({"prompt": "x", "samplers": ["top_k", "top_p", "min_p", "temperature"]})");
+  EXPECT_EQ(e.param, "samplers");
+  EXPECT_NE(e.message.find("temperature"), std::string::npos) << e.message;
+  e = refused(R"({"prompt": "x", "samplers": ["infill", "top_k"]})");
+  EXPECT_EQ(e.param, "samplers");
+  // The same order with temperature 1 (it does nothing), or greedy, is accepted; top_k
+  // commutes with temperature and min_p.
+  parsed(R"({"prompt": "x", "samplers": ["top_k", "top_p", "temperature"], "temperature": 1})");
+  parsed(R"({"prompt": "x", "samplers": ["top_p", "temperature"], "temperature": 0})");
+  parsed(R"({"prompt": "x", "samplers": ["top_k", "temperature", "min_p", "top_p"]})");
+  // Filters this server lacks pass at their neutral values, as in llama-server's default list.
+  parsed(R"({"prompt": "x", "samplers": ["penalties", "dry", "top_n_sigma", "top_k", "typ_p",
+             "temperature", "min_p", "top_p", "xtc"]})");
+  EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "mirostat"]})").param, "samplers[1]");
+  EXPECT_EQ(refused(R"({"prompt": "x", "samplers": "kq"})").param, "samplers");
+  EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "top_k"]})").param, "samplers[1]");
+  EXPECT_EQ(refused(R"({"prompt": "x", "samplers": 3})").param, "samplers");
+}
+
+TEST(NativeRequest, ReadsTheInfillInputsAndLineLimits) {
+  const NativeRequest r = parsed(
+      R"({"input_prefix": "def f():\n", "input_suffix": "\nreturn 1", "prompt": "    ",
+          "input_extra": [{"filename": "a.py", "text": "x = 1\n"}, {"text": "y"}],
+          "n_indent": 4, "t_max_predict_ms": 250, "n_predict": 32, "cache_prompt": true,
+          "t_max_prompt_ms": 500, "response_fields": ["content", "timings/prompt_n"]})",
+      true);
+  EXPECT_TRUE(r.infill);
+  EXPECT_EQ(r.infill_text.prefix, "def f():\n");
+  EXPECT_EQ(r.infill_text.suffix, "\nreturn 1");
+  EXPECT_EQ(r.infill_text.prompt, "    ");
+  ASSERT_EQ(r.infill_text.extra.size(), 2u);
+  EXPECT_EQ(r.infill_text.extra[0].first, "a.py");
+  EXPECT_EQ(r.infill_text.extra[1].first, "tmp");  // llama-server's name for none
+  EXPECT_EQ(r.infill_text.extra[1].second, "y");
+  EXPECT_EQ(r.min_indent, 4);
+  EXPECT_DOUBLE_EQ(r.time_limit_ms, 250);
+  EXPECT_EQ(r.request.max_tokens, 32);
+  EXPECT_EQ(r.response_fields, (std::vector<std::string>{"content", "timings/prompt_n"}));
+  // An empty infill (llama.vscode's cache warm-up) is a request too.
+  parsed(R"({"input_prefix": "", "input_suffix": "", "prompt": "", "n_predict": 0,
+             "samplers": [], "t_max_predict_ms": 1})",
+         true);
+}
+
+TEST(NativeRequest, RefusalsNameTheFieldSent) {
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_predict": -2})").param, "n_predict");
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_predict": "many"})").param, "n_predict");
+  EXPECT_EQ(refused(R"({"prompt": "x", "input_prefix": "a"})").param, "input_prefix");
+  EXPECT_EQ(refused(R"({"input_extra": [{"text": 1}]})", true).param, "input_extra[0].text");
+  EXPECT_EQ(refused(R"({"input_extra": "a"})", true).param, "input_extra");
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_indent": -1})").param, "n_indent");
+  EXPECT_EQ(refused(R"({"prompt": "x", "n": 2})").param, "n");
+  EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 2})").param, "logprobs");
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 2})").param, "n_probs");
+  EXPECT_EQ(refused(R"({"prompt": ["a", "b"]})").param, "prompt");
+  EXPECT_EQ(refused(R"({"prompt": "x", "timings_per_token": true})").param, "timings_per_token");
+  EXPECT_EQ(refused(R"({"prompt": "x", "response_fields": [1]})").param, "response_fields[0]");
+  EXPECT_EQ(refused(R"({"n_predict": 3})").param, "prompt");
+  EXPECT_EQ(refused(R"({"prompt": "x", "temperature": -1})").param, "temperature");
+}
+
+TEST(NativeRequest, ReadsLlamaServersLogitBiasPairs) {
+  const NativeRequest r =
+      parsed(R"({"prompt": "x", "logit_bias": [[5, 1.5], [3, false], [9, -1000]]})");
+  const auto& bias = r.request.sampling.logit_bias;
+  ASSERT_EQ(bias.size(), 3u);
+  EXPECT_EQ(bias[0], (std::pair<int32_t, float>{3, -100.0f}));  // false bans it
+  EXPECT_EQ(bias[1], (std::pair<int32_t, float>{5, 1.5f}));
+  EXPECT_EQ(bias[2], (std::pair<int32_t, float>{9, -100.0f}));
+  EXPECT_EQ(refused(R"({"prompt": "x", "logit_bias": [["hello", 1]]})").param, "logit_bias[0]");
+}
+
+}  // namespace
+}  // namespace tandem::TANDEM_UNITY_ID

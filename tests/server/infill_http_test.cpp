@@ -1,0 +1,195 @@
+// llama-server's own API over HTTP: /infill builds llama-server's FIM prompt from the model's
+// FIM tokens and answers as /v1/completions would for that prompt and sampling; /completion
+// answers as /v1/completions does; both in llama-server's shape, streamed or whole; the
+// requests editor plugins send are accepted; a model without FIM tokens is refused.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/test_support.h"
+#include "tests/server/server_test_support.h"
+
+namespace tandem::testing::TANDEM_UNITY_ID {
+namespace {
+
+using json = nlohmann::json;
+
+std::filesystem::path fim_model() {
+  static ScratchDir dir;
+  static const std::filesystem::path path = [] {
+    const auto out = dir.file("fim.gguf");
+    const CommandResult made =
+        run_tandem({"make-model", "--shape", "tiny", "--fim", "--out", out.string()});
+    if (made.exit_code != 0) throw std::runtime_error("make-model --fim failed: " + made.err);
+    return out;
+  }();
+  return path;
+}
+
+ServerProcess& fim_server() {
+  static ServerProcess server(fim_model());
+  return server;
+}
+
+std::vector<int32_t> tokens_of(uint16_t port, const std::string& text, bool special) {
+  const json answer =
+      post_json(port, "/tokenize",
+                json{{"content", text}, {"add_special", false}, {"parse_special", special}});
+  return answer["tokens"].get<std::vector<int32_t>>();
+}
+
+void append(std::vector<int32_t>& to, const std::vector<int32_t>& more) {
+  to.insert(to.end(), more.begin(), more.end());
+}
+
+// llama-server's format_infill, written out for this request: the repository line, each
+// extra chunk after a file separator, then BOS (this vocabulary adds one) and [PRE] prefix
+// prompt [SUF] suffix [MID].
+std::vector<int32_t> expected_prompt(uint16_t port) {
+  auto special = [&](const char* text) { return tokens_of(port, text, true).at(0); };
+  std::vector<int32_t> want = {special("<|repo_name|>")};
+  append(want, tokens_of(port, "myproject\n", false));
+  want.push_back(special("<|file_sep|>"));
+  append(want, tokens_of(port, "util.py\n", false));
+  append(want, tokens_of(port, "def helper():\n    return 2\n", false));
+  want.push_back(special("<|file_sep|>"));
+  append(want, tokens_of(port, "filename\n", false));
+  want.push_back(special("<|bos|>"));  // after the extra context, as llama-server puts it
+  want.push_back(special("<|fim_prefix|>"));
+  append(want, tokens_of(port, "def f(x):\n", false));
+  append(want, tokens_of(port, "    y", true));
+  want.push_back(special("<|fim_suffix|>"));
+  append(want, tokens_of(port, "\n    return y\n", false));
+  want.push_back(special("<|fim_middle|>"));
+  return want;
+}
+
+const json kInfill = {
+    {"input_prefix", "def f(x):\n"},
+    {"input_suffix", "\n    return y\n"},
+    {"input_extra", {{{"filename", "util.py"}, {"text", "def helper():\n    return 2\n"}}}},
+    {"prompt", "    y"},
+    {"n_predict", 12},
+    {"samplers", {"top_k", "top_p"}},
+    {"top_k", 40},
+    {"top_p", 0.99},
+    {"seed", 5},
+    {"cache_prompt", true}};
+
+TEST(InfillHttp, AnswersAsCompletionsWouldForLlamaServersFimPrompt) {
+  const uint16_t port = fim_server().port();
+  const std::vector<int32_t> prompt = expected_prompt(port);
+  const json infill = post_json(port, "/infill", kInfill);
+  EXPECT_EQ(infill["tokens_evaluated"], prompt.size()) << infill.dump();
+  // No temperature in the chain: T = 1; no min_p: off.
+  const json completion = post_json(port, "/v1/completions",
+                                    json{{"prompt", prompt},
+                                         {"max_tokens", 12},
+                                         {"temperature", 1.0},
+                                         {"top_k", 40},
+                                         {"top_p", 0.99},
+                                         {"seed", 5}});
+  EXPECT_EQ(infill["content"], completion["choices"][0]["text"]) << infill.dump();
+  EXPECT_EQ(infill["tokens_predicted"], completion["usage"]["completion_tokens"]);
+  EXPECT_EQ(infill["stop"], true);
+  EXPECT_EQ(infill["generation_settings"]["seed"], 5);
+  EXPECT_EQ(infill["timings"]["predicted_n"], infill["tokens_predicted"]);
+}
+
+TEST(InfillHttp, StreamsTheSameTextAndTheInfillFilterReplaysBySeed) {
+  const uint16_t port = fim_server().port();
+  json body = kInfill;
+  body["samplers"] = {"top_k", "top_p", "infill"};
+  const json whole = post_json(port, "/infill", body);
+  EXPECT_EQ(post_json(port, "/infill", body)["content"], whole["content"]);
+  body["stream"] = true;
+  const HttpResult streamed = fetch(port, "POST", "/infill", body.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::string text;
+  json last;
+  for (const std::string& data : sse_data(streamed.body)) {
+    ASSERT_NE(data, "[DONE]");  // llama-server sends none on its own routes
+    last = json::parse(data);
+    text += last["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, whole["content"]);
+  EXPECT_EQ(last["stop"], true);
+  EXPECT_EQ(last["stop_type"], whole["stop_type"]);
+}
+
+TEST(InfillHttp, AcceptsWhatEditorPluginsSend) {
+  const uint16_t port = fim_server().port();
+  // llama.vscode's cache warm-up: nothing to generate.
+  const json warm = post_json(port, "/infill",
+                              json{{"input_prefix", ""},
+                                   {"input_suffix", ""},
+                                   {"input_extra", json::array()},
+                                   {"prompt", ""},
+                                   {"n_predict", 0},
+                                   {"samplers", json::array()},
+                                   {"cache_prompt", true},
+                                   {"t_max_prompt_ms", 500},
+                                   {"t_max_predict_ms", 1}});
+  EXPECT_EQ(warm["content"], "");
+  EXPECT_EQ(warm["tokens_predicted"], 0);
+  EXPECT_GT(warm["tokens_evaluated"].get<int>(), 0);
+  // llama.vim's completion, with its response_fields.
+  const json picked =
+      post_json(port, "/infill",
+                json{{"input_prefix", "x = "},
+                     {"input_suffix", ""},
+                     {"prompt", ""},
+                     {"n_predict", 4},
+                     {"n_indent", 4},
+                     {"top_k", 40},
+                     {"top_p", 0.9},
+                     {"samplers", {"top_k", "top_p", "infill"}},
+                     {"stream", false},
+                     {"t_max_predict_ms", 500},
+                     {"response_fields", {"content", "timings/prompt_n", "truncated"}}});
+  EXPECT_TRUE(picked.contains("content")) << picked.dump();
+  EXPECT_TRUE(picked.contains("timings/prompt_n")) << picked.dump();
+  EXPECT_EQ(picked["truncated"], false);
+  EXPECT_EQ(picked.size(), 3u) << picked.dump();
+}
+
+TEST(InfillHttp, CompletionAnswersAsCompletionsDoes) {
+  const uint16_t port = fim_server().port();
+  const json native = post_json(
+      port, "/completion", json{{"prompt", "Once upon"}, {"n_predict", 6}, {"temperature", 0}});
+  const json openai =
+      post_json(port, "/v1/completions",
+                json{{"prompt", "Once upon"}, {"max_tokens", 6}, {"temperature", 0}});
+  EXPECT_EQ(native["content"], openai["choices"][0]["text"]);
+  EXPECT_EQ(native["tokens_evaluated"], openai["usage"]["prompt_tokens"]);
+  EXPECT_EQ(native["stop_type"],
+            openai["choices"][0]["finish_reason"] == "length" ? "limit" : "eos");
+  EXPECT_EQ(
+      post_json(port, "/completions",
+                json{{"prompt", "Once upon"}, {"n_predict", 6}, {"temperature", 0}})["content"],
+      native["content"]);
+}
+
+TEST(InfillHttp, RefusesWhatItCannotHonourByName) {
+  const uint16_t fim = fim_server().port();
+  auto refused = [](uint16_t port, const std::string& route, const json& body) {
+    const HttpResult r = fetch(port, "POST", route, body.dump());
+    EXPECT_EQ(r.status, 400) << r.body;
+    return r.json()["error"]["param"];
+  };
+  json body = kInfill;
+  body["samplers"] = {"top_p", "min_p", "temperature"};
+  EXPECT_EQ(refused(fim, "/infill", body), "samplers");
+  EXPECT_EQ(refused(fim, "/infill", json{{"input_prefix", 3}}), "input_prefix");
+  EXPECT_EQ(refused(fim, "/completion", json{{"prompt", "a"}, {"n_predict", -5}}), "n_predict");
+  EXPECT_EQ(refused(fim, "/completion", json{{"prompt", "a"}, {"input_suffix", "b"}}),
+            "input_suffix");
+  // A vocabulary without FIM tokens has no FIM prompt.
+  EXPECT_EQ(refused(shared_server().port(), "/infill", kInfill), "input_prefix");
+}
+
+}  // namespace
+}  // namespace tandem::testing::TANDEM_UNITY_ID
