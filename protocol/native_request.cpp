@@ -28,6 +28,8 @@ constexpr int kDefaultTopK = 40;
 constexpr uint64_t kLlamaDefaultSeed = 0xFFFFFFFFu;
 
 // Read here, in llama-server's terms; everything else goes on to the completion parser.
+// `model` is not read at all: llama-server ignores it, and a proxy's model name (llama-swap)
+// must not turn a plugin's request into a 404.
 const std::set<std::string> kNativeFields = {"prompt",
                                              "n_predict",
                                              "max_tokens",
@@ -48,7 +50,8 @@ const std::set<std::string> kNativeFields = {"prompt",
                                              "echo",
                                              "logprobs",
                                              "stream_options",
-                                             "suffix"};
+                                             "suffix",
+                                             "model"};
 
 // The output limit: n_predict, else max_tokens (-1: none). nullopt: until EOS or the context.
 std::optional<int32_t> read_limit(const Json& body, ParamRenames& renames) {
@@ -66,7 +69,13 @@ std::optional<int32_t> read_limit(const Json& body, ParamRenames& renames) {
 // llama-server's logit_bias as a list of [token id, bias or false] pairs (false bans the
 // token), or OpenAI's object; the completion parser reads the object.
 Json read_logit_bias(const Json& value) {
-  if (value.is_object()) return value;
+  if (value.is_object()) {
+    Json object = value;
+    for (auto& [id, bias] : object.items()) {
+      if (bias.is_boolean() && !bias.get<bool>()) bias = -100;  // a ban, as in the pairs
+    }
+    return object;
+  }
   const Json& pairs = require_array(value, "logit_bias");
   Json object = Json::object();
   for (size_t i = 0; i < pairs.size(); ++i) {
@@ -106,8 +115,8 @@ void read_infill_inputs(const Json& body, NativeRequest& out) {
     if (const Json* name = find_field(chunk, "filename"))
       filename = read_string(*name, param + ".filename");
     const Json* chunk_text = find_field(chunk, "text");
-    text.extra.emplace_back(std::move(filename),
-                            chunk_text ? read_string(*chunk_text, param + ".text") : std::string());
+    if (chunk_text == nullptr) reject("'" + param + ".text' is required.", param + ".text");
+    text.extra.emplace_back(std::move(filename), read_string(*chunk_text, param + ".text"));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "protocol/native_writer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "protocol/api_error.h"
@@ -64,26 +65,28 @@ Json NativeWriter::timings(const Usage& usage) const {
 
 Json NativeWriter::final_object(std::string_view content, FinishReason finish, const Usage& usage,
                                 std::string_view stop) const {
-  return Json{{"index", 0},
-              {"content", content},
-              {"tokens", Json::array()},
-              {"id_slot", -1},
-              {"stop", true},
-              {"model", header_.model},
-              {"tokens_predicted", usage.completion_tokens},
-              {"tokens_evaluated", usage.prompt_tokens},
-              {"generation_settings", settings_},
-              {"prompt", prompt_},
-              {"has_new_line", new_line_ || content.find('\n') != std::string_view::npos},
-              {"truncated", false},
-              {"stop_type", stop_type_of(finish, stop)},
-              {"stopping_word", finish == FinishReason::kLength ? std::string_view() : stop},
-              {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
-              {"timings", timings(usage)},
-              // tandem's additions, as on its other endpoints: what replays the answer.
-              {"id", header_.id},
-              {"seed", header_.seed},
-              {"system_fingerprint", header_.system_fingerprint}};
+  return Json{
+      {"index", 0},
+      {"content", content},
+      {"tokens", Json::array()},
+      {"id_slot", -1},
+      {"stop", true},
+      {"model", header_.model},
+      {"tokens_predicted", usage.completion_tokens},
+      {"tokens_evaluated", usage.prompt_tokens},
+      {"generation_settings", settings_},
+      {"prompt", prompt_},
+      {"has_new_line", new_line_ || content.find('\n') != std::string_view::npos},
+      {"truncated", false},
+      {"stop_type", stop_type_of(finish, stop)},
+      {"stopping_word", finish == FinishReason::kLength ? std::string_view() : stop},
+      // llama-server's n_past: the last token was sampled, never fed.
+      {"tokens_cached", usage.prompt_tokens + std::max<int64_t>(0, usage.completion_tokens - 1)},
+      {"timings", timings(usage)},
+      // tandem's additions, as on its other endpoints: what replays the answer.
+      {"id", header_.id},
+      {"seed", header_.seed},
+      {"system_fingerprint", header_.system_fingerprint}};
 }
 
 std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece*) {

@@ -56,6 +56,16 @@ bool string_map(const Json& value, const Json&, const std::string& name) {
   }
   return true;
 }
+// Accepted at any value of the right type; a value of another type is refused.
+bool any_bool(const Json& value, const Json&, const std::string& name) {
+  read_bool(value, name);
+  return true;
+}
+bool any_integer(const Json& value, const Json&, const std::string& name) {
+  read_integer(value, name, std::numeric_limits<int64_t>::min(),
+               std::numeric_limits<int64_t>::max());
+  return true;
+}
 bool is_none(const Json& value, const Json&, const std::string&) { return value == "none"; }
 bool is_medium(const Json& value, const Json&, const std::string&) { return value == "medium"; }
 bool standard_tier(const Json& value, const Json&, const std::string&) {
@@ -214,8 +224,8 @@ const UnsupportedField kFields[] = {
     {"return_tokens", Where::kBoth, is_false, "set to true is not supported by this server."},
     // Prompt caching and slots are how llama-server reuses a prefix; this server's prefix
     // cache does so for every request, and by its law a hit changes no output.
-    {"cache_prompt", Where::kBoth, always, ""},
-    {"id_slot", Where::kBoth, always, ""},
+    {"cache_prompt", Where::kBoth, any_bool, ""},
+    {"id_slot", Where::kBoth, any_integer, ""},
     {"image_data", Where::kBoth, is_empty, kNoMedia},
     {"multimodal_data", Where::kBoth, is_empty, kNoMedia},
 };

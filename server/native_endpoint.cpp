@@ -20,6 +20,12 @@ namespace {
 // most half the context here, so that a small context keeps room for input_extra (with the
 // batch as large as the context, llama-server keeps none of it).
 constexpr int32_t kInfillBatch = 2048;
+// The server's n_predict in that formula (the extra context gets what the batch and twice
+// this leave): llama-server's default, -1, leaves nothing for the output and lets the prompt
+// pass the context by a few tokens, which tandem would refuse; this keeps 126 tokens free.
+// A server setting, not the request's n_predict, so that a plugin's warm-up (n_predict 0)
+// builds the same prompt as the completion after it and the prefix cache serves it.
+constexpr int32_t kInfillPredict = 64;
 
 }  // namespace
 
@@ -32,9 +38,7 @@ Endpoints::Result Endpoints::native(const ApiRequest& api, bool infill) {
     const InfillText& text = native.infill_text;
     InfillInputs inputs{text.prefix, text.suffix, text.prompt, {}};
     for (const auto& [filename, chunk] : text.extra) inputs.extra.push_back({filename, chunk});
-    // predict is the server's n_predict (-1: none), not the request's, as llama-server
-    // passes its own setting.
-    const InfillBudget budget{std::min(kInfillBatch, model_.context_length / 2), -1,
+    const InfillBudget budget{std::min(kInfillBatch, model_.context_length / 2), kInfillPredict,
                               model_.context_length};
     auto tokens = infill_prompt(tokenizer_, inputs, budget);
     if (!tokens) {

@@ -143,6 +143,9 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   EXPECT_EQ(refused(R"({"prompt": "x", "response_fields": [1]})").param, "response_fields[0]");
   EXPECT_EQ(refused(R"({"n_predict": 3})").param, "prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "temperature": -1})").param, "temperature");
+  EXPECT_EQ(refused(R"({"input_extra": [{"filename": "a"}]})", true).param, "input_extra[0].text");
+  EXPECT_EQ(refused(R"({"prompt": "x", "cache_prompt": "yes"})").param, "cache_prompt");
+  EXPECT_EQ(refused(R"({"prompt": "x", "id_slot": "a"})").param, "id_slot");
 }
 
 TEST(NativeRequest, ReadsLlamaServersLogitBiasPairs) {
@@ -154,6 +157,15 @@ TEST(NativeRequest, ReadsLlamaServersLogitBiasPairs) {
   EXPECT_EQ(bias[1], (std::pair<int32_t, float>{5, 1.5f}));
   EXPECT_EQ(bias[2], (std::pair<int32_t, float>{9, -100.0f}));
   EXPECT_EQ(refused(R"({"prompt": "x", "logit_bias": [["hello", 1]]})").param, "logit_bias[0]");
+  // The object form takes false as a ban too.
+  const NativeRequest object = parsed(R"({"prompt": "x", "logit_bias": {"4": false, "6": 2}})");
+  EXPECT_EQ(object.request.sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{4, -100.0f}, {6, 2.0f}}));
+}
+
+TEST(NativeRequest, IgnoresTheModelAsLlamaServerDoes) {
+  // A proxy's model name (llama-swap) must not turn a plugin's request into a 404.
+  EXPECT_EQ(parsed(R"({"prompt": "x", "model": "qwen-coder"})").request.model, "");
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ TEST(NativeWriter, WholeObjectHasLlamaServersFields) {
   EXPECT_EQ(body["stopping_word"], "");
   EXPECT_EQ(body["tokens_predicted"], 4);
   EXPECT_EQ(body["tokens_evaluated"], 10);
-  EXPECT_EQ(body["tokens_cached"], 14);
+  EXPECT_EQ(body["tokens_cached"], 13);  // the last token was never fed
   EXPECT_EQ(body["has_new_line"], true);
   EXPECT_EQ(body["truncated"], false);
   EXPECT_EQ(body["prompt"], "<|fim_prefix|>a");

@@ -156,6 +156,26 @@ TEST(InfillHttp, AcceptsWhatEditorPluginsSend) {
   EXPECT_EQ(picked.size(), 3u) << picked.dump();
 }
 
+// Inputs far past the context are cut as llama-server cuts them (the prefix keeps its end,
+// the suffix its start, the extra context its end), leaving room to generate.
+TEST(InfillHttp, LongInputsAreCutToFitTheContext) {
+  const uint16_t port = fim_server().port();
+  const json answer =
+      post_json(port, "/infill",
+                json{{"input_prefix", std::string(50000, 'P') + "END"},
+                     {"input_suffix", "START" + std::string(50000, 'S')},
+                     {"input_extra", {{{"filename", "x.py"}, {"text", std::string(100000, 'x')}}}},
+                     {"n_predict", 16},
+                     {"model", "some-proxy-name"},
+                     {"temperature", 0}});
+  const int evaluated = answer["tokens_evaluated"].get<int>();
+  EXPECT_LE(evaluated, 512 - 126) << answer.dump();
+  EXPECT_EQ(answer["tokens_predicted"], 16);
+  const std::string prompt = answer["prompt"].get<std::string>();
+  EXPECT_NE(prompt.find("PEND<|fim_suffix|>START"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("xx<|file_sep|>filename\n"), std::string::npos) << prompt;
+}
+
 TEST(InfillHttp, CompletionAnswersAsCompletionsDoes) {
   const uint16_t port = fim_server().port();
   const json native = post_json(
