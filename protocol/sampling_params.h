@@ -46,6 +46,16 @@ struct SamplingParams {
   // (runner/sampler/sampler.h, step 5). Ignored when temperature is 0 (greedy).
   bool infill = false;
 
+  // llama.cpp's chain orders (llama-server's `samplers`), where they differ from vLLM's
+  // (temperature, then min_p, top_k, top_p over what is left):
+  // - temperature_last: min_p, top_k and top_p choose the kept set from the raw logits (as
+  //   at temperature 1); the temperature applies only to the draw among the kept tokens.
+  // - min_p_last: min_p applies after top_p (keeping, of top_p's tokens, those with
+  //   p >= min_p * p_max), not before top_k and top_p.
+  // llama-server's default chain (top_k, top_p, min_p, temperature) sets both.
+  bool temperature_last = false;
+  bool min_p_last = false;
+
   bool has_output_penalties() const {
     return frequency_penalty != 0.0f || presence_penalty != 0.0f || repetition_penalty != 1.0f;
   }

@@ -1,8 +1,6 @@
 #include "runner/sampler/infill.h"
 
 #include <algorithm>
-#include <cfloat>
-#include <limits>
 #include <string_view>
 
 #include "runner/sampler/kernels.h"
@@ -10,7 +8,6 @@
 namespace tandem::sampler_infill {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // llama.cpp's constants: the end wins when kEogWeight * p_eog * n_kept > p_txt; a text token
 // stays when its merged mass reaches kKeepMass.
 constexpr float kEogWeight = 3.0f;
@@ -127,29 +124,21 @@ std::span<const Token> apply(const Vocab& vocab, Scratch& scratch) {
 
 int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& kernels,
              uint64_t seed, int64_t position, Scratch& scratch) {
-  if (survivors.empty()) return -1;
-  if (survivors.size() == 1) return survivors[0].id;
-  const auto n = survivors.size();
-  scratch.ids.resize(n);
-  scratch.noise.resize(n);
-  for (size_t i = 0; i < n; ++i) scratch.ids[i] = survivors[i].id;
-  kernels.noise(seed, position, scratch.ids.data(), static_cast<int32_t>(n), scratch.noise.data());
-  float best = kNegInf;
-  int32_t token = -1;
-  for (size_t i = 0; i < n; ++i) {
-    // log_approx wants a normal float. A survivor below FLT_MIN (or merged away, p = 0)
-    // cannot win: another holds at least 1/n of the mass, so its score is above
-    // log(1/n) - 2.8 (the smallest noise) > -15, and this one's is below -87.3 + 16.7.
-    const float p = survivors[i].p;
-    if (!(p >= FLT_MIN)) continue;
-    const float v = sampler_kernels::log_approx(p) + scratch.noise[i];
-    const int32_t id = survivors[i].id;
-    if (v > best || (v == best && id < token)) {
-      best = v;
-      token = id;
-    }
+  // llama.cpp's dist draws from the softmax of the survivors' logits: the merged masses
+  // decided who survives, not how likely each is. A token merged away cannot be drawn.
+  scratch.ids.clear();
+  scratch.zs.clear();
+  for (const Token& t : survivors) {
+    if (t.gone) continue;
+    scratch.ids.push_back(t.id);
+    scratch.zs.push_back(t.z);
   }
-  return token >= 0 ? token : survivors[0].id;
+  if (scratch.ids.empty()) return -1;
+  if (scratch.ids.size() == 1) return scratch.ids[0];
+  const int32_t at =
+      kernels.gumbel_argmax_at(scratch.zs.data(), scratch.ids.data(),
+                               static_cast<int32_t>(scratch.ids.size()), seed, position);
+  return at >= 0 ? scratch.ids[static_cast<size_t>(at)] : -1;
 }
 
 }  // namespace tandem::sampler_infill

@@ -46,8 +46,8 @@ struct Scratch {
   std::vector<uint32_t> by_piece;     // ranks with a non-empty piece, sorted by piece
   std::vector<uint32_t> piece_index;  // rank -> its index in by_piece
   std::vector<uint32_t> group;        // the ranks whose piece extends one token's
-  std::vector<int32_t> ids;           // the survivors' ids, for the noise
-  std::vector<float> noise;
+  std::vector<int32_t> ids;           // the survivors' ids and tempered logits, for the draw
+  std::vector<float> zs;
 };
 
 // Steps 1-4 over scratch.tokens (the kept set: ids distinct, z finite, in any order; each
@@ -56,9 +56,10 @@ struct Scratch {
 // end-of-generation token that was merged away); a span into scratch.tokens.
 std::span<const Token> apply(const Vocab& vocab, Scratch& scratch);
 
-// The survivors' draw: the id maximizing log p + gumbel_noise(seed, position, id), ties to
-// the lowest id, the noise the sampler's plain path gives that id there; a single survivor
-// is returned without noise.
+// The survivors' draw, as llama.cpp's dist draws after the infill step: from the softmax of
+// their tempered logits (not of the merged masses), by the Gumbel-max of the plain path
+// (the same noise for an id at a position); merged-away tokens are never drawn; a single
+// survivor is returned without noise.
 int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& kernels,
              uint64_t seed, int64_t position, Scratch& scratch);
 

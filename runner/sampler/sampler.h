@@ -57,9 +57,10 @@
 //       tokens not merged away stay instead, renormalized, and the draw below picks one.
 //     - Else renormalize; with n text tokens left, text tokens with p < 1 / (n + 1) go;
 //       renormalize again.
-//     token = argmax over what is left of (log p_i + g_i), ties to the lowest id, with g_i
-//     step 4's noise for id i at this position (log: the sampler's float log); a single
-//     token is returned without noise. Greedy rows and +inf logits never get here.
+//     The draw is llama.cpp's dist after the step: the softmax of the z of what is left
+//     (not of the masses above, which only decide what is left), by step 4's Gumbel-max:
+//     token = argmax of (z_i + g_i) over the tokens not merged away, ties to the lowest id;
+//     a single token is returned without noise. Greedy rows and +inf logits never get here.
 // Edge cases: a +inf z beats everything (the lowest id among the +inf ones is returned). If
 // every token is banned, -inf or NaN, the sampler falls back to the argmax of the raw
 // (unbiased, unbanned) logits, ignoring NaN; if those are all -inf or NaN, it returns 0.

@@ -35,7 +35,9 @@ struct InfillVocab {
 
 struct InfillSurvivor {
   int32_t id;
-  float p;
+  float p;              // the step's probability (merged masses included)
+  float z = 0;          // the tempered logit, which the draw reads
+  bool merged = false;  // merged into another token: never drawn
 };
 
 // The tokens left for the draw, in rank order, with their probabilities.
@@ -48,13 +50,14 @@ inline std::vector<InfillSurvivor> reference_infill(std::span<const float> logit
     int32_t id;
     float p;
     bool removed;
+    float z;
   };
   std::vector<Entry> cur;
   float sum = 0.0f;
   for (int32_t id : kept) {
     const float e = sampler_kernels::exp_shifted(z[id] - z[kept.front()]);
     sum += e;
-    cur.push_back({id, e, false});
+    cur.push_back({id, e, false, z[id]});
   }
   for (Entry& t : cur) t.p /= sum;
 
@@ -73,7 +76,7 @@ inline std::vector<InfillSurvivor> reference_infill(std::span<const float> logit
   };
   const auto survivors = [&] {
     std::vector<InfillSurvivor> out;
-    for (const Entry& t : cur) out.push_back({t.id, t.p});
+    for (const Entry& t : cur) out.push_back({t.id, t.p, t.z, t.removed});
     return out;
   };
 
@@ -124,16 +127,17 @@ inline std::vector<InfillSurvivor> reference_infill(std::span<const float> logit
   return survivors();
 }
 
-// The contract's draw over the survivors: argmax of log p + the plain path's noise for the id.
+// The contract's draw over the survivors, llama.cpp's dist after the step: the softmax of
+// their tempered logits, by Gumbel-max: argmax of z + the plain path's noise for the id,
+// merged-away tokens left out.
 inline int32_t reference_infill_token(const std::vector<InfillSurvivor>& survivors, uint64_t seed,
                                       int64_t position) {
   if (survivors.size() == 1) return survivors[0].id;
   float best = -std::numeric_limits<float>::infinity();
   int32_t token = -1;
   for (const InfillSurvivor& s : survivors) {
-    if (!(s.p >= FLT_MIN)) continue;  // cannot win (infill.cpp's draw), and log wants normals
-    const float v =
-        sampler_kernels::log_approx(s.p) + sampler_kernels::gumbel_noise(seed, position, s.id);
+    if (s.merged) continue;
+    const float v = s.z + sampler_kernels::gumbel_noise(seed, position, s.id);
     if (v > best || (v == best && s.id < token)) {
       best = v;
       token = s.id;
