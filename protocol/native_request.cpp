@@ -176,7 +176,7 @@ void read_line_limits(const Json& body, NativeRequest& out) {
 }
 
 // The /v1/completions body the native one amounts to.
-Json completion_body(const Json& body, bool infill, NativeRequest& out) {
+Json completion_body(const Json& body, bool infill, request_fields::SamplerChain& chain) {
   Json completion = Json::object();
   for (const auto& [name, value] : body.items()) {
     if (!kNativeFields.contains(name)) completion[name] = value;
@@ -205,7 +205,7 @@ Json completion_body(const Json& body, bool infill, NativeRequest& out) {
   if (!completion.contains("top_k")) completion["top_k"] = kDefaultTopK;
   if (!completion.contains("top_p")) completion["top_p"] = kDefaultTopP;
   if (!completion.contains("min_p")) completion["min_p"] = kDefaultMinP;
-  out.request.sampling.infill = request_fields::apply_sampler_chain(body, completion);
+  chain = request_fields::apply_sampler_chain(body, completion);
   return completion;
 }
 
@@ -241,19 +241,18 @@ std::variant<NativeRequest, ApiError> parse_native_request(std::string_view text
     const std::optional<int32_t> limit = read_limit(body, out.renames);
     if (infill) read_infill_inputs(body, out);
     read_line_limits(body, out);
-    const bool infill_filter = [&] {
-      Json completion = completion_body(body, infill, out);
-      // min_tokens is checked against it; 0 (nothing generated) is set after.
-      completion["max_tokens"] = limit && *limit > 0 ? *limit : kMaxTokensLimit;
-      const bool filter = out.request.sampling.infill;
-      auto read = parse_completion_request(completion.dump(), Endpoint::kCompletions);
-      if (auto* error = std::get_if<ApiError>(&read)) {
-        throw request_fields::RequestRejected{renamed_params(std::move(*error), out.renames)};
-      }
-      out.request = std::move(std::get<CompletionRequest>(read));
-      return filter;
-    }();
-    out.request.sampling.infill = infill_filter;
+    request_fields::SamplerChain chain;
+    Json completion = completion_body(body, infill, chain);
+    // min_tokens is checked against it; 0 (nothing generated) is set after.
+    completion["max_tokens"] = limit && *limit > 0 ? *limit : kMaxTokensLimit;
+    auto read = parse_completion_request(completion.dump(), Endpoint::kCompletions);
+    if (auto* error = std::get_if<ApiError>(&read)) {
+      return renamed_params(std::move(*error), out.renames);
+    }
+    out.request = std::move(std::get<CompletionRequest>(read));
+    out.request.sampling.infill = chain.infill;
+    out.request.sampling.temperature_last = chain.temperature_last;
+    out.request.sampling.min_p_last = chain.min_p_last;
     out.request.max_tokens = limit;
     out.settings = settings_of(out, body);
     return out;

@@ -7,9 +7,10 @@
 //   where n_predict is absent, as llama-server reads it;
 // - the sampling fields default to llama-server's values (temperature 0.8, top_k 40,
 //   top_p 0.95, min_p 0.05); a `seed` of -1 is "draw one", as llama-server's default;
-// - `samplers` (names or llama.cpp's letters) names the filters that apply: one it leaves out
-//   is off (temperature left out is 1), `infill` turns on llama.cpp's infill filter, and an
-//   order this server cannot apply is refused by name (native_samplers.cpp);
+// - `samplers` (names or llama.cpp's letters; absent: llama-server's default chain) names
+//   the filters that apply, in their order: one it leaves out is off (temperature left out
+//   is 1), `infill` turns on llama.cpp's infill filter, and an order the sampler has no form
+//   for is refused by name (native_samplers.cpp);
 // - /infill: `input_prefix`, `input_suffix`, `input_extra` ([{filename, text}]) and
 //   `prompt` (text after the prefix, before the hole) become the FIM prompt, which the
 //   server builds from the model's FIM tokens; `n_indent` and `t_max_predict_ms` are

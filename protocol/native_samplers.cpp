@@ -1,6 +1,7 @@
 #include "protocol/native_samplers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -154,42 +155,61 @@ bool acts(Stage stage, const Json& completion) {
   }
 }
 
-bool commute(Stage a, Stage b) {
-  auto pair = [&](Stage x, Stage y) { return (a == x && b == y) || (a == y && b == x); };
-  return pair(Stage::kTopK, Stage::kTemperature) || pair(Stage::kTopK, Stage::kMinP);
-}
-
 }  // namespace
 
-bool apply_sampler_chain(const Json& native, Json& completion) {
+void refuse_order(const std::string& why) {
+  reject("'samplers' " + why +
+             ", which this server cannot apply (it applies penalties first, top_k before "
+             "top_p, infill after the filters, and the temperature before or after all of "
+             "top_p and infill). Reorder them, or leave one out.",
+         "samplers");
+}
+
+SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
+  SamplerChain out;
+  // llama-server's default chain (common_params_sampling's samplers), where none is sent.
+  static const Json kDefaultChain = "edskypmxt";
   const Json* value = find_field(native, "samplers");
-  if (value == nullptr) return false;
+  if (value == nullptr) value = &kDefaultChain;
   const std::vector<Stage> chain = read_chain(*value);
   auto named = [&](Stage s) { return std::find(chain.begin(), chain.end(), s) != chain.end(); };
   for (Stage stage : {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK,
                       Stage::kTopP, Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma}) {
     if (!named(stage)) turn_off(stage, completion);
   }
+  out.infill = named(Stage::kInfill);
   // Greedy keeps the top token whatever the filters around it do.
-  if (number_or(completion, "temperature", 1.0) <= 0.0) return named(Stage::kInfill);
-  std::vector<Stage> acting;
-  for (Stage stage : chain) {
-    if (acts(stage, completion)) acting.push_back(stage);
+  if (number_or(completion, "temperature", 1.0) <= 0.0) return out;
+  // Where each acting stage stands in the chain (-1: it does not act).
+  const auto at = [&](Stage s) {
+    const auto found = std::find(chain.begin(), chain.end(), s);
+    return found == chain.end() || !acts(s, completion) ? -1
+                                                        : static_cast<int>(found - chain.begin());
+  };
+  const int pen = at(Stage::kPenalties), t = at(Stage::kTemperature), m = at(Stage::kMinP),
+            k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill);
+  for (int other : {t, m, k, p, inf}) {
+    if (pen >= 0 && other >= 0 && other < pen) refuse_order("applies the penalties after a filter");
   }
-  for (size_t i = 0; i < acting.size(); ++i) {
-    for (size_t j = i + 1; j < acting.size(); ++j) {
-      const Stage a = acting[i], b = acting[j];
-      const bool same_place =
-          (a == Stage::kTopK && b == Stage::kMinP) || (a == Stage::kMinP && b == Stage::kTopK);
-      if (same_place || commute(a, b) || a < b) continue;
-      reject("'samplers' applies " + std::string(stage_name(a)) + " before " + stage_name(b) +
-                 "; this server applies " + stage_name(b) +
-                 " first (its order: penalties, temperature, min_p and top_k, top_p, infill). "
-                 "Reorder them, or leave one out.",
-             "samplers");
-    }
+  if (k >= 0 && p >= 0 && p < k) refuse_order("applies top_p before top_k");
+  for (int filter : {k, p, m}) {
+    if (inf >= 0 && filter > inf) refuse_order("applies a filter after infill");
   }
-  return named(Stage::kInfill);
+  out.min_p_last = m >= 0 && p >= 0 && m > p;
+  if (t < 0) return out;
+  // top_p (and infill) read the logits as the temperature left them: before it, the raw ones.
+  if (p >= 0 && inf >= 0 && (t > p) != (t > inf)) {
+    refuse_order("puts the temperature between top_p and infill");
+  }
+  out.temperature_last = p >= 0 ? t > p : inf >= 0 && t > inf;
+  // min_p reads them either way: p >= m * p_max on the raw logits is p >= m^(1/T) * p_max
+  // on the tempered ones, exactly, so its place is a change of its value.
+  if (m >= 0 && (m < t) != out.temperature_last) {
+    const double temperature = number_or(completion, "temperature", 1.0);
+    const double min_p = number_or(completion, "min_p", 0.0);
+    completion["min_p"] = std::pow(min_p, out.temperature_last ? temperature : 1.0 / temperature);
+  }
+  return out;
 }
 
 }  // namespace tandem::request_fields

@@ -8,14 +8,23 @@
 
 namespace tandem::request_fields {
 
-// Reads native's `samplers` (absent: nothing changes) against the sampling fields already
+// What a chain asks of SamplingParams beyond the fields (native_request.h sets them).
+struct SamplerChain {
+  bool infill = false;            // llama.cpp's infill filter
+  bool temperature_last = false;  // top_p and infill read the raw logits (SamplingParams)
+  bool min_p_last = false;        // min_p cuts what top_p kept
+};
+
+// Reads native's `samplers` (absent: llama-server's default chain, "edskypmxt") against the sampling fields already
 // set in completion, the /v1/completions body being built: a filter the chain leaves out is
 // turned off there (temperature left out is 1, penalties left out are neutral), and the
 // fields of filters this server lacks (dry, typ_p, xtc, top_n_sigma) are dropped when the
-// chain leaves those out, since llama-server then ignores them too. The filters that act
-// must come in an order this server applies them in (penalties, temperature, min_p and
-// top_k, top_p, infill; top_k commutes with temperature and min_p), else a 400 names
-// `samplers`. Returns whether the chain holds llama.cpp's infill filter.
-bool apply_sampler_chain(const Json& native, Json& completion);
+// chain leaves those out, since llama-server then ignores them too. The order of the
+// filters that act becomes SamplerChain's flags: the temperature before top_p (vLLM's
+// order) or after it and infill (llama.cpp's default), min_p before top_k and top_p or
+// after top_p (min_p's place relative to the temperature changes its value, exactly). An
+// order the sampler has no form for (penalties after a filter, top_p before top_k, a filter
+// after infill, the temperature between top_p and infill) is a 400 naming `samplers`.
+SamplerChain apply_sampler_chain(const Json& native, Json& completion);
 
 }  // namespace tandem::request_fields

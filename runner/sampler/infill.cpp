@@ -123,7 +123,7 @@ std::span<const Token> apply(const Vocab& vocab, Scratch& scratch) {
 }
 
 int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& kernels,
-             uint64_t seed, int64_t position, Scratch& scratch) {
+             uint64_t seed, int64_t position, Scratch& scratch, float scale) {
   // llama.cpp's dist draws from the softmax of the survivors' logits: the merged masses
   // decided who survives, not how likely each is. A token merged away cannot be drawn.
   scratch.ids.clear();
@@ -131,7 +131,7 @@ int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& k
   for (const Token& t : survivors) {
     if (t.gone) continue;
     scratch.ids.push_back(t.id);
-    scratch.zs.push_back(t.z);
+    scratch.zs.push_back(scale == 1.0f ? t.z : t.z * scale);
   }
   if (scratch.ids.empty()) return -1;
   if (scratch.ids.size() == 1) return scratch.ids[0];

@@ -60,7 +60,8 @@ std::span<const Token> apply(const Vocab& vocab, Scratch& scratch);
 // their tempered logits (not of the merged masses), by the Gumbel-max of the plain path
 // (the same noise for an id at a position); merged-away tokens are never drawn; a single
 // survivor is returned without noise.
+// scale: 1/T where the temperature applies only to the draw (temperature_last), else 1.
 int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& kernels,
-             uint64_t seed, int64_t position, Scratch& scratch);
+             uint64_t seed, int64_t position, Scratch& scratch, float scale = 1.0f);
 
 }  // namespace tandem::sampler_infill

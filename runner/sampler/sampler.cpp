@@ -187,8 +187,11 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
   if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) {
     token = known ? raw_top : kernels_->argmax(logits.data(), n);
   } else {
+    // temperature_last: the filters read the raw logits; the draw alone is tempered.
+    const bool late = params.temperature_last && filters_act(params, n) && inv_t != 1.0f;
+    const float scale = late ? 1.0f : inv_t;
     // scale_max's answer when inv_t is 1 (the row is untouched): the max, -0 made +0.
-    const float z_max = !known         ? kernels_->scale_max(logits.data(), n, inv_t)
+    const float z_max = !known         ? kernels_->scale_max(logits.data(), n, scale)
                         : raw_top >= 0 ? logits[raw_top] + 0.0f
                                        : kNegInf;
     if (z_max == kPosInf) {
@@ -196,7 +199,7 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
     } else if (z_max == kNegInf) {
       token = -1;
     } else {
-      token = sample_filtered(logits, params, position, z_max, raw_top);
+      token = sample_filtered(logits, params, position, z_max, raw_top, late ? inv_t : 1.0f);
     }
   }
   return token >= 0 ? token : fallback(logits, allowed);
@@ -344,19 +347,37 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
   return token >= 0 ? token : 0;
 }
 
+bool Sampler::filters_act(const SamplingParams& params, int32_t n) {
+  return (params.top_k > 0 && params.top_k < n) || params.top_p < 1.0f || params.min_p > 0.0f ||
+         params.infill;
+}
+
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
-                                 float z_max, int32_t raw_top) {
+                                 float z_max, int32_t raw_top, float draw_scale) {
   const int32_t n = config_.vocab_size;
   const bool k_on = params.top_k > 0 && params.top_k < n;
   const bool p_on = params.top_p < 1.0f;
   const bool m_on = params.min_p > 0.0f;
-  if (!k_on && !p_on && !m_on && !params.infill) {
+  if (!filters_act(params, n)) {
     const int32_t top = raw_top != kUnknownTop ? raw_top : -2;  // -2: the kernel finds it
     return kernels_->gumbel_argmax(z.data(), n, top, params.seed, position);
   }
+  // min_p's cut: z - z_max >= log(min_p), i.e. p >= min_p * p_max.
+  const float min_p_cut = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
+  // min_p_last: min_p cuts what top_p kept (llama.cpp's order); it commutes with top_k, so
+  // only top_p's turn changes.
+  const bool cut_last = params.min_p_last && m_on && p_on;
+  const auto draw_kept = [&](std::span<RankedToken> kept) {
+    if (cut_last)
+      kept = kept.first(static_cast<size_t>(
+          std::partition(kept.begin(), kept.end(),
+                         [&](const RankedToken& t) { return t.z - z_max >= min_p_cut; }) -
+          kept.begin()));
+    return draw(kept, z, params, position, draw_scale);
+  };
   // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
-  // the floor: min_p's cut, or every finite token.
-  const float floor = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
+  // the floor: min_p's cut (where it comes first), or every finite token.
+  const float floor = cut_last ? -FLT_MAX : min_p_cut;
 
   if (k_on) {
     // min_p and top_k keep rank prefixes of the same order, so either may go first; top_p
@@ -369,17 +390,16 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
       for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
       kept = nucleus(kept, params.top_p);
     }
-    return draw(kept, z, params, position);
+    return draw_kept(kept);
   }
-  if (m_on && p_on) {
+  if (m_on && p_on && !cut_last) {
     // top_p over min_p's survivors, renormalized (vLLM applies min_p before top_p): all of
     // them are collected, in id order.
     const auto count = static_cast<size_t>(
         kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
     kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());
     for (size_t i = 0; i < count; ++i) ranked_[i] = {cand_z_[i], cand_id_[i], cand_e_[i]};
-    return draw(nucleus(std::span<RankedToken>(ranked_.data(), count), params.top_p), z, params,
-                position);
+    return draw_kept(nucleus(std::span<RankedToken>(ranked_.data(), count), params.top_p));
   }
   // top_p alone weighs the whole vocabulary: Z in the kernels' shared 16-lane order.
   const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
@@ -411,9 +431,9 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     std::span<RankedToken> kept(ranked_.data(), count);
     if (p_on) {
       const size_t cut = top_p_cut(kept, target);
-      if (cut > 0) return draw(kept.first(cut), z, params, position);
+      if (cut > 0) return draw_kept(kept.first(cut));
     }
-    if (whole) return draw(kept, z, params, position);
+    if (whole) return draw_kept(kept);
   }
 }
 
@@ -446,8 +466,8 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
 }
 
 int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> z,
-                      const SamplingParams& params, int64_t position) {
-  if (!params.infill) return gumbel_over(kept, params.seed, position);
+                      const SamplingParams& params, int64_t position, float scale) {
+  if (!params.infill) return gumbel_over(kept, params.seed, position, scale);
   if (!infill_) infill_ = std::make_unique<sampler_infill::Scratch>();
   infill_->tokens.resize(kept.size());
   for (size_t i = 0; i < kept.size(); ++i) {
@@ -459,14 +479,16 @@ int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> 
   const bool eot_allowed = eot >= 0 && z[static_cast<size_t>(eot)] > kNegInf;
   const sampler_infill::Vocab vocab{config_.pieces.get(), config_.eog_ids, eot_allowed ? eot : -1};
   return sampler_infill::draw(sampler_infill::apply(vocab, *infill_), *kernels_, params.seed,
-                              position, *infill_);
+                              position, *infill_, scale);
 }
 
-int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position) {
+int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position,
+                             float scale) {
   if (kept.size() == 1) return kept[0].id;
   const auto count = static_cast<int32_t>(kept.size());
   for (int32_t i = 0; i < count; ++i) {
-    kept_z_[i] = kept[i].z;
+    // The same product as scale_max's, so a late temperature draws what an early one would.
+    kept_z_[i] = scale == 1.0f ? kept[i].z : kept[i].z * scale;
     kept_ids_[i] = kept[i].id;
   }
   const int32_t at =

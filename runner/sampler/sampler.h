@@ -164,17 +164,23 @@ class Sampler {
   bool touches_row(const SamplingParams& params, const RowHistory& history) const;
   int32_t choose(std::span<float> logits, const SamplingParams& params, int64_t position,
                  std::span<const uint32_t> allowed, int32_t raw_top);
+  // draw_scale: 1/T where the temperature applies only to the draw (temperature_last; z is
+  // then the raw row), else 1.
   int32_t sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
-                          float z_max, int32_t raw_top);
+                          float z_max, int32_t raw_top, float draw_scale);
   // The top k tokens (fewer if fewer are above the floor) among those with
   // z - z_max >= floor, in ranked_, in no particular order.
   std::span<RankedToken> top_k_candidates(std::span<const float> z, float z_max, size_t k,
                                           float floor);
-  int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position);
+  // scale: the temperature's 1/T where it applies only to the draw (temperature_last).
+  int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position,
+                      float scale = 1.0f);
   // The draw over the kept set: step 4's, or step 5's when the row asks for infill. z: the
   // row's tempered logits (infill reads whether its EOT token is banned).
   int32_t draw(std::span<const RankedToken> kept, std::span<const float> z,
-               const SamplingParams& params, int64_t position);
+               const SamplingParams& params, int64_t position, float scale = 1.0f);
+  // Whether any of min_p, top_k, top_p and infill acts on a row of n tokens.
+  static bool filters_act(const SamplingParams& params, int32_t n);
   int32_t fallback(std::span<float> logits, std::span<const uint32_t> allowed);
   // Sets every token that `allowed` does not allow to -inf.
   void apply_mask(std::span<float> logits, std::span<const uint32_t> allowed);

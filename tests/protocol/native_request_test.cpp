@@ -38,6 +38,9 @@ TEST(NativeRequest, TakesLlamaServersDefaults) {
   EXPECT_FALSE(r.request.max_tokens.has_value());  // until EOS or the context
   EXPECT_FALSE(r.request.seed.has_value());
   EXPECT_FALSE(r.request.sampling.infill);
+  // llama-server's default chain: top_k, top_p, min_p, then the temperature.
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_TRUE(r.request.sampling.min_p_last);
   EXPECT_EQ(r.settings["n_predict"], -1);
 }
 
@@ -81,22 +84,60 @@ TEST(NativeRequest, SamplersTurnOffWhatTheyLeaveOut) {
   EXPECT_FLOAT_EQ(letters.request.sampling.min_p, 0.0f);
 }
 
-TEST(NativeRequest, RefusesAnOrderThisServerCannotApply) {
-  // llama-server's default chain puts temperature last; with top_p acting that differs.
-  ApiError e =
-      refused(R"({"prompt": "x", "samplers": ["top_k", "top_p", "min_p", "temperature"]})");
-  EXPECT_EQ(e.param, "samplers");
-  EXPECT_NE(e.message.find("temperature"), std::string::npos) << e.message;
-  e = refused(R"({"prompt": "x", "samplers": ["infill", "top_k"]})");
-  EXPECT_EQ(e.param, "samplers");
-  // The same order with temperature 1 (it does nothing), or greedy, is accepted; top_k
-  // commutes with temperature and min_p.
-  parsed(R"({"prompt": "x", "samplers": ["top_k", "top_p", "temperature"], "temperature": 1})");
-  parsed(R"({"prompt": "x", "samplers": ["top_p", "temperature"], "temperature": 0})");
-  parsed(R"({"prompt": "x", "samplers": ["top_k", "temperature", "min_p", "top_p"]})");
-  // Filters this server lacks pass at their neutral values, as in llama-server's default list.
+TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {
+  // llama-server's default chain: top_p and min_p on the raw logits, min_p after top_p, the
+  // temperature for the draw alone.
+  NativeRequest r = parsed(R"({"prompt": "x", "samplers": "edskypmxt"})");
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_TRUE(r.request.sampling.min_p_last);
+  EXPECT_FLOAT_EQ(r.request.sampling.min_p, 0.05f);
+  r = parsed(R"({"prompt": "x", "samplers": ["top_k", "top_p", "min_p", "temperature"]})");
+  EXPECT_TRUE(r.request.sampling.temperature_last && r.request.sampling.min_p_last);
+  // vLLM's order sets neither; nor does a chain whose temperature does nothing, or greedy.
+  for (const char* body :
+       {R"({"prompt": "x", "samplers": ["temperature", "min_p", "top_k", "top_p"]})",
+        R"({"prompt": "x", "samplers": ["top_k", "temperature", "min_p", "top_p"]})",
+        R"({"prompt": "x", "samplers": ["top_k", "top_p", "temperature"], "temperature": 1})",
+        R"({"prompt": "x", "samplers": ["top_p", "temperature"], "temperature": 0})"}) {
+    r = parsed(body);
+    EXPECT_FALSE(r.request.sampling.temperature_last) << body;
+    EXPECT_FALSE(r.request.sampling.min_p_last) << body;
+  }
+  // min_p after top_p, the temperature first.
+  r = parsed(R"({"prompt": "x", "samplers": ["temperature", "top_p", "min_p"]})");
+  EXPECT_FALSE(r.request.sampling.temperature_last);
+  EXPECT_TRUE(r.request.sampling.min_p_last);
+  // min_p's place against the temperature is a change of its value: before it (the raw
+  // logits) while the filters read the tempered ones, min_p^(1/T); and the other way round.
+  r = parsed(R"({"prompt": "x", "samplers": ["min_p", "temperature", "top_p"], "min_p": 0.09,
+                 "temperature": 2})");
+  EXPECT_FALSE(r.request.sampling.temperature_last);
+  EXPECT_NEAR(r.request.sampling.min_p, 0.3f, 1e-6);
+  r = parsed(R"({"prompt": "x", "samplers": ["top_p", "temperature", "min_p"], "min_p": 0.3,
+                 "temperature": 2})");
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_NEAR(r.request.sampling.min_p, 0.09f, 1e-6);
+  // llama.vscode's: infill after the filters, no temperature.
+  r = parsed(R"({"prompt": "x", "samplers": ["top_k", "top_p", "infill"]})");
+  EXPECT_TRUE(r.request.sampling.infill);
+  EXPECT_FALSE(r.request.sampling.temperature_last);
+  r = parsed(R"({"prompt": "x", "samplers": ["top_k", "top_p", "infill", "temperature"]})");
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  // Filters this server lacks pass at their neutral values.
   parsed(R"({"prompt": "x", "samplers": ["penalties", "dry", "top_n_sigma", "top_k", "typ_p",
              "temperature", "min_p", "top_p", "xtc"]})");
+}
+
+TEST(NativeRequest, RefusesAnOrderTheSamplerHasNoFormFor) {
+  for (const char* body :
+       {R"({"prompt": "x", "samplers": ["top_p", "top_k"]})",
+        R"({"prompt": "x", "samplers": ["infill", "top_k"]})",
+        R"({"prompt": "x", "samplers": ["top_k", "penalties"], "presence_penalty": 1})",
+        R"({"prompt": "x", "samplers": ["top_p", "temperature", "infill"]})"}) {
+    const ApiError e = refused(body);
+    EXPECT_EQ(e.param, "samplers") << body;
+    EXPECT_NE(e.message.find("cannot apply"), std::string::npos) << e.message;
+  }
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "mirostat"]})").param, "samplers[1]");
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": "kq"})").param, "samplers");
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "top_k"]})").param, "samplers[1]");

@@ -201,8 +201,12 @@ TEST(InfillHttp, RefusesWhatItCannotHonourByName) {
     return r.json()["error"]["param"];
   };
   json body = kInfill;
-  body["samplers"] = {"top_p", "min_p", "temperature"};
+  body["samplers"] = {"top_p", "top_k"};
   EXPECT_EQ(refused(fim, "/infill", body), "samplers");
+  // llama-server's default chain (temperature last) is taken, and replays by seed.
+  body["samplers"] = "edskypmxt";
+  const json first = post_json(fim, "/infill", body);
+  EXPECT_EQ(first["content"], post_json(fim, "/infill", body)["content"]) << first.dump();
   EXPECT_EQ(refused(fim, "/infill", json{{"input_prefix", 3}}), "input_prefix");
   EXPECT_EQ(refused(fim, "/completion", json{{"prompt", "a"}, {"n_predict", -5}}), "n_predict");
   EXPECT_EQ(refused(fim, "/completion", json{{"prompt", "a"}, {"input_suffix", "b"}}),

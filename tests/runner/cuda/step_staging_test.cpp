@@ -113,6 +113,13 @@ TEST(StepStaging, InfillRowsAreSampledOnTheHost) {
   EXPECT_EQ(s.host_rows[0].row, 1u);
   EXPECT_TRUE(s.host_rows[0].sampling.infill);
   EXPECT_EQ(s.host_rows[0].position, 10);
+  // So are llama.cpp's chain orders, which the device's sampler does not take.
+  StepRow late = row({3}, 2, {2});
+  late.sampling.temperature_last = true;
+  EXPECT_TRUE(sampled_on_host(late));
+  late.sampling.temperature_last = false;
+  late.sampling.min_p_last = true;
+  EXPECT_TRUE(sampled_on_host(late));
 }
 
 TEST(StepStaging, RefusesTokensPositionsAndTablesThatDoNotFit) {
