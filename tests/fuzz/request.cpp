@@ -208,7 +208,10 @@ void check_native(std::string_view body) {
     require(native.infill == infill && native.request.n == 1);
     require(native.min_indent >= 0 && native.time_limit_ms >= 0);
     require(!native.request.max_tokens || *native.request.max_tokens >= 0);
-    check_completion(native.request, Endpoint::kCompletions);
+    // Beyond a completions request's range: no limit (n_predict -1) or none generated (0).
+    CompletionRequest as_completion = native.request;
+    if (!as_completion.max_tokens || *as_completion.max_tokens == 0) as_completion.max_tokens = 1;
+    check_completion(as_completion, Endpoint::kCompletions);
     tandem::NativeWriter writer(tandem::ResponseHeader{}, "p", native.settings,
                                 native.response_fields);
     const auto answer = nlohmann::json::parse(
