@@ -175,6 +175,21 @@ void read_line_limits(const Json& body, NativeRequest& out) {
   }
 }
 
+// llama-server applies presence and frequency over the last penalty_last_n (64) tokens of
+// the prompt and the output; tandem's are OpenAI's, over the whole output. The chain's
+// penalties stage may leave them at 0 (turned off), else they are refused by name.
+void refuse_llama_penalties(const Json& completion) {
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    const Json* value = find_field(completion, name);
+    if (value == nullptr || (value->is_number() && value->get<double>() == 0.0)) continue;
+    reject("'" + std::string(name) +
+               "' is not supported on llama-server's routes: llama-server applies it over the "
+               "last penalty_last_n tokens of the prompt and the output, this server over the "
+               "whole output only (OpenAI's definition, on /v1/completions).",
+           name);
+  }
+}
+
 // The /v1/completions body the native one amounts to.
 Json completion_body(const Json& body, bool infill, request_fields::SamplerChain& chain) {
   Json completion = Json::object();
@@ -206,6 +221,7 @@ Json completion_body(const Json& body, bool infill, request_fields::SamplerChain
   if (!completion.contains("top_p")) completion["top_p"] = kDefaultTopP;
   if (!completion.contains("min_p")) completion["min_p"] = kDefaultMinP;
   chain = request_fields::apply_sampler_chain(body, completion);
+  refuse_llama_penalties(completion);
   return completion;
 }
 
@@ -226,7 +242,8 @@ Json settings_of(const NativeRequest& native, const Json& body) {
                 {"n_indent", native.min_indent},
                 {"t_max_predict_ms", native.time_limit_ms > 0 ? native.time_limit_ms : -1.0},
                 {"n_probs", 0}};
-  if (const Json* samplers = find_field(body, "samplers")) settings["samplers"] = *samplers;
+  const Json* samplers = find_field(body, "samplers");
+  settings["samplers"] = samplers != nullptr ? *samplers : Json("edskypmxt");
   return settings;
 }
 

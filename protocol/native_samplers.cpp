@@ -201,7 +201,9 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   if (p >= 0 && inf >= 0 && (t > p) != (t > inf)) {
     refuse_order("puts the temperature between top_p and infill");
   }
-  out.temperature_last = p >= 0 ? t > p : inf >= 0 && t > inf;
+  // Without top_p and infill only min_p's side matters: the mode that reads its logits as
+  // they are asked for needs no conversion (whose float rounds towards 1 at huge T).
+  out.temperature_last = p >= 0 ? t > p : inf >= 0 ? t > inf : m >= 0 && m < t;
   // min_p reads them either way: p >= m * p_max on the raw logits is p >= m^(1/T) * p_max
   // on the tempered ones, exactly, so its place is a change of its value.
   if (m >= 0 && (m < t) != out.temperature_last) {

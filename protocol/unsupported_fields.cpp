@@ -188,11 +188,11 @@ const UnsupportedField kFields[] = {
      "'repeat_last_n' tokens); send 'repetition_penalty', applied over the whole prompt and "
      "output."},
     {"penalty_last_n", Where::kBoth, whole_history_or_no_penalty,
-     "other than -1 is not supported by this server: its penalties cover the whole prompt and "
-     "output."},
+     "other than -1 is not supported by this server: its penalties cover the whole history "
+     "(repetition_penalty the prompt and the output, the others the output)."},
     {"repeat_last_n", Where::kBoth, whole_history_or_no_penalty,
-     "other than -1 is not supported by this server: its penalties cover the whole prompt and "
-     "output."},
+     "other than -1 is not supported by this server: its penalties cover the whole history "
+     "(repetition_penalty the prompt and the output, the others the output)."},
     {"samplers", Where::kBoth, never,
      "is not supported by this server: it applies its filters in a fixed order."},
     {"n_predict", Where::kBoth, same_as_max_tokens,

@@ -117,6 +117,12 @@ TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {
                  "temperature": 2})");
   EXPECT_TRUE(r.request.sampling.temperature_last);
   EXPECT_NEAR(r.request.sampling.min_p, 0.09f, 1e-6);
+  // Without top_p and infill, min_p before the temperature reads the raw logits as asked:
+  // no conversion, whose float would round towards 1 at a huge temperature.
+  r = parsed(R"({"prompt": "x", "samplers": ["min_p", "temperature"], "min_p": 0.2,
+                 "temperature": 1e8})");
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_FLOAT_EQ(r.request.sampling.min_p, 0.2f);
   // llama.vscode's: infill after the filters, no temperature.
   r = parsed(R"({"prompt": "x", "samplers": ["top_k", "top_p", "infill"]})");
   EXPECT_TRUE(r.request.sampling.infill);
@@ -184,6 +190,10 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   EXPECT_EQ(refused(R"({"prompt": "x", "response_fields": [1]})").param, "response_fields[0]");
   EXPECT_EQ(refused(R"({"n_predict": 3})").param, "prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "temperature": -1})").param, "temperature");
+  // llama-server's presence and frequency penalties read the prompt's last tokens too.
+  EXPECT_EQ(refused(R"({"prompt": "x", "presence_penalty": 0.5})").param, "presence_penalty");
+  EXPECT_EQ(refused(R"({"prompt": "x", "frequency_penalty": -1})").param, "frequency_penalty");
+  parsed(R"({"prompt": "x", "presence_penalty": 0.5, "samplers": ["top_k"]})");  // left out
   EXPECT_EQ(refused(R"({"input_extra": [{"filename": "a"}]})", true).param, "input_extra[0].text");
   EXPECT_EQ(refused(R"({"prompt": "x", "cache_prompt": "yes"})").param, "cache_prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "id_slot": "a"})").param, "id_slot");
