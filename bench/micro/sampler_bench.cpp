@@ -8,7 +8,9 @@
 // case without; the ratios are printed at the end); "+pen" cases apply all three penalties over a
 // 512-token prompt and a 256-token output. "+infill" runs llama.cpp's infill step (sampler.h,
 // step 5) after the filters, as llama-server's /infill asks (top_k 40, top_p 0.99), over
-// random pieces of 1 to 8 letters.
+// random pieces of 1 to 8 letters. "+llama_order" samples in llama.cpp's default chain order
+// (SamplingParams::temperature_last and min_p_last: top_p and min_p on the raw logits, the
+// temperature for the draw alone) beside the same filters in vLLM's order.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -40,6 +42,7 @@ struct Case {
   int32_t logprobs = -1;
   bool penalties = false;
   bool infill = false;
+  bool llama_order = false;  // llama.cpp's default chain: temperature_last and min_p_last
 };
 
 constexpr Case kCases[] = {
@@ -56,6 +59,10 @@ constexpr Case kCases[] = {
     {"t1_plain+pen", 1.0f, 0, 1.0f, 0.0f, -1, true},
     {"k40_p0.99", 1.0f, 40, 0.99f, 0.0f},
     {"k40_p0.99+infill", 1.0f, 40, 0.99f, 0.0f, -1, false, true},
+    {"t0.8_top_p0.9+llama_order", 0.8f, 0, 0.9f, 0.0f, -1, false, false, true},
+    {"k40_p0.95_minp0.05+llama_order", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true},
+    {"t0.8_p0.95_minp0.05", 0.8f, 0, 0.95f, 0.05f},
+    {"t0.8_p0.95_minp0.05+llama_order", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -85,6 +92,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.seed = 1234;
   params.logprobs = c.logprobs;
   params.infill = c.infill;
+  params.temperature_last = params.min_p_last = c.llama_order;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

@@ -376,8 +376,10 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     return draw(kept, z, params, position, draw_scale);
   };
   // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
-  // the floor: min_p's cut (where it comes first), or every finite token.
-  const float floor = cut_last ? -FLT_MAX : min_p_cut;
+  // the floor: min_p's cut, or every finite token. Where min_p cuts what top_p kept, top_k's
+  // renormalized top_p needs every one of its k; without top_k, top_p weighs the whole
+  // vocabulary and its prefix ends within min_p's or is cut to it, so min_p's floor holds.
+  const float floor = cut_last && k_on ? -FLT_MAX : min_p_cut;
 
   if (k_on) {
     // min_p and top_k keep rank prefixes of the same order, so either may go first; top_p
