@@ -155,15 +155,15 @@ bool acts(Stage stage, const Json& completion) {
   }
 }
 
-}  // namespace
-
-void refuse_order(const std::string& why) {
+[[noreturn]] void refuse_order(const std::string& why) {
   reject("'samplers' " + why +
              ", which this server cannot apply (it applies penalties first, top_k before "
              "top_p, infill after the filters, and the temperature before or after all of "
              "top_p and infill). Reorder them, or leave one out.",
          "samplers");
 }
+
+}  // namespace
 
 SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
