@@ -35,19 +35,21 @@ Json rates(const char* prefix, int64_t n, double ms) {
 
 }  // namespace
 
-NativeWriter::NativeWriter(ResponseHeader header, std::string prompt, Json settings,
-                           std::vector<std::string> response_fields)
+NativeWriter::NativeWriter(ResponseHeader header, std::string prompt, int64_t prompt_tokens,
+                           Json settings, std::vector<std::string> response_fields)
     : header_(std::move(header)),
       prompt_(std::move(prompt)),
       settings_(std::move(settings)),
       response_fields_(std::move(response_fields)),
-      accepted_(Clock::now()) {
+      accepted_(Clock::now()),
+      prompt_tokens_(prompt_tokens) {
   settings_["seed"] = header_.seed;
   settings_["model"] = header_.model;
 }
 
-void NativeWriter::output_seen() {
+void NativeWriter::output_seen(int32_t tokens) {
   if (!first_output_) first_output_ = Clock::now();
+  predicted_ += tokens;
 }
 
 Json NativeWriter::timings(const Usage& usage) const {
@@ -97,6 +99,8 @@ std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece
                                         {"tokens", Json::array()},
                                         {"stop", false},
                                         {"id_slot", -1},
+                                        {"tokens_predicted", predicted_},
+                                        {"tokens_evaluated", prompt_tokens_},
                                         {"id", header_.id}}));
 }
 

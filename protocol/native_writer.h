@@ -2,8 +2,10 @@
 // {index, content, tokens, id_slot, stop, model, tokens_predicted, tokens_evaluated,
 // generation_settings, prompt, has_new_line, truncated, stop_type, stopping_word,
 // tokens_cached, timings}, or streamed as `data: {...}` lines, one per piece of text
-// ({index, content, tokens, stop: false, id_slot, ...}), then the final object with an empty
-// content and stop: true; no [DONE] (llama-server sends none on these routes).
+// ({index, content, tokens, stop: false, id_slot, tokens_predicted: the tokens that made the
+// pieces so far, tokens_evaluated: the prompt's length}, as llama-server's partial chunks),
+// then the final object with an empty content and stop: true; no [DONE] (llama-server sends
+// none on these routes).
 //
 // stop_type: "eos" (end of generation), "word" (a stop string, in stopping_word), "limit"
 // (n_predict, the context, n_indent or t_max_predict_ms). timings are the server's clock:
@@ -32,11 +34,12 @@ namespace tandem {
 class NativeWriter final : public SingleOutputWriter {
  public:
   using Json = nlohmann::ordered_json;
-  // prompt: the prompt's text (special tokens shown); settings: generation_settings.
-  NativeWriter(ResponseHeader header, std::string prompt, Json settings,
+  // prompt: the prompt's text (special tokens shown) and its length in tokens; settings:
+  // generation_settings.
+  NativeWriter(ResponseHeader header, std::string prompt, int64_t prompt_tokens, Json settings,
                std::vector<std::string> response_fields);
 
-  void output_seen() override;
+  void output_seen(int32_t tokens) override;
   std::string opening_events() override { return {}; }
   std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
   std::string reasoning_events(std::string_view text) override;
@@ -60,6 +63,8 @@ class NativeWriter final : public SingleOutputWriter {
   Clock::time_point accepted_;
   std::optional<Clock::time_point> first_output_;
   bool new_line_ = false;  // streamed: a newline was sent
+  int64_t prompt_tokens_ = 0;
+  int64_t predicted_ = 0;  // the tokens that made the pieces so far
 };
 
 // Keeps the paths of `object` that `paths` names ("a/b": member b of member a), each under

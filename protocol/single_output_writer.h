@@ -6,6 +6,7 @@
 // one writer serves one response; not thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,9 +22,9 @@ class SingleOutputWriter {
  public:
   virtual ~SingleOutputWriter() = default;
 
-  // The output's first text arrived (streamed or not): a writer that reports timings reads
-  // its clock here.
-  virtual void output_seen() {}
+  // A piece of the output arrived (streamed or not), made by `tokens` tokens (those since
+  // the last piece): a writer that reports timings or counts reads them here.
+  virtual void output_seen(int32_t tokens) { (void)tokens; }
   // Streamed: the first events.
   virtual std::string opening_events() = 0;
   // Streamed: a piece of the answer's text and its tokens' log-probabilities (null when

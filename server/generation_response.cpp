@@ -65,7 +65,7 @@ std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string
 
 std::string GenerationResponse::text(int32_t choice, std::string_view text, int32_t tokens) {
   Choice& c = choices_.at(choice);
-  if (writer_) writer_->output_seen();
+  if (writer_) writer_->output_seen(tokens);
   std::optional<ReasoningPieces> pieces;
   if (c.reasoning) {
     pieces = c.reasoning->push(text);

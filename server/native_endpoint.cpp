@@ -56,9 +56,9 @@ Endpoints::Result Endpoints::native(const ApiRequest& api, bool infill) {
   only.min_indent = native.min_indent;
   only.time_limit_ms = native.time_limit_ms;
   const std::string prompt = tokenizer_.decode(only.prompt, /*render_special=*/true);
-  plan->writer =
-      std::make_unique<NativeWriter>(plan->encoder.header(), prompt, std::move(native.settings),
-                                     std::move(native.response_fields));
+  plan->writer = std::make_unique<NativeWriter>(
+      plan->encoder.header(), prompt, static_cast<int64_t>(only.prompt.size()),
+      std::move(native.settings), std::move(native.response_fields));
   plan->access.route = infill ? "/infill" : "/completion";
   return result;
 }

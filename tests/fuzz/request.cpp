@@ -212,7 +212,7 @@ void check_native(std::string_view body) {
     CompletionRequest as_completion = native.request;
     if (!as_completion.max_tokens || *as_completion.max_tokens == 0) as_completion.max_tokens = 1;
     check_completion(as_completion, Endpoint::kCompletions);
-    tandem::NativeWriter writer(tandem::ResponseHeader{}, "p", native.settings,
+    tandem::NativeWriter writer(tandem::ResponseHeader{}, "p", 1, native.settings,
                                 native.response_fields);
     const auto answer = nlohmann::json::parse(
         writer.whole_body("text", {}, tandem::FinishReason::kStop, tandem::Usage{3, 1, 0}, nullptr),

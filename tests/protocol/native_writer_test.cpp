@@ -23,14 +23,15 @@ ResponseHeader header() {
 }
 
 NativeWriter writer(std::vector<std::string> fields = {}) {
-  return NativeWriter(header(), "<|fim_prefix|>a", Json{{"temperature", 0.8}}, std::move(fields));
+  return NativeWriter(header(), "<|fim_prefix|>a", 10, Json{{"temperature", 0.8}},
+                      std::move(fields));
 }
 
 const Usage kUsage{10, 4, 6};  // prompt 10 (6 from the cache), 4 generated
 
 TEST(NativeWriter, WholeObjectHasLlamaServersFields) {
   NativeWriter w = writer();
-  w.output_seen();
+  w.output_seen(1);
   const Json body = Json::parse(w.whole_body("x\ny", {}, FinishReason::kStop, kUsage, nullptr));
   EXPECT_EQ(body["content"], "x\ny");
   EXPECT_EQ(body["stop"], true);
@@ -69,6 +70,7 @@ TEST(NativeWriter, StopTypeSaysWhatEndedTheOutput) {
 TEST(NativeWriter, StreamsDataLinesThenTheFinalObject) {
   NativeWriter w = writer();
   EXPECT_EQ(w.opening_events(), "");
+  w.output_seen(2);  // two tokens made the piece
   const std::string piece = w.text_events("ab\n", nullptr);
   ASSERT_TRUE(piece.starts_with("data: ")) << piece;
   ASSERT_TRUE(piece.ends_with("\n\n")) << piece;
@@ -76,6 +78,8 @@ TEST(NativeWriter, StreamsDataLinesThenTheFinalObject) {
   EXPECT_EQ(chunk["content"], "ab\n");
   EXPECT_EQ(chunk["stop"], false);
   EXPECT_EQ(chunk["index"], 0);
+  EXPECT_EQ(chunk["tokens_predicted"], 2);
+  EXPECT_EQ(chunk["tokens_evaluated"], 10);
   EXPECT_EQ(w.text_events("", nullptr), "");
   const std::string closing = w.closing_events({}, FinishReason::kLength, kUsage);
   EXPECT_EQ(closing.find("[DONE]"), std::string::npos);
