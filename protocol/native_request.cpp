@@ -1,5 +1,6 @@
 #include "protocol/native_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -66,13 +67,16 @@ std::optional<int32_t> read_limit(const Json& body, ParamRenames& renames) {
   return std::nullopt;
 }
 
-// llama-server's logit_bias as a list of [token id, bias or false] pairs (false bans the
-// token), or OpenAI's object; the completion parser reads the object.
+// A bias of false is llama-server's ban: the completion parser's -100.
+bool is_ban(const Json& bias) { return bias.is_boolean() && !bias.get<bool>(); }
+
+// llama-server's logit_bias as a list of [token id, bias or false] pairs, or OpenAI's object
+// (false a ban in either); the completion parser reads the object, and checks its values.
 Json read_logit_bias(const Json& value) {
   if (value.is_object()) {
     Json object = value;
     for (auto& [id, bias] : object.items()) {
-      if (bias.is_boolean() && !bias.get<bool>()) bias = -100;  // a ban, as in the pairs
+      if (is_ban(bias)) bias = -100;
     }
     return object;
   }
@@ -87,8 +91,8 @@ Json read_logit_bias(const Json& value) {
              param);
     }
     const Json& bias = pair[1];
-    if (bias.is_boolean() && !bias.get<bool>()) {
-      object[pair[0].dump()] = -100;  // a ban
+    if (is_ban(bias)) {
+      object[pair[0].dump()] = -100;
     } else if (bias.is_number()) {
       object[pair[0].dump()] = std::clamp(bias.get<double>(), -100.0, 100.0);
     } else {
@@ -99,7 +103,7 @@ Json read_logit_bias(const Json& value) {
 }
 
 void read_infill_inputs(const Json& body, NativeRequest& out) {
-  InfillText& text = out.infill_text;
+  InfillInputs& text = out.infill_inputs;
   if (const Json* v = find_field(body, "input_prefix"))
     text.prefix = read_string(*v, "input_prefix");
   if (const Json* v = find_field(body, "input_suffix"))
@@ -111,12 +115,12 @@ void read_infill_inputs(const Json& body, NativeRequest& out) {
   for (size_t i = 0; i < chunks.size(); ++i) {
     const std::string param = element_param("input_extra", i);
     const Json& chunk = require_object(chunks[i], param);
-    std::string filename = "tmp";  // llama-server's name for a chunk that gives none
+    InfillChunk& item = text.extra.emplace_back();  // filename "tmp" where the item has none
     if (const Json* name = find_field(chunk, "filename"))
-      filename = read_string(*name, param + ".filename");
+      item.filename = read_string(*name, param + ".filename");
     const Json* chunk_text = find_field(chunk, "text");
     if (chunk_text == nullptr) reject("'" + param + ".text' is required.", param + ".text");
-    text.extra.emplace_back(std::move(filename), read_string(*chunk_text, param + ".text"));
+    item.text = read_string(*chunk_text, param + ".text");
   }
 }
 
@@ -243,7 +247,7 @@ Json settings_of(const NativeRequest& native, const Json& body) {
                 {"t_max_predict_ms", native.time_limit_ms > 0 ? native.time_limit_ms : -1.0},
                 {"n_probs", 0}};
   const Json* samplers = find_field(body, "samplers");
-  settings["samplers"] = samplers != nullptr ? *samplers : Json("edskypmxt");
+  settings["samplers"] = samplers != nullptr ? *samplers : Json(request_fields::kLlamaDefaultChain);
   return settings;
 }
 

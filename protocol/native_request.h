@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <variant>
 #include <vector>
 
@@ -32,17 +31,10 @@
 
 #include "protocol/api_error.h"
 #include "protocol/completion_request.h"
+#include "protocol/infill_inputs.h"
 #include "protocol/responses_api_request.h"  // ParamRenames
 
 namespace tandem {
-
-// /infill's inputs, tokenized by the server into the FIM prompt.
-struct InfillText {
-  std::string prefix;                                      // input_prefix
-  std::string suffix;                                      // input_suffix
-  std::string prompt;                                      // prompt: text the middle starts with
-  std::vector<std::pair<std::string, std::string>> extra;  // input_extra: (filename, text)
-};
 
 struct NativeRequest {
   // endpoint kCompletions, n 1. For /infill the prompt is a placeholder the server
@@ -50,9 +42,9 @@ struct NativeRequest {
   CompletionRequest request;
   ParamRenames renames;
   bool infill = false;
-  InfillText infill_text;
-  int32_t min_indent = 0;    // n_indent
-  double time_limit_ms = 0;  // t_max_predict_ms (<= 0: none)
+  InfillInputs infill_inputs;  // /infill's, which the server tokenizes into the FIM prompt
+  int32_t min_indent = 0;      // n_indent
+  double time_limit_ms = 0;    // t_max_predict_ms (<= 0: none)
   // response_fields: the whole answer's fields to keep, by path; empty: all.
   std::vector<std::string> response_fields;
   // The settings as the answer's generation_settings repeats them.

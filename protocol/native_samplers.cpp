@@ -8,7 +8,8 @@
 namespace tandem::request_fields {
 namespace {
 
-// In this server's order of application; kTopK shares kMinP's place (they commute).
+// The stages llama.cpp's chains name. Their order here is no order of application: the
+// chain's own order is read (apply_sampler_chain), and the last four have no filter here.
 enum class Stage {
   kPenalties,
   kTemperature,
@@ -167,8 +168,7 @@ bool acts(Stage stage, const Json& completion) {
 
 SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
-  // llama-server's default chain (common_params_sampling's samplers), where none is sent.
-  static const Json kDefaultChain = "edskypmxt";
+  static const Json kDefaultChain = kLlamaDefaultChain;  // where none is sent
   const Json* value = find_field(native, "samplers");
   if (value == nullptr) value = &kDefaultChain;
   const std::vector<Stage> chain = read_chain(*value);

@@ -8,6 +8,10 @@
 
 namespace tandem::request_fields {
 
+// llama-server's default chain (common_params_sampling's samplers), in llama.cpp's letters:
+// penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature.
+inline constexpr const char* kLlamaDefaultChain = "edskypmxt";
+
 // What a chain asks of SamplingParams beyond the fields (native_request.h sets them).
 struct SamplerChain {
   bool infill = false;            // llama.cpp's infill filter
@@ -15,10 +19,10 @@ struct SamplerChain {
   bool min_p_last = false;        // min_p cuts what top_p kept
 };
 
-// Reads native's `samplers` (absent: llama-server's default chain, "edskypmxt") against the sampling fields already
-// set in completion, the /v1/completions body being built: a filter the chain leaves out is
-// turned off there (temperature left out is 1, penalties left out are neutral), and the
-// fields of filters this server lacks (dry, typ_p, xtc, top_n_sigma) are dropped when the
+// Reads native's `samplers` (absent: llama-server's default chain, "edskypmxt") against the
+// sampling fields already set in completion, the /v1/completions body being built: a filter the
+// chain leaves out is turned off there (temperature left out is 1, penalties left out are neutral),
+// and the fields of filters this server lacks (dry, typ_p, xtc, top_n_sigma) are dropped when the
 // chain leaves those out, since llama-server then ignores them too. The order of the
 // filters that act becomes SamplerChain's flags: the temperature before top_p (vLLM's
 // order) or after it and infill (llama.cpp's default), min_p before top_k and top_p or

@@ -176,7 +176,7 @@ class Scheduler {
   void apply_cancels();
   void process(Launched& step, const StepResult& result);
   void accept(Request& r, int32_t token, const RowLogprobs* logprobs);
-  double generation_ms(Request& r) const;
+  double generation_ms(const Request& r) const;
   TokenLogprobs named(const RowLogprobs& logprobs) const;
   void add_pooled(Request& r, int32_t first_position, int32_t tokens,
                   const std::vector<int64_t>& sum);

@@ -117,15 +117,15 @@ void Scheduler::send_prompt_logprobs(Request& r, int32_t first_position,
 }
 
 // How long the request has generated, in ms (LineLimits' time limit), from its first token.
-double Scheduler::generation_ms(Request& r) const {
-  if (r.in.time_limit_ms <= 0) return 0;
-  const double now = pacer_seconds(options_);
-  if (r.completion_tokens == 1) r.generation_started = now;
-  return 1000.0 * (now - r.generation_started);
+double Scheduler::generation_ms(const Request& r) const {
+  if (r.in.time_limit_ms <= 0 || r.completion_tokens <= 1) return 0;
+  return 1000.0 * (pacer_seconds(options_) - r.generation_started);
 }
 
 void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   ++r.completion_tokens;
+  if (r.completion_tokens == 1 && r.in.time_limit_ms > 0)
+    r.generation_started = pacer_seconds(options_);
   ++counters_.completion_tokens;
   r.in.sink->on_token();
   r.generated.push_back(token);

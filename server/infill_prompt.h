@@ -8,22 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "protocol/infill_inputs.h"
 #include "runner/tokenizer/tokenizer.h"
 
 namespace tandem::server {
-
-// One item of the request's input_extra: another file's text, for repository context.
-struct InfillChunk {
-  std::string filename = "tmp";  // llama-server's default where the item names none
-  std::string text;
-};
-
-struct InfillInputs {
-  std::string prefix;  // input_prefix: the text before the cursor
-  std::string suffix;  // input_suffix: the text after it
-  std::string prompt;  // prompt: text that continues the prefix (control tokens parsed)
-  std::vector<InfillChunk> extra;
-};
 
 // What limits how much of each part is kept: llama-server's n_batch, n_predict and the
 // slot's n_ctx, all server settings, not the request's fields.

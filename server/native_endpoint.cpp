@@ -35,12 +35,9 @@ Endpoints::Result Endpoints::native(const ApiRequest& api, bool infill) {
   NativeRequest& native = std::get<NativeRequest>(parsed);
   CompletionRequest& request = native.request;
   if (infill) {
-    const InfillText& text = native.infill_text;
-    InfillInputs inputs{text.prefix, text.suffix, text.prompt, {}};
-    for (const auto& [filename, chunk] : text.extra) inputs.extra.push_back({filename, chunk});
     const InfillBudget budget{std::min(kInfillBatch, model_.context_length / 2), kInfillPredict,
                               model_.context_length};
-    auto tokens = infill_prompt(tokenizer_, inputs, budget);
+    auto tokens = infill_prompt(tokenizer_, native.infill_inputs, budget);
     if (!tokens) {
       return error_answer(bad_request(
           "This model has no fill-in-the-middle tokens (its vocabulary names no FIM prefix, "

@@ -122,23 +122,4 @@ std::span<const Token> apply(const Vocab& vocab, Scratch& scratch) {
   return keep_normalized(tokens, [&](const Token& t) { return t.eog || !(t.p < threshold); });
 }
 
-int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& kernels,
-             uint64_t seed, int64_t position, Scratch& scratch, float scale) {
-  // llama.cpp's dist draws from the softmax of the survivors' logits: the merged masses
-  // decided who survives, not how likely each is. A token merged away cannot be drawn.
-  scratch.ids.clear();
-  scratch.zs.clear();
-  for (const Token& t : survivors) {
-    if (t.gone) continue;
-    scratch.ids.push_back(t.id);
-    scratch.zs.push_back(scale == 1.0f ? t.z : t.z * scale);
-  }
-  if (scratch.ids.empty()) return -1;
-  if (scratch.ids.size() == 1) return scratch.ids[0];
-  const int32_t at =
-      kernels.gumbel_argmax_at(scratch.zs.data(), scratch.ids.data(),
-                               static_cast<int32_t>(scratch.ids.size()), seed, position);
-  return at >= 0 ? scratch.ids[static_cast<size_t>(at)] : -1;
-}
-
 }  // namespace tandem::sampler_infill

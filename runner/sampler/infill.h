@@ -6,8 +6,9 @@
 // is a prefix of another's absorb it (or be absorbed, by the likelier one), so the mass of
 // "re", "ret" and "return" backs one choice; then keep only the clearly likely tokens.
 //
-// Everything here is scalar float code in a fixed order over the kept set, and the noise is
-// the kernels' (bit-identical on every path), so the token never depends on the ISA.
+// Everything here is scalar float code in a fixed order over the kept set, and the Sampler
+// draws among the survivors with the kernels' noise (bit-identical on every path), so the
+// token never depends on the ISA.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,6 @@
 #include <vector>
 
 #include "runner/sampler/token_pieces.h"
-
-namespace tandem::sampler_kernels {
-struct Kernels;
-}
 
 namespace tandem::sampler_infill {
 
@@ -46,8 +43,6 @@ struct Scratch {
   std::vector<uint32_t> by_piece;     // ranks with a non-empty piece, sorted by piece
   std::vector<uint32_t> piece_index;  // rank -> its index in by_piece
   std::vector<uint32_t> group;        // the ranks whose piece extends one token's
-  std::vector<int32_t> ids;           // the survivors' ids and tempered logits, for the draw
-  std::vector<float> zs;
 };
 
 // Steps 1-4 over scratch.tokens (the kept set: ids distinct, z finite, in any order; each
@@ -55,13 +50,5 @@ struct Scratch {
 // lower id) with their final probabilities, which sum to 1 but for rounding (zero for an
 // end-of-generation token that was merged away); a span into scratch.tokens.
 std::span<const Token> apply(const Vocab& vocab, Scratch& scratch);
-
-// The survivors' draw, as llama.cpp's dist draws after the infill step: from the softmax of
-// their tempered logits (not of the merged masses), by the Gumbel-max of the plain path
-// (the same noise for an id at a position); merged-away tokens are never drawn; a single
-// survivor is returned without noise.
-// scale: 1/T where the temperature applies only to the draw (temperature_last), else 1.
-int32_t draw(std::span<const Token> survivors, const sampler_kernels::Kernels& kernels,
-             uint64_t seed, int64_t position, Scratch& scratch, float scale = 1.0f);
 
 }  // namespace tandem::sampler_infill

@@ -480,8 +480,16 @@ int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> 
   const int32_t eot = config_.eot_id;
   const bool eot_allowed = eot >= 0 && z[static_cast<size_t>(eot)] > kNegInf;
   const sampler_infill::Vocab vocab{config_.pieces.get(), config_.eog_ids, eot_allowed ? eot : -1};
-  return sampler_infill::draw(sampler_infill::apply(vocab, *infill_), *kernels_, params.seed,
-                              position, *infill_, scale);
+  // The draw is llama.cpp's dist after the step: over the survivors' logits (the merged
+  // masses decided who survives, not how likely each is), merged-away tokens left out. The
+  // kept set was copied out above, so ranked_ is free to hold them.
+  size_t count = 0;
+  for (const sampler_infill::Token& t : sampler_infill::apply(vocab, *infill_)) {
+    if (!t.gone) ranked_[count++] = {t.z, t.id, 0.0f};
+  }
+  if (count == 0) return -1;
+  return gumbel_over(std::span<const RankedToken>(ranked_.data(), count), params.seed, position,
+                     scale);
 }
 
 int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position,

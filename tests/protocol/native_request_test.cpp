@@ -158,13 +158,13 @@ TEST(NativeRequest, ReadsTheInfillInputsAndLineLimits) {
           "t_max_prompt_ms": 500, "response_fields": ["content", "timings/prompt_n"]})",
       true);
   EXPECT_TRUE(r.infill);
-  EXPECT_EQ(r.infill_text.prefix, "def f():\n");
-  EXPECT_EQ(r.infill_text.suffix, "\nreturn 1");
-  EXPECT_EQ(r.infill_text.prompt, "    ");
-  ASSERT_EQ(r.infill_text.extra.size(), 2u);
-  EXPECT_EQ(r.infill_text.extra[0].first, "a.py");
-  EXPECT_EQ(r.infill_text.extra[1].first, "tmp");  // llama-server's name for none
-  EXPECT_EQ(r.infill_text.extra[1].second, "y");
+  EXPECT_EQ(r.infill_inputs.prefix, "def f():\n");
+  EXPECT_EQ(r.infill_inputs.suffix, "\nreturn 1");
+  EXPECT_EQ(r.infill_inputs.prompt, "    ");
+  ASSERT_EQ(r.infill_inputs.extra.size(), 2u);
+  EXPECT_EQ(r.infill_inputs.extra[0].filename, "a.py");
+  EXPECT_EQ(r.infill_inputs.extra[1].filename, "tmp");  // llama-server's name for none
+  EXPECT_EQ(r.infill_inputs.extra[1].text, "y");
   EXPECT_EQ(r.min_indent, 4);
   EXPECT_DOUBLE_EQ(r.time_limit_ms, 250);
   EXPECT_EQ(r.request.max_tokens, 32);

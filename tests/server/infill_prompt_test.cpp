@@ -19,8 +19,6 @@ namespace {
 
 using server::infill_prompt;
 using server::InfillBudget;
-using server::InfillChunk;
-using server::InfillInputs;
 
 constexpr int32_t kBos = 256, kPre = 258, kMid = 259, kSuf = 260, kPad = 261, kRepo = 262,
                   kSep = 263;
