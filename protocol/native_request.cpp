@@ -246,8 +246,7 @@ Json settings_of(const NativeRequest& native, const Json& body) {
                 {"n_indent", native.min_indent},
                 {"t_max_predict_ms", native.time_limit_ms > 0 ? native.time_limit_ms : -1.0},
                 {"n_probs", 0}};
-  const Json* samplers = find_field(body, "samplers");
-  settings["samplers"] = samplers != nullptr ? *samplers : Json(request_fields::kLlamaDefaultChain);
+  settings["samplers"] = request_fields::sampler_chain_names(body);
   return settings;
 }
 

@@ -166,6 +166,15 @@ bool acts(Stage stage, const Json& completion) {
 
 }  // namespace
 
+Json sampler_chain_names(const Json& native) {
+  static const Json kDefaultChain = kLlamaDefaultChain;
+  const Json* value = find_field(native, "samplers");
+  Json names = Json::array();
+  for (const Stage stage : read_chain(value != nullptr ? *value : kDefaultChain))
+    names.push_back(stage_name(stage));
+  return names;
+}
+
 SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
   static const Json kDefaultChain = kLlamaDefaultChain;  // where none is sent

@@ -31,4 +31,8 @@ struct SamplerChain {
 // after infill, the temperature between top_p and infill) is a 400 naming `samplers`.
 SamplerChain apply_sampler_chain(const Json& native, Json& completion);
 
+// The chain native's `samplers` names (absent: llama-server's default), as llama-server's
+// generation_settings shows it: llama.cpp's names ("top_k"), whichever spelling was sent.
+Json sampler_chain_names(const Json& native);
+
 }  // namespace tandem::request_fields

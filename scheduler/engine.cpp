@@ -73,6 +73,7 @@ std::optional<ChatTemplateCard> load_chat_template(const EngineOptions& options,
     if (source.empty()) return std::nullopt;  // chat requests get a 400 saying so
   }
   card.compiled = compile_chat_template(source, card.origin, options.chat_template.has_value());
+  card.source = source;
   card.bos_token = token_text(tokenizer, tokenizer.bos_id());
   card.eos_token = token_text(tokenizer, tokenizer.eos_id());
   card.tool_format = detect_tool_call_format(source);
@@ -214,6 +215,7 @@ Engine::Engine(EngineOptions options) {
   card.names = options.served_names;
   if (card.names.empty()) card.names.push_back(options.model.stem().string());
   card.id = card.names.front();
+  card.path = options.model.string();
   card.context_length = scheduler_->context_length();  // at most what the KV pool holds
   card.vocab_size = tokenizer_->vocab_size();
   card.kv_capacity_tokens = int64_t{info.kv_blocks} * int64_t{info.kv_block_size};

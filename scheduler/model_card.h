@@ -23,6 +23,7 @@ namespace tandem {
 struct ChatTemplateCard {
   std::shared_ptr<const JinjaChatTemplate> compiled;
   std::string origin;  // "tokenizer.chat_template" (the GGUF's), or the --chat-template path
+  std::string source;  // the template's text (llama-server's /props shows it)
   // The tokenizer's BOS and EOS text, which transformers passes as bos_token and eos_token.
   std::optional<std::string> bos_token;
   std::optional<std::string> eos_token;
@@ -47,6 +48,7 @@ struct ChatTemplateCard {
 struct ModelCard {
   std::string id;                  // names[0]: responses report it
   std::vector<std::string> names;  // --served-model-name's, else the model file's stem
+  std::string path;                // the model file, as given
   int32_t context_length = 0;      // the model's, or --ctx-size or the KV pool when smaller
   int32_t vocab_size = 0;
   int64_t kv_capacity_tokens = 0;  // the KV pool's size: no request may need more

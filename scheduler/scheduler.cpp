@@ -100,6 +100,11 @@ SchedulerMetrics Scheduler::metrics() const {
   return out;
 }
 
+std::vector<RunningRequest> Scheduler::running() const {
+  std::lock_guard lock(metrics_mutex_);
+  return published_running_;
+}
+
 void Scheduler::start() {
   if (thread_.joinable()) throw std::logic_error("scheduler: already started");
   thread_ = std::thread([this] { thread_main(); });
@@ -583,6 +588,32 @@ void Scheduler::publish() {
   }
   std::lock_guard lock(metrics_mutex_);
   published_ = counters_;
+  publish_running();
+}
+
+// Numbers the running requests that have no slot yet with the lowest free ones: a slot
+// stays its request's while it runs, as a llama-server slot does.
+void Scheduler::publish_running() {
+  std::vector<bool> taken(static_cast<size_t>(options_.max_batch), false);
+  for (const Request* r : running_)
+    if (r->slot >= 0) taken[static_cast<size_t>(r->slot)] = true;
+  size_t free = 0;
+  published_running_.clear();
+  for (Request* r : running_) {
+    if (r->slot < 0) {
+      while (taken[free]) ++free;
+      r->slot = static_cast<int32_t>(free);
+      taken[free] = true;
+    }
+    const SamplingParams& s = r->in.sampling;
+    published_running_.push_back(
+        RunningRequest{r->slot, r->id, r->prompt_len, r->cached_tokens,
+                       r->decoding ? r->prompt_len : std::min(r->prefill_launched, r->prompt_len),
+                       r->completion_tokens, r->max_new, r->decoding, s.temperature, s.top_k,
+                       s.top_p, s.min_p, s.seed});
+  }
+  std::sort(published_running_.begin(), published_running_.end(),
+            [](const RunningRequest& a, const RunningRequest& b) { return a.slot < b.slot; });
 }
 
 }  // namespace tandem

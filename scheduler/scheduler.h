@@ -123,6 +123,27 @@ struct SchedulerMetrics {
   uint64_t spec_accepted_tokens = 0;
 };
 
+// A running request as llama-server's GET /slots shows a busy slot (Scheduler::running()).
+// The scheduler has no fixed slots: its batch holds up to max_batch requests, and `slot`
+// numbers them as llama-server numbers its slots, 0 .. max_batch - 1, the lowest free one
+// when the request is first published running, kept until it finishes or is preempted.
+struct RunningRequest {
+  int32_t slot = 0;
+  uint64_t id = 0;            // submit()'s id (llama-server's id_task)
+  int32_t prompt_tokens = 0;  // the prompt's length
+  int32_t cached_tokens = 0;  // of which the prefix cache held at admission
+  int32_t prefilled = 0;      // prompt positions computed or taken so far
+  int32_t generated = 0;      // tokens accepted
+  int32_t max_new = 0;        // max_tokens, capped by the context and the KV pool
+  bool decoding = false;      // its prompt is done
+  // The sampling fields llama-server's slot params show.
+  float temperature = 1.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  uint64_t seed = 0;
+};
+
 class Scheduler {
  public:
   // device and tokenizer must outlive the scheduler.
@@ -144,6 +165,12 @@ class Scheduler {
   // gets on_finish(kCancelled). Unknown or finished ids are ignored.
   void cancel(uint64_t id);
   SchedulerMetrics metrics() const;
+  // The running requests as of the last published step, by slot.
+  std::vector<RunningRequest> running() const;
+  // SchedulerOptions::max_batch: the batch's rows, llama-server's total_slots.
+  int32_t max_batch() const { return options_.max_batch; }
+  // Whether decoding requests may draft (SchedulerOptions::spec_tokens).
+  bool speculative() const { return options_.spec_tokens > 0; }
   // The most requests that may wait at once (SchedulerOptions::max_queue): a list larger
   // than this is refused whatever the load, so the server answers it as a bad request.
   int32_t max_queue() const { return options_.max_queue; }
@@ -221,6 +248,7 @@ class Scheduler {
   void fail_in_flight(std::string_view message);
   void shutdown();
   void publish();
+  void publish_running();  // under metrics_mutex_
   void thread_main();
 
   Device& device_;
@@ -254,6 +282,7 @@ class Scheduler {
 
   mutable std::mutex metrics_mutex_;
   SchedulerMetrics published_;
+  std::vector<RunningRequest> published_running_;
 
   std::thread thread_;
 };

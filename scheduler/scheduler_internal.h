@@ -115,6 +115,9 @@ struct Scheduler::Request {
   bool decoding = false;  // the prefill is done: each step feeds last_token
   bool finished = false;  // its finish or error event is sent; later tokens are discarded
   bool cancelled = false;
+  // Its number among the running (RunningRequest::slot); -1 until published running, and
+  // again once preempted.
+  int32_t slot = -1;
 
   // The prefix cache and preemption.
   bool admitted_before = false;  // cached_tokens is counted at the first admission only

@@ -116,6 +116,8 @@ const Endpoints::Route* Endpoints::find_route(std::string_view path) {
       {"/apply-template", "POST", false, &Endpoints::apply_template},
       {"/tokenize", "POST", false, &Endpoints::tokenize},
       {"/detokenize", "POST", false, &Endpoints::detokenize},
+      {"/props", "GET", false, &Endpoints::props},
+      {"/slots", "GET", false, &Endpoints::slots},
       {"/health", "GET", true, &Endpoints::health},
       {"/metrics", "GET", true, &Endpoints::metrics_page},
   };

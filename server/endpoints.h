@@ -178,6 +178,9 @@ class Endpoints {
   std::optional<HttpAnswer> refusal(const ApiRequest& request, std::string_view route,
                                     std::string_view method, bool public_route) const;
   Result health(const ApiRequest& api);
+  // llama-server's GET /props and GET /slots (props_endpoint.cpp).
+  Result props(const ApiRequest& api);
+  Result slots(const ApiRequest& api);
   Result metrics_page(const ApiRequest& api);
   uint64_t draw_seed();
   // How the served model writes tool calls (its chat template's family; plain JSON without).

@@ -116,6 +116,9 @@ TEST(HttpErrors, AWrongOrMissingApiKeyGets401AndTheRightOneServes) {
                401);
   expect_error(fetch(server.port(), "GET", "/v1/models", "", {{"Authorization", "sesame-0123"}}),
                401);
+  // llama-server's introspection shows the model's path and the running requests' fields.
+  expect_error(fetch(server.port(), "GET", "/props"), 401);
+  expect_error(fetch(server.port(), "GET", "/slots"), 401);
   EXPECT_EQ(fetch(server.port(), "POST", "/v1/completions", body,
                   {{"Authorization", "Bearer sesame-0123"}})
                 .status,
