@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tandem {
 
@@ -38,6 +39,14 @@ struct Usage {
   // Of completion_tokens, those of the reasoning, where a chat answer splits it off (the
   // server counts them from the text each token added); -1: not counted (no split).
   int64_t reasoning_tokens = -1;
+};
+
+// What ended a choice that finished kStop other than by EOS, as vLLM's stop_reason reports
+// it: the stop string that matched, or the stop_token_ids token; neither (EOS, a length, a
+// cancel): stop_reason is null.
+struct StopReason {
+  std::string text;    // the stop string, or empty
+  int32_t token = -1;  // the stop token's id, or -1
 };
 
 }  // namespace tandem

@@ -17,11 +17,11 @@ ResponseEncoder::ResponseEncoder(Endpoint endpoint, ResponseHeader header, bool 
 
 std::string ResponseEncoder::chunk(int32_t choice, std::string_view text,
                                    std::optional<FinishReason> finish,
-                                   const LogprobsPiece* logprobs) const {
+                                   const LogprobsPiece* logprobs, const StopReason* stop) const {
   const ChoiceId& id = choices_.at(choice);
   return endpoint_ == Endpoint::kChatCompletions
-             ? chat_chunk_json(header_, text, finish, logprobs, id)
-             : completion_chunk_json(header_, text, finish, logprobs, id);
+             ? chat_chunk_json(header_, text, finish, logprobs, id, stop)
+             : completion_chunk_json(header_, text, finish, logprobs, id, stop);
 }
 
 std::string ResponseEncoder::opening_events() const {
@@ -53,8 +53,9 @@ std::string ResponseEncoder::tool_call_events(int32_t choice,
   return events;
 }
 
-std::string ResponseEncoder::finish_event(int32_t choice, FinishReason finish) const {
-  return sse_data(chunk(choice, "", finish));
+std::string ResponseEncoder::finish_event(int32_t choice, FinishReason finish,
+                                          const StopReason* stop) const {
+  return sse_data(chunk(choice, "", finish, nullptr, stop));
 }
 
 std::string ResponseEncoder::end_events(const Usage& usage) const {

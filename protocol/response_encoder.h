@@ -39,8 +39,10 @@ class ResponseEncoder {
                               int32_t choice = 0) const;
   // Chat: choice `choice`'s tool calls as OpenAI streams them (two chunks per call).
   std::string tool_call_events(int32_t choice, std::span<const ToolCallOut> calls) const;
-  // The chunk that ends one choice, with its finish reason.
-  std::string finish_event(int32_t choice, FinishReason finish) const;
+  // The chunk that ends one choice, with its finish reason and vLLM's stop_reason (stop:
+  // what ended it; null: nothing but EOS or a limit).
+  std::string finish_event(int32_t choice, FinishReason finish,
+                           const StopReason* stop = nullptr) const;
   // After every choice's finish: the usage chunk when asked for, and [DONE].
   std::string end_events(const Usage& usage) const;
   // One choice's response: finish_event(0) and end_events.
@@ -55,7 +57,8 @@ class ResponseEncoder {
 
  private:
   std::string chunk(int32_t choice, std::string_view text, std::optional<FinishReason> finish,
-                    const LogprobsPiece* logprobs = nullptr) const;
+                    const LogprobsPiece* logprobs = nullptr,
+                    const StopReason* stop = nullptr) const;
 
   Endpoint endpoint_;
   ResponseHeader header_;

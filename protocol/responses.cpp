@@ -19,6 +19,13 @@ Json finish_json(std::optional<FinishReason> finish) {
   return finish ? Json(finish_reason_name(*finish)) : Json(nullptr);
 }
 
+// vLLM's stop_reason: the stop token's id, else the stop string, else null.
+Json stop_reason_json(const StopReason* stop) {
+  if (stop == nullptr) return nullptr;
+  if (stop->token >= 0) return stop->token;
+  return stop->text.empty() ? Json(nullptr) : Json(stop->text);
+}
+
 Json usage_json(const Usage& usage) {
   Json json{{"prompt_tokens", usage.prompt_tokens},
             {"completion_tokens", usage.completion_tokens},
@@ -88,7 +95,8 @@ std::string completion_response_json(const ResponseHeader& header,
                                    {"seed", c.id.seed},
                                    {"text", c.text},
                                    {"logprobs", logprobs_json(Endpoint::kCompletions, c.logprobs)},
-                                   {"finish_reason", finish_reason_name(c.finish)}});
+                                   {"finish_reason", finish_reason_name(c.finish)},
+                                   {"stop_reason", stop_reason_json(c.stop)}});
   }
   body["usage"] = usage_json(usage);
   return dump(body);
@@ -105,7 +113,8 @@ std::string chat_completion_response_json(const ResponseHeader& header,
              {"seed", c.id.seed},
              {"message", message_json(c)},
              {"logprobs", logprobs_json(Endpoint::kChatCompletions, c.logprobs)},
-             {"finish_reason", finish_reason_name(c.finish)}});
+             {"finish_reason", finish_reason_name(c.finish)},
+             {"stop_reason", stop_reason_json(c.stop)}});
   }
   body["usage"] = usage_json(usage);
   return dump(body);
@@ -127,14 +136,16 @@ std::string chat_completion_response_json(const ResponseHeader& header, std::str
 
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
                                   std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                                  std::optional<ChoiceId> choice) {
+                                  std::optional<ChoiceId> choice, const StopReason* stop) {
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "text_completion");
-  body["choices"] = Json::array({Json{{"index", id.index},
-                                      {"seed", id.seed},
-                                      {"text", text},
-                                      {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
-                                      {"finish_reason", finish_json(finish)}}});
+  Json one{{"index", id.index},
+           {"seed", id.seed},
+           {"text", text},
+           {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
+           {"finish_reason", finish_json(finish)}};
+  if (finish) one["stop_reason"] = stop_reason_json(stop);
+  body["choices"] = Json::array({std::move(one)});
   return dump(body);
 }
 
@@ -153,15 +164,16 @@ namespace {
 
 std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
                              std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                             std::optional<ChoiceId> choice) {
+                             std::optional<ChoiceId> choice, const StopReason* stop = nullptr) {
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
-  body["choices"] =
-      Json::array({Json{{"index", id.index},
-                        {"seed", id.seed},
-                        {"delta", std::move(delta)},
-                        {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
-                        {"finish_reason", finish_json(finish)}}});
+  Json one{{"index", id.index},
+           {"seed", id.seed},
+           {"delta", std::move(delta)},
+           {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
+           {"finish_reason", finish_json(finish)}};
+  if (finish) one["stop_reason"] = stop_reason_json(stop);
+  body["choices"] = Json::array({std::move(one)});
   return dump(body);
 }
 
@@ -169,11 +181,11 @@ std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
 
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                            std::optional<ChoiceId> choice) {
+                            std::optional<ChoiceId> choice, const StopReason* stop) {
   // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
   Json delta = Json::object();
   if (!text.empty() || !finish) delta["content"] = text;
-  return chat_delta_chunk(header, std::move(delta), finish, logprobs, choice);
+  return chat_delta_chunk(header, std::move(delta), finish, logprobs, choice, stop);
 }
 
 std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_view text,

@@ -52,6 +52,8 @@ struct ChoiceResult {
   // Chat with the reasoning split off (protocol/reasoning.h): message.reasoning_content,
   // when not empty.
   std::string_view reasoning = {};
+  // vLLM's stop_reason: what ended the choice (null: nothing but EOS or a limit).
+  const StopReason* stop = nullptr;
 };
 
 // "cmpl-", "chatcmpl-", "resp_" (/v1/responses) or "msg_" (/v1/messages) and 32 hex digits: high
@@ -66,8 +68,10 @@ std::string response_id_prefix(Endpoint endpoint);
 // response id carry unchanged.
 bool is_client_request_id(std::string_view id);
 
-// Non-streamed: object "text_completion" with choices [{index, text, logprobs, finish_reason}],
-// or "chat.completion" with choices [{index, message {role, content}, logprobs, finish_reason}];
+// Non-streamed: object "text_completion" with choices [{index, text, logprobs, finish_reason,
+// stop_reason}], or "chat.completion" with choices [{index, message {role, content}, logprobs,
+// finish_reason, stop_reason}] (stop_reason: vLLM's, the stop string or stop token id that
+// ended the choice, null for EOS and the limits);
 // both with usage {prompt_tokens, completion_tokens, total_tokens}, seed and
 // system_fingerprint (every chunk carries seed and system_fingerprint too).
 // logprobs: the choice's logprobs (logprobs.h); null when nullptr.
@@ -87,19 +91,22 @@ std::string chat_completion_response_json(const ResponseHeader& header, std::str
 
 // Stream chunks, each for one choice (index and seed; without `choice`: index 0 and the
 // response's seed). A completion chunk carries choices [{index, seed, text, logprobs,
-// finish_reason}] with finish_reason null until the choice's last. Chat chunks
+// finish_reason}] with finish_reason null until the choice's last, which adds stop_reason. Chat
+// chunks
 // ("chat.completion.chunk") carry a delta: the first is {role: "assistant", content: ""}, then
 // {content}; the last has the finish reason and, when its text is empty, an empty delta.
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
                                   std::optional<FinishReason> finish,
                                   const LogprobsPiece* logprobs = nullptr,
-                                  std::optional<ChoiceId> choice = std::nullopt);
+                                  std::optional<ChoiceId> choice = std::nullopt,
+                                  const StopReason* stop = nullptr);
 std::string chat_role_chunk_json(const ResponseHeader& header,
                                  std::optional<ChoiceId> choice = std::nullopt);
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish,
                             const LogprobsPiece* logprobs = nullptr,
-                            std::optional<ChoiceId> choice = std::nullopt);
+                            std::optional<ChoiceId> choice = std::nullopt,
+                            const StopReason* stop = nullptr);
 // A piece of a choice's reasoning, split from its content: delta {reasoning_content}, as
 // llama-server and vLLM stream it.
 std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_view text,

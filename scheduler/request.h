@@ -40,6 +40,10 @@ class RequestSink {
   // The stop string that ended the output (kStop), just before on_finish; not sent for an
   // end by EOS or a stop_token_ids token.
   virtual void on_stop_string(std::string_view stop) { (void)stop; }
+  // The stop_token_ids token that ended the output (kStop), just before on_finish; not sent
+  // when the token is also an end-of-generation token (as vLLM, which reports no reason for
+  // EOS), nor when a stop string ended the output.
+  virtual void on_stop_token(int32_t token) { (void)token; }
   // kStop (EOS, a stop_token_ids token or a stop string), kLength (max_tokens, the context or the
   // KV pool), or kCancelled. usage.completion_tokens counts EOS and stop tokens too.
   virtual void on_finish(FinishReason reason, const Usage& usage) = 0;

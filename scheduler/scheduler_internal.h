@@ -118,6 +118,8 @@ struct Scheduler::Request {
   // Its number among the running (RunningRequest::slot); -1 until published running, and
   // again once preempted.
   int32_t slot = -1;
+  // The stop_token_ids token that ended the output (not an end-of-generation one), or -1.
+  int32_t stop_token = -1;
 
   // The prefix cache and preemption.
   bool admitted_before = false;  // cached_tokens is counted at the first admission only

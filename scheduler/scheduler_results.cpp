@@ -139,6 +139,7 @@ void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   const bool eog =
       may_stop && !r.in.sampling.ignore_eos &&
       std::find(info_.eog_ids.begin(), info_.eog_ids.end(), token) != info_.eog_ids.end();
+  if (stop_token && !eog) r.stop_token = token;
   if ((stop_token || eog) && !(stop_token && r.in.include_stop_str_in_output)) {
     finish(r, FinishReason::kStop, true);
     return;
@@ -187,8 +188,11 @@ void Scheduler::finish(Request& r, FinishReason reason, bool flush) {
   ++counters_.requests_finished;
   // Publish first, so a client that reads the metrics after its answer sees its tokens.
   publish();
-  if (reason == FinishReason::kStop && r.stop.stopped())
+  if (reason == FinishReason::kStop && r.stop.stopped()) {
     r.in.sink->on_stop_string(r.stop.matched());
+  } else if (reason == FinishReason::kStop && r.stop_token >= 0) {
+    r.in.sink->on_stop_token(r.stop_token);
+  }
   r.in.sink->on_finish(reason, Usage{r.prompt_len, r.completion_tokens, r.cached_tokens});
 }
 

@@ -129,7 +129,7 @@ FinishReason GenerationResponse::reported_reason(int32_t choice, FinishReason re
 }
 
 std::string_view GenerationResponse::kept_content(const Choice& c, std::string_view content) const {
-  const bool cut = c.reason == FinishReason::kLength || !c.stop.empty();
+  const bool cut = c.reason == FinishReason::kLength || !c.stop.text.empty();
   if (!tools_.drop_cut_call || !cut) return content;
   return content.substr(0, tool_call_safe_prefix(tools_.format, content, 0));
 }
@@ -160,7 +160,7 @@ void GenerationResponse::logprobs(int32_t choice, std::vector<TokenLogprobs> ent
 }
 
 std::string GenerationResponse::finish(int32_t choice, FinishReason reason, const Usage& usage,
-                                       std::string_view stop) {
+                                       const StopReason& stop) {
   Choice& c = choices_.at(choice);
   if (c.finished) return {};
   c.finished = true;
@@ -192,9 +192,9 @@ std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
     events += text_event(index, c, c.echo);
     c.echo.clear();
   }
-  if (writer_) return events + writer_->closing_events(calls, c.reason, usage_, c.stop);
+  if (writer_) return events + writer_->closing_events(calls, c.reason, usage_, c.stop.text);
   events += encoder_.tool_call_events(index, calls);
-  events += encoder_.finish_event(index, c.reason);
+  events += encoder_.finish_event(index, c.reason, &c.stop);
   if (all_finished()) events += encoder_.end_events(usage_);
   return events;
 }
@@ -220,6 +220,7 @@ std::string GenerationResponse::whole_body() {
     pieces.push_back(LogprobsPiece{c.pending, {}, tokens_as_ids_});
     splits[i] = split_of(c);
     ChoiceResult result{{}, splits[i].content, c.reason, logprobs_ ? &pieces.back() : nullptr};
+    result.stop = &c.stop;
     result.reasoning = splits[i].reasoning;
     if (tools_.enabled) {
       parsed[i] = parse_calls(splits[i].content);
@@ -236,7 +237,7 @@ std::string GenerationResponse::whole_body() {
   if (writer_) {
     const ChoiceResult& only = results.front();
     return writer_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs,
-                               only.reasoning, choices_.front().stop);
+                               only.reasoning, choices_.front().stop.text);
   }
   return encoder_.whole_body(results, usage_);
 }

@@ -93,9 +93,9 @@ class GenerationResponse {
   }
   bool embeds() const { return embeddings_.has_value(); }
   // Streamed: the choice's last events, and the stream's end after the last choice.
-  // stop: the stop string that ended it, or empty.
+  // stop: the stop string or stop token that ended it, where one did (vLLM's stop_reason).
   std::string finish(int32_t choice, FinishReason reason, const Usage& usage,
-                     std::string_view stop = {});
+                     const StopReason& stop = {});
   bool all_finished() const { return finished_ == choices(); }
   int32_t finished() const { return finished_; }  // choices finished
   // The usage summed so far: each prompt's tokens once, every choice's output.
@@ -114,7 +114,7 @@ class GenerationResponse {
     std::vector<TokenLogprobs> pending;  // not yet written (not streamed: all of them)
     TextPosition text_position;          // streamed: where the pending tokens' text begins
     FinishReason reason = FinishReason::kStop;
-    std::string stop;  // the stop string that ended it, or empty
+    StopReason stop;  // the stop string or token that ended it, where one did
     bool finished = false;
     // Streamed with tools: the whole output so far, and how much of it was sent as content.
     std::string output;

@@ -443,7 +443,7 @@ void Session::on_generation_embedding(uint64_t serial, int32_t choice,
 }
 
 void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,
-                                   Usage usage, Clock::time_point at, std::string stop) {
+                                   Usage usage, Clock::time_point at, StopReason stop) {
   if (!wants_events_of(serial)) return;
   Generation& g = *generation_;
   ServerMetrics& metrics = context_.endpoints.metrics();

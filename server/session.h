@@ -82,9 +82,9 @@ class Session : public std::enable_shared_from_this<Session> {
                           Clock::time_point at);
   void on_generation_logprobs(uint64_t serial, int32_t choice, std::vector<TokenLogprobs> logprobs);
   void on_generation_embedding(uint64_t serial, int32_t choice, std::vector<float> embedding);
-  // stop: the stop string that ended the output, or empty.
+  // stop: the stop string or stop token that ended the output, where one did.
   void on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason, Usage usage,
-                            Clock::time_point at, std::string stop = {});
+                            Clock::time_point at, StopReason stop = {});
   void on_generation_error(uint64_t serial, ErrorKind kind);
   net::any_io_executor executor() { return stream_.get_executor(); }
 

@@ -54,7 +54,8 @@ class StrandSink final : public RequestSink {
     });
   }
   // Kept for the finish that follows it, in the same post.
-  void on_stop_string(std::string_view stop) override { stop_ = stop; }
+  void on_stop_string(std::string_view stop) override { stop_.text = stop; }
+  void on_stop_token(int32_t token) override { stop_.token = token; }
   void on_finish(FinishReason reason, const Usage& usage) override {
     net::post(strand_, [s = session_, serial = serial_, choice = choice_, reason, usage,
                         at = Clock::now(), stop = std::move(stop_)]() mutable {
@@ -72,7 +73,7 @@ class StrandSink final : public RequestSink {
   uint64_t serial_;
   int32_t choice_;
   int32_t tokens_ = 0;  // accepted since the last text
-  std::string stop_;    // the stop string that ended the output, or empty
+  StopReason stop_;     // what ended the output, where not EOS
 };
 
 }  // namespace tandem::server

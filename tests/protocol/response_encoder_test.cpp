@@ -78,7 +78,8 @@ TEST(ResponseEncoder, ACompletionStreamIsPinnedByteForByte) {
   EXPECT_EQ(
       encoder.closing_events(FinishReason::kLength, kUsage),
       envelope +
-          R"("choices":[{"index":0,"seed":42,"text":"","logprobs":null,"finish_reason":"length"}]})" +
+          R"("choices":[{"index":0,"seed":42,"text":"","logprobs":null,"finish_reason":"length",)"
+          R"("stop_reason":null}]})" +
           "\n\n" + envelope +
           R"("choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0}}})" +
           "\n\ndata: [DONE]\n\n");
@@ -103,7 +104,7 @@ TEST(ResponseEncoder, AChatStreamIsPinnedByteForByte) {
   EXPECT_EQ(encoder.closing_events(FinishReason::kStop, kUsage),
             envelope +
                 R"("choices":[{"index":0,"seed":42,"delta":{},"logprobs":null,)"
-                R"("finish_reason":"stop"}]})" +
+                R"("finish_reason":"stop","stop_reason":null}]})" +
                 "\n\ndata: [DONE]\n\n");
 }
 

@@ -55,6 +55,35 @@ TEST(Responses, CompletionHasTextFinishReasonUsageAndSeed) {
   EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);  // as OpenAI's
 }
 
+// vLLM's stop_reason: the stop token's id, else the stop string, else null; on a stream,
+// only the choice's last chunk carries it.
+TEST(Responses, StopReasonIsTheStopTokenOrStringOrNull) {
+  const StopReason by_token{"", 42}, by_string{"###", -1}, none{};
+  const StopReason* stops[] = {&by_token, &by_string, &none, nullptr};
+  const Json expected[] = {42, "###", nullptr, nullptr};
+  for (size_t i = 0; i < 4; ++i) {
+    ChoiceResult one{{0, 7}, "x", FinishReason::kStop, nullptr};
+    one.stop = stops[i];
+    for (const bool chat : {false, true}) {
+      const Json whole =
+          Json::parse(chat ? chat_completion_response_json(header(Endpoint::kChatCompletions),
+                                                           std::span(&one, 1), Usage{1, 1})
+                           : completion_response_json(header(), std::span(&one, 1), Usage{1, 1}));
+      EXPECT_EQ(whole["choices"][0]["stop_reason"], expected[i]) << i << chat;
+      const ResponseHeader h = header(chat ? Endpoint::kChatCompletions : Endpoint::kCompletions);
+      const Json last = Json::parse(
+          chat
+              ? chat_chunk_json(h, "", FinishReason::kStop, nullptr, std::nullopt, stops[i])
+              : completion_chunk_json(h, "", FinishReason::kStop, nullptr, std::nullopt, stops[i]));
+      EXPECT_EQ(last["choices"][0]["stop_reason"], expected[i]) << i << chat;
+      const Json middle = Json::parse(
+          chat ? chat_chunk_json(h, "x", std::nullopt, nullptr, std::nullopt, stops[i])
+               : completion_chunk_json(h, "x", std::nullopt, nullptr, std::nullopt, stops[i]));
+      EXPECT_FALSE(middle["choices"][0].contains("stop_reason")) << i << chat;
+    }
+  }
+}
+
 TEST(Responses, ChatCompletionHasAnAssistantMessage) {
   Json body = Json::parse(chat_completion_response_json(header(Endpoint::kChatCompletions), "Hi!",
                                                         FinishReason::kStop, Usage{9, 2}));

@@ -4,6 +4,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -215,6 +217,61 @@ TEST(StopControls, TimeLimitEndsAtTheNextNewlineAfterIt) {
     const Outcome untimed = generate(spelling("ab\ncd\nef"), r, overlap, ticking());
     EXPECT_EQ(untimed.completion_tokens, 20) << overlap;
   }
+}
+
+// What vLLM's stop_reason reports: the stop token (not when it is also an end of generation,
+// nor when a stop string ended the output) or the stop string, just before the finish.
+class StopCauseSink : public RecordingSink {
+ public:
+  void on_stop_token(int32_t token) override { tokens.push_back(token); }
+  void on_stop_string(std::string_view stop) override { strings.emplace_back(stop); }
+  std::vector<int32_t> tokens;
+  std::vector<std::string> strings;
+};
+
+std::shared_ptr<StopCauseSink> stop_cause(std::function<int32_t(int32_t)> script,
+                                          GenerationRequest request) {
+  ByteTokenizer tokenizer;
+  Device device(std::make_unique<BanHonouringExecutor>(std::move(script)));
+  Scheduler scheduler(device, tokenizer);
+  auto sink = std::make_shared<StopCauseSink>();
+  request.prompt.assign(4, 'p');
+  request.max_tokens = 20;
+  request.sink = sink;
+  EXPECT_TRUE(scheduler.submit(std::move(request)).accepted());
+  for (int i = 0; i < 10000 && !scheduler.drained(); ++i) scheduler.run_once();
+  EXPECT_TRUE(sink->ended());
+  return sink;
+}
+
+TEST(StopControls, TheStopTokenOrStringThatEndedTheOutputIsReported) {
+  auto bang_at_3 = [](int32_t p) { return at_token(p) == 3 ? int32_t{'!'} : int32_t{'a'}; };
+  for (bool include : {false, true}) {
+    GenerationRequest r;
+    r.sampling.stop_token_ids = {'!'};
+    r.include_stop_str_in_output = include;
+    const auto sink = stop_cause(bang_at_3, r);
+    EXPECT_EQ(sink->tokens, std::vector<int32_t>{'!'}) << include;
+    EXPECT_TRUE(sink->strings.empty());
+  }
+  GenerationRequest by_string;
+  by_string.stop = {"a!"};
+  by_string.sampling.stop_token_ids = {'z'};
+  const auto string_sink = stop_cause(bang_at_3, by_string);
+  EXPECT_EQ(string_sink->strings, std::vector<std::string>{"a!"});
+  EXPECT_TRUE(string_sink->tokens.empty());
+  // EOS listed as a stop token is still EOS: no reason, as vLLM reports none for EOS.
+  GenerationRequest eos;
+  eos.sampling.stop_token_ids = {kFakeEos};
+  const auto eos_sink =
+      stop_cause([](int32_t p) { return at_token(p) == 2 ? kFakeEos : int32_t{'a'}; }, eos);
+  EXPECT_EQ(eos_sink->reason(), FinishReason::kStop);
+  EXPECT_TRUE(eos_sink->tokens.empty());
+  // ...unless EOS is ignored: then only the stop token ends the output.
+  eos.sampling.ignore_eos = true;
+  const auto ignored =
+      stop_cause([](int32_t p) { return at_token(p) == 2 ? kFakeEos : int32_t{'a'}; }, eos);
+  EXPECT_EQ(ignored->tokens, std::vector<int32_t>{kFakeEos});
 }
 
 }  // namespace

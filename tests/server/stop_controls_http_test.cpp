@@ -63,11 +63,65 @@ TEST(StopControlsOverHttp, StopTokenIdsEndTheOutputAtThatTokenWithOrWithoutItsTe
   const json stopped = post_json("/v1/completions", body);
   EXPECT_EQ(stopped["choices"][0]["text"], before);
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(stopped["usage"]["completion_tokens"], k + 1);  // the stop token counts
+  EXPECT_EQ(stopped["usage"]["completion_tokens"], k + 1);    // the stop token counts
+  EXPECT_EQ(stopped["choices"][0]["stop_reason"], g.ids[k]);  // vLLM's: the token's id
   body["include_stop_str_in_output"] = true;
   const json kept = post_json("/v1/completions", body);
   EXPECT_EQ(kept["choices"][0]["text"], before + g.pieces[k]);
   EXPECT_EQ(kept["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(kept["choices"][0]["stop_reason"], g.ids[k]);
+}
+
+// The last streamed chunk of a choice carries what its whole answer's choice does.
+json last_chunk_choice(const json& body) {
+  const HttpResult streamed = fetch(shared_server().port(), "POST", "/v1/completions", body.dump());
+  EXPECT_EQ(streamed.status, 200) << streamed.body;
+  const std::vector<std::string> events = sse_data(streamed.body);
+  EXPECT_GE(events.size(), 2u);
+  for (size_t i = 0; i + 2 < events.size(); ++i) {  // before the last: no stop_reason yet
+    EXPECT_FALSE(json::parse(events[i])["choices"][0].contains("stop_reason")) << events[i];
+  }
+  return json::parse(events.at(events.size() - 2))["choices"][0];
+}
+
+// vLLM's stop_reason: the stop string that matched, the stop token's id, or null where the
+// output ended otherwise (a limit, EOS); whole and streamed alike, completions and chat.
+TEST(StopControlsOverHttp, StopReasonSaysWhichStopEndedTheOutput) {
+  const Greedy g = greedy();
+  ASSERT_FALSE(g.pieces[2].empty());
+  json body = base_body();
+  body["stop"] = {"never in this output", g.pieces[2]};
+  const json stopped = post_json("/v1/completions", body);
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(stopped["choices"][0]["stop_reason"], g.pieces[2]);
+  body["stream"] = true;
+  EXPECT_EQ(last_chunk_choice(body)["stop_reason"], g.pieces[2]);
+
+  json limited = base_body();
+  const json length = post_json("/v1/completions", limited);
+  EXPECT_EQ(length["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(length["choices"][0]["stop_reason"].is_null()) << length.dump();
+  limited["stream"] = true;
+  const json last = last_chunk_choice(limited);
+  EXPECT_TRUE(last.contains("stop_reason") && last["stop_reason"].is_null()) << last.dump();
+
+  json token_stop = base_body();
+  token_stop["stop_token_ids"] = {g.ids.at(stop_position(g))};
+  token_stop["stream"] = true;
+  EXPECT_EQ(last_chunk_choice(token_stop)["stop_reason"], g.ids.at(stop_position(g)));
+
+  json chat{{"messages", {{{"role", "user"}, {"content", "Stop controls"}}}},
+            {"max_tokens", 8},
+            {"temperature", 0},
+            {"ignore_eos", true},
+            {"logprobs", true}};
+  const json free_run = post_json("/v1/chat/completions", chat);
+  const std::string piece = free_run["choices"][0]["logprobs"]["content"][1]["token"];
+  ASSERT_FALSE(piece.empty());
+  chat["stop"] = piece;
+  const json chat_stopped = post_json("/v1/chat/completions", chat);
+  EXPECT_EQ(chat_stopped["choices"][0]["stop_reason"], piece) << chat_stopped.dump();
+  EXPECT_TRUE(free_run["choices"][0]["stop_reason"].is_null());
 }
 
 // The first token as a stop token ends the output at once; with min_tokens 4 it is banned
