@@ -100,11 +100,6 @@ SchedulerMetrics Scheduler::metrics() const {
   return out;
 }
 
-std::vector<RunningRequest> Scheduler::running() const {
-  std::lock_guard lock(metrics_mutex_);
-  return published_running_;
-}
-
 void Scheduler::start() {
   if (thread_.joinable()) throw std::logic_error("scheduler: already started");
   thread_ = std::thread([this] { thread_main(); });
@@ -569,10 +564,12 @@ void Scheduler::shutdown() {
 
 void Scheduler::publish() {
   bool active = !live_.empty();
+  std::vector<BusySlot> slots;
   {
     std::lock_guard lock(inbox_mutex_);
     counters_.waiting = static_cast<int32_t>(waiting_.size());
     active = active || !waiting_.empty();
+    slots = number_slots();
   }
   counters_.running = static_cast<int32_t>(running_.size());
   const bool decoding =
@@ -588,32 +585,7 @@ void Scheduler::publish() {
   }
   std::lock_guard lock(metrics_mutex_);
   published_ = counters_;
-  publish_running();
-}
-
-// Numbers the running requests that have no slot yet with the lowest free ones: a slot
-// stays its request's while it runs, as a llama-server slot does.
-void Scheduler::publish_running() {
-  std::vector<bool> taken(static_cast<size_t>(options_.max_batch), false);
-  for (const Request* r : running_)
-    if (r->slot >= 0) taken[static_cast<size_t>(r->slot)] = true;
-  size_t free = 0;
-  published_running_.clear();
-  for (Request* r : running_) {
-    if (r->slot < 0) {
-      while (taken[free]) ++free;
-      r->slot = static_cast<int32_t>(free);
-      taken[free] = true;
-    }
-    const SamplingParams& s = r->in.sampling;
-    published_running_.push_back(
-        RunningRequest{r->slot, r->id, r->prompt_len, r->cached_tokens,
-                       r->decoding ? r->prompt_len : std::min(r->prefill_launched, r->prompt_len),
-                       r->completion_tokens, r->max_new, r->decoding, s.temperature, s.top_k,
-                       s.top_p, s.min_p, s.seed});
-  }
-  std::sort(published_running_.begin(), published_running_.end(),
-            [](const RunningRequest& a, const RunningRequest& b) { return a.slot < b.slot; });
+  published_slots_ = std::move(slots);
 }
 
 }  // namespace tandem

@@ -123,18 +123,23 @@ struct SchedulerMetrics {
   uint64_t spec_accepted_tokens = 0;
 };
 
-// A running request as llama-server's GET /slots shows a busy slot (Scheduler::running()).
-// The scheduler has no fixed slots: its batch holds up to max_batch requests, and `slot`
-// numbers them as llama-server numbers its slots, 0 .. max_batch - 1, the lowest free one
-// when the request is first published running, kept until it finishes or is preempted.
-struct RunningRequest {
+// A busy slot as llama-server's GET /slots shows it (Scheduler::busy_slots()). The scheduler
+// has no fixed slots: its batch runs up to max_batch requests, and `slot` numbers them as
+// llama-server numbers its slots, 0 .. max_batch - 1. A request takes the lowest free
+// number when it is first published, running or waiting for admission (llama-server gives
+// a task its slot as it starts, before its prompt is computed; what waits beyond max_batch
+// has none, as llama-server's deferred tasks), and keeps it until it finishes, preempted
+// or not (a preempted request waits at the queue's front, the next to run again).
+struct BusySlot {
   int32_t slot = 0;
   uint64_t id = 0;            // submit()'s id (llama-server's id_task)
+  bool admitted = false;      // running, not waiting for admission
   int32_t prompt_tokens = 0;  // the prompt's length
   int32_t cached_tokens = 0;  // of which the prefix cache held at admission
   int32_t prefilled = 0;      // prompt positions computed or taken so far
   int32_t generated = 0;      // tokens accepted
   int32_t max_new = 0;        // max_tokens, capped by the context and the KV pool
+  bool limited = false;       // the request set max_tokens
   bool decoding = false;      // its prompt is done
   // The sampling fields llama-server's slot params show.
   float temperature = 1.0f;
@@ -165,8 +170,8 @@ class Scheduler {
   // gets on_finish(kCancelled). Unknown or finished ids are ignored.
   void cancel(uint64_t id);
   SchedulerMetrics metrics() const;
-  // The running requests as of the last published step, by slot.
-  std::vector<RunningRequest> running() const;
+  // The busy slots as of the last published step, by slot number.
+  std::vector<BusySlot> busy_slots() const;
   // SchedulerOptions::max_batch: the batch's rows, llama-server's total_slots.
   int32_t max_batch() const { return options_.max_batch; }
   // Whether decoding requests may draft (SchedulerOptions::spec_tokens).
@@ -248,7 +253,9 @@ class Scheduler {
   void fail_in_flight(std::string_view message);
   void shutdown();
   void publish();
-  void publish_running();  // under metrics_mutex_
+  // Slots for the running requests, then the waiting ones, as the published slots show
+  // them (scheduler_slots.cpp); under inbox_mutex_.
+  std::vector<BusySlot> number_slots();
   void thread_main();
 
   Device& device_;
@@ -282,7 +289,7 @@ class Scheduler {
 
   mutable std::mutex metrics_mutex_;
   SchedulerMetrics published_;
-  std::vector<RunningRequest> published_running_;
+  std::vector<BusySlot> published_slots_;
 
   std::thread thread_;
 };

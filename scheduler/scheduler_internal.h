@@ -115,8 +115,8 @@ struct Scheduler::Request {
   bool decoding = false;  // the prefill is done: each step feeds last_token
   bool finished = false;  // its finish or error event is sent; later tokens are discarded
   bool cancelled = false;
-  // Its number among the running (RunningRequest::slot); -1 until published running, and
-  // again once preempted.
+  // Its slot (BusySlot::slot); -1 until first published. Kept while preempted: the request
+  // waits at the queue's front, the next to run again.
   int32_t slot = -1;
   // The stop_token_ids token that ended the output (not an end-of-generation one), or -1.
   int32_t stop_token = -1;

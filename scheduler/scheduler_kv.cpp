@@ -288,7 +288,6 @@ void Scheduler::preempt(Request& r) {
   r.blocks_offered = 0;
   r.prompt_copy = {};  // recomputed with the rest
   r.decoding = false;
-  r.slot = -1;
   std::erase(running_, &r);
   ++counters_.preemptions;
   auto it = live_.find(r.id);

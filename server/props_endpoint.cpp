@@ -5,9 +5,9 @@
 // - GET /slots: one object per slot, busy or idle; with ?fail_on_no_slot (any value) a 503
 //   when none is idle, as llama-server answers load balancers.
 // tandem has no fixed slots: its batch holds up to --max-batch requests (total_slots), and
-// the scheduler numbers the running ones as slots (scheduler.h, RunningRequest). A busy
-// slot shows the request's counts and sampling fields; its prompt and output text are not
-// shown (llama-server shows them to anyone who holds the key).
+// the scheduler numbers the running ones and then the waiting ones as slots (scheduler.h,
+// BusySlot). A busy slot shows the request's counts and sampling fields; its prompt and
+// output text are not shown (llama-server shows them to anyone who holds the key).
 #include <string>
 #include <string_view>
 #include <variant>
@@ -41,7 +41,8 @@ Json slot_json(int32_t id, int32_t n_ctx, bool speculative) {
   return Json{{"id", id}, {"n_ctx", n_ctx}, {"speculative", speculative}, {"is_processing", false}};
 }
 
-Json busy_slot_json(const RunningRequest& r, int32_t n_ctx, bool speculative) {
+// n_predict and n_remain are -1 for a request without max_tokens, as llama-server's.
+Json busy_slot_json(const BusySlot& r, int32_t n_ctx, bool speculative) {
   Json slot = slot_json(r.slot, n_ctx, speculative);
   slot["is_processing"] = true;
   slot["id_task"] = r.id;
@@ -49,17 +50,21 @@ Json busy_slot_json(const RunningRequest& r, int32_t n_ctx, bool speculative) {
   slot["n_prompt_tokens_processed"] =
       r.prefilled - r.cached_tokens > 0 ? r.prefilled - r.cached_tokens : 0;
   slot["n_prompt_tokens_cache"] = r.cached_tokens;
-  slot["params"] =
-      Json{{"n_predict", r.max_new}, {"seed", r.seed},   {"temperature", r.temperature},
-           {"top_k", r.top_k},       {"top_p", r.top_p}, {"min_p", r.min_p}};
+  slot["params"] = Json{{"n_predict", r.limited ? r.max_new : -1},
+                        {"seed", r.seed},
+                        {"temperature", r.temperature},
+                        {"top_k", r.top_k},
+                        {"top_p", r.top_p},
+                        {"min_p", r.min_p}};
   slot["next_token"] = Json::array({Json{{"has_next_token", true},
                                          {"has_new_line", false},
-                                         {"n_remain", r.max_new - r.generated},
+                                         {"n_remain", r.limited ? r.max_new - r.generated : -1},
                                          {"n_decoded", r.generated}}});
   return slot;
 }
 
-// ?name=value pairs of a target: whether `name` is there with a non-empty value.
+// ?name=value pairs of a target: whether the first `name` has a non-empty value (llama-server's
+// HTTP library reads the first; "fail_on_no_slot=0" is set too, as there).
 bool query_has(std::string_view target, std::string_view name) {
   const size_t mark = target.find('?');
   if (mark == std::string_view::npos) return false;
@@ -68,8 +73,7 @@ bool query_has(std::string_view target, std::string_view name) {
     const size_t amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
     const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name && eq != std::string_view::npos && eq + 1 < pair.size())
-      return true;
+    if (pair.substr(0, eq) == name) return eq != std::string_view::npos && eq + 1 < pair.size();
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
@@ -104,7 +108,7 @@ Endpoints::Result Endpoints::props(const ApiRequest&) {
 Endpoints::Result Endpoints::slots(const ApiRequest& api) {
   const int32_t total = scheduler_.max_batch();
   const bool speculative = scheduler_.speculative();
-  const std::vector<RunningRequest> running = scheduler_.running();
+  const std::vector<BusySlot> running = scheduler_.busy_slots();
   Json slots = Json::array();
   size_t next = 0;  // running is sorted by slot
   for (int32_t id = 0; id < total; ++id) {

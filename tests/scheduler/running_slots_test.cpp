@@ -1,6 +1,7 @@
-// Scheduler::running(): the running requests numbered as llama-server's slots (GET /slots),
-// each the lowest number free when it is first published, kept while it runs and given up
-// when it finishes or is preempted; with the counts and sampling fields a slot shows.
+// Scheduler::busy_slots(): the running and then the waiting requests numbered as
+// llama-server's slots (GET /slots), each the lowest number free when it is first published,
+// kept through its admission and any preemption until it finishes; what waits
+// beyond max_batch has none; with the counts and sampling fields a slot shows.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -49,7 +50,7 @@ struct SlotRun {
   // The id running in each slot, -1 where none (by max_batch).
   std::vector<int64_t> slots(int32_t total) const {
     std::vector<int64_t> out(static_cast<size_t>(total), -1);
-    for (const RunningRequest& r : scheduler.running()) {
+    for (const BusySlot& r : scheduler.busy_slots()) {
       EXPECT_GE(r.slot, 0);
       EXPECT_LT(r.slot, total);
       EXPECT_EQ(out.at(static_cast<size_t>(r.slot)), -1) << "two requests in slot " << r.slot;
@@ -68,19 +69,19 @@ TEST(RunningSlots, EachRequestKeepsTheLowestSlotFreeWhenItStartedUntilItFinishes
   SchedulerOptions options;
   options.max_batch = 3;
   SlotRun run(options);
-  EXPECT_TRUE(run.scheduler.running().empty());
+  EXPECT_TRUE(run.scheduler.busy_slots().empty());
   const auto a = static_cast<int64_t>(run.submit(4, 3));
   const auto b = static_cast<int64_t>(run.submit(4, 60));
   const auto c = static_cast<int64_t>(run.submit(4, 60));
-  ASSERT_TRUE(run.run_until([&] { return run.scheduler.running().size() == 3; }));
+  ASSERT_TRUE(run.run_until([&] { return run.scheduler.busy_slots().size() == 3; }));
   EXPECT_EQ(run.slots(3), (std::vector<int64_t>{a, b, c}));
   ASSERT_TRUE(run.run_until([&] { return run.sinks[0]->ended(); }));
   EXPECT_EQ(run.slots(3), (std::vector<int64_t>{-1, b, c}));
   const auto d = static_cast<int64_t>(run.submit(4, 60));
-  ASSERT_TRUE(run.run_until([&] { return run.scheduler.running().size() == 3; }));
+  ASSERT_TRUE(run.run_until([&] { return run.scheduler.busy_slots().size() == 3; }));
   EXPECT_EQ(run.slots(3), (std::vector<int64_t>{d, b, c})) << "d takes the slot a left";
   ASSERT_TRUE(run.run_until([&] { return run.scheduler.drained(); }));
-  EXPECT_TRUE(run.scheduler.running().empty());
+  EXPECT_TRUE(run.scheduler.busy_slots().empty());
 }
 
 TEST(RunningSlots, ASlotShowsItsRequestsCountsAndSamplingFields) {
@@ -95,11 +96,13 @@ TEST(RunningSlots, ASlotShowsItsRequestsCountsAndSamplingFields) {
   sampling.seed = 99;
   const uint64_t id = run.submit(20, 30, sampling);
   ASSERT_TRUE(run.run_until([&] {
-    const auto running = run.scheduler.running();
+    const auto running = run.scheduler.busy_slots();
     return !running.empty() && running[0].generated >= 5;
   }));
-  const RunningRequest r = run.scheduler.running().at(0);
+  const BusySlot r = run.scheduler.busy_slots().at(0);
   EXPECT_EQ(r.slot, 0);
+  EXPECT_TRUE(r.admitted);
+  EXPECT_TRUE(r.limited);
   EXPECT_EQ(r.id, id);
   EXPECT_EQ(r.prompt_tokens, 20);
   EXPECT_EQ(r.prefilled, 20);
@@ -114,8 +117,9 @@ TEST(RunningSlots, ASlotShowsItsRequestsCountsAndSamplingFields) {
   EXPECT_EQ(r.seed, 99u);
 }
 
-// A preempted request gives its slot up: readmitted, it takes the lowest free one then.
-TEST(RunningSlots, APreemptedRequestGivesItsSlotUp) {
+// A preempted request keeps its slot while it waits to run again; a request waiting beyond
+// max_batch has none until one is free.
+TEST(RunningSlots, APreemptedRequestKeepsItsSlotWhileItWaits) {
   SchedulerOptions options;
   options.max_batch = 2;
   // 6 blocks of 16: two 40-token prompts hold 3 each, and the first to grow preempts the
@@ -123,15 +127,47 @@ TEST(RunningSlots, APreemptedRequestGivesItsSlotUp) {
   SlotRun run(options, fake_device_info(256, 6));
   const auto a = static_cast<int64_t>(run.submit(40, 20));
   const auto b = static_cast<int64_t>(run.submit(40, 20));
-  ASSERT_TRUE(run.run_until([&] { return run.scheduler.running().size() == 2; }));
+  ASSERT_TRUE(run.run_until([&] {
+    const auto slots = run.scheduler.busy_slots();
+    return slots.size() == 2 && slots[0].admitted && slots[1].admitted;
+  }));
   EXPECT_EQ(run.slots(2), (std::vector<int64_t>{a, b}));
+  // A third request waits beyond max_batch: no slot, as a llama-server deferred task.
+  const auto c = static_cast<int64_t>(run.submit(8, 4));
   ASSERT_TRUE(run.run_until([&] { return run.scheduler.metrics().preemptions > 0; }));
-  EXPECT_EQ(run.slots(2), (std::vector<int64_t>{a, -1}));
+  // b went back to the queue's front, c behind it: b keeps its slot, c still has none.
+  EXPECT_EQ(run.slots(2), (std::vector<int64_t>{a, b}));
+  EXPECT_FALSE(run.scheduler.busy_slots().at(1).admitted);
+  EXPECT_TRUE(run.scheduler.busy_slots().at(0).admitted);
   ASSERT_TRUE(run.run_until([&] { return run.sinks[0]->ended(); }));
-  ASSERT_TRUE(run.run_until([&] { return run.scheduler.running().size() == 1; }));
-  EXPECT_EQ(run.slots(2), (std::vector<int64_t>{b, -1})) << "b takes slot 0, free again";
+  ASSERT_TRUE(run.run_until([&] { return run.scheduler.busy_slots().size() == 2; }));
+  EXPECT_EQ(run.slots(2), (std::vector<int64_t>{c, b})) << "c takes the slot a left";
   ASSERT_TRUE(run.run_until([&] { return run.scheduler.drained(); }));
   EXPECT_EQ(run.sinks[1]->reason(), FinishReason::kLength);
+  EXPECT_TRUE(run.scheduler.busy_slots().empty());
+}
+
+// Waiting requests hold the free slots in queue order before they are admitted, and keep
+// them when they are.
+TEST(RunningSlots, WaitingRequestsHoldTheFreeSlotsAndKeepThemWhenAdmitted) {
+  SchedulerOptions options;
+  options.max_batch = 4;
+  options.max_step_tokens = 64;  // one 60-token prompt a step: the others wait
+  SlotRun run(options);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(static_cast<int64_t>(run.submit(60, 8)));
+  ASSERT_TRUE(run.run_until([&] { return !run.scheduler.busy_slots().empty(); }));
+  const auto first = run.scheduler.busy_slots();
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(run.slots(4), (std::vector<int64_t>{ids[0], ids[1], ids[2], -1}));
+  EXPECT_TRUE(first[0].admitted);
+  EXPECT_FALSE(first[2].admitted) << "a 60-token prompt fills the step";
+  EXPECT_EQ(first[2].prefilled, 0);
+  ASSERT_TRUE(run.run_until([&] {
+    const auto slots = run.scheduler.busy_slots();
+    return slots.size() == 3 && slots[2].admitted;
+  }));
+  EXPECT_EQ(run.slots(4), (std::vector<int64_t>{ids[0], ids[1], ids[2], -1}));
 }
 
 }  // namespace

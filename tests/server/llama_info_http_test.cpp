@@ -106,10 +106,15 @@ TEST(LlamaServerInfo, SlotsShowTheRunningRequestAndFailOnNoSlotWhenAllAreBusy) {
   EXPECT_EQ(one_busy[1]["is_processing"], false);
   EXPECT_EQ(fetch(server.port(), "GET", "/slots?fail_on_no_slot=1").status, 200);
 
-  second.stream("/v1/completions", body.dump(), [](const std::string& b) { return !has_text(b); });
+  // llama-server's own route, without a limit: n_predict and n_remain are -1, as there.
+  const json unlimited = {{"prompt", "once upon a time"}, {"stream", true}, {"ignore_eos", true}};
+  second.stream("/completion", unlimited.dump(),
+                [](const std::string& b) { return b.find("\"content\"") == std::string::npos; });
   const json both = fetch(server.port(), "GET", "/slots").json();
   EXPECT_EQ(both[0]["id_task"], slot["id_task"]) << "the first request kept its slot";
   EXPECT_EQ(both[1]["is_processing"], true) << both.dump();
+  EXPECT_EQ(both[1]["params"]["n_predict"], -1);
+  EXPECT_EQ(both[1]["next_token"][0]["n_remain"], -1);
   const HttpResult none = fetch(server.port(), "GET", "/slots?fail_on_no_slot=1");
   EXPECT_EQ(none.status, 503) << none.body;
   EXPECT_EQ(none.json()["error"]["message"], "no slot available");
