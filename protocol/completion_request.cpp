@@ -7,6 +7,7 @@
 
 #include "protocol/chat_messages.h"
 #include "protocol/generation_fields.h"
+#include "protocol/native_samplers.h"
 #include "protocol/output_constraint_fields.h"
 #include "protocol/request_fields.h"
 #include "protocol/responses.h"
@@ -292,7 +293,24 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
 std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_view body,
                                                                    Endpoint endpoint) {
   try {
-    return read_request(request_fields::parse_body_object(body), endpoint);
+    Json parsed = request_fields::parse_body_object(body);
+    // llama-server's `samplers`, which llama.cpp's web UI sends with every chat: the chain
+    // becomes the fields and the sampler's order flags it amounts to, as on /completion
+    // (native_samplers.h). Without it the order is vLLM's.
+    std::optional<request_fields::SamplerChain> chain;
+    if (find_field(parsed, "samplers") != nullptr) {
+      Json applied = parsed;
+      chain = request_fields::apply_sampler_chain(parsed, applied);
+      applied.erase("samplers");
+      parsed = std::move(applied);
+    }
+    CompletionRequest request = read_request(parsed, endpoint);
+    if (chain) {
+      request.sampling.infill = chain->infill;
+      request.sampling.temperature_last = chain->temperature_last;
+      request.sampling.min_p_last = chain->min_p_last;
+    }
+    return request;
   } catch (const request_fields::RequestRejected& rejected) {
     return rejected.error;
   }

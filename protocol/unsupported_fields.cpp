@@ -193,8 +193,6 @@ const UnsupportedField kFields[] = {
     {"repeat_last_n", Where::kBoth, whole_history_or_no_penalty,
      "other than -1 is not supported by this server: its penalties cover the whole history "
      "(repetition_penalty the prompt and the output, the others the output)."},
-    {"samplers", Where::kBoth, never,
-     "is not supported by this server: it applies its filters in a fixed order."},
     {"n_predict", Where::kBoth, same_as_max_tokens,
      "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
      "both)."},

@@ -26,6 +26,38 @@ CompletionRequest parse_chat_ok(const std::string& body) {
   return parse_ok(body, Endpoint::kChatCompletions);
 }
 
+// llama-server's `samplers` (llama.cpp's web UI sends its chain with every chat): the order
+// becomes the sampler's flags and the stages left out are off, as on /completion; without
+// it the order is vLLM's.
+TEST(CompletionRequest, LlamaServersSamplersApplyAsOnItsOwnRoutes) {
+  const std::string fields =
+      R"("temperature": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "dry_multiplier": 0,
+         "typ_p": 1, "xtc_probability": 0, "messages": [{"role": "user", "content": "hi"}])";
+  const CompletionRequest ui = parse_chat_ok(
+      "{" + fields +
+      R"(, "samplers": ["penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
+          "xtc", "temperature"]})");
+  EXPECT_TRUE(ui.sampling.temperature_last);
+  EXPECT_TRUE(ui.sampling.min_p_last);
+  EXPECT_FLOAT_EQ(ui.sampling.temperature, 0.8f);
+  EXPECT_EQ(ui.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(ui.sampling.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(ui.sampling.min_p, 0.05f);
+  const CompletionRequest letters = parse_chat_ok("{" + fields + R"(, "samplers": "kt"})");
+  EXPECT_EQ(letters.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(letters.sampling.top_p, 1.0f);  // left out: off
+  EXPECT_FLOAT_EQ(letters.sampling.min_p, 0.0f);
+  // top_k keeps the same tokens before or after the temperature: no flag needed.
+  EXPECT_FALSE(letters.sampling.temperature_last);
+  const CompletionRequest plain = parse_chat_ok("{" + fields + "}");
+  EXPECT_FALSE(plain.sampling.temperature_last || plain.sampling.min_p_last);
+  auto refused = parse_completion_request(
+      R"({"prompt": "x", "top_k": 5, "top_p": 0.9, "samplers": ["top_p", "top_k"]})",
+      Endpoint::kCompletions);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
+  EXPECT_EQ(std::get<ApiError>(refused).param, "samplers");
+}
+
 TEST(CompletionRequest, MinimalCompletionGetsOpenAiDefaults) {
   CompletionRequest r = parse_ok(R"({"prompt": "Hello"})");
   EXPECT_EQ(r.endpoint, Endpoint::kCompletions);

@@ -70,7 +70,6 @@ const FieldCase kRefused[] = {
      "penalty_last_n", "-1"},
     {"RepeatLastNWithAPenalty", kChat, R"("repeat_last_n": 0, "presence_penalty": 0.5)",
      "repeat_last_n", "-1"},
-    {"Samplers", kCmpl, R"("samplers": ["top_k", "temperature"])", "samplers", ""},
     {"NPredictAlone", kCmpl, R"("n_predict": 32)", "n_predict", "'max_tokens'"},
     {"NPredictDifferentFromMaxTokens", kCmpl, R"("n_predict": 32, "max_tokens": 16)", "n_predict",
      ""},

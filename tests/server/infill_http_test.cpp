@@ -210,6 +210,33 @@ TEST(InfillHttp, CompletionAnswersAsCompletionsDoes) {
       native["content"]);
 }
 
+// `samplers` on the OpenAI routes (llama.cpp's web UI sends its chain with every chat) is
+// applied as /completion applies it: the same chain, fields and seed draw the same text.
+TEST(InfillHttp, TheOpenAiRoutesApplySamplersAsCompletionDoes) {
+  const uint16_t port = fim_server().port();
+  const json native = post_json(port, "/completion",
+                                json{{"prompt", "Once upon"}, {"n_predict", 24}, {"seed", 11}});
+  const json chain = json{"penalties", "dry",   "top_n_sigma", "top_k",      "typ_p",
+                          "top_p",     "min_p", "xtc",         "temperature"};
+  const json openai = post_json(port, "/v1/completions",
+                                json{{"prompt", "Once upon"},
+                                     {"max_tokens", 24},
+                                     {"seed", 11},
+                                     {"temperature", 0.8},
+                                     {"top_k", 40},
+                                     {"top_p", 0.95},
+                                     {"min_p", 0.05},
+                                     {"samplers", chain}});
+  EXPECT_EQ(openai["choices"][0]["text"], native["content"]);
+  const json chat = post_json(port, "/v1/chat/completions",
+                              json{{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                   {"max_tokens", 4},
+                                   {"samplers", "edkypmxt"},
+                                   {"dry_multiplier", 0},
+                                   {"xtc_probability", 0}});
+  EXPECT_EQ(chat["choices"][0]["finish_reason"].is_string(), true) << chat.dump();
+}
+
 TEST(InfillHttp, RefusesWhatItCannotHonourByName) {
   const uint16_t fim = fim_server().port();
   auto refused = [](uint16_t port, const std::string& route, const json& body) {
