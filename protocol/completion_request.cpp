@@ -78,9 +78,15 @@ void read_max_tokens(const Json& body, CompletionRequest& request) {
   // max_completion_tokens is OpenAI's newer name; when both are given it wins (as in vLLM),
   // and both are checked. Read last, so it is the one kept.
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (const Json* value = find_field(body, name)) {
-      request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
+    const Json* value = find_field(body, name);
+    if (value == nullptr) continue;
+    // llama-server's "no limit" (until EOS or the context), which llama.cpp's web UI sends
+    // with every chat.
+    if (value->is_number_integer() && value->get<int64_t>() == -1) {
+      request.max_tokens = std::nullopt;
+      continue;
     }
+    request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
   }
 }
 

@@ -106,7 +106,7 @@ const BadRequest kCatalogue[] = {
     {"SeedBeyondUint64", kCmpl, with_prompt(R"("seed": 1e30)"), "seed", ""},
     // Lengths.
     {"MaxTokensZero", kCmpl, with_prompt(R"("max_tokens": 0)"), "max_tokens", "[1, 16777216]"},
-    {"MaxTokensNegative", kCmpl, with_prompt(R"("max_tokens": -1)"), "max_tokens", ""},
+    {"MaxTokensNegative", kCmpl, with_prompt(R"("max_tokens": -2)"), "max_tokens", ""},
     {"MaxTokensFractional", kCmpl, with_prompt(R"("max_tokens": 16.5)"), "max_tokens",
      "an integer"},
     {"MaxTokensAbsurd", kCmpl, with_prompt(R"("max_tokens": 16777217)"), "max_tokens", ""},
@@ -163,7 +163,7 @@ const BadRequest kCatalogue[] = {
     {"EchoString", kCmpl, with_prompt(R"("echo": "no")"), "echo", "a boolean"},
     {"MaxTokensZeroWithoutEcho", kCmpl, with_prompt(R"("max_tokens": 0, "echo": false)"),
      "max_tokens", "[1, "},
-    {"MaxTokensNegativeWithEcho", kCmpl, with_prompt(R"("max_tokens": -1, "echo": true)"),
+    {"MaxTokensNegativeWithEcho", kCmpl, with_prompt(R"("max_tokens": -2, "echo": true)"),
      "max_tokens", "[0, "},
     {"SuffixNonEmpty", kCmpl, with_prompt(R"("suffix": "end")"), "suffix", "not supported"},
     {"PresencePenaltyAboveTwo", kCmpl, with_prompt(R"("presence_penalty": 2.5)"),

@@ -58,6 +58,18 @@ TEST(CompletionRequest, LlamaServersSamplersApplyAsOnItsOwnRoutes) {
   EXPECT_EQ(std::get<ApiError>(refused).param, "samplers");
 }
 
+// llama-server's -1 (its web UI sends it): no limit, until EOS or the context.
+TEST(CompletionRequest, MaxTokensMinusOneIsNoLimit) {
+  EXPECT_FALSE(parse_ok(R"({"prompt": "x", "max_tokens": -1})").max_tokens.has_value());
+  EXPECT_FALSE(
+      parse_chat_ok(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})")
+          .max_tokens.has_value());
+  EXPECT_FALSE(parse_ok(R"({"prompt": "x", "max_tokens": 5, "max_completion_tokens": -1})")
+                   .max_tokens.has_value());
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "max_tokens": -1, "max_completion_tokens": 5})").max_tokens,
+            5);
+}
+
 TEST(CompletionRequest, MinimalCompletionGetsOpenAiDefaults) {
   CompletionRequest r = parse_ok(R"({"prompt": "Hello"})");
   EXPECT_EQ(r.endpoint, Endpoint::kCompletions);
