@@ -82,7 +82,7 @@ void read_max_tokens(const Json& body, CompletionRequest& request) {
     if (value == nullptr) continue;
     // llama-server's "no limit" (until EOS or the context), which llama.cpp's web UI sends
     // with every chat.
-    if (value->is_number_integer() && value->get<int64_t>() == -1) {
+    if (value->is_number_integer() && !value->is_number_unsigned() && value->get<int64_t>() == -1) {
       request.max_tokens = std::nullopt;
       continue;
     }

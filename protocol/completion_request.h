@@ -88,6 +88,8 @@ struct CompletionRequest {
   bool echo = false;
   // vLLM's return_tokens_as_token_ids: logprobs name each token "token_id:N".
   bool tokens_as_ids = false;
+  // llama-server's timings_per_token: each chunk, and the body, carry its timings object.
+  bool timings_per_token = false;
   // Completions: a text prompt is encoded with the tokenizer's special tokens (BOS), as
   // vLLM's add_special_tokens (default true) says. Chat: false (the template writes them).
   bool add_special_tokens = true;

@@ -92,6 +92,9 @@ void read_generation_controls(const Json& body, CompletionRequest& request) {
   if (const Json* value = find_field(body, "return_tokens_as_token_ids")) {
     request.tokens_as_ids = read_bool(*value, "return_tokens_as_token_ids");
   }
+  if (const Json* value = find_field(body, "timings_per_token")) {
+    request.timings_per_token = read_bool(*value, "timings_per_token");
+  }
 }
 
 }  // namespace tandem::request_fields

@@ -253,7 +253,11 @@ Json chat_body(const Json& body, bool count_only, Renames& renames, bool& thinki
   chat["messages"] = read_conversation(body, chat, renames);
   const Json* max = find_field(body, "max_tokens");
   if (max == nullptr && !count_only) reject("'max_tokens' is required.", "max_tokens");
-  if (max != nullptr) chat["max_tokens"] = *max;
+  if (max != nullptr) {
+    // Checked here: the chat form would take -1 as llama-server's "no limit".
+    request_fields::read_integer(*max, "max_tokens", 1, kMaxTokensLimit);
+    chat["max_tokens"] = *max;
+  }
   if (const Json* stops = find_field(body, "stop_sequences")) {
     chat["stop"] = require_array(*stops, "stop_sequences");
     renames.emplace_back("stop", "stop_sequences");

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "protocol/api_error.h"
+#include "protocol/llama_timings.h"
 #include "protocol/sse.h"
 
 namespace tandem {
@@ -19,18 +20,6 @@ const char* stop_type_of(FinishReason finish, std::string_view stop) {
   if (finish == FinishReason::kLength) return "limit";
   if (!stop.empty()) return "word";
   return finish == FinishReason::kStop ? "eos" : "none";
-}
-
-double ms_between(std::chrono::steady_clock::time_point from,
-                  std::chrono::steady_clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
-// n per second over ms, and ms per one of n, as llama-server derives them (0 without data).
-Json rates(const char* prefix, int64_t n, double ms) {
-  const std::string p = prefix;
-  return Json{{p + "_per_token_ms", n > 0 ? ms / static_cast<double>(n) : 0.0},
-              {p + "_per_second", ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0.0}};
 }
 
 }  // namespace
@@ -55,14 +44,9 @@ void NativeWriter::output_seen(int32_t tokens) {
 Json NativeWriter::timings(const Usage& usage) const {
   const Clock::time_point end = Clock::now();
   const Clock::time_point first = first_output_.value_or(end);
-  const int64_t computed = usage.prompt_tokens - usage.cached_tokens;
-  const double prompt_ms = ms_between(accepted_, first), predicted_ms = ms_between(first, end);
-  Json out{{"cache_n", usage.cached_tokens}, {"prompt_n", computed}, {"prompt_ms", prompt_ms}};
-  out.update(rates("prompt", computed, prompt_ms));
-  out["predicted_n"] = usage.completion_tokens;
-  out["predicted_ms"] = predicted_ms;
-  out.update(rates("predicted", usage.completion_tokens, predicted_ms));
-  return out;
+  return timings_json(LlamaTimings{usage.cached_tokens, usage.prompt_tokens - usage.cached_tokens,
+                                   ms_between(accepted_, first), usage.completion_tokens,
+                                   ms_between(first, end)});
 }
 
 Json NativeWriter::final_object(std::string_view content, FinishReason finish, const Usage& usage,

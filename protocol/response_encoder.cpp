@@ -17,11 +17,11 @@ ResponseEncoder::ResponseEncoder(Endpoint endpoint, ResponseHeader header, bool 
 
 std::string ResponseEncoder::chunk(int32_t choice, std::string_view text,
                                    std::optional<FinishReason> finish,
-                                   const LogprobsPiece* logprobs, const StopReason* stop) const {
+                                   const LogprobsPiece* logprobs, ChunkExtras extras) const {
   const ChoiceId& id = choices_.at(choice);
   return endpoint_ == Endpoint::kChatCompletions
-             ? chat_chunk_json(header_, text, finish, logprobs, id, stop)
-             : completion_chunk_json(header_, text, finish, logprobs, id, stop);
+             ? chat_chunk_json(header_, text, finish, logprobs, id, extras)
+             : completion_chunk_json(header_, text, finish, logprobs, id, extras);
 }
 
 std::string ResponseEncoder::opening_events() const {
@@ -32,13 +32,13 @@ std::string ResponseEncoder::opening_events() const {
 }
 
 std::string ResponseEncoder::text_event(std::string_view text, const LogprobsPiece* logprobs,
-                                        int32_t choice) const {
-  return sse_data(chunk(choice, text, std::nullopt, logprobs));
+                                        int32_t choice, const LlamaTimings* timings) const {
+  return sse_data(chunk(choice, text, std::nullopt, logprobs, ChunkExtras{nullptr, timings}));
 }
 
 std::string ResponseEncoder::reasoning_event(std::string_view text, const LogprobsPiece* logprobs,
-                                             int32_t choice) const {
-  return sse_data(chat_reasoning_chunk_json(header_, text, logprobs, choices_.at(choice)));
+                                             int32_t choice, const LlamaTimings* timings) const {
+  return sse_data(chat_reasoning_chunk_json(header_, text, logprobs, choices_.at(choice), timings));
 }
 
 std::string ResponseEncoder::tool_call_events(int32_t choice,
@@ -54,8 +54,8 @@ std::string ResponseEncoder::tool_call_events(int32_t choice,
 }
 
 std::string ResponseEncoder::finish_event(int32_t choice, FinishReason finish,
-                                          const StopReason* stop) const {
-  return sse_data(chunk(choice, "", finish, nullptr, stop));
+                                          ChunkExtras extras) const {
+  return sse_data(chunk(choice, "", finish, nullptr, extras));
 }
 
 std::string ResponseEncoder::end_events(const Usage& usage) const {
@@ -79,11 +79,12 @@ std::string ResponseEncoder::whole_body(std::string_view text, FinishReason fini
   return whole_body(std::span(&one, 1), usage);
 }
 
-std::string ResponseEncoder::whole_body(std::span<ChoiceResult> choices, const Usage& usage) const {
+std::string ResponseEncoder::whole_body(std::span<ChoiceResult> choices, const Usage& usage,
+                                        const LlamaTimings* timings) const {
   for (size_t i = 0; i < choices.size() && i < choices_.size(); ++i) choices[i].id = choices_[i];
   return endpoint_ == Endpoint::kChatCompletions
-             ? chat_completion_response_json(header_, choices, usage)
-             : completion_response_json(header_, choices, usage);
+             ? chat_completion_response_json(header_, choices, usage, timings)
+             : completion_response_json(header_, choices, usage, timings);
 }
 
 }  // namespace tandem

@@ -32,17 +32,17 @@ class ResponseEncoder {
   // A piece of choice `choice`'s text as a chunk, with the log-probabilities of the tokens
   // that made it when the request asked for them (logprobs non-null; the text may then be
   // empty).
+  // timings: llama-server's, when the request sent timings_per_token: true.
   std::string text_event(std::string_view text, const LogprobsPiece* logprobs = nullptr,
-                         int32_t choice = 0) const;
+                         int32_t choice = 0, const LlamaTimings* timings = nullptr) const;
   // Chat: a piece of choice `choice`'s reasoning (split from its content).
   std::string reasoning_event(std::string_view text, const LogprobsPiece* logprobs = nullptr,
-                              int32_t choice = 0) const;
+                              int32_t choice = 0, const LlamaTimings* timings = nullptr) const;
   // Chat: choice `choice`'s tool calls as OpenAI streams them (two chunks per call).
   std::string tool_call_events(int32_t choice, std::span<const ToolCallOut> calls) const;
-  // The chunk that ends one choice, with its finish reason and vLLM's stop_reason (stop:
-  // what ended it; null: nothing but EOS or a limit).
-  std::string finish_event(int32_t choice, FinishReason finish,
-                           const StopReason* stop = nullptr) const;
+  // The chunk that ends one choice, with its finish reason, vLLM's stop_reason and the
+  // timings (ChunkExtras).
+  std::string finish_event(int32_t choice, FinishReason finish, ChunkExtras extras = {}) const;
   // After every choice's finish: the usage chunk when asked for, and [DONE].
   std::string end_events(const Usage& usage) const;
   // One choice's response: finish_event(0) and end_events.
@@ -53,12 +53,12 @@ class ResponseEncoder {
   std::string whole_body(std::string_view text, FinishReason finish, const Usage& usage,
                          const LogprobsPiece* logprobs = nullptr) const;
   // Every choice's outcome, in index order (their ids are the encoder's).
-  std::string whole_body(std::span<ChoiceResult> choices, const Usage& usage) const;
+  std::string whole_body(std::span<ChoiceResult> choices, const Usage& usage,
+                         const LlamaTimings* timings = nullptr) const;
 
  private:
   std::string chunk(int32_t choice, std::string_view text, std::optional<FinishReason> finish,
-                    const LogprobsPiece* logprobs = nullptr,
-                    const StopReason* stop = nullptr) const;
+                    const LogprobsPiece* logprobs = nullptr, ChunkExtras extras = {}) const;
 
   Endpoint endpoint_;
   ResponseHeader header_;

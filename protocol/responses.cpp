@@ -87,7 +87,8 @@ std::string make_response_id(Endpoint endpoint, uint64_t high, uint64_t low) {
 }
 
 std::string completion_response_json(const ResponseHeader& header,
-                                     std::span<const ChoiceResult> choices, const Usage& usage) {
+                                     std::span<const ChoiceResult> choices, const Usage& usage,
+                                     const LlamaTimings* timings) {
   Json body = envelope(header, "text_completion");
   body["choices"] = Json::array();
   for (const ChoiceResult& c : choices) {
@@ -99,12 +100,13 @@ std::string completion_response_json(const ResponseHeader& header,
                                    {"stop_reason", stop_reason_json(c.stop)}});
   }
   body["usage"] = usage_json(usage);
+  if (timings != nullptr) body["timings"] = timings_json(*timings);
   return dump(body);
 }
 
 std::string chat_completion_response_json(const ResponseHeader& header,
-                                          std::span<const ChoiceResult> choices,
-                                          const Usage& usage) {
+                                          std::span<const ChoiceResult> choices, const Usage& usage,
+                                          const LlamaTimings* timings) {
   Json body = envelope(header, "chat.completion");
   body["choices"] = Json::array();
   for (const ChoiceResult& c : choices) {
@@ -117,6 +119,7 @@ std::string chat_completion_response_json(const ResponseHeader& header,
              {"stop_reason", stop_reason_json(c.stop)}});
   }
   body["usage"] = usage_json(usage);
+  if (timings != nullptr) body["timings"] = timings_json(*timings);
   return dump(body);
 }
 
@@ -136,7 +139,7 @@ std::string chat_completion_response_json(const ResponseHeader& header, std::str
 
 std::string completion_chunk_json(const ResponseHeader& header, std::string_view text,
                                   std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                                  std::optional<ChoiceId> choice, const StopReason* stop) {
+                                  std::optional<ChoiceId> choice, ChunkExtras extras) {
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "text_completion");
   Json one{{"index", id.index},
@@ -144,8 +147,9 @@ std::string completion_chunk_json(const ResponseHeader& header, std::string_view
            {"text", text},
            {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
            {"finish_reason", finish_json(finish)}};
-  if (finish) one["stop_reason"] = stop_reason_json(stop);
+  if (finish) one["stop_reason"] = stop_reason_json(extras.stop);
   body["choices"] = Json::array({std::move(one)});
+  if (extras.timings != nullptr) body["timings"] = timings_json(*extras.timings);
   return dump(body);
 }
 
@@ -164,7 +168,7 @@ namespace {
 
 std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
                              std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                             std::optional<ChoiceId> choice, const StopReason* stop = nullptr) {
+                             std::optional<ChoiceId> choice, ChunkExtras extras = {}) {
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
   Json one{{"index", id.index},
@@ -172,8 +176,9 @@ std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
            {"delta", std::move(delta)},
            {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
            {"finish_reason", finish_json(finish)}};
-  if (finish) one["stop_reason"] = stop_reason_json(stop);
+  if (finish) one["stop_reason"] = stop_reason_json(extras.stop);
   body["choices"] = Json::array({std::move(one)});
+  if (extras.timings != nullptr) body["timings"] = timings_json(*extras.timings);
   return dump(body);
 }
 
@@ -181,18 +186,18 @@ std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
 
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish, const LogprobsPiece* logprobs,
-                            std::optional<ChoiceId> choice, const StopReason* stop) {
+                            std::optional<ChoiceId> choice, ChunkExtras extras) {
   // OpenAI's last chunk has an empty delta; a last chunk that still carries text keeps it.
   Json delta = Json::object();
   if (!text.empty() || !finish) delta["content"] = text;
-  return chat_delta_chunk(header, std::move(delta), finish, logprobs, choice, stop);
+  return chat_delta_chunk(header, std::move(delta), finish, logprobs, choice, extras);
 }
 
 std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_view text,
-                                      const LogprobsPiece* logprobs,
-                                      std::optional<ChoiceId> choice) {
-  return chat_delta_chunk(header, Json{{"reasoning_content", text}}, std::nullopt, logprobs,
-                          choice);
+                                      const LogprobsPiece* logprobs, std::optional<ChoiceId> choice,
+                                      const LlamaTimings* timings) {
+  return chat_delta_chunk(header, Json{{"reasoning_content", text}}, std::nullopt, logprobs, choice,
+                          ChunkExtras{nullptr, timings});
 }
 
 std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,

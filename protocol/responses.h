@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/completion_request.h"
+#include "protocol/llama_timings.h"
 #include "protocol/logprobs.h"
 #include "protocol/outcomes.h"
 
@@ -25,6 +26,14 @@ struct ResponseHeader {
   uint64_t seed = 0;
   // Identifies the model file and the build that answered (see model_fingerprint).
   std::string system_fingerprint;
+};
+
+// What a chunk may carry beside its text: vLLM's stop_reason (a choice's last chunk: what
+// ended it; null where nothing but EOS or a limit did) and llama-server's timings (a
+// request that sent timings_per_token: true), at the chunk's top level.
+struct ChunkExtras {
+  const StopReason* stop = nullptr;
+  const LlamaTimings* timings = nullptr;
 };
 
 // One choice of a response: its index (prompt_index * n + choice, as OpenAI numbers them)
@@ -75,12 +84,14 @@ bool is_client_request_id(std::string_view id);
 // both with usage {prompt_tokens, completion_tokens, total_tokens}, seed and
 // system_fingerprint (every chunk carries seed and system_fingerprint too).
 // logprobs: the choice's logprobs (logprobs.h); null when nullptr.
-// Every choice, in order; each carries its own `seed` besides the response's.
+// Every choice, in order; each carries its own `seed` besides the response's. timings:
+// llama-server's, beside usage.
 std::string completion_response_json(const ResponseHeader& header,
-                                     std::span<const ChoiceResult> choices, const Usage& usage);
+                                     std::span<const ChoiceResult> choices, const Usage& usage,
+                                     const LlamaTimings* timings = nullptr);
 std::string chat_completion_response_json(const ResponseHeader& header,
-                                          std::span<const ChoiceResult> choices,
-                                          const Usage& usage);
+                                          std::span<const ChoiceResult> choices, const Usage& usage,
+                                          const LlamaTimings* timings = nullptr);
 // One choice: index 0, the response's seed.
 std::string completion_response_json(const ResponseHeader& header, std::string_view text,
                                      FinishReason finish, const Usage& usage,
@@ -99,19 +110,19 @@ std::string completion_chunk_json(const ResponseHeader& header, std::string_view
                                   std::optional<FinishReason> finish,
                                   const LogprobsPiece* logprobs = nullptr,
                                   std::optional<ChoiceId> choice = std::nullopt,
-                                  const StopReason* stop = nullptr);
+                                  ChunkExtras extras = {});
 std::string chat_role_chunk_json(const ResponseHeader& header,
                                  std::optional<ChoiceId> choice = std::nullopt);
 std::string chat_chunk_json(const ResponseHeader& header, std::string_view text,
                             std::optional<FinishReason> finish,
                             const LogprobsPiece* logprobs = nullptr,
-                            std::optional<ChoiceId> choice = std::nullopt,
-                            const StopReason* stop = nullptr);
+                            std::optional<ChoiceId> choice = std::nullopt, ChunkExtras extras = {});
 // A piece of a choice's reasoning, split from its content: delta {reasoning_content}, as
 // llama-server and vLLM stream it.
 std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_view text,
                                       const LogprobsPiece* logprobs = nullptr,
-                                      std::optional<ChoiceId> choice = std::nullopt);
+                                      std::optional<ChoiceId> choice = std::nullopt,
+                                      const LlamaTimings* timings = nullptr);
 // A tool call as OpenAI streams it: the first chunk of call `index` carries its id, type,
 // function name and empty arguments; then (first false) a chunk with the arguments.
 std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,

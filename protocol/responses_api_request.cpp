@@ -418,6 +418,8 @@ Json chat_body(const Json& body, Renames& renames) {
   apply_reasoning_effort(body, chat);
   chat["messages"] = read_messages(body, renames);
   if (const Json* max = find_field(body, "max_output_tokens")) {
+    // Checked here: the chat form would take -1 as llama-server's "no limit".
+    request_fields::read_integer(*max, "max_output_tokens", 1, kMaxTokensLimit);
     chat["max_completion_tokens"] = *max;
     renames.emplace_back("max_completion_tokens", "max_output_tokens");
   }

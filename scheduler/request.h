@@ -23,6 +23,9 @@ class RequestSink {
  public:
   virtual ~RequestSink() = default;
   virtual void on_text(std::string_view delta) = 0;  // valid UTF-8, never empty
+  // Once, when the request is first admitted: the prompt tokens the prefix cache held (or a
+  // share of its prompt supplied), which usage.cached_tokens repeats at the end.
+  virtual void on_admitted(int32_t cached_tokens) { (void)cached_tokens; }
   // Each accepted token (EOS and stop tokens too), before the text it adds, if any: the
   // next on_text holds the text of the tokens counted since the last one (a partial
   // character's or a possible stop string's text waits for later tokens).

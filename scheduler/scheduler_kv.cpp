@@ -82,6 +82,7 @@ bool Scheduler::try_admit(Request& r) {
       counters_.prefix_queried_tokens += r.prompt_len;
       counters_.prefix_hit_tokens += r.cached_tokens;
     }
+    r.in.sink->on_admitted(r.cached_tokens);
     if (r.share) {
       if (r.share->leader == r.id) {
         --r.share->unadmitted;  // counted; it stays to publish the blocks

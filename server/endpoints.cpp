@@ -294,6 +294,13 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return refuse(*error);
+  // llama-server's timings ride on the OpenAI routes' chunks; the routes with writers of
+  // their own (/v1/responses, /v1/messages) have no place for them.
+  if (renames != nullptr && request.timings_per_token) {
+    return refuse(bad_request(
+        "'timings_per_token' is only supported on /v1/completions and /v1/chat/completions.",
+        "timings_per_token"));
+  }
   // The parameters of each tool a constrained call may take, one by one: in the call
   // grammar a schema nothing satisfies would only drop its tool, and the error would not
   // name it.
@@ -376,6 +383,7 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                       {},
                       {}};
   plan.tokens_as_ids = request.tokens_as_ids;
+  plan.timings = request.timings_per_token;
   std::vector<ChoiceId> ids;
   int64_t prompt_tokens = 0;
   for (size_t p = 0; p < prompts.size(); ++p) {

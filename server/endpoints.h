@@ -89,6 +89,8 @@ struct GenerationPlan {
   std::unique_ptr<SingleOutputWriter> writer = nullptr;
   // /v1/embeddings: one choice per input, answered with their embeddings.
   std::optional<EmbeddingsOut> embeddings = std::nullopt;
+  // timings_per_token: llama-server's timings in every chunk and in the body.
+  bool timings = false;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405

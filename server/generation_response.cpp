@@ -47,8 +47,9 @@ std::string GenerationResponse::reasoning_event(int32_t index, Choice& c, std::s
   // The Responses reasoning item has no logprobs: the tokens' stay for the message's, so
   // that its logprobs cover the whole output there as in the whole body.
   if (writer_) return writer_->reasoning_events(text);
-  return carrying_logprobs(
-      c, [&](const LogprobsPiece* piece) { return encoder_.reasoning_event(text, piece, index); });
+  return carrying_logprobs(c, [&](const LogprobsPiece* piece) {
+    return encoder_.reasoning_event(text, piece, index, timings_.of(index));
+  });
 }
 
 ReasoningPieces GenerationResponse::split_of(const Choice& c) const {
@@ -59,13 +60,16 @@ ReasoningPieces GenerationResponse::split_of(const Choice& c) const {
 // A chunk of text with the log-probabilities of the tokens since the choice's last chunk.
 std::string GenerationResponse::text_event(int32_t index, Choice& c, std::string_view text) {
   return carrying_logprobs(c, [&](const LogprobsPiece* piece) {
-    return writer_ ? writer_->text_events(text, piece) : encoder_.text_event(text, piece, index);
+    return writer_ ? writer_->text_events(text, piece)
+                   : encoder_.text_event(text, piece, index, timings_.of(index));
   });
 }
 
-std::string GenerationResponse::text(int32_t choice, std::string_view text, int32_t tokens) {
+std::string GenerationResponse::text(int32_t choice, std::string_view text, int32_t tokens,
+                                     ChoiceTimings::Clock::time_point at) {
   Choice& c = choices_.at(choice);
   if (writer_) writer_->output_seen(tokens);
+  timings_.output(choice, tokens, at);
   std::optional<ReasoningPieces> pieces;
   if (c.reasoning) {
     pieces = c.reasoning->push(text);
@@ -160,10 +164,12 @@ void GenerationResponse::logprobs(int32_t choice, std::vector<TokenLogprobs> ent
 }
 
 std::string GenerationResponse::finish(int32_t choice, FinishReason reason, const Usage& usage,
-                                       const StopReason& stop) {
+                                       const StopReason& stop,
+                                       ChoiceTimings::Clock::time_point at) {
   Choice& c = choices_.at(choice);
   if (c.finished) return {};
   c.finished = true;
+  timings_.finished(choice, usage, at);
   c.reason = reason;
   c.stop = stop;
   ++finished_;
@@ -194,7 +200,7 @@ std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
   }
   if (writer_) return events + writer_->closing_events(calls, c.reason, usage_, c.stop.text);
   events += encoder_.tool_call_events(index, calls);
-  events += encoder_.finish_event(index, c.reason, &c.stop);
+  events += encoder_.finish_event(index, c.reason, ChunkExtras{&c.stop, timings_.of(index)});
   if (all_finished()) events += encoder_.end_events(usage_);
   return events;
 }
@@ -239,7 +245,8 @@ std::string GenerationResponse::whole_body() {
     return writer_->whole_body(only.text, only.tool_calls, only.finish, usage_, only.logprobs,
                                only.reasoning, choices_.front().stop.text);
   }
-  return encoder_.whole_body(results, usage_);
+  const std::optional<LlamaTimings> timings = timings_.whole(usage_);
+  return encoder_.whole_body(results, usage_, timings ? &*timings : nullptr);
 }
 
 }  // namespace tandem::server

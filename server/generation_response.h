@@ -19,6 +19,7 @@
 #include "protocol/response_encoder.h"
 #include "protocol/single_output_writer.h"
 #include "protocol/tool_calls/tool_call_parser.h"
+#include "server/choice_timings.h"
 
 namespace tandem::server {
 
@@ -73,6 +74,12 @@ class GenerationResponse {
                      ReasoningReading reasoning = {},
                      std::optional<EmbeddingsOut> embeddings = std::nullopt);
 
+  // timings_per_token: every chunk of a choice, the whole body and the last chunks carry
+  // llama-server's timings (ChoiceTimings; off by default).
+  void time_choices(ChoiceTimings timings) { timings_ = std::move(timings); }
+  // The prompt tokens the prefix cache held for `choice` (its admission), for the timings.
+  void prompt_cached(int32_t choice, int64_t tokens) { timings_.cached(choice, tokens); }
+
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }
   std::string opening_events() {
@@ -85,7 +92,9 @@ class GenerationResponse {
   // Streamed: the events to write now; not streamed: the text is kept and nothing returned.
   // tokens: how many generated tokens made it (they count as reasoning tokens when the
   // split places the text, or the marker it completes, in the reasoning).
-  std::string text(int32_t choice, std::string_view text, int32_t tokens = 1);
+  // at: when the tokens were accepted (the timings').
+  std::string text(int32_t choice, std::string_view text, int32_t tokens = 1,
+                   ChoiceTimings::Clock::time_point at = {});
   void logprobs(int32_t choice, std::vector<TokenLogprobs> entries);
   // /v1/embeddings: choice's pooled embedding (before its finish).
   void embedding(int32_t choice, std::vector<float> embedding) {
@@ -95,7 +104,7 @@ class GenerationResponse {
   // Streamed: the choice's last events, and the stream's end after the last choice.
   // stop: the stop string or stop token that ended it, where one did (vLLM's stop_reason).
   std::string finish(int32_t choice, FinishReason reason, const Usage& usage,
-                     const StopReason& stop = {});
+                     const StopReason& stop = {}, ChoiceTimings::Clock::time_point at = {});
   bool all_finished() const { return finished_ == choices(); }
   int32_t finished() const { return finished_; }  // choices finished
   // The usage summed so far: each prompt's tokens once, every choice's output.
@@ -161,6 +170,7 @@ class GenerationResponse {
   std::vector<Choice> choices_;
   int32_t finished_ = 0;
   Usage usage_;
+  ChoiceTimings timings_;
 };
 
 }  // namespace tandem::server

@@ -313,6 +313,10 @@ void Session::answer(HttpAnswer answer, bool keep_alive) {
 void Session::start_generation(GenerationPlan plan, bool keep_alive) {
   const uint64_t serial = next_serial_++;
   plan.access.request_id = client_request_id_;
+  std::vector<int64_t> timed_prompts;  // the plan's choices go to the scheduler
+  if (plan.timings)
+    for (const GenerationRequest& c : plan.choices)
+      timed_prompts.push_back(static_cast<int64_t>(c.prompt.size()));
   auto submitted = context_.endpoints.submit(plan, [&](int32_t choice) {
     return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice);
   });
@@ -324,6 +328,7 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
                               std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids,
                               std::move(plan.writer), std::move(plan.reasoning),
                               std::move(plan.embeddings));
+  if (plan.timings) response.time_choices(ChoiceTimings(Clock::now(), timed_prompts));
   generation_ = std::make_unique<Generation>(serial, std::move(response), keep_alive);
   generation_->request_ids = std::move(std::get<std::vector<uint64_t>>(submitted));
   context_.active.begin();
@@ -398,7 +403,7 @@ void Session::on_generation_text(uint64_t serial, int32_t choice, std::string te
     metrics.observe_inter_token_latency(seconds_between(*last, at));
   }
   last = at;
-  std::string events = g.response.text(choice, text, tokens);  // empty unless streamed
+  std::string events = g.response.text(choice, text, tokens, at);  // empty unless streamed
   if (g.response.stream()) queue_stream_events(events);
 }
 
@@ -442,6 +447,10 @@ void Session::on_generation_embedding(uint64_t serial, int32_t choice,
   generation_->response.embedding(choice, std::move(embedding));
 }
 
+void Session::on_generation_admitted(uint64_t serial, int32_t choice, int32_t cached_tokens) {
+  if (wants_events_of(serial)) generation_->response.prompt_cached(choice, cached_tokens);
+}
+
 void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,
                                    Usage usage, Clock::time_point at, StopReason stop) {
   if (!wants_events_of(serial)) return;
@@ -460,7 +469,7 @@ void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason
     close();
     return;
   }
-  std::string events = g.response.finish(choice, reason, usage, stop);
+  std::string events = g.response.finish(choice, reason, usage, stop, at);
   if (!g.response.all_finished()) {
     if (g.response.stream()) queue_stream_events(events);
     return;

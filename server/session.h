@@ -80,6 +80,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // belong to, so late events of an abandoned one are ignored, and `choice` the choice.
   void on_generation_text(uint64_t serial, int32_t choice, std::string text, int32_t tokens,
                           Clock::time_point at);
+  void on_generation_admitted(uint64_t serial, int32_t choice, int32_t cached_tokens);
   void on_generation_logprobs(uint64_t serial, int32_t choice, std::vector<TokenLogprobs> logprobs);
   void on_generation_embedding(uint64_t serial, int32_t choice, std::vector<float> embedding);
   // stop: the stop string or stop token that ended the output, where one did.

@@ -25,6 +25,11 @@ class StrandSink final : public RequestSink {
         serial_(serial),
         choice_(choice) {}
 
+  void on_admitted(int32_t cached_tokens) override {
+    net::post(strand_, [s = session_, serial = serial_, choice = choice_, cached_tokens] {
+      s->on_generation_admitted(serial, choice, cached_tokens);
+    });
+  }
   // Counted here, on the scheduler thread, and sent with the text they made: a post per
   // token would double the strand's work.
   void on_token() override { ++tokens_; }

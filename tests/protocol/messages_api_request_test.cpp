@@ -211,6 +211,17 @@ TEST(MessagesApiRequest, ThinkingIsRefusedWhereTheAnswerIsForcedFromItsFirstToke
 
 // As Anthropic does, fields it does not define are refused by name, at the top and inside
 // the objects it reads; tandem's chat extensions pass.
+// Anthropic's max_tokens is at least 1: the chat form's -1 (llama-server's "no limit") is
+// not a value this API has.
+TEST(MessagesApiRequest, MaxTokensBelowOneIsRefused) {
+  for (const char* max : {"-1", "0"}) {
+    const ApiError error = refused(std::string(R"({"max_tokens": )") + max +
+                                   R"(, "messages": [{"role": "user", "content": "Hi"}]})");
+    EXPECT_EQ(error.param, "max_tokens") << max;
+    EXPECT_EQ(error.status, 400);
+  }
+}
+
 TEST(MessagesApiRequest, UnknownFieldsAreRefusedByName) {
   const std::string hi = R"("messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5)";
   const std::pair<std::string, std::string> cases[] = {

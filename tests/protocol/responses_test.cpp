@@ -73,12 +73,12 @@ TEST(Responses, StopReasonIsTheStopTokenOrStringOrNull) {
       const ResponseHeader h = header(chat ? Endpoint::kChatCompletions : Endpoint::kCompletions);
       const Json last = Json::parse(
           chat
-              ? chat_chunk_json(h, "", FinishReason::kStop, nullptr, std::nullopt, stops[i])
-              : completion_chunk_json(h, "", FinishReason::kStop, nullptr, std::nullopt, stops[i]));
+              ? chat_chunk_json(h, "", FinishReason::kStop, nullptr, std::nullopt, {stops[i]})
+              : completion_chunk_json(h, "", FinishReason::kStop, nullptr, std::nullopt, {stops[i]}));
       EXPECT_EQ(last["choices"][0]["stop_reason"], expected[i]) << i << chat;
       const Json middle = Json::parse(
-          chat ? chat_chunk_json(h, "x", std::nullopt, nullptr, std::nullopt, stops[i])
-               : completion_chunk_json(h, "x", std::nullopt, nullptr, std::nullopt, stops[i]));
+          chat ? chat_chunk_json(h, "x", std::nullopt, nullptr, std::nullopt, {stops[i]})
+               : completion_chunk_json(h, "x", std::nullopt, nullptr, std::nullopt, {stops[i]}));
       EXPECT_FALSE(middle["choices"][0].contains("stop_reason")) << i << chat;
     }
   }
