@@ -86,6 +86,13 @@ void read_max_tokens(const Json& body, CompletionRequest& request) {
       request.max_tokens = std::nullopt;
       continue;
     }
+    if (value->is_number_integer() && !value->is_number_unsigned() &&
+        value->get<int64_t>() < least) {
+      reject("'" + std::string(name) + "' must be -1 (no limit) or an integer in [" +
+                 std::to_string(least) + ", " + std::to_string(kMaxTokensLimit) + "], got " +
+                 value->dump() + ".",
+             name);
+    }
     request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
   }
 }

@@ -41,13 +41,13 @@ std::string ResponseEncoder::reasoning_event(std::string_view text, const Logpro
   return sse_data(chat_reasoning_chunk_json(header_, text, logprobs, choices_.at(choice), timings));
 }
 
-std::string ResponseEncoder::tool_call_events(int32_t choice,
-                                              std::span<const ToolCallOut> calls) const {
+std::string ResponseEncoder::tool_call_events(int32_t choice, std::span<const ToolCallOut> calls,
+                                              const LlamaTimings* timings) const {
   std::string events;
   for (size_t i = 0; i < calls.size(); ++i) {
     for (const bool first : {true, false}) {
-      events += sse_data(chat_tool_call_chunk_json(header_, choices_.at(choice),
-                                                   static_cast<int32_t>(i), calls[i], first));
+      events += sse_data(chat_tool_call_chunk_json(
+          header_, choices_.at(choice), static_cast<int32_t>(i), calls[i], first, timings));
     }
   }
   return events;

@@ -39,7 +39,8 @@ class ResponseEncoder {
   std::string reasoning_event(std::string_view text, const LogprobsPiece* logprobs = nullptr,
                               int32_t choice = 0, const LlamaTimings* timings = nullptr) const;
   // Chat: choice `choice`'s tool calls as OpenAI streams them (two chunks per call).
-  std::string tool_call_events(int32_t choice, std::span<const ToolCallOut> calls) const;
+  std::string tool_call_events(int32_t choice, std::span<const ToolCallOut> calls,
+                               const LlamaTimings* timings = nullptr) const;
   // The chunk that ends one choice, with its finish reason, vLLM's stop_reason and the
   // timings (ChunkExtras).
   std::string finish_event(int32_t choice, FinishReason finish, ChunkExtras extras = {}) const;

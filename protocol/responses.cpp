@@ -201,7 +201,8 @@ std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_
 }
 
 std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,
-                                      const ToolCallOut& call, bool first) {
+                                      const ToolCallOut& call, bool first,
+                                      const LlamaTimings* timings) {
   Json delta_call{{"index", index}};
   if (first) {
     delta_call["id"] = call.id;
@@ -217,6 +218,7 @@ std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId cho
                         {"delta", Json{{"tool_calls", Json::array({std::move(delta_call)})}}},
                         {"logprobs", nullptr},
                         {"finish_reason", nullptr}}});
+  if (timings != nullptr) body["timings"] = timings_json(*timings);
   return dump(body);
 }
 

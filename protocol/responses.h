@@ -126,7 +126,8 @@ std::string chat_reasoning_chunk_json(const ResponseHeader& header, std::string_
 // A tool call as OpenAI streams it: the first chunk of call `index` carries its id, type,
 // function name and empty arguments; then (first false) a chunk with the arguments.
 std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId choice, int32_t index,
-                                      const ToolCallOut& call, bool first);
+                                      const ToolCallOut& call, bool first,
+                                      const LlamaTimings* timings = nullptr);
 // The chunk sent after the last one when stream_options.include_usage: choices [] and usage.
 std::string usage_chunk_json(const ResponseHeader& header, Endpoint endpoint, const Usage& usage);
 

@@ -17,7 +17,7 @@ struct SamplingParams {
   uint64_t seed = 0;         // Gumbel noise key; the server draws one when the request has none
   // Added to the logits before everything else; a bias <= -100 bans the token.
   std::vector<std::pair<int32_t, float>> logit_bias;
-  bool ignore_eos = false;  // EOS is banned
+  bool ignore_eos = false;  // EOS is banned (but an id stop_token_ids names)
 
   // End-of-generation ids and stop_token_ids are banned while fewer than min_tokens tokens
   // have been generated (the device bans them for those positions, as vLLM does).

@@ -102,6 +102,15 @@ bool same_as_max_tokens(const Json& value, const Json& body, const std::string&)
   return false;
 }
 
+// Chat without a limit runs until EOS or the context, which n_predict -1 says too.
+bool same_as_chat_limit(const Json& value, const Json& body, const std::string& name) {
+  const bool unlimited = find_field(body, "max_completion_tokens") == nullptr &&
+                         find_field(body, "max_tokens") == nullptr;
+  return unlimited ? value.is_number_integer() && !value.is_number_unsigned() &&
+                         value.get<int64_t>() == -1
+                   : same_as_max_tokens(value, body, name);
+}
+
 constexpr const char* kNotSupported = "is not supported by this server.";
 constexpr const char* kNoMedia = "is not supported by this server (it reads no images or audio).";
 
@@ -193,7 +202,10 @@ const UnsupportedField kFields[] = {
     {"repeat_last_n", Where::kBoth, whole_history_or_no_penalty,
      "other than -1 is not supported by this server: its penalties cover the whole history "
      "(repetition_penalty the prompt and the output, the others the output)."},
-    {"n_predict", Where::kBoth, same_as_max_tokens,
+    {"n_predict", Where::kCompletions, same_as_max_tokens,
+     "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
+     "both)."},
+    {"n_predict", Where::kChat, same_as_chat_limit,
      "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
      "both)."},
     {"lora", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},

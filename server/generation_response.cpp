@@ -199,7 +199,7 @@ std::string GenerationResponse::finish_events(int32_t index, Choice& c) {
     c.echo.clear();
   }
   if (writer_) return events + writer_->closing_events(calls, c.reason, usage_, c.stop.text);
-  events += encoder_.tool_call_events(index, calls);
+  events += encoder_.tool_call_events(index, calls, timings_.of(index));
   events += encoder_.finish_event(index, c.reason, ChunkExtras{&c.stop, timings_.of(index)});
   if (all_finished()) events += encoder_.end_events(usage_);
   return events;

@@ -318,7 +318,8 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
     for (const GenerationRequest& c : plan.choices)
       timed_prompts.push_back(static_cast<int64_t>(c.prompt.size()));
   auto submitted = context_.endpoints.submit(plan, [&](int32_t choice) {
-    return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice);
+    return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice,
+                                        plan.timings);
   });
   if (auto* refused = std::get_if<HttpAnswer>(&submitted)) {
     answer(std::move(*refused), keep_alive);

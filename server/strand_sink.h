@@ -18,14 +18,18 @@ namespace tandem::server {
 // blocks here and never touches the session's state.
 class StrandSink final : public RequestSink {
  public:
+  // timed: the response carries llama-server's timings, which need the admission's event
+  // (a post the others are spared: an embeddings request may hold thousands of inputs).
   StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial,
-             int32_t choice)
+             int32_t choice, bool timed = false)
       : session_(std::move(session)),
         strand_(std::move(strand)),
         serial_(serial),
-        choice_(choice) {}
+        choice_(choice),
+        timed_(timed) {}
 
   void on_admitted(int32_t cached_tokens) override {
+    if (!timed_) return;
     net::post(strand_, [s = session_, serial = serial_, choice = choice_, cached_tokens] {
       s->on_generation_admitted(serial, choice, cached_tokens);
     });
@@ -77,6 +81,7 @@ class StrandSink final : public RequestSink {
   net::any_io_executor strand_;
   uint64_t serial_;
   int32_t choice_;
+  bool timed_;
   int32_t tokens_ = 0;  // accepted since the last text
   StopReason stop_;     // what ended the output, where not EOS
 };

@@ -1,5 +1,6 @@
 #include "runner/cuda/step_staging.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -28,10 +29,16 @@ void validate(const StepRow& r, bool device_inputs, const StagingLimits& limits)
 // The fused kernel's edits, in the CPU sampler's order: logit_bias, then the bans.
 void add_edits(const StepRow& r, bool ban_stop, const StagingLimits& limits, StepStaging& out) {
   for (const auto& [id, bias] : r.sampling.logit_bias) out.edits.push_back({id, bias});
-  if (r.sampling.ignore_eos || ban_stop)
+  const auto& stop_ids = r.sampling.stop_token_ids;  // sorted
+  if (ban_stop) {
     for (int32_t id : limits.eog_ids) out.edits.push_back({id, -100.0f});
-  if (ban_stop)
-    for (int32_t id : r.sampling.stop_token_ids) out.edits.push_back({id, -100.0f});
+    for (int32_t id : stop_ids) out.edits.push_back({id, -100.0f});
+  } else if (r.sampling.ignore_eos) {
+    // As the CPU sampler: ignore_eos spares the end-of-generation ids stop_token_ids names.
+    for (int32_t id : limits.eog_ids)
+      if (!std::binary_search(stop_ids.begin(), stop_ids.end(), id))
+        out.edits.push_back({id, -100.0f});
+  }
 }
 
 HostRow host_row(const StepRow& r, size_t index, int32_t first_logit, int32_t logit_rows,

@@ -119,6 +119,18 @@ Sampler& Sampler::operator=(Sampler&&) noexcept = default;
 
 bool Sampler::uses_avx512() const { return kernels_ == sampler_kernels::avx512(); }
 
+// ignore_eos bans end-of-generation, except the ids stop_token_ids names (sorted): those
+// still end the output, as vLLM's "ignore EOS, stop at <|eot_id|>" asks.
+void Sampler::ban_unless_stop(std::span<float> logits, std::span<const int32_t> eog,
+                              std::span<const int32_t> stop_ids) {
+  const auto n = static_cast<int32_t>(logits.size());
+  for (int32_t id : eog) {
+    if (id < 0 || id >= n || std::binary_search(stop_ids.begin(), stop_ids.end(), id)) continue;
+    saved_.emplace_back(id, logits[id]);
+    logits[id] = kNegInf;
+  }
+}
+
 void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
   const auto n = static_cast<int32_t>(logits.size());
   for (int32_t id : ids) {
@@ -167,8 +179,12 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     logits[id] = bias <= -100.0f ? kNegInf : logits[id] + bias;
   }
   apply_penalties(logits, params, history);
-  if (params.ignore_eos || history.ban_stop) ban(logits, config_.eog_ids);
-  if (history.ban_stop) ban(logits, params.stop_token_ids);
+  if (history.ban_stop) {
+    ban(logits, config_.eog_ids);
+    ban(logits, params.stop_token_ids);
+  } else if (params.ignore_eos) {
+    ban_unless_stop(logits, config_.eog_ids, params.stop_token_ids);
+  }
   if (!history.allowed.empty()) apply_mask(logits, history.allowed);
 
   const int32_t token = choose(logits, params, position, history.allowed, raw_top);

@@ -10,10 +10,10 @@
 //     the vocabulary are ignored. Then the penalties (sampling_params.h; each token once,
 //     whatever its number of occurrences: repetition over prompt and output, then
 //     frequency * count, then presence, over the output). ignore_eos then bans every id in
-//     SamplerConfig::eog_ids; RowHistory::ban_stop (min_tokens not reached) bans them and
-//     params.stop_token_ids. Then the grammar mask (RowHistory::allowed, when given) bans
-//     every token it does not allow. Banned tokens, -inf logits and NaN logits are never
-//     sampled.
+//     SamplerConfig::eog_ids that params.stop_token_ids does not name; RowHistory::ban_stop
+//     (min_tokens not reached) bans them and params.stop_token_ids. Then the grammar mask
+//     (RowHistory::allowed, when given) bans every token it does not allow. Banned tokens, -inf
+//     logits and NaN logits are never sampled.
 //  2. temperature <= 0 (or NaN): greedy. The token is the argmax of the biased logits, ties to
 //     the lowest id; nothing else applies and no noise is drawn.
 //  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
@@ -185,6 +185,8 @@ class Sampler {
   // Sets every token that `allowed` does not allow to -inf.
   void apply_mask(std::span<float> logits, std::span<const uint32_t> allowed);
   void ban(std::span<float> logits, std::span<const int32_t> ids);
+  void ban_unless_stop(std::span<float> logits, std::span<const int32_t> eog,
+                       std::span<const int32_t> stop_ids);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
                        const RowHistory& history);
   // log Z of the row, and the top k into out.top; the row's argmax (-1: nothing finite) into

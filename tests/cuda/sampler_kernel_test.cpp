@@ -51,12 +51,16 @@ struct Case {
 };
 
 // The executor's expansion of a row's edits: logit_bias, then the bans (eog ids for
-// ignore_eos or min_tokens, then stop_token_ids for min_tokens), in the CPU's order.
+// ignore_eos, but those stop_token_ids names, or min_tokens; then stop_token_ids for
+// min_tokens), in the CPU's order.
 std::vector<LogitEdit> edits_of(const Case& c, const std::vector<int32_t>& eog) {
   std::vector<LogitEdit> edits;
   for (const auto& [id, bias] : c.params.logit_bias) edits.push_back({id, bias});
+  const auto& stop = c.params.stop_token_ids;
   if (c.params.ignore_eos || c.ban_stop) {
-    for (int32_t id : eog) edits.push_back({id, -100.0f});
+    for (int32_t id : eog)
+      if (c.ban_stop || !std::binary_search(stop.begin(), stop.end(), id))
+        edits.push_back({id, -100.0f});
   }
   if (c.ban_stop) {
     for (int32_t id : c.params.stop_token_ids) edits.push_back({id, -100.0f});

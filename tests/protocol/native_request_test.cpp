@@ -43,8 +43,8 @@ TEST(NativeRequest, TakesLlamaServersDefaults) {
   EXPECT_TRUE(r.request.sampling.min_p_last);
   EXPECT_EQ(r.settings["n_predict"], -1);
   EXPECT_EQ(r.settings["samplers"],
-            nlohmann::json({"penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
-                            "xtc", "temperature"}));
+            nlohmann::ordered_json({"penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p",
+                                    "min_p", "xtc", "temperature"}));
 }
 
 TEST(NativeRequest, ReadsNPredictSeedAndTokenPrompts) {
@@ -86,10 +86,11 @@ TEST(NativeRequest, SamplersTurnOffWhatTheyLeaveOut) {
   EXPECT_EQ(letters.request.sampling.top_k, 40);
   EXPECT_FLOAT_EQ(letters.request.sampling.min_p, 0.0f);
   // generation_settings names them as llama-server does, whichever spelling was sent.
-  EXPECT_EQ(letters.settings["samplers"], nlohmann::json({"top_k", "temperature", "infill"}));
+  EXPECT_EQ(letters.settings["samplers"],
+            nlohmann::ordered_json({"top_k", "temperature", "infill"}));
   EXPECT_EQ(
       parsed(R"({"prompt": "x", "samplers": ["top-k", "nucleus", "temp"]})").settings["samplers"],
-      nlohmann::json({"top_k", "top_p", "temperature"}));
+      nlohmann::ordered_json({"top_k", "top_p", "temperature"}));
 }
 
 TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {

@@ -71,6 +71,8 @@ const FieldCase kRefused[] = {
     {"RepeatLastNWithAPenalty", kChat, R"("repeat_last_n": 0, "presence_penalty": 0.5)",
      "repeat_last_n", "-1"},
     {"NPredictAlone", kCmpl, R"("n_predict": 32)", "n_predict", "'max_tokens'"},
+    {"NPredictUnlimitedOnCompletions", kCmpl, R"("n_predict": -1)", "n_predict", "'max_tokens'"},
+    {"NPredictLimitOnUnlimitedChat", kChat, R"("n_predict": 32)", "n_predict", "'max_tokens'"},
     {"NPredictDifferentFromMaxTokens", kCmpl, R"("n_predict": 32, "max_tokens": 16)", "n_predict",
      ""},
     {"Lora", kCmpl, R"("lora": [{"id": 0, "scale": 1}])", "lora", ""},
@@ -154,6 +156,8 @@ const FieldCase kAccepted[] = {
     {"PenaltyWindowOfTheWholeHistory", kChat,
      R"("repetition_penalty": 1.2, "penalty_last_n": -1, "repeat_last_n": -1)"},
     {"NPredictEqualToMaxTokens", kCmpl, R"("max_tokens": 12, "n_predict": 12)"},
+    // Chat without a limit runs until EOS or the context: llama-server's -1.
+    {"NPredictUnlimitedOnUnlimitedChat", kChat, R"("n_predict": -1)"},
     {"NeutralCompletionsToolFields", kCmpl, R"("tools": [], "tool_choice": "none",
         "top_logprobs": 0, "best_of": 1, "suffix": "")"},
     // OpenAI's and others' harmless extras, and names no one defines.

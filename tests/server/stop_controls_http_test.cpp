@@ -122,6 +122,21 @@ TEST(StopControlsOverHttp, StopReasonSaysWhichStopEndedTheOutput) {
   const json chat_stopped = post_json("/v1/chat/completions", chat);
   EXPECT_EQ(chat_stopped["choices"][0]["stop_reason"], piece) << chat_stopped.dump();
   EXPECT_TRUE(free_run["choices"][0]["stop_reason"].is_null());
+
+  // ignore_eos with EOS among the stop ids (vLLM's "ignore EOS, stop at <|eot_id|>"): EOS is
+  // not banned and ends the output, reported by its id; without ignore_eos it is plain EOS.
+  const std::string eos_text = fetch(shared_server().port(), "GET", "/props").json()["eos_token"];
+  const int32_t eos =
+      post_json("/tokenize", json{{"content", eos_text}, {"parse_special", true}})["tokens"][0];
+  json eos_stop = base_body();
+  eos_stop["logit_bias"] = {{std::to_string(eos), 100}};
+  eos_stop["stop_token_ids"] = {eos};
+  const json by_id = post_json("/v1/completions", eos_stop);
+  EXPECT_EQ(by_id["choices"][0]["finish_reason"], "stop") << by_id.dump();
+  EXPECT_EQ(by_id["choices"][0]["stop_reason"], eos);
+  EXPECT_EQ(by_id["usage"]["completion_tokens"], 1);
+  eos_stop["ignore_eos"] = false;
+  EXPECT_TRUE(post_json("/v1/completions", eos_stop)["choices"][0]["stop_reason"].is_null());
 }
 
 // The first token as a stop token ends the output at once; with min_tokens 4 it is banned

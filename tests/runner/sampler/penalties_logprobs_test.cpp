@@ -152,6 +152,13 @@ TEST(SamplerBans, MinTokensBansEndOfGenerationAndStopIds) {
   p.ignore_eos = true;  // bans EOG, not stop ids
   row = logits;
   EXPECT_EQ(sampler.sample(row, p, 1, {}), 5);
+  // ...nor an EOG id that stop_token_ids names: it still ends the output, as vLLM's
+  // "ignore EOS, stop at <|eot_id|>" asks. min_tokens bans it all the same.
+  p.stop_token_ids = {2};
+  row = logits;
+  EXPECT_EQ(sampler.sample(row, p, 1, {}), 2);
+  row = logits;
+  EXPECT_EQ(sampler.sample(row, p, 1, {true, {}, {}}), 5);
 }
 
 // log-softmax in double, as the reference forward's outputs would be scored.
