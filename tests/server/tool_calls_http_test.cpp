@@ -167,6 +167,9 @@ TEST(ToolCallsHttp, StreamedCallsAreTheWholeResponsesCalls) {
         checked_calls(post_json(port, "/v1/chat/completions", tool_request("required", seed)));
     ordered_json body = tool_request("required", seed);
     body["stream"] = true;
+    // llama-server's timings ride on the calls' chunks as on any other.
+    const bool timed = seed == 8;
+    body["timings_per_token"] = timed;
     const HttpResult sse = fetch(port, "POST", "/v1/chat/completions", body.dump());
     ASSERT_EQ(sse.status, 200);
     json calls = json::array();
@@ -180,6 +183,7 @@ TEST(ToolCallsHttp, StreamedCallsAreTheWholeResponsesCalls) {
       const json& delta = choice["delta"];
       if (delta.contains("content")) content += delta["content"].get<std::string>();
       if (!delta.contains("tool_calls")) continue;
+      EXPECT_EQ(chunk.contains("timings"), timed) << data;
       for (const json& piece : delta["tool_calls"]) {
         const size_t index = piece["index"];
         if (index == calls.size()) {  // a call's first chunk: id, type, name
