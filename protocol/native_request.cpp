@@ -140,14 +140,6 @@ void refuse_other_endpoints_fields(const Json& body, bool infill) {
       }
     }
   }
-  if (const Json* per_token = find_field(body, "timings_per_token")) {
-    if (request_fields::read_bool(*per_token, "timings_per_token")) {
-      reject(
-          "'timings_per_token' set to true is not supported by this server; the last chunk "
-          "carries the timings.",
-          "timings_per_token");
-    }
-  }
 }
 
 void read_line_limits(const Json& body, NativeRequest& out) {
@@ -261,6 +253,8 @@ std::variant<NativeRequest, ApiError> parse_native_request(std::string_view text
     const std::optional<int32_t> limit = read_limit(body, out.renames);
     if (infill) read_infill_inputs(body, out);
     read_line_limits(body, out);
+    if (const Json* per_token = find_field(body, "timings_per_token"))
+      out.timings_per_token = request_fields::read_bool(*per_token, "timings_per_token");
     request_fields::SamplerChain chain;
     Json completion = completion_body(body, infill, chain);
     // min_tokens is checked against it; 0 (nothing generated) is set after.

@@ -45,6 +45,9 @@ struct NativeRequest {
   InfillInputs infill_inputs;  // /infill's, which the server tokenizes into the FIM prompt
   int32_t min_indent = 0;      // n_indent
   double time_limit_ms = 0;    // t_max_predict_ms (<= 0: none)
+  // timings_per_token: each streamed piece carries the timings so far (the last one always
+  // does).
+  bool timings_per_token = false;
   // response_fields: the whole answer's fields to keep, by path; empty: all.
   std::vector<std::string> response_fields;
   // The settings as the answer's generation_settings repeats them.

@@ -25,13 +25,15 @@ const char* stop_type_of(FinishReason finish, std::string_view stop) {
 }  // namespace
 
 NativeWriter::NativeWriter(ResponseHeader header, std::string prompt, int64_t prompt_tokens,
-                           Json settings, std::vector<std::string> response_fields)
+                           Json settings, std::vector<std::string> response_fields,
+                           bool timings_per_token)
     : header_(std::move(header)),
       prompt_(std::move(prompt)),
       settings_(std::move(settings)),
       response_fields_(std::move(response_fields)),
       accepted_(Clock::now()),
-      prompt_tokens_(prompt_tokens) {
+      prompt_tokens_(prompt_tokens),
+      timings_per_token_(timings_per_token) {
   settings_["seed"] = header_.seed;
   settings_["model"] = header_.model;
 }
@@ -78,14 +80,18 @@ Json NativeWriter::final_object(std::string_view content, FinishReason finish, c
 std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece*) {
   if (text.empty()) return {};
   if (text.find('\n') != std::string_view::npos) new_line_ = true;
-  return sse_data(native_json_text(Json{{"index", 0},
-                                        {"content", text},
-                                        {"tokens", Json::array()},
-                                        {"stop", false},
-                                        {"id_slot", -1},
-                                        {"tokens_predicted", predicted_},
-                                        {"tokens_evaluated", prompt_tokens_},
-                                        {"id", header_.id}}));
+  Json piece{{"index", 0},
+             {"content", text},
+             {"tokens", Json::array()},
+             {"stop", false},
+             {"id_slot", -1},
+             {"tokens_predicted", predicted_},
+             {"tokens_evaluated", prompt_tokens_},
+             {"id", header_.id}};
+  if (timings_per_token_) {
+    piece["timings"] = timings(Usage{prompt_tokens_, predicted_, cached_});
+  }
+  return sse_data(native_json_text(piece));
 }
 
 // No reasoning is split off on these routes (they read no chat template): never called.

@@ -36,10 +36,12 @@ class NativeWriter final : public SingleOutputWriter {
   using Json = nlohmann::ordered_json;
   // prompt: the prompt's text (special tokens shown) and its length in tokens; settings:
   // generation_settings.
+  // timings_per_token: each streamed piece carries the timings so far too.
   NativeWriter(ResponseHeader header, std::string prompt, int64_t prompt_tokens, Json settings,
-               std::vector<std::string> response_fields);
+               std::vector<std::string> response_fields, bool timings_per_token = false);
 
   void output_seen(int32_t tokens) override;
+  void prompt_cached(int64_t tokens) override { cached_ = tokens; }
   std::string opening_events() override { return {}; }
   std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
   std::string reasoning_events(std::string_view text) override;
@@ -65,6 +67,8 @@ class NativeWriter final : public SingleOutputWriter {
   bool new_line_ = false;  // streamed: a newline was sent
   int64_t prompt_tokens_ = 0;
   int64_t predicted_ = 0;  // the tokens that made the pieces so far
+  int64_t cached_ = 0;     // the prompt tokens the prefix cache held
+  bool timings_per_token_ = false;
 };
 
 // Keeps the paths of `object` that `paths` names ("a/b": member b of member a), each under

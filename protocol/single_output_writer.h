@@ -25,6 +25,9 @@ class SingleOutputWriter {
   // A piece of the output arrived (streamed or not), made by `tokens` tokens (those since
   // the last piece): a writer that reports timings or counts reads them here.
   virtual void output_seen(int32_t tokens) { (void)tokens; }
+  // The prompt tokens the prefix cache held (the request's admission), for a writer that
+  // reports timings before the end.
+  virtual void prompt_cached(int64_t tokens) { (void)tokens; }
   // Streamed: the first events.
   virtual std::string opening_events() = 0;
   // Streamed: a piece of the answer's text and its tokens' log-probabilities (null when

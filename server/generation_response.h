@@ -78,7 +78,10 @@ class GenerationResponse {
   // llama-server's timings (ChoiceTimings; off by default).
   void time_choices(ChoiceTimings timings) { timings_ = std::move(timings); }
   // The prompt tokens the prefix cache held for `choice` (its admission), for the timings.
-  void prompt_cached(int32_t choice, int64_t tokens) { timings_.cached(choice, tokens); }
+  void prompt_cached(int32_t choice, int64_t tokens) {
+    timings_.cached(choice, tokens);
+    if (writer_) writer_->prompt_cached(tokens);
+  }
 
   bool stream() const { return stream_; }
   int32_t choices() const { return static_cast<int32_t>(choices_.size()); }

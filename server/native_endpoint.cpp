@@ -55,7 +55,8 @@ Endpoints::Result Endpoints::native(const ApiRequest& api, bool infill) {
   const std::string prompt = tokenizer_.decode(only.prompt, /*render_special=*/true);
   plan->writer = std::make_unique<NativeWriter>(
       plan->encoder.header(), prompt, static_cast<int64_t>(only.prompt.size()),
-      std::move(native.settings), std::move(native.response_fields));
+      std::move(native.settings), std::move(native.response_fields), native.timings_per_token);
+  plan->timings = native.timings_per_token;  // the admission's event gives the cache's share
   plan->access.route = infill ? "/infill" : "/completion";
   return result;
 }

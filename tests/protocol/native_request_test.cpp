@@ -195,7 +195,8 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 2})").param, "logprobs");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 2})").param, "n_probs");
   EXPECT_EQ(refused(R"({"prompt": ["a", "b"]})").param, "prompt");
-  EXPECT_EQ(refused(R"({"prompt": "x", "timings_per_token": true})").param, "timings_per_token");
+  EXPECT_EQ(refused(R"({"prompt": "x", "timings_per_token": 1})").param, "timings_per_token");
+  EXPECT_TRUE(parsed(R"({"prompt": "x", "timings_per_token": true})").timings_per_token);
   EXPECT_EQ(refused(R"({"prompt": "x", "response_fields": [1]})").param, "response_fields[0]");
   EXPECT_EQ(refused(R"({"n_predict": 3})").param, "prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "temperature": -1})").param, "temperature");

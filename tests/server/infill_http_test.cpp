@@ -111,6 +111,9 @@ TEST(InfillHttp, StreamsTheSameTextAndTheInfillFilterReplaysBySeed) {
     const json whole = post_json(port, "/infill", body);
     EXPECT_EQ(post_json(port, "/infill", body)["content"], whole["content"]);
     body["stream"] = true;
+    // llama-server's timings on every piece, in the run whose pieces are asserted below.
+    const bool timed = samplers.size() == 2;
+    body["timings_per_token"] = timed;
     const HttpResult streamed = fetch(port, "POST", "/infill", body.dump());
     ASSERT_EQ(streamed.status, 200) << streamed.body;
     std::string text;
@@ -126,6 +129,14 @@ TEST(InfillHttp, StreamsTheSameTextAndTheInfillFilterReplaysBySeed) {
       EXPECT_GE(last["tokens_predicted"].get<int64_t>(), std::max<int64_t>(counted, 1));
       counted = last["tokens_predicted"].get<int64_t>();
       EXPECT_EQ(last["tokens_evaluated"], whole["tokens_evaluated"]);
+      EXPECT_EQ(last.contains("timings"), timed) << data;
+      if (timed) {
+        EXPECT_EQ(last["timings"]["predicted_n"], last["tokens_predicted"]);
+        EXPECT_EQ(
+            last["timings"]["prompt_n"].get<int64_t>() + last["timings"]["cache_n"].get<int64_t>(),
+            whole["tokens_evaluated"].get<int64_t>());
+        EXPECT_GT(last["timings"]["cache_n"].get<int64_t>(), 0) << "the whole answer's prompt";
+      }
     }
     EXPECT_LE(counted, whole["tokens_predicted"].get<int64_t>());
     if (samplers.size() == 2) {
