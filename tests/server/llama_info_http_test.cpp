@@ -101,7 +101,9 @@ TEST(LlamaServerInfo, SlotsShowTheRunningRequestAndFailOnNoSlotWhenAllAreBusy) {
   EXPECT_EQ(slot["params"]["top_k"], 9);
   EXPECT_NEAR(slot["params"]["temperature"].get<double>(), 0.5, 1e-6);
   const json& next = slot["next_token"][0];
-  EXPECT_GE(next["n_decoded"].get<int>(), 1);
+  // As of the last published step, which may come before the token the client has seen.
+  EXPECT_GE(next["n_decoded"].get<int>(), 0);
+  EXPECT_LT(next["n_decoded"].get<int>(), 2000);
   EXPECT_EQ(next["n_decoded"].get<int>() + next["n_remain"].get<int>(), 2000);
   EXPECT_EQ(one_busy[1]["is_processing"], false);
   EXPECT_EQ(fetch(server.port(), "GET", "/slots?fail_on_no_slot=1").status, 200);
