@@ -564,12 +564,11 @@ void Scheduler::shutdown() {
 
 void Scheduler::publish() {
   bool active = !live_.empty();
-  std::vector<BusySlot> slots;
   {
     std::lock_guard lock(inbox_mutex_);
     counters_.waiting = static_cast<int32_t>(waiting_.size());
     active = active || !waiting_.empty();
-    slots = number_slots();
+    number_slots();
   }
   counters_.running = static_cast<int32_t>(running_.size());
   const bool decoding =
@@ -585,7 +584,7 @@ void Scheduler::publish() {
   }
   std::lock_guard lock(metrics_mutex_);
   published_ = counters_;
-  published_slots_ = std::move(slots);
+  published_slots_.swap(slots_scratch_);
 }
 
 }  // namespace tandem

@@ -255,7 +255,8 @@ class Scheduler {
   void publish();
   // Slots for the running requests, then the waiting ones, as the published slots show
   // them (scheduler_slots.cpp); under inbox_mutex_.
-  std::vector<BusySlot> number_slots();
+  void number_slots();  // into slots_scratch_
+  void fill_slots(const std::vector<Request*>& holder);
   void thread_main();
 
   Device& device_;
@@ -290,6 +291,10 @@ class Scheduler {
   mutable std::mutex metrics_mutex_;
   SchedulerMetrics published_;
   std::vector<BusySlot> published_slots_;
+  // number_slots' buffers (scheduler thread, under inbox_mutex_): kept, so that a step's
+  // publish allocates nothing; slots_scratch_ and published_slots_ swap.
+  std::vector<Request*> slot_holders_;
+  std::vector<BusySlot> slots_scratch_;
 
   std::thread thread_;
 };
