@@ -80,18 +80,20 @@ void read_max_tokens(const Json& body, CompletionRequest& request) {
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
     const Json* value = find_field(body, name);
     if (value == nullptr) continue;
-    // llama-server's "no limit" (until EOS or the context), which llama.cpp's web UI sends
-    // with every chat.
-    if (value->is_number_integer() && !value->is_number_unsigned() && value->get<int64_t>() == -1) {
-      request.max_tokens = std::nullopt;
-      continue;
-    }
-    if (value->is_number_integer() && !value->is_number_unsigned() &&
-        value->get<int64_t>() < least) {
-      reject("'" + std::string(name) + "' must be -1 (no limit) or an integer in [" +
-                 std::to_string(least) + ", " + std::to_string(kMaxTokensLimit) + "], got " +
-                 value->dump() + ".",
-             name);
+    if (value->is_number_integer() && !value->is_number_unsigned()) {
+      const int64_t signed_value = value->get<int64_t>();
+      // llama-server's "no limit" (until EOS or the context), which llama.cpp's web UI
+      // sends with every chat.
+      if (signed_value == -1) {
+        request.max_tokens = std::nullopt;
+        continue;
+      }
+      if (signed_value < least) {
+        reject("'" + std::string(name) + "' must be -1 (no limit) or an integer in [" +
+                   std::to_string(least) + ", " + std::to_string(kMaxTokensLimit) + "], got " +
+                   value->dump() + ".",
+               name);
+      }
     }
     request.max_tokens = static_cast<int32_t>(read_integer(*value, name, least, kMaxTokensLimit));
   }

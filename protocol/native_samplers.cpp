@@ -164,23 +164,24 @@ bool acts(Stage stage, const Json& completion) {
          "samplers");
 }
 
+// The chain native's `samplers` names; absent, llama-server's default.
+std::vector<Stage> chain_of(const Json& native) {
+  static const Json kDefaultChain = kLlamaDefaultChain;
+  const Json* value = find_field(native, "samplers");
+  return read_chain(value != nullptr ? *value : kDefaultChain);
+}
+
 }  // namespace
 
 Json sampler_chain_names(const Json& native) {
-  static const Json kDefaultChain = kLlamaDefaultChain;
-  const Json* value = find_field(native, "samplers");
   Json names = Json::array();
-  for (const Stage stage : read_chain(value != nullptr ? *value : kDefaultChain))
-    names.push_back(stage_name(stage));
+  for (const Stage stage : chain_of(native)) names.push_back(stage_name(stage));
   return names;
 }
 
 SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
-  static const Json kDefaultChain = kLlamaDefaultChain;  // where none is sent
-  const Json* value = find_field(native, "samplers");
-  if (value == nullptr) value = &kDefaultChain;
-  const std::vector<Stage> chain = read_chain(*value);
+  const std::vector<Stage> chain = chain_of(native);
   auto named = [&](Stage s) { return std::find(chain.begin(), chain.end(), s) != chain.end(); };
   for (Stage stage : {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK,
                       Stage::kTopP, Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma}) {

@@ -294,6 +294,7 @@ class Scheduler {
   // number_slots' buffers (scheduler thread, under inbox_mutex_): kept, so that a step's
   // publish allocates nothing; slots_scratch_ and published_slots_ swap.
   std::vector<Request*> slot_holders_;
+  std::vector<bool> slot_running_;  // by slot: its holder is running, not waiting
   std::vector<BusySlot> slots_scratch_;
 
   std::thread thread_;

@@ -118,7 +118,6 @@ struct Scheduler::Request {
   // Its slot (BusySlot::slot); -1 until first published. Kept while preempted: the request
   // waits at the queue's front, the next to run again.
   int32_t slot = -1;
-  bool counted_running = false;  // number_slots' mark, false outside it
   // The stop_token_ids token that ended the output (not an end-of-generation one), or -1.
   int32_t stop_token = -1;
 

@@ -60,11 +60,13 @@ void Scheduler::number_slots() {
 
 // The numbered requests as BusySlots, into slots_scratch_ (its capacity kept).
 void Scheduler::fill_slots(const std::vector<Request*>& holder) {
-  for (Request* r : running_) r->counted_running = true;
+  slot_running_.assign(holder.size(), false);  // every running request holds a slot by now
+  for (const Request* r : running_) slot_running_[static_cast<size_t>(r->slot)] = true;
   slots_scratch_.clear();
-  for (Request* r : holder) {
+  for (size_t i = 0; i < holder.size(); ++i) {
+    const Request* r = holder[i];
     if (r == nullptr) continue;
-    const bool running = r->counted_running;
+    const bool running = slot_running_[i];
     BusySlot& out = slots_scratch_.emplace_back();
     out.slot = r->slot;
     out.id = r->id;
@@ -84,7 +86,6 @@ void Scheduler::fill_slots(const std::vector<Request*>& holder) {
     out.min_p = r->in.sampling.min_p;
     out.seed = r->in.sampling.seed;
   }
-  for (Request* r : running_) r->counted_running = false;
 }
 
 std::vector<BusySlot> Scheduler::busy_slots() const {

@@ -108,17 +108,17 @@ Endpoints::Result Endpoints::props(const ApiRequest&) {
 Endpoints::Result Endpoints::slots(const ApiRequest& api) {
   const int32_t total = scheduler_.max_batch();
   const bool speculative = scheduler_.speculative();
-  const std::vector<BusySlot> running = scheduler_.busy_slots();
+  const std::vector<BusySlot> busy = scheduler_.busy_slots();  // running, then waiting
   Json slots = Json::array();
-  size_t next = 0;  // running is sorted by slot
+  size_t next = 0;  // busy is sorted by slot
   for (int32_t id = 0; id < total; ++id) {
-    if (next < running.size() && running[next].slot == id) {
-      slots.push_back(busy_slot_json(running[next++], model_.context_length, speculative));
+    if (next < busy.size() && busy[next].slot == id) {
+      slots.push_back(busy_slot_json(busy[next++], model_.context_length, speculative));
     } else {
       slots.push_back(slot_json(id, model_.context_length, speculative));
     }
   }
-  if (query_has(api.target, "fail_on_no_slot") && static_cast<int32_t>(running.size()) >= total)
+  if (query_has(api.target, "fail_on_no_slot") && static_cast<int32_t>(busy.size()) >= total)
     return error_answer(service_unavailable("no slot available"));
   return json_body(slots);
 }
