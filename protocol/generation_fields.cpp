@@ -1,6 +1,7 @@
 #include "protocol/generation_fields.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace tandem::request_fields {
@@ -53,6 +54,57 @@ void read_penalties(const Json& body, SamplingParams& sampling) {
   }
 }
 
+// One value from either of two names for it; both sent must agree.
+std::optional<int64_t> read_window(const Json& body) {
+  std::optional<int64_t> out;
+  for (const char* name : {"repeat_last_n", "penalty_last_n"}) {
+    const Json* value = find_field(body, name);
+    if (value == nullptr) continue;
+    const int64_t n = read_integer(*value, name, -1, SamplingParams::kWholeHistory);
+    if (out && *out != n) {
+      reject("'repeat_last_n' and 'penalty_last_n' name the same window and differ; send one.",
+             name);
+    }
+    out = n;
+  }
+  return out;
+}
+
+// llama.cpp's names, which llama-server's clients send: repeat_penalty is
+// repetition_penalty, and repeat_last_n (alias penalty_last_n) the window that makes all
+// three penalties llama.cpp's (SamplingParams::penalty_last_n): -1 the whole history, 0 no
+// penalty at all, as in llama.cpp. Either name picks llama.cpp's definitions, with its
+// default window of 64.
+void read_llama_penalties(const Json& body, SamplingParams& sampling) {
+  const Json* repeat = find_field(body, "repeat_penalty");
+  if (repeat != nullptr) {
+    const float v = read_float(*repeat, "repeat_penalty");
+    if (!(v > 0.0f)) {
+      reject(
+          "Invalid value for 'repeat_penalty': expected a number > 0, got " + repeat->dump() + ".",
+          "repeat_penalty");
+    }
+    const Json* other = find_field(body, "repetition_penalty");
+    if (other != nullptr && read_float(*other, "repetition_penalty") != v) {
+      reject(
+          "'repeat_penalty' and 'repetition_penalty' name the same penalty and differ; send "
+          "one.",
+          "repeat_penalty");
+    }
+    sampling.repetition_penalty = v;
+  }
+  const std::optional<int64_t> window = read_window(body);
+  if (repeat == nullptr && !window) return;
+  const int64_t n = window.value_or(kLlamaDefaultPenaltyLastN);
+  if (n == 0) {
+    sampling.repetition_penalty = 1.0f;
+    sampling.frequency_penalty = 0.0f;
+    sampling.presence_penalty = 0.0f;
+    return;
+  }
+  sampling.penalty_last_n = n < 0 ? SamplingParams::kWholeHistory : static_cast<int32_t>(n);
+}
+
 // Completions: logprobs is a count (false: none) and echo a flag. Chat: logprobs is a flag
 // and top_logprobs the count, which needs logprobs (as OpenAI and vLLM say).
 void read_logprobs(const Json& body, CompletionRequest& request) {
@@ -80,6 +132,7 @@ void read_logprobs(const Json& body, CompletionRequest& request) {
 
 void read_generation_controls(const Json& body, CompletionRequest& request) {
   read_penalties(body, request.sampling);
+  read_llama_penalties(body, request.sampling);
   read_logprobs(body, request);
   read_min_tokens(body, request);
   read_stop_token_ids(body, request);

@@ -4,10 +4,16 @@
 // Internal to protocol/: throws request_fields::RequestRejected like the other readers.
 #pragma once
 
+#include <cstdint>
+
 #include "protocol/completion_request.h"
 #include "protocol/request_fields.h"
 
 namespace tandem::request_fields {
+
+// llama.cpp's penalty window when a request names llama.cpp's penalties without one
+// (llama-server's repeat_last_n default).
+inline constexpr int64_t kLlamaDefaultPenaltyLastN = 64;
 
 // Reads the fields above into request (request.max_tokens must be read already: min_tokens
 // may not exceed it).

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "protocol/generation_fields.h"
 #include "protocol/native_samplers.h"
 #include "protocol/request_fields.h"
 
@@ -52,6 +53,7 @@ const std::set<std::string> kNativeFields = {"prompt",
                                              "logprobs",
                                              "stream_options",
                                              "suffix",
+                                             "n_probs",
                                              "model"};
 
 // The output limit: n_predict, else max_tokens (-1: none). nullopt: until EOS or the context.
@@ -171,21 +173,6 @@ void read_line_limits(const Json& body, NativeRequest& out) {
   }
 }
 
-// llama-server applies presence and frequency over the last penalty_last_n (64) tokens of
-// the prompt and the output; tandem's are OpenAI's, over the whole output. The chain's
-// penalties stage may leave them at 0 (turned off), else they are refused by name.
-void refuse_llama_penalties(const Json& completion) {
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    const Json* value = find_field(completion, name);
-    if (value == nullptr || (value->is_number() && value->get<double>() == 0.0)) continue;
-    reject("'" + std::string(name) +
-               "' is not supported on llama-server's routes: llama-server applies it over the "
-               "last penalty_last_n tokens of the prompt and the output, this server over the "
-               "whole output only (OpenAI's definition, on /v1/completions).",
-           name);
-  }
-}
-
 // The /v1/completions body the native one amounts to.
 Json completion_body(const Json& body, bool infill, request_fields::SamplerChain& chain) {
   Json completion = Json::object();
@@ -212,32 +199,44 @@ Json completion_body(const Json& body, bool infill, request_fields::SamplerChain
   }
   if (const Json* bias = find_field(body, "logit_bias"))
     completion["logit_bias"] = read_logit_bias(*bias);
+  // n_probs: the k most likely tokens at each step, llama-server's completion_probabilities
+  // (the same raw log-softmax as /v1/completions' logprobs: k).
+  if (const Json* probs = find_field(body, "n_probs")) {
+    const int64_t k = request_fields::read_integer(*probs, "n_probs", 0, kMaxLogprobs);
+    if (k > 0) completion["logprobs"] = k;
+  }
   if (!completion.contains("temperature")) completion["temperature"] = kDefaultTemperature;
   if (!completion.contains("top_k")) completion["top_k"] = kDefaultTopK;
   if (!completion.contains("top_p")) completion["top_p"] = kDefaultTopP;
   if (!completion.contains("min_p")) completion["min_p"] = kDefaultMinP;
   chain = request_fields::apply_sampler_chain(body, completion);
-  refuse_llama_penalties(completion);
+  // llama-server's penalties are llama.cpp's, over its window (64 unless sent).
+  if (!completion.contains("repeat_last_n") && !completion.contains("penalty_last_n")) {
+    completion["repeat_last_n"] = request_fields::kLlamaDefaultPenaltyLastN;
+  }
   return completion;
 }
 
 Json settings_of(const NativeRequest& native, const Json& body) {
   const CompletionRequest& r = native.request;
   const SamplingParams& s = r.sampling;
-  Json settings{{"n_predict", r.max_tokens ? *r.max_tokens : -1},
-                {"temperature", s.temperature},
-                {"top_k", s.top_k},
-                {"top_p", s.top_p},
-                {"min_p", s.min_p},
-                {"presence_penalty", s.presence_penalty},
-                {"frequency_penalty", s.frequency_penalty},
-                {"repetition_penalty", s.repetition_penalty},
-                {"ignore_eos", s.ignore_eos},
-                {"stop", r.stop},
-                {"stream", r.stream},
-                {"n_indent", native.min_indent},
-                {"t_max_predict_ms", native.time_limit_ms > 0 ? native.time_limit_ms : -1.0},
-                {"n_probs", 0}};
+  Json settings{
+      {"n_predict", r.max_tokens ? *r.max_tokens : -1},
+      {"temperature", s.temperature},
+      {"top_k", s.top_k},
+      {"top_p", s.top_p},
+      {"min_p", s.min_p},
+      {"presence_penalty", s.presence_penalty},
+      {"frequency_penalty", s.frequency_penalty},
+      {"repetition_penalty", s.repetition_penalty},
+      {"repeat_penalty", s.repetition_penalty},
+      {"repeat_last_n", s.penalty_last_n == SamplingParams::kWholeHistory ? -1 : s.penalty_last_n},
+      {"ignore_eos", s.ignore_eos},
+      {"stop", r.stop},
+      {"stream", r.stream},
+      {"n_indent", native.min_indent},
+      {"t_max_predict_ms", native.time_limit_ms > 0 ? native.time_limit_ms : -1.0},
+      {"n_probs", std::max(0, s.logprobs)}};
   settings["samplers"] = request_fields::sampler_chain_names(body);
   return settings;
 }

@@ -147,6 +147,7 @@ bool acts(Stage stage, const Json& completion) {
       return number_or(completion, "min_p", 0.0) > 0.0;
     case Stage::kPenalties:
       return number_or(completion, "repetition_penalty", 1.0) != 1.0 ||
+             number_or(completion, "repeat_penalty", 1.0) != 1.0 ||
              number_or(completion, "presence_penalty", 0.0) != 0.0 ||
              number_or(completion, "frequency_penalty", 0.0) != 0.0;
     case Stage::kInfill:

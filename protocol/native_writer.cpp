@@ -1,10 +1,14 @@
 #include "protocol/native_writer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
 #include <utility>
 
 #include "protocol/api_error.h"
 #include "protocol/llama_timings.h"
+#include "protocol/logprobs.h"
 #include "protocol/sse.h"
 
 namespace tandem {
@@ -20,6 +24,44 @@ const char* stop_type_of(FinishReason finish, std::string_view stop) {
   if (finish == FinishReason::kLength) return "limit";
   if (!stop.empty()) return "word";
   return finish == FinishReason::kStop ? "eos" : "none";
+}
+
+// The token's text as llama-server shows it: cut before a UTF-8 sequence the token leaves
+// open (its bytes say the whole).
+std::string_view whole_characters(std::string_view bytes) {
+  for (size_t back = 1; back <= std::min<size_t>(3, bytes.size()); ++back) {
+    const auto c = static_cast<unsigned char>(bytes[bytes.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? bytes.substr(0, bytes.size() - back) : bytes;
+  }
+  return bytes;
+}
+
+Json probability_entry(const LogprobEntry& entry) {
+  Json bytes = Json::array();
+  for (const char c : entry.token) bytes.push_back(static_cast<unsigned char>(c));
+  // llama-server writes the lowest float where the probability is 0 (JSON has no -inf).
+  const float logprob =
+      std::isfinite(entry.logprob) ? entry.logprob : std::numeric_limits<float>::lowest();
+  return Json{{"id", entry.id},
+              {"token", whole_characters(entry.token)},
+              {"bytes", std::move(bytes)},
+              {"logprob", logprob}};
+}
+
+// llama-server's completion_probabilities for n_probs: per token its id, text, bytes and
+// logprob, and top_logprobs, the n_probs most likely in the same form.
+Json completion_probabilities(const LogprobsPiece& piece) {
+  Json out = Json::array();
+  for (const TokenLogprobs& token : piece.tokens) {
+    Json entry = probability_entry(token.chosen);
+    Json top = Json::array();
+    for (const LogprobEntry& alternative : token.top) top.push_back(probability_entry(alternative));
+    entry["top_logprobs"] = std::move(top);
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 }  // namespace
@@ -77,7 +119,7 @@ Json NativeWriter::final_object(std::string_view content, FinishReason finish, c
       {"system_fingerprint", header_.system_fingerprint}};
 }
 
-std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece*) {
+std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece* logprobs) {
   if (text.empty()) return {};
   if (text.find('\n') != std::string_view::npos) new_line_ = true;
   Json piece{{"index", 0},
@@ -88,6 +130,9 @@ std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece
              {"tokens_predicted", predicted_},
              {"tokens_evaluated", prompt_tokens_},
              {"id", header_.id}};
+  if (logprobs != nullptr && !logprobs->tokens.empty()) {
+    piece["completion_probabilities"] = completion_probabilities(*logprobs);
+  }
   if (timings_per_token_) {
     piece["timings"] = timings(Usage{prompt_tokens_, predicted_, cached_});
   }
@@ -109,9 +154,11 @@ std::string NativeWriter::error_events(const ApiError& error) {
 }
 
 std::string NativeWriter::whole_body(std::string_view text, std::span<const ToolCallOut>,
-                                     FinishReason finish, const Usage& usage, const LogprobsPiece*,
-                                     std::string_view, std::string_view stop) {
+                                     FinishReason finish, const Usage& usage,
+                                     const LogprobsPiece* logprobs, std::string_view,
+                                     std::string_view stop) {
   Json object = final_object(text, finish, usage, stop);
+  if (logprobs != nullptr) object["completion_probabilities"] = completion_probabilities(*logprobs);
   if (!response_fields_.empty()) object = pick_fields(object, response_fields_);
   return native_json_text(object);
 }

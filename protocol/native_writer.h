@@ -11,10 +11,13 @@
 // (n_predict, the context, n_indent or t_max_predict_ms). timings are the server's clock:
 // prompt_ms from the request's acceptance to its first output (queueing included),
 // predicted_ms from there to the end; prompt_n counts the prompt tokens computed, cache_n
-// those the prefix cache held. tokens_cached is the sequence's length in the cache at the end (the
-// prompt and the output but its last token), as llama-server's n_past. response_fields keeps only
-// the named paths of the whole object ("timings/prompt_n" names a member of timings), each under
-// its path, as llama-server does.
+// those the prefix cache held. With n_probs, each piece and the whole object carry
+// completion_probabilities: per token {id, token, bytes, logprob, top_logprobs: the n_probs
+// most likely, {id, token, bytes, logprob}}, the token's text cut before a UTF-8 sequence it
+// leaves open (its bytes hold all of it), as llama-server writes them. tokens_cached is the
+// sequence's length in the cache at the end (the prompt and the output but its last token), as
+// llama-server's n_past. response_fields keeps only the named paths of the whole object
+// ("timings/prompt_n" names a member of timings), each under its path, as llama-server does.
 #pragma once
 
 #include <chrono>

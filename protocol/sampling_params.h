@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,12 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
+  // Which tokens the penalties count. 0: vLLM's definitions above. N > 0: llama.cpp's
+  // (llama-server's repeat_last_n), which clients of llama-server send: all three
+  // penalties count the last N tokens of the prompt and the output taken together, and
+  // logit -= count * frequency + presence in one subtraction. kWholeHistory: every token.
+  static constexpr int32_t kWholeHistory = std::numeric_limits<int32_t>::max();
+  int32_t penalty_last_n = 0;
 
   // Log-probabilities to return, from the model's log-softmax before anything above or
   // below changes the logits: -1 none; k in [0, 20]: the chosen token's and the k most
@@ -59,7 +66,11 @@ struct SamplingParams {
   bool has_output_penalties() const {
     return frequency_penalty != 0.0f || presence_penalty != 0.0f || repetition_penalty != 1.0f;
   }
-  bool has_prompt_penalty() const { return repetition_penalty != 1.0f; }
+  // Whether the penalties read the prompt: repetition always, the others in a llama.cpp
+  // window.
+  bool has_prompt_penalty() const {
+    return repetition_penalty != 1.0f || (penalty_last_n > 0 && has_output_penalties());
+  }
 };
 
 }  // namespace tandem

@@ -80,20 +80,6 @@ bool empty_suffix(const Json& value, const Json&, const std::string& name) {
   return read_string(value, name).empty();
 }
 
-// A field absent, null or equal to its neutral number.
-bool left_at(const Json& body, const char* name, double neutral) {
-  const Json* value = find_field(body, name);
-  return value == nullptr || (value->is_number() && value->get<double>() == neutral);
-}
-
-// llama.cpp applies its penalties over the last penalty_last_n tokens (-1: the whole
-// context, which is what tandem does); with no penalty set the window changes nothing.
-bool whole_history_or_no_penalty(const Json& value, const Json& body, const std::string&) {
-  if (value.is_number() && value.get<double>() == -1) return true;
-  return left_at(body, "repetition_penalty", 1) && left_at(body, "repeat_penalty", 1) &&
-         left_at(body, "presence_penalty", 0) && left_at(body, "frequency_penalty", 0);
-}
-
 // llama-server's name for max_tokens: accepted when it says what max_tokens says.
 bool same_as_max_tokens(const Json& value, const Json& body, const std::string&) {
   for (const char* name : {"max_completion_tokens", "max_tokens"}) {
@@ -191,17 +177,8 @@ const UnsupportedField kFields[] = {
     {"top_n_sigma", Where::kBoth, at_most<0>,  // llama.cpp: <= 0 is off
      "above 0 is not supported by this server."},
     {"n_probs", Where::kBoth, number_is<0>,
-     "is not supported by this server; send 'logprobs' (and on chat 'top_logprobs')."},
-    {"repeat_penalty", Where::kBoth, number_is<1>,
-     "other than 1 is not supported by this server (llama.cpp applies it over the last "
-     "'repeat_last_n' tokens); send 'repetition_penalty', applied over the whole prompt and "
-     "output."},
-    {"penalty_last_n", Where::kBoth, whole_history_or_no_penalty,
-     "other than -1 is not supported by this server: its penalties cover the whole history "
-     "(repetition_penalty the prompt and the output, the others the output)."},
-    {"repeat_last_n", Where::kBoth, whole_history_or_no_penalty,
-     "other than -1 is not supported by this server: its penalties cover the whole history "
-     "(repetition_penalty the prompt and the output, the others the output)."},
+     "is read on /completion and /infill; on the OpenAI routes send 'logprobs' (and on chat "
+     "'top_logprobs')."},
     {"n_predict", Where::kCompletions, same_as_max_tokens,
      "is llama-server's name for the output limit; send 'max_tokens' (or the same value in "
      "both)."},

@@ -6,15 +6,17 @@
 // fresh copy of the row (the sampler uses it as scratch) and a new position.
 // The "+lp5" cases ask for logprobs with k = 5 (issue 16's target: at most 10% over the same
 // case without; the ratios are printed at the end); "+pen" cases apply all three penalties over a
-// 512-token prompt and a 256-token output. "+infill" runs llama.cpp's infill step (sampler.h,
-// step 5) after the filters, as llama-server's /infill asks (top_k 40, top_p 0.99), over
-// random pieces of 1 to 8 letters. "+llama_order" samples in llama.cpp's default chain order
-// (SamplingParams::temperature_last and min_p_last: top_p and min_p on the raw logits, the
+// 512-token prompt and a 256-token output (vLLM's definitions; "_last64" and "_whole" in
+// llama.cpp's window of the last 64 tokens, or of all of them). "+infill" runs llama.cpp's infill
+// step (sampler.h, step 5) after the filters, as llama-server's /infill asks (top_k 40, top_p
+// 0.99), over random pieces of 1 to 8 letters. "+llama_order" samples in llama.cpp's default chain
+// order (SamplingParams::temperature_last and min_p_last: top_p and min_p on the raw logits, the
 // temperature for the draw alone) beside the same filters in vLLM's order.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -42,7 +44,8 @@ struct Case {
   int32_t logprobs = -1;
   bool penalties = false;
   bool infill = false;
-  bool llama_order = false;  // llama.cpp's default chain: temperature_last and min_p_last
+  bool llama_order = false;    // llama.cpp's default chain: temperature_last and min_p_last
+  int32_t penalty_last_n = 0;  // llama.cpp's penalty window (SamplingParams::penalty_last_n)
 };
 
 constexpr Case kCases[] = {
@@ -57,6 +60,8 @@ constexpr Case kCases[] = {
     {"t1_plain+lp5", 1.0f, 0, 1.0f, 0.0f, 5},
     {"k40_p0.95_minp0.05+lp5", 0.8f, 40, 0.95f, 0.05f, 5},
     {"t1_plain+pen", 1.0f, 0, 1.0f, 0.0f, -1, true},
+    {"t1_plain+pen_last64", 1.0f, 0, 1.0f, 0.0f, -1, true, false, false, 64},
+    {"t1_plain+pen_whole", 1.0f, 0, 1.0f, 0.0f, -1, true, false, false, INT32_MAX},
     {"k40_p0.99", 1.0f, 40, 0.99f, 0.0f},
     {"k40_p0.99+infill", 1.0f, 40, 0.99f, 0.0f, -1, false, true},
     {"t0.8_top_p0.9+llama_order", 0.8f, 0, 0.9f, 0.0f, -1, false, false, true},
@@ -99,6 +104,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
     params.repetition_penalty = 1.1f;
     params.frequency_penalty = 0.5f;
     params.presence_penalty = 0.5f;
+    params.penalty_last_n = c.penalty_last_n;
     for (int32_t i = 0; i < 512; ++i) prompt.push_back(int32_t(rng() % uint32_t(vocab)));
     for (int32_t i = 0; i < 256; ++i) output.push_back(int32_t(rng() % uint32_t(vocab)));
     history.prompt = prompt;

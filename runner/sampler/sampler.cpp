@@ -145,9 +145,11 @@ void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
 // when the token is known, and its argmax is the log-probability scan's.
 bool Sampler::touches_row(const SamplingParams& params, const RowHistory& history) const {
   const float inv_t = 1.0f / params.temperature;
-  const bool penalties = params.repetition_penalty != 1.0f ||
-                         ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) &&
-                          !history.output.empty());
+  const bool counted =
+      !history.output.empty() || (params.penalty_last_n > 0 && !history.prompt.empty());
+  const bool penalties =
+      params.repetition_penalty != 1.0f ||
+      ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) && counted);
   return !params.logit_bias.empty() || penalties || params.ignore_eos || history.ban_stop ||
          !history.allowed.empty() || (params.temperature > 0.0f && inv_t != 1.0f);
 }
@@ -239,6 +241,10 @@ void Sampler::apply_mask(std::span<float> logits, std::span<const uint32_t> allo
 // order in which the history lists tokens does not matter.
 void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& params,
                               const RowHistory& history) {
+  if (params.penalty_last_n > 0) {
+    apply_window_penalties(logits, params, history);
+    return;
+  }
   const auto n = static_cast<int32_t>(logits.size());
   const float rep = params.repetition_penalty;
   if (rep != 1.0f) {
@@ -267,6 +273,34 @@ void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& par
     if (id >= 0 && id < n) {
       logits[id] -= freq * static_cast<float>(j - i);
       logits[id] -= presence;
+    }
+    i = j;
+  }
+}
+
+// llama.cpp's penalties sampler, over its window of the last penalty_last_n tokens of the
+// prompt and the output: per id in the window (each once), repetition on the logit's sign,
+// then logit -= count * frequency + presence, as llama.cpp writes it (one subtraction).
+void Sampler::apply_window_penalties(std::span<float> logits, const SamplingParams& params,
+                                     const RowHistory& history) {
+  const auto window = static_cast<size_t>(params.penalty_last_n);
+  const size_t from_output = std::min(window, history.output.size());
+  const size_t from_prompt = std::min(window - from_output, history.prompt.size());
+  counts_.assign(history.prompt.end() - static_cast<std::ptrdiff_t>(from_prompt),
+                 history.prompt.end());
+  counts_.insert(counts_.end(), history.output.end() - static_cast<std::ptrdiff_t>(from_output),
+                 history.output.end());
+  std::sort(counts_.begin(), counts_.end());
+  const auto n = static_cast<int32_t>(logits.size());
+  const float rep = params.repetition_penalty;
+  for (size_t i = 0; i < counts_.size();) {
+    size_t j = i;
+    while (j < counts_.size() && counts_[j] == counts_[i]) ++j;
+    const int32_t id = counts_[i];
+    if (id >= 0 && id < n) {
+      float& x = logits[id];
+      x = x <= 0.0f ? x * rep : x / rep;
+      x -= static_cast<float>(j - i) * params.frequency_penalty + params.presence_penalty;
     }
     i = j;
   }

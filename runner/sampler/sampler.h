@@ -9,7 +9,8 @@
 //  1. logit_bias: the bias is added to the logit; a bias <= -100 bans the token. Ids outside
 //     the vocabulary are ignored. Then the penalties (sampling_params.h; each token once,
 //     whatever its number of occurrences: repetition over prompt and output, then
-//     frequency * count, then presence, over the output). ignore_eos then bans every id in
+//     frequency * count, then presence, over the output; in a llama.cpp window all three
+//     over its last tokens of both). ignore_eos then bans every id in
 //     SamplerConfig::eog_ids that params.stop_token_ids does not name; RowHistory::ban_stop
 //     (min_tokens not reached) bans them and params.stop_token_ids. Then the grammar mask
 //     (RowHistory::allowed, when given) bans every token it does not allow. Banned tokens, -inf
@@ -90,9 +91,12 @@ class TokenPieces;
 
 // What the sampler needs of a row besides its logits and parameters.
 struct RowHistory {
-  bool ban_stop = false;            // min_tokens not reached: eog_ids and stop_token_ids banned
-  std::span<const int32_t> prompt;  // the prompt's tokens (repetition_penalty)
-  std::span<const int32_t> output;  // the tokens generated so far (every penalty)
+  bool ban_stop = false;  // min_tokens not reached: eog_ids and stop_token_ids banned
+  // The prompt's tokens (repetition_penalty; every penalty in a llama.cpp window), and the
+  // tokens generated so far (every penalty). A window reads only their last
+  // penalty_last_n tokens, so a caller may pass just those.
+  std::span<const int32_t> prompt;
+  std::span<const int32_t> output;
   // The grammar's mask (grammar::Matcher::fill_mask): bit (id % 32) of word id / 32 set
   // when token id may come next; ids past its end are not allowed. Empty: no constraint.
   std::span<const uint32_t> allowed = {};
@@ -189,6 +193,8 @@ class Sampler {
                        std::span<const int32_t> stop_ids);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
                        const RowHistory& history);
+  void apply_window_penalties(std::span<float> logits, const SamplingParams& params,
+                              const RowHistory& history);
   // log Z of the row, and the top k into out.top; the row's argmax (-1: nothing finite) into
   // top, and a copy of the row into `copy` unless it is null.
   float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out, float* copy,
@@ -205,7 +211,7 @@ class Sampler {
   std::vector<int32_t> kept_ids_;                 // and their ids
   std::vector<uint32_t> seen_;                    // per id: the stamp of the last penalty pass
   uint32_t stamp_ = 0;
-  std::vector<int32_t> counts_;  // the output's ids, sorted, for counting
+  std::vector<int32_t> counts_;  // the counted ids, sorted
   std::vector<float> raw_;       // the row as it came, when logprobs are asked of a touched row
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row

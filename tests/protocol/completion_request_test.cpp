@@ -214,6 +214,34 @@ TEST(CompletionRequest, PenaltiesAreRead) {
   EXPECT_FALSE(none.sampling.has_prompt_penalty());
 }
 
+// Without llama.cpp's names the penalties are vLLM's (penalty_last_n 0); with any of them
+// they are llama.cpp's, over repeat_last_n (alias penalty_last_n; 64 unsent, -1 the whole
+// history, 0 no penalty at all).
+TEST(CompletionRequest, LlamaCppsPenaltyNamesPickItsDefinitions) {
+  const CompletionRequest vllm = parse_ok(R"({"prompt": "x", "repetition_penalty": 1.2})");
+  EXPECT_EQ(vllm.sampling.penalty_last_n, 0);
+  const CompletionRequest repeat =
+      parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "repeat_penalty": 1.1})");
+  EXPECT_FLOAT_EQ(repeat.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(repeat.sampling.penalty_last_n, 64);
+  const CompletionRequest window =
+      parse_ok(R"({"prompt": "x", "frequency_penalty": 0.5, "repeat_last_n": 16})");
+  EXPECT_EQ(window.sampling.penalty_last_n, 16);
+  EXPECT_TRUE(window.sampling.has_prompt_penalty());  // the window holds prompt tokens
+  const CompletionRequest whole = parse_ok(
+      R"({"prompt": "x", "presence_penalty": 1, "penalty_last_n": -1, "repeat_last_n": -1})");
+  EXPECT_EQ(whole.sampling.penalty_last_n, SamplingParams::kWholeHistory);
+  const CompletionRequest off = parse_ok(
+      R"({"prompt": "x", "presence_penalty": 1, "repetition_penalty": 1.5, "repeat_last_n": 0})");
+  EXPECT_FALSE(off.sampling.has_output_penalties());
+  EXPECT_FALSE(off.sampling.has_prompt_penalty());
+  const CompletionRequest same =
+      parse_ok(R"({"prompt": "x", "repetition_penalty": 1.5, "repeat_penalty": 1.5})");
+  EXPECT_FLOAT_EQ(same.sampling.repetition_penalty, 1.5f);
+  // Without a penalty the window changes nothing.
+  EXPECT_FALSE(parse_ok(R"({"prompt": "x", "repeat_last_n": 64})").sampling.has_prompt_penalty());
+}
+
 TEST(CompletionRequest, LogprobsAndEchoAreRead) {
   CompletionRequest r =
       parse_ok(R"({"prompt": "x", "logprobs": 5, "echo": true, "max_tokens": 0})");

@@ -280,6 +280,10 @@ TEST(MessagesApiRequest, UnknownFieldsAreRefusedByName) {
           "cache_salt": "s", "unknown_but_null": null})");
   EXPECT_EQ(extended.request.seed, std::optional<uint64_t>(5));
   EXPECT_EQ(extended.request.cache_salt, "s");
+  const MessagesRequest llama =
+      parsed("{" + hi + R"(, "repeat_penalty": 1.1, "repeat_last_n": 32, "penalty_last_n": 32})");
+  EXPECT_FLOAT_EQ(llama.request.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(llama.request.sampling.penalty_last_n, 32);
 }
 
 TEST(MessagesApiRequest, CountTokensNeedsNoMaxTokens) {

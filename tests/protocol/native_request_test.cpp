@@ -193,20 +193,44 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   EXPECT_EQ(refused(R"({"prompt": "x", "n_indent": -1})").param, "n_indent");
   EXPECT_EQ(refused(R"({"prompt": "x", "n": 2})").param, "n");
   EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 2})").param, "logprobs");
-  EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 2})").param, "n_probs");
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 21})").param, "n_probs");
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": -1})").param, "n_probs");
+  EXPECT_EQ(parsed(R"({"prompt": "x", "n_probs": 2})").request.sampling.logprobs, 2);
+  EXPECT_EQ(parsed(R"({"prompt": "x", "n_probs": 0})").request.sampling.logprobs, -1);
   EXPECT_EQ(refused(R"({"prompt": ["a", "b"]})").param, "prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "timings_per_token": 1})").param, "timings_per_token");
   EXPECT_TRUE(parsed(R"({"prompt": "x", "timings_per_token": true})").timings_per_token);
   EXPECT_EQ(refused(R"({"prompt": "x", "response_fields": [1]})").param, "response_fields[0]");
   EXPECT_EQ(refused(R"({"n_predict": 3})").param, "prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "temperature": -1})").param, "temperature");
-  // llama-server's presence and frequency penalties read the prompt's last tokens too.
-  EXPECT_EQ(refused(R"({"prompt": "x", "presence_penalty": 0.5})").param, "presence_penalty");
-  EXPECT_EQ(refused(R"({"prompt": "x", "frequency_penalty": -1})").param, "frequency_penalty");
-  parsed(R"({"prompt": "x", "presence_penalty": 0.5, "samplers": ["top_k"]})");  // left out
+  EXPECT_EQ(refused(R"({"prompt": "x", "repeat_last_n": -2})").param, "repeat_last_n");
+  EXPECT_EQ(refused(R"({"prompt": "x", "repeat_penalty": 0})").param, "repeat_penalty");
   EXPECT_EQ(refused(R"({"input_extra": [{"filename": "a"}]})", true).param, "input_extra[0].text");
   EXPECT_EQ(refused(R"({"prompt": "x", "cache_prompt": "yes"})").param, "cache_prompt");
   EXPECT_EQ(refused(R"({"prompt": "x", "id_slot": "a"})").param, "id_slot");
+}
+
+// llama-server's penalties are llama.cpp's: all three over the last repeat_last_n (64)
+// tokens of the prompt and the output; a chain without "penalties" turns them off.
+TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {
+  const NativeRequest r = parsed(
+      R"({"prompt": "x", "presence_penalty": 0.5, "frequency_penalty": -1, "repeat_penalty": 1.1})");
+  EXPECT_EQ(r.request.sampling.penalty_last_n, 64);
+  EXPECT_FLOAT_EQ(r.request.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.request.sampling.frequency_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(r.request.sampling.repetition_penalty, 1.1f);
+  EXPECT_TRUE(r.request.sampling.has_prompt_penalty());
+  EXPECT_EQ(r.settings["repeat_last_n"], 64);
+  EXPECT_FLOAT_EQ(r.settings["repeat_penalty"].get<float>(), 1.1f);
+  const NativeRequest whole =
+      parsed(R"({"prompt": "x", "frequency_penalty": 1, "penalty_last_n": -1})");
+  EXPECT_EQ(whole.request.sampling.penalty_last_n, SamplingParams::kWholeHistory);
+  EXPECT_EQ(whole.settings["repeat_last_n"], -1);
+  const NativeRequest off = parsed(R"({"prompt": "x", "presence_penalty": 1, "repeat_last_n": 0})");
+  EXPECT_FALSE(off.request.sampling.has_output_penalties());
+  const NativeRequest left_out =
+      parsed(R"({"prompt": "x", "presence_penalty": 0.5, "samplers": ["top_k"]})");
+  EXPECT_FALSE(left_out.request.sampling.has_output_penalties());
 }
 
 TEST(NativeRequest, ReadsLlamaServersLogitBiasPairs) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/logprobs.h"
 #include "protocol/native_writer.h"
 
 namespace tandem::TANDEM_UNITY_ID {
@@ -90,6 +91,34 @@ TEST(NativeWriter, StreamsDataLinesThenTheFinalObject) {
   EXPECT_EQ(last["has_new_line"], true);  // a streamed chunk held one
   const Json error = Json::parse(w.error_events(bad_request("no", "x")).substr(6));
   EXPECT_EQ(error["error"]["message"], "no");
+}
+
+// n_probs' completion_probabilities: each token's id, text (cut before a character it leaves
+// open), bytes and logprob, and its top_logprobs in the same form, on each streamed piece
+// and in the whole object.
+TEST(NativeWriter, CompletionProbabilitiesCarryEachTokenAndItsAlternatives) {
+  const std::vector<TokenLogprobs> tokens = {
+      {{"a\xC3", -0.5f, 7}, {{"a\xC3", -0.5f, 7}, {"b", -1.25f, 9}}},
+      {{"\xA9", -0.25f, 8}, {{"\xA9", -0.25f, 8}, {"c", -2.0f, 3}}}};
+  const LogprobsPiece piece{tokens, {}};
+  NativeWriter w = writer();
+  const Json body = Json::parse(w.whole_body("a\xC3\xA9", {}, FinishReason::kStop, kUsage, &piece));
+  const Json& probs = body["completion_probabilities"];
+  ASSERT_EQ(probs.size(), 2u);
+  EXPECT_EQ(probs[0]["id"], 7);
+  EXPECT_EQ(probs[0]["token"], "a");  // the open \xC3 is left to the bytes
+  EXPECT_EQ(probs[0]["bytes"], (Json{0x61, 0xC3}));
+  EXPECT_EQ(probs[0]["logprob"], -0.5);
+  EXPECT_EQ(probs[0]["top_logprobs"][1],
+            (Json{{"id", 9}, {"token", "b"}, {"bytes", {0x62}}, {"logprob", -1.25}}));
+  EXPECT_EQ(probs[1]["bytes"], (Json{0xA9}));
+  EXPECT_EQ(probs[1]["top_logprobs"][1]["id"], 3);
+  w.output_seen(1);
+  const LogprobsPiece first{std::span(tokens).first(1), {}};
+  const Json chunk = Json::parse(w.text_events("a", &first).substr(6));
+  EXPECT_EQ(chunk["completion_probabilities"], Json::array({probs[0]}));
+  EXPECT_FALSE(
+      Json::parse(w.text_events("b", nullptr).substr(6)).contains("completion_probabilities"));
 }
 
 TEST(NativeWriter, ResponseFieldsPickPaths) {

@@ -1,9 +1,9 @@
 // Speculative decoding's law on the real tiny models: a request gives the same tokens,
 // text, log-probabilities and finish with drafts verified as without them, whatever the
 // drafts, the batch, the pool, overlap, the threads or the KV type. Greedy and seeded
-// sampling, penalties, min_tokens, logprobs, grammars, n choices and the prefix cache all
-// ride along; small pools preempt. The workload must exercise what it claims to: drafts
-// accepted and drafts refused.
+// sampling, penalties (vLLM's and llama.cpp's windows), min_tokens, logprobs, grammars, n choices
+// and the prefix cache all ride along; small pools preempt. The workload must exercise what it
+// claims to: drafts accepted and drafts refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,6 +85,12 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
     if (pick(4) == 0) s.repetition_penalty = 1.3f;
     if (pick(4) == 0) s.frequency_penalty = 0.4f;
     if (pick(4) == 0) s.presence_penalty = -0.5f;  // encourages repeating: drafts that match
+    // llama.cpp's definitions over a window of the prompt and the output, chosen from the
+    // seed so that the draws after it (the workload) stay as they were.
+    if (s.seed % 3 == 0) {
+      s.penalty_last_n =
+          std::vector<int32_t>{1, 5, 16, SamplingParams::kWholeHistory}[s.seed / 3 % 4];
+    }
     if (pick(2) == 0) s.logprobs = pick(3);
     s.ignore_eos = pick(3) != 0;
     if (!s.ignore_eos && pick(2) == 0) s.min_tokens = 1 + pick(6);

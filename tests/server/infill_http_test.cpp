@@ -221,6 +221,86 @@ TEST(InfillHttp, CompletionAnswersAsCompletionsDoes) {
       native["content"]);
 }
 
+// llama-server's penalties on /completion are llama.cpp's over its window (64 unless sent):
+// the same text as /v1/completions with llama.cpp's names, greedy so the filters are moot.
+TEST(InfillHttp, CompletionsPenaltiesAreLlamaCppsOverItsWindow) {
+  const uint16_t port = fim_server().port();
+  const json native = post_json(port, "/completion",
+                                json{{"prompt", "Once upon a time"},
+                                     {"n_predict", 24},
+                                     {"temperature", 0},
+                                     {"presence_penalty", 0.6},
+                                     {"frequency_penalty", 0.4},
+                                     {"repeat_penalty", 1.3}});
+  EXPECT_EQ(native["generation_settings"]["repeat_last_n"], 64);
+  json openai = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 24},         {"temperature", 0},
+      {"presence_penalty", 0.6},      {"frequency_penalty", 0.4}, {"repetition_penalty", 1.3},
+      {"penalty_last_n", 64}};
+  EXPECT_EQ(post_json(port, "/v1/completions", openai)["choices"][0]["text"], native["content"]);
+  const json windowed = post_json(port, "/completion",
+                                  json{{"prompt", "Once upon a time"},
+                                       {"n_predict", 24},
+                                       {"temperature", 0},
+                                       {"presence_penalty", 0.6},
+                                       {"repeat_last_n", 3}});
+  openai["penalty_last_n"] = 3;
+  openai.erase("frequency_penalty");
+  openai.erase("repetition_penalty");
+  EXPECT_EQ(post_json(port, "/v1/completions", openai)["choices"][0]["text"], windowed["content"]);
+}
+
+// n_probs: llama-server's completion_probabilities, the same values /v1/completions'
+// logprobs give for the same request, streamed piece by piece as whole.
+TEST(InfillHttp, CompletionProbabilitiesAreTheLogprobsInLlamaServersShape) {
+  const uint16_t port = fim_server().port();
+  json body = {{"prompt", "Once upon"}, {"n_predict", 10}, {"temperature", 0}, {"n_probs", 3}};
+  const json whole = post_json(port, "/completion", body);
+  EXPECT_EQ(whole["generation_settings"]["n_probs"], 3);
+  const json& probs = whole["completion_probabilities"];
+  ASSERT_EQ(probs.size(), whole["tokens_predicted"].get<size_t>()) << whole.dump();
+  const json openai = post_json(port, "/v1/completions",
+                                json{{"prompt", "Once upon"},
+                                     {"max_tokens", 10},
+                                     {"temperature", 0},
+                                     {"logprobs", 3},
+                                     {"return_tokens_as_token_ids", true}});
+  const json& lp = openai["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), probs.size());
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const json& entry = probs[i];
+    EXPECT_EQ("token_id:" + std::to_string(entry["id"].get<int32_t>()), lp["tokens"][i]);
+    EXPECT_EQ(entry["logprob"], lp["token_logprobs"][i]);
+    ASSERT_EQ(entry["top_logprobs"].size(), 3u);
+    double previous = 0.0;
+    for (const json& top : entry["top_logprobs"]) {
+      EXPECT_LE(top["logprob"].get<double>(), previous);
+      previous = top["logprob"].get<double>();
+      EXPECT_EQ(lp["top_logprobs"][i]["token_id:" + std::to_string(top["id"].get<int32_t>())],
+                top["logprob"]);
+    }
+    // Greedy: the chosen token is the most likely one.
+    EXPECT_EQ(entry["id"], entry["top_logprobs"][0]["id"]);
+    EXPECT_FALSE(entry["bytes"].empty());
+  }
+  body["stream"] = true;
+  const HttpResult streamed = fetch(port, "POST", "/completion", body.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  json pieces = json::array();
+  for (const std::string& data : sse_data(streamed.body)) {
+    const json chunk = json::parse(data);
+    for (const json& entry : chunk.value("completion_probabilities", json::array())) {
+      pieces.push_back(entry);
+    }
+  }
+  EXPECT_EQ(pieces, probs);
+  body.erase("stream");
+  body["n_probs"] = 21;
+  const HttpResult refused = fetch(port, "POST", "/completion", body.dump());
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.json()["error"]["param"], "n_probs");
+}
+
 // `samplers` on the OpenAI routes (llama.cpp's web UI sends its chain with every chat) is
 // applied as /completion applies it: the same chain, fields and seed draw the same text.
 TEST(InfillHttp, TheOpenAiRoutesApplySamplersAsCompletionDoes) {

@@ -4,6 +4,7 @@
 // the access log.
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -259,6 +260,60 @@ TEST(Penalties, ChangeTheOutputAndReplayWithTheSeed) {
     if (!chunk["choices"].empty()) streamed += chunk["choices"][0]["text"].get<std::string>();
   }
   EXPECT_EQ(streamed, penalized);
+}
+
+// Violations of greedy's choice under llama.cpp's penalties over the window `last_n` of
+// `counted` (the prompt and the output, or the output alone): a listed alternative whose
+// penalized raw log-probability beats the chosen token's.
+int window_violations(const json& logprobs, const std::vector<int32_t>& prompt, size_t last_n,
+                      bool prompt_counted) {
+  const auto id_of = [](const std::string& key) { return std::stoi(key.substr(9)); };
+  std::vector<int32_t> history = prompt_counted ? prompt : std::vector<int32_t>{};
+  int violations = 0;
+  for (size_t i = 0; i < logprobs["tokens"].size(); ++i) {
+    const std::vector<int32_t> window(
+        history.end() - static_cast<std::ptrdiff_t>(std::min(last_n, history.size())),
+        history.end());
+    const auto penalty = [&](int32_t id) {
+      const auto count = std::count(window.begin(), window.end(), id);
+      return 1.5 * static_cast<double>(count) + (count > 0 ? 0.5 : 0.0);
+    };
+    const int32_t chosen = id_of(logprobs["tokens"][i]);
+    const double score = logprobs["token_logprobs"][i].get<double>() - penalty(chosen);
+    for (const auto& [key, value] : logprobs["top_logprobs"][i].items()) {
+      violations += value.get<double>() - penalty(id_of(key)) > score + 1e-4;
+    }
+    history.push_back(chosen);
+  }
+  return violations;
+}
+
+// llama.cpp's penalties end to end: greedy picks, among the 20 listed alternatives, the
+// best raw log-probability less count * frequency + presence over the last 12 tokens of
+// the prompt and the output, which counting the output alone (vLLM's definitions) would
+// contradict on this prompt.
+TEST(Penalties, LlamaCppsWindowCountsThePromptsLastTokens) {
+  const std::vector<int32_t> prompt = {89, 148, 256, 64, 153, 138, 156, 162, 129, 253};
+  json body = {{"prompt", prompt},
+               {"max_tokens", 16},
+               {"temperature", 0},
+               {"logprobs", 20},
+               {"return_tokens_as_token_ids", true},
+               {"frequency_penalty", 1.5},
+               {"presence_penalty", 0.5},
+               {"repeat_last_n", 12}};
+  const json whole = post_json("/v1/completions", body);
+  const json& logprobs = whole["choices"][0]["logprobs"];
+  ASSERT_EQ(logprobs["tokens"].size(), 16u);
+  EXPECT_EQ(window_violations(logprobs, prompt, 12, true), 0);
+  EXPECT_GT(window_violations(logprobs, prompt, 12, false), 0);
+  std::string streamed;
+  for (const json& chunk : streamed_chunks("/v1/completions", body)) {
+    if (!chunk["choices"].empty()) streamed += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, whole["choices"][0]["text"]);
+  body.erase("repeat_last_n");
+  EXPECT_NE(post_json("/v1/completions", body)["choices"][0]["text"], whole["choices"][0]["text"]);
 }
 
 TEST(Responses, IdsAreLongAndUniqueAndFingerprintsNameTheModel) {
