@@ -1,5 +1,7 @@
 #include "protocol/chat_messages.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -179,6 +181,31 @@ void read_final_message(ChatInputs& inputs, bool generation_prompt_given) {
   }
 }
 
+// reasoning_effort: OpenAI's levels, handed to the template (ChatInputs::reasoning_effort).
+void read_reasoning_effort(const Json& body, ChatInputs& inputs) {
+  const Json* value = find_field(body, "reasoning_effort");
+  if (value == nullptr) return;
+  static constexpr std::string_view kLevels[] = {"none",   "minimal", "low",
+                                                 "medium", "high",    "xhigh"};
+  const std::string effort = read_string(*value, "reasoning_effort");
+  if (std::ranges::find(kLevels, effort) == std::end(kLevels)) {
+    reject(
+        "Invalid value for 'reasoning_effort': expected one of \"none\", \"minimal\", "
+        "\"low\", \"medium\", \"high\" or \"xhigh\", got " +
+            value->dump() + ".",
+        "reasoning_effort");
+  }
+  if (!inputs.template_kwargs.is_object()) inputs.template_kwargs = Json::object();
+  Json& kwargs = inputs.template_kwargs;
+  if (kwargs.contains("reasoning_effort") && kwargs["reasoning_effort"] != effort) {
+    reject("'reasoning_effort' and 'chat_template_kwargs.reasoning_effort' differ; send one.",
+           "reasoning_effort");
+  }
+  kwargs["reasoning_effort"] = effort;
+  if (effort == "none" && !kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = false;
+  inputs.reasoning_effort = effort;
+}
+
 }  // namespace
 
 ChatInputs read_chat_inputs(const Json& body) {
@@ -194,6 +221,7 @@ ChatInputs read_chat_inputs(const Json& body) {
     inputs.template_kwargs = require_object(*kwargs, "chat_template_kwargs");
     refuse_reserved_kwargs(inputs.template_kwargs);
   }
+  read_reasoning_effort(body, inputs);
   if (const Json* documents = find_field(body, "documents")) {
     inputs.documents = require_array(*documents, "documents");
   }

@@ -31,6 +31,11 @@ struct ChatInputs {
   // ends inside the final message, after its content, so that the model continues it (an
   // assistant's prefilled answer). add_generation_prompt is then false.
   bool continue_final_message = false;
+  // OpenAI's reasoning_effort ("none", "minimal", "low", "medium", "high", "xhigh"; empty:
+  // not sent), passed to the template as vLLM passes it: the variable reasoning_effort, and
+  // for "none" enable_thinking false, unless chat_template_kwargs sets them. The server
+  // refuses it where the model's template reads neither (Endpoints::check_reasoning_effort).
+  std::string reasoning_effort;
 };
 
 // llama-server's POST /apply-template: the chat fields of a /v1/chat/completions body

@@ -1,6 +1,10 @@
 #include "protocol/chat_prompt.h"
 
+#include <memory>
+#include <set>
+
 #include "protocol/jinja/json.h"
+#include "protocol/jinja/lexer.h"
 
 namespace tandem {
 namespace {
@@ -68,8 +72,15 @@ std::variant<JinjaChatTemplate, ChatTemplateError> JinjaChatTemplate::compile(
     std::string_view source) {
   auto compiled = jinja::Template::compile(source);
   if (auto* error = std::get_if<jinja::Error>(&compiled)) return to_chat_error(*error);
-  return JinjaChatTemplate(std::get<jinja::Template>(std::move(compiled)));
+  // The names its code spells (a source that compiled also tokenizes).
+  auto names = std::make_shared<std::set<std::string, std::less<>>>();
+  for (const jinja::Token& token : jinja::tokenize(source)) {
+    if (token.type == jinja::TokenType::kName) names->insert(token.value);
+  }
+  return JinjaChatTemplate(std::get<jinja::Template>(std::move(compiled)), std::move(names));
 }
+
+bool JinjaChatTemplate::reads(std::string_view name) const { return names_->contains(name); }
 
 std::variant<std::vector<PromptSegment>, ChatTemplateError> JinjaChatTemplate::render(
     const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const {

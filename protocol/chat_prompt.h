@@ -10,7 +10,9 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -70,9 +72,16 @@ class JinjaChatTemplate {
   std::variant<std::vector<PromptSegment>, ChatTemplateError> render(
       const std::vector<ChatMessage>& messages, const ChatRenderOptions& options) const;
 
+  // Whether the template's code spells this name (a variable it may read, such as
+  // enable_thinking or reasoning_effort): a request variable it never names changes nothing.
+  bool reads(std::string_view name) const;
+
  private:
-  explicit JinjaChatTemplate(jinja::Template compiled) : template_(std::move(compiled)) {}
+  JinjaChatTemplate(jinja::Template compiled,
+                    std::shared_ptr<const std::set<std::string, std::less<>>> names)
+      : template_(std::move(compiled)), names_(std::move(names)) {}
   jinja::Template template_;
+  std::shared_ptr<const std::set<std::string, std::less<>>> names_;
 };
 
 // Renders a request's chat inputs (messages, chat_template_kwargs, documents,

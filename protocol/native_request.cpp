@@ -128,7 +128,7 @@ void read_infill_inputs(const Json& body, NativeRequest& out) {
 
 void refuse_other_endpoints_fields(const Json& body, bool infill) {
   const char* where = infill ? "/infill" : "/completion";
-  for (const char* name : {"n", "echo", "logprobs", "stream_options", "suffix"}) {
+  for (const char* name : {"n", "echo", "stream_options", "suffix"}) {
     const Json* value = find_field(body, name);
     if (value == nullptr || (std::string(name) == "n" && *value == 1)) continue;
     reject("'" + std::string(name) + "' is not read on " + where +
@@ -173,6 +173,26 @@ void read_line_limits(const Json& body, NativeRequest& out) {
   }
 }
 
+// n_probs: the k most likely tokens at each step, llama-server's completion_probabilities
+// (the same raw log-softmax as /v1/completions' logprobs: k). llama-server also reads an
+// OpenAI-style `logprobs` count here where n_probs is absent (SillyTavern sends both).
+std::optional<int64_t> read_n_probs(const Json& body) {
+  std::optional<int64_t> k;
+  for (const char* name : {"n_probs", "logprobs"}) {
+    const Json* value = find_field(body, name);
+    if (value == nullptr) continue;
+    const int64_t n = request_fields::read_integer(*value, name, 0, kMaxLogprobs);
+    if (k && *k != n) {
+      reject(
+          "'logprobs' and 'n_probs' both count the alternatives per token and differ; send "
+          "'n_probs'.",
+          "logprobs");
+    }
+    k = n;
+  }
+  return k;
+}
+
 // The /v1/completions body the native one amounts to.
 Json completion_body(const Json& body, bool infill, request_fields::SamplerChain& chain) {
   Json completion = Json::object();
@@ -199,12 +219,7 @@ Json completion_body(const Json& body, bool infill, request_fields::SamplerChain
   }
   if (const Json* bias = find_field(body, "logit_bias"))
     completion["logit_bias"] = read_logit_bias(*bias);
-  // n_probs: the k most likely tokens at each step, llama-server's completion_probabilities
-  // (the same raw log-softmax as /v1/completions' logprobs: k).
-  if (const Json* probs = find_field(body, "n_probs")) {
-    const int64_t k = request_fields::read_integer(*probs, "n_probs", 0, kMaxLogprobs);
-    if (k > 0) completion["logprobs"] = k;
-  }
+  if (const std::optional<int64_t> k = read_n_probs(body); k && *k > 0) completion["logprobs"] = *k;
   if (!completion.contains("temperature")) completion["temperature"] = kDefaultTemperature;
   if (!completion.contains("top_k")) completion["top_k"] = kDefaultTopK;
   if (!completion.contains("top_p")) completion["top_p"] = kDefaultTopP;

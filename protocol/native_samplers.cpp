@@ -20,7 +20,8 @@ enum class Stage {
   kDry,
   kTypical,
   kXtc,
-  kTopNSigma
+  kTopNSigma,
+  kAdaptiveP
 };
 
 struct StageName {
@@ -52,7 +53,15 @@ constexpr StageName kNames[] = {
     {"temperature", 't', Stage::kTemperature},
     {"temp", 't', Stage::kTemperature},
     {"infill", 'i', Stage::kInfill},
+    // llama.cpp's adaptive-p (off while adaptive_target < 0, as SillyTavern's default chain
+    // sends it); no letter here.
+    {"adaptive_p", '\0', Stage::kAdaptiveP},
+    {"adaptive-p", '\0', Stage::kAdaptiveP},
 };
+
+// Tail-free sampling, which llama.cpp has removed: its chains skip the name (old presets
+// still send it), as llama.cpp does with any name it no longer knows.
+constexpr const char* kRemovedNames[] = {"tfs_z", "tfs"};
 
 const char* stage_name(Stage stage) {
   for (const StageName& n : kNames) {
@@ -71,8 +80,9 @@ std::vector<Stage> read_chain(const Json& value) {
   };
   if (value.is_string()) {
     for (const char letter : value.get_ref<const std::string&>()) {
-      const auto* found = std::find_if(std::begin(kNames), std::end(kNames),
-                                       [&](const StageName& n) { return n.letter == letter; });
+      const auto* found =
+          std::find_if(std::begin(kNames), std::end(kNames),
+                       [&](const StageName& n) { return n.letter != '\0' && n.letter == letter; });
       if (found == std::end(kNames)) {
         reject("Unknown sampler letter '" + std::string(1, letter) + "' in 'samplers'.",
                "samplers");
@@ -85,6 +95,7 @@ std::vector<Stage> read_chain(const Json& value) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string param = element_param("samplers", i);
     const std::string& name = read_string(list[i], param);
+    if (std::ranges::find(kRemovedNames, name) != std::end(kRemovedNames)) continue;
     const auto* found = std::find_if(std::begin(kNames), std::end(kNames),
                                      [&](const StageName& n) { return name == n.name; });
     if (found == std::end(kNames)) reject("Unknown sampler '" + name + "' in 'samplers'.", param);
@@ -130,6 +141,9 @@ void turn_off(Stage stage, Json& completion) {
     case Stage::kTopNSigma:
       completion.erase("top_n_sigma");
       break;
+    case Stage::kAdaptiveP:
+      completion.erase("adaptive_target");
+      break;
     case Stage::kInfill:
       break;
   }
@@ -153,7 +167,8 @@ bool acts(Stage stage, const Json& completion) {
     case Stage::kInfill:
       return true;
     default:
-      return false;  // dry, typ_p, xtc, top_n_sigma: the completion parser refuses them acting
+      return false;  // dry, typ_p, xtc, top_n_sigma, adaptive_p: the completion parser refuses
+                     // them acting
   }
 }
 
@@ -184,8 +199,9 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
   const std::vector<Stage> chain = chain_of(native);
   auto named = [&](Stage s) { return std::find(chain.begin(), chain.end(), s) != chain.end(); };
-  for (Stage stage : {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK,
-                      Stage::kTopP, Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma}) {
+  for (Stage stage :
+       {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK, Stage::kTopP,
+        Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma, Stage::kAdaptiveP}) {
     if (!named(stage)) turn_off(stage, completion);
   }
   out.infill = named(Stage::kInfill);

@@ -120,7 +120,10 @@ Json NativeWriter::final_object(std::string_view content, FinishReason finish, c
 }
 
 std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece* logprobs) {
-  if (text.empty()) return {};
+  // A piece without text still carries its tokens' probabilities (a stop string's, an EOS):
+  // the stream lists every token the whole object does.
+  const bool probs = logprobs != nullptr && !logprobs->tokens.empty();
+  if (text.empty() && !probs) return {};
   if (text.find('\n') != std::string_view::npos) new_line_ = true;
   Json piece{{"index", 0},
              {"content", text},
@@ -130,9 +133,7 @@ std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece
              {"tokens_predicted", predicted_},
              {"tokens_evaluated", prompt_tokens_},
              {"id", header_.id}};
-  if (logprobs != nullptr && !logprobs->tokens.empty()) {
-    piece["completion_probabilities"] = completion_probabilities(*logprobs);
-  }
+  if (probs) piece["completion_probabilities"] = completion_probabilities(*logprobs);
   if (timings_per_token_) {
     piece["timings"] = timings(Usage{prompt_tokens_, predicted_, cached_});
   }
@@ -158,7 +159,10 @@ std::string NativeWriter::whole_body(std::string_view text, std::span<const Tool
                                      const LogprobsPiece* logprobs, std::string_view,
                                      std::string_view stop) {
   Json object = final_object(text, finish, usage, stop);
-  if (logprobs != nullptr) object["completion_probabilities"] = completion_probabilities(*logprobs);
+  // As llama-server: no key where no token was generated.
+  if (logprobs != nullptr && !logprobs->tokens.empty()) {
+    object["completion_probabilities"] = completion_probabilities(*logprobs);
+  }
   if (!response_fields_.empty()) object = pick_fields(object, response_fields_);
   return native_json_text(object);
 }

@@ -93,11 +93,9 @@ void refuse_what_is_not_served(const Json& body) {
   }
   if (const Json* reasoning = find_field(body, "reasoning")) {
     for (const auto& [key, value] : require_object(*reasoning, "reasoning").items()) {
-      // "none" is honoured: no reasoning (apply_reasoning_effort).
-      if (value.is_null() || (key == "effort" && value == "none")) continue;
-      reject("'reasoning." + key + "' is not supported by this server" +
-                 (key == "effort" ? std::string(" other than \"none\".") : std::string(".")),
-             "reasoning." + key);
+      // effort is honoured as chat's reasoning_effort (apply_reasoning_effort).
+      if (value.is_null() || key == "effort") continue;
+      reject("'reasoning." + key + "' is not supported by this server.", "reasoning." + key);
     }
   }
   if (find_field(body, "context_management") != nullptr) {
@@ -395,15 +393,18 @@ Json passed_fields(const Json& body) {
   return chat;
 }
 
-// reasoning.effort "none" asks for no reasoning: the templates that can skip it read
-// enable_thinking (Qwen3, DeepSeek-R1, SmolLM3), unless the request set it itself.
-void apply_reasoning_effort(const Json& body, Json& chat) {
+// reasoning.effort is chat's reasoning_effort: the template's variable (and "none" its
+// enable_thinking false), refused where the template reads neither.
+void apply_reasoning_effort(const Json& body, Json& chat, Renames& renames) {
   const Json* reasoning = find_field(body, "reasoning");
   const Json* effort = reasoning != nullptr ? find_field(*reasoning, "effort") : nullptr;
   if (effort == nullptr) return;
-  Json& kwargs = chat["chat_template_kwargs"];
-  if (kwargs.is_null()) kwargs = Json::object();
-  if (kwargs.is_object() && !kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = false;
+  if (chat.contains("reasoning_effort") && chat["reasoning_effort"] != *effort) {
+    reject("'reasoning_effort' and 'reasoning.effort' differ; send 'reasoning.effort'.",
+           "reasoning_effort");
+  }
+  chat["reasoning_effort"] = *effort;
+  renames.emplace_back("reasoning_effort", "reasoning.effort");
 }
 
 // tool_choice "required" or a named function: the turn is a call, which text.format (the
@@ -415,7 +416,7 @@ bool call_required(const Json& body) {
 
 Json chat_body(const Json& body, Renames& renames) {
   Json chat = passed_fields(body);
-  apply_reasoning_effort(body, chat);
+  apply_reasoning_effort(body, chat, renames);
   chat["messages"] = read_messages(body, renames);
   if (const Json* max = find_field(body, "max_output_tokens")) {
     // Checked here: the chat form would take -1 as llama-server's "no limit".

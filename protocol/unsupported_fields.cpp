@@ -41,6 +41,9 @@ template <int N>
 bool at_most(const Json& value, const Json&, const std::string&) {
   return value.is_number() && value.get<double>() <= N;
 }
+bool below_zero(const Json& value, const Json&, const std::string&) {
+  return value.is_number() && value.get<double>() < 0;
+}
 bool only_text(const Json& value, const Json&, const std::string&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
 }
@@ -115,7 +118,8 @@ const UnsupportedField kFields[] = {
     // Predicted outputs only speed a response up (OpenAI's output is the same with or
     // without): nothing to honour.
     {"prediction", Where::kBoth, always, ""},
-    {"reasoning_effort", Where::kBoth, never, kNotSupported},
+    {"reasoning_effort", Where::kCompletions, never,
+     "is read by chat templates; send it to /v1/chat/completions."},
     {"web_search_options", Where::kBoth, never, "(web search) is not supported by this server."},
     {"store", Where::kBoth, is_false,
      "set to true (stored completions) is not supported by this server."},
@@ -174,7 +178,10 @@ const UnsupportedField kFields[] = {
     {"xtc_probability", Where::kBoth, number_is<0>,
      "other than 0 is not supported by this server."},
     {"dynatemp_range", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
-    {"top_n_sigma", Where::kBoth, at_most<0>,  // llama.cpp: <= 0 is off
+    {"adaptive_target", Where::kBoth, below_zero,  // llama.cpp: negative is off
+     "of 0 or more (llama.cpp's adaptive-p sampler) is not supported by this server."},
+    {"adaptive_decay", Where::kBoth, always, ""},  // only read with adaptive_target
+    {"top_n_sigma", Where::kBoth, at_most<0>,      // llama.cpp: <= 0 is off
      "above 0 is not supported by this server."},
     {"n_probs", Where::kBoth, number_is<0>,
      "is read on /completion and /infill; on the OpenAI routes send 'logprobs' (and on chat "

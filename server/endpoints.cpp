@@ -12,6 +12,7 @@
 #include "protocol/tokenize_request.h"
 #include "server/chat_tokens.h"
 #include "server/output_grammar.h"
+#include "server/reasoning_effort.h"
 #include "server/tool_grammar.h"
 
 namespace tandem::server {
@@ -314,6 +315,12 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
   if (auto both = compile_call_or_answer_grammar(request.tools, tool_format(), request.constraint,
                                                  model_.grammars.get()))
     grammar = std::move(both);
+  // Before rendering, so that /v1/responses names its own field (reasoning.effort).
+  if (is_chat(request.endpoint) && model_.chat_template) {
+    if (auto error = check_reasoning_effort(*model_.chat_template, request.chat)) {
+      return refuse(*error);
+    }
+  }
   bool reasoning_opened = false;
   auto prompts = prompts_of(request, &reasoning_opened);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
@@ -469,6 +476,7 @@ std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
         param));
   }
   const ChatTemplateCard& chat = *model_.chat_template;
+  if (auto error = check_reasoning_effort(chat, inputs)) return error_answer(*error);
   const bool tools = inputs.tools.is_array() && !inputs.tools.empty();
   const JinjaChatTemplate& chosen = tools && chat.tool_use ? *chat.tool_use : *chat.compiled;
   const ToolCallFormat format = tools && chat.tool_use ? chat.tool_use_format : chat.tool_format;

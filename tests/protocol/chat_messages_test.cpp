@@ -65,6 +65,39 @@ TEST(ChatMessages, TemplateSwitchesAreRead) {
   EXPECT_EQ(inputs.documents.size(), 1u);
 }
 
+// reasoning_effort reaches the template as vLLM passes it; "none" also asks it not to think
+// where the request did not say; a clash with chat_template_kwargs is refused.
+TEST(ChatMessages, ReasoningEffortIsATemplateVariable) {
+  const std::string hi = R"("messages": [{"role": "user", "content": "x"}])";
+  const ChatInputs low = parse_ok("{" + hi + R"(, "reasoning_effort": "low"})");
+  EXPECT_EQ(low.reasoning_effort, "low");
+  EXPECT_EQ(low.template_kwargs.dump(), R"({"reasoning_effort":"low"})");
+  const ChatInputs none = parse_ok("{" + hi + R"(, "reasoning_effort": "none"})");
+  EXPECT_EQ(none.template_kwargs.dump(), R"({"reasoning_effort":"none","enable_thinking":false})");
+  const ChatInputs kept = parse_ok("{" + hi +
+                                   R"(, "reasoning_effort": "none",
+      "chat_template_kwargs": {"enable_thinking": true, "reasoning_effort": "none"}})");
+  EXPECT_EQ(kept.template_kwargs["enable_thinking"], true);
+  for (const char* bad : {R"("reasoning_effort": "max")", R"("reasoning_effort": 1)",
+                          R"("reasoning_effort": "low", "chat_template_kwargs":
+                              {"reasoning_effort": "high"})"}) {
+    EXPECT_EQ(parse_error("{" + hi + ", " + bad + "}").param, "reasoning_effort") << bad;
+  }
+  EXPECT_TRUE(parse_ok("{" + hi + "}").reasoning_effort.empty());
+}
+
+// What a template spells in its code, not in its text, comments or string literals.
+TEST(ChatMessages, ATemplateReadsTheNamesItsCodeSpells) {
+  auto compiled = JinjaChatTemplate::compile(
+      "{# reasoning_effort #}reasoning_effort {{ 'enable_thinking' }}"
+      "{% if documents is defined %}{{ messages[0].content }}{% endif %}");
+  const auto& chat_template = std::get<JinjaChatTemplate>(compiled);
+  EXPECT_TRUE(chat_template.reads("documents"));
+  EXPECT_TRUE(chat_template.reads("messages"));
+  EXPECT_FALSE(chat_template.reads("reasoning_effort"));
+  EXPECT_FALSE(chat_template.reads("enable_thinking"));
+}
+
 TEST(ChatMessages, BadShapesNameTheirField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role"},

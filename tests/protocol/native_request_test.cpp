@@ -141,6 +141,21 @@ TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {
   // Filters this server lacks pass at their neutral values.
   parsed(R"({"prompt": "x", "samplers": ["penalties", "dry", "top_n_sigma", "top_k", "typ_p",
              "temperature", "min_p", "top_p", "xtc"]})");
+  // SillyTavern's default chain ends in adaptive_p, off while adaptive_target < 0; its older
+  // presets name tail-free sampling, which llama.cpp removed and skips.
+  const NativeRequest st = parsed(R"({"prompt": "x", "adaptive_target": -1, "adaptive_decay": 0.9,
+      "samplers": ["penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc",
+                   "temperature", "adaptive_p"]})");
+  EXPECT_TRUE(st.request.sampling.temperature_last);  // top_p, min_p, then the temperature
+  EXPECT_EQ(st.settings["samplers"].back(), "adaptive_p");
+  const NativeRequest old = parsed(
+      R"({"prompt": "x", "samplers": ["top_k", "tfs_z", "typical_p", "top_p", "min_p", "temperature"]})");
+  EXPECT_EQ(old.settings["samplers"],
+            nlohmann::ordered_json({"top_k", "typ_p", "top_p", "min_p", "temperature"}));
+  EXPECT_EQ(refused(R"({"prompt": "x", "adaptive_target": 0.5, "samplers": ["adaptive_p"]})").param,
+            "adaptive_target");
+  // Left out of the chain, it does nothing, as in llama.cpp.
+  parsed(R"({"prompt": "x", "adaptive_target": 0.5, "samplers": ["top_k"]})");
 }
 
 TEST(NativeRequest, RefusesAnOrderTheSamplerHasNoFormFor) {
@@ -192,7 +207,11 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   EXPECT_EQ(refused(R"({"input_extra": "a"})", true).param, "input_extra");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_indent": -1})").param, "n_indent");
   EXPECT_EQ(refused(R"({"prompt": "x", "n": 2})").param, "n");
-  EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 2})").param, "logprobs");
+  // llama-server reads an OpenAI-style logprobs count as n_probs (SillyTavern sends both).
+  EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 2})").request.sampling.logprobs, 2);
+  EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 3, "n_probs": 3})").request.sampling.logprobs, 3);
+  EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 2, "n_probs": 3})").param, "logprobs");
+  EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": true})").param, "logprobs");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 21})").param, "n_probs");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": -1})").param, "n_probs");
   EXPECT_EQ(parsed(R"({"prompt": "x", "n_probs": 2})").request.sampling.logprobs, 2);

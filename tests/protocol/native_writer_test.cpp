@@ -119,6 +119,16 @@ TEST(NativeWriter, CompletionProbabilitiesCarryEachTokenAndItsAlternatives) {
   EXPECT_EQ(chunk["completion_probabilities"], Json::array({probs[0]}));
   EXPECT_FALSE(
       Json::parse(w.text_events("b", nullptr).substr(6)).contains("completion_probabilities"));
+  // Tokens without text (a stop string's) still stream their probabilities.
+  const LogprobsPiece held{std::span(tokens).last(1), {}};
+  const Json silent = Json::parse(w.text_events("", &held).substr(6));
+  EXPECT_EQ(silent["content"], "");
+  EXPECT_EQ(silent["completion_probabilities"], Json::array({probs[1]}));
+  EXPECT_EQ(w.text_events("", nullptr), "");
+  // No token, no key (n_predict 0), as llama-server.
+  const LogprobsPiece none{};
+  EXPECT_FALSE(Json::parse(w.whole_body("", {}, FinishReason::kLength, kUsage, &none))
+                   .contains("completion_probabilities"));
 }
 
 TEST(NativeWriter, ResponseFieldsPickPaths) {

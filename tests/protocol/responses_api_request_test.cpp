@@ -166,7 +166,7 @@ TEST(ResponsesApiRequest, TheEchoRepeatsTheRequestAndStoresNothing) {
   EXPECT_EQ(r.request.user, "u");
 }
 
-TEST(ResponsesApiRequest, ReasoningEffortNoneAsksTheTemplateNotToThink) {
+TEST(ResponsesApiRequest, ReasoningEffortIsTheTemplatesAndNoneAsksItNotToThink) {
   const ResponsesRequest r = parsed(R"({"input": "x", "reasoning": {"effort": "none"}})");
   EXPECT_EQ(r.request.chat.template_kwargs["enable_thinking"], false);
   EXPECT_EQ(r.echo["reasoning"]["effort"], "none");
@@ -175,6 +175,12 @@ TEST(ResponsesApiRequest, ReasoningEffortNoneAsksTheTemplateNotToThink) {
   EXPECT_EQ(kept.request.chat.template_kwargs["enable_thinking"], true);  // the request's own
   EXPECT_EQ(parsed(R"({"input": "x", "reasoning": {"effort": null}})").echo["reasoning"]["effort"],
             nullptr);
+  // Every level is the template's reasoning_effort (the server refuses it where the
+  // template reads none of it).
+  const ResponsesRequest high = parsed(R"({"input": "x", "reasoning": {"effort": "high"}})");
+  EXPECT_EQ(high.request.chat.reasoning_effort, "high");
+  EXPECT_EQ(high.request.chat.template_kwargs["reasoning_effort"], "high");
+  EXPECT_FALSE(high.request.chat.template_kwargs.contains("enable_thinking"));
 }
 
 // Every field this endpoint does not name itself reaches the chat parser, which honours or
@@ -233,7 +239,7 @@ TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
       {R"({"input": "x", "prompt": {"id": "p"}})", "prompt"},
       {R"({"input": "x", "max_tool_calls": 2})", "max_tool_calls"},
       {R"({"input": "x", "truncation": "auto"})", "truncation"},
-      {R"({"input": "x", "reasoning": {"effort": "high"}})", "reasoning.effort"},
+      {R"({"input": "x", "reasoning": {"effort": "maximum"}})", "reasoning.effort"},
       {R"({"input": "x", "stream": true, "stream_options": {"include_obfuscation": true}})",
        "stream_options.include_obfuscation"},
       {R"({"input": "x", "include": ["everything"]})", "include[0]"},
@@ -280,7 +286,9 @@ TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
       {R"({"input": "x", "logprobs": true})", "logprobs"},
       {R"({"input": "x", "n": 2})", "n"},
       {R"({"input": "x", "context_management": [{"type": "compaction"}]})", "context_management"},
-      {R"({"input": "x", "reasoning": {"effort": "low"}})", "reasoning.effort"},
+      {R"({"input": "x", "reasoning": {"effort": 5}})", "reasoning.effort"},
+      {R"({"input": "x", "reasoning": {"effort": "low"}, "reasoning_effort": "high"})",
+       "reasoning_effort"},
       {R"({"input": "x", "guided_regex": 5})", "guided_regex"},
   };
   for (const Refusal& c : kCases) {

@@ -51,7 +51,7 @@ const FieldCase kRefused[] = {
      "template"},
     {"Modalities", kChat, R"("modalities": ["text", "audio"])", "modalities", "text"},
     {"Audio", kChat, R"("audio": {"voice": "alloy", "format": "wav"})", "audio", ""},
-    {"ReasoningEffort", kChat, R"("reasoning_effort": "low")", "reasoning_effort", ""},
+    {"ReasoningEffort", kCmpl, R"("reasoning_effort": "low")", "reasoning_effort", "chat"},
     {"WebSearchOptions", kChat, R"("web_search_options": {})", "web_search_options", ""},
     {"Functions", kChat, R"("functions": [{"name": "f"}])", "functions", "'tools'"},
     {"FunctionCall", kChat, R"("function_call": "auto")", "function_call", "'tool_choice'"},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -294,6 +295,27 @@ TEST(InfillHttp, CompletionProbabilitiesAreTheLogprobsInLlamaServersShape) {
     }
   }
   EXPECT_EQ(pieces, probs);
+  // With a stop string the whole object and the stream still list the same tokens (the stop
+  // string's included), though the text leaves it out.
+  const std::string content = whole["content"];
+  size_t at = 1;
+  while (at < content.size() && !std::isgraph(static_cast<unsigned char>(content[at]))) ++at;
+  ASSERT_LT(at, content.size()) << "no character to stop at in " << content;
+  json stopped = body;
+  stopped.erase("stream");
+  stopped["stop"] = {content.substr(at, 1)};
+  const json cut = post_json(port, "/completion", stopped);
+  EXPECT_EQ(cut["stop_type"], "word");
+  stopped["stream"] = true;
+  json cut_pieces = json::array();
+  for (const std::string& data :
+       sse_data(fetch(port, "POST", "/completion", stopped.dump()).body)) {
+    const json chunk = json::parse(data);
+    for (const json& entry : chunk.value("completion_probabilities", json::array())) {
+      cut_pieces.push_back(entry);
+    }
+  }
+  EXPECT_EQ(cut_pieces, cut["completion_probabilities"]);
   body.erase("stream");
   body["n_probs"] = 21;
   const HttpResult refused = fetch(port, "POST", "/completion", body.dump());
