@@ -253,6 +253,11 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
                                        std::numeric_limits<float>::max(), ">= 0");
   sampling.top_p = read_float_in(body, "top_p", 1.0f, 0.0f, true, 1.0f, "in (0, 1]");
   sampling.min_p = read_float_in(body, "min_p", 0.0f, 0.0f, false, 1.0f, "in [0, 1]");
+  // llama.cpp's XTC (llama-server's fields and defaults; a threshold above 0.5 turns it off).
+  sampling.xtc_probability =
+      read_float_in(body, "xtc_probability", 0.0f, 0.0f, false, 1.0f, "in [0, 1]");
+  sampling.xtc_threshold =
+      read_float_in(body, "xtc_threshold", 0.1f, 0.0f, false, 1.0f, "in [0, 1]");
   if (const Json* top_k = find_field(body, "top_k")) {
     int64_t k = read_integer(*top_k, "top_k", -1, std::numeric_limits<int32_t>::max());
     sampling.top_k = k < 0 ? 0 : static_cast<int32_t>(k);  // -1 is vLLM's "off"

@@ -246,6 +246,8 @@ Json settings_of(const NativeRequest& native, const Json& body) {
       {"repetition_penalty", s.repetition_penalty},
       {"repeat_penalty", s.repetition_penalty},
       {"repeat_last_n", s.penalty_last_n == SamplingParams::kWholeHistory ? -1 : s.penalty_last_n},
+      {"xtc_probability", s.xtc_probability},
+      {"xtc_threshold", s.xtc_threshold},
       {"ignore_eos", s.ignore_eos},
       {"stop", r.stop},
       {"stream", r.stream},

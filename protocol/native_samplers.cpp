@@ -166,8 +166,11 @@ bool acts(Stage stage, const Json& completion) {
              number_or(completion, "frequency_penalty", 0.0) != 0.0;
     case Stage::kInfill:
       return true;
+    case Stage::kXtc:
+      return number_or(completion, "xtc_probability", 0.0) > 0.0 &&
+             number_or(completion, "xtc_threshold", 0.1) <= 0.5;
     default:
-      return false;  // dry, typ_p, xtc, top_n_sigma, adaptive_p: the completion parser refuses
+      return false;  // dry, typ_p, top_n_sigma, adaptive_p: the completion parser refuses
                      // them acting
   }
 }
@@ -175,8 +178,8 @@ bool acts(Stage stage, const Json& completion) {
 [[noreturn]] void refuse_order(const std::string& why) {
   reject("'samplers' " + why +
              ", which this server cannot apply (it applies penalties first, top_k before "
-             "top_p, infill after the filters, and the temperature before or after all of "
-             "top_p and infill). Reorder them, or leave one out.",
+             "top_p, xtc and then infill after the filters, and the temperature before or "
+             "after all of top_p, xtc and infill). Reorder them, or leave one out.",
          "samplers");
 }
 
@@ -214,23 +217,32 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
                                                         : static_cast<int>(found - chain.begin());
   };
   const int pen = at(Stage::kPenalties), t = at(Stage::kTemperature), m = at(Stage::kMinP),
-            k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill);
-  for (int other : {t, m, k, p, inf}) {
+            k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill),
+            x = at(Stage::kXtc);
+  for (int other : {t, m, k, p, inf, x}) {
     if (pen >= 0 && other >= 0 && other < pen) refuse_order("applies the penalties after a filter");
   }
   if (k >= 0 && p >= 0 && p < k) refuse_order("applies top_p before top_k");
   for (int filter : {k, p, m}) {
     if (inf >= 0 && filter > inf) refuse_order("applies a filter after infill");
+    if (x >= 0 && filter > x) refuse_order("applies a filter after xtc");
   }
+  if (x >= 0 && inf >= 0 && x > inf) refuse_order("applies xtc after infill");
   out.min_p_last = m >= 0 && p >= 0 && m > p;
   if (t < 0) return out;
   // top_p (and infill) read the logits as the temperature left them: before it, the raw ones.
   if (p >= 0 && inf >= 0 && (t > p) != (t > inf)) {
     refuse_order("puts the temperature between top_p and infill");
   }
+  // xtc reads the logits as top_p and infill do.
+  for (int reader : {p, inf}) {
+    if (reader >= 0 && x >= 0 && (t > reader) != (t > x)) {
+      refuse_order("puts the temperature between xtc and the filters before it");
+    }
+  }
   // Without top_p and infill only min_p's side matters: the mode that reads its logits as
   // they are asked for needs no conversion (whose float rounds towards 1 at huge T).
-  out.temperature_last = p >= 0 ? t > p : inf >= 0 ? t > inf : m >= 0 && m < t;
+  out.temperature_last = p >= 0 ? t > p : inf >= 0 ? t > inf : x >= 0 ? t > x : m >= 0 && m < t;
   // min_p reads them either way: p >= m * p_max on the raw logits is p >= m^(1/T) * p_max
   // on the tempered ones, exactly, so its place is a change of its value.
   if (m >= 0 && (m < t) != out.temperature_last) {

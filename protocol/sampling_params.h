@@ -53,6 +53,14 @@ struct SamplingParams {
   // (runner/sampler/sampler.h, step 5). Ignored when temperature is 0 (greedy).
   bool infill = false;
 
+  // llama.cpp's XTC after the filters, before the draw (runner/sampler/xtc.h): with
+  // probability xtc_probability, drawn per row and position from the seed, the kept tokens
+  // at least xtc_threshold likely are dropped but the least likely of them, when at least
+  // two are. Off at probability 0, or a threshold above 0.5 (two cannot reach it).
+  float xtc_probability = 0.0f;
+  float xtc_threshold = 0.1f;
+  bool xtc_on() const { return xtc_probability > 0.0f && xtc_threshold <= 0.5f; }
+
   // llama.cpp's chain orders (llama-server's `samplers`), where they differ from vLLM's
   // (temperature, then min_p, top_k, top_p over what is left):
   // - temperature_last: min_p, top_k and top_p choose the kept set from the raw logits (as

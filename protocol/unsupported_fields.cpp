@@ -175,8 +175,6 @@ const UnsupportedField kFields[] = {
     {"mirostat_tau", Where::kBoth, always, ""},  // only read with mirostat
     {"mirostat_eta", Where::kBoth, always, ""},
     {"dry_multiplier", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
-    {"xtc_probability", Where::kBoth, number_is<0>,
-     "other than 0 is not supported by this server."},
     {"dynatemp_range", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
     {"adaptive_target", Where::kBoth, below_zero,  // llama.cpp: negative is off
      "of 0 or more (llama.cpp's adaptive-p sampler) is not supported by this server."},

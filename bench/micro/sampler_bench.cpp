@@ -11,7 +11,8 @@
 // step (sampler.h, step 5) after the filters, as llama-server's /infill asks (top_k 40, top_p
 // 0.99), over random pieces of 1 to 8 letters. "+llama_order" samples in llama.cpp's default chain
 // order (SamplingParams::temperature_last and min_p_last: top_p and min_p on the raw logits, the
-// temperature for the draw alone) beside the same filters in vLLM's order.
+// temperature for the draw alone) beside the same filters in vLLM's order; "+xtc" adds XTC
+// firing at every step (threshold 0.1) to the llama.cpp order.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -44,8 +45,9 @@ struct Case {
   int32_t logprobs = -1;
   bool penalties = false;
   bool infill = false;
-  bool llama_order = false;    // llama.cpp's default chain: temperature_last and min_p_last
-  int32_t penalty_last_n = 0;  // llama.cpp's penalty window (SamplingParams::penalty_last_n)
+  bool llama_order = false;      // llama.cpp's default chain: temperature_last and min_p_last
+  int32_t penalty_last_n = 0;    // llama.cpp's penalty window (SamplingParams::penalty_last_n)
+  float xtc_probability = 0.0f;  // XTC, firing at every step when 1
 };
 
 constexpr Case kCases[] = {
@@ -68,6 +70,7 @@ constexpr Case kCases[] = {
     {"k40_p0.95_minp0.05+llama_order", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true},
     {"t0.8_p0.95_minp0.05", 0.8f, 0, 0.95f, 0.05f},
     {"t0.8_p0.95_minp0.05+llama_order", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true},
+    {"t0.8_p0.95_minp0.05+xtc", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true, 0, 1.0f},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -98,6 +101,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.logprobs = c.logprobs;
   params.infill = c.infill;
   params.temperature_last = params.min_p_last = c.llama_order;
+  params.xtc_probability = c.xtc_probability;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

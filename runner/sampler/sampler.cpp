@@ -20,6 +20,7 @@
 
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
+#include "runner/sampler/xtc.h"
 
 namespace tandem {
 namespace {
@@ -399,7 +400,7 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
 
 bool Sampler::filters_act(const SamplingParams& params, int32_t n) {
   return (params.top_k > 0 && params.top_k < n) || params.top_p < 1.0f || params.min_p > 0.0f ||
-         params.infill;
+         params.infill || params.xtc_on();
 }
 
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
@@ -517,8 +518,31 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
   return {ranked_.data(), pool};
 }
 
+// XTC (xtc.h) on the kept set, when its draw fires: what is left is copied to xtc_kept_.
+std::span<const Sampler::RankedToken> Sampler::exclude_top_choices(
+    std::span<const RankedToken> kept, const SamplingParams& params, int64_t position) {
+  if (kept.size() < 2 || !sampler_xtc::fires(params.xtc_probability, params.seed, position)) {
+    return kept;
+  }
+  xtc_z_.resize(kept.size());
+  xtc_ids_.resize(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    xtc_z_[i] = kept[i].z;
+    xtc_ids_[i] = kept[i].id;
+  }
+  if (!sampler_xtc::mark_top_choices(xtc_z_, xtc_ids_, params.xtc_threshold, xtc_drop_)) {
+    return kept;
+  }
+  xtc_kept_.clear();
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (!xtc_drop_[i]) xtc_kept_.push_back(kept[i]);
+  }
+  return xtc_kept_;
+}
+
 int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> z,
                       const SamplingParams& params, int64_t position, float scale) {
+  if (params.xtc_on()) kept = exclude_top_choices(kept, params, position);
   if (!params.infill) return gumbel_over(kept, params.seed, position, scale);
   if (!infill_) infill_ = std::make_unique<sampler_infill::Scratch>();
   infill_->tokens.resize(kept.size());

@@ -35,6 +35,10 @@
 //       rounding (the same way on every run and CPU). Ties beyond the cut go to the lowest
 //       ids. So top_k 40 with top_p 0.9 keeps the nucleus of the 40, as vLLM and llama.cpp
 //       do, not of the whole vocabulary.
+//  3b. XTC (params.xtc_on(), xtc.h): when the row's XTC draw for this position fires, the
+//     kept tokens with p_i = softmax of z over the kept set >= xtc_threshold leave it, all
+//     but the least likely of them (ties: the highest id), when at least two reach it. The
+//     z are as the filters read them (raw before a late temperature).
 //  4. Gumbel-max over the kept set: token = argmax_i (z_i + g_i), ties to the lowest id, with
 //     g_i = -log(-log(u_i)) and u_i = uniform_open01(philox word) defined as follows.
 //     Key = {seed & 0xffffffff, seed >> 32}. For vocabulary id i, counter =
@@ -191,6 +195,8 @@ class Sampler {
   void ban(std::span<float> logits, std::span<const int32_t> ids);
   void ban_unless_stop(std::span<float> logits, std::span<const int32_t> eog,
                        std::span<const int32_t> stop_ids);
+  std::span<const RankedToken> exclude_top_choices(std::span<const RankedToken> kept,
+                                                   const SamplingParams& params, int64_t position);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
                        const RowHistory& history);
   void apply_window_penalties(std::span<float> logits, const SamplingParams& params,
@@ -211,8 +217,12 @@ class Sampler {
   std::vector<int32_t> kept_ids_;                 // and their ids
   std::vector<uint32_t> seen_;                    // per id: the stamp of the last penalty pass
   uint32_t stamp_ = 0;
-  std::vector<int32_t> counts_;  // the counted ids, sorted
-  std::vector<float> raw_;       // the row as it came, when logprobs are asked of a touched row
+  std::vector<float> xtc_z_;  // XTC's view of the kept set
+  std::vector<int32_t> xtc_ids_;
+  std::vector<uint8_t> xtc_drop_;
+  std::vector<RankedToken> xtc_kept_;  // what XTC left
+  std::vector<int32_t> counts_;        // the counted ids, sorted
+  std::vector<float> raw_;  // the row as it came, when logprobs are asked of a touched row
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row
 };

@@ -168,6 +168,14 @@ TEST(NativeRequest, RefusesAnOrderTheSamplerHasNoFormFor) {
     EXPECT_EQ(e.param, "samplers") << body;
     EXPECT_NE(e.message.find("cannot apply"), std::string::npos) << e.message;
   }
+  // xtc reads the kept set as the filters leave it, with the logits as they read them.
+  for (
+      const char* body :
+      {R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["xtc", "top_k"]})",
+       R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["top_p", "infill", "xtc"]})",
+       R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["top_p", "temperature", "xtc"]})"}) {
+    EXPECT_EQ(refused(body).param, "samplers") << body;
+  }
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "mirostat"]})").param, "samplers[1]");
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": "kq"})").param, "samplers");
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "top_k"]})").param, "samplers[1]");
@@ -231,6 +239,26 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
 
 // llama-server's penalties are llama.cpp's: all three over the last repeat_last_n (64)
 // tokens of the prompt and the output; a chain without "penalties" turns them off.
+// XTC in llama-server's default chain: after min_p, before the temperature (so it reads the
+// raw logits, as top_p does); a threshold above 0.5 or a chain without it turns it off.
+TEST(NativeRequest, XtcIsReadInTheChain) {
+  const NativeRequest r =
+      parsed(R"({"prompt": "x", "xtc_probability": 0.5, "xtc_threshold": 0.2})");
+  EXPECT_FLOAT_EQ(r.request.sampling.xtc_probability, 0.5f);
+  EXPECT_FLOAT_EQ(r.request.sampling.xtc_threshold, 0.2f);
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_TRUE(r.request.sampling.xtc_on());
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["top_k"]})")
+                   .request.sampling.xtc_on());
+  // Alone with the temperature, its side of the temperature decides how it reads the logits.
+  EXPECT_TRUE(
+      parsed(R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["xtc", "temperature"]})")
+          .request.sampling.temperature_last);
+  EXPECT_FALSE(
+      parsed(R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["temperature", "xtc"]})")
+          .request.sampling.temperature_last);
+}
+
 TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {
   const NativeRequest r = parsed(
       R"({"prompt": "x", "presence_penalty": 0.5, "frequency_penalty": -1, "repeat_penalty": 1.1})");

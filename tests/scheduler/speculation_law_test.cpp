@@ -1,9 +1,9 @@
 // Speculative decoding's law on the real tiny models: a request gives the same tokens,
 // text, log-probabilities and finish with drafts verified as without them, whatever the
 // drafts, the batch, the pool, overlap, the threads or the KV type. Greedy and seeded
-// sampling, penalties (vLLM's and llama.cpp's windows), min_tokens, logprobs, grammars, n choices
-// and the prefix cache all ride along; small pools preempt. The workload must exercise what it
-// claims to: drafts accepted and drafts refused.
+// sampling, penalties (vLLM's and llama.cpp's windows), XTC, min_tokens, logprobs, grammars, n
+// choices and the prefix cache all ride along; small pools preempt. The workload must exercise what
+// it claims to: drafts accepted and drafts refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,6 +90,10 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
     if (s.seed % 3 == 0) {
       s.penalty_last_n =
           std::vector<int32_t>{1, 5, 16, SamplingParams::kWholeHistory}[s.seed / 3 % 4];
+    }
+    if (s.seed % 5 == 1) {  // XTC, from the seed too (the workload's draws stay as they were)
+      s.xtc_probability = 0.5f;
+      s.xtc_threshold = 0.02f;
     }
     if (pick(2) == 0) s.logprobs = pick(3);
     s.ignore_eos = pick(3) != 0;

@@ -251,6 +251,50 @@ TEST(InfillHttp, CompletionsPenaltiesAreLlamaCppsOverItsWindow) {
   EXPECT_EQ(post_json(port, "/v1/completions", openai)["choices"][0]["text"], windowed["content"]);
 }
 
+// XTC end to end: with the two likeliest kept (top_k 2, each at least 0.1 likely on this
+// near-uniform model) and a draw that always fires, the likelier one is excluded, so every
+// token is the second of the two alternatives listed, on /completion (llama.cpp's chain) and
+// /v1/completions (vLLM's order) alike; streamed as whole.
+TEST(InfillHttp, XtcExcludesTheTopChoice) {
+  const uint16_t port = fim_server().port();
+  const auto second_best = [](const json& alternatives) {
+    std::vector<std::pair<double, int32_t>> ranked;
+    for (const json& a : alternatives) ranked.emplace_back(a["logprob"], a["id"]);
+    std::sort(ranked.rbegin(), ranked.rend());
+    return ranked.at(1).second;
+  };
+  json body = {{"prompt", "Once upon"},  {"n_predict", 12},      {"top_k", 2}, {"n_probs", 2},
+               {"xtc_probability", 1.0}, {"xtc_threshold", 0.1}, {"seed", 3}};
+  const json native = post_json(port, "/completion", body);
+  EXPECT_EQ(native["generation_settings"]["xtc_probability"], 1.0);
+  ASSERT_EQ(native["completion_probabilities"].size(), 12u);
+  for (const json& entry : native["completion_probabilities"]) {
+    EXPECT_EQ(entry["id"], second_best(entry["top_logprobs"])) << entry.dump();
+  }
+  body["stream"] = true;
+  std::string streamed;
+  for (const std::string& data : sse_data(fetch(port, "POST", "/completion", body.dump()).body)) {
+    streamed += json::parse(data)["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, native["content"]);
+  const json openai = post_json(port, "/v1/completions",
+                                json{{"prompt", "Once upon"},
+                                     {"max_tokens", 12},
+                                     {"top_k", 2},
+                                     {"logprobs", 2},
+                                     {"return_tokens_as_token_ids", true},
+                                     {"xtc_probability", 1.0},
+                                     {"seed", 3}});
+  const json& lp = openai["choices"][0]["logprobs"];
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    json alternatives = json::array();
+    for (const auto& [key, value] : lp["top_logprobs"][i].items()) {
+      alternatives.push_back({{"id", std::stoi(key.substr(9))}, {"logprob", value}});
+    }
+    EXPECT_EQ(lp["tokens"][i], "token_id:" + std::to_string(second_best(alternatives)));
+  }
+}
+
 // n_probs: llama-server's completion_probabilities, the same values /v1/completions'
 // logprobs give for the same request, streamed piece by piece as whole.
 TEST(InfillHttp, CompletionProbabilitiesAreTheLogprobsInLlamaServersShape) {
