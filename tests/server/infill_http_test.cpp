@@ -245,6 +245,9 @@ TEST(InfillHttp, CompletionsPenaltiesAreLlamaCppsOverItsWindow) {
                                        {"temperature", 0},
                                        {"presence_penalty", 0.6},
                                        {"repeat_last_n", 3}});
+  json whole_history = {{"prompt", "Once"}, {"n_predict", 1}, {"repeat_last_n", -1}};
+  EXPECT_EQ(post_json(port, "/completion", whole_history)["generation_settings"]["repeat_last_n"],
+            512);  // the context, as llama-server reports -1
   openai["penalty_last_n"] = 3;
   openai.erase("frequency_penalty");
   openai.erase("repetition_penalty");
