@@ -124,16 +124,9 @@ TEST(SamplerPenalties, SamplingFollowsThePenalizedDistribution) {
     const std::vector<float> penalized = reference_penalized(logits, p, kPrompt, kOutput);
     const std::vector<double> expected = testing::reference_probs(penalized, p);
     Sampler sampler({n, {}});
-    constexpr int kDraws = 100000;
-    std::vector<int> hits(n, 0);
-    for (int d = 0; d < kDraws; ++d) {
-      p.seed = static_cast<uint64_t>(d);
-      std::vector<float> row = logits;
-      hits[sampler.sample(row, p, 3, {false, kPrompt, kOutput})] += 1;
-    }
-    double tv = 0.0;
-    for (int32_t i = 0; i < n; ++i) tv += std::abs(double(hits[i]) / kDraws - expected[i]);
-    EXPECT_LE(tv / 2.0, 0.01);
+    EXPECT_LE(
+        testing::drawn_total_variation(sampler, logits, p, 3, {false, kPrompt, kOutput}, expected),
+        0.01);
   }
 }
 

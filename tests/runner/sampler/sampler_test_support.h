@@ -2,6 +2,7 @@
 // a chosen instruction set.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -50,6 +51,23 @@ inline std::unique_ptr<Sampler> sampler_with_isa(const char* isa, SamplerConfig 
     unsetenv("TANDEM_ISA");
   }
   return sampler;
+}
+
+// Half the L1 distance between `expected` and the tokens `sampler` draws from `logits` with
+// seeds 0 .. draws - 1 at `position`: the sampled distribution's total variation.
+inline double drawn_total_variation(Sampler& sampler, const std::vector<float>& logits,
+                                    SamplingParams params, int64_t position,
+                                    const RowHistory& history, const std::vector<double>& expected,
+                                    int draws = 100000) {
+  std::vector<int> hits(logits.size(), 0);
+  for (int d = 0; d < draws; ++d) {
+    params.seed = static_cast<uint64_t>(d);
+    std::vector<float> row = logits;
+    hits[static_cast<size_t>(sampler.sample(row, params, position, history))] += 1;
+  }
+  double tv = 0.0;
+  for (size_t i = 0; i < hits.size(); ++i) tv += std::abs(double(hits[i]) / draws - expected[i]);
+  return tv / 2.0;
 }
 
 }  // namespace tandem::testing
