@@ -191,18 +191,33 @@ void read_reasoning_effort(const Json& body, ChatInputs& inputs) {
   if (std::ranges::find(kLevels, effort) == std::end(kLevels)) {
     reject(
         "Invalid value for 'reasoning_effort': expected one of \"none\", \"minimal\", "
-        "\"low\", \"medium\", \"high\" or \"xhigh\", got " +
-            value->dump() + ".",
+        "\"low\", \"medium\", \"high\" or \"xhigh\".",
         "reasoning_effort");
   }
   if (!inputs.template_kwargs.is_object()) inputs.template_kwargs = Json::object();
   Json& kwargs = inputs.template_kwargs;
-  if (kwargs.contains("reasoning_effort") && kwargs["reasoning_effort"] != effort) {
-    reject("'reasoning_effort' and 'chat_template_kwargs.reasoning_effort' differ; send one.",
-           "reasoning_effort");
+  // The request's own kwargs may say the same (null: not said), never the opposite.
+  const auto said = [&](const char* key) { return kwargs.contains(key) && !kwargs[key].is_null(); };
+  if (said("reasoning_effort")) {
+    if (kwargs["reasoning_effort"] != effort) {
+      reject("'reasoning_effort' and 'chat_template_kwargs.reasoning_effort' differ; send one.",
+             "reasoning_effort");
+    }
+    inputs.effort_in_kwargs = true;
   }
   kwargs["reasoning_effort"] = effort;
-  if (effort == "none" && !kwargs.contains("enable_thinking")) kwargs["enable_thinking"] = false;
+  if (effort == "none") {
+    if (said("enable_thinking") && kwargs["enable_thinking"] != false) {
+      reject(
+          "'reasoning_effort': \"none\" and 'chat_template_kwargs.enable_thinking' differ; send "
+          "one.",
+          "reasoning_effort");
+    }
+    if (!said("enable_thinking")) {
+      kwargs["enable_thinking"] = false;
+      inputs.effort_set_enable_thinking = true;
+    }
+  }
   inputs.reasoning_effort = effort;
 }
 

@@ -36,6 +36,11 @@ struct ChatInputs {
   // for "none" enable_thinking false, unless chat_template_kwargs sets them. The server
   // refuses it where the model's template reads neither (Endpoints::check_reasoning_effort).
   std::string reasoning_effort;
+  // How reasoning_effort reached the kwargs: the request's chat_template_kwargs said the same
+  // level, or "none" set enable_thinking (the kwargs did not). The server renders without
+  // what the effort added to see whether it changes anything.
+  bool effort_in_kwargs = false;
+  bool effort_set_enable_thinking = false;
 };
 
 // llama-server's POST /apply-template: the chat fields of a /v1/chat/completions body

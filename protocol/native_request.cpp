@@ -177,20 +177,20 @@ void read_line_limits(const Json& body, NativeRequest& out) {
 // (the same raw log-softmax as /v1/completions' logprobs: k). llama-server also reads an
 // OpenAI-style `logprobs` count here where n_probs is absent (SillyTavern sends both).
 std::optional<int64_t> read_n_probs(const Json& body) {
-  std::optional<int64_t> k;
-  for (const char* name : {"n_probs", "logprobs"}) {
-    const Json* value = find_field(body, name);
-    if (value == nullptr) continue;
-    const int64_t n = request_fields::read_integer(*value, name, 0, kMaxLogprobs);
-    if (k && *k != n) {
-      reject(
-          "'logprobs' and 'n_probs' both count the alternatives per token and differ; send "
-          "'n_probs'.",
-          "logprobs");
-    }
-    k = n;
+  std::optional<int64_t> n_probs, logprobs;
+  if (const Json* value = find_field(body, "n_probs"))
+    n_probs = request_fields::read_integer(*value, "n_probs", 0, kMaxLogprobs);
+  if (const Json* value = find_field(body, "logprobs"))
+    logprobs = request_fields::read_integer(*value, "logprobs", 0, kMaxLogprobs);
+  // llama-server reads logprobs where n_probs is left at its default (0).
+  if (!n_probs || *n_probs == 0) return logprobs ? logprobs : n_probs;
+  if (logprobs && *logprobs != *n_probs) {
+    reject(
+        "'logprobs' and 'n_probs' both count the alternatives per token and differ; send "
+        "'n_probs'.",
+        "logprobs");
   }
-  return k;
+  return n_probs;
 }
 
 // The /v1/completions body the native one amounts to.

@@ -202,10 +202,14 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
   const std::vector<Stage> chain = chain_of(native);
   auto named = [&](Stage s) { return std::find(chain.begin(), chain.end(), s) != chain.end(); };
-  for (Stage stage :
-       {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK, Stage::kTopP,
-        Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma, Stage::kAdaptiveP}) {
+  for (Stage stage : {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK,
+                      Stage::kTopP, Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma}) {
     if (!named(stage)) turn_off(stage, completion);
+  }
+  // adaptive_p is in no default chain: its target is left for the completion parser to refuse
+  // unless the client's own chain leaves the stage out.
+  if (!named(Stage::kAdaptiveP) && find_field(native, "samplers") != nullptr) {
+    turn_off(Stage::kAdaptiveP, completion);
   }
   out.infill = named(Stage::kInfill);
   // Greedy keeps the top token whatever the filters around it do.

@@ -177,7 +177,8 @@ const UnsupportedField kFields[] = {
     {"dry_multiplier", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
     {"dynatemp_range", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
     {"adaptive_target", Where::kBoth, below_zero,  // llama.cpp: negative is off
-     "of 0 or more (llama.cpp's adaptive-p sampler) is not supported by this server."},
+     "other than a negative number (llama.cpp's adaptive-p sampler, off) is not supported by "
+     "this server."},
     {"adaptive_decay", Where::kBoth, always, ""},  // only read with adaptive_target
     {"top_n_sigma", Where::kBoth, at_most<0>,      // llama.cpp: <= 0 is off
      "above 0 is not supported by this server."},

@@ -76,11 +76,21 @@ TEST(ChatMessages, ReasoningEffortIsATemplateVariable) {
   EXPECT_EQ(none.template_kwargs.dump(), R"({"reasoning_effort":"none","enable_thinking":false})");
   const ChatInputs kept = parse_ok("{" + hi +
                                    R"(, "reasoning_effort": "none",
-      "chat_template_kwargs": {"enable_thinking": true, "reasoning_effort": "none"}})");
-  EXPECT_EQ(kept.template_kwargs["enable_thinking"], true);
+      "chat_template_kwargs": {"enable_thinking": false, "reasoning_effort": "none"}})");
+  EXPECT_EQ(kept.template_kwargs["enable_thinking"], false);
+  EXPECT_TRUE(kept.effort_in_kwargs);
+  EXPECT_FALSE(kept.effort_set_enable_thinking);
+  // null in the kwargs says nothing.
+  const ChatInputs null_kwargs = parse_ok("{" + hi + R"(, "reasoning_effort": "none",
+      "chat_template_kwargs": {"enable_thinking": null, "reasoning_effort": null}})");
+  EXPECT_EQ(null_kwargs.template_kwargs["enable_thinking"], false);
+  EXPECT_TRUE(null_kwargs.effort_set_enable_thinking);
+  EXPECT_FALSE(null_kwargs.effort_in_kwargs);
   for (const char* bad : {R"("reasoning_effort": "max")", R"("reasoning_effort": 1)",
                           R"("reasoning_effort": "low", "chat_template_kwargs":
-                              {"reasoning_effort": "high"})"}) {
+                              {"reasoning_effort": "high"})",
+                          R"("reasoning_effort": "none", "chat_template_kwargs":
+                              {"enable_thinking": true})"}) {
     EXPECT_EQ(parse_error("{" + hi + ", " + bad + "}").param, "reasoning_effort") << bad;
   }
   EXPECT_TRUE(parse_ok("{" + hi + "}").reasoning_effort.empty());

@@ -156,6 +156,9 @@ TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {
             "adaptive_target");
   // Left out of the chain, it does nothing, as in llama.cpp.
   parsed(R"({"prompt": "x", "adaptive_target": 0.5, "samplers": ["top_k"]})");
+  // Without a chain of the client's, a target that would act is refused (no default chain
+  // names the stage, so llama-server would drop it in silence).
+  EXPECT_EQ(refused(R"({"prompt": "x", "adaptive_target": 0.3})").param, "adaptive_target");
 }
 
 TEST(NativeRequest, RefusesAnOrderTheSamplerHasNoFormFor) {
@@ -219,6 +222,8 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 2})").request.sampling.logprobs, 2);
   EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 3, "n_probs": 3})").request.sampling.logprobs, 3);
   EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 2, "n_probs": 3})").param, "logprobs");
+  // n_probs at its default (0) leaves the count to logprobs, as llama-server reads them.
+  EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 5, "n_probs": 0})").request.sampling.logprobs, 5);
   EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": true})").param, "logprobs");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 21})").param, "n_probs");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": -1})").param, "n_probs");

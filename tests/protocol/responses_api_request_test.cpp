@@ -171,8 +171,13 @@ TEST(ResponsesApiRequest, ReasoningEffortIsTheTemplatesAndNoneAsksItNotToThink) 
   EXPECT_EQ(r.request.chat.template_kwargs["enable_thinking"], false);
   EXPECT_EQ(r.echo["reasoning"]["effort"], "none");
   const ResponsesRequest kept = parsed(R"({"input": "x", "reasoning": {"effort": "none"},
-      "chat_template_kwargs": {"enable_thinking": true, "x": 1}})");
-  EXPECT_EQ(kept.request.chat.template_kwargs["enable_thinking"], true);  // the request's own
+      "chat_template_kwargs": {"enable_thinking": false, "x": 1}})");
+  EXPECT_EQ(kept.request.chat.template_kwargs["x"], 1);  // the request's own
+  // A kwarg that says the opposite is refused, in the field the client sent.
+  EXPECT_EQ(refused(R"({"input": "x", "reasoning": {"effort": "none"},
+      "chat_template_kwargs": {"enable_thinking": true}})")
+                .param,
+            "reasoning.effort");
   EXPECT_EQ(parsed(R"({"input": "x", "reasoning": {"effort": null}})").echo["reasoning"]["effort"],
             nullptr);
   // Every level is the template's reasoning_effort (the server refuses it where the

@@ -73,6 +73,28 @@ TEST(ReasoningEffort, ATemplateThatReadsItGetsTheLevel) {
   EXPECT_EQ(refused.json()["error"]["param"], "reasoning_effort");
 }
 
+// DeepSeek-V4's template reads reasoning_effort, but only to compare it with "max": every
+// OpenAI level renders as "none" does, so it is refused; its own "max" goes through
+// chat_template_kwargs.
+TEST(ReasoningEffort, ALevelTheTemplateRendersAsNoneIsRefused) {
+  TANDEM_REQUIRE_SHARED();
+  const auto server = start_with("deepseek-ai-DeepSeek-V4.jinja");
+  ASSERT_NE(server, nullptr);
+  const uint16_t port = server->port();
+  const HttpResult r = fetch(port, "POST", "/apply-template",
+                             json{{"messages", kHi}, {"reasoning_effort", "high"}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["param"], "reasoning_effort");
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("renders this level as \"none\""),
+            std::string::npos);
+  EXPECT_EQ(fetch(port, "POST", "/apply-template",
+                  json{{"messages", kHi},
+                       {"chat_template_kwargs", {{"reasoning_effort", "max"}, {"thinking", true}}}}
+                      .dump())
+                .status,
+            200);
+}
+
 TEST(ReasoningEffort, NoneTurnsThinkingOffThroughEnableThinking) {
   TANDEM_REQUIRE_SHARED();
   const auto server = start_with("Qwen-Qwen3-0.6B.jinja");
@@ -89,6 +111,14 @@ TEST(ReasoningEffort, NoneTurnsThinkingOffThroughEnableThinking) {
   EXPECT_EQ(refused.json()["error"]["param"], "reasoning.effort");
   EXPECT_NE(refused.json()["error"]["message"].get<std::string>().find("enable_thinking"),
             std::string::npos);
+  // "none" against the request's own enable_thinking: true is a contradiction.
+  const HttpResult contradiction = fetch(port, "POST", "/v1/chat/completions",
+                                         json{{"messages", kHi},
+                                              {"reasoning_effort", "none"},
+                                              {"chat_template_kwargs", {{"enable_thinking", true}}}}
+                                             .dump());
+  EXPECT_EQ(contradiction.status, 400);
+  EXPECT_EQ(contradiction.json()["error"]["param"], "reasoning_effort");
 }
 
 TEST(ReasoningEffort, ATemplateThatAlwaysReasonsRefusesEvenNone) {
