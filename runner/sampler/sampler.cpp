@@ -205,6 +205,11 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
   int32_t token;
   if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) {
     token = known ? raw_top : kernels_->argmax(logits.data(), n);
+    // llama.cpp's greedy keeps the best of what its chain leaves, and XTC may have dropped
+    // the argmax: the filters and XTC run on the raw logits, and draw() takes the best left.
+    if (params.xtc_on() && token >= 0 && std::isfinite(logits[token])) {
+      token = sample_filtered(logits, params, position, logits[token] + 0.0f, token, 1.0f);
+    }
   } else {
     // temperature_last: the filters read the raw logits; the draw alone is tempered.
     const bool late = params.temperature_last && filters_act(params, n) && inv_t != 1.0f;
@@ -543,6 +548,11 @@ std::span<const Sampler::RankedToken> Sampler::exclude_top_choices(
 int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> z,
                       const SamplingParams& params, int64_t position, float scale) {
   if (params.xtc_on()) kept = exclude_top_choices(kept, params, position);
+  if (!(params.temperature > 0.0f) || !std::isfinite(1.0f / params.temperature)) {
+    // Greedy with XTC (choose): the best token left, ties to the lowest id.
+    const auto best = std::min_element(kept.begin(), kept.end(), precedes<RankedToken>);
+    return best == kept.end() ? -1 : best->id;
+  }
   if (!params.infill) return gumbel_over(kept, params.seed, position, scale);
   if (!infill_) infill_ = std::make_unique<sampler_infill::Scratch>();
   infill_->tokens.resize(kept.size());

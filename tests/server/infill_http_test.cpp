@@ -274,6 +274,12 @@ TEST(InfillHttp, XtcExcludesTheTopChoice) {
   for (const json& entry : native["completion_probabilities"]) {
     EXPECT_EQ(entry["id"], second_best(entry["top_logprobs"])) << entry.dump();
   }
+  // Greedy too: llama.cpp's greedy takes the best of what XTC leaves.
+  json greedy = body;
+  greedy["temperature"] = 0;
+  for (const json& entry : post_json(port, "/completion", greedy)["completion_probabilities"]) {
+    EXPECT_EQ(entry["id"], second_best(entry["top_logprobs"])) << entry.dump();
+  }
   body["stream"] = true;
   std::string streamed;
   for (const std::string& data : sse_data(fetch(port, "POST", "/completion", body.dump()).body)) {

@@ -85,6 +85,35 @@ TEST(SamplerXtc, TokensAreTheReferencesOverSeedsAndFilters) {
   EXPECT_GT(changed, 300);  // the exclusion did change tokens
 }
 
+// Greedy with XTC: the best token of what the filters and XTC leave of the raw logits (as
+// llama.cpp's greedy keeps the best its chain leaves), without XTC the plain argmax.
+TEST(SamplerXtc, GreedyTakesTheBestTokenXtcLeaves) {
+  const int32_t n = 64;
+  Sampler sampler({n, {}});
+  int second = 0;
+  for (uint32_t round = 0; round < 600; ++round) {
+    const std::vector<float> logits = normal_logits(n, 2.0f, round);
+    SamplingParams p = xtc(round % 2 == 0 ? 1.0f : 0.5f, 0.05f);
+    if (round % 3 == 1) p.top_k = 5;
+    p.seed = round;
+    const int64_t position = round;
+    SamplingParams raw = p;
+    raw.temperature = 1.0f;  // the reference's kept set, of the raw logits
+    const std::vector<int32_t> kept = testing::reference_kept(logits, raw);
+    std::vector<int32_t> left = kept;
+    double margin = 1.0;
+    if (reference_fires(p.xtc_probability, p.seed, position)) {
+      left = reference_after(logits, kept, p.xtc_threshold, &margin);
+    }
+    if (margin < 1e-5) continue;
+    p.temperature = 0.0f;
+    std::vector<float> row = logits;
+    ASSERT_EQ(sampler.sample(row, p, position), left.front()) << "round " << round;
+    second += left.front() != kept.front();
+  }
+  EXPECT_GT(second, 100);  // XTC did move greedy off the top token
+}
+
 // XTC draws fire at its probability, keyed by seed and position only.
 TEST(SamplerXtc, FiresAtItsProbability) {
   int fired = 0;
