@@ -277,7 +277,8 @@ TEST(InfillHttp, XtcExcludesTheTopChoice) {
   // Greedy too: llama.cpp's greedy takes the best of what XTC leaves.
   json greedy = body;
   greedy["temperature"] = 0;
-  for (const json& entry : post_json(port, "/completion", greedy)["completion_probabilities"]) {
+  const json greedy_answer = post_json(port, "/completion", greedy);  // outlives the loop
+  for (const json& entry : greedy_answer["completion_probabilities"]) {
     EXPECT_EQ(entry["id"], second_best(entry["top_logprobs"])) << entry.dump();
   }
   body["stream"] = true;
