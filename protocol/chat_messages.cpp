@@ -205,19 +205,13 @@ void read_reasoning_effort(const Json& body, ChatInputs& inputs) {
     }
     inputs.effort_in_kwargs = true;
   }
-  kwargs["reasoning_effort"] = effort;
-  if (effort == "none") {
-    if (said("enable_thinking") && kwargs["enable_thinking"] != false) {
-      reject(
-          "'reasoning_effort': \"none\" and 'chat_template_kwargs.enable_thinking' differ; send "
-          "one.",
-          "reasoning_effort");
-    }
-    if (!said("enable_thinking")) {
-      kwargs["enable_thinking"] = false;
-      inputs.effort_set_enable_thinking = true;
-    }
+  if (effort == "none" && said("enable_thinking") && kwargs["enable_thinking"] != false) {
+    reject(
+        "'reasoning_effort': \"none\" and 'chat_template_kwargs.enable_thinking' differ; send "
+        "one.",
+        "reasoning_effort");
   }
+  put_reasoning_effort(kwargs, effort);
   inputs.reasoning_effort = effort;
 }
 
@@ -258,6 +252,14 @@ ChatInputs read_chat_inputs(const Json& body) {
 }  // namespace tandem::request_fields
 
 namespace tandem {
+
+void put_reasoning_effort(nlohmann::ordered_json& kwargs, const std::string& effort) {
+  kwargs["reasoning_effort"] = effort;
+  const auto thinking = kwargs.find("enable_thinking");
+  if (effort == "none" && (thinking == kwargs.end() || thinking->is_null())) {
+    kwargs["enable_thinking"] = false;
+  }
+}
 
 std::variant<ChatInputs, ApiError> parse_apply_template_request(std::string_view body) {
   try {

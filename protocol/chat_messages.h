@@ -32,16 +32,17 @@ struct ChatInputs {
   // assistant's prefilled answer). add_generation_prompt is then false.
   bool continue_final_message = false;
   // OpenAI's reasoning_effort ("none", "minimal", "low", "medium", "high", "xhigh"; empty:
-  // not sent), passed to the template as vLLM passes it: the variable reasoning_effort, and
-  // for "none" enable_thinking false, unless chat_template_kwargs sets them. The server
-  // refuses it where the model's template reads neither (Endpoints::check_reasoning_effort).
+  // not sent), passed to the template as vLLM passes it (put_reasoning_effort). The server
+  // refuses a level the model's template cannot honour (server::check_reasoning_effort).
   std::string reasoning_effort;
-  // How reasoning_effort reached the kwargs: the request's chat_template_kwargs said the same
-  // level, or "none" set enable_thinking (the kwargs did not). The server renders without
-  // what the effort added to see whether it changes anything.
+  // The request's chat_template_kwargs named the same level themselves.
   bool effort_in_kwargs = false;
-  bool effort_set_enable_thinking = false;
 };
+
+// Puts a reasoning_effort level into a template's kwargs as vLLM passes it: the variable
+// reasoning_effort, and for "none" enable_thinking false where the kwargs do not set it
+// (null sets nothing).
+void put_reasoning_effort(nlohmann::ordered_json& kwargs, const std::string& effort);
 
 // llama-server's POST /apply-template: the chat fields of a /v1/chat/completions body
 // (messages, add_generation_prompt, chat_template_kwargs, documents) -> the prompt text.

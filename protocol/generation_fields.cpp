@@ -30,6 +30,17 @@ void read_stop_token_ids(const Json& body, CompletionRequest& request) {
   request.sampling.stop_token_ids = std::move(ids);
 }
 
+// A repetition penalty under either of its names: a number > 0 (1: off).
+float read_repetition(const Json& value, const char* name) {
+  const float v = read_float(value, name);
+  if (!(v > 0.0f)) {
+    reject("Invalid value for '" + std::string(name) + "': expected a number > 0, got " +
+               value.dump() + ".",
+           name);
+  }
+  return v;
+}
+
 void read_penalties(const Json& body, SamplingParams& sampling) {
   for (auto [name, target] : {std::pair{"presence_penalty", &sampling.presence_penalty},
                               std::pair{"frequency_penalty", &sampling.frequency_penalty}}) {
@@ -44,13 +55,7 @@ void read_penalties(const Json& body, SamplingParams& sampling) {
     *target = v;
   }
   if (const Json* value = find_field(body, "repetition_penalty")) {
-    const float v = read_float(*value, "repetition_penalty");
-    if (!(v > 0.0f)) {
-      reject("Invalid value for 'repetition_penalty': expected a number > 0, got " + value->dump() +
-                 ".",
-             "repetition_penalty");
-    }
-    sampling.repetition_penalty = v;
+    sampling.repetition_penalty = read_repetition(*value, "repetition_penalty");
   }
 }
 
@@ -78,12 +83,7 @@ std::optional<int64_t> read_window(const Json& body) {
 void read_llama_penalties(const Json& body, SamplingParams& sampling) {
   const Json* repeat = find_field(body, "repeat_penalty");
   if (repeat != nullptr) {
-    const float v = read_float(*repeat, "repeat_penalty");
-    if (!(v > 0.0f)) {
-      reject(
-          "Invalid value for 'repeat_penalty': expected a number > 0, got " + repeat->dump() + ".",
-          "repeat_penalty");
-    }
+    const float v = read_repetition(*repeat, "repeat_penalty");
     const Json* other = find_field(body, "repetition_penalty");
     if (other != nullptr && read_float(*other, "repetition_penalty") != v) {
       reject(

@@ -235,17 +235,6 @@ static Pooling chunk_pooling(Pooling pooling, int32_t first, bool last_chunk) {
 // preemption the prompt and the generated tokens but the last (nothing to sample: the
 // request decodes from its last token next). False, adding nothing, when the local group
 // has no blocks for the chunk (admission reserved the global ones for the whole prefill).
-// The output the penalties count: all of it, or a llama.cpp window's last tokens (the
-// sampler reads no more, and copying a long output at every step would cost the loop).
-static void penalty_tail(const SamplingParams& sampling, const std::vector<int32_t>& generated,
-                         StepRow& row) {
-  const size_t window =
-      sampling.penalty_last_n > 0 ? static_cast<size_t>(sampling.penalty_last_n) : generated.size();
-  const auto from =
-      static_cast<std::ptrdiff_t>(generated.size() - std::min(window, generated.size()));
-  row.penalty_output.assign(generated.begin() + from, generated.end());
-}
-
 bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int32_t& budget) {
   const int32_t n = std::min(r.prefill_end - r.prefill_launched, budget);
   if (!grow_blocks(r, int64_t{r.prefill_launched} + n, r.prefill_launched)) return false;
@@ -327,7 +316,11 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
     row.sampling = r->in.sampling;
     row.stop_banned_until = r->prompt_len + r->in.sampling.min_tokens;
     row.penalty_prompt = r->penalty_prompt;
-    if (r->in.sampling.has_output_penalties()) penalty_tail(r->in.sampling, r->generated, row);
+    if (r->in.sampling.has_output_penalties()) {
+      // Copying a long output at every step would cost the loop: a window's tail suffices.
+      const std::span<const int32_t> counted = penalty_counted(r->in.sampling, r->generated);
+      row.penalty_output.assign(counted.begin(), counted.end());
+    }
     row.grammar = r->matcher;
     plan.rows.push_back(std::move(row));
     step.rows.push_back(r);

@@ -117,14 +117,9 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
   auto r = std::make_unique<Request>(tokenizer_, std::move(request));
   r->prompt_len = static_cast<int32_t>(prompt_len);
   if (r->in.sampling.has_prompt_penalty()) {
-    // A llama.cpp window reads no more of the prompt than its own length.
-    const std::vector<int32_t>& prompt = r->in.prompt;
-    const size_t window = r->in.sampling.penalty_last_n > 0
-                              ? static_cast<size_t>(r->in.sampling.penalty_last_n)
-                              : prompt.size();
-    const auto from = static_cast<std::ptrdiff_t>(prompt.size() - std::min(window, prompt.size()));
+    const std::span<const int32_t> counted = penalty_counted(r->in.sampling, r->in.prompt);
     r->penalty_prompt =
-        std::make_shared<const std::vector<int32_t>>(prompt.begin() + from, prompt.end());
+        std::make_shared<const std::vector<int32_t>>(counted.begin(), counted.end());
   }
   // Each choice gets a matcher of its own: they share the compiled grammar, not the state.
   if (r->in.grammar) r->matcher = std::make_shared<grammar::Matcher>(r->in.grammar);

@@ -333,7 +333,8 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
   const Endpoint endpoint = request.endpoint;
   std::vector<std::vector<int32_t>> prompts;
   if (is_chat(endpoint)) {
-    auto rendered = render_chat(request.chat, prompt_param(endpoint));
+    // generation() has checked reasoning_effort, naming the field the client sent.
+    auto rendered = render_template(request.chat, prompt_param(endpoint));
     if (auto* refused = std::get_if<HttpAnswer>(&rendered)) return std::move(*refused);
     const auto& segments = std::get<std::vector<PromptSegment>>(rendered);
     // Read only where the answer will be split: it joins the whole prompt.
@@ -469,6 +470,16 @@ ToolCallFormat Endpoints::tool_format() const {
 
 std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
     const ChatInputs& inputs, const char* param) const {
+  if (model_.chat_template) {
+    if (auto error = check_reasoning_effort(*model_.chat_template, inputs)) {
+      return error_answer(*error);
+    }
+  }
+  return render_template(inputs, param);
+}
+
+std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_template(
+    const ChatInputs& inputs, const char* param) const {
   if (!model_.chat_template) {
     return error_answer(bad_request(
         "This model has no chat template (its GGUF has no tokenizer.chat_template); use "
@@ -476,7 +487,6 @@ std::variant<std::vector<PromptSegment>, HttpAnswer> Endpoints::render_chat(
         param));
   }
   const ChatTemplateCard& chat = *model_.chat_template;
-  if (auto error = check_reasoning_effort(chat, inputs)) return error_answer(*error);
   const bool tools = inputs.tools.is_array() && !inputs.tools.empty();
   const JinjaChatTemplate& chosen = tools && chat.tool_use ? *chat.tool_use : *chat.compiled;
   const ToolCallFormat format = tools && chat.tool_use ? chat.tool_use_format : chat.tool_format;

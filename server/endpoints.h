@@ -169,9 +169,13 @@ class Endpoints {
   ReasoningReading reasoning_reading(const CompletionRequest& request, bool opened) const;
   Result apply_template(const ApiRequest& api);
   // The chat prompt as the model's template renders it, or the 400 that refuses the
-  // request (the model has no template, or the template raised or failed), naming param.
+  // request (the model has no template, cannot honour its reasoning_effort, or raised or
+  // failed), naming param (reasoning_effort's refusal names that field).
   std::variant<std::vector<PromptSegment>, HttpAnswer> render_chat(
       const ChatInputs& inputs, const char* param = "messages") const;
+  // render_chat without the reasoning_effort check, for a caller that has made it.
+  std::variant<std::vector<PromptSegment>, HttpAnswer> render_template(const ChatInputs& inputs,
+                                                                       const char* param) const;
   Result tokenize(const ApiRequest& api);
   Result detokenize(const ApiRequest& api);
   Result models(const ApiRequest& api);

@@ -14,11 +14,7 @@ namespace {
 bool differs_from_none(const ChatTemplateCard& chat, const JinjaChatTemplate& chosen,
                        const ChatInputs& inputs) {
   ChatInputs none = inputs;
-  none.template_kwargs["reasoning_effort"] = "none";
-  const auto said = none.template_kwargs.find("enable_thinking");
-  if (said == none.template_kwargs.end() || said->is_null()) {
-    none.template_kwargs["enable_thinking"] = false;
-  }
+  put_reasoning_effort(none.template_kwargs, "none");
   const auto level = render_chat_request(chosen, inputs, chat.bos_token, chat.eos_token);
   const auto off = render_chat_request(chosen, none, chat.bos_token, chat.eos_token);
   const auto* a = std::get_if<std::vector<PromptSegment>>(&level);

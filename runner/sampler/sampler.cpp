@@ -28,6 +28,19 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
+// Sorts `ids` and calls f(id, count) once for each distinct id in [0, n): the penalties'
+// counts, whatever order the history lists them in.
+template <typename F>
+void for_each_count(std::vector<int32_t>& ids, int32_t n, F f) {
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j < ids.size() && ids[j] == ids[i]) ++j;
+    if (ids[i] >= 0 && ids[i] < n) f(ids[i], j - i);
+    i = j;
+  }
+}
+
 // Rank order: z descending, ties to the lower id. A strict total order (ids are distinct).
 template <typename T>
 bool precedes(const T& a, const T& b) {
@@ -271,17 +284,10 @@ void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& par
   const float presence = params.presence_penalty;
   if ((freq == 0.0f && presence == 0.0f) || history.output.empty()) return;
   counts_.assign(history.output.begin(), history.output.end());
-  std::sort(counts_.begin(), counts_.end());
-  for (size_t i = 0; i < counts_.size();) {
-    size_t j = i;
-    while (j < counts_.size() && counts_[j] == counts_[i]) ++j;
-    const int32_t id = counts_[i];
-    if (id >= 0 && id < n) {
-      logits[id] -= freq * static_cast<float>(j - i);
-      logits[id] -= presence;
-    }
-    i = j;
-  }
+  for_each_count(counts_, n, [&](int32_t id, size_t count) {
+    logits[id] -= freq * static_cast<float>(count);
+    logits[id] -= presence;
+  });
 }
 
 // llama.cpp's penalties sampler, over its window of the last penalty_last_n tokens of the
@@ -296,20 +302,12 @@ void Sampler::apply_window_penalties(std::span<float> logits, const SamplingPara
                  history.prompt.end());
   counts_.insert(counts_.end(), history.output.end() - static_cast<std::ptrdiff_t>(from_output),
                  history.output.end());
-  std::sort(counts_.begin(), counts_.end());
-  const auto n = static_cast<int32_t>(logits.size());
   const float rep = params.repetition_penalty;
-  for (size_t i = 0; i < counts_.size();) {
-    size_t j = i;
-    while (j < counts_.size() && counts_[j] == counts_[i]) ++j;
-    const int32_t id = counts_[i];
-    if (id >= 0 && id < n) {
-      float& x = logits[id];
-      x = x <= 0.0f ? x * rep : x / rep;
-      x -= static_cast<float>(j - i) * params.frequency_penalty + params.presence_penalty;
-    }
-    i = j;
-  }
+  for_each_count(counts_, static_cast<int32_t>(logits.size()), [&](int32_t id, size_t count) {
+    float& x = logits[id];
+    x = x <= 0.0f ? x * rep : x / rep;
+    x -= static_cast<float>(count) * params.frequency_penalty + params.presence_penalty;
+  });
 }
 
 namespace {

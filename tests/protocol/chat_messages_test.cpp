@@ -79,12 +79,10 @@ TEST(ChatMessages, ReasoningEffortIsATemplateVariable) {
       "chat_template_kwargs": {"enable_thinking": false, "reasoning_effort": "none"}})");
   EXPECT_EQ(kept.template_kwargs["enable_thinking"], false);
   EXPECT_TRUE(kept.effort_in_kwargs);
-  EXPECT_FALSE(kept.effort_set_enable_thinking);
   // null in the kwargs says nothing.
   const ChatInputs null_kwargs = parse_ok("{" + hi + R"(, "reasoning_effort": "none",
       "chat_template_kwargs": {"enable_thinking": null, "reasoning_effort": null}})");
   EXPECT_EQ(null_kwargs.template_kwargs["enable_thinking"], false);
-  EXPECT_TRUE(null_kwargs.effort_set_enable_thinking);
   EXPECT_FALSE(null_kwargs.effort_in_kwargs);
   for (const char* bad : {R"("reasoning_effort": "max")", R"("reasoning_effort": 1)",
                           R"("reasoning_effort": "low", "chat_template_kwargs":
