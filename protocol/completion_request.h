@@ -76,6 +76,9 @@ struct CompletionRequest {
   // penalties, logprobs (completions' logprobs; chat's top_logprobs when logprobs is true)
   // and prompt_logprobs (completions with echo and logprobs). sampling.seed is left 0.
   SamplingParams sampling;
+  // llama.cpp's DRY sequence breakers (dry_sequence_breakers, llama-server's default unless
+  // sent), which the server turns into sampling.dry_breakers for the model's vocabulary.
+  std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
   // The request's seed; nullopt: the server draws one, puts it into sampling.seed and
   // reports it in the response. Negative seeds are kept as their two's complement.
   std::optional<uint64_t> seed;

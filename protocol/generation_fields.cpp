@@ -1,6 +1,7 @@
 #include "protocol/generation_fields.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -105,6 +106,53 @@ void read_llama_penalties(const Json& body, SamplingParams& sampling) {
   sampling.penalty_last_n = n < 0 ? SamplingParams::kWholeHistory : static_cast<int32_t>(n);
 }
 
+// A number of at least `min` (the message's words for the range).
+float read_float_from(const Json& body, const char* name, float fallback, float min,
+                      const char* range) {
+  const Json* value = find_field(body, name);
+  if (value == nullptr) return fallback;
+  const float v = read_float(*value, name);
+  if (!(v >= min)) {
+    reject("Invalid value for '" + std::string(name) + "': expected " + range + ", got " +
+               value->dump() + ".",
+           name);
+  }
+  return v;
+}
+
+// llama-server's DRY fields and defaults (SamplingParams::dry_*). dry_penalty_last_n -1 is
+// the whole history (llama-server's context size), 0 turns DRY off. Breakers are strings,
+// each cut to its first kMaxDryBreakerBytes bytes and the empty ones skipped, as llama.cpp
+// does; the server turns them into token sequences.
+void read_dry(const Json& body, CompletionRequest& request) {
+  SamplingParams& sampling = request.sampling;
+  sampling.dry_multiplier = read_float_from(body, "dry_multiplier", 0.0f, 0.0f, "a number >= 0");
+  // llama-server puts a base below 1 back to its default; a client that sends one is told.
+  sampling.dry_base = read_float_from(body, "dry_base", 1.75f, 1.0f, "a number >= 1");
+  if (const Json* value = find_field(body, "dry_allowed_length")) {
+    sampling.dry_allowed_length = static_cast<int32_t>(
+        read_integer(*value, "dry_allowed_length", 0, std::numeric_limits<int32_t>::max()));
+  }
+  if (const Json* value = find_field(body, "dry_penalty_last_n")) {
+    const int64_t n =
+        read_integer(*value, "dry_penalty_last_n", -1, std::numeric_limits<int32_t>::max());
+    sampling.dry_last_n = n < 0 ? SamplingParams::kWholeHistory : static_cast<int32_t>(n);
+  }
+  const Json* breakers = find_field(body, "dry_sequence_breakers");
+  if (breakers == nullptr) return;
+  const Json& list = require_array(*breakers, "dry_sequence_breakers");
+  if (list.empty() || list.size() > kMaxDryBreakers) {
+    reject("'dry_sequence_breakers' must be a non-empty array of at most " +
+               std::to_string(kMaxDryBreakers) + " strings.",
+           "dry_sequence_breakers");
+  }
+  request.dry_sequence_breakers.clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string& text = read_string(list[i], element_param("dry_sequence_breakers", i));
+    if (!text.empty()) request.dry_sequence_breakers.push_back(text.substr(0, kMaxDryBreakerBytes));
+  }
+}
+
 // Completions: logprobs is a count (false: none) and echo a flag. Chat: logprobs is a flag
 // and top_logprobs the count, which needs logprobs (as OpenAI and vLLM say).
 void read_logprobs(const Json& body, CompletionRequest& request) {
@@ -133,6 +181,7 @@ void read_logprobs(const Json& body, CompletionRequest& request) {
 void read_generation_controls(const Json& body, CompletionRequest& request) {
   read_penalties(body, request.sampling);
   read_llama_penalties(body, request.sampling);
+  read_dry(body, request);
   read_logprobs(body, request);
   read_min_tokens(body, request);
   read_stop_token_ids(body, request);

@@ -248,6 +248,11 @@ Json settings_of(const NativeRequest& native, const Json& body) {
       {"repeat_last_n", s.penalty_last_n == SamplingParams::kWholeHistory ? -1 : s.penalty_last_n},
       {"xtc_probability", s.xtc_probability},
       {"xtc_threshold", s.xtc_threshold},
+      {"dry_multiplier", s.dry_multiplier},
+      {"dry_base", s.dry_base},
+      {"dry_allowed_length", s.dry_allowed_length},
+      {"dry_penalty_last_n", s.dry_last_n == SamplingParams::kWholeHistory ? -1 : s.dry_last_n},
+      {"dry_sequence_breakers", r.dry_sequence_breakers},
       {"ignore_eos", s.ignore_eos},
       {"stop", r.stop},
       {"stream", r.stream},
@@ -259,6 +264,12 @@ Json settings_of(const NativeRequest& native, const Json& body) {
 }
 
 }  // namespace
+
+void report_windows_as_context(nlohmann::ordered_json& settings, int32_t context_length) {
+  for (const char* window : {"repeat_last_n", "dry_penalty_last_n"}) {
+    if (settings.contains(window) && settings[window] == -1) settings[window] = context_length;
+  }
+}
 
 std::variant<NativeRequest, ApiError> parse_native_request(std::string_view text, bool infill) {
   NativeRequest out;

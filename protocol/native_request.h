@@ -57,4 +57,8 @@ struct NativeRequest {
 // infill: the body of /infill, else of /completion.
 std::variant<NativeRequest, ApiError> parse_native_request(std::string_view body, bool infill);
 
+// llama-server reports a whole-history window (repeat_last_n, dry_penalty_last_n: -1) as
+// the context it spans: settings' -1 windows become context_length.
+void report_windows_as_context(nlohmann::ordered_json& settings, int32_t context_length);
+
 }  // namespace tandem

@@ -169,15 +169,19 @@ bool acts(Stage stage, const Json& completion) {
     case Stage::kXtc:
       return number_or(completion, "xtc_probability", 0.0) > 0.0 &&
              number_or(completion, "xtc_threshold", 0.1) <= 0.5;
+    case Stage::kDry:
+      return number_or(completion, "dry_multiplier", 0.0) > 0.0 &&
+             number_or(completion, "dry_penalty_last_n", -1.0) != 0.0;
     default:
-      return false;  // dry, typ_p, top_n_sigma, adaptive_p: the completion parser refuses
-                     // them acting
+      return false;  // typ_p, top_n_sigma, adaptive_p: the completion parser refuses them
+                     // acting
   }
 }
 
 [[noreturn]] void refuse_order(const std::string& why) {
   reject("'samplers' " + why +
-             ", which this server cannot apply (it applies penalties first, top_k before "
+             ", which this server cannot apply (it applies penalties and then dry first, top_k "
+             "before "
              "top_p, xtc and then infill after the filters, and the temperature before or "
              "after all of top_p, xtc and infill). Reorder them, or leave one out.",
          "samplers");
@@ -222,10 +226,12 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   };
   const int pen = at(Stage::kPenalties), t = at(Stage::kTemperature), m = at(Stage::kMinP),
             k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill),
-            x = at(Stage::kXtc);
+            x = at(Stage::kXtc), dry = at(Stage::kDry);
   for (int other : {t, m, k, p, inf, x}) {
     if (pen >= 0 && other >= 0 && other < pen) refuse_order("applies the penalties after a filter");
+    if (dry >= 0 && other >= 0 && other < dry) refuse_order("applies dry after a filter");
   }
+  if (pen >= 0 && dry >= 0 && dry < pen) refuse_order("applies dry before the penalties");
   if (k >= 0 && p >= 0 && p < k) refuse_order("applies top_p before top_k");
   for (int filter : {k, p, m}) {
     if (inf >= 0 && filter > inf) refuse_order("applies a filter after infill");

@@ -3,12 +3,16 @@
 // sampler. A plain value type: no threads, no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <vector>
 
 namespace tandem {
+
+struct DryBreakers;  // protocol/dry_breakers.h
 
 struct SamplingParams {
   float temperature = 1.0f;  // 0: argmax (ties to the lowest id), no noise drawn
@@ -61,6 +65,19 @@ struct SamplingParams {
   float xtc_threshold = 0.1f;
   bool xtc_on() const { return xtc_probability > 0.0f && xtc_threshold <= 0.5f; }
 
+  // llama.cpp's DRY ("don't repeat yourself", runner/sampler/dry.h) after the penalties,
+  // over the last dry_last_n tokens of the prompt and the output taken together (like a
+  // penalty window; kWholeHistory: every one): a token that would extend a repeat of the
+  // history's end longer than dry_allowed_length tokens, counted back to the last sequence
+  // breaker, gets logit -= dry_multiplier * dry_base^(length - dry_allowed_length). Off at
+  // multiplier 0 or window 0; dry_base >= 1 (the parser checks). dry_breakers: null is none.
+  float dry_multiplier = 0.0f;
+  float dry_base = 1.75f;
+  int32_t dry_allowed_length = 2;
+  int32_t dry_last_n = kWholeHistory;
+  std::shared_ptr<const DryBreakers> dry_breakers;
+  bool dry_on() const { return dry_multiplier > 0.0f && dry_last_n > 0; }
+
   // llama.cpp's chain orders (llama-server's `samplers`), where they differ from vLLM's
   // (temperature, then min_p, top_k, top_p over what is left):
   // - temperature_last: min_p, top_k and top_p choose the kept set from the raw logits (as
@@ -71,13 +88,24 @@ struct SamplingParams {
   bool temperature_last = false;
   bool min_p_last = false;
 
-  bool has_output_penalties() const {
+  // Whether repetition, frequency or presence acts.
+  bool counts_tokens() const {
     return frequency_penalty != 0.0f || presence_penalty != 0.0f || repetition_penalty != 1.0f;
   }
-  // Whether the penalties read the prompt: repetition always, the others in a llama.cpp
-  // window.
+  // Whether a penalty reads the output (every one that acts, DRY included).
+  bool has_output_penalties() const { return counts_tokens() || dry_on(); }
+  // Whether a penalty reads the prompt: repetition always, the others in a llama.cpp
+  // window, and DRY.
   bool has_prompt_penalty() const {
-    return repetition_penalty != 1.0f || (penalty_last_n > 0 && has_output_penalties());
+    return repetition_penalty != 1.0f || (penalty_last_n > 0 && counts_tokens()) || dry_on();
+  }
+  // How many of the last tokens of the prompt, and of the output, the penalties read: every
+  // one under vLLM's definitions, else the longer of llama.cpp's windows that act.
+  int32_t penalty_reach() const {
+    int32_t reach = 0;
+    if (counts_tokens()) reach = penalty_last_n > 0 ? penalty_last_n : kWholeHistory;
+    if (dry_on()) reach = std::max(reach, dry_last_n);
+    return reach;
   }
 };
 

@@ -161,12 +161,11 @@ struct Scheduler::Launched {
 // The pacer's clock (prefill_pacer.h: the prompts' share of the last seconds' steps):
 // SchedulerOptions::clock where a test gives one, else a steady clock.
 // The part of a history (the prompt, or the output so far) that the penalties can count:
-// all of it, or a llama.cpp window's last penalty_last_n tokens, which is all the sampler
-// reads of either part (RowHistory).
+// all of it, or the last tokens that llama.cpp's windows (penalties, DRY) reach, which is
+// all the sampler reads of either part (RowHistory).
 inline std::span<const int32_t> penalty_counted(const SamplingParams& sampling,
                                                 const std::vector<int32_t>& history) {
-  const size_t window =
-      sampling.penalty_last_n > 0 ? static_cast<size_t>(sampling.penalty_last_n) : history.size();
+  const auto window = static_cast<size_t>(sampling.penalty_reach());
   return std::span<const int32_t>(history).last(std::min(window, history.size()));
 }
 

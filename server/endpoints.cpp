@@ -295,6 +295,9 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
     return error_answer(model_not_found(request.model));
   }
   if (auto error = check_token_ids(request, model_.vocab_size)) return refuse(*error);
+  if (request.sampling.dry_on()) {
+    request.sampling.dry_breakers = dry_breakers_.get(request.dry_sequence_breakers);
+  }
   // llama-server's timings ride on the OpenAI routes' chunks; the routes with writers of
   // their own (/v1/responses, /v1/messages) have no place for them.
   if (renames != nullptr && request.timings_per_token) {

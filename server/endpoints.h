@@ -30,6 +30,7 @@
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
 #include "server/access_log.h"
+#include "server/dry_breakers.h"
 #include "server/generation_response.h"
 #include "server/server_metrics.h"
 
@@ -205,6 +206,7 @@ class Endpoints {
   // within a run nor (but with negligible chance) across restarts.
   uint64_t response_id_high_ = 0;
   std::atomic<uint64_t> next_response_ = 0;
+  DryBreakerCache dry_breakers_{tokenizer_};
 };
 
 }  // namespace tandem::server

@@ -46,10 +46,7 @@ Endpoints::Result Endpoints::native(const ApiRequest& api, bool infill) {
     }
     request.prompt_tokens = std::move(*tokens);
   }
-  // llama-server reports the whole-history penalty window (-1) as the context it spans.
-  if (native.settings["repeat_last_n"] == -1) {
-    native.settings["repeat_last_n"] = model_.context_length;
-  }
+  report_windows_as_context(native.settings, model_.context_length);
   Result result = generation(api, request, &native.renames);
   auto* plan = std::get_if<GenerationPlan>(&result);
   if (plan == nullptr) return result;

@@ -32,9 +32,11 @@ HttpAnswer json_body(const Json& object) {
 
 // The settings a /completion request gets when it sends none but its prompt, as its
 // answer's generation_settings shows them: read by the same code, so they cannot drift.
-Json default_params() {
+Json default_params(int32_t context_length) {
   auto parsed = parse_native_request(R"({"prompt": "x"})", /*infill=*/false);
-  return std::get<NativeRequest>(parsed).settings;
+  Json settings = std::get<NativeRequest>(parsed).settings;
+  report_windows_as_context(settings, context_length);
+  return settings;
 }
 
 Json slot_json(int32_t id, int32_t n_ctx, bool speculative) {
@@ -84,7 +86,7 @@ bool query_has(std::string_view target, std::string_view name) {
 
 Endpoints::Result Endpoints::props(const ApiRequest&) {
   Json settings = slot_json(0, model_.context_length, scheduler_.speculative());
-  settings["params"] = default_params();
+  settings["params"] = default_params(model_.context_length);
   settings["params"]["seed"] = -1;  // llama-server's default: drawn for each request
   Json props{{"default_generation_settings", std::move(settings)},
              {"total_slots", scheduler_.max_batch()},

@@ -12,7 +12,10 @@
 // 0.99), over random pieces of 1 to 8 letters. "+llama_order" samples in llama.cpp's default chain
 // order (SamplingParams::temperature_last and min_p_last: top_p and min_p on the raw logits, the
 // temperature for the draw alone) beside the same filters in vLLM's order; "+xtc" adds XTC
-// firing at every step (threshold 0.1) to the llama.cpp order.
+// firing at every step (threshold 0.1) to the llama.cpp order. "+dry" applies llama.cpp's DRY
+// (multiplier 0.8, llama-server's defaults otherwise) over a 4096-token history drawn from 512
+// ids, with 2000 single-token breakers (as llama-server's default list makes of a 128k
+// vocabulary) none of which is in the history: the whole window is scanned.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/dry_breakers.h"
 #include "runner/sampler/sampler.h"
 #include "runner/sampler/token_pieces.h"
 
@@ -48,6 +52,7 @@ struct Case {
   bool llama_order = false;      // llama.cpp's default chain: temperature_last and min_p_last
   int32_t penalty_last_n = 0;    // llama.cpp's penalty window (SamplingParams::penalty_last_n)
   float xtc_probability = 0.0f;  // XTC, firing at every step when 1
+  bool dry = false;
 };
 
 constexpr Case kCases[] = {
@@ -71,6 +76,7 @@ constexpr Case kCases[] = {
     {"t0.8_p0.95_minp0.05", 0.8f, 0, 0.95f, 0.05f},
     {"t0.8_p0.95_minp0.05+llama_order", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true},
     {"t0.8_p0.95_minp0.05+xtc", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true, 0, 1.0f},
+    {"t1_plain+dry", 1.0f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, true},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -111,6 +117,16 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
     params.penalty_last_n = c.penalty_last_n;
     for (int32_t i = 0; i < 512; ++i) prompt.push_back(int32_t(rng() % uint32_t(vocab)));
     for (int32_t i = 0; i < 256; ++i) output.push_back(int32_t(rng() % uint32_t(vocab)));
+    history.prompt = prompt;
+    history.output = output;
+  }
+  if (c.dry) {
+    params.dry_multiplier = 0.8f;
+    auto breakers = std::make_shared<tandem::DryBreakers>();
+    for (int32_t id = 0; id < 2000; ++id) breakers->tails[vocab - 1 - id] = {{}};
+    params.dry_breakers = breakers;
+    for (int32_t i = 0; i < 3840; ++i) prompt.push_back(int32_t(rng() % 512));
+    for (int32_t i = 0; i < 256; ++i) output.push_back(int32_t(rng() % 512));
     history.prompt = prompt;
     history.output = output;
   }

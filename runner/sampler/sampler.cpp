@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runner/sampler/dry.h"
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
 #include "runner/sampler/xtc.h"
@@ -163,7 +164,8 @@ bool Sampler::touches_row(const SamplingParams& params, const RowHistory& histor
       !history.output.empty() || (params.penalty_last_n > 0 && !history.prompt.empty());
   const bool penalties =
       params.repetition_penalty != 1.0f ||
-      ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) && counted);
+      ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) && counted) ||
+      (params.dry_on() && (!history.prompt.empty() || !history.output.empty()));
   return !params.logit_bias.empty() || penalties || params.ignore_eos || history.ban_stop ||
          !history.allowed.empty() || (params.temperature > 0.0f && inv_t != 1.0f);
 }
@@ -194,7 +196,11 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     saved_.emplace_back(id, logits[id]);
     logits[id] = bias <= -100.0f ? kNegInf : logits[id] + bias;
   }
-  apply_penalties(logits, params, history);
+  if (params.counts_tokens()) apply_penalties(logits, params, history);
+  if (params.dry_on()) {
+    if (!dry_) dry_ = std::make_unique<sampler_dry::Scratch>();
+    sampler_dry::apply(logits, params, history.prompt, history.output, *dry_);
+  }
   if (history.ban_stop) {
     ban(logits, config_.eog_ids);
     ban(logits, params.stop_token_ids);

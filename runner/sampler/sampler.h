@@ -10,7 +10,8 @@
 //     the vocabulary are ignored. Then the penalties (sampling_params.h; each token once,
 //     whatever its number of occurrences: repetition over prompt and output, then
 //     frequency * count, then presence, over the output; in a llama.cpp window all three
-//     over its last tokens of both). ignore_eos then bans every id in
+//     over its last tokens of both), then llama.cpp's DRY (dry.h) over its window of both.
+//     ignore_eos then bans every id in
 //     SamplerConfig::eog_ids that params.stop_token_ids does not name; RowHistory::ban_stop
 //     (min_tokens not reached) bans them and params.stop_token_ids. Then the grammar mask
 //     (RowHistory::allowed, when given) bans every token it does not allow. Banned tokens, -inf
@@ -93,15 +94,18 @@ struct TopList;
 namespace sampler_infill {
 struct Scratch;
 }
+namespace sampler_dry {
+struct Scratch;
+}
 
 class TokenPieces;
 
 // What the sampler needs of a row besides its logits and parameters.
 struct RowHistory {
   bool ban_stop = false;  // min_tokens not reached: eog_ids and stop_token_ids banned
-  // The prompt's tokens (repetition_penalty; every penalty in a llama.cpp window), and the
-  // tokens generated so far (every penalty). A window reads only their last
-  // penalty_last_n tokens, so a caller may pass just those.
+  // The prompt's tokens (repetition_penalty; every penalty in a llama.cpp window; DRY), and
+  // the tokens generated so far (every penalty). A window reads only their last
+  // SamplingParams::penalty_reach() tokens, so a caller may pass just those.
   std::span<const int32_t> prompt;
   std::span<const int32_t> output;
   // The grammar's mask (grammar::Matcher::fill_mask): bit (id % 32) of word id / 32 set
@@ -228,6 +232,7 @@ class Sampler {
   std::vector<float> raw_;  // the row as it came, when logprobs are asked of a touched row
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row
+  std::unique_ptr<sampler_dry::Scratch> dry_;           // made by the first DRY row
 };
 
 }  // namespace tandem

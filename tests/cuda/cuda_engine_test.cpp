@@ -41,6 +41,10 @@ std::vector<Ask> mixed_asks() {
     if (i == 7) a.sampling.logprobs = 3;
     if (i == 8) a.sampling.repetition_penalty = 1.3f;
     if (i == 11) a.sampling.xtc_probability = 0.6f;  // on the host, as the penalties
+    if (i == 9) {                                    // DRY over the whole history, on the host too
+      a.sampling.dry_multiplier = 0.8f;
+      a.sampling.dry_allowed_length = 1;
+    }
     if (i == 10) {  // llama.cpp's definitions, over a window of the prompt and the output
       a.sampling.frequency_penalty = 0.6f;
       a.sampling.penalty_last_n = 8;

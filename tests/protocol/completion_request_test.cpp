@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace tandem::TANDEM_UNITY_ID {
 namespace {
@@ -240,6 +241,43 @@ TEST(CompletionRequest, LlamaCppsPenaltyNamesPickItsDefinitions) {
   EXPECT_FLOAT_EQ(same.sampling.repetition_penalty, 1.5f);
   // Without a penalty the window changes nothing.
   EXPECT_FALSE(parse_ok(R"({"prompt": "x", "repeat_last_n": 64})").sampling.has_prompt_penalty());
+}
+
+// llama-server's DRY fields on every route: its defaults unless sent, -1 the whole history,
+// breakers cut to 40 bytes with the empty ones dropped; the penalties' reach covers DRY's
+// window, which reads the prompt too.
+TEST(CompletionRequest, DryIsRead) {
+  const CompletionRequest none = parse_ok(R"({"prompt": "x"})");
+  EXPECT_FALSE(none.sampling.dry_on());
+  EXPECT_FALSE(none.sampling.has_output_penalties());
+  EXPECT_EQ(none.dry_sequence_breakers, (std::vector<std::string>{"\n", ":", "\"", "*"}));
+  const CompletionRequest r = parse_chat_ok(
+      R"({"messages": [{"role": "user", "content": "hi"}], "dry_multiplier": 0.8,
+          "dry_base": 1.5, "dry_allowed_length": 3, "dry_penalty_last_n": 128,
+          "dry_sequence_breakers": ["\n\n", "", "User:", "0123456789012345678901234567890123456789xyz"]})");
+  EXPECT_FLOAT_EQ(r.sampling.dry_multiplier, 0.8f);
+  EXPECT_FLOAT_EQ(r.sampling.dry_base, 1.5f);
+  EXPECT_EQ(r.sampling.dry_allowed_length, 3);
+  EXPECT_EQ(r.sampling.dry_last_n, 128);
+  EXPECT_EQ(
+      r.dry_sequence_breakers,
+      (std::vector<std::string>{"\n\n", "User:", "0123456789012345678901234567890123456789"}));
+  EXPECT_TRUE(r.sampling.dry_on());
+  EXPECT_TRUE(r.sampling.has_output_penalties());
+  EXPECT_TRUE(r.sampling.has_prompt_penalty());
+  EXPECT_EQ(r.sampling.penalty_reach(), 128);
+  // Beside a shorter penalty window, the longer of the two is read.
+  const CompletionRequest both = parse_ok(
+      R"({"prompt": "x", "dry_multiplier": 1, "presence_penalty": 1, "repeat_last_n": 16})");
+  EXPECT_EQ(both.sampling.dry_last_n, SamplingParams::kWholeHistory);
+  EXPECT_EQ(both.sampling.penalty_reach(), SamplingParams::kWholeHistory);
+  const CompletionRequest off =
+      parse_ok(R"({"prompt": "x", "dry_multiplier": 1, "dry_penalty_last_n": 0})");
+  EXPECT_FALSE(off.sampling.dry_on());
+  EXPECT_EQ(off.sampling.penalty_reach(), 0);
+  EXPECT_EQ(parse_ok(R"({"prompt": "x", "dry_multiplier": 1, "dry_penalty_last_n": -1})")
+                .sampling.dry_last_n,
+            SamplingParams::kWholeHistory);
 }
 
 TEST(CompletionRequest, LogprobsAndEchoAreRead) {

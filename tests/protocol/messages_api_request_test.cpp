@@ -284,6 +284,14 @@ TEST(MessagesApiRequest, UnknownFieldsAreRefusedByName) {
       parsed("{" + hi + R"(, "repeat_penalty": 1.1, "repeat_last_n": 32, "penalty_last_n": 32})");
   EXPECT_FLOAT_EQ(llama.request.sampling.repetition_penalty, 1.1f);
   EXPECT_EQ(llama.request.sampling.penalty_last_n, 32);
+  const MessagesRequest samplers = parsed(
+      "{" + hi +
+      R"(, "xtc_probability": 0.5, "xtc_threshold": 0.2, "dry_multiplier": 0.8, "dry_base": 2,
+          "dry_allowed_length": 3, "dry_penalty_last_n": 64, "dry_sequence_breakers": ["\n"]})");
+  EXPECT_TRUE(samplers.request.sampling.xtc_on());
+  EXPECT_TRUE(samplers.request.sampling.dry_on());
+  EXPECT_EQ(samplers.request.sampling.dry_last_n, 64);
+  EXPECT_EQ(samplers.request.dry_sequence_breakers, std::vector<std::string>{"\n"});
 }
 
 TEST(MessagesApiRequest, CountTokensNeedsNoMaxTokens) {

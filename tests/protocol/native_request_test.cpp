@@ -264,6 +264,36 @@ TEST(NativeRequest, XtcIsReadInTheChain) {
           .request.sampling.temperature_last);
 }
 
+// DRY in llama-server's default chain, right after the penalties; reported in
+// generation_settings (its whole-history window as -1 here, the context on the server); a
+// chain without it turns it off; one placing it after a filter or before the penalties is
+// refused.
+TEST(NativeRequest, DryIsReadInTheChain) {
+  const NativeRequest r = parsed(
+      R"({"prompt": "x", "dry_multiplier": 0.8, "dry_allowed_length": 3,
+          "dry_sequence_breakers": ["\n", "###"]})");
+  EXPECT_TRUE(r.request.sampling.dry_on());
+  EXPECT_EQ(r.request.sampling.dry_allowed_length, 3);
+  EXPECT_FLOAT_EQ(r.settings["dry_multiplier"].get<float>(), 0.8f);
+  EXPECT_FLOAT_EQ(r.settings["dry_base"].get<float>(), 1.75f);
+  EXPECT_EQ(r.settings["dry_allowed_length"], 3);
+  EXPECT_EQ(r.settings["dry_penalty_last_n"], -1);
+  EXPECT_EQ(r.settings["dry_sequence_breakers"], nlohmann::json({"\n", "###"}));
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["top_k"]})")
+                   .request.sampling.dry_on());
+  for (const char* body : {
+           R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["top_k", "dry"]})",
+           R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["temperature", "dry"]})",
+           R"({"prompt": "x", "dry_multiplier": 0.8, "repeat_penalty": 1.1,
+               "samplers": ["dry", "penalties"]})",
+       }) {
+    EXPECT_EQ(refused(body).param, "samplers") << body;
+  }
+  // Off, its place in the chain does not matter.
+  EXPECT_FALSE(
+      parsed(R"({"prompt": "x", "samplers": ["top_k", "dry"]})").request.sampling.dry_on());
+}
+
 TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {
   const NativeRequest r = parsed(
       R"({"prompt": "x", "presence_penalty": 0.5, "frequency_penalty": -1, "repeat_penalty": 1.1})");

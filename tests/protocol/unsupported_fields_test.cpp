@@ -60,7 +60,6 @@ const FieldCase kRefused[] = {
     {"CompletionsToolChoice", kCmpl, R"("tool_choice": "auto")", "tool_choice", ""},
     {"CompletionsTopLogprobs", kCmpl, R"("top_logprobs": 2)", "top_logprobs", "'logprobs'"},
     {"Mirostat", kCmpl, R"("mirostat": 2)", "mirostat", ""},
-    {"DryMultiplier", kCmpl, R"("dry_multiplier": 0.8)", "dry_multiplier", ""},
     {"DynatempRange", kCmpl, R"("dynatemp_range": 0.5)", "dynatemp_range", ""},
     {"TopNSigma", kCmpl, R"("top_n_sigma": 1.5)", "top_n_sigma", ""},
     {"NProbs", kCmpl, R"("n_probs": 5)", "n_probs", "'logprobs'"},

@@ -1,7 +1,7 @@
 // The penalties' history the scheduler hands the device with each sampled row: vLLM's
 // definitions get the whole output (and the prompt for repetition); a llama.cpp window gets
-// at least its last tokens of prompt and output, in order, with overlap on (chained steps
-// append the token they feed) and off.
+// (penalties' or DRY's, the longer of the two) at least its last tokens of prompt and output,
+// in order, with overlap on (chained steps append the token they feed) and off.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,35 +79,47 @@ std::vector<int32_t> last(const std::vector<int32_t>& v, size_t n) {
   return {v.end() - static_cast<std::ptrdiff_t>(std::min(n, v.size())), v.end()};
 }
 
+// Each sampled row's history holds the window's last tokens of prompt and output, in order.
+void check_window(const std::vector<Seen>& seen, const std::vector<int32_t>& prompt, int32_t last_n,
+                  bool overlap) {
+  ASSERT_EQ(seen.size(), 24u);
+  for (const Seen& s : seen) {
+    ASSERT_TRUE(s.has_prompt);
+    const std::vector<int32_t> full = full_history(prompt, s.position);
+    // The sampler counts the window's tokens from the end of each part.
+    const size_t from_output = std::min<size_t>(last_n, s.output.size());
+    std::vector<int32_t> counted = last(s.output, from_output);
+    counted.insert(counted.begin(),
+                   s.prompt.end() -
+                       static_cast<std::ptrdiff_t>(std::min(last_n - from_output, s.prompt.size())),
+                   s.prompt.end());
+    EXPECT_EQ(counted, last(full, last_n))
+        << "position " << s.position << " overlap " << overlap << " last_n " << last_n;
+    EXPECT_LE(s.prompt.size(), static_cast<size_t>(last_n));
+    // Rows the host builds copy the window's tail; a chained step's row is its
+    // predecessor's, moved, with the fed token appended (no copy to trim).
+    if (!overlap) {
+      EXPECT_LE(s.output.size(), static_cast<size_t>(last_n));
+    }
+  }
+}
+
 TEST(PenaltyHistory, AWindowGetsItsLastTokensOfPromptAndOutput) {
   const std::vector<int32_t> prompt = {'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y'};
   for (bool overlap : {true, false}) {
     for (int32_t last_n : {1, 4, 16}) {
-      SamplingParams sampling;
-      sampling.presence_penalty = 1.0f;  // no repetition: the window alone asks for the prompt
-      sampling.penalty_last_n = last_n;
-      const std::vector<Seen> seen = run(sampling, prompt, overlap);
-      ASSERT_EQ(seen.size(), 24u);
-      for (const Seen& s : seen) {
-        ASSERT_TRUE(s.has_prompt);
-        const std::vector<int32_t> full = full_history(prompt, s.position);
-        std::vector<int32_t> given = s.prompt;
-        given.insert(given.end(), s.output.begin(), s.output.end());
-        // The sampler counts the window's tokens from the end of each part.
-        const size_t from_output = std::min<size_t>(last_n, s.output.size());
-        std::vector<int32_t> counted = last(s.output, from_output);
-        counted.insert(counted.begin(),
-                       s.prompt.end() - static_cast<std::ptrdiff_t>(
-                                            std::min(last_n - from_output, s.prompt.size())),
-                       s.prompt.end());
-        EXPECT_EQ(counted, last(full, last_n))
-            << "position " << s.position << " overlap " << overlap << " last_n " << last_n;
-        EXPECT_LE(s.prompt.size(), static_cast<size_t>(last_n));
-        // Rows the host builds copy the window's tail; a chained step's row is its
-        // predecessor's, moved, with the fed token appended (no copy to trim).
-        if (!overlap) {
-          EXPECT_LE(s.output.size(), static_cast<size_t>(last_n));
+      // The window is a penalty's, DRY's, or the longer of the two.
+      for (int kind : {0, 1, 2}) {
+        SamplingParams sampling;
+        if (kind != 1) {
+          sampling.presence_penalty = 1.0f;  // no repetition: the window alone asks for the prompt
+          sampling.penalty_last_n = kind == 0 ? last_n : 1;
         }
+        if (kind != 0) {
+          sampling.dry_multiplier = 0.8f;
+          sampling.dry_last_n = last_n;
+        }
+        check_window(run(sampling, prompt, overlap), prompt, last_n, overlap);
       }
     }
   }

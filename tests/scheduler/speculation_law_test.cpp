@@ -1,9 +1,9 @@
 // Speculative decoding's law on the real tiny models: a request gives the same tokens,
 // text, log-probabilities and finish with drafts verified as without them, whatever the
 // drafts, the batch, the pool, overlap, the threads or the KV type. Greedy and seeded
-// sampling, penalties (vLLM's and llama.cpp's windows), XTC, min_tokens, logprobs, grammars, n
-// choices and the prefix cache all ride along; small pools preempt. The workload must exercise what
-// it claims to: drafts accepted and drafts refused.
+// sampling, penalties (vLLM's and llama.cpp's windows), DRY, XTC, min_tokens, logprobs,
+// grammars, n choices and the prefix cache all ride along; small pools preempt. The workload
+// must exercise what it claims to: drafts accepted and drafts refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/dry_breakers.h"
 #include "runner/model/make_model.h"
 #include "scheduler/engine.h"
 #include "tests/common/test_models.h"
@@ -94,6 +95,14 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
     if (s.seed % 5 == 1) {  // XTC, from the seed too (the workload's draws stay as they were)
       s.xtc_probability = 0.5f;
       s.xtc_threshold = 0.02f;
+    }
+    if (s.seed % 7 == 2) {  // DRY over a window, with a breaker (from the seed too)
+      s.dry_multiplier = 0.8f;
+      s.dry_allowed_length = 1 + static_cast<int32_t>(s.seed / 7 % 3);
+      s.dry_last_n = std::vector<int32_t>{6, 24, SamplingParams::kWholeHistory}[s.seed / 21 % 3];
+      auto breakers = std::make_shared<DryBreakers>();
+      breakers->tails[5] = {{}};
+      s.dry_breakers = breakers;
     }
     if (pick(2) == 0) s.logprobs = pick(3);
     s.ignore_eos = pick(3) != 0;

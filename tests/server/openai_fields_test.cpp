@@ -1,5 +1,5 @@
 // The OpenAI surface beyond text (issue 16) against a real `tandem serve`: logprobs
-// (completions and chat, streamed equal to whole), echo with max_tokens 0, penalties,
+// (completions and chat, streamed equal to whole), echo with max_tokens 0, penalties, DRY,
 // ids and system_fingerprint, the seeds the server draws, and `user` in
 // the access log.
 #include <signal.h>
@@ -314,6 +314,63 @@ TEST(Penalties, LlamaCppsWindowCountsThePromptsLastTokens) {
   EXPECT_EQ(streamed, whole["choices"][0]["text"]);
   body.erase("repeat_last_n");
   EXPECT_NE(post_json("/v1/completions", body)["choices"][0]["text"], whole["choices"][0]["text"]);
+}
+
+// Greedy choices that extend a repeat DRY forbids: a generated token that, with the two
+// tokens before it, repeats an earlier stretch of the prompt and the output (allowed length
+// 2, no breaker in the history).
+int dry_violations(const std::vector<int32_t>& prompt, const json& logprobs) {
+  std::vector<int32_t> h = prompt;
+  int violations = 0;
+  for (const json& name : logprobs["tokens"]) {
+    const int32_t next = std::stoi(name.get<std::string>().substr(9));
+    const auto p = static_cast<int>(h.size());
+    for (int e = 1; e + 1 < p; ++e) {
+      violations += h[e - 1] == h[p - 2] && h[e] == h[p - 1] && h[e + 1] == next;
+    }
+    h.push_back(next);
+  }
+  return violations;
+}
+
+// DRY end to end: a multiplier far above any logit gap keeps greedy off every repeat longer
+// than the allowed length, which greedy without it makes on this prompt; streamed equals
+// whole, and /completion reports the settings as llama-server does.
+TEST(Dry, GreedyNeverExtendsARepeatPastTheAllowedLength) {
+  const std::vector<int32_t> prompt = {89, 148, 256, 64, 153, 138, 89, 148, 256, 64, 153};
+  json body = {{"prompt", prompt},
+               {"max_tokens", 40},
+               {"temperature", 0},
+               {"logprobs", 0},
+               {"return_tokens_as_token_ids", true}};
+  const json plain = post_json("/v1/completions", body)["choices"][0]["logprobs"];
+  ASSERT_EQ(plain["tokens"].size(), 40u);
+  EXPECT_GT(dry_violations(prompt, plain), 0);
+  body["dry_multiplier"] = 1000;
+  body["dry_allowed_length"] = 2;
+  body["dry_sequence_breakers"] = json::array({"\x01"});  // a byte that appears in neither
+  const json whole = post_json("/v1/completions", body);
+  const json& logprobs = whole["choices"][0]["logprobs"];
+  ASSERT_EQ(logprobs["tokens"].size(), 40u);
+  EXPECT_EQ(dry_violations(prompt, logprobs), 0);
+  std::string streamed;
+  for (const json& chunk : streamed_chunks("/v1/completions", body)) {
+    if (!chunk["choices"].empty()) streamed += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, whole["choices"][0]["text"]);
+  // A window no longer than the allowed length holds no repeat to extend: greedy's choice.
+  body["dry_penalty_last_n"] = 2;
+  EXPECT_EQ(post_json("/v1/completions", body)["choices"][0]["logprobs"]["tokens"],
+            plain["tokens"]);
+  const json native = post_json("/completion", json{{"prompt", "Once upon"},
+                                                    {"n_predict", 4},
+                                                    {"dry_multiplier", 0.8},
+                                                    {"dry_sequence_breakers", {"\n", "###"}}});
+  const json& settings = native["generation_settings"];
+  EXPECT_FLOAT_EQ(settings["dry_multiplier"].get<float>(), 0.8f);
+  EXPECT_EQ(settings["dry_allowed_length"], 2);
+  EXPECT_GT(settings["dry_penalty_last_n"].get<int>(), 0);  // the context, as llama-server's
+  EXPECT_EQ(settings["dry_sequence_breakers"], json({"\n", "###"}));
 }
 
 TEST(Responses, IdsAreLongAndUniqueAndFingerprintsNameTheModel) {
