@@ -241,6 +241,7 @@ Json settings_of(const NativeRequest& native, const Json& body) {
       {"top_k", s.top_k},
       {"top_p", s.top_p},
       {"min_p", s.min_p},
+      {"top_n_sigma", s.top_n_sigma},
       {"presence_penalty", s.presence_penalty},
       {"frequency_penalty", s.frequency_penalty},
       {"repetition_penalty", s.repetition_penalty},

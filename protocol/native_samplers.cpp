@@ -172,18 +172,19 @@ bool acts(Stage stage, const Json& completion) {
     case Stage::kDry:
       return number_or(completion, "dry_multiplier", 0.0) > 0.0 &&
              number_or(completion, "dry_penalty_last_n", -1.0) != 0.0;
+    case Stage::kTopNSigma:
+      return number_or(completion, "top_n_sigma", -1.0) > 0.0;
     default:
-      return false;  // typ_p, top_n_sigma, adaptive_p: the completion parser refuses them
-                     // acting
+      return false;  // typ_p, adaptive_p: the completion parser refuses them acting
   }
 }
 
 [[noreturn]] void refuse_order(const std::string& why) {
   reject("'samplers' " + why +
-             ", which this server cannot apply (it applies penalties and then dry first, top_k "
-             "before "
-             "top_p, xtc and then infill after the filters, and the temperature before or "
-             "after all of top_p, xtc and infill). Reorder them, or leave one out.",
+             ", which this server cannot apply (it applies the penalties, dry and top_n_sigma "
+             "first, top_k before top_p, xtc and then infill after the filters, and the "
+             "temperature before or after all of top_p, xtc and infill). Reorder them, or leave "
+             "one out.",
          "samplers");
 }
 
@@ -226,12 +227,18 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   };
   const int pen = at(Stage::kPenalties), t = at(Stage::kTemperature), m = at(Stage::kMinP),
             k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill),
-            x = at(Stage::kXtc), dry = at(Stage::kDry);
-  for (int other : {t, m, k, p, inf, x}) {
+            x = at(Stage::kXtc), dry = at(Stage::kDry), sigma = at(Stage::kTopNSigma);
+  for (int other : {t, m, k, p, inf, x, sigma}) {
     if (pen >= 0 && other >= 0 && other < pen) refuse_order("applies the penalties after a filter");
     if (dry >= 0 && other >= 0 && other < dry) refuse_order("applies dry after a filter");
   }
   if (pen >= 0 && dry >= 0 && dry < pen) refuse_order("applies dry before the penalties");
+  // top_n_sigma's deviation is the whole row's; its cut scales with the temperature, so its
+  // side of it does not matter.
+  for (int filter : {m, k, p, inf, x}) {
+    if (sigma >= 0 && filter >= 0 && filter < sigma)
+      refuse_order("applies top_n_sigma after a filter");
+  }
   if (k >= 0 && p >= 0 && p < k) refuse_order("applies top_p before top_k");
   for (int filter : {k, p, m}) {
     if (inf >= 0 && filter > inf) refuse_order("applies a filter after infill");

@@ -19,7 +19,11 @@ struct SamplingParams {
   int32_t top_k = 0;         // 0, or k >= vocab: off
   float top_p = 1.0f;        // in (0, 1]; 1: off
   float min_p = 0.0f;        // in [0, 1); 0: off
-  uint64_t seed = 0;         // Gumbel noise key; the server draws one when the request has none
+  // llama.cpp's top-n-sigma (runner/sampler/top_n_sigma.h): keeps z >= z_max - n * sigma
+  // (sigma: the standard deviation of the row's finite z), before every other filter;
+  // <= 0: off (llama-server's default -1).
+  float top_n_sigma = -1.0f;
+  uint64_t seed = 0;  // Gumbel noise key; the server draws one when the request has none
   // Added to the logits before everything else; a bias <= -100 bans the token.
   std::vector<std::pair<int32_t, float>> logit_bias;
   bool ignore_eos = false;  // EOS is banned (but an id stop_token_ids names)

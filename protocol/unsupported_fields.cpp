@@ -179,8 +179,6 @@ const UnsupportedField kFields[] = {
      "other than a negative number (llama.cpp's adaptive-p sampler, off) is not supported by "
      "this server."},
     {"adaptive_decay", Where::kBoth, always, ""},  // only read with adaptive_target
-    {"top_n_sigma", Where::kBoth, at_most<0>,      // llama.cpp: <= 0 is off
-     "above 0 is not supported by this server."},
     {"n_probs", Where::kBoth, number_is<0>,
      "is read on /completion and /infill; on the OpenAI routes send 'logprobs' (and on chat "
      "'top_logprobs')."},

@@ -15,7 +15,8 @@
 // firing at every step (threshold 0.1) to the llama.cpp order. "+dry" applies llama.cpp's DRY
 // (multiplier 0.8, llama-server's defaults otherwise) over a 4096-token history drawn from 512
 // ids, with 2000 single-token breakers (as llama-server's default list makes of a 128k
-// vocabulary) none of which is in the history: the whole window is scanned.
+// vocabulary) none of which is in the history: the whole window is scanned. "+sigma" adds
+// llama.cpp's top-n-sigma (n = 1) to its default chain.
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -53,6 +54,7 @@ struct Case {
   int32_t penalty_last_n = 0;    // llama.cpp's penalty window (SamplingParams::penalty_last_n)
   float xtc_probability = 0.0f;  // XTC, firing at every step when 1
   bool dry = false;
+  float top_n_sigma = -1.0f;  // llama.cpp's top-n-sigma, off at <= 0
 };
 
 constexpr Case kCases[] = {
@@ -77,6 +79,8 @@ constexpr Case kCases[] = {
     {"t0.8_p0.95_minp0.05+llama_order", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true},
     {"t0.8_p0.95_minp0.05+xtc", 0.8f, 0, 0.95f, 0.05f, -1, false, false, true, 0, 1.0f},
     {"t1_plain+dry", 1.0f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, true},
+    {"k40_p0.95_minp0.05+llama_order+sigma", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true, 0,
+     0.0f, false, 1.0f},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -108,6 +112,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.infill = c.infill;
   params.temperature_last = params.min_p_last = c.llama_order;
   params.xtc_probability = c.xtc_probability;
+  params.top_n_sigma = c.top_n_sigma;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

@@ -21,6 +21,7 @@
 #include "runner/sampler/dry.h"
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
+#include "runner/sampler/top_n_sigma.h"
 #include "runner/sampler/xtc.h"
 
 namespace tandem {
@@ -409,7 +410,7 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
 
 bool Sampler::filters_act(const SamplingParams& params, int32_t n) {
   return (params.top_k > 0 && params.top_k < n) || params.top_p < 1.0f || params.min_p > 0.0f ||
-         params.infill || params.xtc_on();
+         params.top_n_sigma > 0.0f || params.infill || params.xtc_on();
 }
 
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
@@ -427,6 +428,12 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   // min_p_last: min_p cuts what top_p kept (llama.cpp's order); it commutes with top_k, so
   // only top_p's turn changes.
   const bool cut_last = params.min_p_last && m_on && p_on;
+  // What top_k and top_p read: the tokens at or above `first`, top_n_sigma's cut (first in
+  // every chain) and min_p's where it comes before top_p.
+  const bool sigma_on = params.top_n_sigma > 0.0f;
+  const bool first_on = sigma_on || (m_on && !cut_last);
+  const float first = std::max(sigma_on ? sampler_sigma::cut(z, params.top_n_sigma) : -FLT_MAX,
+                               cut_last ? -FLT_MAX : min_p_cut);
   const auto draw_kept = [&](std::span<RankedToken> kept) {
     if (cut_last)
       kept = kept.first(static_cast<size_t>(
@@ -436,16 +443,17 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     return draw(kept, z, params, position, draw_scale);
   };
   // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
-  // the floor: min_p's cut, or every finite token. Where min_p cuts what top_p kept, top_k's
-  // renormalized top_p needs every one of its k; without top_k, top_p weighs the whole
-  // vocabulary and its prefix ends within min_p's or is cut to it, so min_p's floor holds.
-  const float floor = cut_last && k_on ? -FLT_MAX : min_p_cut;
+  // the floor: `first`, or every finite token. Where min_p cuts what top_p kept, top_k's
+  // renormalized top_p needs every one of its k; without top_k or top_n_sigma, top_p weighs
+  // the whole vocabulary and its prefix ends within min_p's or is cut to it, so min_p's floor
+  // holds.
+  const float floor = first_on ? first : min_p_cut;
 
   if (k_on) {
-    // min_p and top_k keep rank prefixes of the same order, so either may go first; top_p
-    // then weighs what they left, renormalized (vLLM's top-k-then-top-p).
+    // top_n_sigma, min_p and top_k keep rank prefixes of the same order, so either may go
+    // first; top_p then weighs what they left, renormalized (vLLM's top-k-then-top-p).
     std::span<RankedToken> kept =
-        top_k_candidates(z, z_max, static_cast<size_t>(params.top_k), floor);
+        top_k_candidates(z, z_max, static_cast<size_t>(params.top_k), first);
     if (p_on) {
       std::sort(kept.begin(), kept.end(),
                 [](const RankedToken& a, const RankedToken& b) { return a.id < b.id; });
@@ -454,9 +462,9 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     }
     return draw_kept(kept);
   }
-  if (m_on && p_on && !cut_last) {
-    // top_p over min_p's survivors, renormalized (vLLM applies min_p before top_p): all of
-    // them are collected, in id order.
+  if (first_on && p_on) {
+    // top_p over min_p's or top_n_sigma's survivors, renormalized (vLLM applies min_p before
+    // top_p, llama.cpp top_n_sigma): all of them are collected, in id order.
     const auto count = static_cast<size_t>(
         kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
     kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());

@@ -23,9 +23,12 @@
 //     the top token).
 //  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
 //     the logits as they are. Then the filters, in vLLM's order (min_p, then top_k, then
-//     top_p over what they left, renormalized). Rank order is z descending, ties to the
-//     lower id; each filter keeps a prefix of that order, so the kept set is the first n
-//     tokens in rank order:
+//     top_p over what they left, renormalized), all after llama.cpp's top-n-sigma when it
+//     is on. Rank order is z descending, ties to the lower id; each filter keeps a prefix of
+//     that order, so the kept set is the first n tokens in rank order:
+//     - top_n_sigma (off when <= 0, top_n_sigma.h): keeps z_i - z_max >= -n * sigma, sigma
+//       the standard deviation of the row's finite z. min_p, top_k and top_p read what it
+//       leaves (top_p's S is then summed over it, in increasing id order).
 //     - min_p (off when <= 0): keeps z_i - z_max >= log(min_p) (p_i >= min_p * p_max); tied
 //       tokens are kept or dropped together. The top token always survives.
 //     - top_k (off when <= 0 or >= vocab): the first k ranks of those. Exactly k tokens are

@@ -280,6 +280,15 @@ TEST(CompletionRequest, DryIsRead) {
             SamplingParams::kWholeHistory);
 }
 
+TEST(CompletionRequest, TopNSigmaIsRead) {
+  EXPECT_LE(parse_ok(R"({"prompt": "x"})").sampling.top_n_sigma, 0.0f);
+  EXPECT_FLOAT_EQ(parse_ok(R"({"prompt": "x", "top_n_sigma": 2})").sampling.top_n_sigma, 2.0f);
+  EXPECT_FLOAT_EQ(
+      parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "top_n_sigma": -1})")
+          .sampling.top_n_sigma,
+      -1.0f);
+}
+
 TEST(CompletionRequest, LogprobsAndEchoAreRead) {
   CompletionRequest r =
       parse_ok(R"({"prompt": "x", "logprobs": 5, "echo": true, "max_tokens": 0})");

@@ -278,7 +278,7 @@ TEST(NativeRequest, DryIsReadInTheChain) {
   EXPECT_FLOAT_EQ(r.settings["dry_base"].get<float>(), 1.75f);
   EXPECT_EQ(r.settings["dry_allowed_length"], 3);
   EXPECT_EQ(r.settings["dry_penalty_last_n"], -1);
-  EXPECT_EQ(r.settings["dry_sequence_breakers"], nlohmann::json({"\n", "###"}));
+  EXPECT_EQ(r.settings["dry_sequence_breakers"], nlohmann::ordered_json({"\n", "###"}));
   EXPECT_FALSE(parsed(R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["top_k"]})")
                    .request.sampling.dry_on());
   for (const char* body : {
@@ -292,6 +292,28 @@ TEST(NativeRequest, DryIsReadInTheChain) {
   // Off, its place in the chain does not matter.
   EXPECT_FALSE(
       parsed(R"({"prompt": "x", "samplers": ["top_k", "dry"]})").request.sampling.dry_on());
+}
+
+// top_n_sigma in llama-server's default chain, before top_k; off at <= 0 (its default -1, as
+// generation_settings reports it) or without the stage; refused after a filter that acts.
+TEST(NativeRequest, TopNSigmaIsReadInTheChain) {
+  const NativeRequest r = parsed(R"({"prompt": "x", "top_n_sigma": 1.5})");
+  EXPECT_FLOAT_EQ(r.request.sampling.top_n_sigma, 1.5f);
+  EXPECT_FLOAT_EQ(r.settings["top_n_sigma"].get<float>(), 1.5f);
+  EXPECT_FLOAT_EQ(parsed(R"({"prompt": "x"})").settings["top_n_sigma"].get<float>(), -1.0f);
+  EXPECT_LE(parsed(R"({"prompt": "x", "top_n_sigma": 1.5, "samplers": ["top_k"]})")
+                .request.sampling.top_n_sigma,
+            0.0f);
+  for (const char* body : {
+           R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["top_k", "top_n_sigma"]})",
+           R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["min_p", "top_n_sigma"]})",
+           R"({"prompt": "x", "top_n_sigma": 1, "repeat_penalty": 1.2,
+               "samplers": ["top_n_sigma", "penalties"]})",
+       }) {
+    EXPECT_EQ(refused(body).param, "samplers") << body;
+  }
+  // Its side of the temperature changes nothing: either is accepted.
+  parsed(R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["temperature", "top_n_sigma"]})");
 }
 
 TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {

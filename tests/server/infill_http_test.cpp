@@ -305,6 +305,29 @@ TEST(InfillHttp, XtcExcludesTheTopChoice) {
   }
 }
 
+// top-n-sigma end to end: a cut a millionth of a deviation below the top keeps the top token
+// alone, so any seed draws greedy's text, on /completion (llama.cpp's chain, top_k 40 and the
+// rest after it) and /v1/completions alike; without it the seeds draw otherwise.
+TEST(InfillHttp, ATinyTopNSigmaDrawsGreedysText) {
+  const uint16_t port = fim_server().port();
+  const json greedy = post_json(
+      port, "/completion", json{{"prompt", "Once upon"}, {"n_predict", 12}, {"temperature", 0}});
+  int differs = 0;
+  for (int seed = 1; seed <= 3; ++seed) {
+    json body = {{"prompt", "Once upon"}, {"n_predict", 12}, {"temperature", 1.0}, {"seed", seed}};
+    differs += post_json(port, "/completion", body)["content"] != greedy["content"];
+    body["top_n_sigma"] = 1e-6;
+    const json native = post_json(port, "/completion", body);
+    EXPECT_EQ(native["content"], greedy["content"]) << seed;
+    EXPECT_FLOAT_EQ(native["generation_settings"]["top_n_sigma"].get<float>(), 1e-6f);
+    const json openai = post_json(
+        port, "/v1/completions",
+        json{{"prompt", "Once upon"}, {"max_tokens", 12}, {"top_n_sigma", 1e-6}, {"seed", seed}});
+    EXPECT_EQ(openai["choices"][0]["text"], greedy["content"]) << seed;
+  }
+  EXPECT_GT(differs, 0);
+}
+
 // n_probs: llama-server's completion_probabilities, the same values /v1/completions'
 // logprobs give for the same request, streamed piece by piece as whole.
 TEST(InfillHttp, CompletionProbabilitiesAreTheLogprobsInLlamaServersShape) {

@@ -60,6 +60,11 @@ SamplingParams chain(float t, int32_t k, float p, float m, bool late, bool m_las
   return s;
 }
 
+SamplingParams sigma(SamplingParams s, float n) {
+  s.top_n_sigma = n;
+  return s;
+}
+
 void expect_reference_tokens(const char* isa) {
   if (isa != nullptr) setenv("TANDEM_ISA", isa, 1);
   Sampler sampler({4096, {}});
@@ -72,6 +77,9 @@ void expect_reference_tokens(const char* isa) {
       chain(1.6f, 0, 0.8f, 0.1f, false, true),    // min_p after top_p, tempered
       chain(0.5f, 40, 1.0f, 0.0f, true, false),   // top_k alone: the order changes nothing
       chain(2.0f, 100, 0.7f, 0.0f, true, false),  // top_k then top_p on the raw logits
+      sigma(chain(0.7f, 40, 0.95f, 0.05f, true, true), 1.0f),  // with top_n_sigma first
+      sigma(chain(1.6f, 0, 0.9f, 0.02f, true, true), 1.5f),    // top_p over sigma's, min_p
+      sigma(chain(0.8f, 0, 1.0f, 0.0f, false, false), 0.5f),   // top_n_sigma alone
   };
   for (size_t c = 0; c < chains.size(); ++c) {
     for (int r = 0; r < 12; ++r) {

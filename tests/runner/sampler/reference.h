@@ -15,6 +15,7 @@
 
 #include "protocol/sampling_params.h"
 #include "runner/sampler/kernels.h"
+#include "runner/sampler/top_n_sigma.h"
 
 namespace tandem::testing {
 
@@ -28,8 +29,8 @@ inline std::vector<float> tempered(std::span<const float> logits, float temperat
   return z;
 }
 
-// The ids min_p and top_k leave of the tempered logits z, in rank order (z descending, ties
-// to the lower id); empty when no z is finite.
+// The ids top_n_sigma, min_p and top_k leave of the tempered logits z, in rank order (z descending,
+// ties to the lower id); empty when no z is finite.
 inline std::vector<int32_t> reference_survivors(std::span<const float> z,
                                                 const SamplingParams& params) {
   const auto n = static_cast<int32_t>(z.size());
@@ -41,7 +42,15 @@ inline std::vector<int32_t> reference_survivors(std::span<const float> z,
             [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
   if (order.empty()) return order;
   const float z_max = z[order.front()];
-  // min_p, then top_k: each keeps a rank prefix.
+  // top_n_sigma first (its cut from the row's standard deviation, top_n_sigma.h, which its
+  // own test checks against a plain two-pass computation), then min_p, then top_k: each
+  // keeps a rank prefix.
+  if (params.top_n_sigma > 0.0f) {
+    const float cut = sampler_sigma::cut(z, params.top_n_sigma);
+    size_t r = 0;
+    while (r < order.size() && z[order[r]] - z_max >= cut) ++r;
+    order.resize(r);
+  }
   if (params.min_p > 0.0f) {
     const float floor = std::min(std::log(params.min_p), 0.0f);
     size_t r = 0;
@@ -65,7 +74,8 @@ inline std::vector<int32_t> reference_kept(std::span<const float> logits,
     // top_p over what is left, renormalized: S summed in the sampler's order, the 16-lane
     // order over the whole vocabulary when neither filter before it is on, else by id.
     float mass = 0.0f;
-    const bool whole = !(params.min_p > 0.0f) && !(params.top_k > 0 && params.top_k < n);
+    const bool whole = !(params.min_p > 0.0f) && !(params.top_k > 0 && params.top_k < n) &&
+                       !(params.top_n_sigma > 0.0f);
     if (whole) {
       std::array<float, 16> lanes{};
       for (int32_t i = 0; i < n; ++i) {
