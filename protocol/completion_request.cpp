@@ -253,9 +253,14 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
                                        std::numeric_limits<float>::max(), ">= 0");
   sampling.top_p = read_float_in(body, "top_p", 1.0f, 0.0f, true, 1.0f, "in (0, 1]");
   sampling.min_p = read_float_in(body, "min_p", 0.0f, 0.0f, false, 1.0f, "in [0, 1]");
+  sampling.typical_p = read_float_in(body, "typical_p", 1.0f, 0.0f, false, 1.0f, "in [0, 1]");
   // llama.cpp's top-n-sigma: any number, <= 0 (llama-server's default -1) is off.
   if (const Json* sigma = find_field(body, "top_n_sigma")) {
     sampling.top_n_sigma = read_float(*sigma, "top_n_sigma");
+    // A positive value too small for a float stays on rather than rounding to off.
+    if (sampling.top_n_sigma == 0.0f && sigma->get<double>() > 0.0) {
+      sampling.top_n_sigma = std::numeric_limits<float>::denorm_min();
+    }
   }
   // llama.cpp's XTC (llama-server's fields and defaults; a threshold above 0.5 turns it off).
   sampling.xtc_probability =

@@ -242,6 +242,7 @@ Json settings_of(const NativeRequest& native, const Json& body) {
       {"top_p", s.top_p},
       {"min_p", s.min_p},
       {"top_n_sigma", s.top_n_sigma},
+      {"typical_p", s.typical_p},
       {"presence_penalty", s.presence_penalty},
       {"frequency_penalty", s.frequency_penalty},
       {"repetition_penalty", s.repetition_penalty},

@@ -174,18 +174,30 @@ bool acts(Stage stage, const Json& completion) {
              number_or(completion, "dry_penalty_last_n", -1.0) != 0.0;
     case Stage::kTopNSigma:
       return number_or(completion, "top_n_sigma", -1.0) > 0.0;
+    case Stage::kTypical:
+      return number_or(completion, "typical_p", 1.0) < 1.0;
     default:
-      return false;  // typ_p, adaptive_p: the completion parser refuses them acting
+      return false;  // adaptive_p: the completion parser refuses it acting
   }
 }
 
 [[noreturn]] void refuse_order(const std::string& why) {
   reject("'samplers' " + why +
              ", which this server cannot apply (it applies the penalties, dry and top_n_sigma "
-             "first, top_k before top_p, xtc and then infill after the filters, and the "
-             "temperature before or after all of top_p, xtc and infill). Reorder them, or leave "
-             "one out.",
+             "first, then min_p before top_k or after top_p, top_k, typ_p, top_p, then xtc and "
+             "infill, and the temperature before or after all of typ_p, top_p, xtc and infill). "
+             "Reorder them, or leave one out.",
          "samplers");
+}
+
+// typ_p runs after top_k and before top_p; min_p runs before both, or after top_p.
+void refuse_typical_order(int y, int k, int p, int m) {
+  if (y < 0) return;
+  if (k >= 0 && y < k) refuse_order("applies typ_p before top_k");
+  if (p >= 0 && p < y) refuse_order("applies top_p before typ_p");
+  if (m >= 0 && m > y && !(p >= 0 && m > p)) {
+    refuse_order("applies min_p after typ_p but not after top_p");
+  }
 }
 
 // The chain native's `samplers` names; absent, llama-server's default.
@@ -227,20 +239,22 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   };
   const int pen = at(Stage::kPenalties), t = at(Stage::kTemperature), m = at(Stage::kMinP),
             k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill),
-            x = at(Stage::kXtc), dry = at(Stage::kDry), sigma = at(Stage::kTopNSigma);
-  for (int other : {t, m, k, p, inf, x, sigma}) {
+            x = at(Stage::kXtc), dry = at(Stage::kDry), sigma = at(Stage::kTopNSigma),
+            y = at(Stage::kTypical);
+  for (int other : {t, m, k, p, inf, x, sigma, y}) {
     if (pen >= 0 && other >= 0 && other < pen) refuse_order("applies the penalties after a filter");
     if (dry >= 0 && other >= 0 && other < dry) refuse_order("applies dry after a filter");
   }
   if (pen >= 0 && dry >= 0 && dry < pen) refuse_order("applies dry before the penalties");
   // top_n_sigma's deviation is the whole row's; its cut scales with the temperature, so its
   // side of it does not matter.
-  for (int filter : {m, k, p, inf, x}) {
+  for (int filter : {m, k, p, inf, x, y}) {
     if (sigma >= 0 && filter >= 0 && filter < sigma)
       refuse_order("applies top_n_sigma after a filter");
   }
   if (k >= 0 && p >= 0 && p < k) refuse_order("applies top_p before top_k");
-  for (int filter : {k, p, m}) {
+  refuse_typical_order(y, k, p, m);
+  for (int filter : {k, p, m, y}) {
     if (inf >= 0 && filter > inf) refuse_order("applies a filter after infill");
     if (x >= 0 && filter > x) refuse_order("applies a filter after xtc");
   }
@@ -251,15 +265,24 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   if (p >= 0 && inf >= 0 && (t > p) != (t > inf)) {
     refuse_order("puts the temperature between top_p and infill");
   }
-  // xtc reads the logits as top_p and infill do.
+  // xtc and typ_p read the logits as top_p and infill do.
   for (int reader : {p, inf}) {
     if (reader >= 0 && x >= 0 && (t > reader) != (t > x)) {
       refuse_order("puts the temperature between xtc and the filters before it");
     }
   }
-  // Without top_p and infill only min_p's side matters: the mode that reads its logits as
-  // they are asked for needs no conversion (whose float rounds towards 1 at huge T).
-  out.temperature_last = p >= 0 ? t > p : inf >= 0 ? t > inf : x >= 0 ? t > x : m >= 0 && m < t;
+  for (int reader : {p, inf, x}) {
+    if (reader >= 0 && y >= 0 && (t > reader) != (t > y)) {
+      refuse_order("puts the temperature between typ_p and the filters after it");
+    }
+  }
+  // Without those only min_p's side matters: the mode that reads its logits as they are
+  // asked for needs no conversion (whose float rounds towards 1 at huge T).
+  out.temperature_last = p >= 0     ? t > p
+                         : y >= 0   ? t > y
+                         : inf >= 0 ? t > inf
+                         : x >= 0   ? t > x
+                                    : m >= 0 && m < t;
   // min_p reads them either way: p >= m * p_max on the raw logits is p >= m^(1/T) * p_max
   // on the tempered ones, exactly, so its place is a change of its value.
   if (m >= 0 && (m < t) != out.temperature_last) {

@@ -142,7 +142,6 @@ const UnsupportedField kFields[] = {
     {"use_beam_search", Where::kBoth, is_false, "(beam search) is not supported by this server."},
     {"length_penalty", Where::kBoth, number_is<1>,
      "other than 1 (a beam search option) is not supported by this server."},
-    {"typical_p", Where::kBoth, number_is<1>, "other than 1 is not supported by this server."},
     {"bad_words", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
     {"allowed_token_ids", Where::kBoth, is_empty, "(non-empty) is not supported by this server."},
     {"prompt_logprobs", Where::kBoth, never,

@@ -16,7 +16,8 @@
 // (multiplier 0.8, llama-server's defaults otherwise) over a 4096-token history drawn from 512
 // ids, with 2000 single-token breakers (as llama-server's default list makes of a 128k
 // vocabulary) none of which is in the history: the whole window is scanned. "+sigma" adds
-// llama.cpp's top-n-sigma (n = 1) to its default chain.
+// llama.cpp's top-n-sigma (n = 1) to its default chain, "+typ" typ_p 0.9 (on the 40 top_k
+// keeps, or on the whole row: a sort of every token).
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -55,6 +56,7 @@ struct Case {
   float xtc_probability = 0.0f;  // XTC, firing at every step when 1
   bool dry = false;
   float top_n_sigma = -1.0f;  // llama.cpp's top-n-sigma, off at <= 0
+  float typical_p = 1.0f;     // llama.cpp's typ_p, off at 1
 };
 
 constexpr Case kCases[] = {
@@ -81,6 +83,9 @@ constexpr Case kCases[] = {
     {"t1_plain+dry", 1.0f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, true},
     {"k40_p0.95_minp0.05+llama_order+sigma", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true, 0,
      0.0f, false, 1.0f},
+    {"k40_p0.95_minp0.05+llama_order+typ", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true, 0, 0.0f,
+     false, -1.0f, 0.9f},
+    {"t1_plain+typ", 1.0f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, false, -1.0f, 0.9f},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -113,6 +118,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.temperature_last = params.min_p_last = c.llama_order;
   params.xtc_probability = c.xtc_probability;
   params.top_n_sigma = c.top_n_sigma;
+  params.typical_p = c.typical_p;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

@@ -59,7 +59,7 @@ struct StagingLimits {
 };
 
 // Whether the host must see a row's logits: what the fused kernel does not do (penalties,
-// DRY, grammar masks, log-probabilities, top-n-sigma, the infill and XTC steps, llama.cpp's
+// DRY, grammar masks, log-probabilities, top-n-sigma, typ_p, the infill and XTC steps, llama.cpp's
 // chain orders).
 bool sampled_on_host(const StepRow& row);
 

@@ -22,6 +22,7 @@
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
 #include "runner/sampler/top_n_sigma.h"
+#include "runner/sampler/typical.h"
 #include "runner/sampler/xtc.h"
 
 namespace tandem {
@@ -410,7 +411,7 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
 
 bool Sampler::filters_act(const SamplingParams& params, int32_t n) {
   return (params.top_k > 0 && params.top_k < n) || params.top_p < 1.0f || params.min_p > 0.0f ||
-         params.top_n_sigma > 0.0f || params.infill || params.xtc_on();
+         params.top_n_sigma > 0.0f || params.typical_p < 1.0f || params.infill || params.xtc_on();
 }
 
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
@@ -430,16 +431,22 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   const bool cut_last = params.min_p_last && m_on && p_on;
   // What top_k and top_p read: the tokens at or above `first`, top_n_sigma's cut (first in
   // every chain) and min_p's where it comes before top_p.
+  const bool y_on = params.typical_p < 1.0f;
   const bool sigma_on = params.top_n_sigma > 0.0f;
   const bool first_on = sigma_on || (m_on && !cut_last);
   const float first = std::max(sigma_on ? sampler_sigma::cut(z, params.top_n_sigma) : -FLT_MAX,
                                cut_last ? -FLT_MAX : min_p_cut);
+  // A late min_p cuts relative to the best token kept (llama.cpp's min_p reads the set before
+  // it), which is the row's top unless typ_p dropped it.
   const auto draw_kept = [&](std::span<RankedToken> kept) {
-    if (cut_last)
+    if (cut_last && !kept.empty()) {
+      float kept_max = kept.front().z;
+      for (const RankedToken& t : kept) kept_max = std::max(kept_max, t.z);
       kept = kept.first(static_cast<size_t>(
           std::partition(kept.begin(), kept.end(),
-                         [&](const RankedToken& t) { return t.z - z_max >= min_p_cut; }) -
+                         [&](const RankedToken& t) { return t.z - kept_max >= min_p_cut; }) -
           kept.begin()));
+    }
     return draw(kept, z, params, position, draw_scale);
   };
   // Every candidate set below holds the tokens with z - z_max >= some threshold, never below
@@ -454,22 +461,26 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
     // first; top_p then weighs what they left, renormalized (vLLM's top-k-then-top-p).
     std::span<RankedToken> kept =
         top_k_candidates(z, z_max, static_cast<size_t>(params.top_k), first);
-    if (p_on) {
+    if (p_on || y_on) {
       std::sort(kept.begin(), kept.end(),
                 [](const RankedToken& a, const RankedToken& b) { return a.id < b.id; });
       for (RankedToken& t : kept) t.e = sampler_kernels::exp_shifted(t.z - z_max);
-      kept = nucleus(kept, params.top_p);
+      if (y_on) kept = locally_typical(kept, z_max, params.typical_p);
+      if (p_on) kept = nucleus(kept, params.top_p);
     }
     return draw_kept(kept);
   }
-  if (first_on && p_on) {
-    // top_p over min_p's or top_n_sigma's survivors, renormalized (vLLM applies min_p before
-    // top_p, llama.cpp top_n_sigma): all of them are collected, in id order.
+  if ((first_on && p_on) || y_on) {
+    // typ_p and top_p over min_p's or top_n_sigma's survivors (or every finite token),
+    // renormalized (vLLM applies min_p before top_p, llama.cpp top_n_sigma before both): all
+    // of them are collected, in id order.
     const auto count = static_cast<size_t>(
-        kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
+        kernels_->collect(z.data(), n, z_max, first, cand_z_.data(), cand_id_.data()));
     kernels_->exp_shifted(cand_z_.data(), static_cast<int32_t>(count), z_max, cand_e_.data());
     for (size_t i = 0; i < count; ++i) ranked_[i] = {cand_z_[i], cand_id_[i], cand_e_[i]};
-    return draw_kept(nucleus(std::span<RankedToken>(ranked_.data(), count), params.top_p));
+    std::span<RankedToken> kept(ranked_.data(), count);
+    if (y_on) kept = locally_typical(kept, z_max, params.typical_p);
+    return draw_kept(p_on ? nucleus(kept, params.top_p) : kept);
   }
   // top_p alone weighs the whole vocabulary: Z in the kernels' shared 16-lane order.
   const float target = p_on ? params.top_p * kernels_->z_sum(z.data(), n, z_max) : 0.0f;
@@ -533,6 +544,30 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
   }
   if (pool > k) keep_best_k();
   return {ranked_.data(), pool};
+}
+
+// typ_p (typical.h) over `kept`, in increasing id order: its survivors move to the front,
+// still in id order, and are returned.
+std::span<Sampler::RankedToken> Sampler::locally_typical(std::span<RankedToken> kept, float z_max,
+                                                         float typical_p) {
+  if (!typical_) typical_ = std::make_unique<sampler_typical::Scratch>();
+  sampler_typical::Scratch& s = *typical_;
+  s.z.resize(kept.size());
+  s.e.resize(kept.size());
+  s.ids.resize(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    s.z[i] = kept[i].z;
+    s.e[i] = kept[i].e;
+    s.ids[i] = kept[i].id;
+  }
+  const size_t count = sampler_typical::mark_typical(s.z, s.e, z_max, s.ids, typical_p, s, s.keep);
+  // Survivors to the front in id order: a stable partition by the marks, which it reads by
+  // position (each token's id is its key into the sorted ids).
+  std::stable_partition(kept.begin(), kept.end(), [&](const RankedToken& t) {
+    const auto at = std::lower_bound(s.ids.begin(), s.ids.end(), t.id) - s.ids.begin();
+    return s.keep[static_cast<size_t>(at)] != 0;
+  });
+  return kept.first(count);
 }
 
 // XTC (xtc.h) on the kept set, when its draw fires: what is left is copied to xtc_kept_.

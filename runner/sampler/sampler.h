@@ -37,11 +37,15 @@
 //       reaches p of theirs, i.e. whose sum of e_i = exp(z_i - z_max) is >= p * S (the token
 //       that crosses p is kept). S is the sum over the tokens min_p and top_k left: over the
 //       whole vocabulary in the kernels' shared 16-lane order when neither is on, else in
-//       increasing id order. e_i is the sampler's own float exp (0 below z_max - 86); the
+//       increasing id order (also when typ_p is on: then over what typ_p kept). e_i is the
+//       sampler's own float exp (0 below z_max - 86); the
 //       sums are float sums in a fixed order, so a cut within rounding of p is decided by
 //       rounding (the same way on every run and CPU). Ties beyond the cut go to the lowest
 //       ids. So top_k 40 with top_p 0.9 keeps the nucleus of the 40, as vLLM and llama.cpp
 //       do, not of the whole vocabulary.
+//     - typ_p (off when >= 1; typical.h), between top_k and top_p: of the tokens top_k (or
+//       top_n_sigma and min_p, or nothing) left, the locally typical ones, which need not be
+//       a rank prefix (it may drop the top token); top_p then weighs what it kept.
 //  3b. XTC (params.xtc_on(), xtc.h): when the row's XTC draw for this position fires, the
 //     kept tokens with p_i = softmax of z over the kept set >= xtc_threshold leave it, all
 //     but the least likely of them (ties: the highest id), when at least two reach it. The
@@ -98,6 +102,9 @@ namespace sampler_infill {
 struct Scratch;
 }
 namespace sampler_dry {
+struct Scratch;
+}
+namespace sampler_typical {
 struct Scratch;
 }
 
@@ -205,6 +212,8 @@ class Sampler {
   void ban(std::span<float> logits, std::span<const int32_t> ids);
   void ban_unless_stop(std::span<float> logits, std::span<const int32_t> eog,
                        std::span<const int32_t> stop_ids);
+  // kept in increasing id order, each with its e (relative to the row's top, z_max).
+  std::span<RankedToken> locally_typical(std::span<RankedToken> kept, float z_max, float typical_p);
   std::span<const RankedToken> exclude_top_choices(std::span<const RankedToken> kept,
                                                    const SamplingParams& params, int64_t position);
   void apply_penalties(std::span<float> logits, const SamplingParams& params,
@@ -236,6 +245,7 @@ class Sampler {
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row
   std::unique_ptr<sampler_dry::Scratch> dry_;           // made by the first DRY row
+  std::unique_ptr<sampler_typical::Scratch> typical_;   // made by the first typ_p row
 };
 
 }  // namespace tandem

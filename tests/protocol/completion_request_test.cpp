@@ -280,9 +280,17 @@ TEST(CompletionRequest, DryIsRead) {
             SamplingParams::kWholeHistory);
 }
 
+TEST(CompletionRequest, TypicalPIsRead) {
+  EXPECT_FLOAT_EQ(parse_ok(R"({"prompt": "x"})").sampling.typical_p, 1.0f);
+  EXPECT_FLOAT_EQ(parse_ok(R"({"prompt": "x", "typical_p": 0.5})").sampling.typical_p, 0.5f);
+  EXPECT_FLOAT_EQ(parse_ok(R"({"prompt": "x", "typical_p": 0})").sampling.typical_p, 0.0f);
+}
+
 TEST(CompletionRequest, TopNSigmaIsRead) {
   EXPECT_LE(parse_ok(R"({"prompt": "x"})").sampling.top_n_sigma, 0.0f);
   EXPECT_FLOAT_EQ(parse_ok(R"({"prompt": "x", "top_n_sigma": 2})").sampling.top_n_sigma, 2.0f);
+  // Too small for a float: still on, at the smallest float above 0.
+  EXPECT_GT(parse_ok(R"({"prompt": "x", "top_n_sigma": 1e-300})").sampling.top_n_sigma, 0.0f);
   EXPECT_FLOAT_EQ(
       parse_chat_ok(R"({"messages": [{"role": "user", "content": "hi"}], "top_n_sigma": -1})")
           .sampling.top_n_sigma,

@@ -316,6 +316,37 @@ TEST(NativeRequest, TopNSigmaIsReadInTheChain) {
   parsed(R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["temperature", "top_n_sigma"]})");
 }
 
+// typ_p in llama-server's default chain, between top_k and top_p; off at 1 (its default, as
+// generation_settings reports it) or without the stage; the orders the sampler has no form
+// for are refused.
+TEST(NativeRequest, TypicalPIsReadInTheChain) {
+  const NativeRequest r = parsed(R"({"prompt": "x", "typical_p": 0.9})");
+  EXPECT_FLOAT_EQ(r.request.sampling.typical_p, 0.9f);
+  EXPECT_FLOAT_EQ(r.settings["typical_p"].get<float>(), 0.9f);
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_TRUE(r.request.sampling.min_p_last);
+  EXPECT_FLOAT_EQ(parsed(R"({"prompt": "x"})").settings["typical_p"].get<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["top_k"]})")
+                      .request.sampling.typical_p,
+                  1.0f);
+  for (const char* body : {
+           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_k"]})",
+           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["top_p", "typ_p"]})",
+           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p"]})",
+           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p", "top_p"]})",
+           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "temperature", "top_p"]})",
+           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_n_sigma"],
+               "top_n_sigma": 1})",
+       }) {
+    EXPECT_EQ(refused(body).param, "samplers") << body;
+  }
+  // min_p before it, or after top_p; the temperature after all of them: accepted.
+  parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["min_p", "typ_p", "top_p"]})");
+  parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_p", "min_p"]})");
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["temperature", "typ_p"]})")
+                   .request.sampling.temperature_last);
+}
+
 TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {
   const NativeRequest r = parsed(
       R"({"prompt": "x", "presence_penalty": 0.5, "frequency_penalty": -1, "repeat_penalty": 1.1})");

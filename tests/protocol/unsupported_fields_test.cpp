@@ -32,7 +32,6 @@ std::string body_with(Endpoint endpoint, const std::string& extra) {
 const FieldCase kRefused[] = {
     {"UseBeamSearch", kCmpl, R"("use_beam_search": true)", "use_beam_search", "beam search"},
     {"LengthPenalty", kChat, R"("length_penalty": 0.8)", "length_penalty", "not supported"},
-    {"TypicalP", kCmpl, R"("typical_p": 0.9)", "typical_p", "not supported"},
     {"BadWords", kChat, R"("bad_words": ["x"])", "bad_words", "not supported"},
     {"AllowedTokenIds", kCmpl, R"("allowed_token_ids": [1, 2])", "allowed_token_ids", ""},
     {"PromptLogprobs", kCmpl, R"("prompt_logprobs": 1)", "prompt_logprobs", "echo"},

@@ -328,6 +328,36 @@ TEST(InfillHttp, ATinyTopNSigmaDrawsGreedysText) {
   EXPECT_GT(differs, 0);
 }
 
+// typ_p end to end: of two tokens (top_k 2) the likelier is the more typical, so typical_p 0,
+// which keeps the single most typical token, draws greedy's text for any seed, on /completion
+// and /v1/completions; without it the seeds draw otherwise.
+TEST(InfillHttp, TypicalPOfZeroOverTwoTokensDrawsGreedysText) {
+  const uint16_t port = fim_server().port();
+  const json greedy = post_json(
+      port, "/completion", json{{"prompt", "Once upon"}, {"n_predict", 12}, {"temperature", 0}});
+  int differs = 0;
+  for (int seed = 1; seed <= 3; ++seed) {
+    json body = {{"prompt", "Once upon"},
+                 {"n_predict", 12},
+                 {"temperature", 1.0},
+                 {"top_k", 2},
+                 {"seed", seed}};
+    differs += post_json(port, "/completion", body)["content"] != greedy["content"];
+    body["typical_p"] = 0;
+    const json native = post_json(port, "/completion", body);
+    EXPECT_EQ(native["content"], greedy["content"]) << seed;
+    EXPECT_EQ(native["generation_settings"]["typical_p"], 0.0);
+    const json openai = post_json(port, "/v1/completions",
+                                  json{{"prompt", "Once upon"},
+                                       {"max_tokens", 12},
+                                       {"top_k", 2},
+                                       {"typical_p", 0},
+                                       {"seed", seed}});
+    EXPECT_EQ(openai["choices"][0]["text"], greedy["content"]) << seed;
+  }
+  EXPECT_GT(differs, 0);
+}
+
 // n_probs: llama-server's completion_probabilities, the same values /v1/completions'
 // logprobs give for the same request, streamed piece by piece as whole.
 TEST(InfillHttp, CompletionProbabilitiesAreTheLogprobsInLlamaServersShape) {

@@ -65,6 +65,11 @@ SamplingParams sigma(SamplingParams s, float n) {
   return s;
 }
 
+SamplingParams typical(SamplingParams s, float p) {
+  s.typical_p = p;
+  return s;
+}
+
 void expect_reference_tokens(const char* isa) {
   if (isa != nullptr) setenv("TANDEM_ISA", isa, 1);
   Sampler sampler({4096, {}});
@@ -77,9 +82,11 @@ void expect_reference_tokens(const char* isa) {
       chain(1.6f, 0, 0.8f, 0.1f, false, true),    // min_p after top_p, tempered
       chain(0.5f, 40, 1.0f, 0.0f, true, false),   // top_k alone: the order changes nothing
       chain(2.0f, 100, 0.7f, 0.0f, true, false),  // top_k then top_p on the raw logits
-      sigma(chain(0.7f, 40, 0.95f, 0.05f, true, true), 1.0f),  // with top_n_sigma first
-      sigma(chain(1.6f, 0, 0.9f, 0.02f, true, true), 1.5f),    // top_p over sigma's, min_p
-      sigma(chain(0.8f, 0, 1.0f, 0.0f, false, false), 0.5f),   // top_n_sigma alone
+      sigma(chain(0.7f, 40, 0.95f, 0.05f, true, true), 1.0f),    // with top_n_sigma first
+      sigma(chain(1.6f, 0, 0.9f, 0.02f, true, true), 1.5f),      // top_p over sigma's, min_p
+      sigma(chain(0.8f, 0, 1.0f, 0.0f, false, false), 0.5f),     // top_n_sigma alone
+      typical(chain(0.7f, 40, 0.95f, 0.05f, true, true), 0.9f),  // typ_p in the default chain
+      typical(chain(1.3f, 0, 0.9f, 0.02f, true, true), 0.5f),    // typ_p on the whole row
   };
   for (size_t c = 0; c < chains.size(); ++c) {
     for (int r = 0; r < 12; ++r) {

@@ -16,6 +16,7 @@
 #include "protocol/sampling_params.h"
 #include "runner/sampler/kernels.h"
 #include "runner/sampler/top_n_sigma.h"
+#include "runner/sampler/typical.h"
 
 namespace tandem::testing {
 
@@ -59,6 +60,23 @@ inline std::vector<int32_t> reference_survivors(std::span<const float> z,
   }
   if (params.top_k > 0 && params.top_k < n)
     order.resize(std::min(order.size(), size_t(params.top_k)));
+  // typ_p over what is left (its choice is typical.h's, which its own test checks against
+  // llama.cpp's vectors and a plain double computation), keeping rank order.
+  if (params.typical_p < 1.0f && !order.empty()) {
+    std::vector<int32_t> by_id = order;
+    std::sort(by_id.begin(), by_id.end());
+    std::vector<float> set_z, set_e;
+    for (int32_t id : by_id) {
+      set_z.push_back(z[id]);
+      set_e.push_back(sampler_kernels::exp_shifted(z[id] - z_max));
+    }
+    sampler_typical::Scratch scratch;
+    std::vector<uint8_t> keep;
+    sampler_typical::mark_typical(set_z, set_e, z_max, by_id, params.typical_p, scratch, keep);
+    std::erase_if(order, [&](int32_t id) {
+      return !keep[std::lower_bound(by_id.begin(), by_id.end(), id) - by_id.begin()];
+    });
+  }
   return order;
 }
 
@@ -68,14 +86,18 @@ inline std::vector<int32_t> reference_kept(std::span<const float> logits,
   const std::vector<float> z = tempered(logits, params.temperature);
   const auto n = static_cast<int32_t>(z.size());
   std::vector<int32_t> order = reference_survivors(z, params);
-  const float z_max = z[order.front()];
+  // The row's top (typ_p may have dropped it from the survivors).
+  float z_max = -std::numeric_limits<float>::infinity();
+  for (float v : z) {
+    if (std::isfinite(v)) z_max = std::max(z_max, v);
+  }
   size_t keep = order.size();
   if (params.top_p < 1.0f) {
     // top_p over what is left, renormalized: S summed in the sampler's order, the 16-lane
     // order over the whole vocabulary when neither filter before it is on, else by id.
     float mass = 0.0f;
     const bool whole = !(params.min_p > 0.0f) && !(params.top_k > 0 && params.top_k < n) &&
-                       !(params.top_n_sigma > 0.0f);
+                       !(params.top_n_sigma > 0.0f) && !(params.typical_p < 1.0f);
     if (whole) {
       std::array<float, 16> lanes{};
       for (int32_t i = 0; i < n; ++i) {
