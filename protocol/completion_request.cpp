@@ -103,9 +103,11 @@ float read_float_in(const Json& body, const char* name, float fallback, float lo
                     float high, const char* range_text) {
   const Json* value = find_field(body, name);
   if (value == nullptr) return fallback;
-  float v = read_float(*value, name);
-  bool above_low = low_open ? v > low : v >= low;
-  if (!above_low || v > high) {
+  const float v = read_float(*value, name);
+  // The range holds the value sent, not its float (-1e-300 rounds to -0, inside [0, 1]).
+  const double sent = value->get<double>();
+  const bool above_low = low_open ? sent > low : sent >= low;
+  if (!above_low || sent > high) {
     reject("Invalid value for '" + std::string(name) + "': expected a number " + range_text +
                ", got " + value->dump() + ".",
            name);

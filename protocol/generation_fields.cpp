@@ -112,7 +112,7 @@ float read_float_from(const Json& body, const char* name, float fallback, float 
   const Json* value = find_field(body, name);
   if (value == nullptr) return fallback;
   const float v = read_float(*value, name);
-  if (!(v >= min)) {
+  if (!(value->get<double>() >= min)) {  // the value sent, not its float
     reject("Invalid value for '" + std::string(name) + "': expected " + range + ", got " +
                value->dump() + ".",
            name);

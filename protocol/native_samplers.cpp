@@ -190,14 +190,13 @@ bool acts(Stage stage, const Json& completion) {
          "samplers");
 }
 
-// typ_p runs after top_k and before top_p; min_p runs before both, or after top_p.
+// typ_p runs after top_k and before top_p; min_p runs before both, or after the last of
+// them.
 void refuse_typical_order(int y, int k, int p, int m) {
   if (y < 0) return;
   if (k >= 0 && y < k) refuse_order("applies typ_p before top_k");
   if (p >= 0 && p < y) refuse_order("applies top_p before typ_p");
-  if (m >= 0 && m > y && !(p >= 0 && m > p)) {
-    refuse_order("applies min_p after typ_p but not after top_p");
-  }
+  if (m >= 0 && p >= 0 && y < m && m < p) refuse_order("applies min_p between typ_p and top_p");
 }
 
 // The chain native's `samplers` names; absent, llama-server's default.
@@ -229,8 +228,6 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
     turn_off(Stage::kAdaptiveP, completion);
   }
   out.infill = named(Stage::kInfill);
-  // Greedy keeps the top token whatever the filters around it do.
-  if (number_or(completion, "temperature", 1.0) <= 0.0) return out;
   // Where each acting stage stands in the chain (-1: it does not act).
   const auto at = [&](Stage s) {
     const auto found = std::find(chain.begin(), chain.end(), s);
@@ -241,6 +238,11 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
             k = at(Stage::kTopK), p = at(Stage::kTopP), inf = at(Stage::kInfill),
             x = at(Stage::kXtc), dry = at(Stage::kDry), sigma = at(Stage::kTopNSigma),
             y = at(Stage::kTypical);
+  // min_p after top_p, or after typ_p where top_p does not act, cuts what they kept.
+  out.min_p_last = m >= 0 && ((p >= 0 && m > p) || (p < 0 && y >= 0 && m > y));
+  // Greedy keeps the best token of what the chain keeps, whatever order the rest is in (only
+  // XTC and typ_p can drop the top one).
+  if (number_or(completion, "temperature", 1.0) <= 0.0) return out;
   for (int other : {t, m, k, p, inf, x, sigma, y}) {
     if (pen >= 0 && other >= 0 && other < pen) refuse_order("applies the penalties after a filter");
     if (dry >= 0 && other >= 0 && other < dry) refuse_order("applies dry after a filter");
@@ -259,7 +261,6 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
     if (x >= 0 && filter > x) refuse_order("applies a filter after xtc");
   }
   if (x >= 0 && inf >= 0 && x > inf) refuse_order("applies xtc after infill");
-  out.min_p_last = m >= 0 && p >= 0 && m > p;
   if (t < 0) return out;
   // top_p (and infill) read the logits as the temperature left them: before it, the raw ones.
   if (p >= 0 && inf >= 0 && (t > p) != (t > inf)) {

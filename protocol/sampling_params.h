@@ -89,8 +89,8 @@ struct SamplingParams {
   // (temperature, then min_p, top_k, top_p over what is left):
   // - temperature_last: min_p, top_k and top_p choose the kept set from the raw logits (as
   //   at temperature 1); the temperature applies only to the draw among the kept tokens.
-  // - min_p_last: min_p applies after top_p (keeping, of top_p's tokens, those with
-  //   p >= min_p * p_max), not before top_k and top_p.
+  // - min_p_last: min_p applies after top_p, or typ_p where top_p is off (keeping, of
+  //   the tokens they kept, those with p >= min_p * the best one's p), not before top_k.
   // llama-server's default chain (top_k, top_p, min_p, temperature) sets both.
   bool temperature_last = false;
   bool min_p_last = false;

@@ -226,9 +226,10 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
   int32_t token;
   if (!(params.temperature > 0.0f) || !std::isfinite(inv_t)) {
     token = known ? raw_top : kernels_->argmax(logits.data(), n);
-    // llama.cpp's greedy keeps the best of what its chain leaves, and XTC may have dropped
-    // the argmax: the filters and XTC run on the raw logits, and draw() takes the best left.
-    if (params.xtc_on() && token >= 0 && std::isfinite(logits[token])) {
+    // llama.cpp's greedy keeps the best of what its chain leaves, and XTC or typ_p may have
+    // dropped the argmax: the filters run on the raw logits, and draw() takes the best left.
+    if ((params.xtc_on() || params.typical_p < 1.0f) && token >= 0 &&
+        std::isfinite(logits[token])) {
       token = sample_filtered(logits, params, position, logits[token] + 0.0f, token, 1.0f);
     }
   } else {
@@ -426,12 +427,12 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   }
   // min_p's cut: z - z_max >= log(min_p), i.e. p >= min_p * p_max.
   const float min_p_cut = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
-  // min_p_last: min_p cuts what top_p kept (llama.cpp's order); it commutes with top_k, so
-  // only top_p's turn changes.
-  const bool cut_last = params.min_p_last && m_on && p_on;
-  // What top_k and top_p read: the tokens at or above `first`, top_n_sigma's cut (first in
-  // every chain) and min_p's where it comes before top_p.
+  // min_p_last: min_p cuts what top_p (or typ_p) kept (llama.cpp's order); it commutes with
+  // top_k, so only their turns change.
   const bool y_on = params.typical_p < 1.0f;
+  const bool cut_last = params.min_p_last && m_on && (p_on || y_on);
+  // What top_k, typ_p and top_p read: the tokens at or above `first`, top_n_sigma's cut
+  // (first in every chain) and min_p's where it comes before top_p.
   const bool sigma_on = params.top_n_sigma > 0.0f;
   const bool first_on = sigma_on || (m_on && !cut_last);
   const float first = std::max(sigma_on ? sampler_sigma::cut(z, params.top_n_sigma) : -FLT_MAX,
@@ -561,12 +562,11 @@ std::span<Sampler::RankedToken> Sampler::locally_typical(std::span<RankedToken> 
     s.ids[i] = kept[i].id;
   }
   const size_t count = sampler_typical::mark_typical(s.z, s.e, z_max, s.ids, typical_p, s, s.keep);
-  // Survivors to the front in id order: a stable partition by the marks, which it reads by
-  // position (each token's id is its key into the sorted ids).
-  std::stable_partition(kept.begin(), kept.end(), [&](const RankedToken& t) {
-    const auto at = std::lower_bound(s.ids.begin(), s.ids.end(), t.id) - s.ids.begin();
-    return s.keep[static_cast<size_t>(at)] != 0;
-  });
+  // Survivors to the front, in order (what is left behind them is not read again).
+  size_t out = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (s.keep[i] != 0) kept[out++] = kept[i];
+  }
   return kept.first(count);
 }
 
@@ -596,7 +596,7 @@ int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> 
                       const SamplingParams& params, int64_t position, float scale) {
   if (params.xtc_on()) kept = exclude_top_choices(kept, params, position);
   if (!(params.temperature > 0.0f) || !std::isfinite(1.0f / params.temperature)) {
-    // Greedy with XTC (choose): the best token left, ties to the lowest id.
+    // Greedy with XTC or typ_p (choose): the best token left, ties to the lowest id.
     const auto best = std::min_element(kept.begin(), kept.end(), precedes<RankedToken>);
     return best == kept.end() ? -1 : best->id;
   }

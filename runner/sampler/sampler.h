@@ -17,10 +17,10 @@
 //     (RowHistory::allowed, when given) bans every token it does not allow. Banned tokens, -inf
 //     logits and NaN logits are never sampled.
 //  2. temperature <= 0 (or NaN): greedy. The token is the argmax of the biased logits, ties to
-//     the lowest id; nothing else applies and no noise is drawn. With XTC on (3b), the
-//     filters and XTC run on those logits as at temperature 1 and the token is the argmax of
-//     what they keep (llama.cpp's greedy takes the best its chain leaves, and XTC may drop
-//     the top token).
+//     the lowest id; nothing else applies and no noise is drawn. With XTC (3b) or typ_p on,
+//     the filters and XTC run on those logits as at temperature 1 and the token is the argmax
+//     of what they keep (llama.cpp's greedy takes the best its chain leaves, and XTC and
+//     typ_p may drop the top token).
 //  3. Otherwise z_i = logit_i * (1/T), the reciprocal rounded to float once, so T = 1 leaves
 //     the logits as they are. Then the filters, in vLLM's order (min_p, then top_k, then
 //     top_p over what they left, renormalized), all after llama.cpp's top-n-sigma when it

@@ -203,7 +203,10 @@ const BadRequest kCatalogue[] = {
      "dry_sequence_breakers", "array"},
     {"DrySequenceBreakerNotAString", kCmpl, with_prompt(R"("dry_sequence_breakers": ["a", 3])"),
      "dry_sequence_breakers[1]", "string"},
-    {"TypicalPAboveOne", kChat, with_messages(R"("typical_p": 1.5)"), "typical_p", "[0, 1]"},
+    {"TypicalPAboveOne", kChat, with_messages(R"("typical_p": 1.00000001)"), "typical_p", "[0, 1]"},
+    // Below 0 by less than a float can hold: the value sent is checked, not its float.
+    {"TypicalPJustBelowZero", kCmpl, with_prompt(R"("typical_p": -1e-300)"), "typical_p", "[0, 1]"},
+    {"MinPJustBelowZero", kCmpl, with_prompt(R"("min_p": -1e-300)"), "min_p", "[0, 1]"},
     {"TopNSigmaAString", kCmpl, with_prompt(R"("top_n_sigma": "1")"), "top_n_sigma", "number"},
     {"ChatLogprobsNumber", kChat, with_messages(R"("logprobs": 5)"), "logprobs", "a boolean"},
     {"ChatTopLogprobsWithoutLogprobs", kChat, with_messages(R"("top_logprobs": 3)"), "top_logprobs",

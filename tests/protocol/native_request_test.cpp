@@ -332,7 +332,6 @@ TEST(NativeRequest, TypicalPIsReadInTheChain) {
   for (const char* body : {
            R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_k"]})",
            R"({"prompt": "x", "typical_p": 0.9, "samplers": ["top_p", "typ_p"]})",
-           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p"]})",
            R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p", "top_p"]})",
            R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "temperature", "top_p"]})",
            R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_n_sigma"],
@@ -341,8 +340,18 @@ TEST(NativeRequest, TypicalPIsReadInTheChain) {
     EXPECT_EQ(refused(body).param, "samplers") << body;
   }
   // min_p before it, or after top_p; the temperature after all of them: accepted.
-  parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["min_p", "typ_p", "top_p"]})");
+  EXPECT_FALSE(
+      parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["min_p", "typ_p", "top_p"]})")
+          .request.sampling.min_p_last);
   parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_p", "min_p"]})");
+  // min_p after typ_p where top_p does not act (SillyTavern sends top_p 1 with llama-server's
+  // default chain, the web UI its letters) cuts what typ_p kept.
+  for (const char* body :
+       {R"({"prompt": "x", "typical_p": 0.9, "top_p": 1, "min_p": 0.05})",
+        R"({"prompt": "x", "typical_p": 0.9, "top_p": 1, "samplers": "edskypmxt"})",
+        R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p"]})"}) {
+    EXPECT_TRUE(parsed(body).request.sampling.min_p_last) << body;
+  }
   EXPECT_FALSE(parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["temperature", "typ_p"]})")
                    .request.sampling.temperature_last);
 }

@@ -356,6 +356,15 @@ TEST(InfillHttp, TypicalPOfZeroOverTwoTokensDrawsGreedysText) {
     EXPECT_EQ(openai["choices"][0]["text"], greedy["content"]) << seed;
   }
   EXPECT_GT(differs, 0);
+  // SillyTavern's shape: top_p 1 in llama-server's default chain puts min_p right after typ_p.
+  const HttpResult st = fetch(port, "POST", "/completion",
+                              json{{"prompt", "Once upon"},
+                                   {"n_predict", 4},
+                                   {"typical_p", 0.9},
+                                   {"top_p", 1},
+                                   {"min_p", 0.05}}
+                                  .dump());
+  EXPECT_EQ(st.status, 200) << st.body;
 }
 
 // n_probs: llama-server's completion_probabilities, the same values /v1/completions'

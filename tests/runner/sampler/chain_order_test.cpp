@@ -23,7 +23,8 @@ namespace {
 std::vector<int32_t> chain_kept(const std::vector<float>& logits, const SamplingParams& params) {
   SamplingParams filters = params;
   if (params.temperature_last) filters.temperature = 1.0f;
-  const bool cut_last = params.min_p_last && params.min_p > 0.0f && params.top_p < 1.0f;
+  const bool cut_last =
+      params.min_p_last && params.min_p > 0.0f && (params.top_p < 1.0f || params.typical_p < 1.0f);
   if (cut_last) filters.min_p = 0.0f;
   std::vector<int32_t> kept = testing::reference_kept(logits, filters);
   if (!cut_last) return kept;
@@ -87,6 +88,7 @@ void expect_reference_tokens(const char* isa) {
       sigma(chain(0.8f, 0, 1.0f, 0.0f, false, false), 0.5f),     // top_n_sigma alone
       typical(chain(0.7f, 40, 0.95f, 0.05f, true, true), 0.9f),  // typ_p in the default chain
       typical(chain(1.3f, 0, 0.9f, 0.02f, true, true), 0.5f),    // typ_p on the whole row
+      typical(chain(0.9f, 40, 1.0f, 0.05f, true, true), 0.6f),   // min_p after typ_p, no top_p
   };
   for (size_t c = 0; c < chains.size(); ++c) {
     for (int r = 0; r < 12; ++r) {

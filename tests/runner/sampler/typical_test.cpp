@@ -61,6 +61,24 @@ TEST(SamplerTypical, MatchesLlamaCppsTestVectors) {
   }
 }
 
+// Greedy takes the best of what the chain keeps, as llama.cpp's does: where typ_p drops the
+// top token, the best of the rest (the lowest id among equals), and it draws no noise.
+TEST(SamplerTypical, GreedyTakesTheBestTokenTypPKeeps) {
+  Sampler sampler({4, {}});
+  const std::vector<float> logits = log_of({0.4f, 0.2f, 0.2f, 0.2f});
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.typical_p = 0.5f;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    p.seed = seed;
+    std::vector<float> row = logits;
+    EXPECT_EQ(sampler.sample(row, p, 1), 1);
+  }
+  p.typical_p = 1.0f;
+  std::vector<float> row = logits;
+  EXPECT_EQ(sampler.sample(row, p, 1), 0);
+}
+
 // The definition in double: returns the kept flags, or nothing where the float computation
 // may honestly decide otherwise (two scores, or the mass and typical_p, within 1e-4).
 std::optional<std::vector<uint8_t>> plain_typical(const std::vector<float>& z,
