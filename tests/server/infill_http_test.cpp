@@ -305,58 +305,48 @@ TEST(InfillHttp, XtcExcludesTheTopChoice) {
   }
 }
 
-// top-n-sigma end to end: a cut a millionth of a deviation below the top keeps the top token
-// alone, so any seed draws greedy's text, on /completion (llama.cpp's chain, top_k 40 and the
-// rest after it) and /v1/completions alike; without it the seeds draw otherwise.
-TEST(InfillHttp, ATinyTopNSigmaDrawsGreedysText) {
-  const uint16_t port = fim_server().port();
+// Seeded draws at temperature 1 with `base`, and then with `filter` too, on /completion and
+// /v1/completions: with the filter each must be greedy's text (which /completion's settings
+// report it applied); returns how many seeds drew otherwise without it.
+int draws_otherwise_than_greedy(uint16_t port, const json& base, const json& filter) {
   const json greedy = post_json(
       port, "/completion", json{{"prompt", "Once upon"}, {"n_predict", 12}, {"temperature", 0}});
   int differs = 0;
   for (int seed = 1; seed <= 3; ++seed) {
     json body = {{"prompt", "Once upon"}, {"n_predict", 12}, {"temperature", 1.0}, {"seed", seed}};
+    body.update(base);
     differs += post_json(port, "/completion", body)["content"] != greedy["content"];
-    body["top_n_sigma"] = 1e-6;
+    body.update(filter);
     const json native = post_json(port, "/completion", body);
-    EXPECT_EQ(native["content"], greedy["content"]) << seed;
-    EXPECT_FLOAT_EQ(native["generation_settings"]["top_n_sigma"].get<float>(), 1e-6f);
-    const json openai = post_json(
-        port, "/v1/completions",
-        json{{"prompt", "Once upon"}, {"max_tokens", 12}, {"top_n_sigma", 1e-6}, {"seed", seed}});
-    EXPECT_EQ(openai["choices"][0]["text"], greedy["content"]) << seed;
+    EXPECT_EQ(native["content"], greedy["content"]) << seed << " " << filter.dump();
+    for (const auto& [name, value] : filter.items()) {
+      EXPECT_FLOAT_EQ(native["generation_settings"][name].get<float>(), value.get<float>());
+    }
+    json openai = {{"prompt", "Once upon"}, {"max_tokens", 12}, {"seed", seed}};
+    openai.update(base);
+    openai.update(filter);
+    EXPECT_EQ(post_json(port, "/v1/completions", openai)["choices"][0]["text"], greedy["content"])
+        << seed << " " << filter.dump();
   }
-  EXPECT_GT(differs, 0);
+  return differs;
+}
+
+// top-n-sigma end to end: a cut a millionth of a deviation below the top keeps the top token
+// alone, so any seed draws greedy's text, on /completion (llama.cpp's chain, top_k 40 and the
+// rest after it) and /v1/completions alike; without it the seeds draw otherwise.
+TEST(InfillHttp, ATinyTopNSigmaDrawsGreedysText) {
+  EXPECT_GT(
+      draws_otherwise_than_greedy(fim_server().port(), json::object(), json{{"top_n_sigma", 1e-6}}),
+      0);
 }
 
 // typ_p end to end: of two tokens (top_k 2) the likelier is the more typical, so typical_p 0,
-// which keeps the single most typical token, draws greedy's text for any seed, on /completion
-// and /v1/completions; without it the seeds draw otherwise.
+// which keeps the single most typical token, draws greedy's text for any seed; without it the
+// seeds draw otherwise. SillyTavern's shape (top_p 1 in llama-server's default chain, which
+// puts min_p right after typ_p) is accepted.
 TEST(InfillHttp, TypicalPOfZeroOverTwoTokensDrawsGreedysText) {
   const uint16_t port = fim_server().port();
-  const json greedy = post_json(
-      port, "/completion", json{{"prompt", "Once upon"}, {"n_predict", 12}, {"temperature", 0}});
-  int differs = 0;
-  for (int seed = 1; seed <= 3; ++seed) {
-    json body = {{"prompt", "Once upon"},
-                 {"n_predict", 12},
-                 {"temperature", 1.0},
-                 {"top_k", 2},
-                 {"seed", seed}};
-    differs += post_json(port, "/completion", body)["content"] != greedy["content"];
-    body["typical_p"] = 0;
-    const json native = post_json(port, "/completion", body);
-    EXPECT_EQ(native["content"], greedy["content"]) << seed;
-    EXPECT_EQ(native["generation_settings"]["typical_p"], 0.0);
-    const json openai = post_json(port, "/v1/completions",
-                                  json{{"prompt", "Once upon"},
-                                       {"max_tokens", 12},
-                                       {"top_k", 2},
-                                       {"typical_p", 0},
-                                       {"seed", seed}});
-    EXPECT_EQ(openai["choices"][0]["text"], greedy["content"]) << seed;
-  }
-  EXPECT_GT(differs, 0);
-  // SillyTavern's shape: top_p 1 in llama-server's default chain puts min_p right after typ_p.
+  EXPECT_GT(draws_otherwise_than_greedy(port, json{{"top_k", 2}}, json{{"typical_p", 0}}), 0);
   const HttpResult st = fetch(port, "POST", "/completion",
                               json{{"prompt", "Once upon"},
                                    {"n_predict", 4},
