@@ -256,6 +256,17 @@ CompletionRequest read_request(const Json& body, Endpoint endpoint) {
   sampling.top_p = read_float_in(body, "top_p", 1.0f, 0.0f, true, 1.0f, "in (0, 1]");
   sampling.min_p = read_float_in(body, "min_p", 0.0f, 0.0f, false, 1.0f, "in [0, 1]");
   sampling.typical_p = read_float_in(body, "typical_p", 1.0f, 0.0f, false, 1.0f, "in [0, 1]");
+  // llama.cpp's dynamic temperature (llama-server's fields and defaults).
+  sampling.dynatemp_range = read_float_in(body, "dynatemp_range", 0.0f, 0.0f, false,
+                                          std::numeric_limits<float>::max(), ">= 0");
+  sampling.dynatemp_exponent = read_float_in(body, "dynatemp_exponent", 1.0f, 0.0f, false,
+                                             std::numeric_limits<float>::max(), ">= 0");
+  if (sampling.dynatemp_range > 0.0f && !(sampling.temperature > 0.0f)) {
+    reject(
+        "'dynatemp_range' needs a temperature above 0 here (temperature 0 is greedy); send "
+        "the temperature the range is around.",
+        "dynatemp_range");
+  }
   // llama.cpp's top-n-sigma: any number, <= 0 (llama-server's default -1) is off.
   if (const Json* sigma = find_field(body, "top_n_sigma")) {
     sampling.top_n_sigma = read_float(*sigma, "top_n_sigma");

@@ -238,6 +238,8 @@ Json settings_of(const NativeRequest& native, const Json& body) {
   Json settings{
       {"n_predict", r.max_tokens ? *r.max_tokens : -1},
       {"temperature", s.temperature},
+      {"dynatemp_range", s.dynatemp_range},
+      {"dynatemp_exponent", s.dynatemp_exponent},
       {"top_k", s.top_k},
       {"top_p", s.top_p},
       {"min_p", s.min_p},

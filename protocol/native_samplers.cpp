@@ -114,6 +114,7 @@ void turn_off(Stage stage, Json& completion) {
   switch (stage) {
     case Stage::kTemperature:
       completion["temperature"] = 1.0;
+      completion.erase("dynatemp_range");
       break;
     case Stage::kTopK:
       completion["top_k"] = 0;
@@ -276,6 +277,15 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
     if (reader >= 0 && y >= 0 && (t > reader) != (t > y)) {
       refuse_order("puts the temperature between typ_p and the filters after it");
     }
+  }
+  // A dynamic temperature measures what its stage sees: the whole row or what every filter
+  // kept, nothing between.
+  if (number_or(completion, "dynatemp_range", 0.0) > 0.0) {
+    bool before = false, after = false;
+    for (int filter : {m, k, p, inf, x, sigma, y}) {
+      if (filter >= 0) (t > filter ? after : before) = true;
+    }
+    if (before && after) refuse_order("puts the temperature, with dynatemp_range, between filters");
   }
   // Without those only min_p's side matters: the mode that reads its logits as they are
   // asked for needs no conversion (whose float rounds towards 1 at huge T).

@@ -16,9 +16,15 @@ struct DryBreakers;  // protocol/dry_breakers.h
 
 struct SamplingParams {
   float temperature = 1.0f;  // 0: argmax (ties to the lowest id), no noise drawn
-  int32_t top_k = 0;         // 0, or k >= vocab: off
-  float top_p = 1.0f;        // in (0, 1]; 1: off
-  float min_p = 0.0f;        // in [0, 1); 0: off
+  // llama.cpp's dynamic temperature (runner/sampler/dynatemp.h), with temperature > 0: the
+  // step's temperature within [max(0, T - range), T + range] by the normalized entropy of
+  // what the temperature stage sees, to the power dynatemp_exponent. range 0: off.
+  float dynatemp_range = 0.0f;
+  float dynatemp_exponent = 1.0f;
+  bool dynatemp_on() const { return dynatemp_range > 0.0f && temperature > 0.0f; }
+  int32_t top_k = 0;   // 0, or k >= vocab: off
+  float top_p = 1.0f;  // in (0, 1]; 1: off
+  float min_p = 0.0f;  // in [0, 1); 0: off
   // llama.cpp's top-n-sigma (runner/sampler/top_n_sigma.h): keeps z >= z_max - n * sigma
   // (sigma: the standard deviation of the row's finite z), before every other filter;
   // <= 0: off (llama-server's default -1).

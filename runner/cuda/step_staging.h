@@ -59,8 +59,8 @@ struct StagingLimits {
 };
 
 // Whether the host must see a row's logits: what the fused kernel does not do (penalties,
-// DRY, grammar masks, log-probabilities, top-n-sigma, typ_p, the infill and XTC steps, llama.cpp's
-// chain orders).
+// DRY, grammar masks, log-probabilities, top-n-sigma, typ_p, a dynamic temperature, the infill and
+// XTC steps, llama.cpp's chain orders).
 bool sampled_on_host(const StepRow& row);
 
 // Flattens `plan` into `out` (cleared first, its arrays' capacity kept). With device_inputs the

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "runner/sampler/dry.h"
+#include "runner/sampler/dynatemp.h"
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
 #include "runner/sampler/top_n_sigma.h"
@@ -169,7 +170,8 @@ bool Sampler::touches_row(const SamplingParams& params, const RowHistory& histor
       ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) && counted) ||
       (params.dry_on() && (!history.prompt.empty() || !history.output.empty()));
   return !params.logit_bias.empty() || penalties || params.ignore_eos || history.ban_stop ||
-         !history.allowed.empty() || (params.temperature > 0.0f && inv_t != 1.0f);
+         !history.allowed.empty() || (params.temperature > 0.0f && inv_t != 1.0f) ||
+         params.dynatemp_on();
 }
 
 int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, int64_t position,
@@ -233,9 +235,20 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
       token = sample_filtered(logits, params, position, logits[token] + 0.0f, token, 1.0f);
     }
   } else {
-    // temperature_last: the filters read the raw logits; the draw alone is tempered.
-    const bool late = params.temperature_last && filters_act(params, n) && inv_t != 1.0f;
-    const float scale = late ? 1.0f : inv_t;
+    // temperature_last: the filters read the raw logits; the draw alone is tempered (by a
+    // dynamic temperature too, over what the filters kept: draw()).
+    const bool late = params.temperature_last && filters_act(params, n) &&
+                      (inv_t != 1.0f || params.dynatemp_on());
+    float scale = late ? 1.0f : inv_t;
+    if (params.dynatemp_on() && !late) {
+      // The temperature first (or no filter): its entropy is the whole row's.
+      const float t = row_dynamic_temperature(logits, params);
+      if (!(t > 0.0f)) {  // T_dyn 0 is greedy, as llama.cpp's temperature 0
+        const int32_t top = kernels_->argmax(logits.data(), n);
+        return top >= 0 ? top : fallback(logits, allowed);
+      }
+      scale = 1.0f / t;
+    }
     // scale_max's answer when inv_t is 1 (the row is untouched): the max, -0 made +0.
     const float z_max = !known         ? kernels_->scale_max(logits.data(), n, scale)
                         : raw_top >= 0 ? logits[raw_top] + 0.0f
@@ -592,11 +605,43 @@ std::span<const Sampler::RankedToken> Sampler::exclude_top_choices(
   return xtc_kept_;
 }
 
+// The dynamic temperature of the whole row (the temperature before the filters), as the
+// candidates llama.cpp's temperature stage sees there: every entry.
+float Sampler::row_dynamic_temperature(std::span<float> x, const SamplingParams& params) {
+  const auto n = static_cast<int32_t>(x.size());
+  const float x_max = kernels_->scale_max(x.data(), n, 1.0f);
+  if (!std::isfinite(x_max) || n < 2) return params.temperature;
+  kernels_->exp_shifted(x.data(), n, x_max, cand_e_.data());
+  return sampler_dynatemp::temperature(x, std::span<const float>(cand_e_.data(), x.size()), x_max,
+                                       x.size(), params.temperature, params.dynatemp_range,
+                                       params.dynatemp_exponent);
+}
+
+// A late dynamic temperature's scale (1 / T_dyn; 0 for T_dyn 0) over what the filters and
+// XTC kept.
+float Sampler::kept_dynamic_scale(std::span<const RankedToken> kept, const SamplingParams& params) {
+  dyn_x_.resize(kept.size());
+  dyn_e_.resize(kept.size());
+  float x_max = kNegInf;
+  for (size_t i = 0; i < kept.size(); ++i) x_max = std::max(x_max, dyn_x_[i] = kept[i].z);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    dyn_e_[i] = sampler_kernels::exp_shifted(dyn_x_[i] - x_max);
+  }
+  const float t =
+      sampler_dynatemp::temperature(dyn_x_, dyn_e_, x_max, kept.size(), params.temperature,
+                                    params.dynatemp_range, params.dynatemp_exponent);
+  return t > 0.0f ? 1.0f / t : 0.0f;
+}
+
 int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> z,
                       const SamplingParams& params, int64_t position, float scale) {
   if (params.xtc_on()) kept = exclude_top_choices(kept, params, position);
-  if (!(params.temperature > 0.0f) || !std::isfinite(1.0f / params.temperature)) {
-    // Greedy with XTC or typ_p (choose): the best token left, ties to the lowest id.
+  if (params.dynatemp_on() && params.temperature_last && kept.size() > 1) {
+    scale = kept_dynamic_scale(kept, params);
+  }
+  if (!(params.temperature > 0.0f) || !std::isfinite(1.0f / params.temperature) || scale == 0.0f) {
+    // Greedy with XTC or typ_p (choose), or a dynamic temperature of 0: the best token
+    // left, ties to the lowest id.
     const auto best = std::min_element(kept.begin(), kept.end(), precedes<RankedToken>);
     return best == kept.end() ? -1 : best->id;
   }

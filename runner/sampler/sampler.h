@@ -50,6 +50,9 @@
 //     kept tokens with p_i = softmax of z over the kept set >= xtc_threshold leave it, all
 //     but the least likely of them (ties: the highest id), when at least two reach it. The
 //     z are as the filters read them (raw before a late temperature).
+//  3c. A dynamic temperature (params.dynatemp_on(), dynatemp.h) replaces 1/T: over the kept
+//     set's z after XTC when the temperature comes last (temperature_last), else over the
+//     whole row before step 3; a T_dyn of 0 takes the best token, as greedy.
 //  4. Gumbel-max over the kept set: token = argmax_i (z_i + g_i), ties to the lowest id, with
 //     g_i = -log(-log(u_i)) and u_i = uniform_open01(philox word) defined as follows.
 //     Key = {seed & 0xffffffff, seed >> 32}. For vocabulary id i, counter =
@@ -213,6 +216,8 @@ class Sampler {
   void ban_unless_stop(std::span<float> logits, std::span<const int32_t> eog,
                        std::span<const int32_t> stop_ids);
   // kept in increasing id order, each with its e (relative to the row's top, z_max).
+  float row_dynamic_temperature(std::span<float> x, const SamplingParams& params);
+  float kept_dynamic_scale(std::span<const RankedToken> kept, const SamplingParams& params);
   std::span<RankedToken> locally_typical(std::span<RankedToken> kept, float z_max, float typical_p);
   std::span<const RankedToken> exclude_top_choices(std::span<const RankedToken> kept,
                                                    const SamplingParams& params, int64_t position);
@@ -240,6 +245,7 @@ class Sampler {
   std::vector<int32_t> xtc_ids_;
   std::vector<uint8_t> xtc_drop_;
   std::vector<RankedToken> xtc_kept_;  // what XTC left
+  std::vector<float> dyn_x_, dyn_e_;   // a late dynamic temperature's view of the kept set
   std::vector<int32_t> counts_;        // the counted ids, sorted
   std::vector<float> raw_;  // the row as it came, when logprobs are asked of a touched row
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best

@@ -207,6 +207,12 @@ const BadRequest kCatalogue[] = {
     // Below 0 by less than a float can hold: the value sent is checked, not its float.
     {"TypicalPJustBelowZero", kCmpl, with_prompt(R"("typical_p": -1e-300)"), "typical_p", "[0, 1]"},
     {"MinPJustBelowZero", kCmpl, with_prompt(R"("min_p": -1e-300)"), "min_p", "[0, 1]"},
+    {"DynatempRangeNegative", kCmpl, with_prompt(R"("dynatemp_range": -0.5)"), "dynatemp_range",
+     ">= 0"},
+    {"DynatempRangeAtTemperatureZero", kChat,
+     with_messages(R"("dynatemp_range": 0.5, "temperature": 0)"), "dynatemp_range", "temperature"},
+    {"DynatempExponentNegative", kCmpl, with_prompt(R"("dynatemp_exponent": -1)"),
+     "dynatemp_exponent", ">= 0"},
     {"TopNSigmaAString", kCmpl, with_prompt(R"("top_n_sigma": "1")"), "top_n_sigma", "number"},
     {"ChatLogprobsNumber", kChat, with_messages(R"("logprobs": 5)"), "logprobs", "a boolean"},
     {"ChatTopLogprobsWithoutLogprobs", kChat, with_messages(R"("top_logprobs": 3)"), "top_logprobs",

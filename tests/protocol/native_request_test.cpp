@@ -356,6 +356,28 @@ TEST(NativeRequest, TypicalPIsReadInTheChain) {
                    .request.sampling.temperature_last);
 }
 
+// The dynamic temperature rides the temperature stage: reported in generation_settings, off
+// without the stage, and refused where the temperature sits between filters (its entropy is
+// of the whole row or of what every filter kept).
+TEST(NativeRequest, DynatempIsReadWithTheTemperature) {
+  const NativeRequest r =
+      parsed(R"({"prompt": "x", "dynatemp_range": 0.5, "dynatemp_exponent": 2})");
+  EXPECT_TRUE(r.request.sampling.dynatemp_on());
+  EXPECT_FLOAT_EQ(r.request.sampling.dynatemp_exponent, 2.0f);
+  EXPECT_TRUE(r.request.sampling.temperature_last);
+  EXPECT_FLOAT_EQ(r.settings["dynatemp_range"].get<float>(), 0.5f);
+  EXPECT_FLOAT_EQ(r.settings["dynatemp_exponent"].get<float>(), 2.0f);
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "dynatemp_range": 0.5, "samplers": ["top_k"]})")
+                   .request.sampling.dynatemp_on());
+  EXPECT_EQ(refused(R"({"prompt": "x", "dynatemp_range": 0.5,
+                        "samplers": ["top_k", "temperature", "top_p"]})")
+                .param,
+            "samplers");
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "dynatemp_range": 0.5,
+                          "samplers": ["temperature", "top_k", "top_p"]})")
+                   .request.sampling.temperature_last);
+}
+
 TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {
   const NativeRequest r = parsed(
       R"({"prompt": "x", "presence_penalty": 0.5, "frequency_penalty": -1, "repeat_penalty": 1.1})");

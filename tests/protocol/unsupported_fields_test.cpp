@@ -59,7 +59,6 @@ const FieldCase kRefused[] = {
     {"CompletionsToolChoice", kCmpl, R"("tool_choice": "auto")", "tool_choice", ""},
     {"CompletionsTopLogprobs", kCmpl, R"("top_logprobs": 2)", "top_logprobs", "'logprobs'"},
     {"Mirostat", kCmpl, R"("mirostat": 2)", "mirostat", ""},
-    {"DynatempRange", kCmpl, R"("dynatemp_range": 0.5)", "dynatemp_range", ""},
     {"NProbs", kCmpl, R"("n_probs": 5)", "n_probs", "'logprobs'"},
     {"NPredictAlone", kCmpl, R"("n_predict": 32)", "n_predict", "'max_tokens'"},
     {"NPredictUnlimitedOnCompletions", kCmpl, R"("n_predict": -1)", "n_predict", "'max_tokens'"},

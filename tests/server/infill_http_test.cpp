@@ -340,6 +340,15 @@ TEST(InfillHttp, ATinyTopNSigmaDrawsGreedysText) {
       0);
 }
 
+// The dynamic temperature end to end: a range equal to the temperature and a huge exponent
+// send every step's temperature to 0, greedy's text for any seed, over the kept set
+// (/completion's chain, the temperature last) and the whole row (/v1/completions, first).
+TEST(InfillHttp, ADynamicTemperatureDownToZeroDrawsGreedysText) {
+  EXPECT_GT(draws_otherwise_than_greedy(fim_server().port(), json::object(),
+                                        json{{"dynatemp_range", 1.0}, {"dynatemp_exponent", 1e30}}),
+            0);
+}
+
 // typ_p end to end: of two tokens (top_k 2) the likelier is the more typical, so typical_p 0,
 // which keeps the single most typical token, draws greedy's text for any seed; without it the
 // seeds draw otherwise. SillyTavern's shape (top_p 1 in llama-server's default chain, which
