@@ -152,8 +152,9 @@ void turn_off(Stage stage, Json& completion) {
 
 bool acts(Stage stage, const Json& completion) {
   switch (stage) {
-    case Stage::kTemperature:
-      return number_or(completion, "temperature", 1.0) != 1.0;
+    case Stage::kTemperature:  // a dynamic one acts at 1 too
+      return number_or(completion, "temperature", 1.0) != 1.0 ||
+             number_or(completion, "dynatemp_range", 0.0) > 0.0;
     case Stage::kTopK:
       return number_or(completion, "top_k", 0) > 0;
     case Stage::kTopP:
@@ -278,15 +279,6 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
       refuse_order("puts the temperature between typ_p and the filters after it");
     }
   }
-  // A dynamic temperature measures what its stage sees: the whole row or what every filter
-  // kept, nothing between.
-  if (number_or(completion, "dynatemp_range", 0.0) > 0.0) {
-    bool before = false, after = false;
-    for (int filter : {m, k, p, inf, x, sigma, y}) {
-      if (filter >= 0) (t > filter ? after : before) = true;
-    }
-    if (before && after) refuse_order("puts the temperature, with dynatemp_range, between filters");
-  }
   // Without those only min_p's side matters: the mode that reads its logits as they are
   // asked for needs no conversion (whose float rounds towards 1 at huge T).
   out.temperature_last = p >= 0     ? t > p
@@ -294,6 +286,16 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
                          : inf >= 0 ? t > inf
                          : x >= 0   ? t > x
                                     : m >= 0 && m < t;
+  // A dynamic temperature measures what its stage sees: the whole row or what every filter
+  // kept (top_k's and top_n_sigma's sides matter too), nothing between.
+  if (number_or(completion, "dynatemp_range", 0.0) > 0.0) {
+    bool before = false, after = false;
+    for (int filter : {m, k, p, inf, x, sigma, y}) {
+      if (filter >= 0) (t > filter ? after : before) = true;
+    }
+    if (before && after) refuse_order("puts the temperature, with dynatemp_range, between filters");
+    out.temperature_last = after;
+  }
   // min_p reads them either way: p >= m * p_max on the raw logits is p >= m^(1/T) * p_max
   // on the tempered ones, exactly, so its place is a change of its value.
   if (m >= 0 && (m < t) != out.temperature_last) {

@@ -376,6 +376,20 @@ TEST(NativeRequest, DynatempIsReadWithTheTemperature) {
   EXPECT_FALSE(parsed(R"({"prompt": "x", "dynatemp_range": 0.5,
                           "samplers": ["temperature", "top_k", "top_p"]})")
                    .request.sampling.temperature_last);
+  // With top_k the only filter that acts (SillyTavern's top_p 1 and min_p 0), the side of
+  // the temperature still says what it measures: after, top_k's kept set (QA).
+  EXPECT_TRUE(parsed(R"({"prompt": "x", "dynatemp_range": 0.5, "top_p": 1, "min_p": 0})")
+                  .request.sampling.temperature_last);
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "dynatemp_range": 0.5, "top_p": 1, "min_p": 0,
+                          "samplers": ["temperature", "top_k"]})")
+                   .request.sampling.temperature_last);
+  // At temperature 1 too: a dynamic temperature acts there (QA).
+  EXPECT_TRUE(parsed(R"({"prompt": "x", "dynatemp_range": 1, "temperature": 1,
+                         "samplers": ["top_k", "temperature"]})")
+                  .request.sampling.temperature_last);
+  // Without the range, top_k alone leaves the order as it was (it commutes).
+  EXPECT_FALSE(
+      parsed(R"({"prompt": "x", "top_p": 1, "min_p": 0})").request.sampling.temperature_last);
 }
 
 TEST(NativeRequest, PenaltiesAreLlamaCppsOverItsWindow) {

@@ -349,6 +349,39 @@ TEST(InfillHttp, ADynamicTemperatureDownToZeroDrawsGreedysText) {
             0);
 }
 
+// Where the chain puts the temperature decides what a dynamic one measures: with the
+// greedy token 3 logits ahead and top_k 2, the pair after top_k is nearly certain (a low
+// temperature: the other token almost never drawn), the whole row before it is not (a high
+// one: the other token often drawn). Both counts are fixed by the seeds.
+TEST(InfillHttp, ADynamicTemperatureMeasuresWhatItsPlaceInTheChainSees) {
+  const uint16_t port = fim_server().port();
+  const json greedy = post_json(
+      port, "/completion",
+      json{{"prompt", "Once upon"}, {"n_predict", 1}, {"temperature", 0}, {"n_probs", 1}});
+  const int top = greedy["completion_probabilities"][0]["id"];
+  const auto others = [&](const json& chain) {
+    int count = 0;
+    for (int seed = 1; seed <= 100; ++seed) {
+      const json r = post_json(port, "/completion",
+                               json{{"prompt", "Once upon"},
+                                    {"n_predict", 1},
+                                    {"n_probs", 1},
+                                    {"temperature", 1},
+                                    {"dynatemp_range", 1},
+                                    {"top_k", 2},
+                                    {"logit_bias", json::array({json::array({top, 3})})},
+                                    {"samplers", chain},
+                                    {"seed", seed}});
+      count += r["completion_probabilities"][0]["id"] != top;
+    }
+    return count;
+  };
+  const int after = others(json{"top_k", "temperature"});
+  const int first = others(json{"temperature", "top_k"});
+  EXPECT_LE(after, 3);
+  EXPECT_GE(first, 8);
+}
+
 // typ_p end to end: of two tokens (top_k 2) the likelier is the more typical, so typical_p 0,
 // which keeps the single most typical token, draws greedy's text for any seed; without it the
 // seeds draw otherwise. SillyTavern's shape (top_p 1 in llama-server's default chain, which
