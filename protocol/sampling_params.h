@@ -29,9 +29,11 @@ struct SamplingParams {
   // (sigma: the standard deviation of the row's finite z), before every other filter;
   // <= 0: off (llama-server's default -1).
   float top_n_sigma = -1.0f;
+  bool top_n_sigma_on() const { return top_n_sigma > 0.0f; }
   // llama.cpp's locally typical sampling (typ_p, runner/sampler/typical.h), after top_k and
   // before top_p: in [0, 1]; 1: off.
   float typical_p = 1.0f;
+  bool typical_on() const { return typical_p < 1.0f; }
   uint64_t seed = 0;  // Gumbel noise key; the server draws one when the request has none
   // Added to the logits before everything else; a bias <= -100 bans the token.
   std::vector<std::pair<int32_t, float>> logit_bias;

@@ -74,9 +74,9 @@ void StepStaging::clear() {
 bool sampled_on_host(const StepRow& row) {
   return row.grammar != nullptr || row.sampling.logprobs >= 0 ||
          row.sampling.prompt_logprobs >= 0 || row.sampling.has_output_penalties() ||
-         row.sampling.infill || row.sampling.xtc_on() || row.sampling.top_n_sigma > 0.0f ||
-         row.sampling.typical_p < 1.0f || row.sampling.dynatemp_on() ||
-         row.sampling.temperature_last || row.sampling.min_p_last;
+         row.sampling.infill || row.sampling.xtc_on() || row.sampling.top_n_sigma_on() ||
+         row.sampling.typical_on() || row.sampling.dynatemp_on() || row.sampling.temperature_last ||
+         row.sampling.min_p_last;
 }
 
 void stage_step(const StepPlan& plan, bool device_inputs, const StagingLimits& limits,

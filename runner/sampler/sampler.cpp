@@ -230,8 +230,7 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
     token = known ? raw_top : kernels_->argmax(logits.data(), n);
     // llama.cpp's greedy keeps the best of what its chain leaves, and XTC or typ_p may have
     // dropped the argmax: the filters run on the raw logits, and draw() takes the best left.
-    if ((params.xtc_on() || params.typical_p < 1.0f) && token >= 0 &&
-        std::isfinite(logits[token])) {
+    if ((params.xtc_on() || params.typical_on()) && token >= 0 && std::isfinite(logits[token])) {
       token = sample_filtered(logits, params, position, logits[token] + 0.0f, token, 1.0f);
     }
   } else {
@@ -425,7 +424,7 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
 
 bool Sampler::filters_act(const SamplingParams& params, int32_t n) {
   return (params.top_k > 0 && params.top_k < n) || params.top_p < 1.0f || params.min_p > 0.0f ||
-         params.top_n_sigma > 0.0f || params.typical_p < 1.0f || params.infill || params.xtc_on();
+         params.top_n_sigma_on() || params.typical_on() || params.infill || params.xtc_on();
 }
 
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
@@ -442,11 +441,11 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   const float min_p_cut = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
   // min_p_last: min_p cuts what top_p (or typ_p) kept (llama.cpp's order); it commutes with
   // top_k, so only their turns change.
-  const bool y_on = params.typical_p < 1.0f;
+  const bool y_on = params.typical_on();
   const bool cut_last = params.min_p_last && m_on && (p_on || y_on);
   // What top_k, typ_p and top_p read: the tokens at or above `first`, top_n_sigma's cut
   // (first in every chain) and min_p's where it comes before top_p.
-  const bool sigma_on = params.top_n_sigma > 0.0f;
+  const bool sigma_on = params.top_n_sigma_on();
   const bool first_on = sigma_on || (m_on && !cut_last);
   const float first = std::max(sigma_on ? sampler_sigma::cut(z, params.top_n_sigma) : -FLT_MAX,
                                cut_last ? -FLT_MAX : min_p_cut);

@@ -4,6 +4,7 @@
 // field the client sent.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <variant>
 
@@ -26,6 +27,11 @@ ApiError refused(const std::string& body, bool infill = false) {
   if (auto* error = std::get_if<ApiError>(&result)) return *error;
   ADD_FAILURE() << "accepted: " << body;
   return {};
+}
+
+// Each body's samplers chain is one the sampler has no form for: a 400 naming `samplers`.
+void expect_order_refused(std::initializer_list<const char*> bodies) {
+  for (const char* body : bodies) EXPECT_EQ(refused(body).param, "samplers") << body;
 }
 
 TEST(NativeRequest, TakesLlamaServersDefaults) {
@@ -172,13 +178,10 @@ TEST(NativeRequest, RefusesAnOrderTheSamplerHasNoFormFor) {
     EXPECT_NE(e.message.find("cannot apply"), std::string::npos) << e.message;
   }
   // xtc reads the kept set as the filters leave it, with the logits as they read them.
-  for (
-      const char* body :
+  expect_order_refused(
       {R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["xtc", "top_k"]})",
        R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["top_p", "infill", "xtc"]})",
-       R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["top_p", "temperature", "xtc"]})"}) {
-    EXPECT_EQ(refused(body).param, "samplers") << body;
-  }
+       R"({"prompt": "x", "xtc_probability": 0.5, "samplers": ["top_p", "temperature", "xtc"]})"});
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "mirostat"]})").param, "samplers[1]");
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": "kq"})").param, "samplers");
   EXPECT_EQ(refused(R"({"prompt": "x", "samplers": ["top_k", "top_k"]})").param, "samplers[1]");
@@ -281,14 +284,12 @@ TEST(NativeRequest, DryIsReadInTheChain) {
   EXPECT_EQ(r.settings["dry_sequence_breakers"], nlohmann::ordered_json({"\n", "###"}));
   EXPECT_FALSE(parsed(R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["top_k"]})")
                    .request.sampling.dry_on());
-  for (const char* body : {
-           R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["top_k", "dry"]})",
-           R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["temperature", "dry"]})",
-           R"({"prompt": "x", "dry_multiplier": 0.8, "repeat_penalty": 1.1,
+  expect_order_refused({
+      R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["top_k", "dry"]})",
+      R"({"prompt": "x", "dry_multiplier": 0.8, "samplers": ["temperature", "dry"]})",
+      R"({"prompt": "x", "dry_multiplier": 0.8, "repeat_penalty": 1.1,
                "samplers": ["dry", "penalties"]})",
-       }) {
-    EXPECT_EQ(refused(body).param, "samplers") << body;
-  }
+  });
   // Off, its place in the chain does not matter.
   EXPECT_FALSE(
       parsed(R"({"prompt": "x", "samplers": ["top_k", "dry"]})").request.sampling.dry_on());
@@ -304,14 +305,12 @@ TEST(NativeRequest, TopNSigmaIsReadInTheChain) {
   EXPECT_LE(parsed(R"({"prompt": "x", "top_n_sigma": 1.5, "samplers": ["top_k"]})")
                 .request.sampling.top_n_sigma,
             0.0f);
-  for (const char* body : {
-           R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["top_k", "top_n_sigma"]})",
-           R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["min_p", "top_n_sigma"]})",
-           R"({"prompt": "x", "top_n_sigma": 1, "repeat_penalty": 1.2,
+  expect_order_refused({
+      R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["top_k", "top_n_sigma"]})",
+      R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["min_p", "top_n_sigma"]})",
+      R"({"prompt": "x", "top_n_sigma": 1, "repeat_penalty": 1.2,
                "samplers": ["top_n_sigma", "penalties"]})",
-       }) {
-    EXPECT_EQ(refused(body).param, "samplers") << body;
-  }
+  });
   // Its side of the temperature changes nothing: either is accepted.
   parsed(R"({"prompt": "x", "top_n_sigma": 1, "samplers": ["temperature", "top_n_sigma"]})");
 }
@@ -329,16 +328,14 @@ TEST(NativeRequest, TypicalPIsReadInTheChain) {
   EXPECT_FLOAT_EQ(parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["top_k"]})")
                       .request.sampling.typical_p,
                   1.0f);
-  for (const char* body : {
-           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_k"]})",
-           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["top_p", "typ_p"]})",
-           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p", "top_p"]})",
-           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "temperature", "top_p"]})",
-           R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_n_sigma"],
+  expect_order_refused({
+      R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_k"]})",
+      R"({"prompt": "x", "typical_p": 0.9, "samplers": ["top_p", "typ_p"]})",
+      R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "min_p", "top_p"]})",
+      R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "temperature", "top_p"]})",
+      R"({"prompt": "x", "typical_p": 0.9, "samplers": ["typ_p", "top_n_sigma"],
                "top_n_sigma": 1})",
-       }) {
-    EXPECT_EQ(refused(body).param, "samplers") << body;
-  }
+  });
   // min_p before it, or after top_p; the temperature after all of them: accepted.
   EXPECT_FALSE(
       parsed(R"({"prompt": "x", "typical_p": 0.9, "samplers": ["min_p", "typ_p", "top_p"]})")
