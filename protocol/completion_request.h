@@ -45,6 +45,9 @@ inline constexpr size_t kMaxStopSequences = 4;
 inline constexpr size_t kMaxMessagesStopSequences = 64;
 // The most log-probabilities per token a request may ask for (vLLM's default limit).
 inline constexpr int32_t kMaxLogprobs = 20;
+// llama-server's n_probs (/completion, /infill) has no limit of its own, and its clients ask
+// for 100 or more (classifiers reading labels' probabilities): a bound well above them.
+inline constexpr int32_t kMaxNativeProbs = 1024;
 // The most choices per prompt (`n`) and prompts per request (`prompt` as a list).
 inline constexpr int32_t kMaxChoices = 16;
 inline constexpr size_t kMaxPrompts = 64;

@@ -174,6 +174,12 @@ void read_logprobs(const Json& body, CompletionRequest& request) {
     if (top > 0 && !on) reject("'top_logprobs' needs 'logprobs' set to true.", "top_logprobs");
   }
   if (on) sampling.logprobs = top;
+  // llama-server's: the draw's probabilities in place of the model's (unsupported_fields
+  // refuses it on the other conversation routes).
+  const Json* post = find_field(body, "post_sampling_probs");
+  if (post != nullptr && request.endpoint == Endpoint::kChatCompletions) {
+    sampling.post_sampling_probs = read_bool(*post, "post_sampling_probs");
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "protocol/logprobs.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "protocol/jinja/unicode.h"
 #include "protocol/utf8_encode.h"
@@ -72,7 +74,33 @@ Json completion_logprobs(const LogprobsPiece& piece) {
               {"text_offset", std::move(offsets)}};
 }
 
+// The token's text as llama-server shows it: cut before a UTF-8 sequence the token leaves
+// open (its bytes say the whole).
+std::string_view whole_characters(std::string_view bytes) {
+  for (size_t back = 1; back <= std::min<size_t>(3, bytes.size()); ++back) {
+    const auto c = static_cast<unsigned char>(bytes[bytes.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? bytes.substr(0, bytes.size() - back) : bytes;
+  }
+  return bytes;
+}
+
+Json probability_entry(const LogprobEntry& entry, bool probability) {
+  Json out{{"id", entry.id},
+           {"token", whole_characters(entry.token)},
+           {"bytes", byte_list(entry.token)}};
+  if (probability) {
+    out["prob"] = std::exp(entry.logprob);
+  } else {
+    out["logprob"] =
+        std::isfinite(entry.logprob) ? entry.logprob : std::numeric_limits<float>::lowest();
+  }
+  return out;
+}
+
 Json chat_logprobs(const LogprobsPiece& piece) {
+  if (piece.probabilities) return Json{{"content", llama_probabilities_json(piece)}};
   Json content = Json::array();
   for (const TokenLogprobs& t : piece.tokens) {
     Json top = Json::array();
@@ -95,6 +123,20 @@ Json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece) {
   if (piece == nullptr) return nullptr;
   return endpoint == Endpoint::kChatCompletions ? chat_logprobs(*piece)
                                                 : completion_logprobs(*piece);
+}
+
+Json llama_probabilities_json(const LogprobsPiece& piece) {
+  const bool p = piece.probabilities;
+  Json out = Json::array();
+  for (const TokenLogprobs& token : piece.tokens) {
+    Json entry = probability_entry(token.chosen, p);
+    Json top = Json::array();
+    for (const LogprobEntry& alternative : token.top)
+      top.push_back(probability_entry(alternative, p));
+    entry[p ? "top_probs" : "top_logprobs"] = std::move(top);
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 // One character per sequence begun, counted at its first byte: it becomes either that

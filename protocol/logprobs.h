@@ -48,6 +48,15 @@ struct LogprobsPiece {
   // texts look alike, or are parts of one character, stay apart); chat's bytes and the
   // text offsets stay the token's own.
   bool token_ids = false;
+  // llama-server's post_sampling_probs: the values are the draw's (SamplingParams), written
+  // as probabilities: llama_probabilities_json's prob and top_probs.
+  bool probabilities = false;
+};
+
+// How a response names and weighs its tokens: LogprobsPiece's two flags.
+struct LogprobsStyle {
+  bool token_ids = false;
+  bool probabilities = false;
 };
 
 // The choice's `logprobs` value: null without a piece. Completions:
@@ -56,6 +65,14 @@ struct LogprobsPiece {
 // {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}. A NaN
 // logprob (the first prompt token's) is null, and its top_logprobs null.
 nlohmann::ordered_json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece);
+
+// llama-server's per-token probabilities (/completion's completion_probabilities, and chat's
+// logprobs.content with post_sampling_probs): per token {id, token, bytes, logprob,
+// top_logprobs: [{id, token, bytes, logprob}], most likely first}, with piece.probabilities
+// {id, token, bytes, prob, top_probs: [{id, token, bytes, prob}]}. token is the text cut
+// before a UTF-8 sequence the token leaves open (bytes hold all of it); a logprob of -inf is
+// the lowest float, as llama-server writes it (JSON has no -inf).
+nlohmann::ordered_json llama_probabilities_json(const LogprobsPiece& piece);
 
 // Where the text after these tokens begins, from where theirs began: the next piece's start.
 TextPosition advanced(TextPosition position, std::span<const TokenLogprobs> tokens);

@@ -54,6 +54,8 @@ const std::set<std::string> kNativeFields = {"prompt",
                                              "stream_options",
                                              "suffix",
                                              "n_probs",
+                                             "post_sampling_probs",
+                                             "return_tokens",
                                              "model"};
 
 // The output limit: n_predict, else max_tokens (-1: none). nullopt: until EOS or the context.
@@ -179,9 +181,9 @@ void read_line_limits(const Json& body, NativeRequest& out) {
 std::optional<int64_t> read_n_probs(const Json& body) {
   std::optional<int64_t> n_probs, logprobs;
   if (const Json* value = find_field(body, "n_probs"))
-    n_probs = request_fields::read_integer(*value, "n_probs", 0, kMaxLogprobs);
+    n_probs = request_fields::read_integer(*value, "n_probs", 0, kMaxNativeProbs);
   if (const Json* value = find_field(body, "logprobs"))
-    logprobs = request_fields::read_integer(*value, "logprobs", 0, kMaxLogprobs);
+    logprobs = request_fields::read_integer(*value, "logprobs", 0, kMaxNativeProbs);
   // llama-server reads logprobs where n_probs is left at its default (0).
   if (!n_probs || *n_probs == 0) return logprobs ? logprobs : n_probs;
   if (logprobs && *logprobs != *n_probs) {
@@ -194,7 +196,9 @@ std::optional<int64_t> read_n_probs(const Json& body) {
 }
 
 // The /v1/completions body the native one amounts to.
-Json completion_body(const Json& body, bool infill, request_fields::SamplerChain& chain) {
+// n_probs: read_n_probs's count.
+Json completion_body(const Json& body, bool infill, std::optional<int64_t> n_probs,
+                     request_fields::SamplerChain& chain) {
   Json completion = Json::object();
   for (const auto& [name, value] : body.items()) {
     if (!kNativeFields.contains(name)) completion[name] = value;
@@ -219,7 +223,8 @@ Json completion_body(const Json& body, bool infill, request_fields::SamplerChain
   }
   if (const Json* bias = find_field(body, "logit_bias"))
     completion["logit_bias"] = read_logit_bias(*bias);
-  if (const std::optional<int64_t> k = read_n_probs(body); k && *k > 0) completion["logprobs"] = *k;
+  // The completion parser holds OpenAI's bound; the count is set after it (parse_native_request).
+  if (n_probs && *n_probs > 0) completion["logprobs"] = std::min<int64_t>(*n_probs, kMaxLogprobs);
   if (!completion.contains("temperature")) completion["temperature"] = kDefaultTemperature;
   if (!completion.contains("top_k")) completion["top_k"] = kDefaultTopK;
   if (!completion.contains("top_p")) completion["top_p"] = kDefaultTopP;
@@ -262,7 +267,8 @@ Json settings_of(const NativeRequest& native, const Json& body) {
       {"stream", r.stream},
       {"n_indent", native.min_indent},
       {"t_max_predict_ms", native.time_limit_ms > 0 ? native.time_limit_ms : -1.0},
-      {"n_probs", std::max(0, s.logprobs)}};
+      {"n_probs", std::max(0, s.logprobs)},
+      {"post_sampling_probs", s.post_sampling_probs}};
   settings["samplers"] = request_fields::sampler_chain_names(body);
   return settings;
 }
@@ -287,7 +293,8 @@ std::variant<NativeRequest, ApiError> parse_native_request(std::string_view text
     if (const Json* per_token = find_field(body, "timings_per_token"))
       out.timings_per_token = request_fields::read_bool(*per_token, "timings_per_token");
     request_fields::SamplerChain chain;
-    Json completion = completion_body(body, infill, chain);
+    const std::optional<int64_t> n_probs = read_n_probs(body);
+    Json completion = completion_body(body, infill, n_probs, chain);
     // min_tokens is checked against it; 0 (nothing generated) is set after.
     completion["max_tokens"] = limit && *limit > 0 ? *limit : kMaxTokensLimit;
     auto read = parse_completion_request(completion.dump(), Endpoint::kCompletions);
@@ -299,6 +306,13 @@ std::variant<NativeRequest, ApiError> parse_native_request(std::string_view text
     out.request.sampling.temperature_last = chain.temperature_last;
     out.request.sampling.min_p_last = chain.min_p_last;
     out.request.max_tokens = limit;
+    if (n_probs && *n_probs > 0) out.request.sampling.logprobs = static_cast<int32_t>(*n_probs);
+    if (const Json* post = find_field(body, "post_sampling_probs")) {
+      out.request.sampling.post_sampling_probs =
+          request_fields::read_bool(*post, "post_sampling_probs");
+    }
+    if (const Json* tokens = find_field(body, "return_tokens"))
+      out.return_tokens = request_fields::read_bool(*tokens, "return_tokens");
     out.settings = settings_of(out, body);
     return out;
   } catch (const request_fields::RequestRejected& rejected) {

@@ -48,6 +48,9 @@ struct NativeRequest {
   // timings_per_token: each streamed piece carries the timings so far (the last one always
   // does).
   bool timings_per_token = false;
+  // return_tokens: the whole answer's `tokens` lists the generated token ids (streamed
+  // pieces always list theirs, as llama-server's do).
+  bool return_tokens = false;
   // response_fields: the whole answer's fields to keep, by path; empty: all.
   std::vector<std::string> response_fields;
   // The settings as the answer's generation_settings repeats them.

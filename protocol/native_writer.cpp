@@ -26,56 +26,19 @@ const char* stop_type_of(FinishReason finish, std::string_view stop) {
   return finish == FinishReason::kStop ? "eos" : "none";
 }
 
-// The token's text as llama-server shows it: cut before a UTF-8 sequence the token leaves
-// open (its bytes say the whole).
-std::string_view whole_characters(std::string_view bytes) {
-  for (size_t back = 1; back <= std::min<size_t>(3, bytes.size()); ++back) {
-    const auto c = static_cast<unsigned char>(bytes[bytes.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return need > back ? bytes.substr(0, bytes.size() - back) : bytes;
-  }
-  return bytes;
-}
-
-Json probability_entry(const LogprobEntry& entry) {
-  Json bytes = Json::array();
-  for (const char c : entry.token) bytes.push_back(static_cast<unsigned char>(c));
-  // llama-server writes the lowest float where the probability is 0 (JSON has no -inf).
-  const float logprob =
-      std::isfinite(entry.logprob) ? entry.logprob : std::numeric_limits<float>::lowest();
-  return Json{{"id", entry.id},
-              {"token", whole_characters(entry.token)},
-              {"bytes", std::move(bytes)},
-              {"logprob", logprob}};
-}
-
-// llama-server's completion_probabilities for n_probs: per token its id, text, bytes and
-// logprob, and top_logprobs, the n_probs most likely in the same form.
-Json completion_probabilities(const LogprobsPiece& piece) {
-  Json out = Json::array();
-  for (const TokenLogprobs& token : piece.tokens) {
-    Json entry = probability_entry(token.chosen);
-    Json top = Json::array();
-    for (const LogprobEntry& alternative : token.top) top.push_back(probability_entry(alternative));
-    entry["top_logprobs"] = std::move(top);
-    out.push_back(std::move(entry));
-  }
-  return out;
-}
-
 }  // namespace
 
 NativeWriter::NativeWriter(ResponseHeader header, std::string prompt, int64_t prompt_tokens,
                            Json settings, std::vector<std::string> response_fields,
-                           bool timings_per_token)
+                           bool timings_per_token, bool return_tokens)
     : header_(std::move(header)),
       prompt_(std::move(prompt)),
       settings_(std::move(settings)),
       response_fields_(std::move(response_fields)),
       accepted_(Clock::now()),
       prompt_tokens_(prompt_tokens),
-      timings_per_token_(timings_per_token) {
+      timings_per_token_(timings_per_token),
+      return_tokens_(return_tokens) {
   settings_["seed"] = header_.seed;
   settings_["model"] = header_.model;
 }
@@ -83,6 +46,10 @@ NativeWriter::NativeWriter(ResponseHeader header, std::string prompt, int64_t pr
 void NativeWriter::output_seen(int32_t tokens) {
   if (!first_output_) first_output_ = Clock::now();
   predicted_ += tokens;
+}
+
+void NativeWriter::tokens_seen(std::span<const int32_t> ids) {
+  ids_.insert(ids_.end(), ids.begin(), ids.end());
 }
 
 Json NativeWriter::timings(const Usage& usage) const {
@@ -93,12 +60,12 @@ Json NativeWriter::timings(const Usage& usage) const {
                                    ms_between(first, end)});
 }
 
-Json NativeWriter::final_object(std::string_view content, FinishReason finish, const Usage& usage,
-                                std::string_view stop) const {
+Json NativeWriter::final_object(std::string_view content, Json tokens, FinishReason finish,
+                                const Usage& usage, std::string_view stop) const {
   return Json{
       {"index", 0},
       {"content", content},
-      {"tokens", Json::array()},
+      {"tokens", std::move(tokens)},
       {"id_slot", -1},
       {"stop", true},
       {"model", header_.model},
@@ -125,15 +92,18 @@ std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece
   const bool probs = logprobs != nullptr && !logprobs->tokens.empty();
   if (text.empty() && !probs) return {};
   if (text.find('\n') != std::string_view::npos) new_line_ = true;
+  Json ids =
+      std::vector<int32_t>(ids_.begin() + static_cast<std::ptrdiff_t>(ids_streamed_), ids_.end());
+  ids_streamed_ = ids_.size();
   Json piece{{"index", 0},
              {"content", text},
-             {"tokens", Json::array()},
+             {"tokens", std::move(ids)},
              {"stop", false},
              {"id_slot", -1},
              {"tokens_predicted", predicted_},
              {"tokens_evaluated", prompt_tokens_},
              {"id", header_.id}};
-  if (probs) piece["completion_probabilities"] = completion_probabilities(*logprobs);
+  if (probs) piece["completion_probabilities"] = llama_probabilities_json(*logprobs);
   if (timings_per_token_) {
     piece["timings"] = timings(Usage{prompt_tokens_, predicted_, cached_});
   }
@@ -147,7 +117,7 @@ std::string NativeWriter::reasoning_events(std::string_view text) {
 
 std::string NativeWriter::closing_events(std::span<const ToolCallOut>, FinishReason finish,
                                          const Usage& usage, std::string_view stop) {
-  return sse_data(native_json_text(final_object("", finish, usage, stop)));
+  return sse_data(native_json_text(final_object("", Json::array(), finish, usage, stop)));
 }
 
 std::string NativeWriter::error_events(const ApiError& error) {
@@ -158,10 +128,11 @@ std::string NativeWriter::whole_body(std::string_view text, std::span<const Tool
                                      FinishReason finish, const Usage& usage,
                                      const LogprobsPiece* logprobs, std::string_view,
                                      std::string_view stop) {
-  Json object = final_object(text, finish, usage, stop);
+  Json object =
+      final_object(text, return_tokens_ ? Json(ids_) : Json::array(), finish, usage, stop);
   // As llama-server: no key where no token was generated.
   if (logprobs != nullptr && !logprobs->tokens.empty()) {
-    object["completion_probabilities"] = completion_probabilities(*logprobs);
+    object["completion_probabilities"] = llama_probabilities_json(*logprobs);
   }
   if (!response_fields_.empty()) object = pick_fields(object, response_fields_);
   return native_json_text(object);

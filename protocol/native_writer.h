@@ -1,7 +1,8 @@
 // The answer of llama-server's own API (/completion, /infill) in its shape: the whole object
 // {index, content, tokens, id_slot, stop, model, tokens_predicted, tokens_evaluated,
 // generation_settings, prompt, has_new_line, truncated, stop_type, stopping_word,
-// tokens_cached, timings}, or streamed as `data: {...}` lines, one per piece of text
+// tokens_cached, timings} (tokens: the generated ids with return_tokens, else empty), or
+// streamed as `data: {...}` lines, one per piece of text
 // ({index, content, tokens, stop: false, id_slot, tokens_predicted: the tokens that made the
 // pieces so far, tokens_evaluated: the prompt's length}, as llama-server's partial chunks),
 // then the final object with an empty content and stop: true; no [DONE] (llama-server sends
@@ -12,9 +13,8 @@
 // prompt_ms from the request's acceptance to its first output (queueing included),
 // predicted_ms from there to the end; prompt_n counts the prompt tokens computed, cache_n
 // those the prefix cache held. With n_probs, each piece and the whole object carry
-// completion_probabilities: per token {id, token, bytes, logprob, top_logprobs: the n_probs
-// most likely, {id, token, bytes, logprob}}, the token's text cut before a UTF-8 sequence it
-// leaves open (its bytes hold all of it), as llama-server writes them. tokens_cached is the
+// completion_probabilities (logprobs.h's llama_probabilities_json: the model's logprob and
+// top_logprobs, or with post_sampling_probs the draw's prob and top_probs). tokens_cached is the
 // sequence's length in the cache at the end (the prompt and the output but its last token), as
 // llama-server's n_past. response_fields keeps only the named paths of the whole object
 // ("timings/prompt_n" names a member of timings), each under its path, as llama-server does.
@@ -39,11 +39,15 @@ class NativeWriter final : public SingleOutputWriter {
   using Json = nlohmann::ordered_json;
   // prompt: the prompt's text (special tokens shown) and its length in tokens; settings:
   // generation_settings.
-  // timings_per_token: each streamed piece carries the timings so far too.
+  // timings_per_token: each streamed piece carries the timings so far too. return_tokens:
+  // the whole object's tokens lists every generated id (each streamed piece always lists
+  // those that made it, and the final streamed object none, as llama-server's).
   NativeWriter(ResponseHeader header, std::string prompt, int64_t prompt_tokens, Json settings,
-               std::vector<std::string> response_fields, bool timings_per_token = false);
+               std::vector<std::string> response_fields, bool timings_per_token = false,
+               bool return_tokens = false);
 
   void output_seen(int32_t tokens) override;
+  void tokens_seen(std::span<const int32_t> ids) override;
   void prompt_cached(int64_t tokens) override { cached_ = tokens; }
   std::string opening_events() override { return {}; }
   std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
@@ -57,7 +61,7 @@ class NativeWriter final : public SingleOutputWriter {
 
  private:
   using Clock = std::chrono::steady_clock;
-  Json final_object(std::string_view content, FinishReason finish, const Usage& usage,
+  Json final_object(std::string_view content, Json tokens, FinishReason finish, const Usage& usage,
                     std::string_view stop) const;
   Json timings(const Usage& usage) const;
 
@@ -72,6 +76,9 @@ class NativeWriter final : public SingleOutputWriter {
   int64_t predicted_ = 0;  // the tokens that made the pieces so far
   int64_t cached_ = 0;     // the prompt tokens the prefix cache held
   bool timings_per_token_ = false;
+  bool return_tokens_ = false;
+  std::vector<int32_t> ids_;  // every id seen
+  size_t ids_streamed_ = 0;   // the first ones, which streamed pieces listed
 };
 
 // Keeps the paths of `object` that `paths` names ("a/b": member b of member a), each under

@@ -61,10 +61,17 @@ struct SamplingParams {
   int32_t penalty_last_n = 0;
 
   // Log-probabilities to return, from the model's log-softmax before anything above or
-  // below changes the logits: -1 none; k in [0, 20]: the chosen token's and the k most
+  // below changes the logits: -1 none; k >= 0 (at most 20, or /completion's n_probs
+  // bound, kMaxNativeProbs): the chosen token's and the k most
   // likely. prompt_logprobs: the same for every prompt token after the first (echo).
   int32_t logprobs = -1;
   int32_t prompt_logprobs = -1;
+  // llama-server's post_sampling_probs: `logprobs` then weighs the tokens as the draw did
+  // instead (runner/sampler/sampler.h, "Post-sampling probabilities"): the log of each
+  // token's probability of being drawn, after every bias, penalty, ban, mask, filter and
+  // the temperature, over the tokens the draw chose from; the k listed are the likeliest
+  // of those. prompt_logprobs stay the model's.
+  bool post_sampling_probs = false;
 
   // llama.cpp's "infill" sampler after the filters (llama-server's /infill, code completion):
   // end when the end-of-generation tokens hold enough of the kept mass, else merge tokens

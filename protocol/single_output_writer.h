@@ -25,6 +25,10 @@ class SingleOutputWriter {
   // A piece of the output arrived (streamed or not), made by `tokens` tokens (those since
   // the last piece): a writer that reports timings or counts reads them here.
   virtual void output_seen(int32_t tokens) { (void)tokens; }
+  // The ids of tokens accepted since the last call, before the piece (if any) they make or,
+  // at the end, before the closing events or the body. Only where the plan asks for them
+  // (GenerationPlan::token_ids).
+  virtual void tokens_seen(std::span<const int32_t> ids) { (void)ids; }
   // The prompt tokens the prefix cache held (the request's admission), for a writer that
   // reports timings before the end.
   virtual void prompt_cached(int64_t tokens) { (void)tokens; }

@@ -6,7 +6,8 @@
 namespace tandem::request_fields {
 namespace {
 
-enum class Where { kBoth, kCompletions, kChat };
+// kChat: every conversation route; kOutsideChat: every route but /v1/chat/completions.
+enum class Where { kBoth, kCompletions, kChat, kOutsideChat };
 
 // Whether a value changes nothing. It sees the whole body for fields whose effect depends
 // on another one, and may itself refuse a value of the wrong type (a RequestRejected naming
@@ -206,10 +207,13 @@ const UnsupportedField kFields[] = {
      "(a time limit) is not supported by this server; send 'max_tokens'."},
     {"n_cmpl", Where::kBoth, number_is<1>,
      "other than 1 is not supported by this server; send 'n'."},
-    {"post_sampling_probs", Where::kBoth, is_false,
-     "set to true is not supported by this server: its logprobs are the model's, before "
-     "sampling."},
-    {"return_tokens", Where::kBoth, is_false, "set to true is not supported by this server."},
+    // Read on /completion, /infill (native_request.cpp) and chat (generation_fields.cpp),
+    // which write llama-server's shape for them.
+    {"post_sampling_probs", Where::kOutsideChat, is_false,
+     "set to true is not supported on this route, whose logprobs are the model's "
+     "(llama-server's /completion reads it, and so does chat)."},
+    {"return_tokens", Where::kBoth, is_false,
+     "set to true is read on /completion and /infill (llama-server's API)."},
     // Prompt caching and slots are how llama-server reuses a prefix; this server's prefix
     // cache does so for every request, and by its law a hit changes no output.
     {"cache_prompt", Where::kBoth, any_bool, ""},
@@ -228,6 +232,7 @@ const Json* find_path(const Json& body, const std::string& name) {
 }
 
 bool applies(Where where, Endpoint endpoint) {
+  if (where == Where::kOutsideChat) return endpoint != Endpoint::kChatCompletions;
   return where == Where::kBoth ||
          (where == Where::kCompletions) == (endpoint == Endpoint::kCompletions);
 }

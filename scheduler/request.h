@@ -28,8 +28,8 @@ class RequestSink {
   virtual void on_admitted(int32_t cached_tokens) { (void)cached_tokens; }
   // Each accepted token (EOS and stop tokens too), before the text it adds, if any: the
   // next on_text holds the text of the tokens counted since the last one (a partial
-  // character's or a possible stop string's text waits for later tokens).
-  virtual void on_token() {}
+  // character's or a possible stop string's text waits for later tokens). id: the token.
+  virtual void on_token(int32_t id) { (void)id; }
   // With sampling.logprobs >= 0: every accepted token's log-probabilities (EOS and stop
   // tokens too), each sent before the text that token adds, if any.
   virtual void on_logprobs(const TokenLogprobs& logprobs) { (void)logprobs; }

@@ -127,7 +127,7 @@ void Scheduler::accept(Request& r, int32_t token, const RowLogprobs* logprobs) {
   if (r.completion_tokens == 1 && r.in.time_limit_ms > 0)
     r.generation_started = pacer_seconds(options_);
   ++counters_.completion_tokens;
-  r.in.sink->on_token();
+  r.in.sink->on_token(token);
   r.generated.push_back(token);
   r.last_token = token;
   r.decoding = true;

@@ -106,7 +106,8 @@ Endpoints::Result Endpoints::embeddings(const ApiRequest& api) {
   GenerationPlan plan{{},    ResponseEncoder(Endpoint::kCompletions, header, false, std::move(ids)),
                       false, {},
                       false, 1,
-                      {},    {}};
+                      {},    {},
+                      {}};
   int64_t prompt_tokens = 0;
   for (auto& prompt : inputs) {
     prompt_tokens += static_cast<int64_t>(prompt.size());

@@ -392,8 +392,8 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                       request.sampling.logprobs >= 0,
                       request.n,
                       {},
-                      {}};
-  plan.tokens_as_ids = request.tokens_as_ids;
+                      {},
+                      {request.tokens_as_ids, request.sampling.post_sampling_probs}};
   plan.timings = request.timings_per_token;
   std::vector<ChoiceId> ids;
   int64_t prompt_tokens = 0;

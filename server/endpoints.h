@@ -83,8 +83,9 @@ struct GenerationPlan {
   int32_t n = 1;          // choices per prompt
   // Per choice, completions' echo: the prompt's text, sent before the output; or empty.
   std::vector<std::string> echoes;
-  ToolCallReading tools;            // chat with tools: the outputs are read for calls
-  bool tokens_as_ids = false;       // the log-probabilities name each token "token_id:N"
+  ToolCallReading tools;  // chat with tools: the outputs are read for calls
+  // The log-probabilities name each token "token_id:N", or are the draw's probabilities.
+  LogprobsStyle logprobs_style;
   ReasoningReading reasoning = {};  // chat: the reasoning split off the content
   // /v1/responses and /v1/messages: what writes the response in the encoder's place.
   std::unique_ptr<SingleOutputWriter> writer = nullptr;
@@ -92,6 +93,8 @@ struct GenerationPlan {
   std::optional<EmbeddingsOut> embeddings = std::nullopt;
   // timings_per_token: llama-server's timings in every chunk and in the body.
   bool timings = false;
+  // The writer hears each accepted token's id (SingleOutputWriter::tokens_seen).
+  bool token_ids = false;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405

@@ -8,14 +8,14 @@ namespace tandem::server {
 
 GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs,
                                        int32_t per_prompt, std::vector<std::string> echoes,
-                                       ToolCallReading tools, bool tokens_as_ids,
+                                       ToolCallReading tools, LogprobsStyle style,
                                        std::unique_ptr<SingleOutputWriter> writer,
                                        ReasoningReading reasoning,
                                        std::optional<EmbeddingsOut> embeddings)
     : encoder_(std::move(encoder)),
       stream_(stream),
       logprobs_(logprobs),
-      tokens_as_ids_(tokens_as_ids),
+      style_(style),
       per_prompt_(per_prompt < 1 ? 1 : per_prompt),
       tools_(std::move(tools)),
       writer_(std::move(writer)),
@@ -35,7 +35,7 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
 template <typename Make>
 std::string GenerationResponse::carrying_logprobs(Choice& c, Make make) {
   if (!logprobs_) return make(nullptr);
-  const LogprobsPiece piece{c.pending, c.text_position, tokens_as_ids_};
+  const LogprobsPiece piece{c.pending, c.text_position, style_.token_ids, style_.probabilities};
   std::string event = make(&piece);
   c.text_position = advanced(c.text_position, c.pending);
   c.pending.clear();
@@ -223,7 +223,7 @@ std::string GenerationResponse::whole_body() {
   std::vector<std::vector<ToolCallOut>> calls(choices_.size());
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
-    pieces.push_back(LogprobsPiece{c.pending, {}, tokens_as_ids_});
+    pieces.push_back(LogprobsPiece{c.pending, {}, style_.token_ids, style_.probabilities});
     splits[i] = split_of(c);
     ChoiceResult result{{}, splits[i].content, c.reason, logprobs_ ? &pieces.back() : nullptr};
     result.stop = &c.stop;

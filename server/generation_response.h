@@ -64,13 +64,13 @@ class GenerationResponse {
  public:
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
   // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
-  // tokens_as_ids: the logprobs name tokens "token_id:N" (LogprobsPiece::token_ids).
+  // style: the logprobs name tokens "token_id:N", or are the draw's probabilities
+  // (LogprobsPiece's flags).
   // writer: /v1/responses or /v1/messages (one choice): it makes every event and the body
   // in the encoder's place (the encoder still gives the id).
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,
                      std::vector<std::string> echoes, ToolCallReading tools = {},
-                     bool tokens_as_ids = false,
-                     std::unique_ptr<SingleOutputWriter> writer = nullptr,
+                     LogprobsStyle style = {}, std::unique_ptr<SingleOutputWriter> writer = nullptr,
                      ReasoningReading reasoning = {},
                      std::optional<EmbeddingsOut> embeddings = std::nullopt);
 
@@ -99,6 +99,12 @@ class GenerationResponse {
   std::string text(int32_t choice, std::string_view text, int32_t tokens = 1,
                    ChoiceTimings::Clock::time_point at = {});
   void logprobs(int32_t choice, std::vector<TokenLogprobs> entries);
+  // The ids of tokens accepted since the last call, before the text they make (or the
+  // finish): for a writer that lists them.
+  void token_ids(int32_t choice, std::span<const int32_t> ids) {
+    (void)choice;  // writers serve one choice
+    if (writer_) writer_->tokens_seen(ids);
+  }
   // /v1/embeddings: choice's pooled embedding (before its finish).
   void embedding(int32_t choice, std::vector<float> embedding) {
     choices_.at(static_cast<size_t>(choice)).embedding = std::move(embedding);
@@ -164,7 +170,7 @@ class GenerationResponse {
   ResponseEncoder encoder_;
   bool stream_;
   bool logprobs_;
-  bool tokens_as_ids_;
+  LogprobsStyle style_;
   int32_t per_prompt_;
   ToolCallReading tools_;
   std::unique_ptr<SingleOutputWriter> writer_;

@@ -56,7 +56,9 @@ Endpoints::Result Endpoints::native(const ApiRequest& api, bool infill) {
   const std::string prompt = tokenizer_.decode(only.prompt, /*render_special=*/true);
   plan->writer = std::make_unique<NativeWriter>(
       plan->encoder.header(), prompt, static_cast<int64_t>(only.prompt.size()),
-      std::move(native.settings), std::move(native.response_fields), native.timings_per_token);
+      std::move(native.settings), std::move(native.response_fields), native.timings_per_token,
+      native.return_tokens);
+  plan->token_ids = true;                    // every streamed piece lists its tokens' ids
   plan->timings = native.timings_per_token;  // the admission's event gives the cache's share
   plan->access.route = infill ? "/infill" : "/completion";
   return result;

@@ -319,14 +319,14 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
       timed_prompts.push_back(static_cast<int64_t>(c.prompt.size()));
   auto submitted = context_.endpoints.submit(plan, [&](int32_t choice) {
     return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice,
-                                        plan.timings);
+                                        plan.timings, plan.token_ids);
   });
   if (auto* refused = std::get_if<HttpAnswer>(&submitted)) {
     answer(std::move(*refused), keep_alive);
     return;
   }
   GenerationResponse response(std::move(plan.encoder), plan.stream, plan.logprobs, plan.n,
-                              std::move(plan.echoes), std::move(plan.tools), plan.tokens_as_ids,
+                              std::move(plan.echoes), std::move(plan.tools), plan.logprobs_style,
                               std::move(plan.writer), std::move(plan.reasoning),
                               std::move(plan.embeddings));
   if (plan.timings) response.time_choices(ChoiceTimings(Clock::now(), timed_prompts));
@@ -446,6 +446,11 @@ void Session::on_generation_embedding(uint64_t serial, int32_t choice,
                                       std::vector<float> embedding) {
   if (!wants_events_of(serial)) return;
   generation_->response.embedding(choice, std::move(embedding));
+}
+
+void Session::on_generation_tokens(uint64_t serial, int32_t choice,
+                                   const std::vector<int32_t>& ids) {
+  if (wants_events_of(serial)) generation_->response.token_ids(choice, ids);
 }
 
 void Session::on_generation_admitted(uint64_t serial, int32_t choice, int32_t cached_tokens) {

@@ -81,6 +81,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_generation_text(uint64_t serial, int32_t choice, std::string text, int32_t tokens,
                           Clock::time_point at);
   void on_generation_admitted(uint64_t serial, int32_t choice, int32_t cached_tokens);
+  // The ids of the tokens accepted since the last call (GenerationPlan::token_ids), just
+  // before the text they made or the finish.
+  void on_generation_tokens(uint64_t serial, int32_t choice, const std::vector<int32_t>& ids);
   void on_generation_logprobs(uint64_t serial, int32_t choice, std::vector<TokenLogprobs> logprobs);
   void on_generation_embedding(uint64_t serial, int32_t choice, std::vector<float> embedding);
   // stop: the stop string or stop token that ended the output, where one did.

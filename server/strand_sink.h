@@ -20,13 +20,15 @@ class StrandSink final : public RequestSink {
  public:
   // timed: the response carries llama-server's timings, which need the admission's event
   // (a post the others are spared: an embeddings request may hold thousands of inputs).
+  // ids: each accepted token's id goes to the session, with the text it makes.
   StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial,
-             int32_t choice, bool timed = false)
+             int32_t choice, bool timed = false, bool ids = false)
       : session_(std::move(session)),
         strand_(std::move(strand)),
         serial_(serial),
         choice_(choice),
-        timed_(timed) {}
+        timed_(timed),
+        keep_ids_(ids) {}
 
   void on_admitted(int32_t cached_tokens) override {
     if (!timed_) return;
@@ -36,10 +38,15 @@ class StrandSink final : public RequestSink {
   }
   // Counted here, on the scheduler thread, and sent with the text they made: a post per
   // token would double the strand's work.
-  void on_token() override { ++tokens_; }
+  void on_token(int32_t id) override {
+    ++tokens_;
+    if (keep_ids_) ids_.push_back(id);
+  }
   void on_text(std::string_view delta) override {
     net::post(strand_, [s = session_, serial = serial_, choice = choice_, text = std::string(delta),
-                        tokens = std::exchange(tokens_, 0), at = Clock::now()]() mutable {
+                        tokens = std::exchange(tokens_, 0), ids = std::exchange(ids_, {}),
+                        at = Clock::now()]() mutable {
+      if (!ids.empty()) s->on_generation_tokens(serial, choice, ids);
       s->on_generation_text(serial, choice, std::move(text), tokens, at);
     });
   }
@@ -66,10 +73,12 @@ class StrandSink final : public RequestSink {
   void on_stop_string(std::string_view stop) override { stop_.text = stop; }
   void on_stop_token(int32_t token) override { stop_.token = token; }
   void on_finish(FinishReason reason, const Usage& usage) override {
-    net::post(strand_, [s = session_, serial = serial_, choice = choice_, reason, usage,
-                        at = Clock::now(), stop = std::move(stop_)]() mutable {
-      s->on_generation_finish(serial, choice, reason, usage, at, std::move(stop));
-    });
+    net::post(strand_,
+              [s = session_, serial = serial_, choice = choice_, reason, usage, at = Clock::now(),
+               stop = std::move(stop_), ids = std::exchange(ids_, {})]() mutable {
+                if (!ids.empty()) s->on_generation_tokens(serial, choice, ids);
+                s->on_generation_finish(serial, choice, reason, usage, at, std::move(stop));
+              });
   }
   void on_error(ErrorKind kind, std::string_view) override {
     net::post(strand_,
@@ -82,8 +91,10 @@ class StrandSink final : public RequestSink {
   uint64_t serial_;
   int32_t choice_;
   bool timed_;
-  int32_t tokens_ = 0;  // accepted since the last text
-  StopReason stop_;     // what ended the output, where not EOS
+  bool keep_ids_;
+  int32_t tokens_ = 0;        // accepted since the last text
+  std::vector<int32_t> ids_;  // and their ids, when kept
+  StopReason stop_;           // what ended the output, where not EOS
 };
 
 }  // namespace tandem::server

@@ -5,17 +5,18 @@
 // thread's CPU clock (manual time: the shared machine's preemptions are not counted), on a
 // fresh copy of the row (the sampler uses it as scratch) and a new position.
 // The "+lp5" cases ask for logprobs with k = 5 (issue 16's target: at most 10% over the same
-// case without; the ratios are printed at the end); "+pen" cases apply all three penalties over a
-// 512-token prompt and a 256-token output (vLLM's definitions; "_last64" and "_whole" in
-// llama.cpp's window of the last 64 tokens, or of all of them). "+infill" runs llama.cpp's infill
-// step (sampler.h, step 5) after the filters, as llama-server's /infill asks (top_k 40, top_p
-// 0.99), over random pieces of 1 to 8 letters. "+llama_order" samples in llama.cpp's default chain
-// order (SamplingParams::temperature_last and min_p_last: top_p and min_p on the raw logits, the
-// temperature for the draw alone) beside the same filters in vLLM's order; "+xtc" adds XTC
-// firing at every step (threshold 0.1) to the llama.cpp order. "+dry" applies llama.cpp's DRY
-// (multiplier 0.8, llama-server's defaults otherwise) over a 4096-token history drawn from 512
-// ids, with 2000 single-token breakers (as llama-server's default list makes of a 128k
-// vocabulary) none of which is in the history: the whole window is scanned. "+sigma" adds
+// case without; the ratios are printed at the end), "+post5" for llama-server's
+// post-sampling probabilities with k = 5 (the draw's distribution); "+pen" cases apply all three
+// penalties over a 512-token prompt and a 256-token output (vLLM's definitions; "_last64" and
+// "_whole" in llama.cpp's window of the last 64 tokens, or of all of them). "+infill" runs
+// llama.cpp's infill step (sampler.h, step 5) after the filters, as llama-server's /infill asks
+// (top_k 40, top_p 0.99), over random pieces of 1 to 8 letters. "+llama_order" samples in
+// llama.cpp's default chain order (SamplingParams::temperature_last and min_p_last: top_p and min_p
+// on the raw logits, the temperature for the draw alone) beside the same filters in vLLM's order;
+// "+xtc" adds XTC firing at every step (threshold 0.1) to the llama.cpp order. "+dry" applies
+// llama.cpp's DRY (multiplier 0.8, llama-server's defaults otherwise) over a 4096-token history
+// drawn from 512 ids, with 2000 single-token breakers (as llama-server's default list makes of a
+// 128k vocabulary) none of which is in the history: the whole window is scanned. "+sigma" adds
 // llama.cpp's top-n-sigma (n = 1) to its default chain, "+typ" typ_p 0.9 (on the 40 top_k
 // keeps, or on the whole row: a sort of every token).
 #include <benchmark/benchmark.h>
@@ -55,8 +56,9 @@ struct Case {
   int32_t penalty_last_n = 0;    // llama.cpp's penalty window (SamplingParams::penalty_last_n)
   float xtc_probability = 0.0f;  // XTC, firing at every step when 1
   bool dry = false;
-  float top_n_sigma = -1.0f;  // llama.cpp's top-n-sigma, off at <= 0
-  float typical_p = 1.0f;     // llama.cpp's typ_p, off at 1
+  float top_n_sigma = -1.0f;   // llama.cpp's top-n-sigma, off at <= 0
+  float typical_p = 1.0f;      // llama.cpp's typ_p, off at 1
+  bool post_sampling = false;  // logprobs are llama-server's post_sampling_probs
 };
 
 constexpr Case kCases[] = {
@@ -86,6 +88,10 @@ constexpr Case kCases[] = {
     {"k40_p0.95_minp0.05+llama_order+typ", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true, 0, 0.0f,
      false, -1.0f, 0.9f},
     {"t1_plain+typ", 1.0f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, false, -1.0f, 0.9f},
+    {"t1_plain+post5", 1.0f, 0, 1.0f, 0.0f, 5, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
+     true},
+    {"k40_p0.95_minp0.05+llama_order+post5", 0.8f, 40, 0.95f, 0.05f, 5, false, false, true, 0, 0.0f,
+     false, -1.0f, 1.0f, true},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -119,6 +125,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.xtc_probability = c.xtc_probability;
   params.top_n_sigma = c.top_n_sigma;
   params.typical_p = c.typical_p;
+  params.post_sampling_probs = c.post_sampling;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {
@@ -183,16 +190,18 @@ class MedianReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> medians;
 };
 
-// Each "+lp5" case against the same case without logprobs: medians of 7 repetitions.
+// Each "+lp5" (and "+post5": post-sampling probabilities) case against the same case
+// without logprobs: medians of 7 repetitions.
 void print_logprob_ratios(const std::map<std::string, double>& medians) {
   std::printf("\nlogprobs k=5 against the same step without (medians, target <= 1.10):\n");
   for (const auto& [name, with] : medians) {
-    const size_t at = name.find("+lp5");
+    size_t at = name.find("+lp5");
+    if (at == std::string::npos) at = name.find("+post5");
     if (at == std::string::npos) continue;
     auto base = medians.find(name.substr(0, at));
     if (base == medians.end()) continue;
-    std::printf("  %-40s %9.2f us -> %9.2f us  ratio %.3f\n", base->first.c_str(), base->second,
-                with, with / base->second);
+    std::printf("  %-40s %9.2f us -> %9.2f us (%s)  ratio %.3f\n", base->first.c_str(),
+                base->second, with, name.substr(at + 1).c_str(), with / base->second);
   }
 }
 

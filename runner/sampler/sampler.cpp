@@ -181,10 +181,14 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     throw std::invalid_argument("Sampler: row of " + std::to_string(logits.size()) +
                                 " logits for a vocabulary of " + std::to_string(n));
   }
-  const bool want_logprobs = logprobs != nullptr && params.logprobs >= 0;
+  const bool post = logprobs != nullptr && params.logprobs >= 0 && params.post_sampling_probs;
+  const bool want_logprobs = logprobs != nullptr && params.logprobs >= 0 && !post;
   float log_z = 0.0f;
   bool touched = false;
   int32_t raw_top = kUnknownTop;
+  post_ = post ? logprobs : nullptr;
+  post_k_ = params.logprobs;
+  post_weighed_ = false;
   if (want_logprobs) {
     // The chosen token's raw logit is read once the token is known: from the row itself when
     // nothing will change it, else from a copy that the scan writes as it reads.
@@ -215,7 +219,56 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
 
   const int32_t token = choose(logits, params, position, history.allowed, raw_top);
   if (want_logprobs) logprobs->chosen = {token, (touched ? raw_[token] : logits[token]) - log_z};
+  if (post && !post_weighed_) {  // taken without a draw: certain
+    logprobs->chosen = {token, 0.0f};
+    logprobs->top.clear();
+    if (params.logprobs > 0) logprobs->top.push_back({token, 0.0f});
+  }
+  post_ = nullptr;
   return token;
+}
+
+// The row's draw weighed: the log-softmax of the drawn z over the row (log_normalizer's
+// pass; ranked_ and cand_ are free once the token is drawn).
+void Sampler::weigh_row(std::span<const float> z, int32_t token) {
+  if (post_ == nullptr || token < 0) return;
+  int32_t top;
+  const float log_z = log_normalizer(z, post_k_, *post_, nullptr, top);
+  post_->chosen = {token, z[static_cast<size_t>(token)] - log_z};
+  std::erase_if(post_->top, [](const TokenLogprob& t) {
+    return !(sampler_kernels::exp_shifted(t.logprob) > 0.0f);
+  });
+  post_weighed_ = true;
+}
+
+// A kept set's draw weighed: kept_z_ holds the drawn z (scaled), kept_ids_ their ids.
+void Sampler::weigh_kept(int32_t count, int32_t chosen_at) {
+  if (post_ == nullptr || chosen_at < 0) return;
+  float x_max = kNegInf;
+  for (int32_t i = 0; i < count; ++i) x_max = std::max(x_max, kept_z_[i]);
+  double sum = 0.0;
+  for (int32_t i = 0; i < count; ++i) sum += sampler_kernels::exp_shifted(kept_z_[i] - x_max);
+  const auto log_sum = static_cast<float>(std::log(sum));
+  const auto logprob = [&](int32_t i) { return (kept_z_[i] - x_max) - log_sum; };
+  post_->chosen = {kept_ids_[chosen_at], logprob(chosen_at)};
+  post_->top.clear();
+  const int32_t k = std::min(post_k_, count);
+  if (k > 0) {
+    post_order_.resize(static_cast<size_t>(count));
+    for (int32_t i = 0; i < count; ++i) post_order_[i] = i;
+    std::partial_sort(post_order_.begin(), post_order_.begin() + k, post_order_.end(),
+                      [&](int32_t a, int32_t b) {
+                        return kept_z_[a] > kept_z_[b] ||
+                               (kept_z_[a] == kept_z_[b] && kept_ids_[a] < kept_ids_[b]);
+                      });
+    for (int32_t j = 0; j < k; ++j) {
+      const int32_t i = post_order_[j];
+      if (sampler_kernels::exp_shifted(logprob(i)) > 0.0f) {
+        post_->top.push_back({kept_ids_[i], logprob(i)});
+      }
+    }
+  }
+  post_weighed_ = true;
 }
 
 // raw_top: the row's argmax when the caller knows it (an untouched row whose logprobs were
@@ -435,7 +488,9 @@ int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& param
   const bool m_on = params.min_p > 0.0f;
   if (!filters_act(params, n)) {
     const int32_t top = raw_top != kUnknownTop ? raw_top : -2;  // -2: the kernel finds it
-    return kernels_->gumbel_argmax(z.data(), n, top, params.seed, position);
+    const int32_t token = kernels_->gumbel_argmax(z.data(), n, top, params.seed, position);
+    weigh_row(z, token);
+    return token;
   }
   // min_p's cut: z - z_max >= log(min_p), i.e. p >= min_p * p_max.
   const float min_p_cut = m_on ? std::min(std::log(params.min_p), 0.0f) : -FLT_MAX;
@@ -678,6 +733,7 @@ int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, i
   }
   const int32_t at =
       kernels_->gumbel_argmax_at(kept_z_.data(), kept_ids_.data(), count, seed, position);
+  weigh_kept(count, at);
   return at >= 0 ? kept_ids_[at] : -1;
 }
 

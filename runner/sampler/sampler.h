@@ -5,7 +5,8 @@
 // parameters, its seed and its position: never on other rows, the thread or the CPU's ISA.
 //
 // Order of operations, all per row:
-//  0. Log-probabilities, when asked (params.logprobs >= 0), from the logits as they come.
+//  0. Log-probabilities, when asked (params.logprobs >= 0), from the logits as they come
+//     (post-sampling probabilities instead: at the draw, below).
 //  1. logit_bias: the bias is added to the logit; a bias <= -100 bans the token. Ids outside
 //     the vocabulary are ignored. Then the penalties (sampling_params.h; each token once,
 //     whatever its number of occurrences: repetition over prompt and output, then
@@ -80,6 +81,15 @@
 //     (not of the masses above, which only decide what is left), by step 4's Gumbel-max:
 //     token = argmax of (z_i + g_i) over the tokens not merged away, ties to the lowest id;
 //     a single token is returned without noise. Greedy rows and +inf logits never get here.
+// Post-sampling probabilities (params.post_sampling_probs, with logprobs >= 0): the
+// RowLogprobs then describe the draw instead of the model. Over the set the draw chose from
+// (after step 1's changes, the filters, XTC and infill's merges), x_i = z_i * the draw's
+// scale (1/T, or the dynamic temperature's), and logprob_i = x_i - x_max - log(sum of
+// exp(x_j - x_max)) (the sampler's float exp, summed in double in the set's order): the
+// chosen token's, and the k best of the set in rank order (x descending, ties to the lower
+// id), those whose probability is not 0 in float. Without filters the set is the row; a
+// step that takes a token without a draw (greedy, a single survivor, a +inf logit, the
+// fallback) gives it logprob 0 (probability 1) and lists it alone.
 // Edge cases: a +inf z beats everything (the lowest id among the +inf ones is returned). If
 // every token is banned, -inf or NaN, the sampler falls back to the argmax of the raw
 // (unbiased, unbanned) logits, ignoring NaN; if those are all -inf or NaN, it returns 0.
@@ -203,6 +213,10 @@ class Sampler {
   // scale: the temperature's 1/T where it applies only to the draw (temperature_last).
   int32_t gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position,
                       float scale = 1.0f);
+  // Post-sampling probabilities into *post_ (null: not asked): over the whole row of
+  // drawn z, or over the kept_z_ / kept_ids_ of a draw over `count` tokens.
+  void weigh_row(std::span<const float> z, int32_t token);
+  void weigh_kept(int32_t count, int32_t chosen_at);
   // The draw over the kept set: step 4's, or step 5's when the row asks for infill. z: the
   // row's tempered logits (infill reads whether its EOT token is banned).
   int32_t draw(std::span<const RankedToken> kept, std::span<const float> z,
@@ -247,7 +261,11 @@ class Sampler {
   std::vector<RankedToken> xtc_kept_;  // what XTC left
   std::vector<float> dyn_x_, dyn_e_;   // a late dynamic temperature's view of the kept set
   std::vector<int32_t> counts_;        // the counted ids, sorted
-  std::vector<float> raw_;  // the row as it came, when logprobs are asked of a touched row
+  std::vector<float> raw_;           // the row as it came, when logprobs are asked of a touched row
+  RowLogprobs* post_ = nullptr;      // the row's post-sampling probabilities, while it is sampled
+  int32_t post_k_ = 0;               // how many to list
+  bool post_weighed_ = false;        // a draw filled them
+  std::vector<int32_t> post_order_;  // weigh_kept's ranking of the kept set
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row
   std::unique_ptr<sampler_dry::Scratch> dry_;           // made by the first DRY row

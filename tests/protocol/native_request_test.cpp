@@ -228,7 +228,22 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
   // n_probs at its default (0) leaves the count to logprobs, as llama-server reads them.
   EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 5, "n_probs": 0})").request.sampling.logprobs, 5);
   EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": true})").param, "logprobs");
-  EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 21})").param, "n_probs");
+  // llama-server's n_probs has a bound of its own, well above OpenAI's 20.
+  EXPECT_EQ(parsed(R"({"prompt": "x", "n_probs": 100})").request.sampling.logprobs, 100);
+  EXPECT_EQ(parsed(R"({"prompt": "x", "logprobs": 1024})").request.sampling.logprobs, 1024);
+  EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": 1025})").param, "n_probs");
+  EXPECT_EQ(refused(R"({"prompt": "x", "logprobs": 1025})").param, "logprobs");
+  // post_sampling_probs and return_tokens are read here (and refused on /v1/completions).
+  EXPECT_FALSE(parsed(R"({"prompt": "x", "n_probs": 2})").request.sampling.post_sampling_probs);
+  EXPECT_TRUE(parsed(R"({"prompt": "x", "n_probs": 2, "post_sampling_probs": true})")
+                  .request.sampling.post_sampling_probs);
+  EXPECT_EQ(
+      parsed(R"({"prompt": "x", "post_sampling_probs": true})").settings["post_sampling_probs"],
+      true);
+  EXPECT_EQ(refused(R"({"prompt": "x", "post_sampling_probs": 1})").param, "post_sampling_probs");
+  EXPECT_FALSE(parsed(R"({"prompt": "x"})").return_tokens);
+  EXPECT_TRUE(parsed(R"({"prompt": "x", "return_tokens": true})").return_tokens);
+  EXPECT_EQ(refused(R"({"prompt": "x", "return_tokens": "yes"})").param, "return_tokens");
   EXPECT_EQ(refused(R"({"prompt": "x", "n_probs": -1})").param, "n_probs");
   EXPECT_EQ(parsed(R"({"prompt": "x", "n_probs": 2})").request.sampling.logprobs, 2);
   EXPECT_EQ(parsed(R"({"prompt": "x", "n_probs": 0})").request.sampling.logprobs, -1);

@@ -78,7 +78,8 @@ const FieldCase kRefused[] = {
     {"MinKeep", kCmpl, R"("min_keep": 50)", "min_keep", ""},
     {"TimeLimit", kCmpl, R"("t_max_predict_ms": 500)", "t_max_predict_ms", "'max_tokens'"},
     {"NCmpl", kCmpl, R"("n_cmpl": 2)", "n_cmpl", "'n'"},
-    {"PostSamplingProbs", kChat, R"("post_sampling_probs": true)", "post_sampling_probs", ""},
+    {"PostSamplingProbs", kCmpl, R"("post_sampling_probs": true)", "post_sampling_probs",
+     "/completion reads it"},
     {"ImageData", kCmpl, R"("image_data": [{"data": "AAAA", "id": 1}])", "image_data", ""},
     {"MultimodalData", kCmpl, R"("multimodal_data": ["AAAA"])", "multimodal_data", ""},
     {"PromptEmbeds", kCmpl, R"("prompt_embeds": "AAAA")", "prompt_embeds", "'prompt'"},
@@ -206,6 +207,19 @@ TEST(RequestFields, MaxCompletionTokensWinsOverMaxTokensWhenBothAreValid) {
   EXPECT_EQ(parsed_or_fail(kCmpl, R"("max_completion_tokens": 7, "max_tokens": 30)").max_tokens, 7);
   EXPECT_EQ(parsed_or_fail(kCmpl, R"("max_tokens": 30)").max_tokens, 30);
   EXPECT_EQ(parsed_or_fail(kCmpl, "").max_tokens, kDefaultCompletionMaxTokens);
+}
+
+// llama-server's post_sampling_probs: read on chat (refused on /v1/completions above).
+TEST(RequestFields, PostSamplingProbsIsReadOnChat) {
+  EXPECT_TRUE(parsed_or_fail(kChat, R"("logprobs": true, "top_logprobs": 2,
+                                       "post_sampling_probs": true)")
+                  .sampling.post_sampling_probs);
+  EXPECT_FALSE(parsed_or_fail(kChat, R"("logprobs": true)").sampling.post_sampling_probs);
+  EXPECT_FALSE(
+      parsed_or_fail(kCmpl, R"("post_sampling_probs": false)").sampling.post_sampling_probs);
+  auto wrong = parse_completion_request(body_with(kChat, R"("post_sampling_probs": "yes")"), kChat);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(wrong));
+  EXPECT_EQ(std::get<ApiError>(wrong).param, "post_sampling_probs");
 }
 
 TEST(RequestFields, AddSpecialTokensIsReadOnCompletionsAndFalseOnChat) {

@@ -1,7 +1,8 @@
 // Speculative decoding's law on the real tiny models: a request gives the same tokens,
 // text, log-probabilities and finish with drafts verified as without them, whatever the
 // drafts, the batch, the pool, overlap, the threads or the KV type. Greedy and seeded
-// sampling, penalties (vLLM's and llama.cpp's windows), DRY, XTC, min_tokens, logprobs,
+// sampling, penalties (vLLM's and llama.cpp's windows), DRY, XTC, min_tokens, logprobs (the
+// model's and post-sampling ones),
 // grammars, n choices and the prefix cache all ride along; small pools preempt. The workload
 // must exercise what it claims to: drafts accepted and drafts refused.
 #include <gtest/gtest.h>
@@ -29,7 +30,7 @@ namespace {
 class OutcomeSink final : public RequestSink {
  public:
   void on_text(std::string_view delta) override { text_ += delta; }
-  void on_token() override { ++tokens_; }
+  void on_token(int32_t) override { ++tokens_; }
   void on_logprobs(const TokenLogprobs& lp) override {
     chosen_.push_back(lp.chosen.id);
     logprobs_.push_back(lp.chosen.id);
@@ -105,6 +106,8 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
       s.dry_breakers = breakers;
     }
     if (pick(2) == 0) s.logprobs = pick(3);
+    // The draw's probabilities in their place, from the seed too.
+    s.post_sampling_probs = s.logprobs >= 0 && s.seed % 2 == 1;
     s.ignore_eos = pick(3) != 0;
     if (!s.ignore_eos && pick(2) == 0) s.min_tokens = 1 + pick(6);
     p.max_tokens = 1 + pick(40);

@@ -22,7 +22,7 @@ GenerationResponse make(bool stream, bool opened, bool tools, bool logprobs = fa
   ToolCallReading reading;
   if (tools) reading = ToolCallReading{true, ToolCallFormat::kHermes, "x", true, false};
   return GenerationResponse(ResponseEncoder(Endpoint::kChatCompletions, header, false), stream,
-                            logprobs, 1, {}, reading, false, nullptr,
+                            logprobs, 1, {}, reading, {}, nullptr,
                             ReasoningReading{true, kThink, opened});
 }
 
@@ -146,7 +146,7 @@ TEST(GenerationResponseReasoning, UsageCountsTheReasoningsTokens) {
   const auto usage_of = [&](bool stream, bool split, bool opened = false) {
     ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
     GenerationResponse response(ResponseEncoder(Endpoint::kChatCompletions, header, true), stream,
-                                false, 1, {}, {}, false, nullptr,
+                                false, 1, {}, {}, {}, nullptr,
                                 ReasoningReading{split, kThink, opened});
     std::string events;
     for (const auto& [text, tokens] : pieces) {
