@@ -90,7 +90,9 @@ std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece
   // A piece without text still carries its tokens' probabilities (a stop string's, an EOS):
   // the stream lists every token the whole object does.
   const bool probs = logprobs != nullptr && !logprobs->tokens.empty();
-  if (text.empty() && !probs) return {};
+  // Nor does a piece of tokens that made no text (an EOS, a stop string's, bytes cut) go
+  // unsent: the stream lists every id, as llama-server's pieces (one per token) do.
+  if (text.empty() && !probs && ids_streamed_ == ids_.size()) return {};
   if (text.find('\n') != std::string_view::npos) new_line_ = true;
   Json ids =
       std::vector<int32_t>(ids_.begin() + static_cast<std::ptrdiff_t>(ids_streamed_), ids_.end());
@@ -100,12 +102,12 @@ std::string NativeWriter::text_events(std::string_view text, const LogprobsPiece
              {"tokens", std::move(ids)},
              {"stop", false},
              {"id_slot", -1},
-             {"tokens_predicted", predicted_},
+             {"tokens_predicted", predicted()},
              {"tokens_evaluated", prompt_tokens_},
              {"id", header_.id}};
   if (probs) piece["completion_probabilities"] = llama_probabilities_json(*logprobs);
   if (timings_per_token_) {
-    piece["timings"] = timings(Usage{prompt_tokens_, predicted_, cached_});
+    piece["timings"] = timings(Usage{prompt_tokens_, predicted(), cached_});
   }
   return sse_data(native_json_text(piece));
 }
@@ -117,7 +119,11 @@ std::string NativeWriter::reasoning_events(std::string_view text) {
 
 std::string NativeWriter::closing_events(std::span<const ToolCallOut>, FinishReason finish,
                                          const Usage& usage, std::string_view stop) {
-  return sse_data(native_json_text(final_object("", Json::array(), finish, usage, stop)));
+  // The ids no piece listed yet (tokens after the last text) go in a piece of their own.
+  std::string events = text_events("", nullptr);
+  Json last = final_object("", Json::array(), finish, usage, stop);
+  if (!response_fields_.empty()) last = pick_fields(last, response_fields_);  // as llama-server
+  return events + sse_data(native_json_text(last));
 }
 
 std::string NativeWriter::error_events(const ApiError& error) {

@@ -2,11 +2,12 @@
 // {index, content, tokens, id_slot, stop, model, tokens_predicted, tokens_evaluated,
 // generation_settings, prompt, has_new_line, truncated, stop_type, stopping_word,
 // tokens_cached, timings} (tokens: the generated ids with return_tokens, else empty), or
-// streamed as `data: {...}` lines, one per piece of text
-// ({index, content, tokens, stop: false, id_slot, tokens_predicted: the tokens that made the
-// pieces so far, tokens_evaluated: the prompt's length}, as llama-server's partial chunks),
-// then the final object with an empty content and stop: true; no [DONE] (llama-server sends
-// none on these routes).
+// streamed as `data: {...}` lines, one per piece of text ({index, content, tokens: the ids
+// of the tokens that made it, stop: false, id_slot, tokens_predicted: the tokens that made
+// the pieces so far, tokens_evaluated: the prompt's length}, as llama-server's partial
+// chunks; tokens that made no text get a piece with an empty content), then the final
+// object with an empty content, tokens [] and stop: true (response_fields apply to it); no
+// [DONE] (llama-server sends none on these routes).
 //
 // stop_type: "eos" (end of generation), "word" (a stop string, in stopping_word), "limit"
 // (n_predict, the context, n_indent or t_max_predict_ms). timings are the server's clock:
@@ -20,6 +21,7 @@
 // ("timings/prompt_n" names a member of timings), each under its path, as llama-server does.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -64,6 +66,10 @@ class NativeWriter final : public SingleOutputWriter {
   Json final_object(std::string_view content, Json tokens, FinishReason finish, const Usage& usage,
                     std::string_view stop) const;
   Json timings(const Usage& usage) const;
+  // The tokens accepted so far: those whose text was seen, or every id where ids come.
+  int64_t predicted() const {
+    return std::max<int64_t>(predicted_, static_cast<int64_t>(ids_.size()));
+  }
 
   ResponseHeader header_;
   std::string prompt_;

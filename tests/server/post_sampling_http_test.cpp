@@ -4,6 +4,7 @@
 // generated ids come back in `tokens`; the OpenAI routes that cannot carry them refuse them.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -241,6 +242,60 @@ TEST(ReturnTokensHttp, TheGeneratedIdsComeBack) {
     }
     EXPECT_EQ(pieces, ids);
   }
+}
+
+// Tokens that make no text (an EOS, a stop string's) are listed by a stream as by the whole
+// object, with or without their probabilities.
+TEST(ReturnTokensHttp, AStreamListsTheIdsOfTokensThatMadeNoText) {
+  const uint16_t port = shared_server().port();
+  json body = whole_row(12, 0);
+  body.erase("n_probs");
+  body["return_tokens"] = true;
+  body["ignore_eos"] = true;
+  const json free_run = post_json(port, "/completion", body);
+  const std::string content = free_run["content"];
+  // A stop string mid-output: an ASCII letter after the first few bytes.
+  size_t at = 3;
+  while (at < content.size() && !std::isalpha(static_cast<unsigned char>(content[at]))) ++at;
+  ASSERT_LT(at, content.size()) << content;
+  body["stop"] = {content.substr(at, 1)};
+  const json grammar = {{"prompt", "Answer:"},
+                        {"n_predict", 5},
+                        {"seed", 3},
+                        {"grammar", R"(root ::= "yes" | "no")"},
+                        {"return_tokens", true}};
+  for (json request : {body, grammar}) {
+    const json whole = post_json(port, "/completion", request);
+    ASSERT_FALSE(whole["tokens"].empty()) << whole.dump();
+    for (int n_probs : {0, 1}) {
+      request["n_probs"] = n_probs;
+      request["stream"] = true;
+      std::vector<int32_t> pieces;
+      for (const std::string& data :
+           sse_data(fetch(port, "POST", "/completion", request.dump()).body)) {
+        const std::vector<int32_t> some = json::parse(data)["tokens"];
+        pieces.insert(pieces.end(), some.begin(), some.end());
+      }
+      EXPECT_EQ(json(pieces), whole["tokens"]) << request.dump();
+      request.erase("stream");
+    }
+  }
+}
+
+// A streamed answer's final object keeps only response_fields, as the whole one does.
+TEST(ReturnTokensHttp, ResponseFieldsShapeTheLastStreamedObject) {
+  const uint16_t port = shared_server().port();
+  const json body = {{"prompt", "x"},
+                     {"n_predict", 2},
+                     {"stream", true},
+                     {"response_fields", {"stop_type", "timings/predicted_n"}}};
+  const std::vector<std::string> events =
+      sse_data(fetch(port, "POST", "/completion", body.dump()).body);
+  ASSERT_FALSE(events.empty());
+  const json last = json::parse(events.back());
+  EXPECT_EQ(last.size(), 2u) << last.dump();
+  EXPECT_TRUE(last.contains("stop_type"));
+  EXPECT_EQ(last["timings/predicted_n"], 2);
 }
 
 // An end by EOS still lists the EOS token, as llama-server's generated_tokens does.
