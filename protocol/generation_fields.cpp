@@ -153,6 +153,30 @@ void read_dry(const Json& body, CompletionRequest& request) {
   }
 }
 
+// llama.cpp's Mirostat (SamplingParams::mirostat): 1 or 2, with llama-server's defaults for
+// tau and eta. It replaces llama.cpp's chain by the temperature and its own cut, so the
+// stages that chain would have run are turned off here: what the request carries on is
+// what acts (generation_settings shows it so).
+void read_mirostat(const Json& body, SamplingParams& sampling) {
+  if (const Json* value = find_field(body, "mirostat")) {
+    sampling.mirostat = static_cast<int32_t>(read_integer(*value, "mirostat", 0, 2));
+  }
+  sampling.mirostat_tau = read_float_from(body, "mirostat_tau", 5.0f, 0.0f, "a number >= 0");
+  sampling.mirostat_eta = read_float_from(body, "mirostat_eta", 0.1f, 0.0f, "a number >= 0");
+  if (sampling.mirostat == 0) return;
+  sampling.top_k = 0;
+  sampling.top_p = 1.0f;
+  sampling.min_p = 0.0f;
+  sampling.typical_p = 1.0f;
+  sampling.top_n_sigma = -1.0f;
+  sampling.xtc_probability = 0.0f;
+  sampling.dynatemp_range = 0.0f;
+  sampling.repetition_penalty = 1.0f;
+  sampling.frequency_penalty = 0.0f;
+  sampling.presence_penalty = 0.0f;
+  sampling.dry_multiplier = 0.0f;
+}
+
 // Completions: logprobs is a count (false: none) and echo a flag. Chat: logprobs is a flag
 // and top_logprobs the count, which needs logprobs (as OpenAI and vLLM say).
 void read_logprobs(const Json& body, CompletionRequest& request) {
@@ -188,6 +212,7 @@ void read_generation_controls(const Json& body, CompletionRequest& request) {
   read_penalties(body, request.sampling);
   read_llama_penalties(body, request.sampling);
   read_dry(body, request);
+  read_mirostat(body, request.sampling);
   read_logprobs(body, request);
   read_min_tokens(body, request);
   read_stop_token_ids(body, request);

@@ -100,6 +100,16 @@ struct SamplingParams {
   std::shared_ptr<const DryBreakers> dry_breakers;
   bool dry_on() const { return dry_multiplier > 0.0f && dry_last_n > 0; }
 
+  // llama.cpp's Mirostat (runner/sampler/mirostat.h): 1 or 2 replaces the whole chain, as
+  // in llama.cpp, by the temperature and then Mirostat's own cut, which adapts to keep each
+  // token's surprise near mirostat_tau (its running estimate mu, carried from token to
+  // token, starts at 2 tau and moves by mirostat_eta times the error). Only logit_bias, the
+  // bans and a grammar's mask act before it: the parser turns the penalties, DRY, XTC and
+  // the filters off. 0: off.
+  int32_t mirostat = 0;
+  float mirostat_tau = 5.0f;
+  float mirostat_eta = 0.1f;
+
   // llama.cpp's chain orders (llama-server's `samplers`), where they differ from vLLM's
   // (temperature, then min_p, top_k, top_p over what is left):
   // - temperature_last: min_p, top_k and top_p choose the kept set from the raw logits (as

@@ -171,9 +171,6 @@ const UnsupportedField kFields[] = {
     {"kv_transfer_params", Where::kBoth, empty_object,
      "(disaggregated prefill) is not supported by this server."},
     // llama-server.
-    {"mirostat", Where::kBoth, number_is<0>, "other than 0 is not supported by this server."},
-    {"mirostat_tau", Where::kBoth, always, ""},  // only read with mirostat
-    {"mirostat_eta", Where::kBoth, always, ""},
     {"adaptive_target", Where::kBoth, below_zero,  // llama.cpp: negative is off
      "other than a negative number (llama.cpp's adaptive-p sampler, off) is not supported by "
      "this server."},

@@ -6,7 +6,8 @@
 // fresh copy of the row (the sampler uses it as scratch) and a new position.
 // The "+lp5" cases ask for logprobs with k = 5 (issue 16's target: at most 10% over the same
 // case without; the ratios are printed at the end), "+post5" for llama-server's
-// post-sampling probabilities with k = 5 (the draw's distribution); "+pen" cases apply all three
+// post-sampling probabilities with k = 5 (the draw's distribution), "+mirostat1/2" llama.cpp's
+// Mirostat from its first mu (10: a wide cut); "+pen" cases apply all three
 // penalties over a 512-token prompt and a 256-token output (vLLM's definitions; "_last64" and
 // "_whole" in llama.cpp's window of the last 64 tokens, or of all of them). "+infill" runs
 // llama.cpp's infill step (sampler.h, step 5) after the filters, as llama-server's /infill asks
@@ -59,6 +60,7 @@ struct Case {
   float top_n_sigma = -1.0f;   // llama.cpp's top-n-sigma, off at <= 0
   float typical_p = 1.0f;      // llama.cpp's typ_p, off at 1
   bool post_sampling = false;  // logprobs are llama-server's post_sampling_probs
+  int32_t mirostat = 0;        // llama.cpp's Mirostat version (tau 5, eta 0.1, mu 2 tau)
 };
 
 constexpr Case kCases[] = {
@@ -92,6 +94,10 @@ constexpr Case kCases[] = {
      true},
     {"k40_p0.95_minp0.05+llama_order+post5", 0.8f, 40, 0.95f, 0.05f, 5, false, false, true, 0, 0.0f,
      false, -1.0f, 1.0f, true},
+    {"t0.8+mirostat1", 0.8f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
+     false, 1},
+    {"t0.8+mirostat2", 0.8f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
+     false, 2},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -126,6 +132,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.top_n_sigma = c.top_n_sigma;
   params.typical_p = c.typical_p;
   params.post_sampling_probs = c.post_sampling;
+  params.mirostat = c.mirostat;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

@@ -22,6 +22,7 @@
 #include "runner/sampler/dynatemp.h"
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
+#include "runner/sampler/mirostat.h"
 #include "runner/sampler/top_n_sigma.h"
 #include "runner/sampler/typical.h"
 #include "runner/sampler/xtc.h"
@@ -189,6 +190,8 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   post_ = post ? logprobs : nullptr;
   post_k_ = params.logprobs;
   post_weighed_ = false;
+  float fresh_mu = sampler_mirostat::first_mu(params.mirostat_tau);
+  mirostat_mu_ = history.mirostat_mu != nullptr ? history.mirostat_mu : &fresh_mu;
   if (want_logprobs) {
     // The chosen token's raw logit is read once the token is known: from the row itself when
     // nothing will change it, else from a copy that the scan writes as it reads.
@@ -204,8 +207,10 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     saved_.emplace_back(id, logits[id]);
     logits[id] = bias <= -100.0f ? kNegInf : logits[id] + bias;
   }
-  if (params.counts_tokens()) apply_penalties(logits, params, history);
-  if (params.dry_on()) {
+  // Mirostat replaces the chain: the penalties and DRY do not act (llama.cpp's).
+  const bool chain = params.mirostat == 0;
+  if (chain && params.counts_tokens()) apply_penalties(logits, params, history);
+  if (chain && params.dry_on()) {
     if (!dry_) dry_ = std::make_unique<sampler_dry::Scratch>();
     sampler_dry::apply(logits, params, history.prompt, history.output, *dry_);
   }
@@ -225,6 +230,7 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     if (params.logprobs > 0) logprobs->top.push_back({token, 0.0f});
   }
   post_ = nullptr;
+  mirostat_mu_ = nullptr;
   return token;
 }
 
@@ -285,6 +291,13 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
     // dropped the argmax: the filters run on the raw logits, and draw() takes the best left.
     if ((params.xtc_on() || params.typical_on()) && token >= 0 && std::isfinite(logits[token])) {
       token = sample_filtered(logits, params, position, logits[token] + 0.0f, token, 1.0f);
+    }
+  } else if (params.mirostat != 0) {
+    const float z_max = kernels_->scale_max(logits.data(), n, inv_t);
+    if (z_max == kPosInf) {
+      token = kernels_->argmax(logits.data(), n);
+    } else {
+      token = z_max == kNegInf ? -1 : mirostat(logits, params, position, z_max);
     }
   } else {
     // temperature_last: the filters read the raw logits; the draw alone is tempered (by a
@@ -612,6 +625,48 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
   }
   if (pool > k) keep_best_k();
   return {ranked_.data(), pool};
+}
+
+int32_t Sampler::mirostat(std::span<float> z, const SamplingParams& params, int64_t position,
+                          float z_max) {
+  const auto n = static_cast<int32_t>(z.size());
+  float& mu = *mirostat_mu_;
+  std::span<RankedToken> kept;
+  if (params.mirostat == 2) {
+    const float row_sum = kernels_->z_sum(z.data(), n, z_max);
+    const float floor = sampler_mirostat::v2_floor(sampler_kernels::log_approx(row_sum), mu);
+    if (floor > 0.0f) {
+      kept = top_k_candidates(z, z_max, 1, -FLT_MAX);
+    } else {
+      const auto count = static_cast<size_t>(
+          kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
+      for (size_t i = 0; i < count; ++i) ranked_[i] = {cand_z_[i], cand_id_[i], 0.0f};
+      kept = std::span<RankedToken>(ranked_.data(), count);
+    }
+  } else {
+    std::span<RankedToken> best = top_k_candidates(
+        z, z_max, static_cast<size_t>(std::min(sampler_mirostat::kEstimateTokens, n)), -FLT_MAX);
+    std::sort(best.begin(), best.end(), precedes<RankedToken>);
+    dyn_x_.resize(best.size());
+    for (size_t i = 0; i < best.size(); ++i) dyn_x_[i] = best[i].z;
+    const int32_t k = sampler_mirostat::v1_k(dyn_x_, mu, n);
+    kept = static_cast<size_t>(k) <= best.size()
+               ? best.first(static_cast<size_t>(k))
+               : top_k_candidates(z, z_max, static_cast<size_t>(k), -FLT_MAX);
+  }
+  if (kept.empty()) return -1;
+  const int32_t token = gumbel_over(kept, params.seed, position);
+  // The chosen token's probability under the kept set, its sum in increasing id order.
+  std::sort(kept.begin(), kept.end(),
+            [](const RankedToken& a, const RankedToken& b) { return a.id < b.id; });
+  float kept_sum = 0.0f, chosen_z = z_max;
+  for (const RankedToken& t : kept) {
+    kept_sum += sampler_kernels::exp_shifted(t.z - z_max);
+    if (t.id == token) chosen_z = t.z;
+  }
+  const float log_p = (chosen_z - z_max) - sampler_kernels::log_approx(kept_sum);
+  mu = sampler_mirostat::next_mu(mu, log_p, params.mirostat_tau, params.mirostat_eta);
+  return token;
 }
 
 // typ_p (typical.h) over `kept`, in increasing id order: its survivors move to the front,

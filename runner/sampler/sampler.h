@@ -81,6 +81,17 @@
 //     (not of the masses above, which only decide what is left), by step 4's Gumbel-max:
 //     token = argmax of (z_i + g_i) over the tokens not merged away, ties to the lowest id;
 //     a single token is returned without noise. Greedy rows and +inf logits never get here.
+// Mirostat (params.mirostat 1 or 2, mirostat.h) replaces steps 1 to 5 but logit_bias, the
+// bans and the mask, as llama.cpp's chain does (no penalties, DRY, filters, XTC, dynamic
+// temperature or infill): at temperature <= 0 greedy; else z = logit * (1/T), then
+// - v2: the kept set is the tokens with z_i - z_max >= log(sum of e_i) - mu ln 2 (surprise
+//   -log2 p_i within mu, p the softmax of z over the row, its sum in the kernels' 16-lane
+//   order), the top token alone if none;
+// - v1: the top k in rank order, k = mirostat::v1_k of the 100 best z (fewer if fewer are
+//   finite) and mu;
+// then step 4's Gumbel-max over it, and mu -= eta * (-log2 p'_c - tau), p'_c the chosen
+// token's e_c over the sum of the kept set's e (in increasing id order). mu starts at
+// 2 tau (RowHistory::mirostat_mu carries it).
 // Post-sampling probabilities (params.post_sampling_probs, with logprobs >= 0): the
 // RowLogprobs then describe the draw instead of the model. Over the set the draw chose from
 // (after step 1's changes, the filters, XTC and infill's merges), x_i = z_i * the draw's
@@ -134,6 +145,9 @@ struct RowHistory {
   // The grammar's mask (grammar::Matcher::fill_mask): bit (id % 32) of word id / 32 set
   // when token id may come next; ids past its end are not allowed. Empty: no constraint.
   std::span<const uint32_t> allowed = {};
+  // Mirostat's mu (params.mirostat), read and advanced by the row's draw: the request's
+  // state from token to token. Null: a fresh one (2 tau) that is not kept.
+  float* mirostat_mu = nullptr;
 };
 
 struct TokenLogprob {
@@ -232,6 +246,8 @@ class Sampler {
   // kept in increasing id order, each with its e (relative to the row's top, z_max).
   float row_dynamic_temperature(std::span<float> x, const SamplingParams& params);
   float kept_dynamic_scale(std::span<const RankedToken> kept, const SamplingParams& params);
+  // Mirostat's kept set and draw over a tempered row; advances *mirostat_mu_.
+  int32_t mirostat(std::span<float> z, const SamplingParams& params, int64_t position, float z_max);
   std::span<RankedToken> locally_typical(std::span<RankedToken> kept, float z_max, float typical_p);
   std::span<const RankedToken> exclude_top_choices(std::span<const RankedToken> kept,
                                                    const SamplingParams& params, int64_t position);
@@ -265,6 +281,7 @@ class Sampler {
   RowLogprobs* post_ = nullptr;      // the row's post-sampling probabilities, while it is sampled
   int32_t post_k_ = 0;               // how many to list
   bool post_weighed_ = false;        // a draw filled them
+  float* mirostat_mu_ = nullptr;     // the row's Mirostat state, while it is sampled
   std::vector<int32_t> post_order_;  // weigh_kept's ranking of the kept set
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row

@@ -24,8 +24,9 @@ struct Ask {
 };
 
 // A mix: greedy, plain temperature, every filter, logit_bias and min_tokens bans (all on the
-// device), and penalties, logprobs and a grammar (on the host); prompts and lengths differ,
-// so requests finish at different steps and the batch changes under the chain.
+// device), and penalties, logprobs (post-sampling ones), Mirostat and a grammar (on the host);
+// prompts and lengths differ, so requests finish at different steps and the batch changes under the
+// chain.
 std::vector<Ask> mixed_asks() {
   std::vector<Ask> asks;
   for (int i = 0; i < 12; ++i) {
@@ -39,6 +40,12 @@ std::vector<Ask> mixed_asks() {
     if (i == 4) a.sampling.logit_bias = {{65, 3.0f}, {66, -100.0f}};
     if (i == 5) a.sampling.presence_penalty = 0.8f;
     if (i == 7) a.sampling.logprobs = 3;
+    if (i == 2) {  // Mirostat's state, advanced by the host Sampler from step to step
+      a.sampling.mirostat = 2;
+      a.sampling.mirostat_tau = 3.0f;
+      a.sampling.top_p = 1.0f;
+    }
+    if (i == 7) a.sampling.post_sampling_probs = true;
     if (i == 8) a.sampling.repetition_penalty = 1.3f;
     if (i == 11) a.sampling.xtc_probability = 0.6f;  // on the host, as the penalties
     if (i == 9) {                                    // DRY over the whole history, on the host too

@@ -264,6 +264,26 @@ TEST(NativeRequest, RefusalsNameTheFieldSent) {
 // tokens of the prompt and the output; a chain without "penalties" turns them off.
 // XTC in llama-server's default chain: after min_p, before the temperature (so it reads the
 // raw logits, as top_p does); a threshold above 0.5 or a chain without it turns it off.
+// Mirostat replaces llama.cpp's chain: its order is not refused, its stages are off, and the
+// temperature applies even where the chain leaves it out (llama.cpp's common_sampler).
+TEST(NativeRequest, MirostatReplacesTheChain) {
+  const NativeRequest r = parsed(
+      R"({"prompt": "x", "mirostat": 2, "mirostat_tau": 4, "samplers": ["top_p", "top_k"]})");
+  const SamplingParams& s = r.request.sampling;
+  EXPECT_EQ(s.mirostat, 2);
+  EXPECT_FLOAT_EQ(s.mirostat_tau, 4.0f);
+  EXPECT_FLOAT_EQ(s.temperature, 0.8f);  // llama-server's default, though the chain has none
+  EXPECT_EQ(s.top_k, 0);
+  EXPECT_EQ(s.top_p, 1.0f);
+  EXPECT_EQ(s.min_p, 0.0f);
+  EXPECT_EQ(r.settings["mirostat"], 2);
+  EXPECT_EQ(r.settings["mirostat_tau"], 4.0);
+  EXPECT_EQ(refused(R"({"prompt": "x", "mirostat": 2, "samplers": ["top_k", "mirostat"]})").param,
+            "samplers[1]");
+  EXPECT_EQ(refused(R"({"prompt": "x", "mirostat": -1})").param, "mirostat");
+  EXPECT_EQ(parsed(R"({"prompt": "x"})").settings["mirostat"], 0);
+}
+
 TEST(NativeRequest, XtcIsReadInTheChain) {
   const NativeRequest r =
       parsed(R"({"prompt": "x", "xtc_probability": 0.5, "xtc_threshold": 0.2})");

@@ -283,7 +283,7 @@ TEST(ResponsesApiRequest, EachRefusalNamesTheResponsesField) {
       {R"({"instructions": 3, "input": "x"})", "instructions"},
       {R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens"},
       {R"({"input": "x", "temperature": -1})", "temperature"},
-      {R"({"input": "x", "mirostat": 2})", "mirostat"},
+      {R"({"input": "x", "mirostat": 3})", "mirostat"},
       {R"({"input": "x", "post_sampling_probs": true})", "post_sampling_probs"},
       {R"({"input": "x", "messages": []})", "messages"},
       {R"({"input": "x", "response_format": {"type": "json_object"}})", "response_format"},

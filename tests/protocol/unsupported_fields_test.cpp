@@ -58,7 +58,9 @@ const FieldCase kRefused[] = {
      "tools", "/v1/chat/completions"},
     {"CompletionsToolChoice", kCmpl, R"("tool_choice": "auto")", "tool_choice", ""},
     {"CompletionsTopLogprobs", kCmpl, R"("top_logprobs": 2)", "top_logprobs", "'logprobs'"},
-    {"Mirostat", kCmpl, R"("mirostat": 2)", "mirostat", ""},
+    {"MirostatVersion", kCmpl, R"("mirostat": 3)", "mirostat", ""},
+    {"MirostatTau", kChat, R"("mirostat": 2, "mirostat_tau": -1)", "mirostat_tau", ">= 0"},
+    {"MirostatEta", kCmpl, R"("mirostat": 1, "mirostat_eta": "fast")", "mirostat_eta", ""},
     {"NProbs", kCmpl, R"("n_probs": 5)", "n_probs", "'logprobs'"},
     {"NPredictAlone", kCmpl, R"("n_predict": 32)", "n_predict", "'max_tokens'"},
     {"NPredictUnlimitedOnCompletions", kCmpl, R"("n_predict": -1)", "n_predict", "'max_tokens'"},
@@ -207,6 +209,40 @@ TEST(RequestFields, MaxCompletionTokensWinsOverMaxTokensWhenBothAreValid) {
   EXPECT_EQ(parsed_or_fail(kCmpl, R"("max_completion_tokens": 7, "max_tokens": 30)").max_tokens, 7);
   EXPECT_EQ(parsed_or_fail(kCmpl, R"("max_tokens": 30)").max_tokens, 30);
   EXPECT_EQ(parsed_or_fail(kCmpl, "").max_tokens, kDefaultCompletionMaxTokens);
+}
+
+// llama.cpp's Mirostat replaces its chain: the stages that chain would run are off.
+TEST(RequestFields, MirostatReplacesTheChain) {
+  for (Endpoint endpoint : {kCmpl, kChat}) {
+    const SamplingParams s =
+        parsed_or_fail(endpoint, R"("mirostat": 2, "top_k": 40, "top_p": 0.9, "min_p": 0.1,
+                                   "repeat_penalty": 1.1, "presence_penalty": 0.5,
+                                   "dry_multiplier": 0.8, "xtc_probability": 0.5,
+                                   "typical_p": 0.5, "top_n_sigma": 1, "temperature": 0.7)")
+            .sampling;
+    EXPECT_EQ(s.mirostat, 2);
+    EXPECT_FLOAT_EQ(s.mirostat_tau, 5.0f);
+    EXPECT_FLOAT_EQ(s.mirostat_eta, 0.1f);
+    EXPECT_FLOAT_EQ(s.temperature, 0.7f);
+    EXPECT_EQ(s.top_k, 0);
+    EXPECT_EQ(s.top_p, 1.0f);
+    EXPECT_EQ(s.min_p, 0.0f);
+    EXPECT_EQ(s.repetition_penalty, 1.0f);
+    EXPECT_EQ(s.presence_penalty, 0.0f);
+    EXPECT_FALSE(s.dry_on());
+    EXPECT_FALSE(s.xtc_on());
+    EXPECT_FALSE(s.typical_on());
+    EXPECT_FALSE(s.top_n_sigma_on());
+  }
+  const SamplingParams v1 =
+      parsed_or_fail(kCmpl, R"("mirostat": 1, "mirostat_tau": 3, "mirostat_eta": 0.2, "top_k": 5)")
+          .sampling;
+  EXPECT_EQ(v1.mirostat, 1);
+  EXPECT_FLOAT_EQ(v1.mirostat_tau, 3.0f);
+  EXPECT_FLOAT_EQ(v1.mirostat_eta, 0.2f);
+  EXPECT_EQ(v1.top_k, 0);
+  // Off, the chain stays as sent.
+  EXPECT_EQ(parsed_or_fail(kCmpl, R"("mirostat": 0, "top_k": 5)").sampling.top_k, 5);
 }
 
 // llama-server's post_sampling_probs: read on chat (refused on /v1/completions above).

@@ -2,7 +2,7 @@
 // text, log-probabilities and finish with drafts verified as without them, whatever the
 // drafts, the batch, the pool, overlap, the threads or the KV type. Greedy and seeded
 // sampling, penalties (vLLM's and llama.cpp's windows), DRY, XTC, min_tokens, logprobs (the
-// model's and post-sampling ones),
+// model's and post-sampling ones), Mirostat's state,
 // grammars, n choices and the prefix cache all ride along; small pools preempt. The workload
 // must exercise what it claims to: drafts accepted and drafts refused.
 #include <gtest/gtest.h>
@@ -108,6 +108,12 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
     if (pick(2) == 0) s.logprobs = pick(3);
     // The draw's probabilities in their place, from the seed too.
     s.post_sampling_probs = s.logprobs >= 0 && s.seed % 2 == 1;
+    // Mirostat's state, carried from token to token on the worker (from the seed too).
+    if (s.seed % 11 == 4) {
+      s.mirostat = 1 + static_cast<int32_t>(s.seed / 11 % 2);
+      s.mirostat_tau = 2.5f;
+      s.mirostat_eta = 0.3f;
+    }
     s.ignore_eos = pick(3) != 0;
     if (!s.ignore_eos && pick(2) == 0) s.min_tokens = 1 + pick(6);
     p.max_tokens = 1 + pick(40);

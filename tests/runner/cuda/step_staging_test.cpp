@@ -120,6 +120,15 @@ TEST(StepStaging, InfillRowsAreSampledOnTheHost) {
   late.sampling.temperature_last = false;
   late.sampling.min_p_last = true;
   EXPECT_TRUE(sampled_on_host(late));
+  // And Mirostat, whose state the host Sampler advances (the host row carries it).
+  StepPlan mirostat;
+  mirostat.rows.push_back(row({3}, 2, {2}));
+  mirostat.rows.back().sampling.mirostat = 2;
+  mirostat.rows.back().mirostat_mu = std::make_shared<float>(10.0f);
+  EXPECT_TRUE(sampled_on_host(mirostat.rows.back()));
+  stage_step(mirostat, false, limits(), s);
+  ASSERT_EQ(s.host_rows.size(), 1u);
+  EXPECT_EQ(s.host_rows[0].mirostat_mu, mirostat.rows.back().mirostat_mu);
 }
 
 TEST(StepStaging, RefusesTokensPositionsAndTablesThatDoNotFit) {
