@@ -45,6 +45,13 @@ bool at_most(const Json& value, const Json&, const std::string&) {
 bool below_zero(const Json& value, const Json&, const std::string&) {
   return value.is_number() && value.get<double>() < 0;
 }
+// adaptive-p is a stage of llama.cpp's chain, which Mirostat replaces: it never acts then.
+bool adaptive_p_off(const Json& value, const Json& body, const std::string& name) {
+  const Json* mirostat = find_field(body, "mirostat");
+  const bool replaced =
+      mirostat != nullptr && mirostat->is_number() && mirostat->get<double>() != 0;
+  return replaced || below_zero(value, body, name);
+}
 bool only_text(const Json& value, const Json&, const std::string&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";
 }
@@ -171,7 +178,7 @@ const UnsupportedField kFields[] = {
     {"kv_transfer_params", Where::kBoth, empty_object,
      "(disaggregated prefill) is not supported by this server."},
     // llama-server.
-    {"adaptive_target", Where::kBoth, below_zero,  // llama.cpp: negative is off
+    {"adaptive_target", Where::kBoth, adaptive_p_off,  // llama.cpp: negative is off
      "other than a negative number (llama.cpp's adaptive-p sampler, off) is not supported by "
      "this server."},
     {"adaptive_decay", Where::kBoth, always, ""},  // only read with adaptive_target

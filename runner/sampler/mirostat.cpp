@@ -69,7 +69,10 @@ int32_t v1_k(std::span<const float> ranked_z, float mu, int32_t n_vocab) {
 
 float next_mu(float mu, float log_p, float tau, float eta) {
   const float surprise = -log_p * kLog2e;
-  return mu - eta * (surprise - tau);
+  // Bounded, so that an eta near the float range moves mu far but never to inf or NaN
+  // (which would leave v2 nothing to keep): 1e30 bits of surprise keep all or one anyway.
+  constexpr float kBound = 1e30f;
+  return std::clamp(mu - eta * (surprise - tau), -kBound, kBound);
 }
 
 }  // namespace tandem::sampler_mirostat

@@ -33,7 +33,8 @@ float v2_floor(float log_sum, float mu);
 // them, all finite) and mu.
 int32_t v1_k(std::span<const float> ranked_z, float mu, int32_t n_vocab);
 
-// mu after drawing a token of log-probability log_p (natural log) under the kept set.
+// mu after drawing a token of log-probability log_p (natural log) under the kept set,
+// within +-1e30.
 float next_mu(float mu, float log_p, float tau, float eta);
 
 // e^x for any x (0 below -103, +inf above 88.7): the sampler's exp_shifted on the fraction

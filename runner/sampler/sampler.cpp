@@ -289,7 +289,8 @@ int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, i
     token = known ? raw_top : kernels_->argmax(logits.data(), n);
     // llama.cpp's greedy keeps the best of what its chain leaves, and XTC or typ_p may have
     // dropped the argmax: the filters run on the raw logits, and draw() takes the best left.
-    if ((params.xtc_on() || params.typical_on()) && token >= 0 && std::isfinite(logits[token])) {
+    if ((params.xtc_on() || params.typical_on()) && params.mirostat == 0 && token >= 0 &&
+        std::isfinite(logits[token])) {
       token = sample_filtered(logits, params, position, logits[token] + 0.0f, token, 1.0f);
     }
   } else if (params.mirostat != 0) {

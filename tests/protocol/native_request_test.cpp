@@ -281,6 +281,11 @@ TEST(NativeRequest, MirostatReplacesTheChain) {
   EXPECT_EQ(refused(R"({"prompt": "x", "mirostat": 2, "samplers": ["top_k", "mirostat"]})").param,
             "samplers[1]");
   EXPECT_EQ(refused(R"({"prompt": "x", "mirostat": -1})").param, "mirostat");
+  // adaptive-p is a stage of the chain Mirostat replaces: its target never acts (QA).
+  EXPECT_EQ(parsed(R"({"prompt": "x", "mirostat": 2, "adaptive_target": 0.5,
+                      "samplers": ["adaptive_p"]})")
+                .request.sampling.mirostat,
+            2);
   EXPECT_EQ(parsed(R"({"prompt": "x"})").settings["mirostat"], 0);
 }
 

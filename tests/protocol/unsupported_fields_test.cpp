@@ -241,6 +241,11 @@ TEST(RequestFields, MirostatReplacesTheChain) {
   EXPECT_FLOAT_EQ(v1.mirostat_tau, 3.0f);
   EXPECT_FLOAT_EQ(v1.mirostat_eta, 0.2f);
   EXPECT_EQ(v1.top_k, 0);
+  // adaptive-p is a stage of the chain it replaces (refused alone, as it is not implemented).
+  EXPECT_EQ(parsed_or_fail(kChat, R"("mirostat": 1, "adaptive_target": 0.4)").sampling.mirostat, 1);
+  auto adaptive = parse_completion_request(body_with(kChat, R"("adaptive_target": 0.4)"), kChat);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(adaptive));
+  EXPECT_EQ(std::get<ApiError>(adaptive).param, "adaptive_target");
   // Off, the chain stays as sent.
   EXPECT_EQ(parsed_or_fail(kCmpl, R"("mirostat": 0, "top_k": 5)").sampling.top_k, 5);
 }

@@ -261,6 +261,10 @@ TEST(SamplerMirostat, V1KStaysInTheVocabulary) {
     }
   }
   EXPECT_EQ(sampler_mirostat::v1_k(std::vector<float>{3.0f}, 10.0f, 32000), 1);
+  // An eta near the float range moves mu far, never to inf (QA: v2 then kept nothing).
+  EXPECT_EQ(sampler_mirostat::next_mu(10.0f, -1.0f, 5.0f, 3e38f), 1e30f);
+  EXPECT_EQ(sampler_mirostat::next_mu(10.0f, -20.0f, 5.0f, 3e38f), -1e30f);
+  EXPECT_FLOAT_EQ(sampler_mirostat::next_mu(10.0f, -std::log(2.0f) * 3.0f, 5.0f, 0.5f), 11.0f);
   EXPECT_FLOAT_EQ(sampler_mirostat::exp_any(1.0f), std::exp(1.0f));
   EXPECT_NEAR(sampler_mirostat::exp_any(20.0f) / std::exp(20.0f), 1.0, 1e-6);
   EXPECT_NEAR(sampler_mirostat::exp_any(-30.0f) / std::exp(-30.0f), 1.0, 1e-6);
