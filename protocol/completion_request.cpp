@@ -347,11 +347,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(std::string_v
       parsed = std::move(applied);
     }
     CompletionRequest request = read_request(parsed, endpoint);
-    if (chain) {
-      request.sampling.infill = chain->infill;
-      request.sampling.temperature_last = chain->temperature_last;
-      request.sampling.min_p_last = chain->min_p_last;
-    }
+    if (chain) chain->apply_to(request.sampling);
     return request;
   } catch (const request_fields::RequestRejected& rejected) {
     return rejected.error;

@@ -305,9 +305,7 @@ std::variant<NativeRequest, ApiError> parse_native_request(std::string_view text
       return renamed_params(std::move(*error), out.renames);
     }
     out.request = std::move(std::get<CompletionRequest>(read));
-    out.request.sampling.infill = chain.infill;
-    out.request.sampling.temperature_last = chain.temperature_last;
-    out.request.sampling.min_p_last = chain.min_p_last;
+    chain.apply_to(out.request.sampling);
     out.request.max_tokens = limit;
     if (n_probs && *n_probs > 0) out.request.sampling.logprobs = static_cast<int32_t>(*n_probs);
     if (const Json* post = find_field(body, "post_sampling_probs")) {

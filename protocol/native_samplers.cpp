@@ -144,6 +144,7 @@ void turn_off(Stage stage, Json& completion) {
       break;
     case Stage::kAdaptiveP:
       completion.erase("adaptive_target");
+      completion.erase("adaptive_decay");
       break;
     case Stage::kInfill:
       break;
@@ -180,6 +181,30 @@ bool acts(Stage stage, const Json& completion) {
       return number_or(completion, "typical_p", 1.0) < 1.0;
     default:
       return false;  // adaptive_p: the completion parser refuses it acting
+  }
+}
+
+// adaptive_target (<= 1; below 0 off, llama-server's default -1) and adaptive_decay
+// ([0, 0.99]; 0.9), for a chain that names adaptive_p.
+void read_adaptive_p(const Json& native, SamplerChain& out) {
+  if (const Json* target = find_field(native, "adaptive_target")) {
+    out.adaptive_target = read_float(*target, "adaptive_target");
+    if (!(target->get<double>() <= 1.0)) {
+      reject(
+          "Invalid value for 'adaptive_target': expected a probability <= 1 (below 0: off), "
+          "got " +
+              target->dump() + ".",
+          "adaptive_target");
+    }
+  }
+  if (const Json* decay = find_field(native, "adaptive_decay")) {
+    out.adaptive_decay = read_float(*decay, "adaptive_decay");
+    const double sent = decay->get<double>();
+    if (!(sent >= 0.0 && sent <= 0.99)) {
+      reject("Invalid value for 'adaptive_decay': expected a number in [0, 0.99], got " +
+                 decay->dump() + ".",
+             "adaptive_decay");
+    }
   }
 }
 
@@ -229,8 +254,12 @@ SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
     if (!named(stage)) turn_off(stage, completion);
   }
   // adaptive_p is in no default chain: its target is left for the completion parser to refuse
-  // unless the client's own chain leaves the stage out.
-  if (!named(Stage::kAdaptiveP) && find_field(native, "samplers") != nullptr) {
+  // unless the client's own chain leaves the stage out. Named, it is read here: llama.cpp puts
+  // it last, wherever the chain names it, in the draw's place.
+  if (named(Stage::kAdaptiveP)) {
+    read_adaptive_p(native, out);
+    turn_off(Stage::kAdaptiveP, completion);
+  } else if (find_field(native, "samplers") != nullptr) {
     turn_off(Stage::kAdaptiveP, completion);
   }
   out.infill = named(Stage::kInfill);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "protocol/request_fields.h"
+#include "protocol/sampling_params.h"
 
 namespace tandem::request_fields {
 
@@ -17,6 +18,17 @@ struct SamplerChain {
   bool infill = false;            // llama.cpp's infill filter
   bool temperature_last = false;  // top_p and infill read the raw logits (SamplingParams)
   bool min_p_last = false;        // min_p cuts what top_p kept
+  // adaptive-p, when the chain names it (SamplingParams::adaptive_*; below 0: off).
+  float adaptive_target = -1.0f;
+  float adaptive_decay = 0.9f;
+  // Sets the flags and adaptive-p's fields on sampling.
+  void apply_to(SamplingParams& sampling) const {
+    sampling.infill = infill;
+    sampling.temperature_last = temperature_last;
+    sampling.min_p_last = min_p_last;
+    sampling.adaptive_target = adaptive_target;
+    sampling.adaptive_decay = adaptive_decay;
+  }
 };
 
 // Reads native's `samplers` (absent: llama-server's default chain, "edskypmxt") against the

@@ -110,6 +110,15 @@ struct SamplingParams {
   float mirostat_tau = 5.0f;
   float mirostat_eta = 0.1f;
 
+  // llama.cpp's adaptive-p (runner/sampler/adaptive_p.h), the draw at the end of a chain that
+  // names it: the kept tokens' probabilities p are turned into logits that peak where p is
+  // at a target that adapts (2 adaptive_target - the decayed average of the chosen tokens'
+  // p), so the text keeps choosing tokens about that likely. adaptive_target in [0, 1] (< 0:
+  // off); adaptive_decay in [0, 0.99], the average's decay. Off under Mirostat.
+  float adaptive_target = -1.0f;
+  float adaptive_decay = 0.9f;
+  bool adaptive_on() const { return adaptive_target >= 0.0f && mirostat == 0; }
+
   // llama.cpp's chain orders (llama-server's `samplers`), where they differ from vLLM's
   // (temperature, then min_p, top_k, top_p over what is left):
   // - temperature_last: min_p, top_k and top_p choose the kept set from the raw logits (as

@@ -254,7 +254,7 @@ bool Scheduler::add_prefill_row(StepPlan& plan, Launched& step, Request& r, int3
   row.stop_banned_until = r.prompt_len + r.in.sampling.min_tokens;
   row.penalty_prompt = r.penalty_prompt;
   row.grammar = r.matcher;
-  row.mirostat_mu = r.mirostat_mu;
+  row.sampler_state = r.sampler_state;
   // A resumed prefill samples nothing (decode continues from its last token), nor does a
   // max_tokens 0 prompt, which is only scored.
   row.sample = last_chunk && !r.resuming() && r.max_new > 0;
@@ -323,7 +323,7 @@ void Scheduler::add_decode_rows(StepPlan& plan, Launched& step, int32_t& budget)
       row.penalty_output.assign(counted.begin(), counted.end());
     }
     row.grammar = r->matcher;
-    row.mirostat_mu = r->mirostat_mu;
+    row.sampler_state = r->sampler_state;
     plan.rows.push_back(std::move(row));
     step.rows.push_back(r);
     step.sample.push_back(1);

@@ -106,8 +106,9 @@ struct Scheduler::Request {
   // after the row finished, so it matches `generated` whenever the row is next launched;
   // a preempted request's resumed prefill samples nothing, so it stays valid across it.
   std::shared_ptr<grammar::Matcher> matcher;
-  // Mirostat's mu, advanced on the worker by each token's draw (StepRow::mirostat_mu).
-  std::shared_ptr<float> mirostat_mu;
+  // Mirostat's and adaptive-p's state, advanced on the worker by each token's draw
+  // (StepRow::sampler_state).
+  std::shared_ptr<SamplerState> sampler_state;
 
   int32_t prefill_launched = 0;   // positions handed to launched prefill steps (or cached)
   int32_t prefill_start = 0;      // where this admission's prefill began (after the cache's)

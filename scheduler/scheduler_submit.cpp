@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "runner/sampler/mirostat.h"
 #include "scheduler/scheduler_internal.h"
 
 namespace tandem {
@@ -124,10 +123,9 @@ std::variant<std::unique_ptr<Scheduler::Request>, SubmitResult> Scheduler::make_
   }
   // Each choice gets a matcher of its own: they share the compiled grammar, not the state.
   if (r->in.grammar) r->matcher = std::make_shared<grammar::Matcher>(r->in.grammar);
-  // So does each get its own Mirostat state, from llama.cpp's start.
-  if (r->in.sampling.mirostat != 0)
-    r->mirostat_mu =
-        std::make_shared<float>(sampler_mirostat::first_mu(r->in.sampling.mirostat_tau));
+  // So does each get its own sampler state (Mirostat, adaptive-p), from llama.cpp's start.
+  if (SamplerState::needed(r->in.sampling))
+    r->sampler_state = std::make_shared<SamplerState>(SamplerState::first(r->in.sampling));
   // The one place max_tokens is clamped: generation ends where the context or the KV pool
   // does, and a request without max_tokens runs until then.
   const int64_t capacity =

@@ -7,7 +7,8 @@
 // The "+lp5" cases ask for logprobs with k = 5 (issue 16's target: at most 10% over the same
 // case without; the ratios are printed at the end), "+post5" for llama-server's
 // post-sampling probabilities with k = 5 (the draw's distribution), "+mirostat1/2" llama.cpp's
-// Mirostat from its first mu (10: a wide cut); "+pen" cases apply all three
+// Mirostat from its first mu (10: a wide cut), "+adaptive" llama.cpp's adaptive-p (target 0.3)
+// as the draw; "+pen" cases apply all three
 // penalties over a 512-token prompt and a 256-token output (vLLM's definitions; "_last64" and
 // "_whole" in llama.cpp's window of the last 64 tokens, or of all of them). "+infill" runs
 // llama.cpp's infill step (sampler.h, step 5) after the filters, as llama-server's /infill asks
@@ -61,6 +62,7 @@ struct Case {
   float typical_p = 1.0f;      // llama.cpp's typ_p, off at 1
   bool post_sampling = false;  // logprobs are llama-server's post_sampling_probs
   int32_t mirostat = 0;        // llama.cpp's Mirostat version (tau 5, eta 0.1, mu 2 tau)
+  float adaptive_target = -1;  // llama.cpp's adaptive-p (decay 0.9), off below 0
 };
 
 constexpr Case kCases[] = {
@@ -98,6 +100,10 @@ constexpr Case kCases[] = {
      false, 1},
     {"t0.8+mirostat2", 0.8f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
      false, 2},
+    {"t1_plain+adaptive", 1.0f, 0, 1.0f, 0.0f, -1, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
+     false, 0, 0.3f},
+    {"k40_p0.95_minp0.05+llama_order+adaptive", 0.8f, 40, 0.95f, 0.05f, -1, false, false, true, 0,
+     0.0f, false, -1.0f, 1.0f, false, 0, 0.3f},
 };
 
 // Random pieces of 1 to 8 letters: short ones are prefixes of many, as in a real vocabulary.
@@ -133,6 +139,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   params.typical_p = c.typical_p;
   params.post_sampling_probs = c.post_sampling;
   params.mirostat = c.mirostat;
+  params.adaptive_target = c.adaptive_target;
   std::vector<int32_t> prompt, output;
   tandem::RowHistory history;
   if (c.penalties) {

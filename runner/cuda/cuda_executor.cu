@@ -386,7 +386,7 @@ void CudaExecutor::sample_on_host(const Submitted& step, StepResult& result) {
     if (h.penalty_prompt) history.prompt = *h.penalty_prompt;
     history.output = h.penalty_output;
     if (h.grammar) history.allowed = grammar_mask(*h.grammar, mask_);
-    history.mirostat_mu = h.mirostat_mu.get();
+    history.state = h.sampler_state.get();
     RowLogprobs* lp = result.logprobs.empty() ? nullptr : &result.logprobs[h.row];
     result.tokens[h.row] =
         host_sampler_.sample(row(h.logit_rows - 1), h.sampling, h.position, history, lp);

@@ -56,7 +56,7 @@ HostRow host_row(const StepRow& r, size_t index, int32_t first_logit, int32_t lo
   h.penalty_prompt = r.penalty_prompt;
   h.penalty_output = r.penalty_output;
   h.grammar = r.grammar;
-  h.mirostat_mu = r.mirostat_mu;
+  h.sampler_state = r.sampler_state;
   return h;
 }
 
@@ -77,7 +77,7 @@ bool sampled_on_host(const StepRow& row) {
          row.sampling.prompt_logprobs >= 0 || row.sampling.has_output_penalties() ||
          row.sampling.infill || row.sampling.xtc_on() || row.sampling.top_n_sigma_on() ||
          row.sampling.typical_on() || row.sampling.dynatemp_on() || row.sampling.temperature_last ||
-         row.sampling.min_p_last || row.sampling.mirostat != 0;
+         row.sampling.min_p_last || row.sampling.mirostat != 0 || row.sampling.adaptive_on();
 }
 
 void stage_step(const StepPlan& plan, bool device_inputs, const StagingLimits& limits,

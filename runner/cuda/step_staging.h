@@ -29,7 +29,7 @@ struct HostRow {
   std::shared_ptr<const std::vector<int32_t>> penalty_prompt;
   std::vector<int32_t> penalty_output;
   std::shared_ptr<grammar::Matcher> grammar;
-  std::shared_ptr<float> mirostat_mu;
+  std::shared_ptr<SamplerState> sampler_state;
 };
 
 struct StepStaging {

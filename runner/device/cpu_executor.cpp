@@ -214,7 +214,7 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
       history.output = r.penalty_output;
       RowLogprobs* logprobs = any_logprobs ? &result.logprobs[i] : nullptr;
       if (r.grammar) history.allowed = grammar_mask(*r.grammar, masks_[thread]);
-      history.mirostat_mu = r.mirostat_mu.get();
+      history.state = r.sampler_state.get();
       result.tokens[i] = sampler.sample(row_logits(last), r.sampling, position, history, logprobs);
       // False only for a row whose grammar had ended: it is finished, and its token dropped.
       if (r.grammar) r.grammar->advance(result.tokens[i]);
@@ -243,7 +243,7 @@ int32_t CpuExecutor::verify_row(const StepRow& r, std::span<float> logits, Sampl
     if (r.penalty_prompt) history.prompt = *r.penalty_prompt;
     history.output = output;
     if (r.grammar) history.allowed = grammar_mask(*r.grammar, mask);
-    history.mirostat_mu = r.mirostat_mu.get();  // advanced by each accepted draft's draw
+    history.state = r.sampler_state.get();  // advanced by each accepted draft's draw
     const int32_t token =
         sampler.sample(logits.subspan(j * vocab, static_cast<size_t>(vocab)), r.sampling, position,
                        history, out.last ? &entry : nullptr);

@@ -73,9 +73,10 @@ struct StepRow {
   // step, so a chained step finds it already at the token it feeds; rows that do not
   // sample leave it alone. The scheduler only hands the pointer from step to step.
   std::shared_ptr<grammar::Matcher> grammar;
-  // Mirostat's mu (SamplingParams::mirostat), like the grammar owned by the worker from
-  // submission on: a sampling row's draw reads and advances it inside the step.
-  std::shared_ptr<float> mirostat_mu;
+  // The sampler's state (Mirostat's mu, adaptive-p's average: SamplerState), like the
+  // grammar owned by the worker from submission on: a sampling row's draw reads and
+  // advances it inside the step.
+  std::shared_ptr<SamplerState> sampler_state;
 };
 
 struct StepPlan {

@@ -4,7 +4,7 @@
 // Each keeps a running estimate mu (2 tau at the start) that the chosen token's surprise
 // moves: mu -= eta * (surprise - tau), the surprise -log2 p of the token under the kept
 // set, renormalized. So a row's cut depends on every token drawn before it: the state
-// travels with the request from step to step (StepRow::mirostat_mu).
+// travels with the request from step to step (StepRow::state).
 // - v2 keeps the tokens whose surprise is at most mu (p >= 2^-mu over the row), at least
 //   the top one.
 // - v1 keeps the top k, k from Zipf's exponent s estimated on the 100 likeliest tokens and

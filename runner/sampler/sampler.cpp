@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runner/sampler/adaptive_p.h"
 #include "runner/sampler/dry.h"
 #include "runner/sampler/dynatemp.h"
 #include "runner/sampler/infill.h"
@@ -111,6 +112,15 @@ std::span<T> nucleus(std::span<T> kept, float top_p) {
 
 }  // namespace
 
+SamplerState SamplerState::first(const SamplingParams& params) {
+  SamplerState s;
+  s.mirostat_mu = sampler_mirostat::first_mu(params.mirostat_tau);
+  const float decay = sampler_adaptive::decay_of(params.adaptive_decay);
+  s.adaptive_sum = params.adaptive_target / (1.0f - decay);
+  s.adaptive_weight = 1.0f / (1.0f - decay);
+  return s;
+}
+
 Sampler::Sampler(SamplerConfig config)
     : config_(std::move(config)), kernels_(&sampler_kernels::detected()) {
   if (config_.vocab_size <= 0) throw std::invalid_argument("Sampler: vocab_size must be > 0");
@@ -190,8 +200,8 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   post_ = post ? logprobs : nullptr;
   post_k_ = params.logprobs;
   post_weighed_ = false;
-  float fresh_mu = sampler_mirostat::first_mu(params.mirostat_tau);
-  mirostat_mu_ = history.mirostat_mu != nullptr ? history.mirostat_mu : &fresh_mu;
+  SamplerState fresh = SamplerState::first(params);
+  state_ = history.state != nullptr ? history.state : &fresh;
   if (want_logprobs) {
     // The chosen token's raw logit is read once the token is known: from the row itself when
     // nothing will change it, else from a copy that the scan writes as it reads.
@@ -230,7 +240,7 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     if (params.logprobs > 0) logprobs->top.push_back({token, 0.0f});
   }
   post_ = nullptr;
-  mirostat_mu_ = nullptr;
+  state_ = nullptr;
   return token;
 }
 
@@ -491,7 +501,8 @@ int32_t Sampler::fallback(std::span<float> logits, std::span<const uint32_t> all
 
 bool Sampler::filters_act(const SamplingParams& params, int32_t n) {
   return (params.top_k > 0 && params.top_k < n) || params.top_p < 1.0f || params.min_p > 0.0f ||
-         params.top_n_sigma_on() || params.typical_on() || params.infill || params.xtc_on();
+         params.top_n_sigma_on() || params.typical_on() || params.infill || params.xtc_on() ||
+         params.adaptive_on();
 }
 
 int32_t Sampler::sample_filtered(std::span<float> z, const SamplingParams& params, int64_t position,
@@ -631,7 +642,7 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
 int32_t Sampler::mirostat(std::span<float> z, const SamplingParams& params, int64_t position,
                           float z_max) {
   const auto n = static_cast<int32_t>(z.size());
-  float& mu = *mirostat_mu_;
+  float& mu = state_->mirostat_mu;
   std::span<RankedToken> kept;
   if (params.mirostat == 2) {
     const float row_sum = kernels_->z_sum(z.data(), n, z_max);
@@ -755,7 +766,7 @@ int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> 
     const auto best = std::min_element(kept.begin(), kept.end(), precedes<RankedToken>);
     return best == kept.end() ? -1 : best->id;
   }
-  if (!params.infill) return gumbel_over(kept, params.seed, position, scale);
+  if (!params.infill) return final_draw(kept, params, position, scale);
   if (!infill_) infill_ = std::make_unique<sampler_infill::Scratch>();
   infill_->tokens.resize(kept.size());
   for (size_t i = 0; i < kept.size(); ++i) {
@@ -774,8 +785,48 @@ int32_t Sampler::draw(std::span<const RankedToken> kept, std::span<const float> 
     if (!t.gone) ranked_[count++] = {t.z, t.id, 0.0f};
   }
   if (count == 0) return -1;
-  return gumbel_over(std::span<const RankedToken>(ranked_.data(), count), params.seed, position,
-                     scale);
+  return final_draw(std::span<const RankedToken>(ranked_.data(), count), params, position, scale);
+}
+
+int32_t Sampler::final_draw(std::span<const RankedToken> kept, const SamplingParams& params,
+                            int64_t position, float scale) {
+  return params.adaptive_on() ? adaptive_over(kept, params, position, scale)
+                              : gumbel_over(kept, params.seed, position, scale);
+}
+
+// adaptive-p (adaptive_p.h) over the kept set: p_i = softmax of z_i * scale over it (the
+// sampler's exp, summed in double in the set's order), the draw by Gumbel-max over the logits
+// the transform gives them, and the chosen token's p into the request's average.
+int32_t Sampler::adaptive_over(std::span<const RankedToken> kept, const SamplingParams& params,
+                               int64_t position, float scale) {
+  const auto count = static_cast<int32_t>(kept.size());
+  if (count == 0) return -1;
+  float x_max = kNegInf;
+  for (const RankedToken& t : kept) x_max = std::max(x_max, scale == 1.0f ? t.z : t.z * scale);
+  double sum = 0.0;
+  adaptive_p_.resize(kept.size());
+  for (int32_t i = 0; i < count; ++i) {
+    const float x = scale == 1.0f ? kept[i].z : kept[i].z * scale;
+    adaptive_p_[i] = sampler_kernels::exp_shifted(x - x_max);
+    sum += adaptive_p_[i];
+  }
+  SamplerState& state = *state_;
+  const float adapted = sampler_adaptive::adapted_target(params.adaptive_target, state.adaptive_sum,
+                                                         state.adaptive_weight);
+  for (int32_t i = 0; i < count; ++i) {
+    adaptive_p_[i] = static_cast<float>(adaptive_p_[i] / sum);
+    kept_z_[i] = sampler_adaptive::logit_of(adaptive_p_[i], adapted);
+    kept_ids_[i] = kept[i].id;
+  }
+  int32_t at = 0;
+  if (count > 1) {
+    at = kernels_->gumbel_argmax_at(kept_z_.data(), kept_ids_.data(), count, params.seed, position);
+    if (at < 0) return -1;
+    weigh_kept(count, at);
+  }
+  sampler_adaptive::accept(adaptive_p_[at], sampler_adaptive::decay_of(params.adaptive_decay),
+                           state.adaptive_sum, state.adaptive_weight);
+  return kept_ids_[at];
 }
 
 int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position,

@@ -62,6 +62,12 @@
 //     sequence of IEEE multiplies and adds, accurate to ~1 ulp), so the AVX-512 and portable
 //     paths give bit-identical noise and hence identical tokens.
 //     When the kept set is a single token, it is returned without drawing noise.
+//  4b. params.adaptive_on() (llama.cpp's adaptive-p, adaptive_p.h) replaces step 4's draw,
+//     last (after infill too), over the kept set even without filters (all finite tokens):
+//     p_i = softmax of z_i * scale over it (the sampler's float exp, summed in double in the
+//     set's order), then the Gumbel-max of step 4 over logit_of(p_i, adapted), adapted from
+//     the request's average (RowHistory::state), which then takes the chosen token's p. A
+//     single token is returned without noise, its p (1) still averaged. Greedy rows skip it.
 //  5. params.infill (llama.cpp's "infill" sampler, infill.h) replaces step 4's draw. Over the
 //     kept set in rank order with p_i = softmax of z over it (the sampler's float exp,
 //     summed in rank order):
@@ -91,7 +97,7 @@
 //   finite) and mu;
 // then step 4's Gumbel-max over it, and mu -= eta * (-log2 p'_c - tau), p'_c the chosen
 // token's e_c over the sum of the kept set's e (in increasing id order). mu starts at
-// 2 tau (RowHistory::mirostat_mu carries it).
+// 2 tau (RowHistory::state carries it).
 // Post-sampling probabilities (params.post_sampling_probs, with logprobs >= 0): the
 // RowLogprobs then describe the draw instead of the model. Over the set the draw chose from
 // (after step 1's changes, the filters, XTC and infill's merges), x_i = z_i * the draw's
@@ -134,6 +140,22 @@ struct Scratch;
 
 class TokenPieces;
 
+// What a row's stateful stages carry from token to token, owned by the request and advanced
+// by each of its draws: Mirostat's mu, adaptive-p's running average of the chosen tokens'
+// probabilities (adaptive_sum / adaptive_weight, llama.cpp's weighted_sum and total_weight).
+struct SamplerState {
+  float mirostat_mu = 0.0f;
+  float adaptive_sum = 0.0f;
+  float adaptive_weight = 0.0f;
+  // The state before the first token, as llama.cpp starts it: mu 2 tau, the average primed
+  // at the target (adaptive_target / (1 - decay) over 1 / (1 - decay)).
+  static SamplerState first(const SamplingParams& params);
+  // Whether a request with these parameters has any state to carry.
+  static bool needed(const SamplingParams& params) {
+    return params.mirostat != 0 || params.adaptive_on();
+  }
+};
+
 // What the sampler needs of a row besides its logits and parameters.
 struct RowHistory {
   bool ban_stop = false;  // min_tokens not reached: eog_ids and stop_token_ids banned
@@ -145,9 +167,9 @@ struct RowHistory {
   // The grammar's mask (grammar::Matcher::fill_mask): bit (id % 32) of word id / 32 set
   // when token id may come next; ids past its end are not allowed. Empty: no constraint.
   std::span<const uint32_t> allowed = {};
-  // Mirostat's mu (params.mirostat), read and advanced by the row's draw: the request's
-  // state from token to token. Null: a fresh one (2 tau) that is not kept.
-  float* mirostat_mu = nullptr;
+  // The request's state (Mirostat, adaptive-p), read and advanced by the row's draw. Null:
+  // a fresh one (SamplerState::first) that is not kept.
+  SamplerState* state = nullptr;
 };
 
 struct TokenLogprob {
@@ -231,6 +253,11 @@ class Sampler {
   // drawn z, or over the kept_z_ / kept_ids_ of a draw over `count` tokens.
   void weigh_row(std::span<const float> z, int32_t token);
   void weigh_kept(int32_t count, int32_t chosen_at);
+  // The last draw over what is left: step 4's Gumbel-max, or adaptive-p's (step 4b).
+  int32_t final_draw(std::span<const RankedToken> kept, const SamplingParams& params,
+                     int64_t position, float scale);
+  int32_t adaptive_over(std::span<const RankedToken> kept, const SamplingParams& params,
+                        int64_t position, float scale);
   // The draw over the kept set: step 4's, or step 5's when the row asks for infill. z: the
   // row's tempered logits (infill reads whether its EOT token is banned).
   int32_t draw(std::span<const RankedToken> kept, std::span<const float> z,
@@ -246,7 +273,7 @@ class Sampler {
   // kept in increasing id order, each with its e (relative to the row's top, z_max).
   float row_dynamic_temperature(std::span<float> x, const SamplingParams& params);
   float kept_dynamic_scale(std::span<const RankedToken> kept, const SamplingParams& params);
-  // Mirostat's kept set and draw over a tempered row; advances *mirostat_mu_.
+  // Mirostat's kept set and draw over a tempered row; advances state_->mirostat_mu.
   int32_t mirostat(std::span<float> z, const SamplingParams& params, int64_t position, float z_max);
   std::span<RankedToken> locally_typical(std::span<RankedToken> kept, float z_max, float typical_p);
   std::span<const RankedToken> exclude_top_choices(std::span<const RankedToken> kept,
@@ -281,7 +308,8 @@ class Sampler {
   RowLogprobs* post_ = nullptr;      // the row's post-sampling probabilities, while it is sampled
   int32_t post_k_ = 0;               // how many to list
   bool post_weighed_ = false;        // a draw filled them
-  float* mirostat_mu_ = nullptr;     // the row's Mirostat state, while it is sampled
+  SamplerState* state_ = nullptr;    // the row's state, while it is sampled
+  std::vector<float> adaptive_p_;    // adaptive-p's probabilities of the kept set
   std::vector<int32_t> post_order_;  // weigh_kept's ranking of the kept set
   std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
   std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row

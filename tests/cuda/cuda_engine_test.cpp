@@ -46,6 +46,7 @@ std::vector<Ask> mixed_asks() {
       a.sampling.top_p = 1.0f;
     }
     if (i == 7) a.sampling.post_sampling_probs = true;
+    if (i == 6) a.sampling.adaptive_target = 0.3f;  // adaptive-p's average, on the host too
     if (i == 8) a.sampling.repetition_penalty = 1.3f;
     if (i == 11) a.sampling.xtc_probability = 0.6f;  // on the host, as the penalties
     if (i == 9) {                                    // DRY over the whole history, on the host too

@@ -158,8 +158,28 @@ TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {
       R"({"prompt": "x", "samplers": ["top_k", "tfs_z", "typical_p", "top_p", "min_p", "temperature"]})");
   EXPECT_EQ(old.settings["samplers"],
             nlohmann::ordered_json({"top_k", "typ_p", "top_p", "min_p", "temperature"}));
-  EXPECT_EQ(refused(R"({"prompt": "x", "adaptive_target": 0.5, "samplers": ["adaptive_p"]})").param,
+  EXPECT_FALSE(st.request.sampling.adaptive_on());
+  // Named with a target of 0 or more, adaptive-p draws (llama.cpp puts it last wherever it
+  // is named).
+  const SamplingParams adaptive = parsed(R"({"prompt": "x", "adaptive_target": 0.5,
+      "samplers": ["adaptive_p", "top_k", "temperature"]})")
+                                      .request.sampling;
+  EXPECT_TRUE(adaptive.adaptive_on());
+  EXPECT_FLOAT_EQ(adaptive.adaptive_target, 0.5f);
+  EXPECT_FLOAT_EQ(adaptive.adaptive_decay, 0.9f);
+  EXPECT_FLOAT_EQ(parsed(R"({"prompt": "x", "adaptive_target": 0, "adaptive_decay": 0.5,
+                            "samplers": ["adaptive-p"]})")
+                      .request.sampling.adaptive_decay,
+                  0.5f);
+  EXPECT_EQ(refused(R"({"prompt": "x", "adaptive_target": 1.5, "samplers": ["adaptive_p"]})").param,
             "adaptive_target");
+  EXPECT_EQ(refused(R"({"prompt": "x", "adaptive_target": 0.5, "adaptive_decay": 0.995,
+                        "samplers": ["adaptive_p"]})")
+                .param,
+            "adaptive_decay");
+  EXPECT_EQ(
+      refused(R"({"prompt": "x", "adaptive_target": "0.5", "samplers": ["adaptive_p"]})").param,
+      "adaptive_target");
   // Left out of the chain, it does nothing, as in llama.cpp.
   parsed(R"({"prompt": "x", "adaptive_target": 0.5, "samplers": ["top_k"]})");
   // Without a chain of the client's, a target that would act is refused (no default chain

@@ -246,6 +246,12 @@ TEST(RequestFields, MirostatReplacesTheChain) {
   auto adaptive = parse_completion_request(body_with(kChat, R"("adaptive_target": 0.4)"), kChat);
   ASSERT_TRUE(std::holds_alternative<ApiError>(adaptive));
   EXPECT_EQ(std::get<ApiError>(adaptive).param, "adaptive_target");
+  // adaptive-p on chat when its samplers name it, as on /completion.
+  const SamplingParams chained = parsed_or_fail(kChat, R"("adaptive_target": 0.25,
+      "samplers": ["top_k", "temperature", "adaptive_p"])")
+                                     .sampling;
+  EXPECT_TRUE(chained.adaptive_on());
+  EXPECT_FLOAT_EQ(chained.adaptive_target, 0.25f);
   // Off, the chain stays as sent.
   EXPECT_EQ(parsed_or_fail(kCmpl, R"("mirostat": 0, "top_k": 5)").sampling.top_k, 5);
 }

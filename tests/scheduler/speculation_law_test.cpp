@@ -2,7 +2,7 @@
 // text, log-probabilities and finish with drafts verified as without them, whatever the
 // drafts, the batch, the pool, overlap, the threads or the KV type. Greedy and seeded
 // sampling, penalties (vLLM's and llama.cpp's windows), DRY, XTC, min_tokens, logprobs (the
-// model's and post-sampling ones), Mirostat's state,
+// model's and post-sampling ones), Mirostat's and adaptive-p's state,
 // grammars, n choices and the prefix cache all ride along; small pools preempt. The workload
 // must exercise what it claims to: drafts accepted and drafts refused.
 #include <gtest/gtest.h>
@@ -113,6 +113,10 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
       s.mirostat = 1 + static_cast<int32_t>(s.seed / 11 % 2);
       s.mirostat_tau = 2.5f;
       s.mirostat_eta = 0.3f;
+    }
+    if (s.seed % 13 == 6) {  // adaptive-p's running average, from the seed too
+      s.adaptive_target = 0.3f;
+      s.adaptive_decay = 0.8f;
     }
     s.ignore_eos = pick(3) != 0;
     if (!s.ignore_eos && pick(2) == 0) s.min_tokens = 1 + pick(6);

@@ -1,7 +1,8 @@
-// llama.cpp's Mirostat over HTTP: a request's kept sets follow mu from token to token as
-// llama_sampler_mirostat_v2_apply does, replayed here from the model's own probabilities of
-// every token (the tiny model's vocabulary is 258 tokens, under n_probs' 1024); the answer
-// replays by seed, streamed as whole, and the routes read the fields.
+// llama.cpp's stateful samplers over HTTP, replayed here token by token from the model's own
+// probabilities of every token (the tiny model's vocabulary is 258 tokens, under n_probs'
+// 1024): Mirostat's kept sets follow mu as llama_sampler_mirostat_v2_apply moves it, and
+// adaptive-p's draw follows its running average; answers replay by seed, streamed as whole,
+// and the routes read the fields.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,6 +115,64 @@ TEST(MirostatHttp, ReplaysBySeedStreamedAsWholeOnEveryRoute) {
                 .dump());
   EXPECT_EQ(refused.status, 400);
   EXPECT_EQ(refused.json()["error"]["param"], "mirostat");
+}
+
+// adaptive-p at the end of a chain of the temperature alone: each step's draw is the
+// transform of the row's softmax at the temperature around the adapted target, the average
+// moved by the chosen token's probability, as llama.cpp's apply and accept do.
+TEST(AdaptivePHttp, TheDrawFollowsTheRunningAverage) {
+  const uint16_t port = shared_server().port();
+  json body = {{"prompt", "Once upon a time"},
+               {"n_predict", 20},
+               {"seed", 4},
+               {"temperature", 0.15},
+               {"n_probs", 1024},
+               {"adaptive_target", 0.2},
+               {"adaptive_decay", 0.6},
+               {"samplers", {"temperature", "adaptive_p"}}};
+  const json model = post_json(port, "/completion", body);
+  body["post_sampling_probs"] = true;
+  const json drawn = post_json(port, "/completion", body);
+  EXPECT_EQ(drawn["content"], model["content"]);
+  const json& rows = model["completion_probabilities"];
+  const json& listed = drawn["completion_probabilities"];
+  ASSERT_EQ(rows.size(), listed.size());
+  ASSERT_GT(rows.size(), 5u);
+  double sum = 0.2 / 0.4, weight = 1 / 0.4;
+  double moved = 0;  // how far the adapted target went from the target: the state at work
+  for (size_t step = 0; step < rows.size(); ++step) {
+    std::vector<double> z(258, 0.0);
+    double z_max = -1e30;
+    for (const json& t : rows[step]["top_logprobs"]) {
+      z[t["id"].get<size_t>()] = t["logprob"].get<double>() / 0.15;
+      z_max = std::max(z_max, z[t["id"].get<size_t>()]);
+    }
+    double total = 0;
+    for (double v : z) total += std::exp(v - z_max);
+    const double adapted = std::clamp(2 * 0.2 - sum / weight, 0.0, 1.0);
+    moved = std::max(moved, std::fabs(adapted - 0.2));
+    std::vector<double> q(258);
+    double q_total = 0;
+    for (size_t id = 0; id < 258; ++id) {
+      const double d = std::fabs((std::exp(z[id] - z_max) / total - adapted) / 0.3);
+      q_total += q[id] = std::exp(5.0 - 10.0 * d * d / (1 + d));
+    }
+    const json& entry = listed[step];
+    for (const json& t : entry["top_probs"]) {
+      const double expected = q[t["id"].get<size_t>()] / q_total;
+      EXPECT_NEAR(t["prob"].get<double>(), expected, 1e-6 + 1e-3 * expected) << step;
+    }
+    const size_t token = entry["id"].get<size_t>();
+    sum = std::exp(z[token] - z_max) / total + 0.6 * sum;
+    weight = 1 + 0.6 * weight;
+  }
+  EXPECT_GT(moved, 0.05);
+  // Without the stage in the chain the target does nothing (llama.cpp's).
+  body.erase("post_sampling_probs");
+  body["samplers"] = {"temperature"};
+  const json plain = post_json(port, "/completion", body);
+  body["adaptive_target"] = -1;
+  EXPECT_EQ(post_json(port, "/completion", body)["content"], plain["content"]);
 }
 
 }  // namespace

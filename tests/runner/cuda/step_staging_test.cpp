@@ -124,11 +124,11 @@ TEST(StepStaging, InfillRowsAreSampledOnTheHost) {
   StepPlan mirostat;
   mirostat.rows.push_back(row({3}, 2, {2}));
   mirostat.rows.back().sampling.mirostat = 2;
-  mirostat.rows.back().mirostat_mu = std::make_shared<float>(10.0f);
+  mirostat.rows.back().sampler_state = std::make_shared<SamplerState>();
   EXPECT_TRUE(sampled_on_host(mirostat.rows.back()));
   stage_step(mirostat, false, limits(), s);
   ASSERT_EQ(s.host_rows.size(), 1u);
-  EXPECT_EQ(s.host_rows[0].mirostat_mu, mirostat.rows.back().mirostat_mu);
+  EXPECT_EQ(s.host_rows[0].sampler_state, mirostat.rows.back().sampler_state);
 }
 
 TEST(StepStaging, RefusesTokensPositionsAndTablesThatDoNotFit) {

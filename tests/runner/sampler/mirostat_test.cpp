@@ -82,10 +82,13 @@ struct Step {
 Step sample(Sampler& sampler, const std::vector<float>& logits, const SamplingParams& params,
             int64_t position, float* mu) {
   std::vector<float> row = logits;
+  SamplerState state;
+  state.mirostat_mu = *mu;
   RowHistory history;
-  history.mirostat_mu = mu;
+  history.state = &state;
   Step s;
   s.token = sampler.sample(row, params, position, history, &s.probs);
+  *mu = state.mirostat_mu;
   return s;
 }
 
@@ -189,16 +192,17 @@ TEST(SamplerMirostat, ReplacesTheChain) {
     filtered.dry_multiplier = 1.0f;
     for (uint64_t seed = 0; seed < 20; ++seed) {
       plain.seed = filtered.seed = seed;
-      float mu_a = 6.0f, mu_b = 6.0f;
+      SamplerState state_a, state_b;
+      state_a.mirostat_mu = state_b.mirostat_mu = 6.0f;
       RowHistory history;
       history.output = output;
       std::vector<float> a = logits, b = logits;
-      history.mirostat_mu = &mu_a;
+      history.state = &state_a;
       const int32_t ta = sampler.sample(a, plain, 4, history);
-      history.mirostat_mu = &mu_b;
+      history.state = &state_b;
       const int32_t tb = sampler.sample(b, filtered, 4, history);
       EXPECT_EQ(ta, tb);
-      EXPECT_EQ(mu_a, mu_b);
+      EXPECT_EQ(state_a.mirostat_mu, state_b.mirostat_mu);
     }
   }
 }
@@ -237,11 +241,12 @@ TEST(SamplerMirostat, TheMaskAndBansHold) {
     params.logit_bias = {{41, -100.0f}};
     for (uint64_t seed = 0; seed < 30; ++seed) {
       params.seed = seed;
-      float mu = 16.0f;
+      SamplerState state;
+      state.mirostat_mu = 16.0f;
       std::vector<float> row = logits;
       RowHistory history;
       history.allowed = mask;
-      history.mirostat_mu = &mu;
+      history.state = &state;
       const int32_t token = sampler.sample(row, params, 0, history);
       EXPECT_TRUE(token == 5 || token == 40) << token;
     }
