@@ -54,8 +54,8 @@ constexpr StageName kNames[] = {
     {"temp", 't', Stage::kTemperature},
     {"infill", 'i', Stage::kInfill},
     // llama.cpp's adaptive-p (off while adaptive_target < 0, as SillyTavern's default chain
-    // sends it); no letter here.
-    {"adaptive_p", '\0', Stage::kAdaptiveP},
+    // sends it).
+    {"adaptive_p", 'a', Stage::kAdaptiveP},
     {"adaptive-p", '\0', Stage::kAdaptiveP},
 };
 

@@ -167,6 +167,9 @@ TEST(NativeRequest, TheChainsOrderBecomesTheSamplersOrder) {
   EXPECT_TRUE(adaptive.adaptive_on());
   EXPECT_FLOAT_EQ(adaptive.adaptive_target, 0.5f);
   EXPECT_FLOAT_EQ(adaptive.adaptive_decay, 0.9f);
+  // llama.cpp's letter for it, 'a' (QA: it had been an unknown letter).
+  EXPECT_TRUE(parsed(R"({"prompt": "x", "adaptive_target": 0.5, "samplers": "kta"})")
+                  .request.sampling.adaptive_on());
   EXPECT_FLOAT_EQ(parsed(R"({"prompt": "x", "adaptive_target": 0, "adaptive_decay": 0.5,
                             "samplers": ["adaptive-p"]})")
                       .request.sampling.adaptive_decay,
