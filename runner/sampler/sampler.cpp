@@ -18,12 +18,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "runner/sampler/adaptive_p.h"
 #include "runner/sampler/dry.h"
 #include "runner/sampler/dynatemp.h"
 #include "runner/sampler/infill.h"
 #include "runner/sampler/kernels.h"
-#include "runner/sampler/mirostat.h"
+#include "runner/sampler/rank_order.h"
 #include "runner/sampler/top_n_sigma.h"
 #include "runner/sampler/typical.h"
 #include "runner/sampler/xtc.h"
@@ -31,27 +30,10 @@
 namespace tandem {
 namespace {
 
+using sampler_rank::precedes;
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
-
-// Sorts `ids` and calls f(id, count) once for each distinct id in [0, n): the penalties'
-// counts, whatever order the history lists them in.
-template <typename F>
-void for_each_count(std::vector<int32_t>& ids, int32_t n, F f) {
-  std::sort(ids.begin(), ids.end());
-  for (size_t i = 0; i < ids.size();) {
-    size_t j = i;
-    while (j < ids.size() && ids[j] == ids[i]) ++j;
-    if (ids[i] >= 0 && ids[i] < n) f(ids[i], j - i);
-    i = j;
-  }
-}
-
-// Rank order: z descending, ties to the lower id. A strict total order (ids are distinct).
-template <typename T>
-bool precedes(const T& a, const T& b) {
-  return a.z > b.z || (a.z == b.z && a.id < b.id);
-}
 
 // Reorders `ranked` so that its first c entries are the c first in rank order, c the length of
 // the shortest rank prefix whose mass reaches `target`, and returns c; 0 if all of `ranked`
@@ -111,15 +93,6 @@ std::span<T> nucleus(std::span<T> kept, float top_p) {
 }
 
 }  // namespace
-
-SamplerState SamplerState::first(const SamplingParams& params) {
-  SamplerState s;
-  s.mirostat_mu = sampler_mirostat::first_mu(params.mirostat_tau);
-  const float decay = sampler_adaptive::decay_of(params.adaptive_decay);
-  s.adaptive_sum = params.adaptive_target / (1.0f - decay);
-  s.adaptive_weight = 1.0f / (1.0f - decay);
-  return s;
-}
 
 Sampler::Sampler(SamplerConfig config)
     : config_(std::move(config)), kernels_(&sampler_kernels::detected()) {
@@ -244,49 +217,6 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   return token;
 }
 
-// The row's draw weighed: the log-softmax of the drawn z over the row (log_normalizer's
-// pass; ranked_ and cand_ are free once the token is drawn).
-void Sampler::weigh_row(std::span<const float> z, int32_t token) {
-  if (post_ == nullptr || token < 0) return;
-  int32_t top;
-  const float log_z = log_normalizer(z, post_k_, *post_, nullptr, top);
-  post_->chosen = {token, z[static_cast<size_t>(token)] - log_z};
-  std::erase_if(post_->top, [](const TokenLogprob& t) {
-    return !(sampler_kernels::exp_shifted(t.logprob) > 0.0f);
-  });
-  post_weighed_ = true;
-}
-
-// A kept set's draw weighed: kept_z_ holds the drawn z (scaled), kept_ids_ their ids.
-void Sampler::weigh_kept(int32_t count, int32_t chosen_at) {
-  if (post_ == nullptr || chosen_at < 0) return;
-  float x_max = kNegInf;
-  for (int32_t i = 0; i < count; ++i) x_max = std::max(x_max, kept_z_[i]);
-  double sum = 0.0;
-  for (int32_t i = 0; i < count; ++i) sum += sampler_kernels::exp_shifted(kept_z_[i] - x_max);
-  const auto log_sum = static_cast<float>(std::log(sum));
-  const auto logprob = [&](int32_t i) { return (kept_z_[i] - x_max) - log_sum; };
-  post_->chosen = {kept_ids_[chosen_at], logprob(chosen_at)};
-  post_->top.clear();
-  const int32_t k = std::min(post_k_, count);
-  if (k > 0) {
-    post_order_.resize(static_cast<size_t>(count));
-    for (int32_t i = 0; i < count; ++i) post_order_[i] = i;
-    std::partial_sort(post_order_.begin(), post_order_.begin() + k, post_order_.end(),
-                      [&](int32_t a, int32_t b) {
-                        return kept_z_[a] > kept_z_[b] ||
-                               (kept_z_[a] == kept_z_[b] && kept_ids_[a] < kept_ids_[b]);
-                      });
-    for (int32_t j = 0; j < k; ++j) {
-      const int32_t i = post_order_[j];
-      if (sampler_kernels::exp_shifted(logprob(i)) > 0.0f) {
-        post_->top.push_back({kept_ids_[i], logprob(i)});
-      }
-    }
-  }
-  post_weighed_ = true;
-}
-
 // raw_top: the row's argmax when the caller knows it (an untouched row whose logprobs were
 // scanned), else kUnknownTop; it spares the passes that would find it again.
 int32_t Sampler::choose(std::span<float> logits, const SamplingParams& params, int64_t position,
@@ -351,61 +281,6 @@ void Sampler::apply_mask(std::span<float> logits, std::span<const uint32_t> allo
       if (((bits >> (id % 32)) & 1u) == 0) logits[id] = kNegInf;
     }
   }
-}
-
-// vLLM's apply_penalties, per token of the row's history: repetition (prompt and output),
-// then frequency * count and presence (output). Each token is penalized once, so the
-// order in which the history lists tokens does not matter.
-void Sampler::apply_penalties(std::span<float> logits, const SamplingParams& params,
-                              const RowHistory& history) {
-  if (params.penalty_last_n > 0) {
-    apply_window_penalties(logits, params, history);
-    return;
-  }
-  const auto n = static_cast<int32_t>(logits.size());
-  const float rep = params.repetition_penalty;
-  if (rep != 1.0f) {
-    if (++stamp_ == 0) {  // the stamps wrapped: start the marks afresh
-      std::fill(seen_.begin(), seen_.end(), 0u);
-      stamp_ = 1;
-    }
-    for (std::span<const int32_t> part : {history.prompt, history.output}) {
-      for (int32_t id : part) {
-        if (id < 0 || id >= n || seen_[id] == stamp_) continue;
-        seen_[id] = stamp_;
-        const float x = logits[id];
-        logits[id] = x > 0.0f ? x / rep : x * rep;
-      }
-    }
-  }
-  const float freq = params.frequency_penalty;
-  const float presence = params.presence_penalty;
-  if ((freq == 0.0f && presence == 0.0f) || history.output.empty()) return;
-  counts_.assign(history.output.begin(), history.output.end());
-  for_each_count(counts_, n, [&](int32_t id, size_t count) {
-    logits[id] -= freq * static_cast<float>(count);
-    logits[id] -= presence;
-  });
-}
-
-// llama.cpp's penalties sampler, over its window of the last penalty_last_n tokens of the
-// prompt and the output: per id in the window (each once), repetition on the logit's sign,
-// then logit -= count * frequency + presence, as llama.cpp writes it (one subtraction).
-void Sampler::apply_window_penalties(std::span<float> logits, const SamplingParams& params,
-                                     const RowHistory& history) {
-  const auto window = static_cast<size_t>(params.penalty_last_n);
-  const size_t from_output = std::min(window, history.output.size());
-  const size_t from_prompt = std::min(window - from_output, history.prompt.size());
-  counts_.assign(history.prompt.end() - static_cast<std::ptrdiff_t>(from_prompt),
-                 history.prompt.end());
-  counts_.insert(counts_.end(), history.output.end() - static_cast<std::ptrdiff_t>(from_output),
-                 history.output.end());
-  const float rep = params.repetition_penalty;
-  for_each_count(counts_, static_cast<int32_t>(logits.size()), [&](int32_t id, size_t count) {
-    float& x = logits[id];
-    x = x <= 0.0f ? x * rep : x / rep;
-    x -= static_cast<float>(count) * params.frequency_penalty + params.presence_penalty;
-  });
 }
 
 namespace {
@@ -639,48 +514,6 @@ std::span<Sampler::RankedToken> Sampler::top_k_candidates(std::span<const float>
   return {ranked_.data(), pool};
 }
 
-int32_t Sampler::mirostat(std::span<float> z, const SamplingParams& params, int64_t position,
-                          float z_max) {
-  const auto n = static_cast<int32_t>(z.size());
-  float& mu = state_->mirostat_mu;
-  std::span<RankedToken> kept;
-  if (params.mirostat == 2) {
-    const float row_sum = kernels_->z_sum(z.data(), n, z_max);
-    const float floor = sampler_mirostat::v2_floor(sampler_kernels::log_approx(row_sum), mu);
-    if (floor > 0.0f) {
-      kept = top_k_candidates(z, z_max, 1, -FLT_MAX);
-    } else {
-      const auto count = static_cast<size_t>(
-          kernels_->collect(z.data(), n, z_max, floor, cand_z_.data(), cand_id_.data()));
-      for (size_t i = 0; i < count; ++i) ranked_[i] = {cand_z_[i], cand_id_[i], 0.0f};
-      kept = std::span<RankedToken>(ranked_.data(), count);
-    }
-  } else {
-    std::span<RankedToken> best = top_k_candidates(
-        z, z_max, static_cast<size_t>(std::min(sampler_mirostat::kEstimateTokens, n)), -FLT_MAX);
-    std::sort(best.begin(), best.end(), precedes<RankedToken>);
-    dyn_x_.resize(best.size());
-    for (size_t i = 0; i < best.size(); ++i) dyn_x_[i] = best[i].z;
-    const int32_t k = sampler_mirostat::v1_k(dyn_x_, mu, n);
-    kept = static_cast<size_t>(k) <= best.size()
-               ? best.first(static_cast<size_t>(k))
-               : top_k_candidates(z, z_max, static_cast<size_t>(k), -FLT_MAX);
-  }
-  if (kept.empty()) return -1;
-  const int32_t token = gumbel_over(kept, params.seed, position);
-  // The chosen token's probability under the kept set, its sum in increasing id order.
-  std::sort(kept.begin(), kept.end(),
-            [](const RankedToken& a, const RankedToken& b) { return a.id < b.id; });
-  float kept_sum = 0.0f, chosen_z = z_max;
-  for (const RankedToken& t : kept) {
-    kept_sum += sampler_kernels::exp_shifted(t.z - z_max);
-    if (t.id == token) chosen_z = t.z;
-  }
-  const float log_p = (chosen_z - z_max) - sampler_kernels::log_approx(kept_sum);
-  mu = sampler_mirostat::next_mu(mu, log_p, params.mirostat_tau, params.mirostat_eta);
-  return token;
-}
-
 // typ_p (typical.h) over `kept`, in increasing id order: its survivors move to the front,
 // still in id order, and are returned.
 std::span<Sampler::RankedToken> Sampler::locally_typical(std::span<RankedToken> kept, float z_max,
@@ -792,41 +625,6 @@ int32_t Sampler::final_draw(std::span<const RankedToken> kept, const SamplingPar
                             int64_t position, float scale) {
   return params.adaptive_on() ? adaptive_over(kept, params, position, scale)
                               : gumbel_over(kept, params.seed, position, scale);
-}
-
-// adaptive-p (adaptive_p.h) over the kept set: p_i = softmax of z_i * scale over it (the
-// sampler's exp, summed in double in the set's order), the draw by Gumbel-max over the logits
-// the transform gives them, and the chosen token's p into the request's average.
-int32_t Sampler::adaptive_over(std::span<const RankedToken> kept, const SamplingParams& params,
-                               int64_t position, float scale) {
-  const auto count = static_cast<int32_t>(kept.size());
-  if (count == 0) return -1;
-  float x_max = kNegInf;
-  for (const RankedToken& t : kept) x_max = std::max(x_max, scale == 1.0f ? t.z : t.z * scale);
-  double sum = 0.0;
-  adaptive_p_.resize(kept.size());
-  for (int32_t i = 0; i < count; ++i) {
-    const float x = scale == 1.0f ? kept[i].z : kept[i].z * scale;
-    adaptive_p_[i] = sampler_kernels::exp_shifted(x - x_max);
-    sum += adaptive_p_[i];
-  }
-  SamplerState& state = *state_;
-  const float adapted = sampler_adaptive::adapted_target(params.adaptive_target, state.adaptive_sum,
-                                                         state.adaptive_weight);
-  for (int32_t i = 0; i < count; ++i) {
-    adaptive_p_[i] = static_cast<float>(adaptive_p_[i] / sum);
-    kept_z_[i] = sampler_adaptive::logit_of(adaptive_p_[i], adapted);
-    kept_ids_[i] = kept[i].id;
-  }
-  int32_t at = 0;
-  if (count > 1) {
-    at = kernels_->gumbel_argmax_at(kept_z_.data(), kept_ids_.data(), count, params.seed, position);
-    if (at < 0) return -1;
-    weigh_kept(count, at);
-  }
-  sampler_adaptive::accept(adaptive_p_[at], sampler_adaptive::decay_of(params.adaptive_decay),
-                           state.adaptive_sum, state.adaptive_weight);
-  return kept_ids_[at];
 }
 
 int32_t Sampler::gumbel_over(std::span<const RankedToken> kept, uint64_t seed, int64_t position,
