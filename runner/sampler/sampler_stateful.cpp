@@ -115,15 +115,17 @@ int32_t Sampler::adaptive_over(std::span<const RankedToken> kept, const Sampling
                                int64_t position, float scale) {
   const auto count = static_cast<int32_t>(kept.size());
   if (count == 0) return -1;
+  // The drawn z laid out in a row, for the kernels' exp (bit for bit the scalar one): a row
+  // without filters is every token, 128k of them.
   float x_max = -std::numeric_limits<float>::infinity();
-  for (const RankedToken& t : kept) x_max = std::max(x_max, scale == 1.0f ? t.z : t.z * scale);
-  double sum = 0.0;
-  adaptive_p_.resize(kept.size());
   for (int32_t i = 0; i < count; ++i) {
-    const float x = scale == 1.0f ? kept[i].z : kept[i].z * scale;
-    adaptive_p_[i] = sampler_kernels::exp_shifted(x - x_max);
-    sum += adaptive_p_[i];
+    kept_z_[i] = scale == 1.0f ? kept[i].z : kept[i].z * scale;
+    x_max = std::max(x_max, kept_z_[i]);
   }
+  adaptive_p_.resize(kept.size());
+  kernels_->exp_shifted(kept_z_.data(), count, x_max, adaptive_p_.data());
+  double sum = 0.0;
+  for (int32_t i = 0; i < count; ++i) sum += adaptive_p_[i];
   SamplerState& state = *state_;
   const float adapted = sampler_adaptive::adapted_target(params.adaptive_target, state.adaptive_sum,
                                                          state.adaptive_weight);
