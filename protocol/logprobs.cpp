@@ -61,10 +61,10 @@ Json completion_logprobs(const LogprobsPiece& piece) {
        offsets = Json::array();
   TextPosition at = piece.start;
   for (const TokenLogprobs& t : piece.tokens) {
-    tokens.push_back(named(t.chosen, piece.token_ids));
+    tokens.push_back(named(t.chosen, piece.style.token_ids));
     values.push_back(logprob_value(t.chosen.logprob));
     tops.push_back(std::isnan(t.chosen.logprob) ? Json(nullptr)
-                                                : completion_tops(t, piece.token_ids));
+                                                : completion_tops(t, piece.style.token_ids));
     offsets.push_back(at.offset);
     at.advance(t.chosen.token);
   }
@@ -100,16 +100,16 @@ Json probability_entry(const LogprobEntry& entry, bool probability) {
 }
 
 Json chat_logprobs(const LogprobsPiece& piece) {
-  if (piece.probabilities) return Json{{"content", llama_probabilities_json(piece)}};
+  if (piece.style.probabilities) return Json{{"content", llama_probabilities_json(piece)}};
   Json content = Json::array();
   for (const TokenLogprobs& t : piece.tokens) {
     Json top = Json::array();
     for (const LogprobEntry& e : t.top) {
-      top.push_back(Json{{"token", named(e, piece.token_ids)},
+      top.push_back(Json{{"token", named(e, piece.style.token_ids)},
                          {"logprob", e.logprob},
                          {"bytes", byte_list(e.token)}});
     }
-    content.push_back(Json{{"token", named(t.chosen, piece.token_ids)},
+    content.push_back(Json{{"token", named(t.chosen, piece.style.token_ids)},
                            {"logprob", logprob_value(t.chosen.logprob)},
                            {"bytes", byte_list(t.chosen.token)},
                            {"top_logprobs", std::move(top)}});
@@ -126,7 +126,7 @@ Json logprobs_json(Endpoint endpoint, const LogprobsPiece* piece) {
 }
 
 Json llama_probabilities_json(const LogprobsPiece& piece) {
-  const bool p = piece.probabilities;
+  const bool p = piece.style.probabilities;
   Json out = Json::array();
   for (const TokenLogprobs& token : piece.tokens) {
     Json entry = probability_entry(token.chosen, p);

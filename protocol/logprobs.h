@@ -40,10 +40,8 @@ struct TextPosition {
   void advance(std::string_view bytes);
 };
 
-// A body's or a chunk's tokens, and where the first one's text begins.
-struct LogprobsPiece {
-  std::span<const TokenLogprobs> tokens;
-  TextPosition start;
+// How a response names and weighs its tokens.
+struct LogprobsStyle {
   // vLLM's return_tokens_as_token_ids: each token is named "token_id:N" (tokens whose
   // texts look alike, or are parts of one character, stay apart); chat's bytes and the
   // text offsets stay the token's own.
@@ -53,10 +51,11 @@ struct LogprobsPiece {
   bool probabilities = false;
 };
 
-// How a response names and weighs its tokens: LogprobsPiece's two flags.
-struct LogprobsStyle {
-  bool token_ids = false;
-  bool probabilities = false;
+// A body's or a chunk's tokens, and where the first one's text begins.
+struct LogprobsPiece {
+  std::span<const TokenLogprobs> tokens;
+  TextPosition start;
+  LogprobsStyle style = {};
 };
 
 // The choice's `logprobs` value: null without a piece. Completions:
@@ -68,7 +67,7 @@ nlohmann::ordered_json logprobs_json(Endpoint endpoint, const LogprobsPiece* pie
 
 // llama-server's per-token probabilities (/completion's completion_probabilities, and chat's
 // logprobs.content with post_sampling_probs): per token {id, token, bytes, logprob,
-// top_logprobs: [{id, token, bytes, logprob}], most likely first}, with piece.probabilities
+// top_logprobs: [{id, token, bytes, logprob}], most likely first}, with piece.style.probabilities
 // {id, token, bytes, prob, top_probs: [{id, token, bytes, prob}]}. token is the text cut
 // before a UTF-8 sequence the token leaves open (bytes hold all of it); a logprob of -inf is
 // the lowest float, as llama-server writes it (JSON has no -inf).

@@ -241,13 +241,15 @@ Json sampler_chain_names(const Json& native) {
   return names;
 }
 
+bool mirostat_replaces_chain(const Json& body) { return number_or(body, "mirostat", 0.0) != 0.0; }
+
 SamplerChain apply_sampler_chain(const Json& native, Json& completion) {
   SamplerChain out;
   const std::vector<Stage> chain = chain_of(native);
   // Mirostat replaces llama.cpp's chain by the temperature and itself: the chain's order and
   // stages do not apply (the completion parser turns the stages off), its names are still
   // checked above.
-  if (number_or(native, "mirostat", 0.0) != 0.0) return out;
+  if (mirostat_replaces_chain(native)) return out;
   auto named = [&](Stage s) { return std::find(chain.begin(), chain.end(), s) != chain.end(); };
   for (Stage stage : {Stage::kPenalties, Stage::kTemperature, Stage::kMinP, Stage::kTopK,
                       Stage::kTopP, Stage::kDry, Stage::kTypical, Stage::kXtc, Stage::kTopNSigma}) {

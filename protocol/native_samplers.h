@@ -43,6 +43,10 @@ struct SamplerChain {
 // after infill, the temperature between top_p and infill) is a 400 naming `samplers`.
 SamplerChain apply_sampler_chain(const Json& native, Json& completion);
 
+// Whether the body's mirostat (a number other than 0) replaces llama.cpp's chain: its
+// stages (adaptive_p too) then never act.
+bool mirostat_replaces_chain(const Json& body);
+
 // The chain native's `samplers` names (absent: llama-server's default), as llama-server's
 // generation_settings shows it: llama.cpp's names ("top_k"), whichever spelling was sent.
 Json sampler_chain_names(const Json& native);

@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "protocol/native_samplers.h"
+
 namespace tandem::request_fields {
 namespace {
 
@@ -47,10 +49,7 @@ bool below_zero(const Json& value, const Json&, const std::string&) {
 }
 // adaptive-p is a stage of llama.cpp's chain, which Mirostat replaces: it never acts then.
 bool adaptive_p_off(const Json& value, const Json& body, const std::string& name) {
-  const Json* mirostat = find_field(body, "mirostat");
-  const bool replaced =
-      mirostat != nullptr && mirostat->is_number() && mirostat->get<double>() != 0;
-  return replaced || below_zero(value, body, name);
+  return mirostat_replaces_chain(body) || below_zero(value, body, name);
 }
 bool only_text(const Json& value, const Json&, const std::string&) {
   return value.is_array() && value.size() == 1 && value[0] == "text";

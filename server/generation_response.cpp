@@ -35,7 +35,7 @@ GenerationResponse::GenerationResponse(ResponseEncoder encoder, bool stream, boo
 template <typename Make>
 std::string GenerationResponse::carrying_logprobs(Choice& c, Make make) {
   if (!logprobs_) return make(nullptr);
-  const LogprobsPiece piece{c.pending, c.text_position, style_.token_ids, style_.probabilities};
+  const LogprobsPiece piece{c.pending, c.text_position, style_};
   std::string event = make(&piece);
   c.text_position = advanced(c.text_position, c.pending);
   c.pending.clear();
@@ -223,7 +223,7 @@ std::string GenerationResponse::whole_body() {
   std::vector<std::vector<ToolCallOut>> calls(choices_.size());
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
-    pieces.push_back(LogprobsPiece{c.pending, {}, style_.token_ids, style_.probabilities});
+    pieces.push_back(LogprobsPiece{c.pending, {}, style_});
     splits[i] = split_of(c);
     ChoiceResult result{{}, splits[i].content, c.reason, logprobs_ ? &pieces.back() : nullptr};
     result.stop = &c.stop;

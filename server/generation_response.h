@@ -65,7 +65,7 @@ class GenerationResponse {
   // echoes: per choice, the prompt's text sent before its output (completions' echo), or
   // empty. per_prompt: n, the choices of each prompt (choice i's prompt is i / n).
   // style: the logprobs name tokens "token_id:N", or are the draw's probabilities
-  // (LogprobsPiece's flags).
+  // (LogprobsPiece::style).
   // writer: /v1/responses or /v1/messages (one choice): it makes every event and the body
   // in the encoder's place (the encoder still gives the id).
   GenerationResponse(ResponseEncoder encoder, bool stream, bool logprobs, int32_t per_prompt,

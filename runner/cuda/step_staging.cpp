@@ -77,7 +77,7 @@ bool sampled_on_host(const StepRow& row) {
          row.sampling.prompt_logprobs >= 0 || row.sampling.has_output_penalties() ||
          row.sampling.infill || row.sampling.xtc_on() || row.sampling.top_n_sigma_on() ||
          row.sampling.typical_on() || row.sampling.dynatemp_on() || row.sampling.temperature_last ||
-         row.sampling.min_p_last || row.sampling.mirostat != 0 || row.sampling.adaptive_on();
+         row.sampling.min_p_last || SamplerState::needed(row.sampling);
 }
 
 void stage_step(const StepPlan& plan, bool device_inputs, const StagingLimits& limits,

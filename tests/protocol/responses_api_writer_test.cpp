@@ -175,9 +175,9 @@ TEST(ResponsesApiWriter, LogprobsRideTheDeltasAndTheMessage) {
   const std::vector<TokenLogprobs> tokens = {
       {{"He", -0.5f, 1}, {{"He", -0.5f, 1}, {"Yo", -1.5f, 2}}},
       {{"y", -0.25f, 3}, {{"y", -0.25f, 3}, {"!", -2.0f, 4}}}};
-  const LogprobsPiece first{std::span(tokens).first(1), {}, false};
-  const LogprobsPiece second{std::span(tokens).subspan(1), {}, false};
-  const LogprobsPiece all{tokens, {}, false};
+  const LogprobsPiece first{std::span(tokens).first(1), {}};
+  const LogprobsPiece second{std::span(tokens).subspan(1), {}};
+  const LogprobsPiece all{tokens, {}};
   ResponsesWriter streamed(header(), echo());
   std::string stream = streamed.opening_events();
   stream += streamed.text_events("He", &first);
