@@ -136,6 +136,91 @@ TEST(SamplerTypical, ChoosesAsThePlainDefinitionDoes) {
   EXPECT_GT(dropped_top, 100);
 }
 
+// keep_in_order's walk against the whole order sorted at once, in float as it sums: the
+// bucketed selection must keep the same tokens, bit for bit, including equal scores (equal z,
+// and scores mirrored about H by different z), a bucket holding nearly the whole set, and a
+// float sum that falls short of where the double one passed typical_p.
+size_t kept_by_a_whole_sort(const std::vector<float>& score, const std::vector<float>& p,
+                            const std::vector<float>& z, const std::vector<int32_t>& ids,
+                            float typical_p, std::vector<uint8_t>& keep) {
+  const size_t n = score.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (score[a] != score[b]) return score[a] < score[b];
+    if (z[a] != z[b]) return z[a] > z[b];
+    return ids[a] < ids[b];
+  });
+  keep.assign(n, 0);
+  float mass = 0.0f;
+  for (size_t r = 0; r < n; ++r) {
+    keep[order[r]] = 1;
+    mass = mass + p[order[r]];
+    if (mass > typical_p) return r + 1;
+  }
+  return n;
+}
+
+TEST(SamplerTypical, TheBucketedWalkKeepsWhatAWholeSortKeeps) {
+  std::mt19937 rng(77);
+  sampler_typical::Scratch scratch;
+  int cut_inside = 0;
+  for (int round = 0; round < 240; ++round) {
+    const size_t n = std::vector<size_t>{1, 7, 900, 1025, 5000, 40000}[round % 6];
+    std::vector<float> z(n), score(n), p(n);
+    std::vector<int32_t> ids(n);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    const int shape = (round / 6) % 4;
+    float total = 0.0f;
+    for (size_t i = 0; i < n; ++i) {
+      ids[i] = static_cast<int32_t>(3 * i + 1);
+      z[i] = std::round(unit(rng) * 40.0f) / 4.0f;  // many equal z
+      switch (shape) {
+        case 0:
+          score[i] = unit(rng) * 12.0f;
+          break;  // spread out
+        case 1:
+          score[i] = std::round(unit(rng) * 30.0f) / 8.0f;
+          break;  // many ties
+        case 2:
+          score[i] = 1.0f + unit(rng) * 0.05f;
+          break;  // one bucket
+        default:
+          score[i] = std::fabs(z[i] - 5.0f);
+          break;  // mirrored about H
+      }
+      p[i] = unit(rng) * unit(rng);
+      total += p[i];
+    }
+    for (float& v : p) v /= total;
+    const float typical_p = std::vector<float>{0.05f, 0.5f, 0.9f, 0.99f, 1.0f}[round % 5];
+    std::vector<uint8_t> want, got;
+    const size_t want_count = kept_by_a_whole_sort(score, p, z, ids, typical_p, want);
+    ASSERT_EQ(sampler_typical::keep_in_order(score, p, z, ids, typical_p, scratch, got), want_count)
+        << "round " << round;
+    ASSERT_EQ(got, want) << "round " << round;
+    cut_inside += want_count < n;
+  }
+  EXPECT_GT(cut_inside, 120);
+
+  // Half the mass first; then 200,000 tokens of 1e-9 each, which the float sum cannot add to
+  // 0.5 but the double one passes 0.5001 with; then the rest. Everything is kept.
+  const size_t tiny = 200000;
+  std::vector<float> z(tiny + 2, 0.0f), score(tiny + 2), p(tiny + 2, 1e-9f);
+  std::vector<int32_t> ids(tiny + 2);
+  std::iota(ids.begin(), ids.end(), 0);
+  score[0] = 0.0f;
+  p[0] = 0.5f;
+  for (size_t i = 1; i <= tiny; ++i) score[i] = 1.0f + float(i) / float(tiny);
+  score[tiny + 1] = 3.0f;
+  p[tiny + 1] = 0.4998f;
+  std::vector<uint8_t> want, got;
+  const size_t want_count = kept_by_a_whole_sort(score, p, z, ids, 0.5001f, want);
+  EXPECT_EQ(want_count, tiny + 2);
+  EXPECT_EQ(sampler_typical::keep_in_order(score, p, z, ids, 0.5001f, scratch, got), want_count);
+  EXPECT_EQ(got, want);
+}
+
 TEST(SamplerTypical, TokensAreTheReferencesBesideTheOtherFilters) {
   std::mt19937 rng(9);
   for (const char* isa : {static_cast<const char*>(nullptr), "portable"}) {
