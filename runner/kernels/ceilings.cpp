@@ -72,7 +72,8 @@ MachineCeilings measure_ceilings(ThreadPool& pool, double seconds, int64_t buffe
   const bool avx512 = isa != Isa::kAvx2;
   c.f32_fma_gflops =
       peak_rate(pool, avx512 ? detail::peak_fma_avx512 : detail::peak_fma_avx2, seconds);
-  if (isa >= Isa::kAvx512Bf16)
+  // The BF16 dot wherever the CPU has it, also where the kernels prefer F32 FMAs to it.
+  if (hardware_isa() >= Isa::kAvx512Bf16)
     c.bf16_dot_gflops = peak_rate(pool, detail::peak_bf16_dot_avx512, seconds);
   if (isa == Isa::kAmx) c.amx_bf16_gflops = peak_rate(pool, detail::peak_amx_bf16, seconds);
   c.int8_dot_gops = peak_rate(

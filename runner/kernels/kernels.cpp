@@ -62,12 +62,7 @@ bool amx_granted() {
   return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
 }
 
-// isa.h, g_read_once_into_l2: on an Intel CPU, unless TANDEM_PREFETCH=nta|l2 says otherwise
-// (for comparisons).
-bool read_once_into_l2() {
-  const char* forced = std::getenv("TANDEM_PREFETCH");
-  if (forced != nullptr && std::string_view(forced) == "l2") return true;
-  if (forced != nullptr && std::string_view(forced) == "nta") return false;
+bool cpu_is_intel() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
   char vendor[12];
@@ -76,6 +71,17 @@ bool read_once_into_l2() {
   std::memcpy(vendor + 8, &ecx, 4);
   return std::string_view(vendor, 12) == "GenuineIntel";
 }
+
+// isa.h, g_read_once_into_l2: on an Intel CPU, unless TANDEM_PREFETCH=nta|l2 says otherwise
+// (for comparisons).
+bool read_once_into_l2() {
+  const char* forced = std::getenv("TANDEM_PREFETCH");
+  if (forced != nullptr && std::string_view(forced) == "l2") return true;
+  if (forced != nullptr && std::string_view(forced) == "nta") return false;
+  return cpu_is_intel();
+}
+
+}  // namespace
 
 Isa hardware_isa() {
   static const Isa isa = [] {
@@ -97,19 +103,24 @@ Isa hardware_isa() {
   return isa;
 }
 
-// The hardware's ISA, lowered by TANDEM_ISA when that names a lower one.
+bool bf16_dot_outruns_fma() { return !cpu_is_intel(); }
+
+Isa choose_isa(Isa hardware, bool bf16_dot_faster, const char* env) {
+  const Isa preferred = hardware == Isa::kAvx512Bf16 && !bf16_dot_faster ? Isa::kAvx512 : hardware;
+  if (env == nullptr || *env == '\0') return preferred;
+  for (Isa candidate : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
+    if (std::string_view(env) == isa_name(candidate)) return std::min(candidate, hardware);
+  }
+  std::fprintf(stderr,
+               "tandem: ignoring TANDEM_ISA=%s (expected avx2, avx512, avx512bf16 or amx)\n", env);
+  return preferred;
+}
+
+namespace {
+
 Isa default_isa() {
-  static const Isa isa = [] {
-    const Isa hw = hardware_isa();
-    const char* env = std::getenv("TANDEM_ISA");
-    if (env == nullptr || *env == '\0') return hw;
-    for (Isa candidate : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
-      if (std::string_view(env) == isa_name(candidate)) return std::min(candidate, hw);
-    }
-    std::fprintf(
-        stderr, "tandem: ignoring TANDEM_ISA=%s (expected avx2, avx512, avx512bf16 or amx)\n", env);
-    return hw;
-  }();
+  static const Isa isa =
+      choose_isa(hardware_isa(), bf16_dot_outruns_fma(), std::getenv("TANDEM_ISA"));
   return isa;
 }
 

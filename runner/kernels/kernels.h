@@ -20,7 +20,19 @@ namespace tandem::kernels {
 
 // kAmx: AVX512-BF16 with the BF16 matmuls on AMX tiles (Sapphire Rapids and later).
 enum class Isa { kAvx2, kAvx512, kAvx512Bf16, kAmx };
-Isa detected_isa();  // cached; TANDEM_ISA=avx2|avx512|avx512bf16|amx can lower it for tests
+// The ISA the kernels run: the CPU's (hardware_isa), except that where vdpbf16ps is slower
+// than the F32 FMAs (bf16_dot_outruns_fma) BF16 weights are widened to F32 (kAvx512).
+// Cached; TANDEM_ISA=avx2|avx512|avx512bf16|amx names one instead (at most the CPU's).
+Isa detected_isa();
+Isa hardware_isa();  // the highest level this CPU (and OS, for AMX's tile state) can run
+// Whether AVX512-BF16's vdpbf16ps (32 products an instruction) outruns two ports of F32 FMAs
+// (16 each): on AMD's Zen 4 and 5 it runs at twice their rate (docs/performance.md: 757
+// against 410 GFLOP/s); on Intel's Xeons it issues at half of it (168 against 338 GFLOP/s on
+// a 2-vCPU Sapphire Rapids-class guest without AMX), so there F32 FMAs on widened BF16 win.
+bool bf16_dot_outruns_fma();
+// detected_isa's choice, given the CPU's level, bf16_dot_outruns_fma and TANDEM_ISA (null or
+// empty: unset); an unknown name is reported on stderr and ignored.
+Isa choose_isa(Isa hardware, bool bf16_dot_faster, const char* env);
 const char* isa_name(Isa isa);
 // Whether the quantized matmuls run their AVX-512 VNNI form (else the AVX2 one), under
 // detected_isa(); the int8 ceiling measures the same form (ceilings.h).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -623,6 +624,27 @@ TEST(Kernels, NarrowingToF16AndBf16MatchesTheScalarConvertersBitForBit) {
     EXPECT_EQ(out[3], 0xbeef);
     EXPECT_EQ(out[7], 0xbeef);
     EXPECT_EQ(out[8], 0xbeef);
+  }
+}
+
+// AVX512-BF16's dot only where it outruns the F32 FMAs (AMD), else BF16 widened to F32 on the
+// AVX-512 level (Intel without AMX); TANDEM_ISA names any level up to the CPU's.
+TEST(Kernels, TheBf16DotIsChosenOnlyWhereItOutrunsTheFmas) {
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, true, nullptr), Isa::kAvx512Bf16);
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, false, nullptr), Isa::kAvx512);
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, false, ""), Isa::kAvx512);
+  EXPECT_EQ(choose_isa(Isa::kAmx, false, nullptr), Isa::kAmx);  // the tiles beat both
+  EXPECT_EQ(choose_isa(Isa::kAvx512, false, nullptr), Isa::kAvx512);
+  EXPECT_EQ(choose_isa(Isa::kAvx2, true, nullptr), Isa::kAvx2);
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, false, "avx512bf16"), Isa::kAvx512Bf16);
+  EXPECT_EQ(choose_isa(Isa::kAmx, false, "avx512bf16"), Isa::kAvx512Bf16);
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, true, "amx"), Isa::kAvx512Bf16);  // at most the CPU's
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, true, "avx2"), Isa::kAvx2);
+  EXPECT_EQ(choose_isa(Isa::kAvx512Bf16, false, "nonsense"), Isa::kAvx512);
+  // This machine, unless TANDEM_ISA says otherwise, follows the rule.
+  if (!std::getenv("TANDEM_ISA") && hardware_isa() == Isa::kAvx512Bf16) {
+    const Isa saved = detected_isa();
+    EXPECT_EQ(saved, bf16_dot_outruns_fma() ? Isa::kAvx512Bf16 : Isa::kAvx512);
   }
 }
 
