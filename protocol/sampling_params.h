@@ -12,7 +12,7 @@
 
 namespace tandem {
 
-struct DryBreakers;  // protocol/dry_breakers.h
+class DryBreakers;  // protocol/dry_breakers.h
 
 struct SamplingParams {
   float temperature = 1.0f;  // 0: argmax (ties to the lowest id), no noise drawn

@@ -7,11 +7,6 @@
 namespace tandem::server {
 namespace {
 
-void add_tail(DryBreakers& out, int32_t head, std::vector<int32_t> tail) {
-  auto& tails = out.tails[head];
-  if (std::find(tails.begin(), tails.end(), tail) == tails.end()) tails.push_back(std::move(tail));
-}
-
 // Where `word` ends with the first bytes of `breaker` (its whole text holds no breaker): at
 // each such start, the breaker's rest, which the following tokens would have to spell.
 template <typename F>
@@ -41,11 +36,10 @@ DryBreakers make_dry_breakers(const Tokenizer& tokenizer, const std::vector<std:
     for (const std::string& breaker : strings) {
       if (breaker.empty()) continue;
       if (word.find(breaker) != std::string::npos) {
-        add_tail(out, id, {});
+        out.add(id, {});
         continue;
       }
-      for_each_overlap(word, breaker,
-                       [&](std::string_view rest) { add_tail(out, id, tokens_of(rest)); });
+      for_each_overlap(word, breaker, [&](std::string_view rest) { out.add(id, tokens_of(rest)); });
     }
   }
   return out;

@@ -155,7 +155,7 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   if (c.dry) {
     params.dry_multiplier = 0.8f;
     auto breakers = std::make_shared<tandem::DryBreakers>();
-    for (int32_t id = 0; id < 2000; ++id) breakers->tails[vocab - 1 - id] = {{}};
+    for (int32_t id = 0; id < 2000; ++id) breakers->add(vocab - 1 - id, {});
     params.dry_breakers = breakers;
     for (int32_t i = 0; i < 3840; ++i) prompt.push_back(int32_t(rng() % 512));
     for (int32_t i = 0; i < 256; ++i) output.push_back(int32_t(rng() % 512));

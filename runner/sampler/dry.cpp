@@ -46,12 +46,12 @@ void reversed_z(std::span<const int32_t> h, std::vector<int32_t>& z) {
 
 int32_t repeat_limit(std::span<const int32_t> h, const DryBreakers* breakers) {
   const auto n = static_cast<int32_t>(h.size());
-  if (breakers == nullptr || breakers->tails.empty()) return n;
+  if (breakers == nullptr || breakers->empty()) return n;
   for (int32_t i = 0; i < n; ++i) {
-    const auto found = breakers->tails.find(h[static_cast<size_t>(n - 1 - i)]);
-    if (found == breakers->tails.end()) continue;
+    const DryBreakers::Tails* tails = breakers->tails_of(h[static_cast<size_t>(n - 1 - i)]);
+    if (tails == nullptr) continue;
     int32_t longest = -1;
-    for (const std::vector<int32_t>& tail : found->second) {
+    for (const std::vector<int32_t>& tail : *tails) {
       const auto len = static_cast<int32_t>(tail.size());
       if (len <= longest || len > i) continue;
       if (std::equal(tail.begin(), tail.end(), h.begin() + (n - i))) longest = len;

@@ -102,7 +102,7 @@ std::vector<Planned> plan(std::mt19937& rng, int32_t vocab) {
       s.dry_allowed_length = 1 + static_cast<int32_t>(s.seed / 7 % 3);
       s.dry_last_n = std::vector<int32_t>{6, 24, SamplingParams::kWholeHistory}[s.seed / 21 % 3];
       auto breakers = std::make_shared<DryBreakers>();
-      breakers->tails[5] = {{}};
+      breakers->add(5, {});
       s.dry_breakers = breakers;
     }
     if (pick(2) == 0) s.logprobs = pick(3);

@@ -36,13 +36,13 @@ TEST(DryBreakers, HeadsAndTailsOnAByteVocabulary) {
   const DryBreakers b = make_dry_breakers(*tokenizer, {"\n", "ab", "fim"});
   // "\n" is a token of its own; 'a' ends with the start of "ab" and 'f' of "fim": the rest
   // is spelled by the following tokens (bytes here).
-  EXPECT_EQ(b.tails.at('\n'), (Tails{{}}));
-  EXPECT_EQ(b.tails.at('a'), (Tails{{'b'}}));
-  EXPECT_EQ(b.tails.at('f'), (Tails{{'i', 'm'}}));
+  EXPECT_EQ(b.tails().at('\n'), (Tails{{}}));
+  EXPECT_EQ(b.tails().at('a'), (Tails{{'b'}}));
+  EXPECT_EQ(b.tails().at('f'), (Tails{{'i', 'm'}}));
   EXPECT_TRUE(b.single_token('\n'));
   EXPECT_FALSE(b.single_token('a'));
-  EXPECT_EQ(b.tails.count('b'), 0u);
-  EXPECT_EQ(b.tails.count('i'), 0u);
+  EXPECT_EQ(b.tails().count('b'), 0u);
+  EXPECT_EQ(b.tails().count('i'), 0u);
   // The FIM control tokens' texts (<|fim_prefix|>, ...) hold "fim": single-token breakers.
   size_t specials = 0;
   for (int32_t id = 256; id < tokenizer->vocab_size(); ++id) {
@@ -52,7 +52,7 @@ TEST(DryBreakers, HeadsAndTailsOnAByteVocabulary) {
     specials += holds;
   }
   EXPECT_GT(specials, 0u);
-  EXPECT_EQ(b.tails.size(), 3 + specials);
+  EXPECT_EQ(b.tails().size(), 3 + specials);
 }
 
 TEST(DryBreakers, EveryLlama3TokenHoldingABreakerIsOne) {
@@ -73,7 +73,7 @@ TEST(DryBreakers, EveryLlama3TokenHoldingABreakerIsOne) {
   // "User" (one token) heads "User:", followed by ":" as the tokenizer spells it.
   const std::vector<int32_t> user = tokenizer->encode("User", false, false);
   ASSERT_EQ(user.size(), 1u);
-  const Tails& tails = b.tails.at(user[0]);
+  const Tails& tails = b.tails().at(user[0]);
   EXPECT_NE(std::find(tails.begin(), tails.end(), tokenizer->encode(":", false, false)),
             tails.end());
 }
@@ -90,7 +90,7 @@ TEST(DryBreakers, TheCacheSharesAListsTokens) {
   // More lists than it keeps: the first is made again, the same.
   for (int i = 0; i < 10; ++i) cache.get({std::to_string(i)});
   const auto again = cache.get({"\n", ":"});
-  EXPECT_EQ(again->tails, a->tails);
+  EXPECT_EQ(again->tails(), a->tails());
 }
 
 }  // namespace

@@ -26,11 +26,7 @@ using Sequences = std::vector<std::vector<int32_t>>;
 // Breakers given as whole token sequences, as llama.cpp's test gives them.
 std::shared_ptr<const DryBreakers> breakers_of(const Sequences& sequences) {
   auto out = std::make_shared<DryBreakers>();
-  for (const auto& seq : sequences) {
-    auto& tails = out->tails[seq.front()];
-    const std::vector<int32_t> tail(seq.begin() + 1, seq.end());
-    if (std::find(tails.begin(), tails.end(), tail) == tails.end()) tails.push_back(tail);
-  }
+  for (const auto& seq : sequences) out->add(seq.front(), {seq.begin() + 1, seq.end()});
   return out;
 }
 
@@ -103,6 +99,26 @@ struct LlamaCase {
 };
 
 // llama.cpp's tests/test-sampling.cpp, test_dry's five cases.
+// The heads' bit map answers for every id: heads, ids between and beyond them, negatives.
+TEST(SamplerDry, BreakersAnswerTailsOfHeadsOnly) {
+  DryBreakers b;
+  b.add(0, {});
+  b.add(63, {7});
+  b.add(64, {7, 8});
+  b.add(64, {7, 8});  // kept once
+  b.add(200000, {});
+  b.add(-1, {});  // not a vocabulary id: ignored
+  for (int32_t id : {0, 63, 64, 200000}) EXPECT_NE(b.tails_of(id), nullptr) << id;
+  for (int32_t id : {-1, 1, 62, 65, 127, 128, 199999, 200001, 1 << 30}) {
+    EXPECT_EQ(b.tails_of(id), nullptr) << id;
+  }
+  EXPECT_EQ(b.tails_of(64)->size(), 1u);
+  EXPECT_TRUE(b.single_token(0));
+  EXPECT_FALSE(b.single_token(63));
+  EXPECT_FALSE(b.single_token(5));
+  EXPECT_EQ(b.tails().size(), 4u);
+}
+
 TEST(SamplerDry, MatchesLlamaCppsTestVectors) {
   const std::vector<LlamaCase> cases = {
       {{0.25f, 0.25f, 0.25f, 0.25f}, {0, 1}, {0.25f, 0.25f, 0.25f, 0.25f}, 1.0f, 1.1f, 2, 4, {}},
