@@ -325,6 +325,11 @@ Subcommand make_serve_command(CLI::App& app) {
   cmd->add_option("--max-body", opts->server.max_body, "Largest request body in bytes")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
       ->capture_default_str();
+  cmd->add_option("--body-total-mib", opts->server.body_total_mib,
+                  "MiB of request bodies all connections together may be receiving at once: "
+                  "a request whose body would pass it gets 503")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
+      ->capture_default_str();
   cmd->add_option("--shutdown-grace", opts->server.shutdown_grace_seconds,
                   "Seconds running requests get to finish on SIGINT/SIGTERM")
       ->check(finite_range(0, 3600))

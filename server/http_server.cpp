@@ -24,6 +24,7 @@ std::chrono::milliseconds millis(double seconds) {
 SessionLimits limits_of(const ServerOptions& options) {
   SessionLimits limits;
   limits.max_body = options.max_body;
+  limits.max_body_total = options.body_total_mib << 20;
   limits.idle_timeout = millis(options.idle_timeout_seconds);
   limits.read_timeout = millis(options.read_timeout_seconds);
   limits.write_timeout = millis(options.write_timeout_seconds);

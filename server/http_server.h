@@ -24,6 +24,7 @@ struct ServerOptions {
   uint16_t port = 8080;                     // 0: the system picks a free port
   std::string api_key;                      // empty: no authentication
   uint64_t max_body = 1 << 20;              // bytes
+  uint64_t body_total_mib = 256;            // SessionLimits::max_body_total, in MiB
   double shutdown_grace_seconds = 10;       // running requests' time to finish on shutdown
   double idle_timeout_seconds = 60;         // a keep-alive connection's wait for a request
   double read_timeout_seconds = 30;         // a request's arrival, once begun

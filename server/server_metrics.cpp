@@ -151,6 +151,10 @@ std::string ServerMetrics::render(const SchedulerMetrics& s,
          static_cast<double>(preparing_.load()));
   metric(out, "tandem_http_connections", "gauge", "Client connections open.",
          static_cast<double>(connections_.load()));
+  metric(out, "tandem_request_body_bytes", "gauge",
+         "Bytes set aside for request bodies being received, over every connection (bounded "
+         "by --body-total-mib).",
+         static_cast<double>(bodies_.load()));
   metric(out, "tandem_stream_backlog_bytes", "gauge",
          "Bytes of streamed events queued for clients that have not taken them yet, over every "
          "connection (bounded by --stream-backlog-total-mib).",

@@ -65,6 +65,18 @@ class ServerMetrics {
   // (each session adds and takes back its own), and the connections open.
   void add_stream_backlog(int64_t bytes) { stream_backlog_.fetch_add(bytes); }
   int64_t stream_backlog() const { return stream_backlog_.load(); }
+  // Bytes set aside for request bodies being received, over every connection: a body's
+  // Content-Length (or the --max-body of a chunked one) from its header until it has arrived.
+  // False, setting nothing aside, when `bytes` more would pass `limit`.
+  bool reserve_body(int64_t bytes, int64_t limit) {
+    int64_t now = bodies_.load();
+    do {
+      if (now + bytes > limit) return false;
+    } while (!bodies_.compare_exchange_weak(now, now + bytes));
+    return true;
+  }
+  void release_body(int64_t bytes) { bodies_.fetch_sub(bytes); }
+  int64_t bodies() const { return bodies_.load(); }
   void connection_opened() { connections_.fetch_add(1); }
   void connection_closed() { connections_.fetch_sub(1); }
 
@@ -84,6 +96,7 @@ class ServerMetrics {
   std::atomic<int64_t> preparing_{0};
   std::atomic<int64_t> stream_backlog_{0};
   std::atomic<int64_t> connections_{0};
+  std::atomic<int64_t> bodies_{0};
 };
 
 }  // namespace tandem::server

@@ -1,5 +1,6 @@
 #include "server/session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string_view>
@@ -97,6 +98,7 @@ void Session::watch_writes() {
 Session::~Session() {
   end_generation();
   context_.endpoints.metrics().add_stream_backlog(-static_cast<int64_t>(backlog_counted_));
+  release_body();
   context_.endpoints.metrics().connection_closed();
 }
 
@@ -154,9 +156,33 @@ void Session::read_request() {
                           });
 }
 
+bool Session::reserve_body() {
+  const uint64_t bytes = parser_->content_length().value_or(
+      parser_->chunked() ? context_.limits.max_body : uint64_t{0});
+  if (bytes == 0) return true;
+  ServerMetrics& metrics = context_.endpoints.metrics();
+  const auto want = static_cast<int64_t>(std::min(bytes, context_.limits.max_body));
+  const auto limit = static_cast<int64_t>(context_.limits.max_body_total);
+  if (!metrics.reserve_body(want, std::max(limit, want))) return false;
+  body_reserved_ = want;
+  return true;
+}
+
+void Session::release_body() {
+  if (body_reserved_ == 0) return;
+  context_.endpoints.metrics().release_body(body_reserved_);
+  body_reserved_ = 0;
+}
+
 // curl and others send "Expect: 100-continue" before a large body and wait (a second)
 // for the interim response; a body over the limit was refused with the header already.
+// A body that would pass every connection's total is refused unread (a 503 that closes).
 void Session::read_body() {
+  if (!reserve_body()) {
+    body_refused_ = true;
+    on_request({});
+    return;
+  }
   auto read = [self = shared_from_this()] {
     http::async_read(self->stream_, self->buffer_, *self->parser_,
                      [self](beast::error_code ec, size_t) { self->on_request(ec); });
@@ -179,6 +205,7 @@ void Session::read_body() {
 }
 
 void Session::on_request(beast::error_code ec) {
+  release_body();  // the body has arrived, or will not
   // The request line is read before the fields: a 413 for the Content-Length, found
   // before the header is done, still names its route (an empty target is "other").
   route_ = Endpoints::route_name(view(parser_->get().target()));
@@ -192,6 +219,14 @@ void Session::on_request(beast::error_code ec) {
   // Every answer from here, the refusals below included, speaks the request's version.
   if (parser_->is_header_done() || ec == http::error::body_limit)
     version_ = parser_->get().version() == 10 ? 10 : 11;
+  if (body_refused_) {
+    body_refused_ = false;
+    answer(error_answer(overloaded(
+               "The server is receiving too many request bodies at once (--body-total-mib); "
+               "retry later.")),
+           false);
+    return;
+  }
   if (ec == http::error::body_limit) {
     answer(error_answer(payload_too_large("The request body is over the limit of " +
                                           std::to_string(context_.limits.max_body) + " bytes.")),

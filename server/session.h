@@ -34,7 +34,11 @@ using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 struct SessionLimits {
-  uint64_t max_body = 1 << 20;      // bytes; larger bodies get 413
+  uint64_t max_body = 1 << 20;  // bytes; larger bodies get 413
+  // Bytes of bodies all connections together may be receiving at once; a request whose
+  // body would pass it gets 503 (the string body reserves its Content-Length up front, so
+  // without this, clients that send headers and trickle nothing could pin max_body each).
+  uint64_t max_body_total = uint64_t{256} << 20;
   uint32_t max_header = 16 * 1024;  // bytes of request line and headers; larger get 431
   std::chrono::milliseconds idle_timeout{60'000};  // waiting for a request's first byte
   std::chrono::milliseconds read_timeout{30'000};  // the rest of a request, once begun
@@ -98,6 +102,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void wait_for_request();
   void read_request();
   void read_body();
+  // Sets this request's body aside in ServerMetrics::bodies; false where that would pass
+  // max_body_total (one body alone always fits, so a large --max-body still works).
+  bool reserve_body();
+  void release_body();
   void on_request(beast::error_code ec);
   void prepare_elsewhere(bool keep_alive);
   bool wants_events_of(uint64_t serial) const;
@@ -146,6 +154,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string stream_pending_;    // SSE events not yet written
   std::string stream_writing_;    // the chunk being written
   uint64_t backlog_counted_ = 0;  // this session's part of ServerMetrics::stream_backlog
+  int64_t body_reserved_ = 0;     // this request's part of ServerMetrics::bodies
+  bool body_refused_ = false;     // its body would have passed SessionLimits::max_body_total
   bool writing_ = false;
   WriteWatch write_watch_;
   bool stream_ending_ = false;  // [DONE] is queued: write the last chunk after it

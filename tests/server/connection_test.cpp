@@ -87,6 +87,47 @@ TEST(Connections, ExpectContinueGetsAnInterimResponseBeforeTheBody) {
   EXPECT_NE(response.find("\"completion_tokens\":2"), std::string::npos) << response;
 }
 
+// Request bodies being received count against --body-total-mib over every connection: a
+// client that sent its header (Content-Length: the body is reserved before the 100 Continue
+// invites it) holds its share; a second body that would pass the total gets 503 overloaded
+// unread, as /metrics shows; once the first has arrived its share is free again, and one
+// body alone fits even when it is larger than the total.
+TEST(Connections, BodiesBeingReceivedTogetherAreBounded) {
+  ServerProcess server(tiny_model(), {"--body-total-mib", "1", "--max-body", "2000000"});
+  const auto head = [](size_t length) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+           "Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+           std::to_string(length) + "\r\n\r\n";
+  };
+  std::string body = R"({"prompt": "e", "max_tokens": 1, "ignore_eos": true})";
+  body.resize(600000, ' ');  // JSON's trailing whitespace
+
+  HttpClient first(server.port());
+  first.write_raw(head(body.size()));
+  ASSERT_EQ(first.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  first.write_raw(std::string_view(body).substr(0, 1000));  // and the rest waits
+
+  HttpClient second(server.port());
+  second.write_raw(head(body.size()));
+  const std::string refused = second.read_until_closed();
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find("\"overloaded\""), std::string::npos) << refused;
+  EXPECT_NE(refused.find("--body-total-mib"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  EXPECT_EQ(metric_value(fetch(server.port(), "GET", "/metrics").body, "tandem_request_body_bytes"),
+            600000);
+
+  first.write_raw(std::string_view(body).substr(1000));
+  const std::string answered = first.read_until_closed();
+  EXPECT_EQ(answered.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << answered.substr(0, 400);
+  EXPECT_EQ(metric_value(fetch(server.port(), "GET", "/metrics").body, "tandem_request_body_bytes"),
+            0);
+
+  HttpClient alone(server.port());  // 1.5 MB, over the total, but alone
+  alone.write_raw(head(1500000));
+  EXPECT_EQ(alone.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+}
+
 // The refusals made before a request is taken speak its version too (they went out as
 // HTTP/1.1, or as the connection's previous request's version).
 TEST(Connections, AnHttp10ClientsRefusalsAreHttp10) {
