@@ -42,8 +42,17 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, con
   const FilterFn filter = find_filter(name);
   if (filter == nullptr) fail("No filter named '" + name + "' found.");
   if (!filter_supported(name)) unsupported("the '" + name + "' filter");
-  if (input.is_list()) spend(static_cast<int64_t>(input.list().items.size()));
-  if (input.is_dict()) spend(static_cast<int64_t>(input.dict().entries.size()));
+  // A filter that walks its input pays for each item; one that only reads the size or an end
+  // pays one step. Qwen3's template reads messages|length in its loop over the messages, so
+  // charging that by size made the budget quadratic: 999 one-line messages ran out of it.
+  const bool constant = name == "length" || name == "count" || name == "first" || name == "last";
+  if (constant) {
+    spend(1);
+  } else if (input.is_list()) {
+    spend(static_cast<int64_t>(input.list().items.size()));
+  } else if (input.is_dict()) {
+    spend(static_cast<int64_t>(input.dict().entries.size()));
+  }
   return filter(*this, input, args);
 }
 

@@ -121,6 +121,36 @@ TEST_P(ChatTemplateOracle, RendersEveryCaseAsPythonJinja2Does) {
   }
 }
 
+// A long conversation (an agent's history) renders: the interpreter's steps must grow with
+// the messages as Jinja2's work does. Qwen3's template reads messages|length inside its loop
+// over the messages, which ran out of the budget (then 1M steps) at 999 messages when a
+// filter's step cost was its input's size; 6001 messages would take 36M steps that way,
+// past the 16M budget. Gemma 4's template scans back over the earlier messages for each
+// one, quadratic in Jinja2 too: 3001 messages (4.5M steps) is its case.
+TEST_P(ChatTemplateOracle, RendersAConversationOfThousandsOfMessages) {
+  const auto dir = templates_dir();
+  if (!dir) GTEST_SKIP() << "../shared/chat-templates is absent";
+  const std::string name = GetParam();
+  auto compiled = JinjaChatTemplate::compile(read_file(*dir / (name + ".jinja")));
+  ASSERT_TRUE(std::holds_alternative<JinjaChatTemplate>(compiled));
+  ordered_json messages = ordered_json::array();
+  const int count = name == "google-gemma-4-31B-it" ? 3001 : 6001;
+  for (int i = 0; i < count; ++i) {
+    messages.push_back(
+        {{"role", i % 2 == 0 ? "user" : "assistant"}, {"content", "turn " + std::to_string(i)}});
+  }
+  ChatRenderOptions options;
+  options.add_generation_prompt = true;
+  options.bos_token = "<s>";
+  options.eos_token = "</s>";
+  options.now = [] { return jinja::DateTime{2024, 7, 26, 12, 0, 0}; };
+  const auto result = std::get<JinjaChatTemplate>(compiled).render(messages, options);
+  const auto* error = std::get_if<ChatTemplateError>(&result);
+  ASSERT_EQ(error, nullptr) << error->describe();
+  const std::string text = join_segments(std::get<std::vector<PromptSegment>>(result));
+  EXPECT_NE(text.find("turn " + std::to_string(count - 1)), std::string::npos);
+}
+
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (char& c : name) {
