@@ -103,16 +103,36 @@ TEST(Llama3ToolCalls, ReadsPythonTagAndSeveralCalls) {
   expect_calls(parsed, {{"a", R"({"x":1})"}, {"b", R"({"y":"{;}"})"}});
 }
 
-TEST(Llama3ToolCalls, TextOrABrokenCallIsContent) {
+TEST(Llama3ToolCalls, TextOrABrokenFirstCallIsContent) {
   for (const std::string& text :
        {std::string("The weather in Paris is sunny."),
         std::string("Here: {\"name\": \"a\", \"parameters\": {}}"),
-        std::string("{\"name\": \"a\", \"parameters\": {}} and then some text"),
         std::string("{\"name\": \"a\", \"parameters\": {\"x\": }"), std::string("{\"x\": 1}")}) {
     const auto parsed = parse_tool_calls(ToolCallFormat::kLlama3, text);
     EXPECT_EQ(parsed.content, text);
     EXPECT_TRUE(parsed.calls.empty()) << text;
   }
+}
+
+// After complete calls, a call cut by max_tokens (QA: tool_choice "required" wrote two and
+// began a third) or other text stays content from its start, and the calls are read.
+TEST(Llama3ToolCalls, ACutCallAfterCompleteOnesStaysContent) {
+  const std::string cut = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Pa";
+  const auto parsed =
+      parse_tool_calls(ToolCallFormat::kLlama3,
+                       "{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": "
+                       "{\"x\": 2}}; " +
+                           cut);
+  expect_calls(parsed, {{"a", "{}"}, {"b", R"({"x":2})"}});
+  EXPECT_EQ(parsed.content, cut);
+  const auto text = parse_tool_calls(ToolCallFormat::kLlama3,
+                                     "{\"name\": \"a\", \"parameters\": {}} and then some text");
+  expect_calls(text, {{"a", "{}"}});
+  EXPECT_EQ(text.content, "and then some text");
+  const auto not_a_call = parse_tool_calls(ToolCallFormat::kLlama3,
+                                           "{\"name\": \"a\", \"parameters\": {}}; {\"x\": 1}");
+  expect_calls(not_a_call, {{"a", "{}"}});
+  EXPECT_EQ(not_a_call.content, "{\"x\": 1}");
 }
 
 TEST(MistralToolCalls, ReadsTheArrayAfterTheMarker) {
@@ -194,6 +214,27 @@ TEST(JsonToolCalls, ReadsAnArrayOrOneObject) {
   EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kJson, R"({"name": 3})").calls.empty());
 }
 
+// An array cut by max_tokens (QA: gemma-2 under "required") gives the calls it completed;
+// the element it was writing stays content. A closed array with an element that is not a
+// call, or a cut one that completed none, is content whole.
+TEST(JsonToolCalls, ACutArrayGivesTheCallsItCompleted) {
+  const std::string cut = R"({"name": "get_weather", "arguments": { "city)";
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kJson,
+      R"([{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": 2}}, )" + cut);
+  expect_calls(parsed, {{"a", "{}"}, {"b", R"({"x":2})"}});
+  EXPECT_EQ(parsed.content, cut);
+  const auto ended = parse_tool_calls(ToolCallFormat::kJson, R"([{"name": "a", "arguments": {}})");
+  expect_calls(ended, {{"a", "{}"}});
+  EXPECT_EQ(ended.content, "");
+  for (const std::string& text : {std::string(R"([{"name": "a", "arguments": {}}, {"x": 1}])"),
+                                  std::string("[" + cut), std::string(R"([{"x": 1}, )")}) {
+    const auto whole = parse_tool_calls(ToolCallFormat::kJson, text);
+    EXPECT_TRUE(whole.calls.empty()) << text;
+    EXPECT_EQ(whole.content, text);
+  }
+}
+
 // What a stream sends: the safe prefix as the text grows piece by piece, then at the end
 // the parsed content after what was sent. It must equal the parsed content, and nothing
 // of a call may have been sent as content.
@@ -222,10 +263,12 @@ TEST(ToolCallStream, SendsTheSameContentAsTheWholeOutputWhateverThePieces) {
       {ToolCallFormat::kLlama3, "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}"},
       {ToolCallFormat::kLlama3, "  {\"name\": \"a\", \"parameters\": {}}"},
       {ToolCallFormat::kLlama3, "No call {here}."},
+      {ToolCallFormat::kLlama3, "{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"par"},
       {ToolCallFormat::kMistral, "Hi [TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}]"},
       {ToolCallFormat::kMistralArgs, "[TOOL_CALLS]a[ARGS]{\"x\": 1}"},
       {ToolCallFormat::kJson, "[{\"name\": \"a\", \"arguments\": {}}]"},
       {ToolCallFormat::kJson, "Just words."},
+      {ToolCallFormat::kJson, "[{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b\", \"argu"},
   };
   for (const auto& [format, text] : outputs) {
     const std::string whole = parse_tool_calls(format, text).content;
