@@ -20,4 +20,11 @@ constexpr uint64_t choice_seed(uint64_t seed, int32_t index) {
   return z & ((uint64_t{1} << 53) - 1);
 }
 
+// A seed as a response reports it: the signed 64-bit value of its bits, so that a seed sent
+// as a negative number (-1) comes back as sent and replays (read_seed keeps its bits), and
+// one sent at or above 2^63 comes back as the negative number of the same bits, which
+// replays too; written unsigned, -1 came back as 18446744073709551615, which JavaScript
+// reads as 2^64 and cannot send back. Drawn seeds and choice seeds (< 2^53) are unchanged.
+constexpr int64_t reported_seed(uint64_t seed) { return static_cast<int64_t>(seed); }
+
 }  // namespace tandem

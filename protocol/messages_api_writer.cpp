@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "protocol/choice_seed.h"
 #include "protocol/sse.h"
 
 namespace tandem {
@@ -101,7 +102,7 @@ Json MessagesWriter::message_object(Json content, const Json& stop_reason,
               {"stop_sequence", stop_sequence},
               {"usage", usage},
               // tandem's additions, as on its other endpoints: what replays the answer.
-              {"seed", header_.seed},
+              {"seed", reported_seed(header_.seed)},
               {"system_fingerprint", header_.system_fingerprint}};
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "protocol/api_error.h"
+#include "protocol/choice_seed.h"
 #include "protocol/llama_timings.h"
 #include "protocol/logprobs.h"
 #include "protocol/sse.h"
@@ -39,7 +40,7 @@ NativeWriter::NativeWriter(ResponseHeader header, std::string prompt, int64_t pr
       prompt_tokens_(prompt_tokens),
       timings_per_token_(timings_per_token),
       return_tokens_(return_tokens) {
-  settings_["seed"] = header_.seed;
+  settings_["seed"] = reported_seed(header_.seed);
   settings_["model"] = header_.model;
 }
 
@@ -82,7 +83,7 @@ Json NativeWriter::final_object(std::string_view content, Json tokens, FinishRea
       {"timings", timings(usage)},
       // tandem's additions, as on its other endpoints: what replays the answer.
       {"id", header_.id},
-      {"seed", header_.seed},
+      {"seed", reported_seed(header_.seed)},
       {"system_fingerprint", header_.system_fingerprint}};
 }
 

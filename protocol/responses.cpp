@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "protocol/choice_seed.h"
+
 namespace tandem {
 namespace {
 
@@ -39,9 +41,12 @@ Json usage_json(const Usage& usage) {
 }
 
 Json envelope(const ResponseHeader& header, const char* object) {
-  return Json{{"id", header.id},           {"object", object},
-              {"created", header.created}, {"model", header.model},
-              {"seed", header.seed},       {"system_fingerprint", header.system_fingerprint}};
+  return Json{{"id", header.id},
+              {"object", object},
+              {"created", header.created},
+              {"model", header.model},
+              {"seed", reported_seed(header.seed)},
+              {"system_fingerprint", header.system_fingerprint}};
 }
 
 Json tool_call_json(const ToolCallOut& call) {
@@ -93,7 +98,7 @@ std::string completion_response_json(const ResponseHeader& header,
   body["choices"] = Json::array();
   for (const ChoiceResult& c : choices) {
     body["choices"].push_back(Json{{"index", c.id.index},
-                                   {"seed", c.id.seed},
+                                   {"seed", reported_seed(c.id.seed)},
                                    {"text", c.text},
                                    {"logprobs", logprobs_json(Endpoint::kCompletions, c.logprobs)},
                                    {"finish_reason", finish_reason_name(c.finish)},
@@ -112,7 +117,7 @@ std::string chat_completion_response_json(const ResponseHeader& header,
   for (const ChoiceResult& c : choices) {
     body["choices"].push_back(
         Json{{"index", c.id.index},
-             {"seed", c.id.seed},
+             {"seed", reported_seed(c.id.seed)},
              {"message", message_json(c)},
              {"logprobs", logprobs_json(Endpoint::kChatCompletions, c.logprobs)},
              {"finish_reason", finish_reason_name(c.finish)},
@@ -143,7 +148,7 @@ std::string completion_chunk_json(const ResponseHeader& header, std::string_view
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "text_completion");
   Json one{{"index", id.index},
-           {"seed", id.seed},
+           {"seed", reported_seed(id.seed)},
            {"text", text},
            {"logprobs", logprobs_json(Endpoint::kCompletions, logprobs)},
            {"finish_reason", finish_json(finish)}};
@@ -157,7 +162,7 @@ std::string chat_role_chunk_json(const ResponseHeader& header, std::optional<Cho
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
   body["choices"] = Json::array({Json{{"index", id.index},
-                                      {"seed", id.seed},
+                                      {"seed", reported_seed(id.seed)},
                                       {"delta", Json{{"role", "assistant"}, {"content", ""}}},
                                       {"logprobs", nullptr},
                                       {"finish_reason", nullptr}}});
@@ -172,7 +177,7 @@ std::string chat_delta_chunk(const ResponseHeader& header, Json delta,
   const ChoiceId id = choice.value_or(ChoiceId{0, header.seed});
   Json body = envelope(header, "chat.completion.chunk");
   Json one{{"index", id.index},
-           {"seed", id.seed},
+           {"seed", reported_seed(id.seed)},
            {"delta", std::move(delta)},
            {"logprobs", logprobs_json(Endpoint::kChatCompletions, logprobs)},
            {"finish_reason", finish_json(finish)}};
@@ -214,7 +219,7 @@ std::string chat_tool_call_chunk_json(const ResponseHeader& header, ChoiceId cho
   Json body = envelope(header, "chat.completion.chunk");
   body["choices"] =
       Json::array({Json{{"index", choice.index},
-                        {"seed", choice.seed},
+                        {"seed", reported_seed(choice.seed)},
                         {"delta", Json{{"tool_calls", Json::array({std::move(delta_call)})}}},
                         {"logprobs", nullptr},
                         {"finish_reason", nullptr}}});

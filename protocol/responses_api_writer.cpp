@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "protocol/choice_seed.h"
 #include "protocol/sse.h"
 
 namespace tandem {
@@ -55,7 +56,7 @@ Json ResponsesWriter::response_object(std::string_view status, Json output,
   for (const auto& [key, value] : echo_.items()) object[key] = value;
   object["usage"] = usage;
   // tandem's additions, as on its other endpoints: the seed that replays the response.
-  object["seed"] = header_.seed;
+  object["seed"] = reported_seed(header_.seed);
   object["system_fingerprint"] = header_.system_fingerprint;
   return object;
 }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/choice_seed.h"
 #include "protocol/native_request.h"
 #include "scheduler/model_fingerprint.h"
 #include "server/endpoints.h"
@@ -53,7 +54,7 @@ Json busy_slot_json(const BusySlot& r, int32_t n_ctx, bool speculative) {
       r.prefilled - r.cached_tokens > 0 ? r.prefilled - r.cached_tokens : 0;
   slot["n_prompt_tokens_cache"] = r.cached_tokens;
   slot["params"] = Json{{"n_predict", r.limited ? r.max_new : -1},
-                        {"seed", r.seed},
+                        {"seed", reported_seed(r.seed)},
                         {"temperature", r.temperature},
                         {"top_k", r.top_k},
                         {"top_p", r.top_p},

@@ -416,6 +416,27 @@ TEST(Responses, SeedsTheServerDrawsFitADouble) {
   }
 }
 
+// A seed sent negative comes back as sent, and one at or above 2^63 as the negative number of
+// its bits, so that both replay (QA: -1 came back as 18446744073709551615, which the openai
+// JavaScript SDK reads as 2^64 and the server then refuses).
+TEST(Responses, ANegativeSeedIsReportedAsSentAndReplays) {
+  const json sent = {{"prompt", "x"}, {"max_tokens", 8}, {"seed", -5}, {"temperature", 1.0}};
+  const json a = post_json("/v1/completions", sent);
+  EXPECT_EQ(a["seed"].dump(), "-5");
+  json wrapped = sent;
+  wrapped["seed"] = uint64_t{18446744073709551611u};
+  const json b = post_json("/v1/completions", wrapped);
+  EXPECT_EQ(b["seed"].dump(), "-5");
+  EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
+  json replay = sent;
+  replay["seed"] = b["seed"];
+  EXPECT_EQ(post_json("/v1/completions", replay)["choices"][0]["text"], a["choices"][0]["text"]);
+  const json chat = post_json(
+      "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 2}, {"seed", -1}});
+  EXPECT_EQ(chat["seed"].dump(), "-1");
+}
+
 TEST(AccessLog, RecordsTheUserAndTheResponseIdOnOneJsonLine) {
   ScratchDir dir;
   const auto log = dir.path() / "access.log";
