@@ -106,12 +106,18 @@ Json MessagesWriter::message_object(Json content, const Json& stop_reason,
               {"system_fingerprint", header_.system_fingerprint}};
 }
 
-std::string MessagesWriter::opening_events() {
-  const Json message =
-      message_object(Json::array(), nullptr, nullptr, messages_usage(prompt_tokens_, 0, 0));
+// Anthropic's message_start carries the input's split between new and cached tokens, as the
+// final usage does (QA: it said 0 cached where message_delta then said 112).
+std::string MessagesWriter::start(int64_t cached_tokens) {
+  if (started_) return {};
+  started_ = true;
+  const Json message = message_object(Json::array(), nullptr, nullptr,
+                                      messages_usage(prompt_tokens_, cached_tokens, 0));
   return event("message_start", Json{{"type", "message_start"}, {"message", message}}) +
          event("ping", Json{{"type", "ping"}});
 }
+
+std::string MessagesWriter::prompt_cached(int64_t tokens) { return start(tokens); }
 
 std::string MessagesWriter::close_block() {
   if (open_ == Open::kNone) return {};
@@ -136,7 +142,7 @@ std::string MessagesWriter::open_block(Open kind) {
 
 std::string MessagesWriter::reasoning_events(std::string_view text) {
   if (text.empty()) return {};
-  std::string events = open_block(Open::kThinking);
+  std::string events = start(0) + open_block(Open::kThinking);
   return events + event("content_block_delta",
                         Json{{"type", "content_block_delta"},
                              {"index", blocks_ - 1},
@@ -145,7 +151,7 @@ std::string MessagesWriter::reasoning_events(std::string_view text) {
 
 std::string MessagesWriter::text_events(std::string_view text, const LogprobsPiece*) {
   if (text.empty()) return {};
-  std::string events = open_block(Open::kText);
+  std::string events = start(0) + open_block(Open::kText);
   return events +
          event("content_block_delta", Json{{"type", "content_block_delta"},
                                            {"index", blocks_ - 1},
@@ -155,7 +161,8 @@ std::string MessagesWriter::text_events(std::string_view text, const LogprobsPie
 std::string MessagesWriter::closing_events(std::span<const ToolCallOut> calls, FinishReason finish,
                                            const Usage& usage, std::string_view stop) {
   // Nothing came at all: one empty text block, as clients read content[0].
-  std::string events = blocks_ == 0 && calls.empty() ? open_block(Open::kText) : std::string();
+  std::string events = start(0);
+  if (blocks_ == 0 && calls.empty()) events += open_block(Open::kText);
   events += close_block();
   for (const ToolCallOut& call : calls) {
     events +=

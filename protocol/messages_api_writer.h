@@ -29,7 +29,10 @@ class MessagesWriter final : public SingleOutputWriter {
   // prompt_tokens: the prompt's length, for message_start.
   MessagesWriter(ResponseHeader header, int64_t prompt_tokens);
 
-  std::string opening_events() override;
+  // message_start waits for the admission, which knows the prompt's cached part: the
+  // stream's first events are prompt_cached's (or the first content's, if it comes first).
+  std::string opening_events() override { return {}; }
+  std::string prompt_cached(int64_t tokens) override;
   // Logprobs are never asked for here (the request refuses them): the piece is ignored.
   std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
   std::string reasoning_events(std::string_view text) override;
@@ -47,11 +50,14 @@ class MessagesWriter final : public SingleOutputWriter {
   Json message_object(Json content, const Json& stop_reason, const Json& stop_sequence,
                       const Json& usage) const;
   std::string open_block(Open kind);
+  // message_start and ping, the first time (else nothing).
+  std::string start(int64_t cached_tokens);
   std::string close_block();
 
   ResponseHeader header_;
   int64_t prompt_tokens_ = 0;
-  int32_t blocks_ = 0;  // streamed: the blocks opened so far (the next one's index)
+  bool started_ = false;  // streamed: message_start sent
+  int32_t blocks_ = 0;    // streamed: the blocks opened so far (the next one's index)
   Open open_ = Open::kNone;
 };
 

@@ -50,7 +50,10 @@ class NativeWriter final : public SingleOutputWriter {
 
   void output_seen(int32_t tokens) override;
   void tokens_seen(std::span<const int32_t> ids) override;
-  void prompt_cached(int64_t tokens) override { cached_ = tokens; }
+  std::string prompt_cached(int64_t tokens) override {
+    cached_ = tokens;
+    return {};
+  }
   std::string opening_events() override { return {}; }
   std::string text_events(std::string_view text, const LogprobsPiece* logprobs) override;
   std::string reasoning_events(std::string_view text) override;

@@ -29,9 +29,13 @@ class SingleOutputWriter {
   // at the end, before the closing events or the body. Only where the plan asks for them
   // (GenerationPlan::token_ids).
   virtual void tokens_seen(std::span<const int32_t> ids) { (void)ids; }
-  // The prompt tokens the prefix cache held (the request's admission), for a writer that
-  // reports timings before the end.
-  virtual void prompt_cached(int64_t tokens) { (void)tokens; }
+  // The prompt tokens the prefix cache held (the request's admission, which may come again
+  // after a preemption), for a writer that reports them before the end. Streamed: the
+  // events that waited for it (Anthropic's message_start), to send now.
+  virtual std::string prompt_cached(int64_t tokens) {
+    (void)tokens;
+    return {};
+  }
   // Streamed: the first events.
   virtual std::string opening_events() = 0;
   // Streamed: a piece of the answer's text and its tokens' log-probabilities (null when

@@ -95,6 +95,9 @@ struct GenerationPlan {
   bool timings = false;
   // The writer hears each accepted token's id (SingleOutputWriter::tokens_seen).
   bool token_ids = false;
+  // The session hears each choice's admission (the prefix cache's share) without timings:
+  // a streamed /v1/messages writes message_start then (SingleOutputWriter::prompt_cached).
+  bool admissions = false;
 };
 
 // The answer for an ApiError: its JSON body, plus Retry-After for 503, Allow for 405

@@ -77,10 +77,11 @@ class GenerationResponse {
   // timings_per_token: every chunk of a choice, the whole body and the last chunks carry
   // llama-server's timings (ChoiceTimings; off by default).
   void time_choices(ChoiceTimings timings) { timings_ = std::move(timings); }
-  // The prompt tokens the prefix cache held for `choice` (its admission), for the timings.
-  void prompt_cached(int32_t choice, int64_t tokens) {
+  // The prompt tokens the prefix cache held for `choice` (its admission), for the timings;
+  // returns the stream's events that waited for it (SingleOutputWriter::prompt_cached).
+  std::string prompt_cached(int32_t choice, int64_t tokens) {
     timings_.cached(choice, tokens);
-    if (writer_) writer_->prompt_cached(tokens);
+    return writer_ ? writer_->prompt_cached(tokens) : std::string();
   }
 
   bool stream() const { return stream_; }

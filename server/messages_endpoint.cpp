@@ -24,6 +24,7 @@ Endpoints::Result Endpoints::messages(const ApiRequest& api) {
     plan->writer =
         std::make_unique<MessagesWriter>(plan->encoder.header(), plan->access.prompt_tokens);
     plan->tools.drop_cut_call = true;
+    plan->admissions = plan->stream;
   }
   return result;
 }

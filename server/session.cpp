@@ -354,7 +354,7 @@ void Session::start_generation(GenerationPlan plan, bool keep_alive) {
       timed_prompts.push_back(static_cast<int64_t>(c.prompt.size()));
   auto submitted = context_.endpoints.submit(plan, [&](int32_t choice) {
     return std::make_shared<StrandSink>(shared_from_this(), stream_.get_executor(), serial, choice,
-                                        plan.timings, plan.token_ids);
+                                        plan.timings || plan.admissions, plan.token_ids);
   });
   if (auto* refused = std::get_if<HttpAnswer>(&submitted)) {
     answer(std::move(*refused), keep_alive);
@@ -489,7 +489,9 @@ void Session::on_generation_tokens(uint64_t serial, int32_t choice,
 }
 
 void Session::on_generation_admitted(uint64_t serial, int32_t choice, int32_t cached_tokens) {
-  if (wants_events_of(serial)) generation_->response.prompt_cached(choice, cached_tokens);
+  if (!wants_events_of(serial)) return;
+  const std::string events = generation_->response.prompt_cached(choice, cached_tokens);
+  if (!events.empty() && generation_->response.stream()) queue_stream_events(events);
 }
 
 void Session::on_generation_finish(uint64_t serial, int32_t choice, FinishReason reason,

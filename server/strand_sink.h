@@ -18,8 +18,9 @@ namespace tandem::server {
 // blocks here and never touches the session's state.
 class StrandSink final : public RequestSink {
  public:
-  // timed: the response carries llama-server's timings, which need the admission's event
-  // (a post the others are spared: an embeddings request may hold thousands of inputs).
+  // timed: the session hears the admission's event, which llama-server's timings and a
+  // streamed message_start need (a post the others are spared: an embeddings request may
+  // hold thousands of inputs).
   // ids: each accepted token's id goes to the session, with the text it makes.
   StrandSink(std::shared_ptr<Session> session, net::any_io_executor strand, uint64_t serial,
              int32_t choice, bool timed = false, bool ids = false)

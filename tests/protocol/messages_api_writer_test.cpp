@@ -132,16 +132,26 @@ TEST(MessagesWriter, TheFoldedStreamIsTheWholeMessage) {
   }
 }
 
+// message_start waits for the admission, whose cached tokens it reports as the final usage
+// does; a second admission (after a preemption) sends nothing more.
 TEST(MessagesWriter, UsageSplitsThePromptIntoInputAndCacheReads) {
   MessagesWriter writer(header(), 7);
-  const auto start = events_of(writer.opening_events());
+  EXPECT_EQ(writer.opening_events(), "");
+  const auto start = events_of(writer.prompt_cached(2));
   ASSERT_EQ(start.size(), 2u);
   EXPECT_EQ(start[0].first, "message_start");
   EXPECT_EQ(start[1].first, "ping");
-  // Before the cache is known, the whole prompt is input.
   EXPECT_EQ(start[0].second["message"]["usage"],
-            Json::parse(R"({"input_tokens": 7, "cache_creation_input_tokens": 0,
-                            "cache_read_input_tokens": 0, "output_tokens": 0})"));
+            Json::parse(R"({"input_tokens": 5, "cache_creation_input_tokens": 0,
+                            "cache_read_input_tokens": 2, "output_tokens": 0})"));
+  EXPECT_EQ(writer.prompt_cached(2), "");
+  EXPECT_EQ(events_of(writer.text_events("x", nullptr))[0].first, "content_block_start");
+  // Content before any admission (none was reported) still comes after a message_start.
+  MessagesWriter unadmitted(header(), 7);
+  const auto first = events_of(unadmitted.text_events("x", nullptr));
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first[0].first, "message_start");
+  EXPECT_EQ(first[0].second["message"]["usage"]["input_tokens"], 7);
   const Json whole = Json::parse(writer.whole_body("x", {}, FinishReason::kStop, usage(), nullptr));
   EXPECT_EQ(whole["usage"], Json::parse(R"({"input_tokens": 5, "cache_creation_input_tokens": 0,
                                             "cache_read_input_tokens": 2, "output_tokens": 3})"));

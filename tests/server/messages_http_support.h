@@ -76,7 +76,8 @@ inline Message whole_message(uint16_t port, const json& body) {
   return out;
 }
 
-// The stream's events laid end to end, after checking their order: message_start and ping;
+// The stream's events laid end to end, after checking their order: message_start (its usage
+// the end's input and cache reads) and ping;
 // each block started, filled by deltas of its kind (tool_use: one input_json_delta) at its
 // index and stopped before the next starts; message_delta; message_stop.
 inline Message streamed_message(uint16_t port, json body) {
@@ -132,6 +133,10 @@ inline Message streamed_message(uint16_t port, json body) {
   out.stop_reason = end["delta"]["stop_reason"];
   out.stop_sequence = end["delta"]["stop_sequence"];
   out.usage = end["usage"];
+  // message_start already splits the prompt into new and cached tokens as the end does.
+  const json& start_usage = events[0].data["message"]["usage"];
+  EXPECT_EQ(start_usage["input_tokens"], out.usage["input_tokens"]);
+  EXPECT_EQ(start_usage["cache_read_input_tokens"], out.usage["cache_read_input_tokens"]);
   return out;
 }
 

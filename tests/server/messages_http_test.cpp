@@ -59,6 +59,8 @@ TEST(MessagesHttp, AMessageSaysWhatTheChatRequestSaysWholeAndStreamed) {
     EXPECT_EQ(streamed.stop_sequence, json());
     EXPECT_EQ(prompt_tokens_of(streamed.usage), prompt_tokens_of(whole.usage));
     EXPECT_EQ(streamed.usage["output_tokens"], whole.usage["output_tokens"]);
+    // The same prompt again: the prefix cache holds it, and message_start said so (QA).
+    EXPECT_GT(streamed.usage["cache_read_input_tokens"].get<int64_t>(), 0);
   }
   // EOS made certain: "end_turn" after one token.
   json body = message_request(1, 5);
