@@ -79,6 +79,20 @@ TEST(SamplerTypical, GreedyTakesTheBestTokenTypPKeeps) {
   EXPECT_EQ(sampler.sample(row, p, 1), 0);
 }
 
+// The definition's order: by score, then z descending, then id (scores in double or float).
+template <typename Score>
+std::vector<size_t> typical_order(const std::vector<Score>& score, const std::vector<float>& z,
+                                  const std::vector<int32_t>& ids) {
+  std::vector<size_t> order(score.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (score[a] != score[b]) return score[a] < score[b];
+    if (z[a] != z[b]) return z[a] > z[b];
+    return ids[a] < ids[b];
+  });
+  return order;
+}
+
 // The definition in double: returns the kept flags, or nothing where the float computation
 // may honestly decide otherwise (two scores, or the mass and typical_p, within 1e-4).
 std::optional<std::vector<uint8_t>> plain_typical(const std::vector<float>& z,
@@ -92,13 +106,7 @@ std::optional<std::vector<uint8_t>> plain_typical(const std::vector<float>& z,
   for (size_t i = 0; i < n; ++i) entropy -= prob[i] > 0 ? prob[i] * std::log(prob[i]) : 0.0;
   std::vector<double> score(n);
   for (size_t i = 0; i < n; ++i) score[i] = std::abs(std::log(sum) - (z[i] - z_max) - entropy);
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (score[a] != score[b]) return score[a] < score[b];
-    if (z[a] != z[b]) return z[a] > z[b];
-    return ids[a] < ids[b];
-  });
+  const std::vector<size_t> order = typical_order(score, z, ids);
   std::vector<uint8_t> keep(n, 0);
   double mass = 0;
   for (size_t r = 0; r < n; ++r) {
@@ -144,13 +152,7 @@ size_t kept_by_a_whole_sort(const std::vector<float>& score, const std::vector<f
                             const std::vector<float>& z, const std::vector<int32_t>& ids,
                             float typical_p, std::vector<uint8_t>& keep) {
   const size_t n = score.size();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (score[a] != score[b]) return score[a] < score[b];
-    if (z[a] != z[b]) return z[a] > z[b];
-    return ids[a] < ids[b];
-  });
+  const std::vector<size_t> order = typical_order(score, z, ids);
   keep.assign(n, 0);
   float mass = 0.0f;
   for (size_t r = 0; r < n; ++r) {
