@@ -195,6 +195,13 @@ class BodyBuilder {
 }  // namespace
 
 Json parse_json_value(std::string_view text, bool wide_integers) {
+  // nlohmann's lexer takes a raw NUL for the end of its input, so a body cut by one would
+  // parse as what came before it (QA); a raw NUL is never JSON.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    reject(
+        "Malformed JSON in the request body: a raw NUL byte at offset " + std::to_string(nul) + ".",
+        "");
+  }
   Json parsed;
   BodyBuilder builder(parsed, wide_integers);
   // strict: nothing but whitespace may follow the value.

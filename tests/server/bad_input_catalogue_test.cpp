@@ -299,13 +299,29 @@ std::vector<Case> make_framing_cases() {
                "\r\n" + kSmallBody.substr(10) + "\r\n0\r\n\r\n"),
        200},
       {"ChunkedPastTheBodyLimit", chunked(big_chunks + "0\r\n\r\n"), 413, "", "request_too_large"},
+      // RFC 9112 6.1/6.3: chunked, once and last, is the one coding read; anything else
+      // closes (no request hidden in a body is run) with a 501 for a coding not implemented
+      // or a 400 for chunked repeated or not last.
       {"TransferEncodingSmuggling",
        "GET /health HTTP/1.1\r\nHost: tandem\r\nTransfer-Encoding: gzip\r\n\r\n" +
            get("GET /v1/smuggled HTTP/1.1"),
-       400, ""},
+       501, "", "not_implemented"},
       {"TransferEncodingGzipOnly",
-       post_head("Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n") + kSmallBody,
-       400},
+       post_head("Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n") + kSmallBody, 501,
+       "", "not_implemented"},
+      {"TransferEncodingGzipThenChunked",
+       post_head("Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n") +
+           hex(kSmallBody.size()) + "\r\n" + kSmallBody + "\r\n0\r\n\r\n",
+       501, "", "not_implemented"},
+      {"TransferEncodingChunkedTwiceHidingARequest",
+       "POST /tokenize HTTP/1.1\r\nHost: tandem\r\nTransfer-Encoding: chunked, chunked\r\n\r\n" +
+           get("GET /v1/models HTTP/1.1"),
+       400, ""},
+      {"TransferEncodingChunkedIdentityChunked",
+       "POST /tokenize HTTP/1.1\r\nHost: tandem\r\nTransfer-Encoding: chunked, identity, "
+       "chunked\r\n\r\n" +
+           get("GET /v1/models HTTP/1.1"),
+       501, "", "not_implemented"},
       {"TenMegabytesDeclaredNotSent",
        post_head("Content-Length: " + std::to_string(kTenMegabytes) + "\r\n"), 413, "",
        "request_too_large"},
@@ -439,6 +455,9 @@ std::vector<Case> make_body_cases() {
       // NUL bytes.
       {"RawNulInString", completion(std::string("{\"prompt\": \"a\0b\"}", 17)), 400, ""},
       {"RawNulBetweenTokens", completion(std::string("{\"prompt\":\0\"hi\"}", 16)), 400, ""},
+      // nlohmann's lexer ends its input at a raw NUL: the body must not pass as its head.
+      {"RawNulAfterTheObject",
+       completion(std::string("{\"prompt\": \"hi\", \"max_tokens\": 2}\0garbage{{{", 44)), 400, ""},
       {"EscapedNulInPrompt", completion(R"({"prompt": "a\u0000b", "max_tokens": 2})"), 200},
       {"EscapedNulInStop", completion(R"({"prompt": "hi", "max_tokens": 2, "stop": "\u0000"})"),
        200},
