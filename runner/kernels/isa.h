@@ -32,6 +32,11 @@ namespace tandem::kernels::detail {
 // 3.77-3.91 into L2 (4.0-4.3 into L1), docs/performance.md 2026-12-03.
 extern bool g_read_once_into_l2;
 
+// Whether batches of several row tiles widen their 16-bit weights once per k-chunk
+// (tile_loop.h, widened_panels): on, unless TANDEM_WIDEN=off (for comparisons; the bits are
+// the same either way).
+extern bool g_widen_chunks;
+
 // Prefetches the line at p for a kernel that reads it once (above).
 #define TANDEM_PREFETCH_READ_ONCE(p)                      \
   do {                                                    \
@@ -67,6 +72,9 @@ struct MatmulArgs {
   const uint32_t* x_pairs = nullptr;
   int64_t n_rows = 0;
   float* y = nullptr;  // n_rows x n_out
+  // tile_loop.h's widened_panels only: a k-chunk of one panel's weights widened to F32,
+  // chunk[k][64]
+  float* widened = nullptr;
 };
 
 // Computes one task's share of the outputs: parts [from, to) of the matmul cut into `of`

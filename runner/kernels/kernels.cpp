@@ -36,6 +36,10 @@ namespace {
 bool read_once_into_l2();
 }  // namespace
 bool detail::g_read_once_into_l2 = read_once_into_l2();
+bool detail::g_widen_chunks = [] {
+  const char* forced = std::getenv("TANDEM_WIDEN");
+  return forced == nullptr || std::string_view(forced) != "off";
+}();
 
 using detail::guided_start;
 using detail::kGuidedRoundCount;

@@ -118,22 +118,29 @@ struct TileShape {
   static constexpr int kMaxRows = kRows;
 };
 
-// F32 and F16 (Weight = float or uint16_t): one k per step, w[k][64].
+// F32 and F16 (Weight = float or uint16_t): one k per step, w[k][64]. With kStore, the pass
+// also stores the widened weights into a.widened (widened_panels below): chunk[k - u0][64].
 template <class V, class Weight>
 struct WidenTile : TileShape<V, 6> {
   static int64_t units(const MatmulArgs& a) { return a.n_in; }
   static constexpr int64_t kUnitBytes = kPanel * sizeof(Weight);
   static constexpr int64_t kStepsPerUnit = 1;
-  template <int R>
+  // Whether batches widen these weights once for all their row tiles (widened_panels): F16,
+  // whose vcvtph2ps is two uops on Intel's FMA ports.
+  static constexpr bool kWidenOnce = sizeof(Weight) == 2;
+  template <int R, bool kStore = false>
   [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a,
                                             const uint8_t* panel, int64_t row0, int col, int64_t u0,
                                             int64_t u1, const FarPrefetch& far) {
     const float* x = a.x + row0 * a.n_in + u0;
+    float* out = kStore ? a.widened + col : nullptr;
     stream<V, Weight, R>(panel + u0 * kUnitBytes, col, u1 - u0, far,
                          [&](int64_t k, const Weight* wk) TANDEM_STEP_INLINE {
                            typename V::Vec w[kTileVecs<V, R>];
-                           for (int v = 0; v < kTileVecs<V, R>; ++v)
+                           for (int v = 0; v < kTileVecs<V, R>; ++v) {
                              w[v] = V::load(wk + v * V::kWidth);
+                             if constexpr (kStore) V::store(out + k * kPanel + v * V::kWidth, w[v]);
+                           }
                            fma_rows<V, R>(acc, w, x + k, a.n_in);
                          });
   }
@@ -147,6 +154,8 @@ using F16Tile = WidenTile<V, uint16_t>;
 // BF16 pairs of k, w[k / 2][64][2], widened to F32 by integer lane operations (GCC's
 // vector extensions, vpslld and vpand on every ISA). A BF16 value is the top half of an
 // F32: the pair's first k is its low half shifted up, the second its high half in place.
+// (One shift or mask per vector: widening once for all row tiles, as F16 is, measured no
+// faster; widened_panels.)
 template <class V>
 struct Bf16WidenTile : TileShape<V, 5> {
   static int64_t units(const MatmulArgs& a) { return (a.n_in + 1) / 2; }
@@ -175,6 +184,40 @@ struct Bf16WidenTile : TileShape<V, 5> {
       fma_rows<V, R>(acc, w, x + 2 * kp + 1, a.n_in);
     };
     stream<V, uint32_t, R>(panel + u0 * kUnitBytes, col, u1 - u0, far, pair);
+  }
+};
+
+// A widening tile's pass that also stores what it widens (widened_panels).
+template <class Tile>
+struct StoringTile : TileShape<typename Tile::Isa, Tile::kMaxRows> {
+  template <int R>
+  [[gnu::always_inline]] static void k_loop(Acc<typename Tile::Isa, R>& acc, const MatmulArgs& a,
+                                            const uint8_t* panel, int64_t row0, int col, int64_t u0,
+                                            int64_t u1, const FarPrefetch& far) {
+    Tile::template k_loop<R, true>(acc, a, panel, row0, col, u0, u1, far);
+  }
+};
+
+// F32 weights a StoringTile pass widened, a.widened[k - u0][64], read by the other row tiles
+// of the batch (widened_panels). Each such pass also prefetches its share of the next chunk's
+// source into L2, far.bytes_per_step bytes a step.
+template <class V>
+struct ChunkTile : TileShape<V, 6> {
+  template <int R>
+  [[gnu::always_inline]] static void k_loop(Acc<V, R>& acc, const MatmulArgs& a, const uint8_t*,
+                                            int64_t row0, int col, int64_t u0, int64_t u1,
+                                            const FarPrefetch& far) {
+    const float* x = a.x + row0 * a.n_in + u0;
+    const float* w = a.widened + col;
+    for (int64_t s = 0; s < u1 - u0; ++s) {
+      if (far.base != nullptr) {
+        for (int64_t b = 0; b < far.bytes_per_step; b += 64)
+          __builtin_prefetch(far.base + s * far.bytes_per_step + b, 0, 2);
+      }
+      typename V::Vec wv[kTileVecs<V, R>];
+      for (int v = 0; v < kTileVecs<V, R>; ++v) wv[v] = V::load(w + s * kPanel + v * V::kWidth);
+      fma_rows<V, R>(acc, wv, x + s, a.n_in);
+    }
   }
 };
 
@@ -341,6 +384,72 @@ void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
   }
 }
 
+// Batches of kMinWidenedTiles row tiles or more, where V::kWidenChunk > 0 (AVX-512), for
+// the weights a tile widens at a cost (Tile::kWidenOnce: F16). A task's first row tile of a
+// panel widens each k-chunk as it computes and stores it (StoringTile); the task's other row
+// tiles of that panel run plain F32 FMAs over the stored chunk (ChunkTile). Widening in
+// every tile's pass spent each tile's FMA ports on the conversion again: per step of k, a
+// 6-row tile's four vcvtph2ps are 8 uops on Intel beside its 24 FMAs. The stores go to the
+// store ports, which the tiles leave idle, and a chunk stays in L1 (a chunk of 512 k, in L2,
+// made the storing pass twice as slow). The passes resume from the sums in y
+// (sub_panel_pass), and a widened weight is the same float, so each output adds the same
+// products in the same order as one pass over the whole of k: the bits of a row alone.
+template <class Tile>
+void widened_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskShare& ours) {
+  using V = typename Tile::Isa;
+  constexpr int64_t kK = V::kWidenChunk;
+  alignas(64) float chunk[kK * kPanel];
+  MatmulArgs wa = a;
+  wa.widened = chunk;
+  const uint8_t* end = a.panels + ours.panel_end() * static_cast<int64_t>(a.panel_bytes);
+  for (int64_t p = ours.panel_begin(); p < ours.panel_end(); ++p) {
+    const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
+    const int64_t t_begin = ours.tile_begin(p), t_end = ours.tile_end(p);
+    const int64_t row_begin = plan.first_row(t_begin);
+    if (t_end - t_begin == 1) {  // nothing would read a stored chunk
+      run_rows<Tile>(plan.rows(t_begin), a, panel, row_begin, p * kPanel,
+                     UnitRange{0, Tile::units(a)}, FarPrefetch{});
+      continue;
+    }
+    // The other tiles' shares of the next chunk's source, which they prefetch into L2.
+    const int64_t share = (kK * Tile::kUnitBytes + t_end - t_begin - 2) / (t_end - t_begin - 1);
+    for (int64_t k0 = 0; k0 < a.n_in; k0 += kK) {
+      const UnitRange k{k0, k0 + kK < a.n_in ? k0 + kK : a.n_in};
+      run_rows<StoringTile<Tile>>(plan.rows(t_begin), wa, panel, row_begin, p * kPanel, k,
+                                  FarPrefetch{});
+      // The next chunk's source: this panel's next, or the next panel's first.
+      const uint8_t* next =
+          k.end < a.n_in ? panel + k.end * Tile::kUnitBytes : panel + a.panel_bytes;
+      const int64_t steps = k.end - k.begin;
+      const int64_t per_step = ((share + steps - 1) / steps + 63) / 64 * 64;
+      int64_t row0 = row_begin + plan.rows(t_begin);
+      for (int64_t t = t_begin + 1; t < t_end; ++t) {
+        const int64_t rows = plan.rows(t);
+        const FarPrefetch far{
+            next < end ? reinterpret_cast<const char*>(next) + (t - t_begin - 1) * share : nullptr,
+            per_step};
+        run_rows<ChunkTile<V>>(rows, wa, panel, row0, p * kPanel, k, far);
+        row0 += rows;
+      }
+    }
+  }
+}
+
+// Whether Tile's batches go through widened_panels.
+template <class Tile>
+constexpr bool widens_once() {
+  if constexpr (requires { Tile::kWidenOnce; }) {
+    return Tile::kWidenOnce && Tile::Isa::kWidenChunk > 0;
+  } else {
+    return false;
+  }
+}
+
+// The fewest row tiles for which widened_panels pays. F16 on the Xeon (`bench_matmul`
+// `BM_DecodeStep<kF16>`, medians of 4 alternating rounds): 32 rows (6 tiles) 36.7 -> 32.1
+// ms, 16 (3 tiles) 19.5 -> 20.0, 8 (2 tiles) 14.6 -> 15.3.
+constexpr int64_t kMinWidenedTiles = 4;
+
 // Panel by panel; within a panel, rows in tiles, so the panel is read from memory once,
 // by the first tile's pass, and then served from cache to the other tiles. That first pass
 // waits on memory, so it takes the most rows (kMaxRows): their arithmetic hides in the
@@ -349,8 +458,13 @@ void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
 // pass alone could not hide a whole panel.
 template <class Tile>
 void panel_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
+  const int64_t n_panels = (a.n_out + kPanel - 1) / kPanel;
   const TilePlan<Tile> plan(a.n_rows);
-  const TaskShare ours((a.n_out + kPanel - 1) / kPanel, plan.n_tiles, from, to, of);
+  if constexpr (widens_once<Tile>()) {
+    if (g_widen_chunks && plan.n_tiles >= kMinWidenedTiles)
+      return widened_panels<Tile>(a, plan, TaskShare(n_panels, plan.n_tiles, from, to, of));
+  }
+  const TaskShare ours(n_panels, plan.n_tiles, from, to, of);
   if constexpr (Tile::Isa::kChunkBytes > 0) {
     if (a.n_rows > 1 && plan.n_tiles <= kMaxChunkedTiles)
       return chunked_panels<Tile>(a, plan, ours);

@@ -24,6 +24,7 @@ struct Avx2 {
   static constexpr int kTilePrefetchAhead = 4096;
   // Batches go over a panel in k-chunks of this many bytes (tile_loop.h, chunked_panels).
   static constexpr int64_t kChunkBytes = 16384;
+  static constexpr int64_t kWidenChunk = 0;  // tiles widen their own weights (tile_loop.h)
 
   static Vec broadcast(const float* x) { return _mm256_broadcast_ss(x); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }

@@ -420,15 +420,17 @@ TEST(Kernels, RowsAreBitIdenticalWhateverTheBatchAndThreadCount) {
   }
 }
 
-// The same law where k spans several of AVX2's k-chunks (tile_loop.h, chunked_panels: a
-// batch of up to two tiles resumes each pass from the sums stored in y): an odd n_in (a
-// last BF16 pair with one k), a cut last panel, and every batch size around the tiles.
+// The same law where k spans several k-chunks: AVX2's (tile_loop.h, chunked_panels: a
+// batch of up to two tiles resumes each pass from the sums stored in y) and AVX-512's F16
+// chunks widened once for four row tiles or more (widened_panels: the first tile's pass
+// stores them, the others read them). An odd n_in (a last BF16 pair with one k; a last
+// partial chunk), a cut last panel, and every batch size around the tiles.
 TEST(Kernels, RowsSpanningSeveralKChunksAreBitIdenticalInEveryBatch) {
   ThreadPool pool1(1), pool2(2);
   for (Isa isa : runnable_isas()) {
     IsaScope scope(isa);
     for (TensorType type : kAllTypes) {
-      const int64_t n_in = type == TensorType::kQ8_0 ? 800 : 1001, n_out = 136, max_rows = 13;
+      const int64_t n_in = type == TensorType::kQ8_0 ? 800 : 1001, n_out = 136, max_rows = 26;
       const Matrix w = random_matrix(type, n_out, n_in, 21);
       const PackedWeights packed = PackedWeights::pack(w.source());
       const auto x = normal_floats(max_rows * n_in, 22);
