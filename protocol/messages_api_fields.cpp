@@ -144,6 +144,13 @@ void refuse_unknown_fields(const Json& body) {
 }
 
 void refuse_what_is_not_served(const Json& body) {
+  // Anthropic's temperature ranges over [0, 1] (chat's over [0, 2]); its API refuses more.
+  if (const Json* temperature = find_field(body, "temperature");
+      temperature != nullptr && temperature->is_number() && temperature->get<double>() > 1) {
+    reject("Invalid value for 'temperature': " + temperature->dump() +
+               "; the Messages API takes 0 to 1.",
+           "temperature");
+  }
   // The SDKs' message threads keep a conversation on the server, which stores none: the
   // code they recognise lets a caller that allows it go on without a thread.
   if (find_field(body, "thread") != nullptr) {

@@ -209,6 +209,16 @@ TEST(MessagesApiRequest, ThinkingIsRefusedWhereTheAnswerIsForcedFromItsFirstToke
   EXPECT_TRUE(parsed("{" + base + R"(, "tool_choice": {"type": "auto"}})").thinking);
 }
 
+// Anthropic's temperature is at most 1 (chat's 2): its API refuses 1.5, and so does this.
+TEST(MessagesApiRequest, TemperatureAboveOneIsRefused) {
+  const std::string head = R"({"max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}], )";
+  const ApiError error = refused(head + R"("temperature": 1.5})");
+  EXPECT_EQ(error.param, "temperature");
+  EXPECT_EQ(error.status, 400);
+  auto read = parse_messages_request(head + R"("temperature": 1})");
+  ASSERT_TRUE(std::holds_alternative<MessagesRequest>(read));
+}
+
 // As Anthropic does, fields it does not define are refused by name, at the top and inside
 // the objects it reads; tandem's chat extensions pass.
 // Anthropic's max_tokens is at least 1: the chat form's -1 (llama-server's "no limit") is
