@@ -14,6 +14,7 @@
 
 #include "protocol/responses.h"
 #include "server/cors.h"
+#include "server/request_framing.h"
 #include "server/strand_sink.h"
 
 namespace tandem::server {
@@ -37,50 +38,6 @@ constexpr size_t kMaxPipelinedBytes = 64 * 1024;
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
-}
-
-// RFC 9112 6.1 and 6.3: the one transfer coding a body is read in is chunked, once and last,
-// over every Transfer-Encoding line. Beast reads a body as chunked only then, and otherwise
-// reads none, leaving its bytes to be taken for the next request (smuggling; QA: "chunked,
-// chunked" ran a request hidden in the body). Another coding (gzip) is a 501, as the RFC
-// asks of one the server does not implement; chunked repeated or not last is a 400. Both
-// close the connection. Null where the request has no Transfer-Encoding.
-std::optional<ApiError> transfer_coding_refusal(const http::fields& fields) {
-  if (fields.count(http::field::transfer_encoding) == 0) return std::nullopt;
-  int chunked = 0;
-  bool last_chunked = false;
-  std::string other;
-  for (auto [field, end] = fields.equal_range(http::field::transfer_encoding); field != end;
-       ++field) {
-    const std::string_view value = view(field->value());
-    for (size_t begin = 0; begin <= value.size();) {
-      size_t comma = value.find(',', begin);
-      if (comma == std::string_view::npos) comma = value.size();
-      std::string_view coding = value.substr(begin, comma - begin);
-      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
-        coding.remove_prefix(1);
-      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
-        coding.remove_suffix(1);
-      begin = comma + 1;
-      if (coding.empty()) continue;
-      last_chunked = beast::iequals(beast::string_view(coding.data(), coding.size()), "chunked");
-      if (last_chunked) {
-        ++chunked;
-      } else if (other.empty()) {
-        other = std::string(coding);
-      }
-    }
-  }
-  if (!other.empty()) {
-    return ApiError{501, "invalid_request_error",
-                    "Transfer-Encoding '" + other +
-                        "' is not supported; send the body with Content-Length or chunked alone.",
-                    "", "not_implemented"};
-  }
-  if (chunked != 1 || !last_chunked) {
-    return bad_request("A request's Transfer-Encoding must be chunked, once.");
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -297,7 +254,7 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   auto& request = parser_->get();
-  if (auto refused = transfer_coding_refusal(request.base())) {
+  if (auto refused = framing_refusal(request.base(), request.version())) {
     answer(error_answer(*refused), false);
     return;
   }

@@ -271,6 +271,11 @@ std::vector<Case> make_framing_cases() {
       {"CorsPreflight", get("OPTIONS /v1/chat/completions HTTP/1.1"), 204},
       {"HeadOfHealth", get("HEAD /health HTTP/1.1"), 200},
       {"HeadOfCompletions", get("HEAD /v1/completions HTTP/1.1"), 405},
+      // RFC 9112 3.2: an HTTP/1.1 request names its Host once; HTTP/1.0 may omit it.
+      {"Http11WithoutHost", "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", 400},
+      {"HostTwice", get("GET /health HTTP/1.1", "Host: elsewhere\r\n"), 400},
+      {"Http10WithoutHost", "GET /health HTTP/1.0\r\n\r\n", 200},
+      {"Http11WithAnEmptyHost", "GET /health HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n", 200},
       // Headers.
       {"HeaderWithoutColon", get("GET /health HTTP/1.1", "Just-A-Name\r\n"), 400},
       {"HeaderSpaceBeforeColon", get("GET /health HTTP/1.1", "X-Spaced : yes\r\n"), 400},
