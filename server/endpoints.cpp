@@ -309,15 +309,19 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
   // grammar a schema nothing satisfies would only drop its tool, and the error would not
   // name it.
   if (auto error = check_tool_parameters(request.tools)) return refuse(*error);
-  auto grammar =
-      request.tools.constrains()
-          ? compile_tool_call_grammar(request.tools, tool_format(), model_.grammars.get())
-          : compile_output_constraint(request.constraint, model_.grammars.get());
+  const ToolCallFormat framed = framed_call_format(tool_format());
+  auto grammar = request.tools.constrains()
+                     ? compile_tool_call_grammar(request.tools, framed, model_.grammars.get())
+                     : compile_output_constraint(request.constraint, model_.grammars.get());
   if (auto* error = std::get_if<ApiError>(&grammar)) return refuse(*error);
+  // The format the output's calls are read in: the grammar's where one writes them.
+  ToolCallFormat calls_format = request.tools.constrains() ? framed : tool_format();
   // Tools under "auto" beside a JSON format: a call, or the shaped answer.
-  if (auto both = compile_call_or_answer_grammar(request.tools, tool_format(), request.constraint,
-                                                 model_.grammars.get()))
+  if (auto both = compile_call_or_answer_grammar(request.tools, framed, request.constraint,
+                                                 model_.grammars.get())) {
     grammar = std::move(both);
+    calls_format = framed;
+  }
   // Before rendering, so that /v1/responses names its own field (reasoning.effort).
   if (is_chat(request.endpoint) && model_.chat_template) {
     if (auto error = check_reasoning_effort(*model_.chat_template, request.chat)) {
@@ -328,7 +332,7 @@ Endpoints::Result Endpoints::generation(const ApiRequest& api, CompletionRequest
   auto prompts = prompts_of(request, &reasoning_opened);
   if (auto* refused = std::get_if<HttpAnswer>(&prompts)) return std::move(*refused);
   return plan_choices(request, std::move(std::get<std::vector<std::vector<int32_t>>>(prompts)),
-                      std::move(std::get<0>(grammar)), reasoning_opened);
+                      std::move(std::get<0>(grammar)), reasoning_opened, calls_format);
 }
 
 std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_of(
@@ -371,7 +375,7 @@ std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> Endpoints::prompts_o
 GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
                                        std::vector<std::vector<int32_t>> prompts,
                                        std::shared_ptr<const grammar::CompiledGrammar> grammar,
-                                       bool reasoning_opened) {
+                                       bool reasoning_opened, ToolCallFormat calls_format) {
   const Endpoint endpoint = request.endpoint;
   ReasoningReading reasoning = reasoning_reading(request, reasoning_opened);
   // A marker that is a control token reaches the text only when special tokens are rendered
@@ -432,9 +436,13 @@ GenerationPlan Endpoints::plan_choices(CompletionRequest& request,
   plan.reasoning = std::move(reasoning);
   if (request.tools.parses()) {
     // Call ids come from the response id's digits, the choice and the call's index.
-    plan.tools = ToolCallReading{
-        true, tool_format(), header.id.substr(header.id.find_first_of("-_") + 1),
-        request.tools.parallel, request.tools.choice.mode == ToolChoice::Mode::kNamed};
+    plan.tools = ToolCallReading{true,
+                                 calls_format,
+                                 header.id.substr(header.id.find_first_of("-_") + 1),
+                                 request.tools.parallel,
+                                 request.tools.choice.mode == ToolChoice::Mode::kNamed,
+                                 false,
+                                 request.tools.functions};
   }
   plan.access = AccessRecord{endpoint == Endpoint::kCompletions       ? "/v1/completions"
                              : endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions"

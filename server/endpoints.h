@@ -167,9 +167,11 @@ class Endpoints {
   // reasoning_opened: the rendered chat prompt leaves the model inside its reasoning.
   std::variant<std::vector<std::vector<int32_t>>, HttpAnswer> prompts_of(CompletionRequest& request,
                                                                          bool* reasoning_opened);
+  // calls_format: the format the choices' tool calls are read in (framed_call_format where
+  // a grammar writes them).
   GenerationPlan plan_choices(CompletionRequest& request, std::vector<std::vector<int32_t>> prompts,
                               std::shared_ptr<const grammar::CompiledGrammar> grammar,
-                              bool reasoning_opened);
+                              bool reasoning_opened, ToolCallFormat calls_format);
   // Chat whose answers split the reasoning off: the request's reasoning_format, else the
   // server's, where the template knows the family's markers. opened: the rendered prompt
   // opened the reasoning (kept unless a JSON answer's grammar writes the output).

@@ -102,7 +102,7 @@ std::string GenerationResponse::content_text(int32_t choice, Choice& c, std::str
 }
 
 ParsedToolCalls GenerationResponse::parse_calls(std::string_view output) const {
-  ParsedToolCalls parsed = parse_tool_calls(tools_.format, output);
+  ParsedToolCalls parsed = parse_tool_calls(tools_.format, output, tools_.functions);
   if (!tools_.parallel && parsed.calls.size() > 1) parsed.calls.resize(1);
   return parsed;
 }

@@ -40,6 +40,8 @@ struct ToolCallReading {
   // dropped from the text rather than shown as markup; Anthropic's text blocks never hold
   // calls. Chat keeps it as content, as vLLM's parsers do.
   bool drop_cut_call = false;
+  // The request's tools: an XML format's values are read back by their schema types.
+  std::vector<ToolFunction> functions;
 };
 
 // Chat with the reasoning split off (protocol/reasoning.h): each choice's output is read

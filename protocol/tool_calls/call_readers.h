@@ -1,7 +1,9 @@
 // Internal to protocol/tool_calls/: the pieces every format's reader shares, and one
-// reader per format (hermes_calls.cpp, llama3_calls.cpp, mistral_calls.cpp, json_calls.cpp).
+// reader per format (hermes_calls.cpp, llama3_calls.cpp, mistral_calls.cpp, json_calls.cpp,
+// qwen_xml_calls.cpp).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,9 +38,18 @@ std::string_view trim(std::string_view text);
 // Content made only of space is no content.
 std::string content_or_empty(std::string text);
 
+// Calls written as blocks between open_tag and close_tag anywhere in the output (Hermes,
+// Qwen3-Coder): `block` reads a block's inside, nullopt where it is not a call, which then
+// stays in the content, tags and all. The closing tag may be missing at the very end (the
+// model stopped right after the call).
+using BlockReader = std::function<std::optional<ParsedToolCall>(std::string_view inside)>;
+ParsedToolCalls read_blocks(std::string_view text, std::string_view open_tag,
+                            std::string_view close_tag, const BlockReader& block);
+
 ParsedToolCalls read_hermes(std::string_view text);
 ParsedToolCalls read_llama3(std::string_view text);
 ParsedToolCalls read_mistral(std::string_view text);
 ParsedToolCalls read_json(std::string_view text);
+ParsedToolCalls read_qwen_xml(std::string_view text, const std::vector<ToolFunction>& functions);
 
 }  // namespace tandem::tool_calls

@@ -45,6 +45,8 @@ const char* tool_call_format_name(ToolCallFormat format) {
       return "mistral";
     case ToolCallFormat::kMistralArgs:
       return "mistral-args";
+    case ToolCallFormat::kQwenXml:
+      return "qwen3-coder";
     case ToolCallFormat::kJson:
       break;
   }
@@ -56,6 +58,9 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
   // XML inside the block, not Hermes JSON.
   if (has(source, "<tool_call>") && !has(source, "<function=") && !has(source, "<arg_key>")) {
     return ToolCallFormat::kHermes;
+  }
+  if (has(source, "<tool_call>") && has(source, "<function=") && has(source, "<parameter=")) {
+    return ToolCallFormat::kQwenXml;
   }
   if (has(source, "[TOOL_CALLS]")) {
     return has(source, "[ARGS]") ? ToolCallFormat::kMistralArgs : ToolCallFormat::kMistral;
@@ -85,10 +90,15 @@ ToolCallFraming tool_call_framing(ToolCallFormat format) {
       return {"[TOOL_CALLS][", ", ", "]", "{\"name\": \"", "\", \"arguments\": ", "}"};
     case ToolCallFormat::kMistralArgs:
       return {"", "", "", "[TOOL_CALLS]", "[ARGS]", ""};
+    case ToolCallFormat::kQwenXml:  // framed as the plain JSON array (framed_call_format)
     case ToolCallFormat::kJson:
       break;
   }
   return {"[", ", ", "]", "{\"name\": \"", "\", \"arguments\": ", "}"};
+}
+
+ToolCallFormat framed_call_format(ToolCallFormat format) {
+  return format == ToolCallFormat::kQwenXml ? ToolCallFormat::kJson : format;
 }
 
 std::string tool_call_id(ToolCallFormat format, std::string_view response_key, int32_t choice,

@@ -26,9 +26,14 @@ enum class ToolCallFormat {
   // Mistral templates that write [ARGS] (v11 tokenizers): [TOOL_CALLS]name[ARGS]{...} per
   // call. Read by the same parser as kMistral, which takes either form.
   kMistralArgs,
+  // Qwen3-Coder: "<tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...
+  // </function>\n</tool_call>", each value as text, read back by its parameter's schema type
+  // (as vLLM's qwen3_coder parser reads them).
+  kQwenXml,
 };
 
-// "json", "hermes", "llama3", "mistral", "mistral-args": for logs and /v1/models.
+// "json", "hermes", "llama3", "mistral", "mistral-args", "qwen3-coder": for logs and
+// /v1/models.
 const char* tool_call_format_name(ToolCallFormat format);
 
 // Whether the format's call marker is a control token of its family's vocabulary
@@ -52,6 +57,12 @@ struct ToolCallFraming {
   std::string after_arguments;
 };
 ToolCallFraming tool_call_framing(ToolCallFormat format);
+
+// The format calls are written in where a grammar writes them (tool_choice "required", a
+// named function, or a call beside a JSON answer): the format itself, except that an XML
+// format's values are text no JSON Schema grammar frames, so there the calls are the plain
+// JSON array (as vLLM constrains a required call for every parser), and read as such.
+ToolCallFormat framed_call_format(ToolCallFormat format);
 
 // The id of a response's call number `call` of choice `choice`; `response_key` names the
 // response (the hex digits of its id). Mistral's templates refuse any id that is not 9

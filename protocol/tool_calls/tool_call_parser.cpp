@@ -11,6 +11,7 @@ namespace {
 std::string_view marker_of(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::kHermes:
+    case ToolCallFormat::kQwenXml:
       return "<tool_call>";
     case ToolCallFormat::kLlama3:
       return "<|python_tag|>";
@@ -28,6 +29,7 @@ std::string_view marker_of(ToolCallFormat format) {
 std::string_view whole_output_starts(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::kHermes:
+    case ToolCallFormat::kQwenXml:
       return {};
     case ToolCallFormat::kLlama3:
       return "{";
@@ -42,10 +44,13 @@ std::string_view whole_output_starts(ToolCallFormat format) {
 
 }  // namespace
 
-ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text) {
+ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text,
+                                 const std::vector<ToolFunction>& functions) {
   switch (format) {
     case ToolCallFormat::kHermes:
       return tool_calls::read_hermes(text);
+    case ToolCallFormat::kQwenXml:
+      return tool_calls::read_qwen_xml(text, functions);
     case ToolCallFormat::kLlama3:
       return tool_calls::read_llama3(text);
     case ToolCallFormat::kMistral:

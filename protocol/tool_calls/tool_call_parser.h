@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/tool_calls/tool_call_format.h"
+#include "protocol/tool_calls/tool_request.h"
 
 namespace tandem {
 
@@ -24,7 +25,10 @@ struct ParsedToolCalls {
   std::vector<ParsedToolCall> calls;
 };
 
-ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text);
+// `functions` are the request's tools: an XML format (kQwenXml) writes every argument as
+// text, and its parameter's schema type says how to read it back.
+ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text,
+                                 const std::vector<ToolFunction>& functions = {});
 
 // Whether text may be the start of a call in `format`, so that a stream holds it back
 // until the output ends. `text` is all the output so far; `released` how much of it was

@@ -20,7 +20,7 @@ const ReasoningMarkers kThink{"<think>", "</think>"};
 GenerationResponse make(bool stream, bool opened, bool tools, bool logprobs = false) {
   ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
   ToolCallReading reading;
-  if (tools) reading = ToolCallReading{true, ToolCallFormat::kHermes, "x", true, false};
+  if (tools) reading = ToolCallReading{true, ToolCallFormat::kHermes, "x", true, false, false, {}};
   return GenerationResponse(ResponseEncoder(Endpoint::kChatCompletions, header, false), stream,
                             logprobs, 1, {}, reading, {}, nullptr,
                             ReasoningReading{true, kThink, opened});

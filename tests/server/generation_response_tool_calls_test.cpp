@@ -19,7 +19,8 @@ GenerationResponse make_response(bool stream, ToolCallFormat format, bool parall
                                  bool named = false) {
   ResponseHeader header{"chatcmpl-1", 1, "m", 7, "fp"};
   return GenerationResponse(ResponseEncoder(Endpoint::kChatCompletions, header, false), stream,
-                            false, 1, {}, ToolCallReading{true, format, "x", parallel, named});
+                            false, 1, {},
+                            ToolCallReading{true, format, "x", parallel, named, false, {}});
 }
 
 // The output, fed in pieces of `piece` bytes, ending with `reason`.
@@ -172,7 +173,7 @@ TEST(GenerationResponseToolCalls, ACutCallIsDroppedFromTheContentWhereAsked) {
     for (bool drop : {false, true}) {
       SCOPED_TRACE(output + (drop ? " (dropped)" : " (kept)"));
       const auto reading = [&] {
-        ToolCallReading tools{true, ToolCallFormat::kHermes, "x", true, false};
+        ToolCallReading tools{true, ToolCallFormat::kHermes, "x", true, false, false, {}};
         tools.drop_cut_call = drop;
         return tools;
       };

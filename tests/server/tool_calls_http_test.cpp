@@ -115,6 +115,32 @@ TEST(ToolCallsHttp, RequiredGivesValidCallsInTheHermesFormat) {
   EXPECT_EQ(counted() - before, 6) << "the metrics count each call-ending answer as tool_calls";
 }
 
+// Qwen3-Coder's XML calls (the comment's markers make the server read them): a grammar
+// cannot frame their text values, so a required call is written and read as the plain JSON
+// array (framed_call_format), as vLLM forces it; read as XML, no call would come back.
+ServerProcess& qwen_xml_server() {
+  static ScratchDir dir;
+  static const std::filesystem::path path = [] {
+    const auto file = dir.file("qwen3-coder.jinja");
+    std::string source = kHermesTemplate;
+    source.replace(source.find("<tool_call>{"), std::string("<tool_call>{").size(),
+                   "<tool_call>\n<function=NAME>\n<parameter=P>\nV\n</parameter>{");
+    std::ofstream(file) << source;
+    return file;
+  }();
+  static ServerProcess server(tiny_model(), {"--chat-template", path.string()});
+  return server;
+}
+
+TEST(ToolCallsHttp, RequiredCallsOfAnXmlFormatAreTheJsonArray) {
+  const uint16_t port = qwen_xml_server().port();
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE(seed);
+    const json body = post_json(port, "/v1/chat/completions", tool_request("required", seed));
+    EXPECT_GE(checked_calls(body).size(), 1u) << body.dump();
+  }
+}
+
 // Tools under "auto" beside a response format (what the Agents SDK sends for an agent with
 // tools and an output type): each answer is a call of the tools, or the shaped answer, the
 // two outcomes "auto" allows; before, the format's grammar left no call possible.

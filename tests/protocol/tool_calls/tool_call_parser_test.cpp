@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -278,6 +280,74 @@ TEST(ToolCallStream, SendsTheSameContentAsTheWholeOutputWhateverThePieces) {
   }
 }
 
+// Qwen3-Coder's XML: each value is text, read back by its parameter's schema type as vLLM's
+// qwen3_coder parser reads it; a value that is not of its type, or of a parameter the tools
+// do not type, stays a string (a string's "None" too: only a non-string's null is null).
+std::vector<ToolFunction> qwen_tools() {
+  ToolFunction f;
+  f.name = "plan";
+  f.parameters = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+      "city": {"type": "string"}, "days": {"type": "integer"}, "scale": {"type": "number"},
+      "metric": {"type": "boolean"}, "filters": {"type": "object"},
+      "hours": {"type": ["array", "null"]}, "note": {"type": ["null", "string"]}}})");
+  return {f};
+}
+
+TEST(QwenXmlToolCalls, ReadsEachValueByItsParametersType) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kQwenXml,
+      "Let me plan.\n<tool_call>\n<function=plan>\n<parameter=city>\n42\n</parameter>\n"
+      "<parameter=days>\n12345678901234567890\n</parameter>\n<parameter=scale>\n1.50\n"
+      "</parameter>\n<parameter=metric>\nTrue\n</parameter>\n<parameter=filters>\n"
+      "{\"rain\": false}\n</parameter>\n<parameter=hours>\n[6, 12]\n</parameter>\n"
+      "<parameter=note>\nNone\n</parameter>\n<parameter=extra>\n7\n</parameter>\n"
+      "</function>\n</tool_call>",
+      qwen_tools());
+  EXPECT_EQ(parsed.content, "Let me plan.\n");  // as Hermes keeps the text before
+  expect_calls(parsed, {{"plan", R"({"city":"42","days":12345678901234567890,"scale":1.50,)"
+                                 R"("metric":true,"filters":{"rain":false},"hours":[6,12],)"
+                                 R"("note":"None","extra":"7"})"}});
+}
+
+TEST(QwenXmlToolCalls, AValueNotOfItsTypeStaysTextAndInnerLinesAreKept) {
+  const auto parsed = parse_tool_calls(ToolCallFormat::kQwenXml,
+                                       "<tool_call>\n<function=plan>\n<parameter=days>\nthree\n"
+                                       "</parameter>\n<parameter=city>\n\"New\"\nYork\n"
+                                       "</parameter>\n<parameter=metric>\nyes\n</parameter>\n"
+                                       "<parameter=scale>\nnull\n</parameter>\n"
+                                       "</function>\n</tool_call>",
+                                       qwen_tools());
+  expect_calls(
+      parsed, {{"plan", R"({"days":"three","city":"\"New\"\nYork","metric":"yes","scale":null})"}});
+}
+
+// Two calls, the second without its closing tag at the very end; a call cut before
+// </function> does not parse and stays content, as does a block that is not a function.
+TEST(QwenXmlToolCalls, ReadsCallsAndKeepsWhatDoesNotParseAsContent) {
+  const std::string first = "<tool_call>\n<function=a>\n</function>\n</tool_call>\n";
+  auto parsed = parse_tool_calls(
+      ToolCallFormat::kQwenXml,
+      first + "<tool_call>\n<function=b>\n<parameter=x>\n1\n</parameter>\n</function>\n");
+  expect_calls(parsed, {{"a", "{}"}, {"b", R"({"x":"1"})"}});
+  EXPECT_EQ(parsed.content, "");
+  const std::string cut = "<tool_call>\n<function=b>\n<parameter=x>\n1\n</parameter>\n";
+  parsed = parse_tool_calls(ToolCallFormat::kQwenXml, first + cut);
+  expect_calls(parsed, {{"a", "{}"}});
+  EXPECT_EQ(parsed.content, cut);
+  parsed =
+      parse_tool_calls(ToolCallFormat::kQwenXml, "<tool_call>\n{\"name\": \"a\"}\n</tool_call>");
+  EXPECT_TRUE(parsed.calls.empty());
+  EXPECT_EQ(parsed.content, "<tool_call>\n{\"name\": \"a\"}\n</tool_call>");
+}
+
+// Where a grammar writes the calls, an XML format's are the plain JSON array.
+TEST(QwenXmlToolCalls, FramedCallsAreThePlainJsonArray) {
+  EXPECT_EQ(framed_call_format(ToolCallFormat::kQwenXml), ToolCallFormat::kJson);
+  EXPECT_EQ(framed_call_format(ToolCallFormat::kHermes), ToolCallFormat::kHermes);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kQwenXml, "Sure <tool_c", 0), 4u);
+  EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kQwenXml, "[1, 2]", 0), 6u);
+}
+
 TEST(ToolCallStream, HoldsOnlyWhatMayBeginACall) {
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hello <tool", 0), 5u);
   EXPECT_EQ(tool_call_safe_prefix(ToolCallFormat::kHermes, "Hello <b>", 0), 9u);
@@ -307,6 +377,8 @@ TEST(ToolCallFormat, IsDetectedFromTheTemplateSource) {
   EXPECT_EQ(detect_tool_call_format("{{ '<tool_call>\\n' }}{{ tool_call | tojson }}"),
             ToolCallFormat::kHermes);
   EXPECT_EQ(detect_tool_call_format("<tool_call>\\n<function={{ name }}>"), ToolCallFormat::kJson);
+  EXPECT_EQ(detect_tool_call_format("<tool_call>\\n<function={{ name }}>\\n<parameter={{ p }}>"),
+            ToolCallFormat::kQwenXml);
   EXPECT_EQ(detect_tool_call_format("[TOOL_CALLS]{{ calls|tojson }}"), ToolCallFormat::kMistral);
   EXPECT_EQ(detect_tool_call_format("[TOOL_CALLS]{{ name }}[ARGS]{{ args }}"),
             ToolCallFormat::kMistralArgs);

@@ -13,6 +13,8 @@
 #include "protocol/chat_messages.h"
 #include "protocol/chat_prompt.h"
 #include "protocol/tool_calls/tool_call_format.h"
+#include "protocol/tool_calls/tool_call_parser.h"
+#include "protocol/tool_calls/tool_fields.h"
 #include "tests/common/test_support.h"
 
 namespace tandem::TANDEM_UNITY_ID {
@@ -62,7 +64,7 @@ TEST(ToolTemplates, FamiliesAreDetectedAndTheirTemplatesRenderTheTools) {
       {"meta-llama-Llama-3.2-3B-Instruct", ToolCallFormat::kLlama3, "\"name\": \"get_weather\""},
       {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallFormat::kMistral, "[AVAILABLE_TOOLS]"},
       {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallFormat::kMistralArgs, "[AVAILABLE_TOOLS]"},
-      {"Qwen3-Coder", ToolCallFormat::kJson, "<tools>"},
+      {"Qwen3-Coder", ToolCallFormat::kQwenXml, "<tools>"},
   };
   for (const Family& family : families) {
     SCOPED_TRACE(family.template_name);
@@ -125,6 +127,53 @@ TEST(ToolTemplates, MistralTemplatesAcceptTheCallIdsTandemGivesThem) {
       EXPECT_EQ(render_next_turn(source, mistral_call_id(foreign)), "") << foreign;
     }
   }
+}
+
+// Qwen3-Coder's own template as the oracle of its format: an assistant turn with calls of
+// every value type, rendered by the published template, reads back as the same calls.
+TEST(ToolTemplates, QwenCodersRenderedCallsReadBackAsTheCallsSent) {
+  TANDEM_REQUIRE_SHARED();
+  const std::string source = template_source("Qwen3-Coder");
+  auto compiled = JinjaChatTemplate::compile(source);
+  ASSERT_TRUE(std::holds_alternative<JinjaChatTemplate>(compiled));
+  const ordered_json tools = ordered_json::parse(R"([{"type": "function", "function": {
+    "name": "plan", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string"}, "days": {"type": "integer"}, "scale": {"type": "number"},
+      "metric": {"type": "boolean"}, "filters": {"type": "object"},
+      "hours": {"type": "array"}, "limit": {"type": ["integer", "null"]}}}}}])");
+  const ordered_json arguments = ordered_json::parse(
+      R"({"city": "S\u00e3o \"Paulo\"\nnorth <b>", "days": 3, "scale": 1.5, "metric": true,
+          "filters": {"rain": false, "wind": [1, 2]}, "hours": [6, 12], "limit": null})");
+  ordered_json body = {{"messages", ordered_json::array()}, {"tools", tools}};
+  body["messages"].push_back({{"role", "user"}, {"content", "Plan it."}});
+  body["messages"].push_back(
+      {{"role", "assistant"},
+       {"content", "On it."},
+       {"tool_calls",
+        {{{"id", "call_1"},
+          {"type", "function"},
+          {"function", {{"name", "plan"}, {"arguments", arguments.dump()}}}},
+         {{"id", "call_2"},
+          {"type", "function"},
+          {"function", {{"name", "plan"}, {"arguments", R"({"days": 1})"}}}}}}});
+  auto inputs = parse_apply_template_request(body.dump());
+  ASSERT_TRUE(std::holds_alternative<ChatInputs>(inputs));
+  auto rendered = render_chat_request(std::get<JinjaChatTemplate>(compiled),
+                                      std::get<ChatInputs>(inputs), "", "<|im_end|>");
+  ASSERT_TRUE(std::holds_alternative<std::vector<PromptSegment>>(rendered));
+  const std::string prompt = join_segments(std::get<std::vector<PromptSegment>>(rendered));
+  const size_t start = prompt.find("<|im_start|>assistant\n");
+  ASSERT_NE(start, std::string::npos) << prompt;
+  const size_t turn = start + std::string("<|im_start|>assistant\n").size();
+  const std::string output = prompt.substr(turn, prompt.find("<|im_end|>", turn) - turn);
+  ASSERT_NE(output.find("<parameter=city>"), std::string::npos) << output;
+  const ParsedToolCalls parsed = parse_tool_calls(
+      ToolCallFormat::kQwenXml, output, request_fields::read_tool_request(body).functions);
+  EXPECT_EQ(parsed.content, "On it.\n\n") << output;  // the template's lines around it
+  ASSERT_EQ(parsed.calls.size(), 2u) << output;
+  EXPECT_EQ(parsed.calls[0].name, "plan");
+  EXPECT_EQ(ordered_json::parse(parsed.calls[0].arguments), arguments) << output;
+  EXPECT_EQ(ordered_json::parse(parsed.calls[1].arguments), ordered_json::parse(R"({"days": 1})"));
 }
 
 TEST(ToolCallIds, MistralCallIdsKeepAFittingIdAndHashAnyOther) {
