@@ -5,7 +5,8 @@
 // and every accepted request holds the ranges completion_request.h promises. Chat requests are also
 // rendered with every template and checked against a vocabulary size and a context length. Each
 // parser sees the bodies that name its key field ("prompt", "messages", "input", "content",
-// "tokens"); bodies naming none go to the completions parser.
+// "tokens"); bodies naming none go to the completions parser. Bodies with a tool call's
+// marker are also read as a model's output by every tool-call format's reader.
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,7 @@
 #include "protocol/native_writer.h"
 #include "protocol/responses_api_request.h"
 #include "protocol/tokenize_request.h"
+#include "protocol/tool_calls/tool_call_parser.h"
 
 namespace {
 
@@ -244,6 +246,33 @@ void check_tokenize(std::string_view body, bool tokenize, bool detokenize) {
 
 }  // namespace
 
+// A model's output read for tool calls in every family's format: each call read has a
+// name and arguments that are a JSON object's text, and a stream never releases more than
+// the output holds.
+void check_tool_calls(std::string_view output) {
+  static const std::vector<tandem::ToolFunction> functions = [] {
+    tandem::ToolFunction f;
+    f.name = "f";
+    f.parameters = nlohmann::ordered_json::parse(
+        R"({"type": "object", "properties": {"s": {"type": "string"}, "i": {"type": "integer"},
+            "n": {"type": "number"}, "b": {"type": "boolean"}, "o": {"type": "object"},
+            "a": {"type": ["array", "null"]}}})");
+    return std::vector<tandem::ToolFunction>{f};
+  }();
+  using tandem::ToolCallFormat;
+  for (ToolCallFormat format :
+       {ToolCallFormat::kJson, ToolCallFormat::kHermes, ToolCallFormat::kLlama3,
+        ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs, ToolCallFormat::kQwenXml}) {
+    const tandem::ParsedToolCalls parsed = tandem::parse_tool_calls(format, output, functions);
+    for (const tandem::ParsedToolCall& call : parsed.calls) {
+      require(!call.name.empty());
+      const auto arguments = nlohmann::json::parse(call.arguments, nullptr, false);
+      require(arguments.is_object());
+    }
+    require(tandem::tool_call_safe_prefix(format, output, 0) <= output.size());
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   // Each parser runs only on bodies that name its key field: without it every parser stops
@@ -264,5 +293,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_embeddings(body);
   }
   if (tokenize || detokenize) check_tokenize(body, tokenize, detokenize);
+  if (names("<tool_call>") || names("[TOOL_CALLS]") || names("\"name\"")) check_tool_calls(body);
   return 0;
 }
