@@ -1,6 +1,6 @@
 // Internal to protocol/tool_calls/: the pieces every format's reader shares, and one
 // reader per format (hermes_calls.cpp, llama3_calls.cpp, mistral_calls.cpp, json_calls.cpp,
-// qwen_xml_calls.cpp).
+// xml_calls.cpp).
 #pragma once
 
 #include <functional>
@@ -51,5 +51,6 @@ ParsedToolCalls read_llama3(std::string_view text);
 ParsedToolCalls read_mistral(std::string_view text);
 ParsedToolCalls read_json(std::string_view text);
 ParsedToolCalls read_qwen_xml(std::string_view text, const std::vector<ToolFunction>& functions);
+ParsedToolCalls read_glm_xml(std::string_view text, const std::vector<ToolFunction>& functions);
 
 }  // namespace tandem::tool_calls

@@ -47,6 +47,8 @@ const char* tool_call_format_name(ToolCallFormat format) {
       return "mistral-args";
     case ToolCallFormat::kQwenXml:
       return "qwen3-coder";
+    case ToolCallFormat::kGlmXml:
+      return "glm";
     case ToolCallFormat::kJson:
       break;
   }
@@ -61,6 +63,9 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
   }
   if (has(source, "<tool_call>") && has(source, "<function=") && has(source, "<parameter=")) {
     return ToolCallFormat::kQwenXml;
+  }
+  if (has(source, "<tool_call>") && has(source, "<arg_key>") && has(source, "<arg_value>")) {
+    return ToolCallFormat::kGlmXml;
   }
   if (has(source, "[TOOL_CALLS]")) {
     return has(source, "[ARGS]") ? ToolCallFormat::kMistralArgs : ToolCallFormat::kMistral;
@@ -91,6 +96,7 @@ ToolCallFraming tool_call_framing(ToolCallFormat format) {
     case ToolCallFormat::kMistralArgs:
       return {"", "", "", "[TOOL_CALLS]", "[ARGS]", ""};
     case ToolCallFormat::kQwenXml:  // framed as the plain JSON array (framed_call_format)
+    case ToolCallFormat::kGlmXml:
     case ToolCallFormat::kJson:
       break;
   }
@@ -98,7 +104,8 @@ ToolCallFraming tool_call_framing(ToolCallFormat format) {
 }
 
 ToolCallFormat framed_call_format(ToolCallFormat format) {
-  return format == ToolCallFormat::kQwenXml ? ToolCallFormat::kJson : format;
+  const bool xml = format == ToolCallFormat::kQwenXml || format == ToolCallFormat::kGlmXml;
+  return xml ? ToolCallFormat::kJson : format;
 }
 
 std::string tool_call_id(ToolCallFormat format, std::string_view response_key, int32_t choice,

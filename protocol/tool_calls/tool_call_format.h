@@ -30,9 +30,12 @@ enum class ToolCallFormat {
   // </function>\n</tool_call>", each value as text, read back by its parameter's schema type
   // (as vLLM's qwen3_coder parser reads them).
   kQwenXml,
+  // GLM 4.5+: "<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...</tool_call>",
+  // strings as they are and any other value as JSON (vLLM's glm4_moe parser).
+  kGlmXml,
 };
 
-// "json", "hermes", "llama3", "mistral", "mistral-args", "qwen3-coder": for logs and
+// "json", "hermes", "llama3", "mistral", "mistral-args", "qwen3-coder", "glm": for logs and
 // /v1/models.
 const char* tool_call_format_name(ToolCallFormat format);
 

@@ -12,6 +12,7 @@ std::string_view marker_of(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::kHermes:
     case ToolCallFormat::kQwenXml:
+    case ToolCallFormat::kGlmXml:
       return "<tool_call>";
     case ToolCallFormat::kLlama3:
       return "<|python_tag|>";
@@ -30,6 +31,7 @@ std::string_view whole_output_starts(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::kHermes:
     case ToolCallFormat::kQwenXml:
+    case ToolCallFormat::kGlmXml:
       return {};
     case ToolCallFormat::kLlama3:
       return "{";
@@ -51,6 +53,8 @@ ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text,
       return tool_calls::read_hermes(text);
     case ToolCallFormat::kQwenXml:
       return tool_calls::read_qwen_xml(text, functions);
+    case ToolCallFormat::kGlmXml:
+      return tool_calls::read_glm_xml(text, functions);
     case ToolCallFormat::kLlama3:
       return tool_calls::read_llama3(text);
     case ToolCallFormat::kMistral:

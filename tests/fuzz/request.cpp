@@ -262,7 +262,8 @@ void check_tool_calls(std::string_view output) {
   using tandem::ToolCallFormat;
   for (ToolCallFormat format :
        {ToolCallFormat::kJson, ToolCallFormat::kHermes, ToolCallFormat::kLlama3,
-        ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs, ToolCallFormat::kQwenXml}) {
+        ToolCallFormat::kMistral, ToolCallFormat::kMistralArgs, ToolCallFormat::kQwenXml,
+        ToolCallFormat::kGlmXml}) {
     const tandem::ParsedToolCalls parsed = tandem::parse_tool_calls(format, output, functions);
     for (const tandem::ParsedToolCall& call : parsed.calls) {
       require(!call.name.empty());

@@ -340,6 +340,29 @@ TEST(QwenXmlToolCalls, ReadsCallsAndKeepsWhatDoesNotParseAsContent) {
   EXPECT_EQ(parsed.content, "<tool_call>\n{\"name\": \"a\"}\n</tool_call>");
 }
 
+// GLM 4.5+: strings as they are, everything else as JSON; an untyped parameter's JSON is
+// read as JSON. Space between the tags (GLM 4.5's newlines) is not a value.
+TEST(GlmXmlToolCalls, ReadsStringsAsTextAndOtherValuesAsJson) {
+  const auto parsed = parse_tool_calls(
+      ToolCallFormat::kGlmXml,
+      "Checking.<tool_call>plan\n<arg_key>city</arg_key>\n<arg_value>[Paris]</arg_value>\n"
+      "<arg_key>days</arg_key><arg_value>3</arg_value><arg_key>metric</arg_key>"
+      "<arg_value>false</arg_value><arg_key>filters</arg_key><arg_value>{\"rain\": true}"
+      "</arg_value><arg_key>extra</arg_key><arg_value>[1, 2]</arg_value><arg_key>word"
+      "</arg_key><arg_value>hi there</arg_value></tool_call><tool_call>plan</tool_call>",
+      qwen_tools());
+  EXPECT_EQ(parsed.content, "Checking.");
+  expect_calls(parsed, {{"plan", R"({"city":"[Paris]","days":3,"metric":false,)"
+                                 R"("filters":{"rain":true},"extra":[1,2],"word":"hi there"})"},
+                        {"plan", "{}"}});
+  // A value whose tag does not close stays content, and so does Qwen3-Coder's form.
+  const std::string cut = "<tool_call>plan<arg_key>days</arg_key><arg_value>3</tool_call>";
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kGlmXml, cut, qwen_tools()).calls.empty());
+  EXPECT_EQ(detect_tool_call_format("<tool_call>{{ name }}<arg_key>{{ k }}</arg_key><arg_value>"),
+            ToolCallFormat::kGlmXml);
+  EXPECT_EQ(framed_call_format(ToolCallFormat::kGlmXml), ToolCallFormat::kJson);
+}
+
 // Where a grammar writes the calls, an XML format's are the plain JSON array.
 TEST(QwenXmlToolCalls, FramedCallsAreThePlainJsonArray) {
   EXPECT_EQ(framed_call_format(ToolCallFormat::kQwenXml), ToolCallFormat::kJson);

@@ -129,11 +129,14 @@ TEST(ToolTemplates, MistralTemplatesAcceptTheCallIdsTandemGivesThem) {
   }
 }
 
-// Qwen3-Coder's own template as the oracle of its format: an assistant turn with calls of
-// every value type, rendered by the published template, reads back as the same calls.
-TEST(ToolTemplates, QwenCodersRenderedCallsReadBackAsTheCallsSent) {
-  TANDEM_REQUIRE_SHARED();
-  const std::string source = template_source("Qwen3-Coder");
+// A family's own template as the oracle of its XML format: an assistant turn with calls of
+// every value type, rendered by the published template, reads back as the calls sent.
+// `turn_open` opens the assistant's turn, `turn_close` ends it.
+void expect_rendered_calls_read_back(const std::string& name, ToolCallFormat format,
+                                     const std::string& turn_open, const std::string& turn_close) {
+  SCOPED_TRACE(name);
+  const std::string source = template_source(name);
+  ASSERT_EQ(detect_tool_call_format(source), format);
   auto compiled = JinjaChatTemplate::compile(source);
   ASSERT_TRUE(std::holds_alternative<JinjaChatTemplate>(compiled));
   const ordered_json tools = ordered_json::parse(R"([{"type": "function", "function": {
@@ -156,24 +159,33 @@ TEST(ToolTemplates, QwenCodersRenderedCallsReadBackAsTheCallsSent) {
          {{"id", "call_2"},
           {"type", "function"},
           {"function", {{"name", "plan"}, {"arguments", R"({"days": 1})"}}}}}}});
+  body["messages"].push_back({{"role", "user"}, {"content", "Thanks."}});
   auto inputs = parse_apply_template_request(body.dump());
   ASSERT_TRUE(std::holds_alternative<ChatInputs>(inputs));
   auto rendered = render_chat_request(std::get<JinjaChatTemplate>(compiled),
-                                      std::get<ChatInputs>(inputs), "", "<|im_end|>");
+                                      std::get<ChatInputs>(inputs), "", "");
   ASSERT_TRUE(std::holds_alternative<std::vector<PromptSegment>>(rendered));
   const std::string prompt = join_segments(std::get<std::vector<PromptSegment>>(rendered));
-  const size_t start = prompt.find("<|im_start|>assistant\n");
+  const size_t start = prompt.find(turn_open);
   ASSERT_NE(start, std::string::npos) << prompt;
-  const size_t turn = start + std::string("<|im_start|>assistant\n").size();
-  const std::string output = prompt.substr(turn, prompt.find("<|im_end|>", turn) - turn);
-  ASSERT_NE(output.find("<parameter=city>"), std::string::npos) << output;
-  const ParsedToolCalls parsed = parse_tool_calls(
-      ToolCallFormat::kQwenXml, output, request_fields::read_tool_request(body).functions);
-  EXPECT_EQ(parsed.content, "On it.\n\n") << output;  // the template's lines around it
+  const size_t turn = start + turn_open.size();
+  const std::string output = prompt.substr(turn, prompt.find(turn_close, turn) - turn);
+  ASSERT_NE(output.find("city"), std::string::npos) << output;
+  const ParsedToolCalls parsed =
+      parse_tool_calls(format, output, request_fields::read_tool_request(body).functions);
+  EXPECT_NE(parsed.content.find("On it."), std::string::npos) << output;
   ASSERT_EQ(parsed.calls.size(), 2u) << output;
   EXPECT_EQ(parsed.calls[0].name, "plan");
   EXPECT_EQ(ordered_json::parse(parsed.calls[0].arguments), arguments) << output;
   EXPECT_EQ(ordered_json::parse(parsed.calls[1].arguments), ordered_json::parse(R"({"days": 1})"));
+}
+
+TEST(ToolTemplates, XmlFamiliesRenderedCallsReadBackAsTheCallsSent) {
+  TANDEM_REQUIRE_SHARED();
+  expect_rendered_calls_read_back("Qwen3-Coder", ToolCallFormat::kQwenXml,
+                                  "<|im_start|>assistant\n", "<|im_end|>");
+  expect_rendered_calls_read_back("GLM-4.7-Flash", ToolCallFormat::kGlmXml, "<|assistant|>",
+                                  "<|user|>");
 }
 
 TEST(ToolCallIds, MistralCallIdsKeepAFittingIdAndHashAnyOther) {

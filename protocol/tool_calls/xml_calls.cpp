@@ -1,9 +1,11 @@
-// Qwen3-Coder: "<tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...
+// The XML tool-call formats, whose values are text read back by their parameters' schema
+// types. Qwen3-Coder: "<tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...
 // </function>\n</tool_call>" blocks anywhere in the output, as its chat template writes an
 // assistant's calls (a mapping or a list as JSON, anything else as Python's str()) and as
 // vLLM's qwen3_coder parser reads them: each value's text is read back by its parameter's
 // JSON Schema type, and stays a string where the type is a string's, unknown, or the text
-// is not a value of that type.
+// is not a value of that type. GLM 4.5+ (below) writes strings as they are and everything
+// else as JSON, as vLLM's glm4_moe parser reads them.
 #include "protocol/tool_calls/call_readers.h"
 
 namespace tandem::tool_calls {
@@ -44,9 +46,15 @@ std::string type_of(const std::vector<ToolFunction>& functions, std::string_view
 // integers, numbers, booleans where the text is one (Python's True and False too, as the
 // template's str() writes them); objects and arrays where the text is JSON of that kind;
 // otherwise the text itself as a string.
-std::string value_json(std::string_view text, const std::string& type) {
+// untyped_json: a value of a parameter the tools do not type is read as JSON where it is
+// (GLM's template writes every non-string as JSON), else as text.
+std::string value_json(std::string_view text, const std::string& type, bool untyped_json = false) {
   const std::string as_string = Json(std::string(text)).dump();
-  if (type.empty() || type == "string") return as_string;
+  if (type == "string") return as_string;
+  if (type.empty()) {
+    const auto value = untyped_json ? parse_json(text) : std::nullopt;
+    return value ? minify_json(trim(text)) : as_string;
+  }
   if (text == "null" || text == "None") return "null";
   const auto value = parse_json(text);
   if (type == "boolean") {
@@ -102,7 +110,46 @@ std::optional<ParsedToolCall> read_function(std::string_view inside,
   return call;
 }
 
+// GLM 4.5+: "NAME<arg_key>K</arg_key><arg_value>V</arg_value>..." inside the block (space
+// between the tags allowed, as GLM 4.5's template puts newlines there); nullopt where it is
+// not that, or a tag does not close.
+std::optional<ParsedToolCall> read_glm_call(std::string_view inside,
+                                            const std::vector<ToolFunction>& functions) {
+  static constexpr std::string_view kKey = "<arg_key>", kKeyEnd = "</arg_key>";
+  static constexpr std::string_view kValue = "<arg_value>", kValueEnd = "</arg_value>";
+  std::string_view rest = trim(inside);
+  const size_t name_end = std::min(rest.find(kKey), rest.size());
+  ParsedToolCall call;
+  call.name = std::string(trim(rest.substr(0, name_end)));
+  if (call.name.empty() || call.name.find_first_of("<>\n") != std::string::npos)
+    return std::nullopt;
+  rest = rest.substr(name_end);
+  std::string arguments = "{";
+  while (!rest.empty()) {
+    if (!starts_with(rest, kKey)) return std::nullopt;
+    const size_t key_end = rest.find(kKeyEnd);
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string key(trim(rest.substr(kKey.size(), key_end - kKey.size())));
+    rest = trim(rest.substr(key_end + kKeyEnd.size()));
+    if (key.empty() || !starts_with(rest, kValue)) return std::nullopt;
+    const size_t value_end = rest.find(kValueEnd);
+    if (value_end == std::string_view::npos) return std::nullopt;
+    const std::string_view value = rest.substr(kValue.size(), value_end - kValue.size());
+    rest = trim(rest.substr(value_end + kValueEnd.size()));
+    if (arguments.size() > 1) arguments += ',';
+    arguments +=
+        Json(key).dump() + ':' + value_json(value, type_of(functions, call.name, key), true);
+  }
+  call.arguments = arguments + '}';
+  return call;
+}
+
 }  // namespace
+
+ParsedToolCalls read_glm_xml(std::string_view text, const std::vector<ToolFunction>& functions) {
+  return read_blocks(text, "<tool_call>", "</tool_call>",
+                     [&](std::string_view inside) { return read_glm_call(inside, functions); });
+}
 
 ParsedToolCalls read_qwen_xml(std::string_view text, const std::vector<ToolFunction>& functions) {
   return read_blocks(text, "<tool_call>", "</tool_call>",
