@@ -8,6 +8,8 @@
 // else as JSON, as vLLM's glm4_moe parser reads them.
 #include "protocol/tool_calls/call_readers.h"
 
+#include <algorithm>
+
 namespace tandem::tool_calls {
 namespace {
 
@@ -18,6 +20,23 @@ constexpr std::string_view kParameterEnd = "</parameter>";
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
+}
+
+// A function name as a request may give one (OpenAI's rule, tool_fields.cpp: 1 to 64 of
+// a-z A-Z 0-9 _ -; '.' too, which some templates' examples use): anything else is not a call.
+bool is_function_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A JSON string of text the model wrote, which may hold bytes that are not UTF-8 (replaced).
+std::string json_string(std::string_view text) {
+  return Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // The schema type of `function`'s `parameter`: its "type", or a list's first that is not
@@ -49,7 +68,7 @@ std::string type_of(const std::vector<ToolFunction>& functions, std::string_view
 // untyped_json: a value of a parameter the tools do not type is read as JSON where it is
 // (GLM's template writes every non-string as JSON), else as text.
 std::string value_json(std::string_view text, const std::string& type, bool untyped_json = false) {
-  const std::string as_string = Json(std::string(text)).dump();
+  const std::string as_string = json_string(text);
   if (type == "string") return as_string;
   if (type.empty()) {
     const auto value = untyped_json ? parse_json(text) : std::nullopt;
@@ -80,7 +99,7 @@ std::optional<ParsedToolCall> read_function(std::string_view inside,
   if (name_end == std::string_view::npos) return std::nullopt;
   ParsedToolCall call;
   call.name = std::string(trim(rest.substr(kFunction.size(), name_end - kFunction.size())));
-  if (call.name.empty() || call.name.find('\n') != std::string::npos) return std::nullopt;
+  if (!is_function_name(call.name)) return std::nullopt;
   rest = trim(rest.substr(name_end + 1));
   std::string arguments = "{";
   while (starts_with(rest, kParameter)) {
@@ -89,20 +108,18 @@ std::optional<ParsedToolCall> read_function(std::string_view inside,
     const std::string key(trim(rest.substr(kParameter.size(), key_end - kParameter.size())));
     if (key.empty()) return std::nullopt;
     std::string_view value = rest.substr(key_end + 1);
-    size_t end = value.find(kParameterEnd);
-    const size_t after =
-        end == std::string_view::npos ? std::string_view::npos : end + kParameterEnd.size();
-    // A value whose close tag is missing runs to the next parameter or the function's end.
-    if (end == std::string_view::npos)
-      end = std::min(value.find(kParameter), value.find(kFunctionEnd));
+    // The value ends at its close tag, or where one is missing at the next parameter or the
+    // function's end, whichever comes first (as vLLM's parser's pattern ends it).
+    const size_t close = value.find(kParameterEnd);
+    const size_t end = std::min({close, value.find(kParameter), value.find(kFunctionEnd)});
     if (end == std::string_view::npos) return std::nullopt;
-    rest = trim(value.substr(after == std::string_view::npos ? end : after));
+    rest = trim(value.substr(end == close ? end + kParameterEnd.size() : end));
     value = value.substr(0, end);
     // The template writes a newline on each side of the value; only those are not the value.
     if (starts_with(value, "\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     if (arguments.size() > 1) arguments += ',';
-    arguments += Json(key).dump() + ':' + value_json(value, type_of(functions, call.name, key));
+    arguments += json_string(key) + ':' + value_json(value, type_of(functions, call.name, key));
   }
   if (!starts_with(rest, kFunctionEnd) || !trim(rest.substr(kFunctionEnd.size())).empty())
     return std::nullopt;
@@ -121,8 +138,7 @@ std::optional<ParsedToolCall> read_glm_call(std::string_view inside,
   const size_t name_end = std::min(rest.find(kKey), rest.size());
   ParsedToolCall call;
   call.name = std::string(trim(rest.substr(0, name_end)));
-  if (call.name.empty() || call.name.find_first_of("<>\n") != std::string::npos)
-    return std::nullopt;
+  if (!is_function_name(call.name)) return std::nullopt;
   rest = rest.substr(name_end);
   std::string arguments = "{";
   while (!rest.empty()) {
@@ -138,7 +154,7 @@ std::optional<ParsedToolCall> read_glm_call(std::string_view inside,
     rest = trim(rest.substr(value_end + kValueEnd.size()));
     if (arguments.size() > 1) arguments += ',';
     arguments +=
-        Json(key).dump() + ':' + value_json(value, type_of(functions, call.name, key), true);
+        json_string(key) + ':' + value_json(value, type_of(functions, call.name, key), true);
   }
   call.arguments = arguments + '}';
   return call;

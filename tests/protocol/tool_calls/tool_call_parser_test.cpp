@@ -340,6 +340,28 @@ TEST(QwenXmlToolCalls, ReadsCallsAndKeepsWhatDoesNotParseAsContent) {
   EXPECT_EQ(parsed.content, "<tool_call>\n{\"name\": \"a\"}\n</tool_call>");
 }
 
+// A value whose close tag is missing ends at the next parameter (as vLLM's pattern ends it);
+// bytes that are not UTF-8 are replaced, never thrown on; a name no request could give
+// (space, a tag) is not a call.
+TEST(QwenXmlToolCalls, OddTextEndsValuesAsVllmDoesAndNeverThrows) {
+  auto parsed = parse_tool_calls(ToolCallFormat::kQwenXml,
+                                 "<tool_call>\n<function=plan>\n<parameter=city>\nRome\n"
+                                 "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
+                                 qwen_tools());
+  expect_calls(parsed, {{"plan", R"({"city":"Rome","days":2})"}});
+  parsed = parse_tool_calls(ToolCallFormat::kQwenXml,
+                            "<tool_call>\n<function=plan>\n<parameter=c\xff>\n\xfe\n</parameter>\n"
+                            "</function>\n</tool_call>");
+  expect_calls(parsed, {{"plan", "{\"c\xef\xbf\xbd\":\"\xef\xbf\xbd\"}"}});
+  for (const char* name : {"my plan", "a<b", ""}) {
+    const std::string block =
+        std::string("<tool_call>\n<function=") + name + ">\n</function>\n</tool_call>";
+    parsed = parse_tool_calls(ToolCallFormat::kQwenXml, block);
+    EXPECT_TRUE(parsed.calls.empty()) << name;
+    EXPECT_EQ(parsed.content, block);
+  }
+}
+
 // GLM 4.5+: strings as they are, everything else as JSON; an untyped parameter's JSON is
 // read as JSON. Space between the tags (GLM 4.5's newlines) is not a value.
 TEST(GlmXmlToolCalls, ReadsStringsAsTextAndOtherValuesAsJson) {
