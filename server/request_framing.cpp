@@ -1,5 +1,6 @@
 #include "server/request_framing.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -58,8 +59,39 @@ std::optional<ApiError> transfer_coding_refusal(const http::fields& fields) {
   return std::nullopt;
 }
 
-// RFC 9112 3.2: an HTTP/1.1 request without a Host line, and any request with more than
-// one, is a 400 (an empty value is allowed: a request whose target has no authority).
+// RFC 3986 3.2.2-3.2.3: a Host value is uri-host [":" port]: a bracketed IP literal, or a
+// reg-name of unreserved, percent-encoded and sub-delim characters; the port is digits.
+// Space, a comma list (what an intermediary makes of two Host lines) and bytes past ASCII
+// are not a host.
+bool is_host_value(std::string_view value) {
+  size_t at = 0;
+  if (!value.empty() && value.front() == '[') {
+    const size_t close = value.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    for (const char c : value.substr(1, close - 1)) {
+      const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      c == ':' || c == '.' || c == '-' || c == '_' || c == '~' || c == '%';
+      if (!ok) return false;
+    }
+    at = close + 1;
+  } else {
+    for (; at < value.size() && value[at] != ':'; ++at) {
+      const char c = value[at];
+      const bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      std::string_view("-._~%!$&'()*+,;=").find(c) != std::string_view::npos;
+      if (!ok) return false;
+    }
+  }
+  if (at == value.size()) return true;
+  if (value[at] != ':') return false;
+  const std::string_view port = value.substr(at + 1);
+  return port.size() <= 5 &&
+         std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// RFC 9112 3.2: an HTTP/1.1 request without a Host line, any request with more than one,
+// and one whose Host is not a host, are 400s (an empty value is allowed: a request whose
+// target has no authority).
 std::optional<ApiError> host_refusal(const http::fields& fields, unsigned version) {
   const size_t lines = fields.count(http::field::host);
   if (lines > 1)
@@ -67,6 +99,8 @@ std::optional<ApiError> host_refusal(const http::fields& fields, unsigned versio
                        " (RFC 9112 3.2).");
   if (lines == 0 && version >= 11)
     return bad_request("An HTTP/1.1 request needs a Host header (RFC 9112 3.2).");
+  if (lines == 1 && !is_host_value(framing_text(fields[http::field::host])))
+    return bad_request("The Host header is not a host[:port] (RFC 9112 3.2).");
   return std::nullopt;
 }
 

@@ -180,6 +180,12 @@ void Session::release_body() {
 // for the interim response; a body over the limit was refused with the header already.
 // A body that would pass every connection's total is refused unread (a 503 that closes).
 void Session::read_body() {
+  // The head alone decides these: refused before any interim answer or body byte.
+  framing_refused_ = framing_refusal(parser_->get().base(), parser_->get().version());
+  if (framing_refused_) {
+    on_request({});
+    return;
+  }
   if (!reserve_body()) {
     body_refused_ = true;
     on_request({});
@@ -221,6 +227,12 @@ void Session::on_request(beast::error_code ec) {
   // Every answer from here, the refusals below included, speaks the request's version.
   if (parser_->is_header_done() || ec == http::error::body_limit)
     version_ = parser_->get().version() == 10 ? 10 : 11;
+  if (framing_refused_) {
+    const ApiError refused = std::move(*framing_refused_);
+    framing_refused_.reset();
+    answer(error_answer(refused), false);
+    return;
+  }
   if (body_refused_) {
     body_refused_ = false;
     answer(error_answer(overloaded(
@@ -254,10 +266,6 @@ void Session::on_request(beast::error_code ec) {
     return;
   }
   auto& request = parser_->get();
-  if (auto refused = framing_refusal(request.base(), request.version())) {
-    answer(error_answer(*refused), false);
-    return;
-  }
   if (context_.draining.load()) {
     answer(error_answer(api_error_for(ErrorKind::kShuttingDown)), false);
     return;

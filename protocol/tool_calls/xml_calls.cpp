@@ -9,6 +9,8 @@
 #include "protocol/tool_calls/call_readers.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <utility>
 
 namespace tandem::tool_calls {
 namespace {
@@ -61,10 +63,22 @@ std::string type_of(const std::vector<ToolFunction>& functions, std::string_view
   return {};
 }
 
-// A value's JSON text as its type reads it: null where the text says null (any type);
-// integers, numbers, booleans where the text is one (Python's True and False too, as the
-// template's str() writes them); objects and arrays where the text is JSON of that kind;
-// otherwise the text itself as a string.
+// Whether text, space around it aside, is `word` in any case (vLLM lowercases these).
+bool is_word(std::string_view text, std::string_view word) {
+  text = trim(text);
+  if (text.size() != word.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    const char c =
+        text[i] >= 'A' && text[i] <= 'Z' ? static_cast<char>(text[i] - 'A' + 'a') : text[i];
+    if (c != word[i]) return false;
+  }
+  return true;
+}
+
+// A value's JSON text as its type reads it: null where the text says null or None (any
+// type but a string's); integers, numbers, booleans where the text is one (any case, as
+// vLLM reads them; the template's str() writes True); objects and arrays where the text is
+// JSON of that kind; otherwise the text itself as a string.
 // untyped_json: a value of a parameter the tools do not type is read as JSON where it is
 // (GLM's template writes every non-string as JSON), else as text.
 std::string value_json(std::string_view text, const std::string& type, bool untyped_json = false) {
@@ -74,13 +88,13 @@ std::string value_json(std::string_view text, const std::string& type, bool unty
     const auto value = untyped_json ? parse_json(text) : std::nullopt;
     return value ? minify_json(trim(text)) : as_string;
   }
-  if (text == "null" || text == "None") return "null";
-  const auto value = parse_json(text);
+  if (is_word(text, "null") || is_word(text, "none")) return "null";
   if (type == "boolean") {
-    if (text == "true" || text == "True") return "true";
-    if (text == "false" || text == "False") return "false";
+    if (is_word(text, "true")) return "true";
+    if (is_word(text, "false")) return "false";
     return as_string;
   }
+  const auto value = parse_json(text);
   if (!value) return as_string;
   const bool fits = (type == "integer" && value->is_number_integer()) ||
                     (type == "number" && value->is_number()) ||
@@ -89,47 +103,95 @@ std::string value_json(std::string_view text, const std::string& type, bool unty
   return fits ? minify_json(trim(text)) : as_string;
 }
 
+// A call's arguments as they are read, a key given twice keeping its first place and its
+// last value (as the dict vLLM's parsers build does).
+class Arguments {
+ public:
+  void add(std::string_view key, std::string value_json) {
+    std::string name = json_string(key);
+    const auto [at, added] = index_.try_emplace(name, entries_.size());
+    if (!added) {
+      entries_[at->second].second = std::move(value_json);
+      return;
+    }
+    entries_.emplace_back(std::move(name), std::move(value_json));
+  }
+  std::string json() const {
+    std::string out = "{";
+    for (const auto& [k, v] : entries_) out += (out.size() > 1 ? "," : "") + k + ':' + v;
+    return out + '}';
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> entries_;
+  std::unordered_map<std::string, size_t> index_;  // a key's place in entries_
+};
+
+// The next `tag` at or after `from` in text, npos where none: each search starts where the
+// last one found its tag, so a block's parameters are read in one pass however many there
+// are (searching from every parameter to the block's end made it quadratic, QA).
+class NextTag {
+ public:
+  NextTag(std::string_view text, std::string_view tag) : text_(text), tag_(tag) {}
+  size_t at_or_after(size_t from) {
+    if (found_ != std::string_view::npos && found_ < from) found_ = text_.find(tag_, from);
+    return found_;
+  }
+
+ private:
+  std::string_view text_, tag_;
+  size_t found_ = 0;  // 0 < any `from` past the block's start: searched on first use
+};
+
 // A block's inside: one function and its parameters, nothing else but space; nullopt where
-// it is not (a call cut short has no </function>).
+// it is not (a call cut short has no </function>). A value ends at its close tag or, where
+// that is missing, at the next parameter or </function>, whichever is first (as vLLM's
+// parser's pattern ends it).
 std::optional<ParsedToolCall> read_function(std::string_view inside,
                                             const std::vector<ToolFunction>& functions) {
-  std::string_view rest = trim(inside);
-  if (!starts_with(rest, kFunction)) return std::nullopt;
-  const size_t name_end = rest.find('>');
+  const std::string_view body = trim(inside);
+  if (!starts_with(body, kFunction)) return std::nullopt;
+  const size_t name_end = body.find('>');
   if (name_end == std::string_view::npos) return std::nullopt;
   ParsedToolCall call;
-  call.name = std::string(trim(rest.substr(kFunction.size(), name_end - kFunction.size())));
+  call.name = std::string(trim(body.substr(kFunction.size(), name_end - kFunction.size())));
   if (!is_function_name(call.name)) return std::nullopt;
-  rest = trim(rest.substr(name_end + 1));
-  std::string arguments = "{";
-  while (starts_with(rest, kParameter)) {
-    const size_t key_end = rest.find('>');
+  NextTag closes(body, kParameterEnd), parameters(body, kParameter), ends(body, kFunctionEnd);
+  Arguments arguments;
+  size_t at = name_end + 1;
+  auto skip_space = [&] {
+    while (at < body.size() && is_space(body[at])) ++at;
+  };
+  skip_space();
+  while (starts_with(body.substr(at), kParameter)) {
+    const size_t key_end = body.find('>', at);
     if (key_end == std::string_view::npos) return std::nullopt;
-    const std::string key(trim(rest.substr(kParameter.size(), key_end - kParameter.size())));
+    const std::string_view key =
+        trim(body.substr(at + kParameter.size(), key_end - at - kParameter.size()));
     if (key.empty()) return std::nullopt;
-    std::string_view value = rest.substr(key_end + 1);
-    // The value ends at its close tag, or where one is missing at the next parameter or the
-    // function's end, whichever comes first (as vLLM's parser's pattern ends it).
-    const size_t close = value.find(kParameterEnd);
-    const size_t end = std::min({close, value.find(kParameter), value.find(kFunctionEnd)});
+    const size_t begin = key_end + 1;
+    const size_t close = closes.at_or_after(begin);
+    const size_t end = std::min({close, parameters.at_or_after(begin), ends.at_or_after(begin)});
     if (end == std::string_view::npos) return std::nullopt;
-    rest = trim(value.substr(end == close ? end + kParameterEnd.size() : end));
-    value = value.substr(0, end);
+    std::string_view value = body.substr(begin, end - begin);
     // The template writes a newline on each side of the value; only those are not the value.
     if (starts_with(value, "\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    if (arguments.size() > 1) arguments += ',';
-    arguments += json_string(key) + ':' + value_json(value, type_of(functions, call.name, key));
+    arguments.add(key, value_json(value, type_of(functions, call.name, key)));
+    at = end == close ? end + kParameterEnd.size() : end;
+    skip_space();
   }
-  if (!starts_with(rest, kFunctionEnd) || !trim(rest.substr(kFunctionEnd.size())).empty())
+  if (!starts_with(body.substr(at), kFunctionEnd) ||
+      !trim(body.substr(at + kFunctionEnd.size())).empty())
     return std::nullopt;
-  call.arguments = arguments + '}';
+  call.arguments = arguments.json();
   return call;
 }
 
 // GLM 4.5+: "NAME<arg_key>K</arg_key><arg_value>V</arg_value>..." inside the block (space
-// between the tags allowed, as GLM 4.5's template puts newlines there); nullopt where it is
-// not that, or a tag does not close.
+// between the tags allowed, as GLM 4.5's template puts newlines there; space around a
+// value is not the value, as vLLM strips it); nullopt where it is not that, or a tag does
+// not close.
 std::optional<ParsedToolCall> read_glm_call(std::string_view inside,
                                             const std::vector<ToolFunction>& functions) {
   static constexpr std::string_view kKey = "<arg_key>", kKeyEnd = "</arg_key>";
@@ -140,23 +202,21 @@ std::optional<ParsedToolCall> read_glm_call(std::string_view inside,
   call.name = std::string(trim(rest.substr(0, name_end)));
   if (!is_function_name(call.name)) return std::nullopt;
   rest = rest.substr(name_end);
-  std::string arguments = "{";
+  Arguments arguments;
   while (!rest.empty()) {
     if (!starts_with(rest, kKey)) return std::nullopt;
     const size_t key_end = rest.find(kKeyEnd);
     if (key_end == std::string_view::npos) return std::nullopt;
-    const std::string key(trim(rest.substr(kKey.size(), key_end - kKey.size())));
+    const std::string_view key = trim(rest.substr(kKey.size(), key_end - kKey.size()));
     rest = trim(rest.substr(key_end + kKeyEnd.size()));
     if (key.empty() || !starts_with(rest, kValue)) return std::nullopt;
     const size_t value_end = rest.find(kValueEnd);
     if (value_end == std::string_view::npos) return std::nullopt;
-    const std::string_view value = rest.substr(kValue.size(), value_end - kValue.size());
+    const std::string_view value = trim(rest.substr(kValue.size(), value_end - kValue.size()));
     rest = trim(rest.substr(value_end + kValueEnd.size()));
-    if (arguments.size() > 1) arguments += ',';
-    arguments +=
-        json_string(key) + ':' + value_json(value, type_of(functions, call.name, key), true);
+    arguments.add(key, value_json(value, type_of(functions, call.name, key), true));
   }
-  call.arguments = arguments + '}';
+  call.arguments = arguments.json();
   return call;
 }
 

@@ -276,6 +276,20 @@ std::vector<Case> make_framing_cases() {
       {"HostTwice", get("GET /health HTTP/1.1", "Host: elsewhere\r\n"), 400},
       {"Http10WithoutHost", "GET /health HTTP/1.0\r\n\r\n", 200},
       {"Http11WithAnEmptyHost", "GET /health HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n", 200},
+      // A Host value is host[:port] (RFC 3986): a comma list (two lines joined), space, or
+      // bytes past ASCII are 400s; refused before any 100 Continue or body byte.
+      {"HostAsACommaList", "GET /health HTTP/1.1\r\nHost: a, b\r\nConnection: close\r\n\r\n", 400},
+      {"HostWithASpace", "GET /health HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n", 400},
+      {"HostOfNonAscii", "GET /health HTTP/1.1\r\nHost: \xff\xfe\r\nConnection: close\r\n\r\n",
+       400},
+      {"HostWithAPortTooLong",
+       "GET /health HTTP/1.1\r\nHost: a:123456\r\nConnection: close\r\n\r\n", 400},
+      {"HostAnIpv6LiteralAndPort",
+       "GET /health HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n", 200},
+      {"HostANameAndPort",
+       "GET /health HTTP/1.1\r\nHost: api.example-1.com:443\r\nConnection: close\r\n\r\n", 200},
+      {"NoHostBeforeAnExpectedBody",
+       "POST /tokenize HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 16\r\n\r\n", 400},
       // Headers.
       {"HeaderWithoutColon", get("GET /health HTTP/1.1", "Just-A-Name\r\n"), 400},
       {"HeaderSpaceBeforeColon", get("GET /health HTTP/1.1", "X-Spaced : yes\r\n"), 400},

@@ -362,8 +362,30 @@ TEST(QwenXmlToolCalls, OddTextEndsValuesAsVllmDoesAndNeverThrows) {
   }
 }
 
+// A key given twice keeps its first place and its last value, as the dict vLLM builds does
+// (the APIs showed duplicate keys differently, QA); literals are read in any case; a block
+// of many parameters is read whole (in one pass: it was quadratic).
+TEST(QwenXmlToolCalls, RepeatedKeysKeepTheLastValueAndLiteralsAnyCase) {
+  auto parsed = parse_tool_calls(ToolCallFormat::kQwenXml,
+                                 "<tool_call>\n<function=plan>\n<parameter=days>\n1\n</parameter>\n"
+                                 "<parameter=metric>\n TRUE \n</parameter>\n<parameter=days>\n"
+                                 "2\n</parameter>\n<parameter=hours>\nNULL\n</parameter>\n"
+                                 "</function>\n</tool_call>",
+                                 qwen_tools());
+  expect_calls(parsed, {{"plan", R"({"days":2,"metric":true,"hours":null})"}});
+  std::string many = "<tool_call>\n<function=f>\n";
+  std::string expected = "{";
+  for (int i = 0; i < 20000; ++i) {
+    many += "<parameter=p" + std::to_string(i) + ">\nv\n</parameter>\n";
+    expected += (i ? ",\"p" : "\"p") + std::to_string(i) + "\":\"v\"";
+  }
+  parsed = parse_tool_calls(ToolCallFormat::kQwenXml, many + "</function>\n</tool_call>");
+  expect_calls(parsed, {{"f", expected + "}"}});
+}
+
 // GLM 4.5+: strings as they are, everything else as JSON; an untyped parameter's JSON is
-// read as JSON. Space between the tags (GLM 4.5's newlines) is not a value.
+// read as JSON. Space between the tags (GLM 4.5's newlines) and around a value (vLLM strips
+// it) is not the value; a repeated key keeps its first place and its last value.
 TEST(GlmXmlToolCalls, ReadsStringsAsTextAndOtherValuesAsJson) {
   const auto parsed = parse_tool_calls(
       ToolCallFormat::kGlmXml,
@@ -371,10 +393,11 @@ TEST(GlmXmlToolCalls, ReadsStringsAsTextAndOtherValuesAsJson) {
       "<arg_key>days</arg_key><arg_value>3</arg_value><arg_key>metric</arg_key>"
       "<arg_value>false</arg_value><arg_key>filters</arg_key><arg_value>{\"rain\": true}"
       "</arg_value><arg_key>extra</arg_key><arg_value>[1, 2]</arg_value><arg_key>word"
-      "</arg_key><arg_value>hi there</arg_value></tool_call><tool_call>plan</tool_call>",
+      "</arg_key><arg_value> hi there\n</arg_value><arg_key>days</arg_key><arg_value>4"
+      "</arg_value></tool_call><tool_call>plan</tool_call>",
       qwen_tools());
   EXPECT_EQ(parsed.content, "Checking.");
-  expect_calls(parsed, {{"plan", R"({"city":"[Paris]","days":3,"metric":false,)"
+  expect_calls(parsed, {{"plan", R"({"city":"[Paris]","days":4,"metric":false,)"
                                  R"("filters":{"rain":true},"extra":[1,2],"word":"hi there"})"},
                         {"plan", "{}"}});
   // A value whose tag does not close stays content, and so does Qwen3-Coder's form.
