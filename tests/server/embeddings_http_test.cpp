@@ -190,8 +190,8 @@ TEST(EmbeddingsHttp, AFilesRankPoolingIsRefusedUnlessPoolingIsGiven) {
   EXPECT_EQ(refused.status, 400) << refused.body;
   EXPECT_EQ(refused.json()["error"]["param"], "model") << refused.body;
   EXPECT_NE(refused.body.find("pooling_type is 4"), std::string::npos) << refused.body;
-  const json completion =
-      post_json(rank.port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 3}});
+  const json completion = post_json(rank.port(), "/v1/completions",
+                                    {{"prompt", "Hi"}, {"max_tokens", 3}, {"ignore_eos", true}});
   EXPECT_EQ(completion["usage"]["completion_tokens"], 3);
   ServerProcess last(dir.file("rank.gguf"), {"--kv-tokens", "4096", "--pooling", "last"});
   const json body = {{"input", "sat on the mat"}};
@@ -213,8 +213,8 @@ TEST(EmbeddingsHttp, PoolingIsTheServersChoice) {
   const json mean_answer = post_json(mean.port(), kRoute, body);
   ASSERT_EQ(mean_answer["data"].size(), 1u);
   EXPECT_NE(floats_of(mean_answer["data"][0]["embedding"]), embedding_of(body));
-  const json completion =
-      post_json(mean.port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 3}});
+  const json completion = post_json(mean.port(), "/v1/completions",
+                                    {{"prompt", "Hi"}, {"max_tokens", 3}, {"ignore_eos", true}});
   EXPECT_EQ(completion["usage"]["completion_tokens"], 3);
   // cls on a causal model: the first position sees BOS only, which startup says (QA Y).
   ServerProcess cls(tiny_model(), {"--pooling", "cls", "--kv-tokens", "4096"});
