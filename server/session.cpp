@@ -181,13 +181,13 @@ void Session::release_body() {
 // A body that would pass every connection's total is refused unread (a 503 that closes).
 void Session::read_body() {
   // The head alone decides these: refused before any interim answer or body byte.
-  framing_refused_ = framing_refusal(parser_->get().base(), parser_->get().version());
-  if (framing_refused_) {
-    on_request({});
-    return;
+  head_refused_ = framing_refusal(parser_->get().base(), parser_->get().version());
+  if (!head_refused_ && !reserve_body()) {
+    head_refused_ = overloaded(
+        "The server is receiving too many request bodies at once (--body-total-mib); retry "
+        "later.");
   }
-  if (!reserve_body()) {
-    body_refused_ = true;
+  if (head_refused_) {
     on_request({});
     return;
   }
@@ -227,18 +227,10 @@ void Session::on_request(beast::error_code ec) {
   // Every answer from here, the refusals below included, speaks the request's version.
   if (parser_->is_header_done() || ec == http::error::body_limit)
     version_ = parser_->get().version() == 10 ? 10 : 11;
-  if (framing_refused_) {
-    const ApiError refused = std::move(*framing_refused_);
-    framing_refused_.reset();
+  if (head_refused_) {
+    const ApiError refused = std::move(*head_refused_);
+    head_refused_.reset();
     answer(error_answer(refused), false);
-    return;
-  }
-  if (body_refused_) {
-    body_refused_ = false;
-    answer(error_answer(overloaded(
-               "The server is receiving too many request bodies at once (--body-total-mib); "
-               "retry later.")),
-           false);
     return;
   }
   if (ec == http::error::body_limit) {

@@ -155,9 +155,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string stream_writing_;    // the chunk being written
   uint64_t backlog_counted_ = 0;  // this session's part of ServerMetrics::stream_backlog
   int64_t body_reserved_ = 0;     // this request's part of ServerMetrics::bodies
-  bool body_refused_ = false;     // its body would have passed SessionLimits::max_body_total
-  // Its head's framing or Host refusal (request_framing.h), found before the body is read.
-  std::optional<ApiError> framing_refused_;
+  // The refusal its head alone decided, before any body byte: its framing or Host
+  // (request_framing.h), or a body that would pass SessionLimits::max_body_total.
+  std::optional<ApiError> head_refused_;
   bool writing_ = false;
   WriteWatch write_watch_;
   bool stream_ending_ = false;  // [DONE] is queued: write the last chunk after it
