@@ -92,6 +92,13 @@ struct FarPrefetch {
   int64_t sub_stride = 0;  // run_tile: sub-panel i's stream starts i * sub_stride further
 };
 
+// Step s's share of a far stream, into L2 (nothing where far.base is null).
+[[gnu::always_inline]] inline void prefetch_far(const FarPrefetch& far, int64_t s) {
+  if (far.base == nullptr) return;
+  for (int64_t b = 0; b < far.bytes_per_step; b += 64)
+    __builtin_prefetch(far.base + s * far.bytes_per_step + b, 0, 2);
+}
+
 // Calls step(s, w) for s < n_steps, w the sub-panel's weights at step s (steps are kPanel
 // Weights apart) for a tile of R rows, prefetching kPrefetchAhead bytes ahead in that stream.
 template <class V, class Weight, int R, class Step>
@@ -101,10 +108,7 @@ template <class V, class Weight, int R, class Step>
   for (int64_t s = 0; s < n_steps; ++s) {
     const Weight* ws = p + s * kPanel;
     prefetch_row<V, kTileOutputs<V, R> * sizeof(Weight), R == 1>(ws);
-    if (far.base != nullptr) {
-      for (int64_t b = 0; b < far.bytes_per_step; b += 64)
-        __builtin_prefetch(far.base + s * far.bytes_per_step + b, 0, 2);
-    }
+    prefetch_far(far, s);
     step(s, ws);
   }
 }
@@ -210,10 +214,7 @@ struct ChunkTile : TileShape<V, 6> {
     const float* x = a.x + row0 * a.n_in + u0;
     const float* w = a.widened + col;
     for (int64_t s = 0; s < u1 - u0; ++s) {
-      if (far.base != nullptr) {
-        for (int64_t b = 0; b < far.bytes_per_step; b += 64)
-          __builtin_prefetch(far.base + s * far.bytes_per_step + b, 0, 2);
-      }
+      prefetch_far(far, s);
       typename V::Vec wv[kTileVecs<V, R>];
       for (int v = 0; v < kTileVecs<V, R>; ++v) wv[v] = V::load(w + s * kPanel + v * V::kWidth);
       fma_rows<V, R>(acc, wv, x + s, a.n_in);
