@@ -20,10 +20,6 @@ constexpr std::string_view kFunctionEnd = "</function>";
 constexpr std::string_view kParameter = "<parameter=";
 constexpr std::string_view kParameterEnd = "</parameter>";
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // A function name as a request may give one (OpenAI's rule, tool_fields.cpp: 1 to 64 of
 // a-z A-Z 0-9 _ -; '.' too, which some templates' examples use): anything else is not a call.
 bool is_function_name(std::string_view name) {
@@ -150,7 +146,7 @@ class NextTag {
 std::optional<ParsedToolCall> read_function(std::string_view inside,
                                             const std::vector<ToolFunction>& functions) {
   const std::string_view body = trim(inside);
-  if (!starts_with(body, kFunction)) return std::nullopt;
+  if (!body.starts_with(kFunction)) return std::nullopt;
   const size_t name_end = body.find('>');
   if (name_end == std::string_view::npos) return std::nullopt;
   ParsedToolCall call;
@@ -163,7 +159,7 @@ std::optional<ParsedToolCall> read_function(std::string_view inside,
     while (at < body.size() && is_space(body[at])) ++at;
   };
   skip_space();
-  while (starts_with(body.substr(at), kParameter)) {
+  while (body.substr(at).starts_with(kParameter)) {
     const size_t key_end = body.find('>', at);
     if (key_end == std::string_view::npos) return std::nullopt;
     const std::string_view key =
@@ -175,13 +171,13 @@ std::optional<ParsedToolCall> read_function(std::string_view inside,
     if (end == std::string_view::npos) return std::nullopt;
     std::string_view value = body.substr(begin, end - begin);
     // The template writes a newline on each side of the value; only those are not the value.
-    if (starts_with(value, "\n")) value.remove_prefix(1);
+    if (value.starts_with("\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     arguments.add(key, value_json(value, type_of(functions, call.name, key)));
     at = end == close ? end + kParameterEnd.size() : end;
     skip_space();
   }
-  if (!starts_with(body.substr(at), kFunctionEnd) ||
+  if (!body.substr(at).starts_with(kFunctionEnd) ||
       !trim(body.substr(at + kFunctionEnd.size())).empty())
     return std::nullopt;
   call.arguments = arguments.json();
@@ -204,12 +200,12 @@ std::optional<ParsedToolCall> read_glm_call(std::string_view inside,
   rest = rest.substr(name_end);
   Arguments arguments;
   while (!rest.empty()) {
-    if (!starts_with(rest, kKey)) return std::nullopt;
+    if (!rest.starts_with(kKey)) return std::nullopt;
     const size_t key_end = rest.find(kKeyEnd);
     if (key_end == std::string_view::npos) return std::nullopt;
     const std::string_view key = trim(rest.substr(kKey.size(), key_end - kKey.size()));
     rest = trim(rest.substr(key_end + kKeyEnd.size()));
-    if (key.empty() || !starts_with(rest, kValue)) return std::nullopt;
+    if (key.empty() || !rest.starts_with(kValue)) return std::nullopt;
     const size_t value_end = rest.find(kValueEnd);
     if (value_end == std::string_view::npos) return std::nullopt;
     const std::string_view value = trim(rest.substr(kValue.size(), value_end - kValue.size()));
