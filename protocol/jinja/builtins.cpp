@@ -38,6 +38,10 @@ bool filter_supported(std::string_view name) {
   return filter != nullptr && filter != unsupported_filter;
 }
 
+bool filter_reads_an_end(std::string_view name) {
+  return name == "length" || name == "count" || name == "first" || name == "last";
+}
+
 TestFn find_test(std::string_view name) {
   static const TestTable table = [] {
     TestTable t;

@@ -21,6 +21,9 @@ TestFn find_test(std::string_view name);
 // Whether this interpreter implements a filter Jinja2 has (find_filter is not null for the
 // ones it lacks, so that templates naming them still compile as in Jinja2).
 bool filter_supported(std::string_view name);
+// Whether a filter reads only its input's size or an end (length, count, first, last), so a
+// render's step budget charges it one step rather than its input's items.
+bool filter_reads_an_end(std::string_view name);
 // A global function, or nullopt.
 std::optional<Value> find_global(std::string_view name);
 // obj.name as Jinja2's sandboxed getattr sees it for a method: a bound method; for a

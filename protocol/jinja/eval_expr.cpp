@@ -45,8 +45,7 @@ Value Interpreter::apply_filter(const std::string& name, const Value& input, con
   // A filter that walks its input pays for each item; one that only reads the size or an end
   // pays one step. Qwen3's template reads messages|length in its loop over the messages, so
   // charging that by size made the budget quadratic: 999 one-line messages ran out of it.
-  const bool constant = name == "length" || name == "count" || name == "first" || name == "last";
-  if (constant) {
+  if (filter_reads_an_end(name)) {
     spend(1);
   } else if (input.is_list()) {
     spend(static_cast<int64_t>(input.list().items.size()));
