@@ -128,8 +128,9 @@ double seconds_per_step(const benchmark::State& state,
   return state.iterations() > 0 ? elapsed.count() / static_cast<double>(state.iterations()) : 0;
 }
 
-// Decode steps for `batch` rows, each with a 32-token prompt already in the cache.
-void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
+// Decode steps for `batch` rows, each with a 32-token prompt already in the cache, greedy,
+// each row asking for `logprobs` (-1: none).
+void decode_step(benchmark::State& state, TensorType dtype, int32_t logprobs) {
   const int batch = static_cast<int>(state.range(0));
   const int threads = static_cast<int>(state.range(1));
   auto model = bench_model(dtype);
@@ -148,6 +149,7 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
     row.kv_blocks.resize(kBlocksPerRow);
     std::iota(row.kv_blocks.begin(), row.kv_blocks.end(), r * kBlocksPerRow);
     row.sampling.temperature = 0;
+    row.sampling.logprobs = logprobs;
     prefill.rows.push_back(row);
     row.tokens = {7};
     row.position = kPrompt;
@@ -167,6 +169,12 @@ void BM_DecodeStep(benchmark::State& state, TensorType dtype) {
       benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   report_phases(state, options.profile);
   report_peak_fractions(state, *model, threads, batch, batch, step_seconds, options.profile);
+}
+void BM_DecodeStep(benchmark::State& state, TensorType dtype) { decode_step(state, dtype, -1); }
+// Issue 16's logprobs against none over the whole step (the output matmul computes the
+// softmax partials, the sampler combines them): logprobs:5 against logprobs:-1, side by side.
+void BM_DecodeStepLogprobs(benchmark::State& state, TensorType dtype) {
+  decode_step(state, dtype, static_cast<int32_t>(state.range(2)));
 }
 
 void args(benchmark::internal::Benchmark* b) {
@@ -306,6 +314,11 @@ BENCHMARK_CAPTURE(BM_DecodeSharedPrefix1024, f16_kv, tandem::KvType::kF16)
 
 BENCHMARK_CAPTURE(BM_DecodeStep, bf16, TensorType::kBF16)->Apply(args);
 BENCHMARK_CAPTURE(BM_DecodeStep, f16, TensorType::kF16)->Apply(args);
+BENCHMARK_CAPTURE(BM_DecodeStepLogprobs, bf16, TensorType::kBF16)
+    ->ArgsProduct({{1, 32}, {2}, {-1, 5}})
+    ->ArgNames({"batch", "threads", "logprobs"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -25,6 +25,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "protocol/dry_breakers.h"
+#include "runner/sampler/kernels.h"
 #include "runner/sampler/sampler.h"
 #include "runner/sampler/token_pieces.h"
 
@@ -63,6 +65,7 @@ struct Case {
   bool post_sampling = false;  // logprobs are llama-server's post_sampling_probs
   int32_t mirostat = 0;        // llama.cpp's Mirostat version (tau 5, eta 0.1, mu 2 tau)
   float adaptive_target = -1;  // llama.cpp's adaptive-p (decay 0.9), off below 0
+  bool own_partials = false;   // the sampler computes the logprobs' partials, not the forward pass
 };
 
 constexpr Case kCases[] = {
@@ -76,6 +79,10 @@ constexpr Case kCases[] = {
     {"greedy+lp5", 0.0f, 0, 1.0f, 0.0f, 5},
     {"t1_plain+lp5", 1.0f, 0, 1.0f, 0.0f, 5},
     {"k40_p0.95_minp0.05+lp5", 0.8f, 40, 0.95f, 0.05f, 5},
+    {"greedy+lp5own", 0.0f, 0, 1.0f, 0.0f, 5, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
+     false, 0, -1.0f, true},
+    {"t1_plain+lp5own", 1.0f, 0, 1.0f, 0.0f, 5, false, false, false, 0, 0.0f, false, -1.0f, 1.0f,
+     false, 0, -1.0f, true},
     {"t1_plain+pen", 1.0f, 0, 1.0f, 0.0f, -1, true},
     {"t1_plain+pen_last64", 1.0f, 0, 1.0f, 0.0f, -1, true, false, false, 64},
     {"t1_plain+pen_whole", 1.0f, 0, 1.0f, 0.0f, -1, true, false, false, INT32_MAX},
@@ -162,6 +169,18 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
     history.prompt = prompt;
     history.output = output;
   }
+  // The partials the forward pass hands the sampler with the logits (the output matmul
+  // computes them as it writes the row: BM_Partials times that work alone).
+  const tandem::sampler_kernels::Kernels& kernels = tandem::sampler_kernels::detected();
+  const int32_t panels = tandem::sampler_kernels::logit_panels(vocab);
+  std::vector<float> partial_max(panels), partial_sum(panels);
+  kernels.panel_partials(logits.data(), vocab, partial_max.data(), partial_sum.data());
+  if (c.logprobs >= 0 && !c.own_partials) {
+    history.partials = {partial_max, partial_sum};
+    // The raw copy the forward pass keeps where sampling changes the row, as the matmul
+    // writes it ("partials+copy" times it with the partials).
+    if (tandem::Sampler::may_touch_row(params)) history.raw = logits;
+  }
   tandem::RowLogprobs logprobs;
   int64_t position = 0;
   for (auto _ : state) {
@@ -173,8 +192,43 @@ void BM_SampleRow(benchmark::State& state, int32_t vocab, Case c) {
   state.SetLabel(sampler.uses_avx512() ? "avx512" : "avx2");
 }
 
+// The partials' work alone, per row: what the output matmul's epilogue adds to its panels
+// (hidden there under the weights' stream where the matmul waits on memory).
+void BM_Partials(benchmark::State& state, int32_t vocab, bool copy) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> logits(vocab);
+  for (float& v : logits) v = normal(rng);
+  const tandem::sampler_kernels::Kernels& kernels = tandem::sampler_kernels::detected();
+  const int32_t panels = tandem::sampler_kernels::logit_panels(vocab);
+  std::vector<float> partial_max(panels), partial_sum(panels), raw(vocab);
+  for (auto _ : state) {
+    const double start = thread_seconds();
+    // A panel at a time, as the epilogue sees them.
+    for (int32_t i = 0; i < vocab; i += tandem::sampler_kernels::kLogitPanel) {
+      const int32_t p = i / tandem::sampler_kernels::kLogitPanel;
+      const int32_t cols = std::min(vocab - i, tandem::sampler_kernels::kLogitPanel);
+      kernels.panel_partials(logits.data() + i, cols, &partial_max[p], &partial_sum[p]);
+      if (copy) std::copy_n(logits.data() + i, cols, raw.data() + i);
+    }
+    benchmark::DoNotOptimize(partial_sum.data());
+    benchmark::DoNotOptimize(raw.data());
+    state.SetIterationTime(thread_seconds() - start);
+  }
+}
+
 int register_all() {
   for (int32_t vocab : {32000, 128256}) {
+    for (bool copy : {false, true}) {
+      benchmark::RegisterBenchmark(
+          (std::string(copy ? "partials+copy/" : "partials/") + std::to_string(vocab)).c_str(),
+          [vocab, copy](benchmark::State& s) { BM_Partials(s, vocab, copy); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond)
+          ->Repetitions(7)
+          ->ReportAggregatesOnly(true)
+          ->MinTime(0.05);
+    }
     for (const Case& c : kCases) {
       benchmark::RegisterBenchmark(
           (std::string("sample/") + std::to_string(vocab) + "/" + c.name).c_str(),
@@ -209,7 +263,7 @@ class MedianReporter : public benchmark::ConsoleReporter {
 void print_logprob_ratios(const std::map<std::string, double>& medians) {
   std::printf("\nlogprobs k=5 against the same step without (medians, target <= 1.10):\n");
   for (const auto& [name, with] : medians) {
-    size_t at = name.find("+lp5");
+    size_t at = name.find("+lp5");  // "+lp5own" too
     if (at == std::string::npos) at = name.find("+post5");
     if (at == std::string::npos) continue;
     auto base = medians.find(name.substr(0, at));
@@ -222,8 +276,14 @@ void print_logprob_ratios(const std::map<std::string, double>& medians) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // The cases' repetitions interleaved, so that a ratio's two sides share the machine's
+  // slow and fast spells (a flag given on the command line still wins).
+  std::vector<char*> args(argv, argv + argc);
+  char interleave[] = "--benchmark_enable_random_interleaving=true";
+  args.insert(args.begin() + 1, interleave);
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -152,8 +152,18 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
     // A verify row samples after every token; a scoring row scores every token.
     const bool all = r.sampling.prompt_logprobs >= 0 || r.verify;
     any_verify = any_verify || r.verify;
-    rows_.push_back(
-        ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all, r.kv_local_blocks, r.pooling});
+    // Rows whose log-probabilities the sampler reports (not post-sampling ones, which
+    // describe the draw) get their logits' partials from the output matmul.
+    const bool sampled_logprobs =
+        r.sample && r.sampling.logprobs >= 0 && !r.sampling.post_sampling_probs;
+    const bool partials = sampled_logprobs || (all && r.sampling.prompt_logprobs >= 0);
+    // A row that sampling will change in place keeps its raw logits apart for the chosen
+    // token's log-probability (sampler.h, RowHistory::raw).
+    // (Where it guesses wrong the sampler copies the row itself: the same bits.)
+    const bool raw = sampled_logprobs && (Sampler::may_touch_row(r.sampling) || r.grammar ||
+                                          r.position < r.stop_banned_until);
+    rows_.push_back(ForwardRow{r.tokens, r.position, r.kv_blocks, r.sample, all, r.kv_local_blocks,
+                               r.pooling, partials, raw});
     any_pooled = any_pooled || r.pooling != Pooling::kNone;
     if (r.sample || all) logit_row_[i] = n_logits;
     n_logits += all ? static_cast<int32_t>(r.tokens.size()) : (r.sample ? 1 : 0);
@@ -184,12 +194,13 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
       const auto row_logits = [&](int64_t k) {
         return logits.subspan((logit_row_[i] + k) * vocab, static_cast<size_t>(vocab));
       };
+      const auto row_partials = [&](int64_t k) { return logit_partials(logit_row_[i] + k); };
       const auto count = static_cast<int64_t>(r.tokens.size());
       if (r.verify) {
         VerifyOut out{any_logprobs ? &result.logprobs[i] : nullptr,
                       any_logprobs ? &result.draft_logprobs[i] : nullptr, 0};
         result.tokens[i] = verify_row(r, logits.subspan(logit_row_[i] * vocab, count * vocab),
-                                      sampler, masks_[thread], out);
+                                      logit_row_[i], sampler, masks_[thread], out);
         result.accepted[i] = out.accepted;
         continue;
       }
@@ -202,7 +213,7 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
           if (target < 0) continue;
           result.prompt_logprobs[i].emplace_back();
           sampler.logprobs_of(row_logits(j), target, r.sampling.prompt_logprobs,
-                              result.prompt_logprobs[i].back());
+                              result.prompt_logprobs[i].back(), row_partials(j));
         }
       }
       if (!r.sample) continue;
@@ -215,6 +226,8 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
       RowLogprobs* logprobs = any_logprobs ? &result.logprobs[i] : nullptr;
       if (r.grammar) history.allowed = grammar_mask(*r.grammar, masks_[thread]);
       history.state = r.sampler_state.get();
+      history.partials = row_partials(last);
+      history.raw = forward_.raw_logits(logit_row_[i] + last);
       result.tokens[i] = sampler.sample(row_logits(last), r.sampling, position, history, logprobs);
       // False only for a row whose grammar had ended: it is finished, and its token dropped.
       if (r.grammar) r.grammar->advance(result.tokens[i]);
@@ -228,8 +241,9 @@ void CpuExecutor::execute_step(const StepPlan& plan, StepResult& result) {
 // key, history, min_tokens ban and grammar state), until one differs from the draft that
 // follows it. The penalties' history and the grammar take each accepted draft, as the
 // decode steps would have.
-int32_t CpuExecutor::verify_row(const StepRow& r, std::span<float> logits, Sampler& sampler,
-                                std::vector<uint32_t>& mask, VerifyOut& out) {
+int32_t CpuExecutor::verify_row(const StepRow& r, std::span<float> logits, int32_t first_logit_row,
+                                Sampler& sampler, std::vector<uint32_t>& mask,
+                                VerifyOut& out) const {
   const auto count = static_cast<int64_t>(r.tokens.size());
   const auto vocab = static_cast<int64_t>(logits.size()) / count;
   std::vector<int32_t> output = r.penalty_output;  // grows by the accepted drafts
@@ -244,6 +258,8 @@ int32_t CpuExecutor::verify_row(const StepRow& r, std::span<float> logits, Sampl
     history.output = output;
     if (r.grammar) history.allowed = grammar_mask(*r.grammar, mask);
     history.state = r.sampler_state.get();  // advanced by each accepted draft's draw
+    history.partials = logit_partials(first_logit_row + j);
+    history.raw = forward_.raw_logits(first_logit_row + j);
     const int32_t token =
         sampler.sample(logits.subspan(j * vocab, static_cast<size_t>(vocab)), r.sampling, position,
                        history, out.last ? &entry : nullptr);
@@ -257,6 +273,14 @@ int32_t CpuExecutor::verify_row(const StepRow& r, std::span<float> logits, Sampl
     if (out.drafts) out.drafts->push_back(std::move(entry));
     entry = {};
   }
+}
+
+// The forward pass's partials of a logit row (ForwardPass::partials), as the sampler takes
+// them; empty where the row asked for none.
+LogitPartials CpuExecutor::logit_partials(int64_t logit_row) const {
+  const std::span<const float> both = forward_.partials(logit_row);
+  const size_t half = both.size() / 2;
+  return {both.first(half), both.subspan(half)};
 }
 
 // Each pooling row's states summed in fixed point (protocol/pooling.h), in token order.

@@ -65,8 +65,10 @@ class CpuExecutor : public StepExecutor {
     std::vector<RowLogprobs>* drafts;
     int32_t accepted;
   };
-  static int32_t verify_row(const StepRow& row, std::span<float> logits, Sampler& sampler,
-                            std::vector<uint32_t>& mask, VerifyOut& out);
+  // logits: the row's, one per token, from logit row first_logit_row of the step's.
+  int32_t verify_row(const StepRow& row, std::span<float> logits, int32_t first_logit_row,
+                     Sampler& sampler, std::vector<uint32_t>& mask, VerifyOut& out) const;
+  LogitPartials logit_partials(int64_t logit_row) const;
   void prefault(int64_t tokens);
 
   std::shared_ptr<const Model> model_;

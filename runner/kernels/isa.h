@@ -75,6 +75,11 @@ struct MatmulArgs {
   // tile_loop.h's widened_panels only: a k-chunk of one panel's weights widened to F32,
   // chunk[k][64]
   float* widened = nullptr;
+  // kernels.h's MatmulEpilogue, called by the panel loops (tile_loop.h, panel_done); null:
+  // none.
+  void (*epilogue)(const void* ctx, int64_t row0, int64_t rows, int64_t col0,
+                   int64_t cols) = nullptr;
+  const void* epilogue_ctx = nullptr;
 };
 
 // Computes one task's share of the outputs: parts [from, to) of the matmul cut into `of`
@@ -138,6 +143,8 @@ struct IsaKernels {
   KvDotKeysPair kv_dot_keys_pair[kKvElementCount] = {};  // the same; null: one block a call
   KvWidenRows kv_widen_rows[kKvElementCount] = {};       // likewise
   AxpyRowsGathered axpy_rows_gathered = nullptr;
+  // Whether matmul[t] calls MatmulArgs::epilogue (tile_loop.h's loops do; AMX's does not).
+  bool calls_epilogue[kPackedTypeCount] = {true, true, true};
 };
 
 // The quantized path (quant_matmul.h): weights kept in their GGUF blocks, activations

@@ -135,6 +135,7 @@ const detail::IsaKernels& amx_kernels() {
   static const detail::IsaKernels kernels = [] {
     detail::IsaKernels k = detail::avx512bf16_kernels();
     k.matmul[static_cast<int>(PackedType::kBf16Pairs)] = detail::amx_bf16_panel_loop();
+    k.calls_epilogue[static_cast<int>(PackedType::kBf16Pairs)] = false;
     return k;
   }();
   return kernels;
@@ -456,12 +457,18 @@ PackedWeights PackedWeights::pack(std::span<const WeightSource> sources) {
 }
 
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y) {
+  matmul(pool, w, x, n_rows, y, MatmulEpilogue{});
+}
+
+bool matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y,
+            const MatmulEpilogue& epilogue) {
   const PackedWeights::Impl& impl = w.impl();
-  if (n_rows <= 0 || impl.n_out == 0) return;
+  if (n_rows <= 0 || impl.n_out == 0) return true;
   if (!impl.pieces.empty()) {
     // Quantized parts (llama-quantize's mixes: a layer's attn_v of its own type) in one job,
     // each writing its columns of y, the activations quantized once for all of them.
-    return detail::quant_matmul(pool, impl.pieces, impl.n_out, x, n_rows, y);
+    detail::quant_matmul(pool, impl.pieces, impl.n_out, x, n_rows, y);
+    return false;
   }
   if (!impl.parts.empty()) {
     // Each part into a scratch of its own width, then copied into its columns of y.
@@ -475,11 +482,12 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
         std::memcpy(y + m * impl.n_out + offset, part_y.data() + m * n, n * sizeof(float));
       offset += n;
     }
-    return;
+    return false;
   }
   if (impl.quant) {
     const detail::QuantPiece whole{&impl, 0};
-    return detail::quant_matmul(pool, {&whole, 1}, impl.n_out, x, n_rows, y);
+    detail::quant_matmul(pool, {&whole, 1}, impl.n_out, x, n_rows, y);
+    return false;
   }
   const detail::IsaKernels& isa = active_kernels();
 
@@ -497,6 +505,8 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   job.args.n_rows = n_rows;
   job.args.y = y;
   job.loop = isa.matmul[static_cast<int>(impl.type)];
+  job.args.epilogue = epilogue.fn;
+  job.args.epilogue_ctx = epilogue.ctx;
 
   // A few contiguous ranges of panels per thread (tasks_per_thread): each task's weight
   // stream stays long and sequential (what the prefetchers like). A batch splits in guided
@@ -530,9 +540,11 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     job.args.x_pairs = rounding.pairs = pairs.data();
     prep.start(&Rounding::work, &rounding, n_rows, job.n_tasks > 1 && n_rows >= kRowsToSharePrep);
   }
+  const bool epilogue_ran =
+      epilogue.fn == nullptr || isa.calls_epilogue[static_cast<int>(impl.type)];
   if (job.n_tasks <= 1) {
     job.loop(job.args, 0, 1, 1);
-    return;
+    return epilogue_ran;
   }
   const Job* j = &job;  // two pointers: std::function keeps them without allocating
   SharedPrep* p = &prep;
@@ -542,6 +554,7 @@ void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     j->loop(j->args, guided_start(t, j->guided_threads), guided_start(t + 1, j->guided_threads),
             1000 * j->guided_threads);
   });
+  return epilogue_ran;
 }
 
 void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t n) {

@@ -96,6 +96,21 @@ class PackedWeights {
 // not overlap. Called from one thread at a time per pool (the pool's submitter).
 void matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y);
 
+// Work on a matmul's outputs where they are written, by the thread that computed them: fn
+// runs once rows [row0, row0 + rows) of columns [col0, col0 + cols) are final, col0 a
+// multiple of 64 and cols 64 or what is left of n_out, each output in exactly one call.
+// (The output matmul's softmax partials, runner/model/forward.cpp: at few rows they ride
+// along under the weights' stream from memory.) fn must not touch other outputs.
+struct MatmulEpilogue {
+  void (*fn)(const void* ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols) = nullptr;
+  const void* ctx = nullptr;
+};
+// The same matmul, with the epilogue where the kernel takes one: the F32, F16 and BF16 panel
+// loops (not AMX's, the quantized kernels' or a matrix packed in parts). Returns whether the
+// epilogue ran; where it did not, the caller does its work over y itself.
+bool matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_rows, float* y,
+            const MatmulEpilogue& epilogue);
+
 // Widens n elements of a row of a GGUF tensor to F32, exactly (gguf::dequantize_row); n is a
 // whole number of the type's blocks.
 void dequantize_row(gguf::TensorType type, const void* src, float* dst, int64_t n);

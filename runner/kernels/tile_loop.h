@@ -341,6 +341,14 @@ struct TaskShare {
   }
 };
 
+// Rows [row0, row0 + rows) of panel p are final: the matmul's epilogue, if any (isa.h,
+// MatmulArgs::epilogue), runs on them while they are in this core's cache.
+inline void panel_done(const MatmulArgs& a, int64_t row0, int64_t rows, int64_t p) {
+  if (a.epilogue == nullptr) return;
+  const int64_t col0 = p * kPanel;
+  a.epilogue(a.epilogue_ctx, row0, rows, col0, a.n_out - col0 < kPanel ? a.n_out - col0 : kPanel);
+}
+
 // Batches of one or two tiles where V::kChunkBytes > 0 (AVX2). A tile of several rows there
 // covers a quarter panel, so the first tile's four passes each read one cache line in four
 // of the whole panel from memory and stall on it (at M = 8, BF16, half of the 5-row tile's
@@ -379,6 +387,7 @@ void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
             next < end ? reinterpret_cast<const char*>(next + t * share) : nullptr,
             (sub_share + steps - 1) / steps, sub_share};
         run_rows<Tile>(rows, a, panel, row0, p * kPanel, u, far);
+        if (u.end == units) panel_done(a, row0, rows, p);
         row0 += rows;
       }
     }
@@ -410,6 +419,7 @@ void widened_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
     if (t_end - t_begin == 1) {  // nothing would read a stored chunk
       run_rows<Tile>(plan.rows(t_begin), a, panel, row_begin, p * kPanel,
                      UnitRange{0, Tile::units(a)}, FarPrefetch{});
+      panel_done(a, row_begin, plan.rows(t_begin), p);
       continue;
     }
     // The other tiles' shares of the next chunk's source, which they prefetch into L2.
@@ -418,6 +428,8 @@ void widened_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
       const UnitRange k{k0, k0 + kK < a.n_in ? k0 + kK : a.n_in};
       run_rows<StoringTile<Tile>>(plan.rows(t_begin), wa, panel, row_begin, p * kPanel, k,
                                   FarPrefetch{});
+      const bool last = k.end == a.n_in;
+      if (last) panel_done(a, row_begin, plan.rows(t_begin), p);
       // The next chunk's source: this panel's next, or the next panel's first.
       const uint8_t* next =
           k.end < a.n_in ? panel + k.end * Tile::kUnitBytes : panel + a.panel_bytes;
@@ -430,6 +442,7 @@ void widened_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
             next < end ? reinterpret_cast<const char*>(next) + (t - t_begin - 1) * share : nullptr,
             per_step};
         run_rows<ChunkTile<V>>(rows, wa, panel, row0, p * kPanel, k, far);
+        if (last) panel_done(a, row0, rows, p);
         row0 += rows;
       }
     }
@@ -485,6 +498,7 @@ void panel_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
       const FarPrefetch far{
           far_ahead && t > 0 && p + 1 < panel_end ? next + (t - 1) * share : nullptr, per_step};
       run_rows<Tile>(rows, a, panel, row0, p * kPanel, whole, far);
+      panel_done(a, row0, rows, p);
       row0 += rows;
     }
   }

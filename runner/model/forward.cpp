@@ -332,18 +332,21 @@ void ForwardPass::ffn_block(int32_t l) {
 int64_t ForwardPass::output_logits(std::span<const ForwardRow> given) {
   const int64_t e = cfg_.n_embd;
   int64_t n_out = 0;
+  partial_rows_.clear();
   for (size_t r = 0; r < given.size(); ++r) {
     const auto n = static_cast<int64_t>(given[r].tokens.size());
     const int64_t t = given_first_token_[r];
     const int64_t first = given[r].all_logits ? t : (given[r].want_logits ? t + n - 1 : t + n);
     for (int64_t i = first; i < t + n; ++i) {
       rms_norm(&x_[i * e], model_.output_norm().data(), &last_[n_out * e], e, cfg_.rms_eps);
+      const bool partials = given[r].logit_partials;
+      partial_rows_.push_back(static_cast<uint8_t>(
+          (partials ? kPartials : 0) | (partials && given[r].raw_logits ? kRawCopy : 0)));
       ++n_out;
     }
   }
   if (n_out == 0) return 0;
-  kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data());
-  soft_cap(logits_.data(), n_out * cfg_.n_vocab, cfg_.final_softcap);
+  output_matmul(n_out);
   return n_out;
 }
 

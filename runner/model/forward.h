@@ -29,6 +29,12 @@ struct ForwardRow {
   // Embeddings: the output-normed hidden states the pooling reads from this chunk (every
   // token for mean, the first for cls, the last for last), apart from the logits.
   Pooling pooling = Pooling::kNone;
+  // The softmax partials of this row's logits (the log-probabilities' Z and top k, sampler.h,
+  // LogitPartials), computed where the output matmul writes them: partials().
+  bool logit_partials = false;
+  // With logit_partials: a copy of the row's logits kept apart, for a sampler that changes
+  // the logits in place (sampler.h, RowHistory::raw): raw_logits().
+  bool raw_logits = false;
 };
 
 class ForwardPass {
@@ -50,6 +56,24 @@ class ForwardPass {
     const auto e = static_cast<size_t>(cfg_.n_embd);
     return {hidden_.data() + hidden_first_[r] * e, hidden_count_[r] * e};
   }
+
+  // The last run's softmax partials of logit row i (run()'s order) where its ForwardRow asked
+  // for them: sampler_kernels::Kernels::panel_partials' maxima, then its sums, a panel of
+  // sampler_kernels::kLogitPanel logits each; empty for the other rows. Valid until the next
+  // run.
+  std::span<const float> partials(int64_t logit_row) const {
+    if ((partial_rows_[logit_row] & kPartials) == 0) return {};
+    const int64_t size = 2 * static_cast<int64_t>(logit_panels_);
+    return {partials_.data() + logit_row * size, static_cast<size_t>(size)};
+  }
+  // The copy of logit row i of the last run where its ForwardRow asked for one (raw_logits),
+  // else empty. Valid until the next run.
+  std::span<const float> raw_logits(int64_t logit_row) const {
+    if ((partial_rows_[logit_row] & kRawCopy) == 0) return {};
+    return {raw_.data() + logit_row * cfg_.n_vocab, static_cast<size_t>(cfg_.n_vocab)};
+  }
+  // partial_rows_' bits.
+  static constexpr uint8_t kPartials = 1, kRawCopy = 2;
 
   // Times each later run() phase by phase into *profile (forward_profile.h), adding one to
   // its steps; null (the default) times nothing. The profile must outlive its use.
@@ -165,6 +189,9 @@ class ForwardPass {
   void validate_local_table(const ForwardRow& r) const;
   void ffn_block(int32_t layer);
   int64_t output_logits(std::span<const ForwardRow> given);
+  // The output matmul, with the partials of the logit rows marked in partial_rows_
+  // (output_partials.cpp).
+  void output_matmul(int64_t n_out);
   void output_hidden(std::span<const ForwardRow> given);
 
   const Model& model_;
@@ -182,6 +209,10 @@ class ForwardPass {
   // Activations, [token][width].
   std::vector<float> x_, xn_, qkv_, attn_, proj_, gate_up_, ffn_;
   std::vector<float> last_, logits_;                 // [logit row][n_embd | n_vocab]
+  std::vector<uint8_t> partial_rows_;                // per logit row: kPartials | kRawCopy
+  std::vector<float> partials_;                      // [logit row][maxima | sums]
+  std::vector<float> raw_;                           // [logit row][n_vocab]: raw_logits()
+  int32_t logit_panels_ = 0;                         // panels a row of logits
   std::vector<float> hidden_;                        // [pooled state][n_embd]
   std::vector<size_t> hidden_first_, hidden_count_;  // per given row: its states in hidden_
   std::vector<std::vector<float>> thread_scores_;    // per pool thread: attention scratch

@@ -18,6 +18,7 @@ namespace tandem::sampler_kernels {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
 }  // namespace
 
@@ -149,16 +150,8 @@ int32_t argmax(const float* x, int32_t n) {
   return at;
 }
 
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-              float* z) {
-  out->count = 0;
-  std::array<float, 16> lanes{};
-  for (int32_t i = 0; i < n; ++i) {
-    if (copy != nullptr) copy[i] = x[i];
-    top_insert(out, k, x[i], i);
-    if (z != nullptr) lanes[i & 15] = lanes[i & 15] + exp_table(x[i] - shift);
-  }
-  if (z != nullptr) *z = fold_lanes(lanes);
+void scan_top(const float* x, int32_t n, int32_t k, int32_t first_id, TopList* out) {
+  for (int32_t i = 0; i < n; ++i) top_insert(out, k, x[i], first_id + i);
 }
 
 // Sum of exp_fn(x[i] - x_max) in the shared 16-lane order.
@@ -173,7 +166,28 @@ float lane_sum(const float* x, int32_t n, float x_max) {
   return fold_lanes(lanes);
 }
 
-float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table>(x, n, x_max); }
+void panel_partials(const float* x, int32_t n, float* max, float* sum) {
+  for (int32_t p = 0; p * kLogitPanel < n; ++p) {
+    const float* v = x + p * kLogitPanel;
+    const int32_t count = std::min(kLogitPanel, n - p * kLogitPanel);
+    float best = kNegInf;
+    for (int32_t i = 0; i < count; ++i) best = v[i] > best ? v[i] : best;
+    best = best + 0.0f;  // -0 becomes +0, whichever zero the vector paths' max kept
+    std::array<float, 16> lanes{};
+    if (best > kNegInf && best < kPosInf) {
+      for (int32_t i = 0; i < count; ++i) lanes[i & 15] = lanes[i & 15] + exp_table(v[i] - best);
+    }
+    max[p] = best;
+    sum[p] = fold_lanes(lanes);
+  }
+}
+
+float partials_z(const float* max, const float* sum, int32_t n_panels, float top) {
+  std::array<float, 16> lanes{};
+  for (int32_t p = 0; p < n_panels; ++p)
+    lanes[p & 15] = lanes[p & 15] + sum[p] * exp_table(max[p] - top);
+  return fold_lanes(lanes);
+}
 float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted>(z, n, z_max); }
 
 void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
@@ -265,7 +279,8 @@ int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t
 constexpr Kernels kPortable = {.scale_max = scale_max,
                                .argmax = argmax,
                                .scan_top = scan_top,
-                               .lse_sum = lse_sum,
+                               .panel_partials = panel_partials,
+                               .partials_z = partials_z,
                                .z_sum = z_sum,
                                .ladder = ladder,
                                .collect = collect,
@@ -280,7 +295,8 @@ constexpr Kernels kPortable = {.scale_max = scale_max,
 constexpr Kernels kAvx2 = {.scale_max = avx2_impl::scale_max,
                            .argmax = avx2_impl::argmax,
                            .scan_top = avx2_impl::scan_top,
-                           .lse_sum = avx2_impl::lse_sum,
+                           .panel_partials = avx2_impl::panel_partials,
+                           .partials_z = avx2_impl::partials_z,
                            .z_sum = avx2_impl::z_sum,
                            .ladder = avx2_impl::ladder,
                            .collect = avx2_impl::collect,

@@ -50,19 +50,29 @@ inline void top_insert(TopList* list, int32_t k, float v, int32_t id) {
   list->id[at] = id;
 }
 
+// Logits per softmax partial: the log-probabilities' Z is summed panel by panel
+// (Kernels::panel_partials), where the output matmul writes the logits (runner/model/forward.h).
+inline constexpr int32_t kLogitPanel = 64;
+inline constexpr int32_t logit_panels(int32_t n) { return (n + kLogitPanel - 1) / kLogitPanel; }
+
 struct Kernels {
   // z[i] *= inv_t in place (skipped when inv_t == 1); returns max z, NaN ignored (-inf if none).
   float (*scale_max)(float* z, int32_t n, float inv_t);
   // The lowest index of the largest value, NaN ignored; -1 when every value is -inf or NaN.
   int32_t (*argmax)(const float* x, int32_t n);
-  // One pass for the log-probabilities: the best k (1 <= k <= kMaxTop) of x into *out (so
-  // out->id[0] is argmax's answer), a copy of x into `copy` unless it is null, and, unless z
-  // is null, *z = sum of exp_table(x[i] - shift) in lse_sum's order (lse_sum with `shift` for
-  // x_max: a guess made before the max is known, which the caller checks afterwards).
-  void (*scan_top)(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-                   float* z);
-  // The log-probabilities' Z: sum of exp_table(x[i] - x_max), in the shared 16-lane order.
-  float (*lse_sum)(const float* x, int32_t n, float x_max);
+  // Adds the entries of x that belong among the best k (1 <= k <= kMaxTop) to *out, x[i]
+  // with id first_id + i; out holds entries of lower ids (count 0 to start a list). So a
+  // list can be built from runs of a row, in id order (sampler.cpp, log_normalizer).
+  void (*scan_top)(const float* x, int32_t n, int32_t k, int32_t first_id, TopList* out);
+  // The log-probabilities' partials, kLogitPanel entries at a time (the last panel may be
+  // shorter): max[p], the panel's largest value, NaN ignored, -inf if none, +0 for -0; and
+  // sum[p], the sum of exp_table(x[i] - max[p]) over the panel in the 16-lane order (+0 where
+  // max[p] is -inf or +inf). Panels are independent, so any run of them may be computed apart,
+  // by whichever thread wrote them.
+  void (*panel_partials)(const float* x, int32_t n, float* max, float* sum);
+  // Z from the partials: the sum over p of sum[p] * exp_table(max[p] - top) (a product, then
+  // an add), in the 16-lane order over p. top: the largest max[p], finite.
+  float (*partials_z)(const float* max, const float* sum, int32_t n_panels, float top);
   // Z = sum of exp_shifted(z[i] - z_max), in the shared 16-lane order.
   float (*z_sum)(const float* z, int32_t n, float z_max);
   // The ladder's mass estimates (a hint: the two paths may differ in the last bits).
@@ -130,10 +140,10 @@ extern const Kernels kKernels;
 namespace avx2_impl {
 float scale_max(float* z, int32_t n, float inv_t);
 int32_t argmax(const float* x, int32_t n);
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-              float* z);
+void scan_top(const float* x, int32_t n, int32_t k, int32_t first_id, TopList* out);
 int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int64_t position);
-float lse_sum(const float* x, int32_t n, float x_max);
+void panel_partials(const float* x, int32_t n, float* max, float* sum);
+float partials_z(const float* max, const float* sum, int32_t n_panels, float top);
 float z_sum(const float* z, int32_t n, float z_max);
 void ladder(const float* z, int32_t n, float z_max, Ladder* out);
 int32_t collect(const float* z, int32_t n, float z_max, float threshold, float* out_z,

@@ -113,6 +113,7 @@ Sampler::Sampler(SamplerConfig config)
   kept_z_.resize(n);
   seen_.assign(n, 0);
   top_list_ = std::make_unique<sampler_kernels::TopList>();
+  panel_list_ = std::make_unique<sampler_kernels::TopList>();
 }
 
 Sampler::~Sampler() = default;
@@ -145,6 +146,13 @@ void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
 // Whether sampling changes the row in place before it picks (bias, penalties, bans, the
 // grammar's mask, a temperature other than 1). An untouched row still holds the raw logits
 // when the token is known, and its argmax is the log-probability scan's.
+bool Sampler::may_touch_row(const SamplingParams& params) {
+  return !params.logit_bias.empty() || params.repetition_penalty != 1.0f ||
+         params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f || params.dry_on() ||
+         params.ignore_eos || params.dynatemp_on() ||
+         (params.temperature > 0.0f && 1.0f / params.temperature != 1.0f);
+}
+
 bool Sampler::touches_row(const SamplingParams& params, const RowHistory& history) const {
   const float inv_t = 1.0f / params.temperature;
   const bool counted =
@@ -168,21 +176,26 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   const bool post = logprobs != nullptr && params.logprobs >= 0 && params.post_sampling_probs;
   const bool want_logprobs = logprobs != nullptr && params.logprobs >= 0 && !post;
   float log_z = 0.0f;
-  bool touched = false;
   int32_t raw_top = kUnknownTop;
   post_ = post ? logprobs : nullptr;
   post_k_ = params.logprobs;
   post_weighed_ = false;
   SamplerState fresh = SamplerState::first(params);
   state_ = history.state != nullptr ? history.state : &fresh;
+  const float* raw = nullptr;
   if (want_logprobs) {
     // The chosen token's raw logit is read once the token is known: from the row itself when
-    // nothing will change it, else from a copy that the scan writes as it reads.
-    touched = touches_row(params, history);
-    if (touched) raw_.resize(static_cast<size_t>(n));
-    log_z = log_normalizer(logits, params.logprobs, *logprobs, touched ? raw_.data() : nullptr,
-                           raw_top);
-    if (touched) raw_top = kUnknownTop;
+    // nothing will change it, else from the copy the forward pass kept, else from one made
+    // here.
+    const bool touched = touches_row(params, history);
+    const bool kept = touched && history.raw.size() == logits.size();
+    if (touched && !kept) raw_.resize(static_cast<size_t>(n));
+    log_z = log_normalizer(logits, params.logprobs, *logprobs,
+                           touched && !kept ? raw_.data() : nullptr, raw_top, history.partials);
+    if (touched) {
+      raw = kept ? history.raw.data() : raw_.data();
+      raw_top = kUnknownTop;
+    }
   }
   saved_.clear();
   for (const auto& [id, bias] : params.logit_bias) {
@@ -206,7 +219,8 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
   if (!history.allowed.empty()) apply_mask(logits, history.allowed);
 
   const int32_t token = choose(logits, params, position, history.allowed, raw_top);
-  if (want_logprobs) logprobs->chosen = {token, (touched ? raw_[token] : logits[token]) - log_z};
+  if (want_logprobs)
+    logprobs->chosen = {token, (raw != nullptr ? raw[token] : logits[token]) - log_z};
   if (post && !post_weighed_) {  // taken without a draw: certain
     logprobs->chosen = {token, 0.0f};
     logprobs->top.clear();
@@ -285,58 +299,74 @@ void Sampler::apply_mask(std::span<float> logits, std::span<const uint32_t> allo
 
 namespace {
 
-// log_normalizer's shift: the largest finite value among the row's first 64 (NaN ignored),
-// plus kShiftAbove; -inf when none is finite. With x_max - shift within [-kShiftAbove,
-// kShiftSlack], the top term exp(x_max - shift) is at least e^-24 (normal), no term exceeds
-// e^64, so n <= 2^24 terms sum to at most e^64 * 2^24 < FLT_MAX, and the terms exp_table
-// drops (x - shift < -86) are below e^-62 of the top one.
-constexpr float kShiftAbove = 24.0f, kShiftSlack = 64.0f;
-float shift_guess(std::span<const float> logits) {
-  float best = kNegInf;
-  for (size_t i = 0; i < std::min<size_t>(logits.size(), 64); ++i) {
-    if (logits[i] > best && logits[i] < kPosInf) best = logits[i];
+// Fills a list of k with placeholders just below `bound` (nothing where bound is -inf): an
+// entry joins only if it reaches the bound, and k entries that reach it push them all out.
+void prefill_below(sampler_kernels::TopList& list, int32_t k, float bound) {
+  list.count = 0;
+  if (!(bound > kNegInf)) return;
+  for (int32_t i = 0; i < k; ++i) {
+    list.value[i] = std::nextafter(bound, kNegInf);
+    list.id[i] = -1;
   }
-  return best > kNegInf ? best + kShiftAbove : kNegInf;
+  list.count = k;
 }
 
 }  // namespace
 
 float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out,
-                              float* copy, int32_t& top) {
+                              float* copy, int32_t& top, LogitPartials partials) {
+  using sampler_kernels::kLogitPanel;
   const auto n = static_cast<int32_t>(logits.size());
+  const int32_t panels = sampler_kernels::logit_panels(n);
   out.top.clear();
-  // One pass finds the k best (at least the argmax) and copies the row when asked; rows
-  // asking for more than the kernels list (never, through the API's 20) take the long way.
-  const bool listed = k <= sampler_kernels::kMaxTop;
-  // Z is summed in the same pass, shifted by a guess at the max taken from the row's first
-  // entries (exp of x - x_max needs the max, which only the pass finds). Any shift gives
-  // log Z = shift + log(sum exp(x - shift)); this one keeps every term finite and the top
-  // one normal, so the sum loses nothing that matters (checked below, else a second pass).
-  const float guess = shift_guess(logits);
-  float z = 0.0f;
-  if (listed) {
-    kernels_->scan_top(logits.data(), n, std::max(k, 1), copy, top_list_.get(), guess,
-                       guess > kNegInf ? &z : nullptr);
-    top = top_list_->count > 0 ? top_list_->id[0] : -1;
-  } else {
-    if (copy != nullptr) std::copy(logits.begin(), logits.end(), copy);
-    top = kernels_->argmax(logits.data(), n);
+  if (copy != nullptr) std::copy(logits.begin(), logits.end(), copy);
+  if (partials.max.size() != static_cast<size_t>(panels) ||
+      partials.sum.size() != static_cast<size_t>(panels)) {
+    partial_max_.resize(static_cast<size_t>(panels));
+    partial_sum_.resize(static_cast<size_t>(panels));
+    kernels_->panel_partials(logits.data(), n, partial_max_.data(), partial_sum_.data());
+    partials = {partial_max_, partial_sum_};
   }
-  if (top < 0) return kPosInf;  // nothing finite: every log-probability is -inf
+  // The `want` best entries lie in the panels whose max reaches the want-th largest panel
+  // max: those maxima are want distinct entries, so the want-th best entry is at least as
+  // large, and so is the max of every panel that holds one of the best. Those panels, taken
+  // in id order through top_insert, give the list a scan of the whole row gives.
+  // One panel more is listed, to see whether a panel beyond the want-th ties with it.
+  const int32_t want = std::min(std::max(k, 1), sampler_kernels::kMaxTop - 1);
+  sampler_kernels::TopList& best_panels = *panel_list_;
+  best_panels.count = 0;
+  kernels_->scan_top(partials.max.data(), panels, want + 1, 0, &best_panels);
+  top = -1;
+  if (best_panels.count == 0) return kPosInf;  // nothing finite: every log-probability is -inf
+  const int32_t listed = std::min(want, best_panels.count);
+  const float bar = best_panels.value[listed - 1];
+  sampler_kernels::TopList& list = *top_list_;
+  list.count = 0;
+  // At least `want` entries reach the bar (the listed maxima): the list starts full of
+  // placeholders just below it, which they all push out, so the scans insert only them.
+  if (listed == want) prefill_below(list, want, bar);
+  auto scan_panel = [&](int32_t p) {
+    const int32_t first = p * kLogitPanel;
+    kernels_->scan_top(logits.data() + first, std::min(kLogitPanel, n - first), want, first, &list);
+  };
+  if (best_panels.count > want && best_panels.value[want] == bar) {
+    for (int32_t p = 0; p < panels; ++p) {  // ties at the bar: every panel that reaches it
+      if (partials.max[p] >= bar) scan_panel(p);
+    }
+  } else {  // the listed panels alone, in id order
+    std::sort(best_panels.id, best_panels.id + listed);
+    for (int32_t i = 0; i < listed; ++i) scan_panel(best_panels.id[i]);
+  }
+  top = list.id[0];
   const float x_max = logits[top];
   if (x_max == kPosInf) return kPosInf;
-  float log_z;
-  if (listed && guess > kNegInf && x_max - guess <= kShiftSlack) {
-    log_z = guess + static_cast<float>(std::log(static_cast<double>(z)));
-  } else {
-    // Z = sum of exp(x - x_max) >= 1 (the top term is 1), in the kernels' fixed order.
-    z = kernels_->lse_sum(logits.data(), n, x_max);
-    log_z = x_max + static_cast<float>(std::log(static_cast<double>(z)));
-  }
-  if (k > 0 && listed) {
-    for (int32_t i = 0; i < std::min(k, top_list_->count); ++i)
-      out.top.push_back({top_list_->id[i], top_list_->value[i] - log_z});
-  } else if (k > 0) {
+  // Z = the sum of exp(x - x_max) >= 1, from the panels' sums, in the kernels' fixed order.
+  const float z = kernels_->partials_z(partials.max.data(), partials.sum.data(), panels, x_max);
+  const float log_z = x_max + static_cast<float>(std::log(static_cast<double>(z)));
+  if (k > 0 && k <= want) {
+    for (int32_t i = 0; i < std::min(k, list.count); ++i)
+      out.top.push_back({list.id[i], list.value[i] - log_z});
+  } else if (k > 0) {  // more than the kernels list (never, through the API's 20)
     std::span<RankedToken> best =
         top_k_candidates(logits, x_max, static_cast<size_t>(std::min(k, n)), -FLT_MAX);
     std::sort(best.begin(), best.end(), precedes<RankedToken>);
@@ -346,9 +376,9 @@ float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogpr
 }
 
 void Sampler::logprobs_of(std::span<const float> logits, int32_t target, int32_t k,
-                          RowLogprobs& out) {
+                          RowLogprobs& out, LogitPartials partials) {
   int32_t top;
-  const float log_z = log_normalizer(logits, k, out, nullptr, top);
+  const float log_z = log_normalizer(logits, k, out, nullptr, top, partials);
   const bool valid = target >= 0 && target < static_cast<int32_t>(logits.size());
   out.chosen = {target, valid ? logits[target] - log_z : kNegInf};
 }

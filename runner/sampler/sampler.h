@@ -156,6 +156,15 @@ struct SamplerState {
   }
 };
 
+// A row's softmax partials, sampler_kernels::kLogitPanel logits a panel (Kernels::
+// panel_partials): each panel's max and its sum of exps below that max. The forward pass
+// computes them where it writes the logits (ForwardPass::partials); a sampler given none
+// computes the same bits itself, so a row's log-probabilities never depend on which did.
+struct LogitPartials {
+  std::span<const float> max;
+  std::span<const float> sum;
+};
+
 // What the sampler needs of a row besides its logits and parameters.
 struct RowHistory {
   bool ban_stop = false;  // min_tokens not reached: eog_ids and stop_token_ids banned
@@ -170,6 +179,12 @@ struct RowHistory {
   // The request's state (Mirostat, adaptive-p), read and advanced by the row's draw. Null:
   // a fresh one (SamplerState::first) that is not kept.
   SamplerState* state = nullptr;
+  // The raw logits' partials, for the log-probabilities; empty: the sampler computes them.
+  LogitPartials partials = {};
+  // The raw logits kept apart (ForwardPass::raw_logits), for a row asking for
+  // log-probabilities that sampling changes in place (touches_row): the chosen token's is
+  // read there. Empty: the sampler copies the row before changing it.
+  std::span<const float> raw = {};
 };
 
 struct TokenLogprob {
@@ -222,7 +237,14 @@ class Sampler {
 
   // The log-probability of `target` and the top k (k <= 0: none) under a row of logits,
   // which are left as they are: what sample() reports, for prompt tokens (echo).
-  void logprobs_of(std::span<const float> logits, int32_t target, int32_t k, RowLogprobs& out);
+  // partials: as RowHistory's.
+  void logprobs_of(std::span<const float> logits, int32_t target, int32_t k, RowLogprobs& out,
+                   LogitPartials partials = {});
+
+  // Whether sampling with these parameters may change a row in place before it picks (so a
+  // row asking for log-probabilities needs its raw logits kept apart, RowHistory::raw); a
+  // grammar's mask and min_tokens' bans, which the parameters do not show, change it too.
+  static bool may_touch_row(const SamplingParams& params);
 
   // True when this Sampler runs the AVX-512 kernels: the CPU has them and TANDEM_ISA, read at
   // construction, names no lower ISA (avx2, portable). Both give identical tokens.
@@ -285,7 +307,7 @@ class Sampler {
   // log Z of the row, and the top k into out.top; the row's argmax (-1: nothing finite) into
   // top, and a copy of the row into `copy` unless it is null.
   float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out, float* copy,
-                       int32_t& top);
+                       int32_t& top, LogitPartials partials);
 
   SamplerConfig config_;
   const sampler_kernels::Kernels* kernels_;
@@ -311,10 +333,12 @@ class Sampler {
   SamplerState* state_ = nullptr;    // the row's state, while it is sampled
   std::vector<float> adaptive_p_;    // adaptive-p's probabilities of the kept set
   std::vector<int32_t> post_order_;  // weigh_kept's ranking of the kept set
-  std::unique_ptr<sampler_kernels::TopList> top_list_;  // the log-probability scan's k best
-  std::unique_ptr<sampler_infill::Scratch> infill_;     // made by the first infill row
-  std::unique_ptr<sampler_dry::Scratch> dry_;           // made by the first DRY row
-  std::unique_ptr<sampler_typical::Scratch> typical_;   // made by the first typ_p row
+  std::unique_ptr<sampler_kernels::TopList> top_list_;    // the log-probability scan's k best
+  std::unique_ptr<sampler_kernels::TopList> panel_list_;  // and the panels holding them
+  std::vector<float> partial_max_, partial_sum_;          // partials the sampler computed
+  std::unique_ptr<sampler_infill::Scratch> infill_;       // made by the first infill row
+  std::unique_ptr<sampler_dry::Scratch> dry_;             // made by the first DRY row
+  std::unique_ptr<sampler_typical::Scratch> typical_;     // made by the first typ_p row
 };
 
 }  // namespace tandem

@@ -254,24 +254,18 @@ int32_t argmax(const float* x, int32_t n) {
 
 // The portable scan_top's list, 32 entries at a time: four compares with the list's last
 // (not a max of the four: vmaxps would let a NaN hide a larger lane); past the first few
-// hundred entries almost none beats it, so the pass runs at the copy's speed. Entries that
-// do go in in id order, through the same top_insert. The exp sum rides along, as lane_sum
-// takes it (entries i % 16 < 8 in `low`, the rest in `high`).
-template <bool kSum>
-void scan_top_with(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-                   float* z) {
-  out->count = 0;
+// hundred entries almost none beats it. Entries that do go in in id order, through the
+// same top_insert.
+void scan_top(const float* x, int32_t n, int32_t k, int32_t first_id, TopList* out) {
   auto bar = [&] { return set(out->count < k ? kNegInf : out->value[k - 1]); };
   auto visit = [&](int32_t i, __m256 v) {
     int hit = _mm256_movemask_ps(_mm256_cmp_ps(v, bar(), _CMP_GT_OQ));
     while (hit != 0) {
       const int lane = __builtin_ctz(static_cast<unsigned>(hit));
       hit &= hit - 1;
-      top_insert(out, k, x[i + lane], i + lane);
+      top_insert(out, k, x[i + lane], first_id + i + lane);
     }
   };
-  const __m256 base = set(shift);
-  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
   int32_t i = 0;
   for (; i + 32 <= n; i += 32) {
     __m256 v[4];
@@ -279,38 +273,12 @@ void scan_top_with(const float* x, int32_t n, int32_t k, float* copy, TopList* o
     const __m256 now = bar();
     for (int a = 0; a < 4; ++a) {
       v[a] = _mm256_loadu_ps(x + i + 8 * a);
-      if (copy != nullptr) _mm256_storeu_ps(copy + i + 8 * a, v[a]);
-      if constexpr (kSum) {
-        __m256& lanes = a % 2 == 0 ? low : high;
-        lanes = add(lanes, exp_table8(sub(v[a], base)));
-      }
       any |= _mm256_movemask_ps(_mm256_cmp_ps(v[a], now, _CMP_GT_OQ));
     }
     if (any == 0) continue;
     for (int a = 0; a < 4; ++a) visit(i + 8 * a, v[a]);
   }
-  for (; i < n; i += 8) {
-    const __m256 v = load_or_neg_inf(x + i, n - i);
-    if (copy != nullptr) {
-      if (n - i >= 8) {
-        _mm256_storeu_ps(copy + i, v);
-      } else {
-        _mm256_maskstore_ps(copy + i, tail_mask(n - i), v);
-      }
-    }
-    if constexpr (kSum) {
-      __m256& lanes = i % 16 == 0 ? low : high;
-      lanes = add(lanes, exp_table8(sub(v, base)));
-    }
-    visit(i, v);
-  }
-  if constexpr (kSum) *z = fold_lanes(low, high);
-}
-
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-              float* z) {
-  if (z != nullptr) return scan_top_with<true>(x, n, k, copy, out, shift, z);
-  scan_top_with<false>(x, n, k, copy, out, shift, z);
+  for (; i < n; i += 8) visit(i, load_or_neg_inf(x + i, n - i));
 }
 
 // The portable gumbel_argmax's pruned pass, 32 ids at a time: a running best B (seeded with
@@ -352,7 +320,46 @@ int32_t gumbel_argmax(const float* z, int32_t n, int32_t top, uint64_t seed, int
   return best.index;
 }
 
-float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table8>(x, n, x_max); }
+// As the AVX-512 file's: a panel's eight vectors, entries i % 16 < 8 in `low`, the rest in
+// `high`.
+void panel_partials(const float* x, int32_t n, float* max, float* sum) {
+  for (int32_t p = 0, i = 0; i < n; ++p, i += kLogitPanel) {
+    __m256 v[8];
+    __m256 best = set(kNegInf);
+    for (int a = 0; a < 8; ++a) {
+      const int32_t at = i + 8 * a;
+      v[a] = at < n ? load_or_neg_inf(x + at, n - at) : set(kNegInf);
+      best = _mm256_max_ps(v[a], best);
+    }
+    const __m128 half = _mm_max_ps(_mm256_castps256_ps128(best), _mm256_extractf128_ps(best, 1));
+    const __m128 quarter = _mm_max_ps(half, _mm_movehl_ps(half, half));
+    const float top =
+        _mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1))) + 0.0f;
+    __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+    if (top > kNegInf && top < -kNegInf) {
+      const __m256 base = set(top);
+      for (int a = 0; a < 8; ++a) {
+        __m256& lanes = a % 2 == 0 ? low : high;
+        lanes = add(lanes, exp_table8(sub(v[a], base)));
+      }
+    }
+    max[p] = top;
+    sum[p] = fold_lanes(low, high);
+  }
+}
+
+float partials_z(const float* max, const float* sum, int32_t n_panels, float top) {
+  const __m256 base = set(top);
+  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+  for (int32_t p = 0; p < n_panels; p += 8) {
+    const int32_t left = n_panels - p;
+    const __m256 s =
+        left >= 8 ? _mm256_loadu_ps(sum + p) : _mm256_maskload_ps(sum + p, tail_mask(left));
+    __m256& lanes = p % 16 == 0 ? low : high;
+    lanes = add(lanes, mul(s, exp_table8(sub(load_or_neg_inf(max + p, left), base))));
+  }
+  return fold_lanes(low, high);
+}
 float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted8>(z, n, z_max); }
 
 // The ladder's estimates (a hint, kernels.h): each group of 16 entries as two vectors; a

@@ -207,33 +207,21 @@ int32_t argmax(const float* x, int32_t n) {
 
 // Four vectors at a time are compared with the list's threshold at once: past the first few
 // hundred entries almost no entry beats the k-th best, so the list costs about a compare a
-// vector (plus the copy's stores). Entries that do are inserted in id order, as the portable
-// scan. The exp sum rides along (lane i % 16 adding entry i, as lane_sum): the pass is bound
-// by reading the row, the exps by the vector pipes, so together they cost little more than
-// either alone.
-template <bool kSum>
-void scan_top_with(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-                   float* z) {
-  out->count = 0;
+// vector. Entries that do are inserted in id order, as the portable scan.
+void scan_top(const float* x, int32_t n, int32_t k, int32_t first_id, TopList* out) {
   auto threshold = [&] { return out->count < k ? kNegInf : out->value[k - 1]; };
   auto visit = [&](int32_t i, __m512 v, __mmask16 mask) {
     __mmask16 hit = _mm512_mask_cmp_ps_mask(mask, v, set(threshold()), _CMP_GT_OQ);
     while (hit != 0) {
       const int32_t lane = static_cast<int32_t>(__builtin_ctz(hit));
       hit = static_cast<__mmask16>(hit & (hit - 1));
-      top_insert(out, k, x[i + lane], i + lane);
+      top_insert(out, k, x[i + lane], first_id + i + lane);
     }
   };
-  const __m512 base = set(shift);
-  __m512 lanes = _mm512_setzero_ps();
   int32_t i = 0;
   for (; i + 64 <= n; i += 64) {
     __m512 v[4];
-    for (int a = 0; a < 4; ++a) {
-      v[a] = _mm512_loadu_ps(x + i + 16 * a);
-      if (copy != nullptr) _mm512_storeu_ps(copy + i + 16 * a, v[a]);
-      if constexpr (kSum) lanes = add(lanes, exp_table16(sub(v[a], base)));
-    }
+    for (int a = 0; a < 4; ++a) v[a] = _mm512_loadu_ps(x + i + 16 * a);
     // Four compares, not a max of the four: vmaxps would let a NaN hide a larger lane.
     const __m512 bar = set(threshold());
     __mmask16 any = 0;
@@ -243,18 +231,8 @@ void scan_top_with(const float* x, int32_t n, int32_t k, float* copy, TopList* o
   }
   for (; i < n; i += 16) {
     const __mmask16 mask = tail_mask(n - i);
-    const __m512 v = load_or_neg_inf(x + i, mask);
-    if (copy != nullptr) _mm512_mask_storeu_ps(copy + i, mask, v);
-    if constexpr (kSum) lanes = add(lanes, exp_table16(sub(v, base)));
-    visit(i, v, mask);
+    visit(i, load_or_neg_inf(x + i, mask), mask);
   }
-  if constexpr (kSum) *z = fold_lanes(lanes);
-}
-
-void scan_top(const float* x, int32_t n, int32_t k, float* copy, TopList* out, float shift,
-              float* z) {
-  if (z != nullptr) return scan_top_with<true>(x, n, k, copy, out, shift, z);
-  scan_top_with<false>(x, n, k, copy, out, shift, z);
 }
 
 // Sum of exp_fn(x[i] - x_max), lane i % 16 taking element i, then folded.
@@ -268,7 +246,99 @@ float lane_sum(const float* x, int32_t n, float x_max) {
   return fold_lanes(lanes);
 }
 
-float lse_sum(const float* x, int32_t n, float x_max) { return lane_sum<exp_table16>(x, n, x_max); }
+// One panel's partials from its four vectors (-inf past the row's end): their max, NaN
+// ignored (vmaxps returns its second operand, the running max, when the first is NaN), then
+// their exps in lane order, as the portable loop adds them (a lane past the row's end adds
+// exp_table(-inf) = +0: no change).
+[[gnu::always_inline]] inline void panel_partial(const __m512 v[4], float* max, float* sum) {
+  __m512 best = set(kNegInf);
+  for (int a = 0; a < 4; ++a) best = _mm512_max_ps(v[a], best);
+  const float top = _mm512_reduce_max_ps(best) + 0.0f;
+  __m512 lanes = _mm512_setzero_ps();
+  if (top > kNegInf && top < -kNegInf) {
+    const __m512 base = set(top);
+    for (int a = 0; a < 4; ++a) lanes = add(lanes, exp_table16(sub(v[a], base)));
+  }
+  *max = top;
+  *sum = fold_lanes(lanes);
+}
+
+// Sixteen vectors' horizontal folds at once, lane l of the result holding vector l's: four
+// rounds of pairing halves, each adding (or taking the max of) lanes l and l + width within
+// each vector, as fold_lanes does (8, 4, 2 and 1 wide), so every sum is fold_lanes' bit for
+// bit. The rounds leave vector 4i + k in lane 4k + i; the last step puts it back in lane l.
+template <__m512 (*op)(__m512, __m512)>
+__m512 fold16(__m512 v[16]) {
+  for (int q = 0; q < 8; ++q) {  // width 8: [a.lo8 | b.lo8] op [a.hi8 | b.hi8]
+    v[q] = op(_mm512_shuffle_f32x4(v[2 * q], v[2 * q + 1], 0x44),
+              _mm512_shuffle_f32x4(v[2 * q], v[2 * q + 1], 0xEE));
+  }
+  for (int q = 0; q < 4; ++q) {  // width 4: each 8-lane half's two 4-lane blocks
+    v[q] = op(_mm512_shuffle_f32x4(v[2 * q], v[2 * q + 1], 0x88),
+              _mm512_shuffle_f32x4(v[2 * q], v[2 * q + 1], 0xDD));
+  }
+  for (int q = 0; q < 2; ++q) {  // width 2, within each 128-bit block
+    v[q] = op(_mm512_shuffle_ps(v[2 * q], v[2 * q + 1], 0x44),
+              _mm512_shuffle_ps(v[2 * q], v[2 * q + 1], 0xEE));
+  }
+  const __m512 folded =
+      op(_mm512_shuffle_ps(v[0], v[1], 0x88), _mm512_shuffle_ps(v[0], v[1], 0xDD));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, folded);
+}
+__m512 max_of(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
+
+// Sixteen whole panels at x: their maxima folded at once, then each panel's exps below its
+// own, the sums folded at once. A max fold has no order to keep but the zeros' signs, which
+// adding +0 makes +0 (as the portable loop does).
+void sixteen_panels(const float* x, float* max, float* sum) {
+  __m512 lanes[16];
+  for (int j = 0; j < 16; ++j) {
+    __m512 best = set(kNegInf);
+    for (int a = 0; a < 4; ++a) best = _mm512_max_ps(_mm512_loadu_ps(x + 64 * j + 16 * a), best);
+    lanes[j] = best;
+  }
+  const __m512 tops = add(fold16<max_of>(lanes), _mm512_setzero_ps());
+  _mm512_storeu_ps(max, tops);
+  // Panels whose max is -inf or +inf sum exps of -inf or NaN only: +0, the portable value.
+  for (int j = 0; j < 16; ++j) {
+    const __m512 base = _mm512_set1_ps(max[j]);
+    __m512 acc = _mm512_setzero_ps();
+    for (int a = 0; a < 4; ++a)
+      acc = add(acc, exp_table16(sub(_mm512_loadu_ps(x + 64 * j + 16 * a), base)));
+    lanes[j] = acc;
+  }
+  _mm512_storeu_ps(sum, fold16<add>(lanes));
+}
+
+void panel_partials(const float* x, int32_t n, float* max, float* sum) {
+  int32_t p = 0, i = 0;
+  for (; i + 16 * kLogitPanel <= n; p += 16, i += 16 * kLogitPanel)
+    sixteen_panels(x + i, max + p, sum + p);
+  for (; i + kLogitPanel <= n; ++p, i += kLogitPanel) {
+    const __m512 v[4] = {_mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16),
+                         _mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(x + i + 48)};
+    panel_partial(v, max + p, sum + p);
+  }
+  if (i == n) return;
+  __m512 v[4];
+  for (int a = 0; a < 4; ++a) {
+    const int32_t at = i + 16 * a;
+    v[a] = at < n ? load_or_neg_inf(x + at, tail_mask(n - at)) : set(kNegInf);
+  }
+  panel_partial(v, max + p, sum + p);
+}
+
+float partials_z(const float* max, const float* sum, int32_t n_panels, float top) {
+  const __m512 base = set(top);
+  __m512 lanes = _mm512_setzero_ps();
+  for (int32_t p = 0; p < n_panels; p += 16) {
+    const __mmask16 mask = tail_mask(n_panels - p);
+    const __m512 s = _mm512_maskz_loadu_ps(mask, sum + p);
+    lanes = add(lanes, mul(s, exp_table16(sub(load_or_neg_inf(max + p, mask), base))));
+  }
+  return fold_lanes(lanes);
+}
 float z_sum(const float* z, int32_t n, float z_max) { return lane_sum<exp_shifted16>(z, n, z_max); }
 
 void ladder(const float* z, int32_t n, float z_max, Ladder* out) {
@@ -447,7 +517,8 @@ int32_t gumbel_argmax_at(const float* z, const int32_t* ids, int32_t n, uint64_t
 extern const Kernels kKernels = {.scale_max = scale_max,
                                  .argmax = argmax,
                                  .scan_top = scan_top,
-                                 .lse_sum = lse_sum,
+                                 .panel_partials = panel_partials,
+                                 .partials_z = partials_z,
                                  .z_sum = z_sum,
                                  .ladder = ladder,
                                  .collect = collect,

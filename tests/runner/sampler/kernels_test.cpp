@@ -129,6 +129,59 @@ TEST(SamplerKernels, VectorNoiseMatchesTheScalarDefinitionBitForBit) {
   }
 }
 
+// The logprobs' partials: every path gives the portable one's bits, whatever the row's
+// length against the panel, with -inf, NaN, +inf, -0 and whole panels of -inf in the row;
+// and their Z is the row's, against a double-precision sum.
+TEST(SamplerKernels, PanelPartialsMatchThePortableOnesAndSumTheRow) {
+  std::vector<const Kernels*> tables = vector_tables();
+  tables.push_back(&portable());
+  for (int32_t n : {1, 8, 15, 16, 17, 63, 64, 65, 100, 130, 1000, 32000, 49152, 128256}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      std::vector<float> row = messy_row(n, static_cast<uint32_t>(n + variant));
+      if (variant == 1 && n > 130) {
+        for (int32_t i = 64; i < 128; ++i) row[i] = -kInf;  // a panel with nothing finite
+        row[0] = -0.0f;
+        row[129] = 0.0f;
+      }
+      if (variant == 2) row[n / 2] = kInf;
+      const int32_t panels = logit_panels(n);
+      std::vector<float> max_a(panels), sum_a(panels);
+      portable().panel_partials(row.data(), n, max_a.data(), sum_a.data());
+      const float top = *std::max_element(max_a.begin(), max_a.end());
+      for (const Kernels* k : tables) {
+        SCOPED_TRACE(std::string(table_name(k)) + " n " + std::to_string(n) + " variant " +
+                     std::to_string(variant));
+        std::vector<float> max_b(panels), sum_b(panels);
+        k->panel_partials(row.data(), n, max_b.data(), sum_b.data());
+        for (int32_t p = 0; p < panels; ++p) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(max_a[p]), std::bit_cast<uint32_t>(max_b[p])) << p;
+          ASSERT_EQ(std::bit_cast<uint32_t>(sum_a[p]), std::bit_cast<uint32_t>(sum_b[p])) << p;
+        }
+        // A run of panels computed apart (as a matmul task's share) gives the same bits.
+        if (panels > 2) {
+          std::vector<float> max_c(panels), sum_c(panels);
+          k->panel_partials(row.data() + kLogitPanel, n - kLogitPanel, max_c.data() + 1,
+                            sum_c.data() + 1);
+          for (int32_t p = 1; p < panels; ++p) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(max_a[p]), std::bit_cast<uint32_t>(max_c[p]));
+            ASSERT_EQ(std::bit_cast<uint32_t>(sum_a[p]), std::bit_cast<uint32_t>(sum_c[p]));
+          }
+        }
+        if (std::isinf(top)) continue;  // the sampler stops before Z there
+        const float z = k->partials_z(max_a.data(), sum_a.data(), panels, top);
+        ASSERT_EQ(
+            std::bit_cast<uint32_t>(portable().partials_z(max_a.data(), sum_a.data(), panels, top)),
+            std::bit_cast<uint32_t>(z));
+        double exact = 0.0;
+        for (float v : row) {
+          if (!std::isnan(v)) exact += std::exp(double(v) - double(top));
+        }
+        EXPECT_NEAR(z, exact, 2e-6 * exact);
+      }
+    }
+  }
+}
+
 TEST(SamplerKernels, VectorExpMatchesTheScalarDefinitionBitForBit) {
   REQUIRE_VECTOR_TABLES();
   for (const Kernels* vec : vector_tables()) {
@@ -144,10 +197,12 @@ TEST(SamplerKernels, VectorExpMatchesTheScalarDefinitionBitForBit) {
     for (size_t i = 0; i < z.size(); ++i) {
       ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << z[i];
     }
-    // The table exp, one entry at a time through the sum (a lone term folds with zeros).
+    // The table exp, one entry at a time through the partials' Z (a lone term, times 1,
+    // folds with zeros).
+    constexpr float kOne = 1.0f;
     for (size_t i = 0; i < z.size(); ++i) {
       ASSERT_EQ(std::bit_cast<uint32_t>(exp_table(z[i] - 1.0f)),
-                std::bit_cast<uint32_t>(vec->lse_sum(&z[i], 1, 1.0f)))
+                std::bit_cast<uint32_t>(vec->partials_z(&z[i], &kOne, 1, 1.0f)))
           << z[i];
     }
   }
@@ -169,9 +224,6 @@ TEST(SamplerKernels, VectorRowKernelsMatchThePortableOnes) {
         ASSERT_EQ(0, std::memcmp(za.data(), zb.data(), sizeof(float) * n)) << n;
         ASSERT_EQ(port.argmax(za.data(), n), vec.argmax(za.data(), n)) << n;
 
-        ASSERT_EQ(std::bit_cast<uint32_t>(port.lse_sum(za.data(), n, max_a)),
-                  std::bit_cast<uint32_t>(vec.lse_sum(za.data(), n, max_a)))
-            << n;
         const float sum_a = port.z_sum(za.data(), n, max_a);
         ASSERT_EQ(std::bit_cast<uint32_t>(sum_a),
                   std::bit_cast<uint32_t>(vec.z_sum(za.data(), n, max_a)))
@@ -298,10 +350,10 @@ TEST(SamplerKernels, ArgmaxTakesTheLowestIndexOfTiesAndSkipsNaN) {
 }
 
 // The log-probability scan lists the k best in rank order (value descending, ties to the
-// lower id; no -inf or NaN), exactly as sorting the row does, copies the row, and both paths
-// give the same list: on messy rows (ties, -inf, NaN), ascending rows (every entry enters the
-// list) and rows with fewer finite entries than k. Its exp sum is lse_sum's.
-TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
+// lower id; no -inf or NaN), exactly as sorting the row does, and every path gives the same
+// list: on messy rows (ties, -inf, NaN), ascending rows (every entry enters the list) and
+// rows with fewer finite entries than k; whole, and in runs that continue one list.
+TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderWholeOrInRuns) {
   std::vector<std::vector<float>> rows;
   for (int32_t n : {1, 5, 16, 17, 64, 65, 100, 3000, 32000}) rows.push_back(messy_row(n, 7));
   std::vector<float> ascending(300);
@@ -323,28 +375,18 @@ TEST(SamplerKernels, ScanTopListsTheKBestInRankOrderAndCopiesTheRow) {
     for (const Kernels* k : {&portable(), avx2(), avx512()}) {
       if (k == nullptr) continue;
       for (int32_t want : {1, 5, 20, kMaxTop}) {
-        TopList list;
-        std::vector<float> copy(n, 0.0f);
-        // The exp sum that rides along is lse_sum's with the shift given, bit for bit (and so
-        // the portable one's: VectorRowKernelsMatchThePortableOnes), or not taken at all.
-        const float shift = 1.5f;
-        float z = -1.0f;
-        k->scan_top(row.data(), n, want, copy.data(), &list, shift, want == 5 ? nullptr : &z);
-        if (want == 5) {
-          ASSERT_EQ(z, -1.0f);
-        } else {
-          ASSERT_EQ(std::bit_cast<uint32_t>(z),
-                    std::bit_cast<uint32_t>(k->lse_sum(row.data(), n, shift)))
-              << n << " k " << want;
-        }
-        ASSERT_EQ(list.count, std::min<int32_t>(want, static_cast<int32_t>(order.size())));
-        for (int32_t i = 0; i < list.count; ++i) {
-          ASSERT_EQ(list.id[i], order[i]) << n << " k " << want << " at " << i;
-          ASSERT_EQ(list.value[i], row[order[i]]);
-        }
-        ASSERT_EQ(0, std::memcmp(copy.data(), row.data(), sizeof(float) * n));
-        if (list.count > 0) {
-          ASSERT_EQ(list.id[0], k->argmax(row.data(), n));
+        for (int32_t run : {n, 37, 64}) {  // the row whole, or in runs of `run` entries
+          TopList list;
+          for (int32_t first = 0; first < n; first += run)
+            k->scan_top(row.data() + first, std::min(run, n - first), want, first, &list);
+          ASSERT_EQ(list.count, std::min<int32_t>(want, static_cast<int32_t>(order.size())));
+          for (int32_t i = 0; i < list.count; ++i) {
+            ASSERT_EQ(list.id[i], order[i]) << n << " k " << want << " run " << run << " at " << i;
+            ASSERT_EQ(list.value[i], row[order[i]]);
+          }
+          if (list.count > 0) {
+            ASSERT_EQ(list.id[0], k->argmax(row.data(), n));
+          }
         }
       }
     }

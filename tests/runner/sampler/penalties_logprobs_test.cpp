@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -201,10 +202,9 @@ TEST(SamplerLogprobs, AreTheRawLogSoftmaxWhateverTheSamplingParameters) {
   }
 }
 
-// Z is summed in the scan with a shift guessed from the row's first 64 entries (sampler.cpp,
-// log_normalizer). Rows whose max lies far above those entries (or that have none finite)
-// take a second pass; rows whose max is among them, or a little above, keep the scan's sum.
-// Either way the values are the log-softmax, on the best path the CPU has and on "avx2".
+// Z is summed panel by panel below each panel's own max (sampler.cpp, log_normalizer):
+// panels with nothing finite, or far below the row's max, and a max far above everything
+// else all give the log-softmax, on the best path the CPU has and on "avx2".
 TEST(SamplerLogprobs, HoldWhereverTheRowsMaxLiesAgainstItsFirstEntries) {
   const int32_t n = 5000;
   const std::vector<float> base = normal_logits(n, 3.0f, 8);
@@ -244,6 +244,93 @@ TEST(SamplerLogprobs, HoldWhereverTheRowsMaxLiesAgainstItsFirstEntries) {
 // Asking for logprobs never changes the token: an untouched row hands the scan's argmax to
 // greedy and to T = 1's Gumbel pass, a touched one is copied first. Rows with ties, -inf,
 // NaN and a +inf; greedy, T = 1 with and without filters, T = 0.8, bias, penalties, bans.
+// The k best come from the panels with the largest maxima (sampler.cpp, log_normalizer):
+// the list is the whole row's, in rank order with ties to the lower id, over rows of few
+// distinct values (ties across panels), panels of -inf and NaN and fewer finite entries than
+// k (and a +inf, which lists nothing). Partials handed in (as the forward pass computes them) give
+// the bits of those the sampler computes itself.
+TEST(SamplerLogprobs, TheTopListIsTheWholeRowsAndHandedPartialsChangeNoBit) {
+  const int32_t n = 1000;
+  const auto& kernels = sampler_kernels::detected();
+  const int32_t panels = sampler_kernels::logit_panels(n);
+  Sampler sampler({n, {}});
+  for (uint32_t seed = 0; seed < 60; ++seed) {
+    std::mt19937 rng(seed);
+    std::vector<float> logits(n);
+    for (float& x : logits) x = static_cast<float>(rng() % (2 + seed % 5));
+    if (seed % 3 == 0) std::fill(logits.begin() + 64, logits.begin() + 192, -kInf);
+    if (seed % 4 == 1) logits[rng() % n] = std::nanf("");
+    if (seed % 7 == 2) std::fill(logits.begin(), logits.end() - 3, -kInf);  // 3 finite
+    if (seed % 11 == 3) logits[rng() % n] = kInf;
+    std::vector<int32_t> order;
+    for (int32_t i = 0; i < n; ++i) {
+      if (logits[i] > -kInf) order.push_back(i);  // NaN and -inf never listed
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    std::vector<float> max(panels), sum(panels);
+    kernels.panel_partials(logits.data(), n, max.data(), sum.data());
+    for (int32_t k : {1, 3, 5, 20}) {
+      SamplingParams p;
+      p.temperature = 0.0f;
+      p.logprobs = k;
+      std::vector<float> a = logits, b = logits;
+      RowLogprobs own, handed;
+      const int32_t token = sampler.sample(a, p, 0, {}, &own);
+      RowHistory history;
+      history.partials = {max, sum};
+      ASSERT_EQ(sampler.sample(b, p, 0, history, &handed), token);
+      // A +inf logit takes all the probability: log Z is +inf, and nothing is listed
+      // (log_normalizer's early return, as before the panels).
+      const bool infinite = !order.empty() && logits[order[0]] == kInf;
+      const size_t want = infinite ? 0 : std::min<size_t>(k, order.size());
+      ASSERT_EQ(own.top.size(), want) << seed << " k " << k;
+      ASSERT_EQ(handed.top.size(), want);
+      for (size_t i = 0; i < want; ++i) {
+        EXPECT_EQ(own.top[i].id, order[i]) << seed << " k " << k << " rank " << i;
+        EXPECT_EQ(handed.top[i].id, order[i]);
+        EXPECT_EQ(std::bit_cast<uint32_t>(own.top[i].logprob),
+                  std::bit_cast<uint32_t>(handed.top[i].logprob));
+      }
+      EXPECT_EQ(std::bit_cast<uint32_t>(own.chosen.logprob),
+                std::bit_cast<uint32_t>(handed.chosen.logprob));
+      RowLogprobs scored;
+      sampler.logprobs_of(logits, token, k, scored, {max, sum});
+      EXPECT_EQ(std::bit_cast<uint32_t>(scored.chosen.logprob),
+                std::bit_cast<uint32_t>(own.chosen.logprob));
+    }
+  }
+}
+
+// A row that sampling changes in place reads the chosen token's raw logit from the copy the
+// forward pass kept (RowHistory::raw) where there is one, else from its own: the same bits.
+TEST(SamplerLogprobs, AKeptRawRowGivesTheBitsOfTheSamplersOwnCopy) {
+  const int32_t n = 3000;
+  Sampler sampler({n, {1}});
+  const std::vector<float> logits = normal_logits(n, 3.0f, 31);
+  SamplingParams p = penalties(1.3f, 0.5f, 0.5f);
+  p.logprobs = 4;
+  p.temperature = 0.7f;
+  p.top_k = 40;
+  p.logit_bias = {{17, 9.0f}};
+  ASSERT_TRUE(Sampler::may_touch_row(p));
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    p.seed = seed;
+    std::vector<float> a = logits, b = logits;
+    RowLogprobs own, kept;
+    RowHistory history{false, kPrompt, kOutput};
+    const int32_t token = sampler.sample(a, p, 5, history, &own);
+    history.raw = logits;
+    ASSERT_EQ(sampler.sample(b, p, 5, history, &kept), token);
+    EXPECT_EQ(std::bit_cast<uint32_t>(own.chosen.logprob),
+              std::bit_cast<uint32_t>(kept.chosen.logprob));
+  }
+  SamplingParams plain;
+  EXPECT_FALSE(Sampler::may_touch_row(plain));  // T = 1, nothing else
+  plain.temperature = 0.0f;
+  EXPECT_FALSE(Sampler::may_touch_row(plain));
+}
+
 TEST(SamplerLogprobs, AskingForThemNeverChangesTheToken) {
   const int32_t n = 2000;
   Sampler with({n, {1}}), without({n, {1}});
