@@ -143,27 +143,33 @@ void Sampler::ban(std::span<float> logits, std::span<const int32_t> ids) {
   }
 }
 
-// Whether sampling changes the row in place before it picks (bias, penalties, bans, the
-// grammar's mask, a temperature other than 1). An untouched row still holds the raw logits
-// when the token is known, and its argmax is the log-probability scan's.
-bool Sampler::may_touch_row(const SamplingParams& params) {
-  return !params.logit_bias.empty() || params.repetition_penalty != 1.0f ||
-         params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f || params.dry_on() ||
-         params.ignore_eos || params.dynatemp_on() ||
+namespace {
+
+// What changes a row in place whatever its history: bias, ignore_eos's ban, a temperature
+// other than 1 (fixed or dynamic).
+bool params_touch_row(const SamplingParams& params) {
+  return !params.logit_bias.empty() || params.ignore_eos || params.dynatemp_on() ||
          (params.temperature > 0.0f && 1.0f / params.temperature != 1.0f);
 }
 
+}  // namespace
+
+bool Sampler::may_touch_row(const SamplingParams& params) {
+  return params_touch_row(params) || params.repetition_penalty != 1.0f ||
+         params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f || params.dry_on();
+}
+
+// Whether sampling changes the row in place before it picks (bias, penalties, bans, the
+// grammar's mask, a temperature other than 1). An untouched row still holds the raw logits
+// when the token is known, and its argmax is the log-probability scan's.
 bool Sampler::touches_row(const SamplingParams& params, const RowHistory& history) const {
-  const float inv_t = 1.0f / params.temperature;
   const bool counted =
       !history.output.empty() || (params.penalty_last_n > 0 && !history.prompt.empty());
   const bool penalties =
       params.repetition_penalty != 1.0f ||
       ((params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f) && counted) ||
       (params.dry_on() && (!history.prompt.empty() || !history.output.empty()));
-  return !params.logit_bias.empty() || penalties || params.ignore_eos || history.ban_stop ||
-         !history.allowed.empty() || (params.temperature > 0.0f && inv_t != 1.0f) ||
-         params.dynatemp_on();
+  return params_touch_row(params) || penalties || history.ban_stop || !history.allowed.empty();
 }
 
 int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, int64_t position,
@@ -187,15 +193,16 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingParams& params, i
     // The chosen token's raw logit is read once the token is known: from the row itself when
     // nothing will change it, else from the copy the forward pass kept, else from one made
     // here.
-    const bool touched = touches_row(params, history);
-    const bool kept = touched && history.raw.size() == logits.size();
-    if (touched && !kept) raw_.resize(static_cast<size_t>(n));
-    log_z = log_normalizer(logits, params.logprobs, *logprobs,
-                           touched && !kept ? raw_.data() : nullptr, raw_top, history.partials);
-    if (touched) {
-      raw = kept ? history.raw.data() : raw_.data();
-      raw_top = kUnknownTop;
+    if (touches_row(params, history)) {
+      if (history.raw.size() == logits.size()) {
+        raw = history.raw.data();
+      } else {
+        raw_.assign(logits.begin(), logits.end());
+        raw = raw_.data();
+      }
     }
+    log_z = log_normalizer(logits, params.logprobs, *logprobs, raw_top, history.partials);
+    if (raw != nullptr) raw_top = kUnknownTop;
   }
   saved_.clear();
   for (const auto& [id, bias] : params.logit_bias) {
@@ -299,11 +306,9 @@ void Sampler::apply_mask(std::span<float> logits, std::span<const uint32_t> allo
 
 namespace {
 
-// Fills a list of k with placeholders just below `bound` (nothing where bound is -inf): an
-// entry joins only if it reaches the bound, and k entries that reach it push them all out.
+// Fills a list of k with placeholders just below `bound` (> -inf): an entry joins only if it
+// reaches the bound, and k entries that reach it push them all out.
 void prefill_below(sampler_kernels::TopList& list, int32_t k, float bound) {
-  list.count = 0;
-  if (!(bound > kNegInf)) return;
   for (int32_t i = 0; i < k; ++i) {
     list.value[i] = std::nextafter(bound, kNegInf);
     list.id[i] = -1;
@@ -314,12 +319,11 @@ void prefill_below(sampler_kernels::TopList& list, int32_t k, float bound) {
 }  // namespace
 
 float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out,
-                              float* copy, int32_t& top, LogitPartials partials) {
+                              int32_t& top, LogitPartials partials) {
   using sampler_kernels::kLogitPanel;
   const auto n = static_cast<int32_t>(logits.size());
   const int32_t panels = sampler_kernels::logit_panels(n);
   out.top.clear();
-  if (copy != nullptr) std::copy(logits.begin(), logits.end(), copy);
   if (partials.max.size() != static_cast<size_t>(panels) ||
       partials.sum.size() != static_cast<size_t>(panels)) {
     partial_max_.resize(static_cast<size_t>(panels));
@@ -378,7 +382,7 @@ float Sampler::log_normalizer(std::span<const float> logits, int32_t k, RowLogpr
 void Sampler::logprobs_of(std::span<const float> logits, int32_t target, int32_t k,
                           RowLogprobs& out, LogitPartials partials) {
   int32_t top;
-  const float log_z = log_normalizer(logits, k, out, nullptr, top, partials);
+  const float log_z = log_normalizer(logits, k, out, top, partials);
   const bool valid = target >= 0 && target < static_cast<int32_t>(logits.size());
   out.chosen = {target, valid ? logits[target] - log_z : kNegInf};
 }

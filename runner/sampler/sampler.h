@@ -305,9 +305,9 @@ class Sampler {
   void apply_window_penalties(std::span<float> logits, const SamplingParams& params,
                               const RowHistory& history);
   // log Z of the row, and the top k into out.top; the row's argmax (-1: nothing finite) into
-  // top, and a copy of the row into `copy` unless it is null.
-  float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out, float* copy,
-                       int32_t& top, LogitPartials partials);
+  // top. partials: as RowHistory's.
+  float log_normalizer(std::span<const float> logits, int32_t k, RowLogprobs& out, int32_t& top,
+                       LogitPartials partials);
 
   SamplerConfig config_;
   const sampler_kernels::Kernels* kernels_;

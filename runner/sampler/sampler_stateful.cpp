@@ -28,7 +28,7 @@ SamplerState SamplerState::first(const SamplingParams& params) {
 void Sampler::weigh_row(std::span<const float> z, int32_t token) {
   if (post_ == nullptr || token < 0) return;
   int32_t top;
-  const float log_z = log_normalizer(z, post_k_, *post_, nullptr, top, {});
+  const float log_z = log_normalizer(z, post_k_, *post_, top, {});
   post_->chosen = {token, z[static_cast<size_t>(token)] - log_z};
   std::erase_if(post_->top, [](const TokenLogprob& t) {
     return !(sampler_kernels::exp_shifted(t.logprob) > 0.0f);
