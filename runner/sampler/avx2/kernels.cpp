@@ -113,6 +113,13 @@ float lane_sum(const float* x, int32_t n, float x_max) {
   return fold_lanes(low, high);
 }
 
+// The largest of v's eight lanes (none NaN).
+float lanes_max(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
 // The largest value, NaN ignored (vmaxps returns its second operand when either is NaN),
 // -inf if none; `scale` first multiplies each value and stores it back, unless it is 1.
 float row_max(float* z, int32_t n, float scale) {
@@ -133,10 +140,7 @@ float row_max(float* z, int32_t n, float scale) {
     if (scaled) z[i] = z[i] * scale;
     acc[0] = _mm256_max_ps(_mm256_set1_ps(z[i]), acc[0]);
   }
-  const __m256 all = _mm256_max_ps(_mm256_max_ps(acc[0], acc[1]), _mm256_max_ps(acc[2], acc[3]));
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(all), _mm256_extractf128_ps(all, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+  return lanes_max(_mm256_max_ps(_mm256_max_ps(acc[0], acc[1]), _mm256_max_ps(acc[2], acc[3])));
 }
 
 // log_approx, lane by lane (its branch a blend).
@@ -331,10 +335,7 @@ void panel_partials(const float* x, int32_t n, float* max, float* sum) {
       v[a] = at < n ? load_or_neg_inf(x + at, n - at) : set(kNegInf);
       best = _mm256_max_ps(v[a], best);
     }
-    const __m128 half = _mm_max_ps(_mm256_castps256_ps128(best), _mm256_extractf128_ps(best, 1));
-    const __m128 quarter = _mm_max_ps(half, _mm_movehl_ps(half, half));
-    const float top =
-        _mm_cvtss_f32(_mm_max_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1))) + 0.0f;
+    const float top = lanes_max(best) + 0.0f;
     __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
     if (top > kNegInf && top < -kNegInf) {
       const __m256 base = set(top);
