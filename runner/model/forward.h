@@ -61,11 +61,7 @@ class ForwardPass {
   // for them: sampler_kernels::Kernels::panel_partials' maxima, then its sums, a panel of
   // sampler_kernels::kLogitPanel logits each; empty for the other rows. Valid until the next
   // run.
-  std::span<const float> partials(int64_t logit_row) const {
-    if ((partial_rows_[logit_row] & kPartials) == 0) return {};
-    const int64_t size = 2 * static_cast<int64_t>(logit_panels_);
-    return {partials_.data() + logit_row * size, static_cast<size_t>(size)};
-  }
+  std::span<const float> partials(int64_t logit_row) const;
   // The copy of logit row i of the last run where its ForwardRow asked for one (raw_logits),
   // else empty. Valid until the next run.
   std::span<const float> raw_logits(int64_t logit_row) const {
@@ -190,7 +186,7 @@ class ForwardPass {
   void ffn_block(int32_t layer);
   int64_t output_logits(std::span<const ForwardRow> given);
   // The output matmul, with the partials of the logit rows marked in partial_rows_
-  // (output_partials.cpp).
+  // (output_partials.cpp, which defines partials() too).
   void output_matmul(int64_t n_out);
   void output_hidden(std::span<const ForwardRow> given);
 
@@ -212,7 +208,6 @@ class ForwardPass {
   std::vector<uint8_t> partial_rows_;                // per logit row: kPartials | kRawCopy
   std::vector<float> partials_;                      // [logit row][maxima | sums]
   std::vector<float> raw_;                           // [logit row][n_vocab]: raw_logits()
-  int32_t logit_panels_ = 0;                         // panels a row of logits
   std::vector<float> hidden_;                        // [pooled state][n_embd]
   std::vector<size_t> hidden_first_, hidden_count_;  // per given row: its states in hidden_
   std::vector<std::vector<float>> thread_scores_;    // per pool thread: attention scratch

@@ -49,40 +49,44 @@ static_assert(sampler_kernels::kLogitPanel == 64, "MatmulEpilogue's columns come
 
 }  // namespace
 
+std::span<const float> ForwardPass::partials(int64_t logit_row) const {
+  if ((partial_rows_[logit_row] & kPartials) == 0) return {};
+  const auto size = static_cast<size_t>(2 * sampler_kernels::logit_panels(cfg_.n_vocab));
+  return {partials_.data() + logit_row * size, size};
+}
+
 void ForwardPass::output_matmul(int64_t n_out) {
-  const kernels::PackedWeights& head = model_.output();
   const auto asked = [&](uint8_t bit) {
     return std::any_of(partial_rows_.begin(), partial_rows_.end(),
                        [bit](uint8_t flags) { return (flags & bit) != 0; });
   };
-  if (!asked(kPartials)) {
-    kernels::matmul(pool_, head, last_.data(), n_out, logits_.data());
-    soft_cap(logits_.data(), n_out * cfg_.n_vocab, cfg_.final_softcap);
-    return;
+  const bool partials = asked(kPartials);
+  const int32_t panels = sampler_kernels::logit_panels(cfg_.n_vocab);
+  if (partials) {
+    const size_t size = static_cast<size_t>(n_out) * 2 * static_cast<size_t>(panels);
+    if (partials_.size() < size) partials_.resize(size);
+    const size_t raw_size = static_cast<size_t>(n_out * cfg_.n_vocab);
+    if (asked(kRawCopy) && raw_.size() < raw_size) raw_.resize(raw_size);
   }
-  logit_panels_ = sampler_kernels::logit_panels(cfg_.n_vocab);
-  const size_t size = static_cast<size_t>(n_out) * 2 * static_cast<size_t>(logit_panels_);
-  if (partials_.size() < size) partials_.resize(size);
-  const size_t raw_size = static_cast<size_t>(n_out * cfg_.n_vocab);
-  if (asked(kRawCopy) && raw_.size() < raw_size) raw_.resize(raw_size);
   const PartialsJob job{logits_.data(),
                         cfg_.n_vocab,
                         partial_rows_.data(),
                         partials_.data(),
                         raw_.data(),
-                        logit_panels_,
+                        panels,
                         sampler_kernels::detected().panel_partials};
   // The soft cap (gemma2) changes the logits after the matmul: the partials follow it.
-  const bool capped = cfg_.final_softcap != 0.0f;
-  const bool done = kernels::matmul(
-      pool_, head, last_.data(), n_out, logits_.data(),
-      capped ? kernels::MatmulEpilogue{} : kernels::MatmulEpilogue{&PartialsJob::epilogue, &job});
+  const bool in_epilogue = partials && cfg_.final_softcap == 0.0f;
+  const bool done =
+      kernels::matmul(pool_, model_.output(), last_.data(), n_out, logits_.data(),
+                      in_epilogue ? kernels::MatmulEpilogue{&PartialsJob::epilogue, &job}
+                                  : kernels::MatmulEpilogue{});
   soft_cap(logits_.data(), n_out * cfg_.n_vocab, cfg_.final_softcap);
-  if (done && !capped) return;
-  // Kernels without an epilogue (the quantized ones, AMX's): the same panels, after the
-  // matmul, in parallel runs of 64 panels; the bits are those of the epilogue's.
+  if (!partials || (in_epilogue && done)) return;
+  // Kernels without an epilogue (the quantized ones, AMX's) and the soft cap: the same
+  // panels, after the matmul, in parallel runs of 64 panels; the bits are the epilogue's.
   constexpr int64_t kPanelsPerTask = 64;
-  const int64_t tasks_per_row = (logit_panels_ + kPanelsPerTask - 1) / kPanelsPerTask;
+  const int64_t tasks_per_row = (panels + kPanelsPerTask - 1) / kPanelsPerTask;
   pool_.parallel_for(n_out * tasks_per_row, [&](int64_t task) {
     const int64_t r = task / tasks_per_row;
     const int64_t col0 = (task % tasks_per_row) * kPanelsPerTask * sampler_kernels::kLogitPanel;
