@@ -80,6 +80,10 @@ struct MatmulArgs {
   void (*epilogue)(const void* ctx, int64_t row0, int64_t rows, int64_t col0,
                    int64_t cols) = nullptr;
   const void* epilogue_ctx = nullptr;
+  // Guided splits only (packed_impl.h, guided_start): the parts of `of` in one thread's
+  // region. A range that ends inside a region is followed by that region's next range, most
+  // often on the same thread, so its far prefetches go on into the panel after its own.
+  int64_t region_parts = 0;
 };
 
 // Computes one task's share of the outputs: parts [from, to) of the matmul cut into `of`

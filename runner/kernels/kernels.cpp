@@ -41,6 +41,7 @@ bool detail::g_widen_chunks = [] {
   return forced == nullptr || std::string_view(forced) != "off";
 }();
 
+using detail::guided_end;
 using detail::guided_start;
 using detail::kGuidedRoundCount;
 using detail::kPanel;
@@ -517,7 +518,10 @@ bool matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   const int64_t n_panels = (impl.n_out + kPanel - 1) / kPanel;
   job.n_tasks = std::min<int64_t>(n_panels, tasks_per_thread(n_rows) * pool.size());
   job.guided_threads = n_rows > 1 && pool.size() > 1 ? pool.size() : 0;
-  if (job.guided_threads > 0) job.n_tasks = kGuidedRoundCount * pool.size();
+  if (job.guided_threads > 0) {
+    job.n_tasks = kGuidedRoundCount * pool.size();
+    job.args.region_parts = 1000;
+  }
   // Activations rounded to BF16 once per call into a buffer that lives as long as the
   // thread, so steps allocate nothing: few rows on the submitting thread, many shared by
   // the tasks (below).
@@ -551,7 +555,7 @@ bool matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   pool.parallel_for(job.n_tasks, [j, p](int64_t t) {
     p->help_and_wait();
     if (j->guided_threads == 0) return j->loop(j->args, t, t + 1, j->n_tasks);
-    j->loop(j->args, guided_start(t, j->guided_threads), guided_start(t + 1, j->guided_threads),
+    j->loop(j->args, guided_start(t, j->guided_threads), guided_end(t, j->guided_threads),
             1000 * j->guided_threads);
   });
   return epilogue_ran;

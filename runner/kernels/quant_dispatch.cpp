@@ -66,7 +66,7 @@ struct Job {
   // loop on that piece's outputs.
   void run(int64_t t) const {
     const int64_t begin = range_start(t, n_tasks, n_units(), guided_threads);
-    const int64_t end = range_start(t + 1, n_tasks, n_units(), guided_threads);
+    const int64_t end = range_end(t, n_tasks, n_units(), guided_threads);
     for (size_t i = 0; i < pieces; ++i) {
       const int64_t lo = std::max(begin, first_unit[i]) - first_unit[i];
       const int64_t hi = std::min(end, first_unit[i + 1]) - first_unit[i];

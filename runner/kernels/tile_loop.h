@@ -341,6 +341,15 @@ struct TaskShare {
   }
 };
 
+// The panel before which a task's far prefetches stop: the end of its own, or, where the
+// thread's next range starts where this one ends (MatmulArgs::region_parts), one panel on,
+// so that range does not start on a panel still in memory.
+inline int64_t prefetch_end(const MatmulArgs& a, const TaskShare& ours, int64_t to) {
+  const int64_t n_panels = (a.n_out + kPanel - 1) / kPanel;
+  const bool follows = a.region_parts > 0 && to % a.region_parts != 0;
+  return follows && ours.panel_end() < n_panels ? ours.panel_end() + 1 : ours.panel_end();
+}
+
 // Rows [row0, row0 + rows) of panel p are final: the matmul's epilogue, if any (isa.h,
 // MatmulArgs::epilogue), runs on them while they are in this core's cache.
 inline void panel_done(const MatmulArgs& a, int64_t row0, int64_t rows, int64_t p) {
@@ -362,14 +371,15 @@ inline void panel_done(const MatmulArgs& a, int64_t row0, int64_t rows, int64_t 
 constexpr int64_t kMaxChunkedTiles = 2;
 
 template <class Tile>
-void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskShare& ours) {
+void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskShare& ours,
+                    int64_t to) {
   using V = typename Tile::Isa;
   const int64_t units = Tile::units(a);
   constexpr int64_t kPerChunk =
       V::kChunkBytes > Tile::kUnitBytes ? V::kChunkBytes / Tile::kUnitBytes : 1;
   constexpr int64_t kChunkBytes = kPerChunk * Tile::kUnitBytes;
   const int64_t share = (kChunkBytes + plan.n_tiles - 1) / plan.n_tiles;  // a tile's
-  const uint8_t* end = a.panels + ours.panel_end() * static_cast<int64_t>(a.panel_bytes);
+  const uint8_t* end = a.panels + prefetch_end(a, ours, to) * static_cast<int64_t>(a.panel_bytes);
   for (int64_t p = ours.panel_begin(); p < ours.panel_end(); ++p) {
     const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
     const int64_t t_begin = ours.tile_begin(p), t_end = ours.tile_end(p);
@@ -405,13 +415,14 @@ void chunked_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskS
 // (sub_panel_pass), and a widened weight is the same float, so each output adds the same
 // products in the same order as one pass over the whole of k: the bits of a row alone.
 template <class Tile>
-void widened_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskShare& ours) {
+void widened_panels(const MatmulArgs& a, const TilePlan<Tile>& plan, const TaskShare& ours,
+                    int64_t to) {
   using V = typename Tile::Isa;
   constexpr int64_t kK = V::kWidenChunk;
   alignas(64) float chunk[kK * kPanel];
   MatmulArgs wa = a;
   wa.widened = chunk;
-  const uint8_t* end = a.panels + ours.panel_end() * static_cast<int64_t>(a.panel_bytes);
+  const uint8_t* end = a.panels + prefetch_end(a, ours, to) * static_cast<int64_t>(a.panel_bytes);
   for (int64_t p = ours.panel_begin(); p < ours.panel_end(); ++p) {
     const uint8_t* panel = a.panels + p * static_cast<int64_t>(a.panel_bytes);
     const int64_t t_begin = ours.tile_begin(p), t_end = ours.tile_end(p);
@@ -476,19 +487,19 @@ void panel_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
   const TilePlan<Tile> plan(a.n_rows);
   if constexpr (widens_once<Tile>()) {
     if (g_widen_chunks && plan.n_tiles >= kMinWidenedTiles)
-      return widened_panels<Tile>(a, plan, TaskShare(n_panels, plan.n_tiles, from, to, of));
+      return widened_panels<Tile>(a, plan, TaskShare(n_panels, plan.n_tiles, from, to, of), to);
   }
   const TaskShare ours(n_panels, plan.n_tiles, from, to, of);
   if constexpr (Tile::Isa::kChunkBytes > 0) {
     if (a.n_rows > 1 && plan.n_tiles <= kMaxChunkedTiles)
-      return chunked_panels<Tile>(a, plan, ours);
+      return chunked_panels<Tile>(a, plan, ours, to);
   }
   const UnitRange whole{0, Tile::units(a)};
   const int64_t n_steps = whole.end * Tile::kStepsPerUnit;
   const bool far_ahead = plan.n_tiles >= 3;
   const int64_t share = far_ahead ? (a.panel_bytes + plan.n_tiles - 2) / (plan.n_tiles - 1) : 0;
   const int64_t per_step = far_ahead ? (share + n_steps - 1) / n_steps : 0;
-  const int64_t panel_end = ours.panel_end();
+  const int64_t panel_end = ours.panel_end(), far_end = prefetch_end(a, ours, to);
   for (int64_t p = ours.panel_begin(); p < panel_end; ++p) {
     const uint8_t* panel = a.panels + p * a.panel_bytes;
     const char* next = reinterpret_cast<const char*>(panel + a.panel_bytes);
@@ -496,7 +507,7 @@ void panel_loop(const MatmulArgs& a, int64_t from, int64_t to, int64_t of) {
     for (int64_t t = ours.tile_begin(p), row0 = plan.first_row(t); t < t_end; ++t) {
       const int64_t rows = plan.rows(t);
       const FarPrefetch far{
-          far_ahead && t > 0 && p + 1 < panel_end ? next + (t - 1) * share : nullptr, per_step};
+          far_ahead && t > 0 && p + 1 < far_end ? next + (t - 1) * share : nullptr, per_step};
       run_rows<Tile>(rows, a, panel, row0, p * kPanel, whole, far);
       panel_done(a, row0, rows, p);
       row0 += rows;
