@@ -98,8 +98,8 @@ inline int64_t guided_start(int64_t t, int64_t threads) {
   if (round >= kGuidedRoundCount) return 1000 * threads;
   return 1000 * i + kGuidedRounds[round];
 }
-// Guided ranges are claimed in task order, not in the order of their starts: task t + 1 may
-// start before task t. The end of all of them.
+// Where task t's range ends. Tasks are claimed in index order, which is not the order of
+// their starts, so task t + 1's start is not task t's end.
 inline int64_t guided_end(int64_t t, int64_t threads) {
   const int64_t round = t / threads, i = t % threads;
   if (round >= kGuidedRoundCount) return 1000 * threads;
