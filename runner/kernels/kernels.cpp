@@ -43,6 +43,7 @@ bool detail::g_widen_chunks = [] {
 
 using detail::guided_end;
 using detail::guided_start;
+using detail::kGuidedParts;
 using detail::kGuidedRoundCount;
 using detail::kPanel;
 using detail::kRowsToSharePrep;
@@ -520,7 +521,7 @@ bool matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
   job.guided_threads = n_rows > 1 && pool.size() > 1 ? pool.size() : 0;
   if (job.guided_threads > 0) {
     job.n_tasks = kGuidedRoundCount * pool.size();
-    job.args.region_parts = 1000;
+    job.args.region_parts = kGuidedParts;
   }
   // Activations rounded to BF16 once per call into a buffer that lives as long as the
   // thread, so steps allocate nothing: few rows on the submitting thread, many shared by
@@ -556,7 +557,7 @@ bool matmul(ThreadPool& pool, const PackedWeights& w, const float* x, int64_t n_
     p->help_and_wait();
     if (j->guided_threads == 0) return j->loop(j->args, t, t + 1, j->n_tasks);
     j->loop(j->args, guided_start(t, j->guided_threads), guided_end(t, j->guided_threads),
-            1000 * j->guided_threads);
+            kGuidedParts * j->guided_threads);
   });
   return epilogue_ran;
 }

@@ -88,33 +88,36 @@ constexpr int64_t tasks_per_thread(int64_t n_rows) { return n_rows == 1 ? 1 : 2;
 // Q4_K_M). A round's share in thousandths, cumulative:
 constexpr int64_t kGuidedRounds[] = {0, 700, 900, 1000};
 constexpr int64_t kGuidedRoundCount = 3;
+// A thread slot's region of a guided split, in parts: its rounds' thousandths.
+constexpr int64_t kGuidedParts = kGuidedRounds[kGuidedRoundCount];
 
-// Where task t of a guided split over `threads` starts, in parts of 1000 * threads. Thread
-// slot i's rounds are consecutive pieces of region i (parts [1000 i, 1000 i + 1000)), so a
-// thread that claims slot i in every round walks one contiguous stretch of the weights, and
-// each range's end is the start of its next one (panel_loop prefetches across it).
+// Where task t of a guided split over `threads` starts, in parts of kGuidedParts * threads.
+// Thread slot i's rounds are consecutive pieces of region i (parts [kGuidedParts i,
+// kGuidedParts (i + 1))), so a thread that claims slot i in every round walks one contiguous
+// stretch of the weights, and each range's end is the start of its next one (panel_loop prefetches
+// across it).
 inline int64_t guided_start(int64_t t, int64_t threads) {
   const int64_t round = t / threads, i = t % threads;
-  if (round >= kGuidedRoundCount) return 1000 * threads;
-  return 1000 * i + kGuidedRounds[round];
+  if (round >= kGuidedRoundCount) return kGuidedParts * threads;
+  return kGuidedParts * i + kGuidedRounds[round];
 }
 // Where task t's range ends. Tasks are claimed in index order, which is not the order of
 // their starts, so task t + 1's start is not task t's end.
 inline int64_t guided_end(int64_t t, int64_t threads) {
   const int64_t round = t / threads, i = t % threads;
-  if (round >= kGuidedRoundCount) return 1000 * threads;
-  return 1000 * i + kGuidedRounds[round + 1];
+  if (round >= kGuidedRoundCount) return kGuidedParts * threads;
+  return kGuidedParts * i + kGuidedRounds[round + 1];
 }
 
 // The first unit of task t of n_tasks, and the unit past its last: even ranges, or, where
 // the matmul is guided, the rounds above.
 inline int64_t range_start(int64_t t, int64_t n_tasks, int64_t n_units, int64_t guided_threads) {
   if (guided_threads == 0) return t * n_units / n_tasks;
-  return n_units * guided_start(t, guided_threads) / (1000 * guided_threads);
+  return n_units * guided_start(t, guided_threads) / (kGuidedParts * guided_threads);
 }
 inline int64_t range_end(int64_t t, int64_t n_tasks, int64_t n_units, int64_t guided_threads) {
   if (guided_threads == 0) return (t + 1) * n_units / n_tasks;
-  return n_units * guided_end(t, guided_threads) / (1000 * guided_threads);
+  return n_units * guided_end(t, guided_threads) / (kGuidedParts * guided_threads);
 }
 
 // The integer-dot activations each quantized kind multiplies (ggml's vec_dot_type).

@@ -108,8 +108,9 @@ void quant_matmul(ThreadPool& pool, std::span<const QuantPiece> pieces, int64_t 
                               : avx2_quant_loop();
   job.n_tasks = std::min<int64_t>(job.n_units(), tasks_per_thread(n_rows) * pool.size());
   // Guided where every round's ranges still hold a unit or more.
-  const bool guided = streamed && pool.size() > 1 &&
-                      job.n_units() * (kGuidedRounds[3] - kGuidedRounds[2]) >= 1000 * pool.size();
+  const bool guided =
+      streamed && pool.size() > 1 &&
+      job.n_units() * (kGuidedRounds[3] - kGuidedRounds[2]) >= kGuidedParts * pool.size();
   job.guided_threads = guided ? pool.size() : 0;
   if (guided) job.n_tasks = kGuidedRoundCount * pool.size();
   SharedPrep prep;

@@ -379,14 +379,13 @@ TEST(Kernels, QuantizedPartsOfOneActivationFormatRunAsOneJobWithTheirOwnBits) {
 
 // The other quantized types take the integer path: tests/runner/kernels/quant_matmul_test.cpp.
 
-// THE LAW: a row's result does not depend on n_rows, on the other rows' contents,
-// or on the thread count.
 // A guided split's ranges (packed_impl.h) cover every part once, and each thread slot's
 // rounds follow one another: the range a thread is most likely to claim next starts where
 // its last one ended, which is what lets panel_loop prefetch across the end of a range.
 TEST(Kernels, GuidedRangesCoverEveryPartOnceAndEachSlotsRoundsFollowOn) {
   for (int64_t threads = 1; threads <= 4; ++threads) {
-    const int64_t n_tasks = detail::kGuidedRoundCount * threads, parts = 1000 * threads;
+    const int64_t n_tasks = detail::kGuidedRoundCount * threads;
+    const int64_t parts = detail::kGuidedParts * threads;
     std::vector<int> covered(parts, 0);
     for (int64_t t = 0; t < n_tasks; ++t) {
       const int64_t begin = detail::guided_start(t, threads), end = detail::guided_end(t, threads);
@@ -396,7 +395,7 @@ TEST(Kernels, GuidedRangesCoverEveryPartOnceAndEachSlotsRoundsFollowOn) {
         EXPECT_EQ(end, detail::guided_start(t + threads, threads));
       }
       // A range ends inside its slot's region until the last round.
-      EXPECT_EQ(end % 1000 == 0, t + threads >= n_tasks) << "task " << t;
+      EXPECT_EQ(end % detail::kGuidedParts == 0, t + threads >= n_tasks) << "task " << t;
     }
     EXPECT_EQ(std::count(covered.begin(), covered.end(), 1), parts) << threads << " threads";
     // In units: the ranges of n_units tile [0, n_units) whatever the rounding.
@@ -412,6 +411,8 @@ TEST(Kernels, GuidedRangesCoverEveryPartOnceAndEachSlotsRoundsFollowOn) {
   }
 }
 
+// THE LAW: a row's result does not depend on n_rows, on the other rows' contents,
+// or on the thread count.
 TEST(Kernels, RowsAreBitIdenticalWhateverTheBatchAndThreadCount) {
   ThreadPool pool1(1), pool2(2), pool3(3);
   ThreadPool* pools[] = {&pool1, &pool2, &pool3};
